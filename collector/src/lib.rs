@@ -1,0 +1,7 @@
+//! speclens collector: the library behind the `speclens` binary (a thin `main.rs` calls it).
+
+pub mod cli;
+pub mod error;
+pub mod serve;
+
+pub use error::CollectorError;

@@ -1,0 +1,497 @@
+//! Run-level aggregation of per-request spec-decode records (SPEC §2.3–2.4): AIPerf's metrics
+//! with avg/min/max/percentiles/std, the derived totals, the pooled histogram, and their console
+//! rows, histogram line, JSON and CSV exports.
+
+use std::collections::BTreeMap;
+
+use serde::{Deserialize, Serialize};
+
+use crate::per_request::SpecRecord;
+
+/// Percentiles exported for every per-request metric.
+pub const EXPORT_PERCENTILES: [u32; 9] = [1, 5, 10, 25, 50, 75, 90, 95, 99];
+
+/// Statistics of one per-request metric, keys in AIPerf's export order.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct MetricStats {
+    pub unit: String,
+    pub avg: f64,
+    pub p1: f64,
+    pub p5: f64,
+    pub p10: f64,
+    pub p25: f64,
+    pub p50: f64,
+    pub p75: f64,
+    pub p90: f64,
+    pub p95: f64,
+    pub p99: f64,
+    pub min: f64,
+    pub max: f64,
+    /// Population standard deviation.
+    pub std: f64,
+    pub count: u64,
+    pub sum: f64,
+}
+
+/// Linear-interpolation percentile of sorted values: `idx = q/100·(n−1)`.
+pub fn percentile(sorted: &[f64], q: f64) -> Option<f64> {
+    let n = sorted.len();
+    if n == 0 {
+        return None;
+    }
+    let idx = q / 100.0 * (n - 1) as f64;
+    let lo = idx.floor() as usize;
+    let hi = idx.ceil() as usize;
+    let frac = idx - lo as f64;
+    Some(sorted[lo] + frac * (sorted[hi] - sorted[lo]))
+}
+
+impl MetricStats {
+    /// Statistics of `values` (any order); `None` when empty.
+    pub fn from_values(unit: &str, mut values: Vec<f64>) -> Option<MetricStats> {
+        if values.is_empty() {
+            return None;
+        }
+        values.sort_by(f64::total_cmp);
+        let n = values.len() as f64;
+        let sum: f64 = values.iter().sum();
+        let avg = sum / n;
+        let var = values.iter().map(|v| (v - avg) * (v - avg)).sum::<f64>() / n;
+        let p = |q: f64| percentile(&values, q).unwrap_or(f64::NAN);
+        Some(MetricStats {
+            unit: unit.to_string(),
+            avg,
+            p1: p(1.0),
+            p5: p(5.0),
+            p10: p(10.0),
+            p25: p(25.0),
+            p50: p(50.0),
+            p75: p(75.0),
+            p90: p(90.0),
+            p95: p(95.0),
+            p99: p(99.0),
+            min: values[0],
+            max: values[values.len() - 1],
+            std: var.sqrt(),
+            count: values.len() as u64,
+            sum,
+        })
+    }
+
+    /// The percentile fields in [`EXPORT_PERCENTILES`] order.
+    pub fn percentiles(&self) -> [f64; 9] {
+        [self.p1, self.p5, self.p10, self.p25, self.p50, self.p75, self.p90, self.p95, self.p99]
+    }
+}
+
+/// A derived metric: one value and its unit.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct DerivedValue {
+    pub unit: String,
+    pub avg: f64,
+}
+
+/// Folds records one at a time; [`SpecAggregator::summary`] computes the run's figures.
+#[derive(Debug, Clone, Default)]
+pub struct SpecAggregator {
+    acceptance_length: Vec<f64>,
+    draft_acceptance_rate_pct: Vec<f64>,
+    accepted_per_verified: Vec<f64>,
+    steps: Vec<f64>,
+    accepted: Vec<f64>,
+    drafted: Vec<f64>,
+    records: u64,
+    zero_step_requests: u64,
+    total_steps: u64,
+    total_accepted: u64,
+    total_drafted: u64,
+    pooled: BTreeMap<u32, u64>,
+}
+
+/// The run's spec-decode figures, exported under AIPerf's names.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct SpecSummary {
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub spec_decode_acceptance_length: Option<MetricStats>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub spec_decode_draft_acceptance_rate: Option<MetricStats>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub spec_decode_accepted_per_verified: Option<MetricStats>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub spec_decode_steps: Option<MetricStats>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub spec_decode_accepted_draft_tokens: Option<MetricStats>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub spec_decode_draft_tokens: Option<MetricStats>,
+    /// `1 + Σaccepted / Σsteps`; absent when Σsteps = 0.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub spec_decode_token_weighted_acceptance_length: Option<DerivedValue>,
+    /// `Σaccepted / Σdrafted × 100`; absent when Σdrafted = 0.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub spec_decode_overall_draft_acceptance_rate: Option<DerivedValue>,
+    pub spec_decode_zero_step_requests: DerivedValue,
+    pub total_spec_decode_steps: DerivedValue,
+    pub total_accepted_draft_tokens: DerivedValue,
+    pub total_draft_tokens: DerivedValue,
+    /// `{j: steps that accepted exactly j}` summed over records; counts sum to Σsteps.
+    pub pooled_spec_decode_acceptance_histogram: BTreeMap<u32, u64>,
+}
+
+fn derived(unit: &str, avg: f64) -> DerivedValue {
+    DerivedValue { unit: unit.to_string(), avg }
+}
+
+impl SpecAggregator {
+    pub fn new() -> Self {
+        Self::default()
+    }
+
+    /// Fold in the record of one successful request.
+    pub fn push(&mut self, r: &SpecRecord) {
+        self.records += 1;
+        if r.num_spec_steps == 0 {
+            self.zero_step_requests += 1;
+            return;
+        }
+        let steps = r.num_spec_steps as f64;
+        self.acceptance_length.push(r.mean_acceptance_length);
+        self.draft_acceptance_rate_pct.push(r.draft_acceptance_rate * 100.0);
+        self.accepted_per_verified
+            .push((r.num_accepted_draft_tokens as f64 + steps) / (r.num_draft_tokens as f64 + steps));
+        self.steps.push(steps);
+        self.accepted.push(r.num_accepted_draft_tokens as f64);
+        self.drafted.push(r.num_draft_tokens as f64);
+        self.total_steps += r.num_spec_steps;
+        self.total_accepted += r.num_accepted_draft_tokens;
+        self.total_drafted += r.num_draft_tokens;
+        for (j, c) in &r.acceptance_histogram {
+            *self.pooled.entry(*j).or_default() += c;
+        }
+    }
+
+    /// Records folded in so far (zero-step ones included).
+    pub fn records(&self) -> u64 {
+        self.records
+    }
+
+    /// The run's figures; `None` when no request carried stats (then nothing is printed or
+    /// exported about spec decode).
+    pub fn summary(&self) -> Option<SpecSummary> {
+        if self.records == 0 {
+            return None;
+        }
+        let stats = |unit: &str, v: &Vec<f64>| MetricStats::from_values(unit, v.clone());
+        Some(SpecSummary {
+            spec_decode_acceptance_length: stats("ratio", &self.acceptance_length),
+            spec_decode_draft_acceptance_rate: stats("%", &self.draft_acceptance_rate_pct),
+            spec_decode_accepted_per_verified: stats("ratio", &self.accepted_per_verified),
+            spec_decode_steps: stats("count", &self.steps),
+            spec_decode_accepted_draft_tokens: stats("tokens", &self.accepted),
+            spec_decode_draft_tokens: stats("tokens", &self.drafted),
+            spec_decode_token_weighted_acceptance_length: (self.total_steps > 0)
+                .then(|| derived("ratio", 1.0 + self.total_accepted as f64 / self.total_steps as f64)),
+            spec_decode_overall_draft_acceptance_rate: (self.total_drafted > 0)
+                .then(|| derived("%", self.total_accepted as f64 / self.total_drafted as f64 * 100.0)),
+            spec_decode_zero_step_requests: derived("requests", self.zero_step_requests as f64),
+            total_spec_decode_steps: derived("count", self.total_steps as f64),
+            total_accepted_draft_tokens: derived("tokens", self.total_accepted as f64),
+            total_draft_tokens: derived("tokens", self.total_drafted as f64),
+            pooled_spec_decode_acceptance_histogram: self.pooled.clone(),
+        })
+    }
+}
+
+/// `1234567.891` → `1,234,567.89` (Python's `,.2f`).
+pub fn format_thousands(v: f64) -> String {
+    if !v.is_finite() {
+        return format!("{v}");
+    }
+    let text = format!("{:.2}", v.abs());
+    let (int, frac) = text.split_once('.').unwrap_or((&text, "00"));
+    let mut grouped = String::new();
+    for (i, c) in int.chars().enumerate() {
+        if i > 0 && (int.len() - i) % 3 == 0 {
+            grouped.push(',');
+        }
+        grouped.push(c);
+    }
+    let sign = if v < 0.0 && text.trim_start_matches(['0', '.']) != "" { "-" } else { "" };
+    format!("{sign}{grouped}.{frac}")
+}
+
+/// Console table columns after the metric name.
+pub const CONSOLE_COLUMNS: [&str; 7] = ["avg", "min", "max", "p99", "p90", "p50", "std"];
+
+/// One console row: the label and its seven cells.
+pub type ConsoleRow = (String, [String; 7]);
+
+impl SpecSummary {
+    /// The console table's rows, in AIPerf's order ("Zero-Step Requests" only when non-zero).
+    pub fn console_rows(&self) -> Vec<ConsoleRow> {
+        let na = || "N/A".to_string();
+        let per_request = |label: &str, s: &Option<MetricStats>| -> ConsoleRow {
+            let cells = match s {
+                Some(s) => [s.avg, s.min, s.max, s.p99, s.p90, s.p50, s.std].map(format_thousands),
+                None => [(); 7].map(|_| na()),
+            };
+            (label.to_string(), cells)
+        };
+        let derived_row = |label: &str, v: Option<f64>| -> ConsoleRow {
+            let mut cells = [(); 7].map(|_| na());
+            if let Some(v) = v {
+                cells[0] = format_thousands(v);
+            }
+            (label.to_string(), cells)
+        };
+        let mut rows = vec![
+            per_request("Acceptance Length (ratio)", &self.spec_decode_acceptance_length),
+            derived_row(
+                "Token-Weighted Acceptance Length (ratio)",
+                self.spec_decode_token_weighted_acceptance_length.as_ref().map(|d| d.avg),
+            ),
+            per_request("Draft Acceptance Rate (%)", &self.spec_decode_draft_acceptance_rate),
+            derived_row(
+                "Overall Draft Acceptance Rate (%)",
+                self.spec_decode_overall_draft_acceptance_rate.as_ref().map(|d| d.avg),
+            ),
+            per_request("Accepted per Verified (ratio)", &self.spec_decode_accepted_per_verified),
+            per_request("Spec Decode Steps (count)", &self.spec_decode_steps),
+        ];
+        if self.spec_decode_zero_step_requests.avg > 0.0 {
+            rows.push(derived_row("Zero-Step Requests (requests)", Some(self.spec_decode_zero_step_requests.avg)));
+        }
+        rows
+    }
+
+    /// `  Accepted drafts per step (% of steps):  0: 25%   1: 18%` — buckets 0..=min(max j, 7),
+    /// every j ≥ 8 folded into `>=8`. `None` when no step was taken.
+    pub fn histogram_line(&self) -> Option<String> {
+        let hist = &self.pooled_spec_decode_acceptance_histogram;
+        let total: u64 = hist.values().sum();
+        let max_j = *hist.keys().next_back()?;
+        if total == 0 {
+            return None;
+        }
+        let pct = |count: u64| count as f64 / total as f64 * 100.0;
+        let mut buckets: Vec<String> =
+            (0..=max_j.min(7)).map(|j| format!("{j}: {:.0}%", pct(hist.get(&j).copied().unwrap_or(0)))).collect();
+        if max_j >= 8 {
+            let folded: u64 = hist.range(8..).map(|(_, c)| c).sum();
+            buckets.push(format!(">=8: {:.0}%", pct(folded)));
+        }
+        Some(format!("  Accepted drafts per step (% of steps):  {}", buckets.join("   ")))
+    }
+
+    /// AIPerf-style CSV: per-request metric rows, a blank line, then `Metric,Value` rows.
+    pub fn to_csv(&self) -> String {
+        let mut out = String::from("Metric,avg,min,max,sum,p1,p5,p10,p25,p50,p75,p90,p95,p99,std\n");
+        let per_request = [
+            ("Acceptance Length", &self.spec_decode_acceptance_length),
+            ("Draft Acceptance Rate", &self.spec_decode_draft_acceptance_rate),
+            ("Accepted per Verified", &self.spec_decode_accepted_per_verified),
+            ("Spec Decode Steps", &self.spec_decode_steps),
+            ("Accepted Draft Tokens", &self.spec_decode_accepted_draft_tokens),
+            ("Draft Tokens", &self.spec_decode_draft_tokens),
+        ];
+        for (name, stats) in per_request {
+            let Some(s) = stats else { continue };
+            let mut cells = vec![csv_label(name, &s.unit)];
+            cells.extend([s.avg, s.min, s.max, s.sum].iter().map(|v| format!("{v:.2}")));
+            cells.extend(s.percentiles().iter().map(|v| format!("{v:.2}")));
+            cells.push(format!("{:.2}", s.std));
+            out.push_str(&cells.join(","));
+            out.push('\n');
+        }
+        out.push_str("\nMetric,Value\n");
+        let derived = [
+            ("Token-Weighted Acceptance Length", self.spec_decode_token_weighted_acceptance_length.as_ref()),
+            ("Overall Draft Acceptance Rate", self.spec_decode_overall_draft_acceptance_rate.as_ref()),
+            ("Zero-Step Requests", Some(&self.spec_decode_zero_step_requests)),
+            ("Total Spec Decode Steps", Some(&self.total_spec_decode_steps)),
+            ("Total Accepted Draft Tokens", Some(&self.total_accepted_draft_tokens)),
+            ("Total Draft Tokens", Some(&self.total_draft_tokens)),
+        ];
+        for (name, value) in derived {
+            let Some(d) = value else { continue };
+            let v = if d.avg.fract() == 0.0 && d.unit != "ratio" && d.unit != "%" {
+                format!("{}", d.avg as u64)
+            } else {
+                format!("{:.2}", d.avg)
+            };
+            out.push_str(&format!("{},{v}\n", csv_label(name, &d.unit)));
+        }
+        out
+    }
+}
+
+/// `header (unit)`, with the unit omitted for plain counts.
+fn csv_label(name: &str, unit: &str) -> String {
+    if unit == "count" || unit == "requests" {
+        name.to_string()
+    } else {
+        format!("{name} ({unit})")
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::per_request::EngineKind;
+
+    /// A record built from per-step acceptances the way vLLM computes its fields.
+    fn record(per_step: &[u64], k: u64) -> SpecRecord {
+        let steps = per_step.len() as u64;
+        let accepted: u64 = per_step.iter().sum();
+        let drafted = k * steps;
+        let mut hist = BTreeMap::new();
+        for j in per_step {
+            *hist.entry(*j as u32).or_default() += 1;
+        }
+        SpecRecord {
+            engine: EngineKind::Vllm,
+            mean_acceptance_length: if steps == 0 { 1.0 } else { 1.0 + accepted as f64 / steps as f64 },
+            draft_acceptance_rate: if drafted == 0 { 0.0 } else { accepted as f64 / drafted as f64 },
+            acceptance_histogram: hist,
+            num_accepted_draft_tokens: accepted,
+            num_draft_tokens: drafted,
+            num_spec_steps: steps,
+            num_spec_tokens: Some(k as u32),
+            completion_tokens: None,
+            per_step_accepted: None,
+            per_step_drafted: None,
+        }
+    }
+
+    fn close(a: f64, b: f64) -> bool {
+        (a - b).abs() < 1e-9
+    }
+
+    #[test]
+    fn aiperf_worked_example_one_request() {
+        let mut agg = SpecAggregator::new();
+        agg.push(&record(&[2, 3, 1, 4, 2, 0, 3, 3], 4));
+        let s = agg.summary().unwrap();
+        assert_eq!(s.pooled_spec_decode_acceptance_histogram, [(0, 1), (1, 1), (2, 2), (3, 3), (4, 1)].into_iter().collect());
+        assert!(close(s.spec_decode_acceptance_length.as_ref().unwrap().avg, 3.25));
+        assert!(close(s.spec_decode_draft_acceptance_rate.as_ref().unwrap().avg, 56.25));
+        assert!(close(s.spec_decode_accepted_per_verified.as_ref().unwrap().avg, 0.65));
+        assert_eq!(s.total_spec_decode_steps.avg, 8.0);
+        assert_eq!(s.total_accepted_draft_tokens.avg, 18.0);
+        assert_eq!(s.total_draft_tokens.avg, 32.0);
+    }
+
+    #[test]
+    fn aiperf_worked_example_two_requests() {
+        let mut agg = SpecAggregator::new();
+        agg.push(&record(&[2, 3, 1, 4, 2, 0, 3, 3], 4));
+        agg.push(&record(&[1, 1, 0], 4));
+        let s = agg.summary().unwrap();
+        assert_eq!(s.pooled_spec_decode_acceptance_histogram, [(0, 2), (1, 3), (2, 2), (3, 3), (4, 1)].into_iter().collect());
+        assert_eq!((s.total_spec_decode_steps.avg, s.total_accepted_draft_tokens.avg, s.total_draft_tokens.avg), (11.0, 20.0, 44.0));
+        assert!(close(s.spec_decode_token_weighted_acceptance_length.as_ref().unwrap().avg, 1.0 + 20.0 / 11.0));
+        assert!(close(s.spec_decode_overall_draft_acceptance_rate.as_ref().unwrap().avg, 45.45454545454545));
+    }
+
+    #[test]
+    fn zero_step_requests_are_counted_not_averaged() {
+        let mut agg = SpecAggregator::new();
+        agg.push(&record(&[], 4));
+        let s = agg.summary().unwrap();
+        assert!(s.spec_decode_acceptance_length.is_none());
+        assert!(s.spec_decode_token_weighted_acceptance_length.is_none());
+        assert!(s.spec_decode_overall_draft_acceptance_rate.is_none());
+        let rows = s.console_rows();
+        assert_eq!(rows.last().unwrap().0, "Zero-Step Requests (requests)");
+        assert_eq!(rows[1].1[0], "N/A");
+        assert!(s.histogram_line().is_none());
+        agg.push(&record(&[2, 2], 4));
+        let s = agg.summary().unwrap();
+        assert_eq!(s.spec_decode_acceptance_length.as_ref().unwrap().count, 1);
+        assert_eq!(s.spec_decode_zero_step_requests.avg, 1.0);
+    }
+
+    #[test]
+    fn nothing_when_no_record() {
+        assert!(SpecAggregator::new().summary().is_none());
+    }
+
+    #[test]
+    fn percentiles_interpolate_and_std_is_population() {
+        let s = MetricStats::from_values("ms", vec![4.0, 1.0, 3.0, 2.0]).unwrap();
+        assert_eq!((s.min, s.max, s.avg), (1.0, 4.0, 2.5));
+        assert!(close(s.p50, 2.5));
+        assert!(close(s.p90, 3.7));
+        assert!(close(s.p1, 1.03));
+        assert!(close(s.std, 1.25f64.sqrt()));
+        let one = MetricStats::from_values("ms", vec![7.0]).unwrap();
+        assert_eq!((one.p99, one.std), (7.0, 0.0));
+    }
+
+    #[test]
+    fn histogram_line_folds_large_buckets() {
+        let mut agg = SpecAggregator::new();
+        agg.push(&record(&[0, 0, 1, 2, 9, 10, 3, 0], 10));
+        let line = agg.summary().unwrap().histogram_line().unwrap();
+        assert_eq!(
+            line,
+            "  Accepted drafts per step (% of steps):  0: 38%   1: 12%   2: 12%   3: 12%   4: 0%   5: 0%   6: 0%   7: 0%   >=8: 25%"
+        );
+        let mut agg = SpecAggregator::new();
+        agg.push(&record(&[0, 1, 1, 2], 2));
+        assert_eq!(
+            agg.summary().unwrap().histogram_line().unwrap(),
+            "  Accepted drafts per step (% of steps):  0: 25%   1: 50%   2: 25%"
+        );
+    }
+
+    #[test]
+    fn console_and_exports_use_aiperf_names() {
+        let mut agg = SpecAggregator::new();
+        agg.push(&record(&[2, 3, 1, 4, 2, 0, 3, 3], 4));
+        agg.push(&record(&[1, 1, 0], 4));
+        let s = agg.summary().unwrap();
+        let rows = s.console_rows();
+        assert_eq!(rows.len(), 6);
+        assert_eq!(rows[1], ("Token-Weighted Acceptance Length (ratio)".into(), ["2.82", "N/A", "N/A", "N/A", "N/A", "N/A", "N/A"].map(String::from)));
+        let json = serde_json::to_value(&s).unwrap();
+        assert_eq!(json["pooled_spec_decode_acceptance_histogram"]["1"], 3);
+        assert_eq!(json["spec_decode_steps"]["sum"], 11.0);
+        let text = serde_json::to_string(s.spec_decode_steps.as_ref().unwrap()).unwrap();
+        assert!(text.starts_with(r#"{"unit":"count","avg":5.5,"p1":"#), "{text}");
+        let csv = s.to_csv();
+        assert!(csv.starts_with("Metric,avg,min,max,sum,p1,p5,p10,p25,p50,p75,p90,p95,p99,std\nAcceptance Length (ratio),"));
+        assert!(csv.contains("\nSpec Decode Steps,5.50,3.00,8.00,11.00,"), "{csv}");
+        assert!(csv.contains("\n\nMetric,Value\nToken-Weighted Acceptance Length (ratio),2.82\nOverall Draft Acceptance Rate (%),45.45\nZero-Step Requests,0\nTotal Spec Decode Steps,11\n"), "{csv}");
+    }
+
+    #[test]
+    fn thousands_separator() {
+        assert_eq!(format_thousands(1234567.891), "1,234,567.89");
+        assert_eq!(format_thousands(12.0), "12.00");
+        assert_eq!(format_thousands(-1234.5), "-1,234.50");
+        assert_eq!(format_thousands(-0.001), "0.00");
+    }
+
+    proptest::proptest! {
+        #[test]
+        fn totals_equal_the_sum_of_inputs(requests in proptest::collection::vec(proptest::collection::vec(0u64..=5, 0..20), 1..30)) {
+            let mut agg = SpecAggregator::new();
+            for per_step in &requests {
+                agg.push(&record(per_step, 5));
+            }
+            let s = agg.summary().unwrap();
+            let steps: u64 = requests.iter().map(|r| r.len() as u64).sum();
+            let accepted: u64 = requests.iter().flatten().sum();
+            proptest::prop_assert_eq!(s.total_spec_decode_steps.avg, steps as f64);
+            proptest::prop_assert_eq!(s.total_accepted_draft_tokens.avg, accepted as f64);
+            proptest::prop_assert_eq!(s.total_draft_tokens.avg, 5.0 * steps as f64);
+            proptest::prop_assert_eq!(s.pooled_spec_decode_acceptance_histogram.values().sum::<u64>(), steps);
+            let zero = requests.iter().filter(|r| r.is_empty()).count() as f64;
+            proptest::prop_assert_eq!(s.spec_decode_zero_step_requests.avg, zero);
+            if let Some(st) = &s.spec_decode_steps {
+                proptest::prop_assert_eq!(st.sum, steps as f64);
+                proptest::prop_assert!(st.min <= st.p50 && st.p50 <= st.max);
+            }
+        }
+    }
+}

@@ -1,0 +1,14 @@
+//! speclens shared core, built natively and for wasm32: Prometheus parsing, spec-decode metric
+//! types, engine payload adapters, aggregation, the speedup model, the what-if state and charts.
+//! Pure logic only: no I/O, no clocks.
+
+pub mod aggregate;
+pub mod chart;
+pub mod error;
+pub mod model;
+pub mod per_request;
+pub mod prom;
+pub mod scrape;
+pub mod whatif;
+
+pub use error::Error;

@@ -1,0 +1,324 @@
+//! The speedup model of speculative decoding (SPEC §3): expected tokens per step E(α, k), the
+//! implied α of a measured E, speedup S(B) under a roofline, the break-even batch, the crossing
+//! of a measured sweep, and the per-position extension that picks the best k.
+//!
+//! Everything here is arithmetic: nothing is measured, and the costs listed in
+//! [`UNCHARGED_COSTS`] are not modelled.
+
+use serde::{Deserialize, Serialize};
+
+/// Costs the model does not charge; each moves the real crossing to smaller batches.
+pub const UNCHARGED_COSTS: [&str; 4] = [
+    "KV-cache slots reserved for draft tokens",
+    "the sampler's sort over k+1 rows per request",
+    "the proposer's own time, folded into one draft-cost fraction c",
+    "CUDA-graph bucketing across the sweep's batch sizes",
+];
+
+/// The model table's standing disclaimer.
+pub const NOTHING_MEASURED: &str = "Everything above is arithmetic. Nothing was measured.";
+
+/// Draft proposers with a known cost fraction c (a draft step's cost / a target step's cost).
+#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
+pub enum Proposer {
+    /// Prompt-lookup n-gram: c = 0.
+    Ngram,
+    /// A 1B draft model for an 8B target: c = 0.165.
+    Drafter1b,
+    /// Any other cost fraction.
+    Custom(f64),
+}
+
+impl Proposer {
+    pub fn draft_cost(self) -> f64 {
+        match self {
+            Proposer::Ngram => 0.0,
+            Proposer::Drafter1b => 0.165,
+            Proposer::Custom(c) => c,
+        }
+    }
+
+    /// Short name used on the command line and in URLs.
+    pub fn key(self) -> &'static str {
+        match self {
+            Proposer::Ngram => "ngram",
+            Proposer::Drafter1b => "1b-draft",
+            Proposer::Custom(_) => "custom",
+        }
+    }
+}
+
+/// A GPU's roofline ridge in token positions (bf16 dense peak FLOP/s ÷ HBM bytes/s).
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct GpuPreset {
+    pub key: &'static str,
+    pub name: &'static str,
+    pub ridge_tokens: f64,
+}
+
+/// Known ridges. H100 SXM: 989 TFLOP/s ÷ 3.35 TB/s; H200: 989 ÷ 4.8; A100 SXM: 312 ÷ 2.04.
+pub const GPU_PRESETS: [GpuPreset; 3] = [
+    GpuPreset { key: "h100", name: "H100 SXM (bf16)", ridge_tokens: 295.0 },
+    GpuPreset { key: "h200", name: "H200 (bf16)", ridge_tokens: 206.0 },
+    GpuPreset { key: "a100", name: "A100 SXM (bf16)", ridge_tokens: 153.0 },
+];
+
+/// Look up a GPU preset by key (`h100`, `h200`, `a100`).
+pub fn gpu_preset(key: &str) -> Option<GpuPreset> {
+    GPU_PRESETS.iter().copied().find(|g| g.key.eq_ignore_ascii_case(key))
+}
+
+/// Expected tokens per verify step, bonus included: `Σ_{i=0..k} α^i`; `k + 1` when α ≥ 1.
+pub fn expected_tokens(alpha: f64, k: u32) -> f64 {
+    if alpha >= 1.0 {
+        return f64::from(k) + 1.0;
+    }
+    let alpha = alpha.max(0.0);
+    (1.0 - alpha.powi(k as i32 + 1)) / (1.0 - alpha)
+}
+
+/// The α whose E(α, k) equals `e`: bisection on [0, 0.999999], 200 iterations; 0 when E ≤ 1,
+/// 1 when E ≥ k + 1.
+pub fn implied_alpha(e: f64, k: u32) -> f64 {
+    if e <= 1.0 {
+        return 0.0;
+    }
+    if e >= f64::from(k) + 1.0 {
+        return 1.0;
+    }
+    let (mut lo, mut hi) = (0.0f64, 0.999_999f64);
+    for _ in 0..200 {
+        let mid = 0.5 * (lo + hi);
+        if expected_tokens(mid, k) < e {
+            lo = mid;
+        } else {
+            hi = mid;
+        }
+    }
+    0.5 * (lo + hi)
+}
+
+/// The hardware and proposer side of the model.
+#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
+pub struct Costs {
+    /// Draft cost fraction c.
+    pub draft_cost: f64,
+    /// Roofline ridge T* in token positions.
+    pub ridge_tokens: f64,
+}
+
+/// `S(B) = E·max(1, B/T*) / (max(1, B(k+1)/T*) + k·c·max(1, B/T*))`.
+pub fn speedup(e: f64, k: u32, costs: Costs, batch: f64) -> f64 {
+    let t = costs.ridge_tokens;
+    let kf = f64::from(k);
+    let plain = (batch / t).max(1.0);
+    let verify = (batch * (kf + 1.0) / t).max(1.0);
+    e * plain / (verify + kf * costs.draft_cost * plain)
+}
+
+/// Speedup at batch 1: `E / (1 + k·c)`.
+pub fn speedup_batch1(e: f64, k: u32, draft_cost: f64) -> f64 {
+    e / (1.0 + f64::from(k) * draft_cost)
+}
+
+/// Asymptotic speedup (large batch): `E / ((k+1) + k·c)`, always below 1.
+pub fn speedup_asymptotic(e: f64, k: u32, draft_cost: f64) -> f64 {
+    let kf = f64::from(k);
+    e / ((kf + 1.0) + kf * draft_cost)
+}
+
+/// Break-even batch `B* = T*·(E − k·c)/(k + 1)`: beyond it speculation loses.
+pub fn break_even_batch(e: f64, k: u32, costs: Costs) -> f64 {
+    let kf = f64::from(k);
+    costs.ridge_tokens * (e - kf * costs.draft_cost) / (kf + 1.0)
+}
+
+/// One measured sweep point: spec output tok/s ÷ base output tok/s at a concurrency.
+#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
+pub struct RatioPoint {
+    pub concurrency: f64,
+    pub ratio: f64,
+}
+
+/// The interpolated concurrency where the ratio first falls through 1.0: the first pair (in
+/// increasing concurrency) with `r_prev > 1.0 ≥ r`. `None`: no crossing inside the swept range.
+pub fn sweep_crossing(points: &[RatioPoint]) -> Option<f64> {
+    let mut sorted: Vec<RatioPoint> = points.iter().copied().filter(|p| p.ratio.is_finite()).collect();
+    sorted.sort_by(|a, b| a.concurrency.total_cmp(&b.concurrency));
+    sorted.windows(2).find_map(|w| {
+        let (p, q) = (w[0], w[1]);
+        (p.ratio > 1.0 && q.ratio <= 1.0).then(|| {
+            p.concurrency + (q.concurrency - p.concurrency) * (p.ratio - 1.0) / (p.ratio - q.ratio)
+        })
+    })
+}
+
+/// One row of the model table.
+#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
+pub struct ModelRow {
+    pub alpha: f64,
+    pub k: u32,
+    pub expected_tokens: f64,
+    pub speedup_batch1: f64,
+    pub speedup_asymptotic: f64,
+    pub break_even_batch: f64,
+}
+
+impl ModelRow {
+    pub fn new(alpha: f64, k: u32, costs: Costs) -> ModelRow {
+        ModelRow::from_expected(alpha, expected_tokens(alpha, k), k, costs)
+    }
+
+    /// A row for a measured E (α is then the implied one).
+    pub fn from_expected(alpha: f64, e: f64, k: u32, costs: Costs) -> ModelRow {
+        ModelRow {
+            alpha,
+            k,
+            expected_tokens: e,
+            speedup_batch1: speedup_batch1(e, k, costs.draft_cost),
+            speedup_asymptotic: speedup_asymptotic(e, k, costs.draft_cost),
+            break_even_batch: break_even_batch(e, k, costs),
+        }
+    }
+
+    /// Whether speculation pays at all (S(1) > 1); otherwise B* has no meaning.
+    pub fn pays_at_batch1(&self) -> bool {
+        self.speedup_batch1 > 1.0
+    }
+}
+
+/// The α × k table.
+pub fn model_table(alphas: &[f64], ks: &[u32], costs: Costs) -> Vec<ModelRow> {
+    alphas.iter().flat_map(|a| ks.iter().map(move |k| ModelRow::new(*a, *k, costs))).collect()
+}
+
+/// `E = 1 + Σ_{i<k} p_i` from measured unconditional per-position rates (no geometric decay
+/// assumed). Uses at most `k` entries.
+pub fn expected_tokens_per_position(rates: &[f64], k: u32) -> f64 {
+    1.0 + rates.iter().take(k as usize).sum::<f64>()
+}
+
+/// One candidate k of the per-position extension.
+#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
+pub struct KChoice {
+    pub k: u32,
+    pub expected_tokens: f64,
+    pub speedup: f64,
+}
+
+/// For every k' ≤ `rates.len()`, E from the first k' rates and S at `batch`.
+pub fn per_position_choices(rates: &[f64], costs: Costs, batch: f64) -> Vec<KChoice> {
+    (1..=rates.len() as u32)
+        .map(|k| {
+            let e = expected_tokens_per_position(rates, k);
+            KChoice { k, expected_tokens: e, speedup: speedup(e, k, costs, batch) }
+        })
+        .collect()
+}
+
+/// The k' that maximises S at `batch` (the smallest on ties); `None` without rates.
+pub fn best_k(rates: &[f64], costs: Costs, batch: f64) -> Option<KChoice> {
+    per_position_choices(rates, costs, batch)
+        .into_iter()
+        .fold(None, |best: Option<KChoice>, c| match best {
+            Some(b) if b.speedup >= c.speedup => Some(b),
+            _ => Some(c),
+        })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const H100: Costs = Costs { draft_cost: 0.0, ridge_tokens: 295.0 };
+
+    fn close(a: f64, b: f64, tol: f64) -> bool {
+        (a - b).abs() < tol
+    }
+
+    #[test]
+    fn worked_values_alpha_04_k1() {
+        let row = ModelRow::new(0.4, 1, H100);
+        assert!(close(row.expected_tokens, 1.4, 1e-12));
+        assert!(close(row.speedup_batch1, 1.4, 1e-12));
+        assert!(close(row.speedup_asymptotic, 0.7, 1e-12));
+        assert!(close(row.break_even_batch, 206.5, 1e-9));
+        assert!(close(speedup(row.expected_tokens, 1, H100, 1.0), 1.4, 1e-12));
+        assert!(close(speedup(row.expected_tokens, 1, H100, 1e9), 0.7, 1e-6));
+    }
+
+    #[test]
+    fn worked_values_alpha_04_k3_and_measured_e() {
+        let row = ModelRow::new(0.4, 3, H100);
+        assert!(close(row.expected_tokens, 1.624, 1e-12));
+        assert_eq!(format!("{:.2}", row.break_even_batch), "119.77");
+        let alpha = implied_alpha(3.2, 3);
+        assert_eq!(format!("{alpha:.4}"), "0.8527");
+        assert!(close(break_even_batch(3.2, 3, H100), 236.0, 1e-9));
+    }
+
+    #[test]
+    fn implied_alpha_edges() {
+        assert_eq!(implied_alpha(0.5, 3), 0.0);
+        assert_eq!(implied_alpha(1.0, 3), 0.0);
+        assert_eq!(implied_alpha(4.0, 3), 1.0);
+        assert_eq!(expected_tokens(1.0, 3), 4.0);
+        assert_eq!(expected_tokens(0.0, 3), 1.0);
+    }
+
+    #[test]
+    fn speedup_crosses_one_at_the_break_even_batch_with_draft_cost() {
+        let costs = Costs { draft_cost: 0.165, ridge_tokens: 206.0 };
+        let e = expected_tokens(0.8, 4);
+        let b = break_even_batch(e, 4, costs);
+        assert!(close(speedup(e, 4, costs, b), 1.0, 1e-9), "{}", speedup(e, 4, costs, b));
+    }
+
+    #[test]
+    fn sweep_crossing_interpolates_the_first_fall() {
+        let pts = [(1.0, 1.8), (8.0, 1.4), (32.0, 1.1), (64.0, 0.9), (128.0, 1.2), (256.0, 0.7)]
+            .map(|(c, r)| RatioPoint { concurrency: c, ratio: r });
+        assert!(close(sweep_crossing(&pts).unwrap(), 32.0 + 32.0 * 0.1 / 0.2, 1e-9));
+        let never = [(1.0, 1.5), (8.0, 1.2)].map(|(c, r)| RatioPoint { concurrency: c, ratio: r });
+        assert_eq!(sweep_crossing(&never), None);
+        let exact = [(1.0, 1.5), (8.0, 1.0)].map(|(c, r)| RatioPoint { concurrency: c, ratio: r });
+        assert_eq!(sweep_crossing(&exact), Some(8.0));
+    }
+
+    #[test]
+    fn best_k_uses_measured_positions_not_geometric_decay() {
+        // Measured rates fall faster than geometric: longer k stops paying at batch 100.
+        let rates = [0.8, 0.55, 0.3, 0.12, 0.05];
+        let costs = Costs { draft_cost: 0.0, ridge_tokens: 295.0 };
+        let best = best_k(&rates, costs, 100.0).unwrap();
+        assert_eq!(best.k, 2, "{:?}", per_position_choices(&rates, costs, 100.0));
+        assert!(close(expected_tokens_per_position(&rates, 2), 2.35, 1e-12));
+        // At batch 1 every extra draft is free (c = 0), so the longest k wins.
+        assert_eq!(best_k(&rates, costs, 1.0).unwrap().k, 5);
+        assert_eq!(best_k(&[], costs, 1.0), None);
+    }
+
+    #[test]
+    fn table_covers_alpha_by_k() {
+        let t = model_table(&[0.4, 0.8], &[1, 2, 3], H100);
+        assert_eq!(t.len(), 6);
+        assert_eq!((t[4].alpha, t[4].k), (0.8, 2));
+    }
+
+    #[test]
+    fn presets() {
+        assert_eq!(gpu_preset("H100").unwrap().ridge_tokens, 295.0);
+        assert_eq!(gpu_preset("h200").unwrap().ridge_tokens, 206.0);
+        assert_eq!(Proposer::Drafter1b.draft_cost(), 0.165);
+        assert_eq!(Proposer::Ngram.draft_cost(), 0.0);
+    }
+
+    proptest::proptest! {
+        #[test]
+        fn implied_alpha_inverts_expected_tokens(k in 1u32..12, frac in 0.001f64..0.999) {
+            let e = 1.0 + frac * f64::from(k);
+            let alpha = implied_alpha(e, k);
+            proptest::prop_assert!((expected_tokens(alpha, k) - e).abs() < 1e-6, "k={} e={} alpha={}", k, e, alpha);
+        }
+    }
+}

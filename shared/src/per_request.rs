@@ -1,0 +1,513 @@
+//! Per-request path (SPEC §2.1–2.2): adapters that find the spec-decode stats an engine returns
+//! with each response (vLLM, TensorRT-LLM, SGLang), chosen by the payload's shape, validated and
+//! normalised into one record per request.
+//!
+//! Feed every parsed response body or stream chunk to a [`PayloadScan`], then call
+//! [`PayloadScan::finish`]. A payload that breaks a rule gives a [`Rejection`] (counted by the
+//! caller), never an error that stops a run.
+
+use std::collections::BTreeMap;
+use std::fmt;
+
+use serde::{Deserialize, Serialize};
+use serde_json::{Map, Value};
+
+/// Which engine's payload shape a record came from.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum EngineKind {
+    /// `metrics.speculative_decoding` at the response root.
+    Vllm,
+    /// `choices[i].speculative_decoding` on the terminal chunk.
+    Trtllm,
+    /// `sglext.spec_tokens_details` at the response root; normalised (see [`SpecRecord`]).
+    Sglang,
+}
+
+impl EngineKind {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            EngineKind::Vllm => "vllm",
+            EngineKind::Trtllm => "trtllm",
+            EngineKind::Sglang => "sglang",
+        }
+    }
+}
+
+/// The normalised per-request spec-decode record (SPEC §2.2).
+///
+/// For SGLang, `num_spec_steps` = `spec_verify_ct`, accepted = correct drafts, drafted = proposed
+/// drafts, and the length and rate are recomputed from those (SGLang's own length counts the
+/// prefill token and its rate has another denominator).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct SpecRecord {
+    pub engine: EngineKind,
+    /// Tokens per verify step, bonus included (1.0 with no steps).
+    pub mean_acceptance_length: f64,
+    /// Accepted / drafted, a fraction.
+    pub draft_acceptance_rate: f64,
+    /// Sparse `{j: steps that accepted exactly j drafts}`, zero buckets dropped.
+    pub acceptance_histogram: BTreeMap<u32, u64>,
+    pub num_accepted_draft_tokens: u64,
+    pub num_draft_tokens: u64,
+    pub num_spec_steps: u64,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub num_spec_tokens: Option<u32>,
+    /// From the last non-empty `usage` of the response.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub completion_tokens: Option<u64>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub per_step_accepted: Option<Vec<u64>>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub per_step_drafted: Option<Vec<u64>>,
+}
+
+/// Why a payload gave no record. [`Rejection::kind`] is the stable key the run counts by.
+#[derive(Debug, Clone, PartialEq)]
+pub enum Rejection {
+    /// One chunk holds stats in the places of two engines.
+    AmbiguousShape(Vec<EngineKind>),
+    /// Stats in more than one chunk or choice of one response.
+    MultipleCarriers(usize),
+    MissingField { engine: EngineKind, field: &'static str },
+    WrongType { engine: EngineKind, field: &'static str, expected: &'static str },
+    HistogramLength { engine: EngineKind, len: usize, num_spec_tokens: u32 },
+    HistogramSteps { engine: EngineKind, histogram_sum: u64, steps: u64 },
+    HistogramAccepted { engine: EngineKind, weighted_sum: u64, accepted: u64 },
+    AcceptedExceedsDrafted { engine: EngineKind, accepted: u64, drafted: u64 },
+    PerStep { engine: EngineKind, problem: String },
+}
+
+impl Rejection {
+    /// Short stable key for counting rejections by reason.
+    pub fn kind(&self) -> &'static str {
+        match self {
+            Rejection::AmbiguousShape(_) => "ambiguous_shape",
+            Rejection::MultipleCarriers(_) => "multiple_carriers",
+            Rejection::MissingField { .. } => "missing_field",
+            Rejection::WrongType { .. } => "wrong_type",
+            Rejection::HistogramLength { .. } => "histogram_length",
+            Rejection::HistogramSteps { .. } => "histogram_steps_mismatch",
+            Rejection::HistogramAccepted { .. } => "histogram_accepted_mismatch",
+            Rejection::AcceptedExceedsDrafted { .. } => "accepted_exceeds_drafted",
+            Rejection::PerStep { .. } => "per_step_arrays",
+        }
+    }
+}
+
+impl fmt::Display for Rejection {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            Rejection::AmbiguousShape(kinds) => {
+                let names: Vec<_> = kinds.iter().map(|k| k.as_str()).collect();
+                write!(f, "payload matches several engine shapes ({})", names.join(", "))
+            }
+            Rejection::MultipleCarriers(n) => write!(f, "spec decode stats found in {n} places of one response"),
+            Rejection::MissingField { engine, field } => write!(f, "{}: missing field {field}", engine.as_str()),
+            Rejection::WrongType { engine, field, expected } => {
+                write!(f, "{}: field {field} is not {expected}", engine.as_str())
+            }
+            Rejection::HistogramLength { engine, len, num_spec_tokens } => write!(
+                f,
+                "{}: acceptance_histogram has {len} buckets, expected num_spec_tokens + 1 = {}",
+                engine.as_str(),
+                num_spec_tokens + 1
+            ),
+            Rejection::HistogramSteps { engine, histogram_sum, steps } => write!(
+                f,
+                "{}: acceptance_histogram sums to {histogram_sum} but there were {steps} steps",
+                engine.as_str()
+            ),
+            Rejection::HistogramAccepted { engine, weighted_sum, accepted } => write!(
+                f,
+                "{}: acceptance_histogram implies {weighted_sum} accepted tokens, payload says {accepted}",
+                engine.as_str()
+            ),
+            Rejection::AcceptedExceedsDrafted { engine, accepted, drafted } => {
+                write!(f, "{}: {accepted} accepted tokens exceed {drafted} drafted", engine.as_str())
+            }
+            Rejection::PerStep { engine, problem } => write!(f, "{}: {problem}", engine.as_str()),
+        }
+    }
+}
+
+/// What one response yielded.
+#[derive(Debug, Clone, PartialEq)]
+pub enum PayloadOutcome {
+    Record(SpecRecord),
+    /// The response carried no spec-decode stats (a plain server, n>1, nothing drafted).
+    NoStats,
+    Rejected(Rejection),
+}
+
+/// Folds the chunks of one response (or its single body) one at a time.
+#[derive(Debug, Default)]
+pub struct PayloadScan {
+    carriers: Vec<(EngineKind, Map<String, Value>)>,
+    ambiguous: Option<Vec<EngineKind>>,
+    completion_tokens: Option<u64>,
+}
+
+impl PayloadScan {
+    pub fn new() -> Self {
+        Self::default()
+    }
+
+    /// Look at one parsed chunk (or the whole non-streaming body).
+    pub fn push(&mut self, chunk: &Value) {
+        let Some(root) = chunk.as_object() else { return };
+        if let Some(usage) = root.get("usage").and_then(Value::as_object) {
+            if let Some(tokens) = usage.get("completion_tokens").and_then(Value::as_u64) {
+                self.completion_tokens = Some(tokens);
+            }
+        }
+        let mut found: Vec<(EngineKind, &Map<String, Value>)> = Vec::new();
+        if let Some(stats) = root.get("metrics").and_then(|m| m.get("speculative_decoding")).and_then(Value::as_object) {
+            found.push((EngineKind::Vllm, stats));
+        }
+        if let Some(choices) = root.get("choices").and_then(Value::as_array) {
+            for choice in choices {
+                if let Some(stats) = choice.get("speculative_decoding").and_then(Value::as_object) {
+                    found.push((EngineKind::Trtllm, stats));
+                }
+            }
+        }
+        if let Some(stats) = root.get("sglext").and_then(|s| s.get("spec_tokens_details")).and_then(Value::as_object) {
+            found.push((EngineKind::Sglang, stats));
+        }
+        let mut kinds: Vec<EngineKind> = found.iter().map(|(k, _)| *k).collect();
+        kinds.dedup();
+        if kinds.len() > 1 {
+            self.ambiguous.get_or_insert(kinds);
+        }
+        self.carriers.extend(found.into_iter().map(|(k, m)| (k, m.clone())));
+    }
+
+    /// The response's record, or why there is none.
+    pub fn finish(self) -> PayloadOutcome {
+        if let Some(kinds) = self.ambiguous {
+            return PayloadOutcome::Rejected(Rejection::AmbiguousShape(kinds));
+        }
+        match self.carriers.len() {
+            0 => PayloadOutcome::NoStats,
+            1 => {
+                let (engine, stats) = &self.carriers[0];
+                match adapt(*engine, stats, self.completion_tokens) {
+                    Ok(record) => PayloadOutcome::Record(record),
+                    Err(rejection) => PayloadOutcome::Rejected(rejection),
+                }
+            }
+            n => PayloadOutcome::Rejected(Rejection::MultipleCarriers(n)),
+        }
+    }
+}
+
+/// Convenience for a non-streaming response body.
+pub fn adapt_response(body: &Value) -> PayloadOutcome {
+    let mut scan = PayloadScan::new();
+    scan.push(body);
+    scan.finish()
+}
+
+struct Fields<'a> {
+    engine: EngineKind,
+    map: &'a Map<String, Value>,
+}
+
+impl Fields<'_> {
+    fn get(&self, field: &'static str) -> Result<&Value, Rejection> {
+        match self.map.get(field) {
+            None | Some(Value::Null) => Err(Rejection::MissingField { engine: self.engine, field }),
+            Some(v) => Ok(v),
+        }
+    }
+
+    fn wrong(&self, field: &'static str, expected: &'static str) -> Rejection {
+        Rejection::WrongType { engine: self.engine, field, expected }
+    }
+
+    fn count(&self, field: &'static str) -> Result<u64, Rejection> {
+        self.get(field)?.as_u64().ok_or_else(|| self.wrong(field, "a non-negative integer"))
+    }
+
+    fn float(&self, field: &'static str) -> Result<f64, Rejection> {
+        match self.get(field)?.as_f64() {
+            Some(v) if v.is_finite() => Ok(v),
+            _ => Err(self.wrong(field, "a finite number")),
+        }
+    }
+
+    fn optional_k(&self, field: &'static str) -> Result<Option<u32>, Rejection> {
+        match self.map.get(field) {
+            None | Some(Value::Null) => Ok(None),
+            Some(v) => v
+                .as_u64()
+                .and_then(|k| u32::try_from(k).ok())
+                .map(Some)
+                .ok_or_else(|| self.wrong(field, "a non-negative integer")),
+        }
+    }
+
+    fn counts(&self, field: &'static str) -> Result<Vec<u64>, Rejection> {
+        let list = self.get(field)?.as_array().ok_or_else(|| self.wrong(field, "a list"))?;
+        list.iter()
+            .map(|v| v.as_u64().ok_or_else(|| self.wrong(field, "a list of non-negative integers")))
+            .collect()
+    }
+
+    fn optional_counts(&self, field: &'static str) -> Result<Option<Vec<u64>>, Rejection> {
+        match self.map.get(field) {
+            None | Some(Value::Null) => Ok(None),
+            Some(_) => self.counts(field).map(Some),
+        }
+    }
+}
+
+fn ratio_or(num: u64, den: u64, empty: f64) -> f64 {
+    if den == 0 {
+        empty
+    } else {
+        num as f64 / den as f64
+    }
+}
+
+/// Validate one engine's stats object into a record.
+fn adapt(engine: EngineKind, map: &Map<String, Value>, completion_tokens: Option<u64>) -> Result<SpecRecord, Rejection> {
+    let f = Fields { engine, map };
+    let (length, rate, hist, accepted, drafted, steps, k, per_step) = match engine {
+        EngineKind::Vllm => {
+            let per_step = match (f.optional_counts("per_step_accepted")?, f.optional_counts("per_step_drafted")?) {
+                (None, None) => None,
+                (Some(a), Some(d)) => Some((a, d)),
+                (Some(_), None) => return Err(Rejection::MissingField { engine, field: "per_step_drafted" }),
+                (None, Some(_)) => return Err(Rejection::MissingField { engine, field: "per_step_accepted" }),
+            };
+            (
+                f.float("mean_acceptance_length")?,
+                f.float("draft_acceptance_rate")?,
+                f.counts("acceptance_histogram")?,
+                f.count("num_accepted_draft_tokens")?,
+                f.count("num_draft_tokens")?,
+                f.count("num_spec_steps")?,
+                f.optional_k("num_spec_tokens")?,
+                per_step,
+            )
+        }
+        EngineKind::Trtllm => {
+            let rate = f.float("acceptance_rate")?;
+            let accepted = f.count("total_accepted_draft_tokens")?;
+            let steps = f.count("num_spec_steps")?;
+            let length = 1.0 + ratio_or(accepted, steps, 0.0);
+            let (hist, drafted, k) =
+                (f.counts("acceptance_histogram")?, f.count("total_draft_tokens")?, f.optional_k("num_spec_tokens")?);
+            (length, rate, hist, accepted, drafted, steps, k, None)
+        }
+        EngineKind::Sglang => {
+            let accepted = f.count("spec_num_correct_drafts")?;
+            let drafted = f.count("spec_num_proposed_drafts")?;
+            let steps = f.count("spec_verify_ct")?;
+            let hist = f.counts("spec_correct_drafts_histogram")?;
+            let length = 1.0 + ratio_or(accepted, steps, 0.0);
+            (length, ratio_or(accepted, drafted, 0.0), hist, accepted, drafted, steps, None, None)
+        }
+    };
+    if let Some(k) = k {
+        if hist.len() != k as usize + 1 {
+            return Err(Rejection::HistogramLength { engine, len: hist.len(), num_spec_tokens: k });
+        }
+    }
+    let histogram_sum = hist.iter().try_fold(0u64, |acc, c| acc.checked_add(*c));
+    if histogram_sum != Some(steps) {
+        return Err(Rejection::HistogramSteps { engine, histogram_sum: histogram_sum.unwrap_or(u64::MAX), steps });
+    }
+    let weighted_sum =
+        hist.iter().enumerate().try_fold(0u64, |acc, (j, c)| (j as u64).checked_mul(*c).and_then(|x| acc.checked_add(x)));
+    if weighted_sum != Some(accepted) {
+        return Err(Rejection::HistogramAccepted { engine, weighted_sum: weighted_sum.unwrap_or(u64::MAX), accepted });
+    }
+    if accepted > drafted {
+        return Err(Rejection::AcceptedExceedsDrafted { engine, accepted, drafted });
+    }
+    if let Some((acc, dra)) = &per_step {
+        check_per_step(acc, dra, steps, accepted, drafted).map_err(|problem| Rejection::PerStep { engine, problem })?;
+    }
+    let (per_step_accepted, per_step_drafted) = match per_step {
+        Some((a, d)) => (Some(a), Some(d)),
+        None => (None, None),
+    };
+    Ok(SpecRecord {
+        engine,
+        mean_acceptance_length: length,
+        draft_acceptance_rate: rate,
+        acceptance_histogram: hist
+            .iter()
+            .enumerate()
+            .filter(|(_, c)| **c > 0)
+            .map(|(j, c)| (j as u32, *c))
+            .collect(),
+        num_accepted_draft_tokens: accepted,
+        num_draft_tokens: drafted,
+        num_spec_steps: steps,
+        num_spec_tokens: k,
+        completion_tokens,
+        per_step_accepted,
+        per_step_drafted,
+    })
+}
+
+fn check_per_step(accepted: &[u64], drafted: &[u64], steps: u64, total_acc: u64, total_dra: u64) -> Result<(), String> {
+    for (name, list) in [("per_step_accepted", accepted), ("per_step_drafted", drafted)] {
+        if list.len() as u64 != steps {
+            return Err(format!("{name} has {} entries for {steps} steps", list.len()));
+        }
+    }
+    let sum = |l: &[u64]| l.iter().try_fold(0u64, |a, x| a.checked_add(*x));
+    if sum(accepted) != Some(total_acc) {
+        return Err(format!("per_step_accepted does not sum to {total_acc}"));
+    }
+    if sum(drafted) != Some(total_dra) {
+        return Err(format!("per_step_drafted does not sum to {total_dra}"));
+    }
+    if let Some(i) = accepted.iter().zip(drafted).position(|(a, d)| a > d) {
+        return Err(format!("step {i} accepted {} of {} drafted", accepted[i], drafted[i]));
+    }
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    fn record(body: Value) -> SpecRecord {
+        match adapt_response(&body) {
+            PayloadOutcome::Record(r) => r,
+            other => panic!("{other:?}"),
+        }
+    }
+
+    fn rejected(body: Value) -> Rejection {
+        match adapt_response(&body) {
+            PayloadOutcome::Rejected(r) => r,
+            other => panic!("{other:?}"),
+        }
+    }
+
+    fn vllm(stats: Value) -> Value {
+        json!({"choices": [], "usage": {"completion_tokens": 53}, "metrics": {"speculative_decoding": stats}})
+    }
+
+    fn aiperf_example() -> Value {
+        // AIPerf worked example: steps accepting [2,3,1,4,2,0,3,3] with k=4.
+        json!({
+            "mean_acceptance_length": 3.25, "draft_acceptance_rate": 0.5625,
+            "acceptance_histogram": [1, 1, 2, 3, 1], "num_spec_steps": 8,
+            "num_accepted_draft_tokens": 18, "num_draft_tokens": 32, "num_spec_tokens": 4,
+            "per_step_accepted": [2, 3, 1, 4, 2, 0, 3, 3], "per_step_drafted": [4, 4, 4, 4, 4, 4, 4, 4]
+        })
+    }
+
+    #[test]
+    fn vllm_detailed_payload_becomes_a_record() {
+        let r = record(vllm(aiperf_example()));
+        assert_eq!(r.engine, EngineKind::Vllm);
+        assert_eq!(r.acceptance_histogram, [(0, 1), (1, 1), (2, 2), (3, 3), (4, 1)].into_iter().collect());
+        assert_eq!((r.num_spec_steps, r.num_accepted_draft_tokens, r.num_draft_tokens), (8, 18, 32));
+        assert_eq!(r.completion_tokens, Some(53));
+        assert_eq!(r.per_step_accepted.as_deref(), Some(&[2, 3, 1, 4, 2, 0, 3, 3][..]));
+        let line = serde_json::to_string(&r).unwrap();
+        assert!(line.contains(r#""acceptance_histogram":{"0":1,"1":1,"2":2,"3":3,"4":1}"#), "{line}");
+    }
+
+    #[test]
+    fn streaming_stats_ride_the_usage_chunk_and_the_last_usage_counts() {
+        let mut scan = PayloadScan::new();
+        scan.push(&json!({"choices": [{"delta": {"content": "hi"}}], "usage": null}));
+        scan.push(&json!({"choices": [{"delta": {}, "finish_reason": "length"}]}));
+        scan.push(&json!({"choices": [], "usage": {"completion_tokens": 9},
+            "metrics": {"speculative_decoding": {"mean_acceptance_length": 1.0, "draft_acceptance_rate": 0.0,
+            "acceptance_histogram": [0, 0], "num_spec_steps": 0, "num_accepted_draft_tokens": 0,
+            "num_draft_tokens": 0, "num_spec_tokens": 1}}}));
+        let PayloadOutcome::Record(r) = scan.finish() else { panic!() };
+        assert_eq!(r.num_spec_steps, 0);
+        assert!(r.acceptance_histogram.is_empty());
+        assert_eq!(r.completion_tokens, Some(9));
+    }
+
+    #[test]
+    fn trtllm_choice_payload_derives_length() {
+        let r = record(json!({"choices": [{"index": 0, "finish_reason": "stop", "speculative_decoding": {
+            "acceptance_rate": 0.5, "total_accepted_draft_tokens": 30, "total_draft_tokens": 60,
+            "num_spec_steps": 20, "acceptance_histogram": [8, 0, 6, 6], "num_spec_tokens": 3}}]}));
+        assert_eq!(r.engine, EngineKind::Trtllm);
+        assert_eq!(r.mean_acceptance_length, 2.5);
+        assert_eq!(r.draft_acceptance_rate, 0.5);
+        let r = record(json!({"choices": [{"speculative_decoding": {
+            "acceptance_rate": 0.5, "total_accepted_draft_tokens": 3, "total_draft_tokens": 6,
+            "num_spec_steps": 2, "acceptance_histogram": [0, 1, 1], "num_spec_tokens": null}}]}));
+        assert_eq!(r.num_spec_tokens, None);
+    }
+
+    #[test]
+    fn sglang_payload_is_normalised() {
+        let r = record(json!({"sglext": {"spec_tokens_details": {
+            "spec_accept_rate": 0.41, "spec_accept_length": 3.09, "spec_num_correct_drafts": 12,
+            "spec_num_proposed_drafts": 30, "spec_verify_ct": 10, "spec_correct_drafts_histogram": [4, 3, 1, 1, 1]}}}));
+        assert_eq!(r.engine, EngineKind::Sglang);
+        assert_eq!(r.mean_acceptance_length, 2.2);
+        assert_eq!(r.draft_acceptance_rate, 0.4);
+    }
+
+    #[test]
+    fn no_stats_when_absent_or_null() {
+        assert_eq!(adapt_response(&json!({"choices": [{"message": {}}]})), PayloadOutcome::NoStats);
+        assert_eq!(adapt_response(&json!({"metrics": {"speculative_decoding": null}})), PayloadOutcome::NoStats);
+        assert_eq!(adapt_response(&json!([1, 2])), PayloadOutcome::NoStats);
+    }
+
+    #[test]
+    fn ambiguous_and_repeated_carriers_are_rejected() {
+        let mut both = vllm(aiperf_example());
+        both["choices"] = json!([{"speculative_decoding": {}}]);
+        assert_eq!(rejected(both).kind(), "ambiguous_shape");
+        let mut scan = PayloadScan::new();
+        scan.push(&vllm(aiperf_example()));
+        scan.push(&vllm(aiperf_example()));
+        assert_eq!(scan.finish(), PayloadOutcome::Rejected(Rejection::MultipleCarriers(2)));
+    }
+
+    #[test]
+    fn every_validation_rule_rejects() {
+        let cases: Vec<(&str, Value, &str)> = vec![
+            ("acceptance_histogram", json!([1, 1, 2, 3, true]), "wrong_type"),
+            ("acceptance_histogram", json!([1, 1, 2, 3, 1.0]), "wrong_type"),
+            ("acceptance_histogram", json!([1, 1, 2, 3, "1"]), "wrong_type"),
+            ("acceptance_histogram", json!([1, 1, 2, -3, 1]), "wrong_type"),
+            ("acceptance_histogram", json!({"0": 1}), "wrong_type"),
+            ("acceptance_histogram", json!([1, 1, 2, 4]), "histogram_length"),
+            ("acceptance_histogram", json!([1, 1, 2, 3, 2]), "histogram_steps_mismatch"),
+            ("num_accepted_draft_tokens", json!(17), "histogram_accepted_mismatch"),
+            ("num_draft_tokens", json!(10), "accepted_exceeds_drafted"),
+            ("per_step_accepted", json!([2, 3, 1, 4, 2, 0, 3]), "per_step_arrays"),
+            ("per_step_drafted", json!([4, 4, 4, 4, 4, 4, 4, 5]), "per_step_arrays"),
+            ("per_step_accepted", json!([2, 3, 1, 4, 2, 0, 1, 5]), "per_step_arrays"),
+            ("mean_acceptance_length", json!("3.25"), "wrong_type"),
+            ("num_spec_steps", json!(8.0), "wrong_type"),
+            ("num_spec_steps", Value::Null, "missing_field"),
+        ];
+        for (field, value, kind) in cases {
+            let mut stats = aiperf_example();
+            stats[field] = value.clone();
+            let r = rejected(vllm(stats));
+            assert_eq!(r.kind(), kind, "{field} = {value}: {r}");
+        }
+        let mut stats = aiperf_example();
+        stats.as_object_mut().unwrap().remove("per_step_drafted");
+        assert_eq!(rejected(vllm(stats)).kind(), "missing_field");
+        // per_step_accepted[i] > per_step_drafted[i] with correct sums.
+        let mut stats = aiperf_example();
+        stats["per_step_drafted"] = json!([1, 4, 4, 4, 4, 4, 4, 7]);
+        let r = rejected(vllm(stats));
+        assert!(r.to_string().contains("step 0 accepted 2 of 1"), "{r}");
+    }
+}

@@ -1,0 +1,333 @@
+//! The what-if page: model inputs (α or a measured E, k, proposer/c, GPU/ridge), the model table
+//! (α × k: E, S at batch 1, S asymptotic, break-even B), the S(B) chart, and the best k from
+//! measured per-position rates. Every change redraws at once and is written to the URL fragment.
+
+use leptos::ev;
+use leptos::html::Canvas;
+use leptos::prelude::*;
+use speclens_shared::chart::speedup_chart;
+use speclens_shared::model::{Proposer, GPU_PRESETS, NOTHING_MEASURED, UNCHARGED_COSTS};
+use speclens_shared::whatif::{parse_number_list, Acceptance, Gpu, WhatIf, MAX_K};
+use wasm_bindgen::JsValue;
+
+use crate::canvas::draw_speedup;
+
+fn current_fragment() -> String {
+    window().location().hash().unwrap_or_default()
+}
+
+fn write_fragment(fragment: &str) {
+    let url = format!("#{fragment}");
+    if current_fragment() != url {
+        if let Ok(history) = window().history() {
+            let _ = history.replace_state_with_url(&JsValue::NULL, "", Some(&url));
+        }
+    }
+}
+
+fn fmt_speedup(s: f64) -> String {
+    format!("{s:.2}×")
+}
+
+/// A labelled number input bound to one field of the state.
+fn number_input(
+    id: &'static str,
+    label: &'static str,
+    step: &'static str,
+    value: impl Fn() -> String + Send + Sync + 'static,
+    disabled: impl Fn() -> bool + Send + Sync + 'static,
+    on_value: impl Fn(f64) + 'static,
+) -> impl IntoView {
+    view! {
+        <label class="field" for=id>
+            <span>{label}</span>
+            <input
+                id=id
+                type="number"
+                step=step
+                prop:value=value
+                prop:disabled=disabled
+                on:input=move |ev| {
+                    if let Ok(v) = event_target_value(&ev).trim().parse::<f64>() {
+                        if v.is_finite() {
+                            on_value(v);
+                        }
+                    }
+                }
+            />
+        </label>
+    }
+}
+
+/// A labelled text input holding a comma-separated list.
+fn list_input(
+    id: &'static str,
+    label: &'static str,
+    placeholder: &'static str,
+    value: impl Fn() -> String + Send + Sync + 'static,
+    on_list: impl Fn(Vec<f64>) + 'static,
+) -> impl IntoView {
+    view! {
+        <label class="field wide" for=id>
+            <span>{label}</span>
+            <input
+                id=id
+                type="text"
+                placeholder=placeholder
+                prop:value=value
+                on:change=move |ev| {
+                    if let Some(list) = parse_number_list(&event_target_value(&ev)) {
+                        on_list(list);
+                    }
+                }
+            />
+        </label>
+    }
+}
+
+fn join(values: &[f64]) -> String {
+    values.iter().map(|v| v.to_string()).collect::<Vec<_>>().join(", ")
+}
+
+#[component]
+pub fn WhatIfPage() -> impl IntoView {
+    let (initial, load_errors) = WhatIf::from_fragment(&current_fragment());
+    let (state, set_state) = signal(initial);
+    let (draw_error, set_draw_error) = signal(None::<String>);
+    let (resize_tick, set_resize_tick) = signal(0u32);
+    let canvas_ref = NodeRef::<Canvas>::new();
+
+    // URL ← state.
+    Effect::new(move |_| state.with(|w| write_fragment(&w.to_fragment())));
+    // State ← URL, when a user edits the fragment or follows a link.
+    let hash_listener = window_event_listener(ev::hashchange, move |_| {
+        let (next, _) = WhatIf::from_fragment(&current_fragment());
+        if state.with_untracked(|w| *w != next) {
+            set_state.set(next);
+        }
+    });
+    let resize_listener = window_event_listener(ev::resize, move |_| set_resize_tick.update(|t| *t += 1));
+    on_cleanup(move || {
+        hash_listener.remove();
+        resize_listener.remove();
+    });
+    // Chart ← state.
+    Effect::new(move |_| {
+        resize_tick.track();
+        let Some(canvas) = canvas_ref.get() else { return };
+        let data = state.with(speedup_chart);
+        let result = draw_speedup(&canvas, &data);
+        let draws = canvas.get_attribute("data-draws").and_then(|d| d.parse::<u64>().ok()).unwrap_or(0) + 1;
+        let _ = canvas.set_attribute("data-draws", &draws.to_string());
+        set_draw_error.set(result.err());
+    });
+
+    let set = move |f: Box<dyn Fn(&mut WhatIf)>| set_state.update(|w| f(w));
+    let measured_e = move || matches!(state.with(|w| w.acceptance), Acceptance::MeasuredE(_));
+    let alpha_text = move || format!("{:.4}", state.with(WhatIf::alpha)).trim_end_matches('0').trim_end_matches('.').to_string();
+
+    view! {
+        <section class="page whatif">
+            <h1>"What-if: the speedup model"</h1>
+            <p class="lede">
+                "Expected tokens per verify step E(α, k), speedup S(B) at batch size B and the break-even batch B*, "
+                "computed in your browser before anything is measured. Feed it a measured E to see what your runs imply."
+            </p>
+            {(!load_errors.is_empty()).then(|| view! {
+                <div class="notice" role="alert">
+                    <strong>"Some link values were ignored: "</strong>
+                    {load_errors.join("; ")}
+                </div>
+            })}
+            <form class="inputs" on:submit=|ev| ev.prevent_default()>
+                <fieldset>
+                    <legend>"Acceptance"</legend>
+                    {number_input("alpha", "α (per-token acceptance)", "0.01",
+                        alpha_text, measured_e,
+                        move |a| if (0.0..=1.0).contains(&a) { set(Box::new(move |w| w.acceptance = Acceptance::Alpha(a))) })}
+                    <input id="alpha-range" type="range" min="0" max="1" step="0.01" aria-label="α slider"
+                        prop:value=move || state.with(WhatIf::alpha).to_string()
+                        prop:disabled=measured_e
+                        on:input=move |ev| if let Ok(a) = event_target_value(&ev).parse::<f64>() {
+                            set_state.update(|w| w.acceptance = Acceptance::Alpha(a));
+                        }
+                    />
+                    <label class="field" for="e">
+                        <span>"or a measured E (acceptance length)"</span>
+                        <input id="e" type="number" step="0.01" min="1" placeholder="e.g. 3.2"
+                            prop:value=move || match state.with(|w| w.acceptance) {
+                                Acceptance::MeasuredE(e) => e.to_string(),
+                                Acceptance::Alpha(_) => String::new(),
+                            }
+                            on:input=move |ev| {
+                                let text = event_target_value(&ev);
+                                let text = text.trim();
+                                if text.is_empty() {
+                                    let alpha = state.with_untracked(WhatIf::alpha);
+                                    set_state.update(|w| w.acceptance = Acceptance::Alpha(alpha));
+                                } else if let Ok(e) = text.parse::<f64>() {
+                                    if e.is_finite() && e >= 1.0 {
+                                        set_state.update(|w| w.acceptance = Acceptance::MeasuredE(e));
+                                    }
+                                }
+                            }
+                        />
+                    </label>
+                    {number_input("k", "k (draft tokens per step)", "1",
+                        move || state.with(|w| w.k).to_string(), || false,
+                        move |k| if k >= 1.0 && k <= f64::from(MAX_K) && k.fract() == 0.0 {
+                            set(Box::new(move |w| w.k = k as u32))
+                        })}
+                </fieldset>
+                <fieldset>
+                    <legend>"Costs"</legend>
+                    <label class="field" for="proposer">
+                        <span>"proposer"</span>
+                        <select id="proposer"
+                            prop:value=move || state.with(|w| w.proposer.key()).to_string()
+                            on:change=move |ev| {
+                                let key = event_target_value(&ev);
+                                set_state.update(|w| w.proposer = match key.as_str() {
+                                    "1b-draft" => Proposer::Drafter1b,
+                                    "custom" => Proposer::Custom(w.proposer.draft_cost()),
+                                    _ => Proposer::Ngram,
+                                });
+                            }>
+                            <option value="ngram">"n-gram (c = 0)"</option>
+                            <option value="1b-draft">"1B drafter for an 8B target (c = 0.165)"</option>
+                            <option value="custom">"custom c"</option>
+                        </select>
+                    </label>
+                    {number_input("c", "draft cost c (draft step ÷ target step)", "0.005",
+                        move || state.with(|w| w.proposer.draft_cost()).to_string(),
+                        move || !matches!(state.with(|w| w.proposer), Proposer::Custom(_)),
+                        move |c| if c >= 0.0 { set(Box::new(move |w| w.proposer = Proposer::Custom(c))) })}
+                    <label class="field" for="gpu">
+                        <span>"GPU (roofline ridge)"</span>
+                        <select id="gpu"
+                            prop:value=move || match state.with(|w| w.gpu) { Gpu::Preset(k) => k.to_string(), Gpu::Ridge(_) => "custom".into() }
+                            on:change=move |ev| {
+                                let key = event_target_value(&ev);
+                                set_state.update(|w| w.gpu = match GPU_PRESETS.iter().find(|g| g.key == key) {
+                                    Some(g) => Gpu::Preset(g.key),
+                                    None => Gpu::Ridge(w.gpu.ridge_tokens()),
+                                });
+                            }>
+                            {GPU_PRESETS.iter().map(|g| view! {
+                                <option value=g.key>{format!("{} — T* = {}", g.name, g.ridge_tokens)}</option>
+                            }).collect_view()}
+                            <option value="custom">"custom ridge"</option>
+                        </select>
+                    </label>
+                    {number_input("ridge", "ridge T* (token positions)", "1",
+                        move || state.with(|w| w.gpu.ridge_tokens()).to_string(),
+                        move || !matches!(state.with(|w| w.gpu), Gpu::Ridge(_)),
+                        move |t| if t > 0.0 { set(Box::new(move |w| w.gpu = Gpu::Ridge(t))) })}
+                    {number_input("bmax", "chart up to batch", "1",
+                        move || state.with(|w| w.batch_max).to_string(), || false,
+                        move |b| if (2.0..=65536.0).contains(&b) { set(Box::new(move |w| w.batch_max = b as u32)) })}
+                </fieldset>
+            </form>
+
+            <div class="problems">
+                {move || state.with(WhatIf::problems).into_iter().map(|p| view! { <p class="warning">{p}</p> }).collect_view()}
+            </div>
+
+            <div class="tiles">
+                {move || {
+                    let row = state.with(WhatIf::selected_row);
+                    let tiles = vec![
+                        ("tile-e", "E (tokens / step)", format!("{:.3}", row.expected_tokens)),
+                        ("tile-alpha", if measured_e() { "implied α" } else { "α" }, format!("{:.4}", row.alpha)),
+                        ("tile-s1", "S at batch 1", fmt_speedup(row.speedup_batch1)),
+                        ("tile-sinf", "S asymptotic", fmt_speedup(row.speedup_asymptotic)),
+                        ("tile-bstar", "break-even B*", if row.pays_at_batch1() { format!("{:.1}", row.break_even_batch) } else { "never".into() }),
+                    ];
+                    tiles.into_iter().map(|(id, label, value)| view! {
+                        <div class="tile" id=id><div class="tile-label">{label}</div><div class="tile-value">{value}</div></div>
+                    }).collect_view()
+                }}
+            </div>
+
+            <div class="chart-box">
+                <canvas id="speedup-chart" node_ref=canvas_ref aria-label="speedup S(B) against batch size"></canvas>
+                {move || draw_error.get().map(|e| view! { <p class="error">"chart: " {e}</p> })}
+            </div>
+
+            <h2>"Model table"</h2>
+            <div class="inputs row">
+                {list_input("alphas", "α rows", "0.4, 0.6, 0.8",
+                    move || state.with(|w| join(&w.table_alphas)),
+                    move |list| {
+                        let list: Vec<f64> = list.into_iter().filter(|a| (0.0..=1.0).contains(a)).collect();
+                        if !list.is_empty() { set_state.update(|w| w.table_alphas = list) }
+                    })}
+                {list_input("ks", "k columns", "1, 2, 3, 4, 5",
+                    move || state.with(|w| w.table_ks.iter().map(u32::to_string).collect::<Vec<_>>().join(", ")),
+                    move |list| {
+                        let ks: Vec<u32> = list.into_iter().filter(|k| k.fract() == 0.0 && *k >= 1.0 && *k <= f64::from(MAX_K)).map(|k| k as u32).collect();
+                        if !ks.is_empty() { set_state.update(|w| w.table_ks = ks) }
+                    })}
+            </div>
+            <table class="model-table" id="model-table">
+                <thead><tr><th>"α"</th><th>"k"</th><th>"E"</th><th>"S(1)"</th><th>"S(∞)"</th><th>"break-even B*"</th></tr></thead>
+                <tbody>
+                    {move || {
+                        let (rows, selected) = state.with(|w| (w.table(), (w.alpha(), w.k)));
+                        rows.into_iter().map(|r| {
+                            let is_selected = (r.alpha - selected.0).abs() < 1e-9 && r.k == selected.1;
+                            view! {
+                                <tr class:selected=is_selected>
+                                    <td>{format!("{:.4}", r.alpha)}</td>
+                                    <td>{r.k}</td>
+                                    <td>{format!("{:.3}", r.expected_tokens)}</td>
+                                    <td>{fmt_speedup(r.speedup_batch1)}</td>
+                                    <td>{fmt_speedup(r.speedup_asymptotic)}</td>
+                                    <td>{if r.pays_at_batch1() { format!("{:.1}", r.break_even_batch) } else { "never".into() }}</td>
+                                </tr>
+                            }
+                        }).collect_view()
+                    }}
+                </tbody>
+            </table>
+
+            <h2>"Best k from measured per-position rates"</h2>
+            <p class="hint">
+                "Real acceptance decays faster by position than the geometric model assumes, so the best k is usually smaller than the table suggests. "
+                "Enter unconditional rates by draft position (1..k), as vLLM reports them."
+            </p>
+            <div class="inputs row">
+                {list_input("rates", "per-position rates", "0.8, 0.6, 0.45, 0.3",
+                    move || state.with(|w| join(&w.position_rates)),
+                    move |list| {
+                        let list: Vec<f64> = list.into_iter().filter(|p| (0.0..=1.0).contains(p)).take(MAX_K as usize).collect();
+                        set_state.update(|w| w.position_rates = list)
+                    })}
+                {number_input("batch", "at batch size", "1",
+                    move || state.with(|w| w.batch).to_string(), || false,
+                    move |b| if (1.0..=65536.0).contains(&b) { set(Box::new(move |w| w.batch = b as u32)) })}
+            </div>
+            <div id="best-k">
+                {move || state.with(|w| w.best_k().map(|best| {
+                    let choices = speclens_shared::model::per_position_choices(&w.position_rates, w.costs(), f64::from(w.batch));
+                    view! {
+                        <p class="best">{format!("Best k at batch {}: k = {} (E {:.3}, S {})", w.batch, best.k, best.expected_tokens, fmt_speedup(best.speedup))}</p>
+                        <table class="model-table">
+                            <thead><tr><th>"k"</th><th>"E from measured rates"</th><th>{format!("S({})", w.batch)}</th></tr></thead>
+                            <tbody>
+                                {choices.into_iter().map(|c| view! {
+                                    <tr class:selected=c.k == best.k><td>{c.k}</td><td>{format!("{:.3}", c.expected_tokens)}</td><td>{fmt_speedup(c.speedup)}</td></tr>
+                                }).collect_view()}
+                            </tbody>
+                        </table>
+                    }
+                }))}
+            </div>
+
+            <footer class="disclaimer">
+                <p><strong>{NOTHING_MEASURED}</strong>" Costs the model does not charge, each of which moves the real crossing to smaller batches:"</p>
+                <ul>{UNCHARGED_COSTS.iter().map(|c| view! { <li>{*c}</li> }).collect_view()}</ul>
+            </footer>
+        </section>
+    }
+}
