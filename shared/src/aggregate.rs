@@ -215,7 +215,7 @@ pub fn format_thousands(v: f64) -> String {
         }
         grouped.push(c);
     }
-    let sign = if v < 0.0 && text.trim_start_matches(['0', '.']) != "" { "-" } else { "" };
+    let sign = if v < 0.0 && !text.trim_start_matches(['0', '.']).is_empty() { "-" } else { "" };
     format!("{sign}{grouped}.{frac}")
 }
 

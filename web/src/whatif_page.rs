@@ -8,7 +8,8 @@ use leptos::prelude::*;
 use speclens_shared::chart::speedup_chart;
 use speclens_shared::model::{Proposer, GPU_PRESETS, NOTHING_MEASURED, UNCHARGED_COSTS};
 use speclens_shared::whatif::{parse_number_list, Acceptance, Gpu, WhatIf, MAX_K};
-use wasm_bindgen::JsValue;
+use wasm_bindgen::{JsCast, JsValue};
+use web_sys::HtmlInputElement;
 
 use crate::canvas::draw_speedup;
 
@@ -22,6 +23,15 @@ fn write_fragment(fragment: &str) {
         if let Ok(history) = window().history() {
             let _ = history.replace_state_with_url(&JsValue::NULL, "", Some(&url));
         }
+    }
+}
+
+/// The text an input should show: the state's value, except while the user is typing in it
+/// (binding it to the state would rewrite "0." to "0" mid-typing).
+fn shown_value(id: &str, from_state: String) -> String {
+    match document().active_element() {
+        Some(el) if el.id() == id => el.dyn_ref::<HtmlInputElement>().map_or(from_state, HtmlInputElement::value),
+        _ => from_state,
     }
 }
 
@@ -45,7 +55,7 @@ fn number_input(
                 id=id
                 type="number"
                 step=step
-                prop:value=value
+                prop:value=move || shown_value(id, value())
                 prop:disabled=disabled
                 on:input=move |ev| {
                     if let Ok(v) = event_target_value(&ev).trim().parse::<f64>() {
@@ -148,17 +158,19 @@ pub fn WhatIfPage() -> impl IntoView {
                     <input id="alpha-range" type="range" min="0" max="1" step="0.01" aria-label="α slider"
                         prop:value=move || state.with(WhatIf::alpha).to_string()
                         prop:disabled=measured_e
-                        on:input=move |ev| if let Ok(a) = event_target_value(&ev).parse::<f64>() {
-                            set_state.update(|w| w.acceptance = Acceptance::Alpha(a));
+                        on:input=move |ev| {
+                            if let Ok(a) = event_target_value(&ev).parse::<f64>() {
+                                set_state.update(|w| w.acceptance = Acceptance::Alpha(a));
+                            }
                         }
                     />
                     <label class="field" for="e">
                         <span>"or a measured E (acceptance length)"</span>
                         <input id="e" type="number" step="0.01" min="1" placeholder="e.g. 3.2"
-                            prop:value=move || match state.with(|w| w.acceptance) {
+                            prop:value=move || shown_value("e", match state.with(|w| w.acceptance) {
                                 Acceptance::MeasuredE(e) => e.to_string(),
                                 Acceptance::Alpha(_) => String::new(),
-                            }
+                            })
                             on:input=move |ev| {
                                 let text = event_target_value(&ev);
                                 let text = text.trim();

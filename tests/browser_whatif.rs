@@ -1,0 +1,173 @@
+//! The what-if page in real headless Chromium, served by the real `speclens serve`: a user
+//! changes α and k, the chart redraws (proved by reading canvas pixels), the URL carries the
+//! state, and opening that URL again shows the same what-if.
+
+use std::path::Path;
+use std::process::{Child, Command, Stdio};
+use std::time::Duration;
+
+use fantoccini::{Client, ClientBuilder, Locator};
+use serde_json::{json, Value};
+
+use crate::common::{wait_for, workspace, Speclens};
+
+/// A chromedriver on a free loopback port; killed when dropped.
+struct ChromeDriver {
+    child: Child,
+    url: String,
+}
+
+impl Drop for ChromeDriver {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+fn free_port() -> u16 {
+    std::net::TcpListener::bind("127.0.0.1:0").unwrap().local_addr().unwrap().port()
+}
+
+async fn start_chromedriver() -> ChromeDriver {
+    let bin = std::env::var("CHROMEDRIVER").unwrap_or_else(|_| "/usr/bin/chromedriver".into());
+    assert!(
+        Path::new(&bin).exists(),
+        "chromedriver not found at {bin}: `bash scripts/test.sh` installs Debian's chromium and chromium-driver"
+    );
+    let port = free_port();
+    let child = Command::new(&bin)
+        .arg(format!("--port={port}"))
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .spawn()
+        .expect("start chromedriver");
+    let driver = ChromeDriver { child, url: format!("http://127.0.0.1:{port}") };
+    let status = format!("{}/status", driver.url);
+    wait_for("chromedriver to listen", Duration::from_secs(30), || async {
+        reqwest::get(&status).await.ok().filter(|r| r.status().is_success())
+    })
+    .await;
+    driver
+}
+
+async fn open_browser(driver: &ChromeDriver, profile: &Path) -> Client {
+    let chromium = std::env::var("CHROMIUM").unwrap_or_else(|_| "/usr/bin/chromium".into());
+    let mut caps = serde_json::Map::new();
+    caps.insert(
+        "goog:chromeOptions".into(),
+        json!({
+            "binary": chromium,
+            "args": [
+                "--headless=new", "--no-sandbox", "--disable-gpu", "--disable-dev-shm-usage",
+                "--disable-background-networking", "--disable-component-update", "--disable-sync",
+                "--disable-quic", "--no-first-run", "--window-size=1280,1600",
+                "--force-device-scale-factor=1",
+                format!("--user-data-dir={}", profile.display()),
+            ]
+        }),
+    );
+    ClientBuilder::new(hyper_util::client::legacy::connect::HttpConnector::new())
+        .capabilities(caps)
+        .connect(&driver.url)
+        .await
+        .expect("a WebDriver session in headless Chromium")
+}
+
+/// What the chart canvas holds now: draw count, inked pixels, pixels in the selected-curve
+/// colour, and a hash of every pixel.
+const CANVAS_PROBE: &str = r#"
+const c = document.getElementById('speedup-chart');
+if (!c || !c.width || !c.dataset.draws) return null;
+const d = c.getContext('2d').getImageData(0, 0, c.width, c.height).data;
+let ink = 0, purple = 0, hash = 0;
+for (let i = 0; i < d.length; i += 4) {
+  const r = d[i], g = d[i + 1], b = d[i + 2];
+  if (r < 245 || g < 245 || b < 245) ink++;
+  if (Math.abs(r - 0x6a) < 16 && Math.abs(g - 0x3d) < 16 && Math.abs(b - 0x9a) < 16) purple++;
+  hash = (Math.imul(hash, 31) + r + 7 * g + 13 * b) >>> 0;
+}
+return {draws: Number(c.dataset.draws), ink, purple, hash, pixels: d.length / 4};
+"#;
+
+#[derive(Debug, Clone, Copy, PartialEq)]
+struct Canvas {
+    draws: u64,
+    ink: u64,
+    purple: u64,
+    hash: u64,
+    pixels: u64,
+}
+
+async fn probe(client: &Client) -> Option<Canvas> {
+    let v: Value = client.execute(CANVAS_PROBE, vec![]).await.ok()?;
+    let n = |k: &str| v.get(k).and_then(Value::as_u64);
+    Some(Canvas { draws: n("draws")?, ink: n("ink")?, purple: n("purple")?, hash: n("hash")?, pixels: n("pixels")? })
+}
+
+/// Wait until the chart has been drawn after `previous` and differs from it.
+async fn redrawn(client: &Client, previous: Option<Canvas>) -> Canvas {
+    wait_for("the chart to redraw", Duration::from_secs(20), || async {
+        probe(client).await.filter(|c| previous.is_none_or(|p| c.draws > p.draws && c.hash != p.hash))
+    })
+    .await
+}
+
+async fn text_of(client: &Client, css: &str) -> String {
+    client.find(Locator::Css(css)).await.unwrap().text().await.unwrap()
+}
+
+async fn value_of(client: &Client, css: &str) -> String {
+    client.find(Locator::Css(css)).await.unwrap().prop("value").await.unwrap().unwrap_or_default()
+}
+
+/// Type into an input as a user does.
+async fn type_into(client: &Client, css: &str, text: &str) {
+    let input = client.find(Locator::Css(css)).await.unwrap();
+    input.clear().await.unwrap();
+    input.send_keys(text).await.unwrap();
+}
+
+#[tokio::test]
+async fn what_if_chart_redraws_on_input_and_the_url_reproduces_it() {
+    let dist = workspace().join("web/dist");
+    assert!(
+        dist.join("index.html").is_file(),
+        "web/dist is not built: `bash scripts/test.sh` builds it with Trunk before the tests"
+    );
+    let server = Speclens::start(&["serve", "--port", "0", "--web-dir", dist.to_str().unwrap()]);
+    let driver = start_chromedriver().await;
+    let profile = tempfile::tempdir().unwrap();
+    let client = open_browser(&driver, profile.path()).await;
+
+    client.goto(&format!("{}#whatif?alpha=0.4&k=1", server.url())).await.unwrap();
+    let first = redrawn(&client, None).await;
+    assert!(first.ink * 50 > first.pixels, "the chart has axes, labels and curves: {first:?}");
+    assert!(first.purple > 200, "the selected S(B) curve is drawn in its colour: {first:?}");
+    assert_eq!(text_of(&client, "#tile-e .tile-value").await, "1.400");
+    assert_eq!(text_of(&client, "#tile-s1 .tile-value").await, "1.40×");
+    assert_eq!(text_of(&client, "#tile-bstar .tile-value").await, "206.5");
+
+    type_into(&client, "#alpha", "0.8").await;
+    let after_alpha = redrawn(&client, Some(first)).await;
+    type_into(&client, "#k", "3").await;
+    wait_for("E at α = 0.8, k = 3", Duration::from_secs(20), || async {
+        (text_of(&client, "#tile-e .tile-value").await == "2.952").then_some(())
+    })
+    .await;
+    let after_k = redrawn(&client, Some(after_alpha)).await;
+    assert_eq!(text_of(&client, "#tile-bstar .tile-value").await, "217.7");
+
+    let url = client.current_url().await.unwrap().to_string();
+    assert!(url.contains("alpha=0.8") && url.contains("k=3"), "the URL carries the state: {url}");
+
+    // Open the copied link afresh: same inputs, same figures, same pixels.
+    client.goto("about:blank").await.unwrap();
+    client.goto(&url).await.unwrap();
+    let reopened = redrawn(&client, None).await;
+    assert_eq!(value_of(&client, "#alpha").await, "0.8");
+    assert_eq!(value_of(&client, "#k").await, "3");
+    assert_eq!(text_of(&client, "#tile-e .tile-value").await, "2.952");
+    assert_eq!((reopened.hash, reopened.ink, reopened.purple), (after_k.hash, after_k.ink, after_k.purple));
+
+    client.close().await.unwrap();
+}

@@ -1,0 +1,120 @@
+//! Helpers shared by the integration tests: fixture files, the real `speclens` binary started
+//! on 127.0.0.1 port 0, and small HTTP utilities.
+
+#![allow(dead_code)]
+
+use std::io::{BufRead, BufReader, Read};
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, Stdio};
+use std::time::{Duration, Instant};
+
+/// The workspace root.
+pub fn workspace() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).parent().expect("workspace root").to_path_buf()
+}
+
+/// Path of a file in tests/fixtures.
+pub fn fixture(name: &str) -> PathBuf {
+    workspace().join("tests/fixtures").join(name)
+}
+
+pub fn read_fixture(name: &str) -> String {
+    std::fs::read_to_string(fixture(name)).unwrap_or_else(|e| panic!("fixture {name}: {e}"))
+}
+
+/// A JSON fixture without its leading `//` source lines.
+pub fn json_fixture_text(name: &str) -> String {
+    read_fixture(name).lines().filter(|l| !l.starts_with("//")).collect::<Vec<_>>().join("\n")
+}
+
+/// A running `speclens` process; killed when dropped.
+pub struct Speclens {
+    child: Child,
+    /// The first line the process printed on stdout.
+    pub first_line: String,
+}
+
+impl Speclens {
+    /// Start `speclens ARGS…` and wait (bounded) for its first stdout line.
+    pub fn start(args: &[&str]) -> Speclens {
+        let mut child = Command::new(env!("CARGO_BIN_EXE_speclens"))
+            .args(args)
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped())
+            .spawn()
+            .expect("start speclens");
+        let stdout = child.stdout.take().expect("stdout");
+        let (tx, rx) = std::sync::mpsc::channel();
+        std::thread::spawn(move || {
+            let mut line = String::new();
+            let _ = BufReader::new(stdout).read_line(&mut line);
+            let _ = tx.send(line);
+        });
+        let line = rx.recv_timeout(Duration::from_secs(30)).unwrap_or_default();
+        if line.is_empty() {
+            let _ = child.kill();
+            let mut err = String::new();
+            if let Some(mut e) = child.stderr.take() {
+                let _ = e.read_to_string(&mut err);
+            }
+            panic!("speclens {args:?} printed nothing; stderr: {err}");
+        }
+        Speclens { child, first_line: line.trim().to_string() }
+    }
+
+    /// The URL from a `speclens dashboard: URL` line.
+    pub fn url(&self) -> String {
+        self.first_line
+            .strip_prefix("speclens dashboard: ")
+            .unwrap_or_else(|| panic!("unexpected first line {:?}", self.first_line))
+            .to_string()
+    }
+}
+
+impl Drop for Speclens {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+/// Run `speclens ARGS…` to completion (bounded) and return (exit code, stdout, stderr).
+pub fn run_speclens(args: &[&str]) -> (i32, String, String) {
+    let mut child = Command::new(env!("CARGO_BIN_EXE_speclens"))
+        .args(args)
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("start speclens");
+    let deadline = Instant::now() + Duration::from_secs(60);
+    loop {
+        if let Some(status) = child.try_wait().expect("wait") {
+            let mut out = String::new();
+            let mut err = String::new();
+            child.stdout.take().unwrap().read_to_string(&mut out).unwrap();
+            child.stderr.take().unwrap().read_to_string(&mut err).unwrap();
+            return (status.code().unwrap_or(-1), out, err);
+        }
+        if Instant::now() > deadline {
+            let _ = child.kill();
+            panic!("speclens {args:?} did not finish within 60 s");
+        }
+        std::thread::sleep(Duration::from_millis(20));
+    }
+}
+
+/// Poll `probe` until it returns Some or `limit` passes.
+pub async fn wait_for<T, F, Fut>(what: &str, limit: Duration, mut probe: F) -> T
+where
+    F: FnMut() -> Fut,
+    Fut: std::future::Future<Output = Option<T>>,
+{
+    let deadline = Instant::now() + limit;
+    loop {
+        if let Some(v) = probe().await {
+            return v;
+        }
+        assert!(Instant::now() < deadline, "timed out waiting for {what}");
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+}

@@ -1,0 +1,163 @@
+//! The shared core against the real and generated reference texts in tests/fixtures: every
+//! `.prom` file parses to the totals its numbers imply, and the real per-request payloads adapt.
+
+use std::collections::BTreeMap;
+
+use speclens_shared::per_request::{adapt_response, EngineKind, PayloadOutcome};
+use speclens_shared::prom;
+use speclens_shared::scrape::{
+    counters_from_text, parse_metrics, window_result, CounterSet, ResultStatus, ScrapeFailure, SpecCounters,
+};
+use speclens_shared::Error;
+
+use crate::common::{json_fixture_text, read_fixture};
+
+fn counters(text: &str) -> CounterSet {
+    counters_from_text(text).unwrap_or_else(|e| panic!("{e}"))
+}
+
+fn spec(drafts: u64, tokens: u64, accepted: u64, per_pos: &[u64]) -> SpecCounters {
+    SpecCounters {
+        num_drafts: drafts,
+        num_draft_tokens: tokens,
+        num_accepted_tokens: accepted,
+        accepted_per_pos: per_pos.iter().enumerate().map(|(i, v)| (i as u32, *v)).collect(),
+    }
+}
+
+#[test]
+fn every_prom_fixture_is_valid_exposition_text() {
+    let dir = crate::common::workspace().join("tests/fixtures");
+    let mut checked = 0;
+    for entry in std::fs::read_dir(dir).unwrap() {
+        let path = entry.unwrap().path();
+        if path.extension().and_then(|e| e.to_str()) != Some("prom") {
+            continue;
+        }
+        let text = std::fs::read_to_string(&path).unwrap();
+        let samples: Result<Vec<_>, _> = prom::samples(&text).collect();
+        let samples = samples.unwrap_or_else(|e| panic!("{}: {e}", path.display()));
+        assert!(!samples.is_empty(), "{}", path.display());
+        checked += 1;
+    }
+    assert_eq!(checked, 8, "all eight .prom fixtures were read");
+}
+
+#[test]
+fn aisbench_valid_metrics_text() {
+    let c = counters(&read_fixture("aisbench_valid_metrics_text.prom"));
+    assert_eq!(c.total, spec(15420, 77100, 50115, &[15420, 13878, 11565]));
+    assert_eq!(c.series.keys().collect::<Vec<_>>(), vec!["engine=\"0\""]);
+}
+
+#[test]
+fn aisbench_no_spec_decode_text() {
+    let failure = counters_from_text(&read_fixture("aisbench_no_spec_decode_text.prom")).unwrap_err();
+    assert_eq!(failure, ScrapeFailure::NoSpecMetrics);
+    assert_eq!(failure.to_string(), "No spec decode metrics found on server");
+}
+
+#[test]
+fn vllm_single_and_multiproc_agree_and_created_gauges_are_not_summed() {
+    let single = counters(&read_fixture("generated_vllm_single.prom"));
+    let multi = counters(&read_fixture("generated_vllm_multiproc.prom"));
+    let want = spec(15420, 46260, 30115, &[12100, 10015, 8000]);
+    assert_eq!(single.total, want);
+    assert_eq!(multi.total, want);
+    assert_eq!(single.by_label("model_name").keys().collect::<Vec<_>>(), vec!["Qwen/Qwen3-8B"]);
+}
+
+#[test]
+fn vllm_dp2_sums_engines_and_keeps_the_split() {
+    let c = counters(&read_fixture("generated_vllm_dp2.prom"));
+    assert_eq!(c.total, spec(2000, 6000, 3600, &[1500, 1200, 900]));
+    let by_engine = c.by_label("engine");
+    assert_eq!(by_engine["0"], spec(800, 2400, 1500, &[600, 500, 400]));
+    assert_eq!(by_engine["1"], spec(1200, 3600, 2100, &[900, 700, 500]));
+}
+
+#[test]
+fn vllm_large_values_in_go_exponent_form() {
+    let c = counters(&read_fixture("generated_vllm_large.prom"));
+    assert_eq!(c.total, spec(6_491_797, 12_983_594, 9_000_001, &[5_000_000, 4_000_001]));
+}
+
+#[test]
+fn sglang_gauges_are_reported_as_gauges_without_a_delta() {
+    let text = read_fixture("generated_sglang_multiproc.prom");
+    let snapshot = parse_metrics(&text).unwrap();
+    assert!(snapshot.counters.is_none());
+    let g = snapshot.sglang.unwrap();
+    assert_eq!(g.accept_length, Some(3.09));
+    assert_eq!(g.accept_rate, Some(0.6973));
+    assert_eq!(g.num_steps, Some(3.0));
+    assert_eq!(g.num_draft_tokens, Some(4.0));
+    assert_eq!(g.verify_calls_total, Some(2729.0));
+    assert_eq!(counters_from_text(&text).unwrap_err(), ScrapeFailure::GaugesOnly);
+}
+
+#[test]
+fn real_vllm_excerpt_cut_before_the_accepted_sample_is_incomplete() {
+    let text = read_fixture("real_vllm_pr41916_metrics_excerpt.prom");
+    let totals: BTreeMap<&str, f64> = prom::samples(&text)
+        .map(Result::unwrap)
+        .filter(|s| s.name.ends_with("_total"))
+        .map(|s| (s.name, s.value))
+        .collect();
+    assert_eq!(totals["vllm:spec_decode_num_drafts_total"], 6_491_797.0);
+    assert_eq!(totals["vllm:spec_decode_num_draft_tokens_total"], 6_491_797.0);
+    let err = parse_metrics(&text).unwrap_err();
+    assert!(matches!(err, Error::IncompleteCounters { .. }), "{err}");
+    assert!(err.to_string().contains("vllm:spec_decode_num_accepted_tokens_total"));
+}
+
+#[test]
+fn window_between_two_reference_snapshots() {
+    // The multiprocess text holds the same counter values as the single-process one, so a window
+    // between them saw no spec-decode activity.
+    let before = counters(&read_fixture("generated_vllm_single.prom"));
+    let after = counters(&read_fixture("generated_vllm_multiproc.prom"));
+    let r = window_result("http://127.0.0.1:8000/metrics", Ok(before), Ok(after));
+    assert_eq!(r.status, ResultStatus::Na);
+    assert_eq!(r.error.as_deref(), Some(speclens_shared::scrape::NO_ACTIVITY));
+}
+
+#[test]
+fn real_vllm_summary_payload() {
+    let body: serde_json::Value =
+        serde_json::from_str(&json_fixture_text("real_vllm_per_request_spec_decode_pr48915.json").replace("[ ... ]", "[]").replace("{ ... }", "{}"))
+            .unwrap();
+    let PayloadOutcome::Record(r) = adapt_response(&body) else { panic!("no record") };
+    assert_eq!(r.engine, EngineKind::Vllm);
+    assert_eq!(r.mean_acceptance_length, 1.2325581395348837);
+    assert_eq!(r.draft_acceptance_rate, 0.07751937984496124);
+    assert_eq!(r.acceptance_histogram, [(0, 39), (1, 1), (3, 3)].into_iter().collect());
+    assert_eq!((r.num_spec_steps, r.num_accepted_draft_tokens, r.num_draft_tokens, r.num_spec_tokens), (43, 10, 129, Some(3)));
+}
+
+#[test]
+fn real_trtllm_choice_payload() {
+    let choice: serde_json::Value =
+        serde_json::from_str(&json_fixture_text("real_trtllm_per_choice_spec_decode_pr19311.json")).unwrap();
+    let body = serde_json::json!({"choices": [choice]});
+    let PayloadOutcome::Record(r) = adapt_response(&body) else { panic!("no record") };
+    assert_eq!(r.engine, EngineKind::Trtllm);
+    assert_eq!(r.mean_acceptance_length, 2.5);
+    assert_eq!(r.acceptance_histogram, [(0, 8), (2, 6), (3, 6)].into_iter().collect());
+}
+
+#[test]
+fn real_truncated_detailed_capture_is_a_clear_json_error_and_its_totals_are_consistent() {
+    let text = read_fixture("real_vllm_per_request_spec_decode_detailed_syv66.txt");
+    let body: String = text.lines().filter(|l| !l.starts_with('#')).collect();
+    let err = serde_json::from_str::<serde_json::Value>(&body).unwrap_err();
+    assert!(err.is_eof(), "the stored capture is cut inside per_step_accepted: {err}");
+    // The complete fields before the cut satisfy every rule of SPEC §2.2 for vLLM's summary.
+    let summary = body.split(", \"per_step_accepted\"").next().unwrap().to_string() + "}";
+    let stats: serde_json::Value = serde_json::from_str(&summary).unwrap();
+    let PayloadOutcome::Record(r) = adapt_response(&serde_json::json!({"metrics": {"speculative_decoding": stats}})) else {
+        panic!("no record")
+    };
+    assert_eq!((r.num_spec_steps, r.num_accepted_draft_tokens, r.num_draft_tokens), (33, 168, 231));
+    assert_eq!(r.mean_acceptance_length, 6.0909);
+}
