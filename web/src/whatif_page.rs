@@ -3,13 +3,12 @@
 //! measured per-position rates. Every change redraws at once and is written to the URL fragment.
 
 use leptos::ev;
-use leptos::html::Canvas;
+use leptos::html::{Canvas, Input};
 use leptos::prelude::*;
 use speclens_shared::chart::speedup_chart;
 use speclens_shared::model::{Proposer, GPU_PRESETS, NOTHING_MEASURED, UNCHARGED_COSTS};
 use speclens_shared::whatif::{parse_number_list, Acceptance, Gpu, WhatIf, MAX_K};
-use wasm_bindgen::{JsCast, JsValue};
-use web_sys::HtmlInputElement;
+use wasm_bindgen::JsValue;
 
 use crate::canvas::draw_speedup;
 
@@ -26,13 +25,17 @@ fn write_fragment(fragment: &str) {
     }
 }
 
-/// The text an input should show: the state's value, except while the user is typing in it
-/// (binding it to the state would rewrite "0." to "0" mid-typing).
-fn shown_value(id: &str, from_state: String) -> String {
-    match document().active_element() {
-        Some(el) if el.id() == id => el.dyn_ref::<HtmlInputElement>().map_or(from_state, HtmlInputElement::value),
-        _ => from_state,
-    }
+/// Keep an input showing the state's value, but never write to it while the user is typing in
+/// it: a write moves the caret and would turn "0.8" into "80" mid-typing.
+fn bind_value(input: NodeRef<Input>, value: impl Fn() -> String + 'static) {
+    Effect::new(move |_| {
+        let text = value();
+        let Some(el) = input.get() else { return };
+        let focused = document().active_element().is_some_and(|a| a.is_same_node(Some(&el)));
+        if !focused && el.value() != text {
+            el.set_value(&text);
+        }
+    });
 }
 
 fn fmt_speedup(s: f64) -> String {
@@ -44,18 +47,20 @@ fn number_input(
     id: &'static str,
     label: &'static str,
     step: &'static str,
-    value: impl Fn() -> String + Send + Sync + 'static,
+    value: impl Fn() -> String + 'static,
     disabled: impl Fn() -> bool + Send + Sync + 'static,
     on_value: impl Fn(f64) + 'static,
 ) -> impl IntoView {
+    let input = NodeRef::<Input>::new();
+    bind_value(input, value);
     view! {
         <label class="field" for=id>
             <span>{label}</span>
             <input
                 id=id
+                node_ref=input
                 type="number"
                 step=step
-                prop:value=move || shown_value(id, value())
                 prop:disabled=disabled
                 on:input=move |ev| {
                     if let Ok(v) = event_target_value(&ev).trim().parse::<f64>() {
@@ -74,17 +79,19 @@ fn list_input(
     id: &'static str,
     label: &'static str,
     placeholder: &'static str,
-    value: impl Fn() -> String + Send + Sync + 'static,
+    value: impl Fn() -> String + 'static,
     on_list: impl Fn(Vec<f64>) + 'static,
 ) -> impl IntoView {
+    let input = NodeRef::<Input>::new();
+    bind_value(input, value);
     view! {
         <label class="field wide" for=id>
             <span>{label}</span>
             <input
                 id=id
+                node_ref=input
                 type="text"
                 placeholder=placeholder
-                prop:value=value
                 on:change=move |ev| {
                     if let Some(list) = parse_number_list(&event_target_value(&ev)) {
                         on_list(list);
@@ -134,6 +141,11 @@ pub fn WhatIfPage() -> impl IntoView {
 
     let set = move |f: Box<dyn Fn(&mut WhatIf)>| set_state.update(|w| f(w));
     let measured_e = move || matches!(state.with(|w| w.acceptance), Acceptance::MeasuredE(_));
+    let e_input = NodeRef::<Input>::new();
+    bind_value(e_input, move || match state.with(|w| w.acceptance) {
+        Acceptance::MeasuredE(e) => e.to_string(),
+        Acceptance::Alpha(_) => String::new(),
+    });
     let alpha_text = move || format!("{:.4}", state.with(WhatIf::alpha)).trim_end_matches('0').trim_end_matches('.').to_string();
 
     view! {
@@ -166,11 +178,7 @@ pub fn WhatIfPage() -> impl IntoView {
                     />
                     <label class="field" for="e">
                         <span>"or a measured E (acceptance length)"</span>
-                        <input id="e" type="number" step="0.01" min="1" placeholder="e.g. 3.2"
-                            prop:value=move || shown_value("e", match state.with(|w| w.acceptance) {
-                                Acceptance::MeasuredE(e) => e.to_string(),
-                                Acceptance::Alpha(_) => String::new(),
-                            })
+                        <input id="e" node_ref=e_input type="number" step="0.01" min="1" placeholder="e.g. 3.2"
                             on:input=move |ev| {
                                 let text = event_target_value(&ev);
                                 let text = text.trim();
