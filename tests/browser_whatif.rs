@@ -25,7 +25,11 @@ impl Drop for ChromeDriver {
 }
 
 fn free_port() -> u16 {
-    std::net::TcpListener::bind("127.0.0.1:0").unwrap().local_addr().unwrap().port()
+    std::net::TcpListener::bind("127.0.0.1:0")
+        .unwrap()
+        .local_addr()
+        .unwrap()
+        .port()
 }
 
 async fn start_chromedriver() -> ChromeDriver {
@@ -41,7 +45,10 @@ async fn start_chromedriver() -> ChromeDriver {
         .stderr(Stdio::null())
         .spawn()
         .expect("start chromedriver");
-    let driver = ChromeDriver { child, url: format!("http://127.0.0.1:{port}") };
+    let driver = ChromeDriver {
+        child,
+        url: format!("http://127.0.0.1:{port}"),
+    };
     let status = format!("{}/status", driver.url);
     wait_for("chromedriver to listen", Duration::from_secs(30), || async {
         reqwest::get(&status).await.ok().filter(|r| r.status().is_success())
@@ -101,13 +108,21 @@ struct Canvas {
 async fn probe(client: &Client) -> Option<Canvas> {
     let v: Value = client.execute(CANVAS_PROBE, vec![]).await.ok()?;
     let n = |k: &str| v.get(k).and_then(Value::as_u64);
-    Some(Canvas { draws: n("draws")?, ink: n("ink")?, purple: n("purple")?, hash: n("hash")?, pixels: n("pixels")? })
+    Some(Canvas {
+        draws: n("draws")?,
+        ink: n("ink")?,
+        purple: n("purple")?,
+        hash: n("hash")?,
+        pixels: n("pixels")?,
+    })
 }
 
 /// Wait until the chart has been drawn after `previous` and differs from it.
 async fn redrawn(client: &Client, previous: Option<Canvas>) -> Canvas {
     wait_for("the chart to redraw", Duration::from_secs(20), || async {
-        probe(client).await.filter(|c| previous.is_none_or(|p| c.draws > p.draws && c.hash != p.hash))
+        probe(client)
+            .await
+            .filter(|c| previous.is_none_or(|p| c.draws > p.draws && c.hash != p.hash))
     })
     .await
 }
@@ -117,7 +132,14 @@ async fn text_of(client: &Client, css: &str) -> String {
 }
 
 async fn value_of(client: &Client, css: &str) -> String {
-    client.find(Locator::Css(css)).await.unwrap().prop("value").await.unwrap().unwrap_or_default()
+    client
+        .find(Locator::Css(css))
+        .await
+        .unwrap()
+        .prop("value")
+        .await
+        .unwrap()
+        .unwrap_or_default()
 }
 
 /// Type into an input as a user does.
@@ -139,10 +161,19 @@ async fn what_if_chart_redraws_on_input_and_the_url_reproduces_it() {
     let profile = tempfile::tempdir().unwrap();
     let client = open_browser(&driver, profile.path()).await;
 
-    client.goto(&format!("{}#whatif?alpha=0.4&k=1", server.url())).await.unwrap();
+    client
+        .goto(&format!("{}#whatif?alpha=0.4&k=1", server.url()))
+        .await
+        .unwrap();
     let first = redrawn(&client, None).await;
-    assert!(first.ink * 50 > first.pixels, "the chart has axes, labels and curves: {first:?}");
-    assert!(first.purple > 200, "the selected S(B) curve is drawn in its colour: {first:?}");
+    assert!(
+        first.ink * 50 > first.pixels,
+        "the chart has axes, labels and curves: {first:?}"
+    );
+    assert!(
+        first.purple > 200,
+        "the selected S(B) curve is drawn in its colour: {first:?}"
+    );
     assert_eq!(text_of(&client, "#tile-e .tile-value").await, "1.400");
     assert_eq!(text_of(&client, "#tile-s1 .tile-value").await, "1.40×");
     assert_eq!(text_of(&client, "#tile-bstar .tile-value").await, "206.5");
@@ -158,7 +189,10 @@ async fn what_if_chart_redraws_on_input_and_the_url_reproduces_it() {
     assert_eq!(text_of(&client, "#tile-bstar .tile-value").await, "217.7");
 
     let url = client.current_url().await.unwrap().to_string();
-    assert!(url.contains("alpha=0.8") && url.contains("k=3"), "the URL carries the state: {url}");
+    assert!(
+        url.contains("alpha=0.8") && url.contains("k=3"),
+        "the URL carries the state: {url}"
+    );
 
     // Open the copied link afresh: same inputs, same figures, same pixels.
     client.goto("about:blank").await.unwrap();
@@ -167,7 +201,10 @@ async fn what_if_chart_redraws_on_input_and_the_url_reproduces_it() {
     assert_eq!(value_of(&client, "#alpha").await, "0.8");
     assert_eq!(value_of(&client, "#k").await, "3");
     assert_eq!(text_of(&client, "#tile-e .tile-value").await, "2.952");
-    assert_eq!((reopened.hash, reopened.ink, reopened.purple), (after_k.hash, after_k.ink, after_k.purple));
+    assert_eq!(
+        (reopened.hash, reopened.ink, reopened.purple),
+        (after_k.hash, after_k.ink, after_k.purple)
+    );
 
     client.close().await.unwrap();
 }

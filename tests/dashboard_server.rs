@@ -11,7 +11,11 @@ fn web_dir() -> tempfile::TempDir {
     let root = tempfile::tempdir().unwrap();
     let web = root.path().join("dist");
     std::fs::create_dir(&web).unwrap();
-    std::fs::write(web.join("index.html"), "<!DOCTYPE html><html><body>speclens test page</body></html>").unwrap();
+    std::fs::write(
+        web.join("index.html"),
+        "<!DOCTYPE html><html><body>speclens test page</body></html>",
+    )
+    .unwrap();
     std::fs::write(web.join("app.js"), "export default function init() {}\n".repeat(20)).unwrap();
     std::fs::write(web.join("app_bg.wasm"), b"\0asm\x01\0\0\0").unwrap();
     std::fs::write(root.path().join("secret.txt"), "TOP-SECRET").unwrap();
@@ -21,7 +25,11 @@ fn web_dir() -> tempfile::TempDir {
 fn raw_get(url: &str, path: &str) -> String {
     let host = url.trim_start_matches("http://").split('/').next().unwrap();
     let mut stream = TcpStream::connect(host).unwrap();
-    write!(stream, "GET {path} HTTP/1.1\r\nHost: {host}\r\nConnection: close\r\n\r\n").unwrap();
+    write!(
+        stream,
+        "GET {path} HTTP/1.1\r\nHost: {host}\r\nConnection: close\r\n\r\n"
+    )
+    .unwrap();
     let mut response = String::new();
     stream.read_to_string(&mut response).unwrap();
     response
@@ -39,14 +47,22 @@ async fn serves_the_web_folder_on_loopback_with_types_and_compression() {
     let client = reqwest::Client::new();
     let index = client.get(&url).send().await.unwrap();
     assert_eq!(index.status(), 200);
-    assert!(index.headers()["content-type"].to_str().unwrap().starts_with("text/html"));
+    assert!(index.headers()["content-type"]
+        .to_str()
+        .unwrap()
+        .starts_with("text/html"));
     assert_eq!(index.headers()["x-content-type-options"], "nosniff");
     assert!(index.text().await.unwrap().contains("speclens test page"));
 
     let wasm = client.get(format!("{url}app_bg.wasm")).send().await.unwrap();
     assert_eq!(wasm.headers()["content-type"], "application/wasm");
 
-    let js = client.get(format!("{url}app.js")).header("accept-encoding", "gzip").send().await.unwrap();
+    let js = client
+        .get(format!("{url}app.js"))
+        .header("accept-encoding", "gzip")
+        .send()
+        .await
+        .unwrap();
     assert_eq!(js.status(), 200);
     assert_eq!(js.headers()["content-encoding"], "gzip");
 
@@ -60,9 +76,18 @@ fn no_path_traversal_out_of_the_web_folder() {
     let dist = root.path().join("dist");
     let server = Speclens::start(&["serve", "--port", "0", "--web-dir", dist.to_str().unwrap()]);
     let url = server.url();
-    for path in ["/../secret.txt", "/%2e%2e/secret.txt", "/..%2fsecret.txt", "/dist/../../secret.txt", "/.%2e/secret.txt"] {
+    for path in [
+        "/../secret.txt",
+        "/%2e%2e/secret.txt",
+        "/..%2fsecret.txt",
+        "/dist/../../secret.txt",
+        "/.%2e/secret.txt",
+    ] {
         let response = raw_get(&url, path);
-        assert!(!response.contains("TOP-SECRET"), "{path} escaped the web folder:\n{response}");
+        assert!(
+            !response.contains("TOP-SECRET"),
+            "{path} escaped the web folder:\n{response}"
+        );
         let status = response.split(' ').nth(1).unwrap_or("");
         assert!(status == "404" || status == "400", "{path}: {status}");
     }
@@ -72,7 +97,15 @@ fn no_path_traversal_out_of_the_web_folder() {
 async fn a_non_loopback_bind_requires_the_generated_token() {
     let root = web_dir();
     let dist = root.path().join("dist");
-    let server = Speclens::start(&["serve", "--host", "0.0.0.0", "--port", "0", "--web-dir", dist.to_str().unwrap()]);
+    let server = Speclens::start(&[
+        "serve",
+        "--host",
+        "0.0.0.0",
+        "--port",
+        "0",
+        "--web-dir",
+        dist.to_str().unwrap(),
+    ]);
     let url = server.url();
     let (base, token) = url.split_once("/?token=").expect("the printed URL carries the token");
     assert_eq!(token.len(), 32);
@@ -84,17 +117,34 @@ async fn a_non_loopback_bind_requires_the_generated_token() {
     let denied = client.get(format!("{base}/")).send().await.unwrap();
     assert_eq!(denied.status(), 401);
     assert!(denied.text().await.unwrap().contains("access token"));
-    let wrong = client.get(format!("{base}/?token=0123456789abcdef0123456789abcdef")).send().await.unwrap();
+    let wrong = client
+        .get(format!("{base}/?token=0123456789abcdef0123456789abcdef"))
+        .send()
+        .await
+        .unwrap();
     assert_eq!(wrong.status(), 401);
 
     let opened = client.get(format!("{base}/?token={token}")).send().await.unwrap();
     assert_eq!(opened.status(), 200);
     let cookie = opened.headers()["set-cookie"].to_str().unwrap().to_string();
-    assert!(cookie.contains("HttpOnly") && cookie.contains("SameSite=Strict"), "{cookie}");
+    assert!(
+        cookie.contains("HttpOnly") && cookie.contains("SameSite=Strict"),
+        "{cookie}"
+    );
     let cookie_pair = cookie.split(';').next().unwrap();
-    let with_cookie = client.get(format!("{base}/app.js")).header("cookie", cookie_pair).send().await.unwrap();
+    let with_cookie = client
+        .get(format!("{base}/app.js"))
+        .header("cookie", cookie_pair)
+        .send()
+        .await
+        .unwrap();
     assert_eq!(with_cookie.status(), 200);
-    let with_bearer = client.get(format!("{base}/app.js")).bearer_auth(token).send().await.unwrap();
+    let with_bearer = client
+        .get(format!("{base}/app.js"))
+        .bearer_auth(token)
+        .send()
+        .await
+        .unwrap();
     assert_eq!(with_bearer.status(), 200);
 }
 
@@ -102,10 +152,27 @@ async fn a_non_loopback_bind_requires_the_generated_token() {
 fn weak_tokens_and_missing_assets_are_clear_errors() {
     let root = web_dir();
     let dist = root.path().join("dist");
-    let (code, _, err) = run_speclens(&["serve", "--port", "0", "--token", "short", "--web-dir", dist.to_str().unwrap()]);
+    let (code, _, err) = run_speclens(&[
+        "serve",
+        "--port",
+        "0",
+        "--token",
+        "short",
+        "--web-dir",
+        dist.to_str().unwrap(),
+    ]);
     assert_eq!(code, 1);
     assert!(err.contains("access token must be at least 16 characters"), "{err}");
-    let (code, _, err) = run_speclens(&["serve", "--port", "0", "--web-dir", root.path().join("nowhere").to_str().unwrap()]);
+    let (code, _, err) = run_speclens(&[
+        "serve",
+        "--port",
+        "0",
+        "--web-dir",
+        root.path().join("nowhere").to_str().unwrap(),
+    ]);
     assert_eq!(code, 1);
-    assert!(err.contains("dashboard assets not found") && err.contains("index.html"), "{err}");
+    assert!(
+        err.contains("dashboard assets not found") && err.contains("index.html"),
+        "{err}"
+    );
 }

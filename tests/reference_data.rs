@@ -64,7 +64,10 @@ fn vllm_single_and_multiproc_agree_and_created_gauges_are_not_summed() {
     let want = spec(15420, 46260, 30115, &[12100, 10015, 8000]);
     assert_eq!(single.total, want);
     assert_eq!(multi.total, want);
-    assert_eq!(single.by_label("model_name").keys().collect::<Vec<_>>(), vec!["Qwen/Qwen3-8B"]);
+    assert_eq!(
+        single.by_label("model_name").keys().collect::<Vec<_>>(),
+        vec!["Qwen/Qwen3-8B"]
+    );
 }
 
 #[test]
@@ -124,15 +127,28 @@ fn window_between_two_reference_snapshots() {
 
 #[test]
 fn real_vllm_summary_payload() {
-    let body: serde_json::Value =
-        serde_json::from_str(&json_fixture_text("real_vllm_per_request_spec_decode_pr48915.json").replace("[ ... ]", "[]").replace("{ ... }", "{}"))
-            .unwrap();
-    let PayloadOutcome::Record(r) = adapt_response(&body) else { panic!("no record") };
+    let body: serde_json::Value = serde_json::from_str(
+        &json_fixture_text("real_vllm_per_request_spec_decode_pr48915.json")
+            .replace("[ ... ]", "[]")
+            .replace("{ ... }", "{}"),
+    )
+    .unwrap();
+    let PayloadOutcome::Record(r) = adapt_response(&body) else {
+        panic!("no record")
+    };
     assert_eq!(r.engine, EngineKind::Vllm);
     assert_eq!(r.mean_acceptance_length, 1.2325581395348837);
     assert_eq!(r.draft_acceptance_rate, 0.07751937984496124);
     assert_eq!(r.acceptance_histogram, [(0, 39), (1, 1), (3, 3)].into_iter().collect());
-    assert_eq!((r.num_spec_steps, r.num_accepted_draft_tokens, r.num_draft_tokens, r.num_spec_tokens), (43, 10, 129, Some(3)));
+    assert_eq!(
+        (
+            r.num_spec_steps,
+            r.num_accepted_draft_tokens,
+            r.num_draft_tokens,
+            r.num_spec_tokens
+        ),
+        (43, 10, 129, Some(3))
+    );
 }
 
 #[test]
@@ -140,7 +156,9 @@ fn real_trtllm_choice_payload() {
     let choice: serde_json::Value =
         serde_json::from_str(&json_fixture_text("real_trtllm_per_choice_spec_decode_pr19311.json")).unwrap();
     let body = serde_json::json!({"choices": [choice]});
-    let PayloadOutcome::Record(r) = adapt_response(&body) else { panic!("no record") };
+    let PayloadOutcome::Record(r) = adapt_response(&body) else {
+        panic!("no record")
+    };
     assert_eq!(r.engine, EngineKind::Trtllm);
     assert_eq!(r.mean_acceptance_length, 2.5);
     assert_eq!(r.acceptance_histogram, [(0, 8), (2, 6), (3, 6)].into_iter().collect());
@@ -151,13 +169,20 @@ fn real_truncated_detailed_capture_is_a_clear_json_error_and_its_totals_are_cons
     let text = read_fixture("real_vllm_per_request_spec_decode_detailed_syv66.txt");
     let body: String = text.lines().filter(|l| !l.starts_with('#')).collect();
     let err = serde_json::from_str::<serde_json::Value>(&body).unwrap_err();
-    assert!(err.is_eof(), "the stored capture is cut inside per_step_accepted: {err}");
+    assert!(
+        err.is_eof(),
+        "the stored capture is cut inside per_step_accepted: {err}"
+    );
     // The complete fields before the cut satisfy every rule of SPEC §2.2 for vLLM's summary.
     let summary = body.split(", \"per_step_accepted\"").next().unwrap().to_string() + "}";
     let stats: serde_json::Value = serde_json::from_str(&summary).unwrap();
-    let PayloadOutcome::Record(r) = adapt_response(&serde_json::json!({"metrics": {"speculative_decoding": stats}})) else {
+    let PayloadOutcome::Record(r) = adapt_response(&serde_json::json!({"metrics": {"speculative_decoding": stats}}))
+    else {
         panic!("no record")
     };
-    assert_eq!((r.num_spec_steps, r.num_accepted_draft_tokens, r.num_draft_tokens), (33, 168, 231));
+    assert_eq!(
+        (r.num_spec_steps, r.num_accepted_draft_tokens, r.num_draft_tokens),
+        (33, 168, 231)
+    );
     assert_eq!(r.mean_acceptance_length, 6.0909);
 }

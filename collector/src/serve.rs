@@ -40,12 +40,19 @@ impl ServeSettings {
             None if args.host.is_loopback() => None,
             None => Some(generate_token()?),
         };
-        Ok(ServeSettings { addr: SocketAddr::new(args.host, args.port), token, web_dir })
+        Ok(ServeSettings {
+            addr: SocketAddr::new(args.host, args.port),
+            token,
+            web_dir,
+        })
     }
 }
 
 fn is_strong_token(token: &str) -> bool {
-    token.len() >= 16 && token.bytes().all(|b| b.is_ascii_alphanumeric() || b == b'-' || b == b'_')
+    token.len() >= 16
+        && token
+            .bytes()
+            .all(|b| b.is_ascii_alphanumeric() || b == b'-' || b == b'_')
 }
 
 /// 32 hex characters from the OS random source.
@@ -69,7 +76,9 @@ pub fn resolve_web_dir(explicit: Option<PathBuf>) -> Result<PathBuf, CollectorEr
         .iter()
         .find(|dir| dir.join("index.html").is_file())
         .cloned()
-        .ok_or_else(|| CollectorError::WebAssetsMissing { dir: candidates[0].clone() })
+        .ok_or_else(|| CollectorError::WebAssetsMissing {
+            dir: candidates[0].clone(),
+        })
 }
 
 /// The URL a user opens (with the token when one is required).
@@ -87,7 +96,8 @@ pub fn router(settings: &ServeSettings) -> Router {
     if let Some(token) = &settings.token {
         app = app.layer(middleware::from_fn_with_state(Arc::new(token.clone()), require_token));
     }
-    app.layer(CompressionLayer::new()).layer(middleware::from_fn(security_headers))
+    app.layer(CompressionLayer::new())
+        .layer(middleware::from_fn(security_headers))
 }
 
 /// Bind, print the URL on stdout, serve until Ctrl-C.
@@ -95,7 +105,10 @@ pub async fn run(args: ServeArgs) -> Result<(), CollectorError> {
     let settings = ServeSettings::from_args(args)?;
     let listener = TcpListener::bind(settings.addr)
         .await
-        .map_err(|source| CollectorError::Bind { addr: settings.addr, source })?;
+        .map_err(|source| CollectorError::Bind {
+            addr: settings.addr,
+            source,
+        })?;
     let addr = listener.local_addr().map_err(CollectorError::Serve)?;
     println!("speclens dashboard: {}", dashboard_url(addr, settings.token.as_deref()));
     eprintln!("serving {} — press Ctrl-C to stop", settings.web_dir.display());
@@ -115,7 +128,8 @@ fn same_token(a: &str, b: &str) -> bool {
 
 fn presented_tokens(req: &Request) -> (Option<String>, Vec<String>) {
     let from_query = req.uri().query().and_then(|q| {
-        q.split('&').find_map(|pair| pair.strip_prefix("token=").map(str::to_string))
+        q.split('&')
+            .find_map(|pair| pair.strip_prefix("token=").map(str::to_string))
     });
     let mut others = Vec::new();
     if let Some(auth) = req.headers().get(header::AUTHORIZATION).and_then(|v| v.to_str().ok()) {
@@ -182,6 +196,9 @@ mod tests {
     fn urls() {
         let addr: SocketAddr = "[::1]:8080".parse().unwrap();
         assert_eq!(dashboard_url(addr, None), "http://[::1]:8080/");
-        assert_eq!(dashboard_url("0.0.0.0:1".parse().unwrap(), Some("t")), "http://0.0.0.0:1/?token=t");
+        assert_eq!(
+            dashboard_url("0.0.0.0:1".parse().unwrap(), Some("t")),
+            "http://0.0.0.0:1/?token=t"
+        );
     }
 }

@@ -80,7 +80,9 @@ impl MetricStats {
 
     /// The percentile fields in [`EXPORT_PERCENTILES`] order.
     pub fn percentiles(&self) -> [f64; 9] {
-        [self.p1, self.p5, self.p10, self.p25, self.p50, self.p75, self.p90, self.p95, self.p99]
+        [
+            self.p1, self.p5, self.p10, self.p25, self.p50, self.p75, self.p90, self.p95, self.p99,
+        ]
     }
 }
 
@@ -138,7 +140,10 @@ pub struct SpecSummary {
 }
 
 fn derived(unit: &str, avg: f64) -> DerivedValue {
-    DerivedValue { unit: unit.to_string(), avg }
+    DerivedValue {
+        unit: unit.to_string(),
+        avg,
+    }
 }
 
 impl SpecAggregator {
@@ -215,7 +220,11 @@ pub fn format_thousands(v: f64) -> String {
         }
         grouped.push(c);
     }
-    let sign = if v < 0.0 && !text.trim_start_matches(['0', '.']).is_empty() { "-" } else { "" };
+    let sign = if v < 0.0 && !text.trim_start_matches(['0', '.']).is_empty() {
+        "-"
+    } else {
+        ""
+    };
     format!("{sign}{grouped}.{frac}")
 }
 
@@ -247,7 +256,9 @@ impl SpecSummary {
             per_request("Acceptance Length (ratio)", &self.spec_decode_acceptance_length),
             derived_row(
                 "Token-Weighted Acceptance Length (ratio)",
-                self.spec_decode_token_weighted_acceptance_length.as_ref().map(|d| d.avg),
+                self.spec_decode_token_weighted_acceptance_length
+                    .as_ref()
+                    .map(|d| d.avg),
             ),
             per_request("Draft Acceptance Rate (%)", &self.spec_decode_draft_acceptance_rate),
             derived_row(
@@ -258,7 +269,10 @@ impl SpecSummary {
             per_request("Spec Decode Steps (count)", &self.spec_decode_steps),
         ];
         if self.spec_decode_zero_step_requests.avg > 0.0 {
-            rows.push(derived_row("Zero-Step Requests (requests)", Some(self.spec_decode_zero_step_requests.avg)));
+            rows.push(derived_row(
+                "Zero-Step Requests (requests)",
+                Some(self.spec_decode_zero_step_requests.avg),
+            ));
         }
         rows
     }
@@ -273,13 +287,17 @@ impl SpecSummary {
             return None;
         }
         let pct = |count: u64| count as f64 / total as f64 * 100.0;
-        let mut buckets: Vec<String> =
-            (0..=max_j.min(7)).map(|j| format!("{j}: {:.0}%", pct(hist.get(&j).copied().unwrap_or(0)))).collect();
+        let mut buckets: Vec<String> = (0..=max_j.min(7))
+            .map(|j| format!("{j}: {:.0}%", pct(hist.get(&j).copied().unwrap_or(0))))
+            .collect();
         if max_j >= 8 {
             let folded: u64 = hist.range(8..).map(|(_, c)| c).sum();
             buckets.push(format!(">=8: {:.0}%", pct(folded)));
         }
-        Some(format!("  Accepted drafts per step (% of steps):  {}", buckets.join("   ")))
+        Some(format!(
+            "  Accepted drafts per step (% of steps):  {}",
+            buckets.join("   ")
+        ))
     }
 
     /// AIPerf-style CSV: per-request metric rows, a blank line, then `Metric,Value` rows.
@@ -304,8 +322,14 @@ impl SpecSummary {
         }
         out.push_str("\nMetric,Value\n");
         let derived = [
-            ("Token-Weighted Acceptance Length", self.spec_decode_token_weighted_acceptance_length.as_ref()),
-            ("Overall Draft Acceptance Rate", self.spec_decode_overall_draft_acceptance_rate.as_ref()),
+            (
+                "Token-Weighted Acceptance Length",
+                self.spec_decode_token_weighted_acceptance_length.as_ref(),
+            ),
+            (
+                "Overall Draft Acceptance Rate",
+                self.spec_decode_overall_draft_acceptance_rate.as_ref(),
+            ),
             ("Zero-Step Requests", Some(&self.spec_decode_zero_step_requests)),
             ("Total Spec Decode Steps", Some(&self.total_spec_decode_steps)),
             ("Total Accepted Draft Tokens", Some(&self.total_accepted_draft_tokens)),
@@ -349,8 +373,16 @@ mod tests {
         }
         SpecRecord {
             engine: EngineKind::Vllm,
-            mean_acceptance_length: if steps == 0 { 1.0 } else { 1.0 + accepted as f64 / steps as f64 },
-            draft_acceptance_rate: if drafted == 0 { 0.0 } else { accepted as f64 / drafted as f64 },
+            mean_acceptance_length: if steps == 0 {
+                1.0
+            } else {
+                1.0 + accepted as f64 / steps as f64
+            },
+            draft_acceptance_rate: if drafted == 0 {
+                0.0
+            } else {
+                accepted as f64 / drafted as f64
+            },
             acceptance_histogram: hist,
             num_accepted_draft_tokens: accepted,
             num_draft_tokens: drafted,
@@ -371,7 +403,10 @@ mod tests {
         let mut agg = SpecAggregator::new();
         agg.push(&record(&[2, 3, 1, 4, 2, 0, 3, 3], 4));
         let s = agg.summary().unwrap();
-        assert_eq!(s.pooled_spec_decode_acceptance_histogram, [(0, 1), (1, 1), (2, 2), (3, 3), (4, 1)].into_iter().collect());
+        assert_eq!(
+            s.pooled_spec_decode_acceptance_histogram,
+            [(0, 1), (1, 1), (2, 2), (3, 3), (4, 1)].into_iter().collect()
+        );
         assert!(close(s.spec_decode_acceptance_length.as_ref().unwrap().avg, 3.25));
         assert!(close(s.spec_decode_draft_acceptance_rate.as_ref().unwrap().avg, 56.25));
         assert!(close(s.spec_decode_accepted_per_verified.as_ref().unwrap().avg, 0.65));
@@ -386,10 +421,26 @@ mod tests {
         agg.push(&record(&[2, 3, 1, 4, 2, 0, 3, 3], 4));
         agg.push(&record(&[1, 1, 0], 4));
         let s = agg.summary().unwrap();
-        assert_eq!(s.pooled_spec_decode_acceptance_histogram, [(0, 2), (1, 3), (2, 2), (3, 3), (4, 1)].into_iter().collect());
-        assert_eq!((s.total_spec_decode_steps.avg, s.total_accepted_draft_tokens.avg, s.total_draft_tokens.avg), (11.0, 20.0, 44.0));
-        assert!(close(s.spec_decode_token_weighted_acceptance_length.as_ref().unwrap().avg, 1.0 + 20.0 / 11.0));
-        assert!(close(s.spec_decode_overall_draft_acceptance_rate.as_ref().unwrap().avg, 45.45454545454545));
+        assert_eq!(
+            s.pooled_spec_decode_acceptance_histogram,
+            [(0, 2), (1, 3), (2, 2), (3, 3), (4, 1)].into_iter().collect()
+        );
+        assert_eq!(
+            (
+                s.total_spec_decode_steps.avg,
+                s.total_accepted_draft_tokens.avg,
+                s.total_draft_tokens.avg
+            ),
+            (11.0, 20.0, 44.0)
+        );
+        assert!(close(
+            s.spec_decode_token_weighted_acceptance_length.as_ref().unwrap().avg,
+            1.0 + 20.0 / 11.0
+        ));
+        assert!(close(
+            s.spec_decode_overall_draft_acceptance_rate.as_ref().unwrap().avg,
+            45.45454545454545
+        ));
     }
 
     #[test]
@@ -452,14 +503,22 @@ mod tests {
         let s = agg.summary().unwrap();
         let rows = s.console_rows();
         assert_eq!(rows.len(), 6);
-        assert_eq!(rows[1], ("Token-Weighted Acceptance Length (ratio)".into(), ["2.82", "N/A", "N/A", "N/A", "N/A", "N/A", "N/A"].map(String::from)));
+        assert_eq!(
+            rows[1],
+            (
+                "Token-Weighted Acceptance Length (ratio)".into(),
+                ["2.82", "N/A", "N/A", "N/A", "N/A", "N/A", "N/A"].map(String::from)
+            )
+        );
         let json = serde_json::to_value(&s).unwrap();
         assert_eq!(json["pooled_spec_decode_acceptance_histogram"]["1"], 3);
         assert_eq!(json["spec_decode_steps"]["sum"], 11.0);
         let text = serde_json::to_string(s.spec_decode_steps.as_ref().unwrap()).unwrap();
         assert!(text.starts_with(r#"{"unit":"count","avg":5.5,"p1":"#), "{text}");
         let csv = s.to_csv();
-        assert!(csv.starts_with("Metric,avg,min,max,sum,p1,p5,p10,p25,p50,p75,p90,p95,p99,std\nAcceptance Length (ratio),"));
+        assert!(
+            csv.starts_with("Metric,avg,min,max,sum,p1,p5,p10,p25,p50,p75,p90,p95,p99,std\nAcceptance Length (ratio),")
+        );
         assert!(csv.contains("\nSpec Decode Steps,5.50,3.00,8.00,11.00,"), "{csv}");
         assert!(csv.contains("\n\nMetric,Value\nToken-Weighted Acceptance Length (ratio),2.82\nOverall Draft Acceptance Rate (%),45.45\nZero-Step Requests,0\nTotal Spec Decode Steps,11\n"), "{csv}");
     }

@@ -72,7 +72,11 @@ pub fn speedup_chart(w: &WhatIf) -> SpeedupChart {
         .iter()
         .map(|&k| {
             let selected = k == w.k;
-            let e = if selected { w.expected_tokens() } else { model::expected_tokens(alpha, k) };
+            let e = if selected {
+                w.expected_tokens()
+            } else {
+                model::expected_tokens(alpha, k)
+            };
             let t = costs.ridge_tokens;
             let xs = batch_points(batch_max, &[t / (f64::from(k) + 1.0), t]);
             Curve {
@@ -85,7 +89,11 @@ pub fn speedup_chart(w: &WhatIf) -> SpeedupChart {
     let row = w.selected_row();
     let break_even = (row.pays_at_batch1() && row.break_even_batch >= 1.0 && row.break_even_batch <= batch_max)
         .then_some(row.break_even_batch);
-    SpeedupChart { curves, break_even, batch_max }
+    SpeedupChart {
+        curves,
+        break_even,
+        batch_max,
+    }
 }
 
 fn chart_error<E: std::error::Error + Send + Sync>(e: DrawingAreaErrorKind<E>) -> Error {
@@ -145,7 +153,9 @@ pub fn draw_speedup_chart<DB: DrawingBackend>(
         } else {
             colors::OTHER.stroke_width(px(1.5))
         };
-        let series = chart.draw_series(LineSeries::new(curve.points.iter().copied(), style)).map_err(chart_error)?;
+        let series = chart
+            .draw_series(LineSeries::new(curve.points.iter().copied(), style))
+            .map_err(chart_error)?;
         if curve.selected {
             series
                 .label(curve.label.clone())
@@ -188,30 +198,53 @@ mod tests {
 
     #[test]
     fn chart_data_follows_the_model() {
-        let w = WhatIf { acceptance: Acceptance::Alpha(0.4), k: 1, table_ks: vec![1, 3], ..WhatIf::default() };
+        let w = WhatIf {
+            acceptance: Acceptance::Alpha(0.4),
+            k: 1,
+            table_ks: vec![1, 3],
+            ..WhatIf::default()
+        };
         let data = speedup_chart(&w);
         assert_eq!(data.curves.len(), 2);
         let selected = data.curves.iter().find(|c| c.selected).unwrap();
         assert_eq!(selected.points[0], (1.0, 1.4));
         assert!((data.break_even.unwrap() - 206.5).abs() < 1e-9);
-        assert!(selected.points.iter().any(|p| (p.0 - 147.5).abs() < 1e-9), "kink at T*/(k+1) is sampled");
+        assert!(
+            selected.points.iter().any(|p| (p.0 - 147.5).abs() < 1e-9),
+            "kink at T*/(k+1) is sampled"
+        );
         assert!(selected.points.windows(2).all(|p| p[0].0 < p[1].0));
     }
 
     #[test]
     fn no_break_even_marker_when_speculation_never_pays() {
-        let w = WhatIf { acceptance: Acceptance::Alpha(0.05), k: 4, proposer: crate::model::Proposer::Drafter1b, ..WhatIf::default() };
+        let w = WhatIf {
+            acceptance: Acceptance::Alpha(0.05),
+            k: 4,
+            proposer: crate::model::Proposer::Drafter1b,
+            ..WhatIf::default()
+        };
         assert_eq!(speedup_chart(&w).break_even, None);
     }
 
     #[test]
     fn draws_curves_reference_line_and_marker_to_svg() {
-        let w = WhatIf { acceptance: Acceptance::Alpha(0.4), k: 1, ..WhatIf::default() };
+        let w = WhatIf {
+            acceptance: Acceptance::Alpha(0.4),
+            k: 1,
+            ..WhatIf::default()
+        };
         let out = svg(&w);
         assert!(out.contains("B* = 206.5"), "break-even label");
-        assert!(out.contains("#6A3D9A") || out.contains("#6a3d9a"), "selected curve colour");
+        assert!(
+            out.contains("#6A3D9A") || out.contains("#6a3d9a"),
+            "selected curve colour"
+        );
         assert!(out.contains("S = 1 (no gain)"));
-        let other = svg(&WhatIf { acceptance: Acceptance::Alpha(0.9), ..w });
+        let other = svg(&WhatIf {
+            acceptance: Acceptance::Alpha(0.9),
+            ..w
+        });
         assert_ne!(out, other, "a different α draws a different chart");
     }
 }

@@ -10,7 +10,11 @@ pub enum Error {
     Exposition { line: usize, message: String },
     /// A spec-decode sample holds a value that cannot be a counter (±Inf, negative, fractional).
     #[error("{metric}{{{labels}}}: {message}")]
-    CounterValue { metric: String, labels: String, message: String },
+    CounterValue {
+        metric: String,
+        labels: String,
+        message: String,
+    },
     /// The same spec-decode series appears twice in one exposition.
     #[error("duplicate sample {metric}{{{labels}}}")]
     DuplicateSample { metric: String, labels: String },

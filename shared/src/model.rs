@@ -58,9 +58,21 @@ pub struct GpuPreset {
 
 /// Known ridges. H100 SXM: 989 TFLOP/s ÷ 3.35 TB/s; H200: 989 ÷ 4.8; A100 SXM: 312 ÷ 2.04.
 pub const GPU_PRESETS: [GpuPreset; 3] = [
-    GpuPreset { key: "h100", name: "H100 SXM (bf16)", ridge_tokens: 295.0 },
-    GpuPreset { key: "h200", name: "H200 (bf16)", ridge_tokens: 206.0 },
-    GpuPreset { key: "a100", name: "A100 SXM (bf16)", ridge_tokens: 153.0 },
+    GpuPreset {
+        key: "h100",
+        name: "H100 SXM (bf16)",
+        ridge_tokens: 295.0,
+    },
+    GpuPreset {
+        key: "h200",
+        name: "H200 (bf16)",
+        ridge_tokens: 206.0,
+    },
+    GpuPreset {
+        key: "a100",
+        name: "A100 SXM (bf16)",
+        ridge_tokens: 153.0,
+    },
 ];
 
 /// Look up a GPU preset by key (`h100`, `h200`, `a100`).
@@ -147,9 +159,8 @@ pub fn sweep_crossing(points: &[RatioPoint]) -> Option<f64> {
     sorted.sort_by(|a, b| a.concurrency.total_cmp(&b.concurrency));
     sorted.windows(2).find_map(|w| {
         let (p, q) = (w[0], w[1]);
-        (p.ratio > 1.0 && q.ratio <= 1.0).then(|| {
-            p.concurrency + (q.concurrency - p.concurrency) * (p.ratio - 1.0) / (p.ratio - q.ratio)
-        })
+        (p.ratio > 1.0 && q.ratio <= 1.0)
+            .then(|| p.concurrency + (q.concurrency - p.concurrency) * (p.ratio - 1.0) / (p.ratio - q.ratio))
     })
 }
 
@@ -189,7 +200,10 @@ impl ModelRow {
 
 /// The α × k table.
 pub fn model_table(alphas: &[f64], ks: &[u32], costs: Costs) -> Vec<ModelRow> {
-    alphas.iter().flat_map(|a| ks.iter().map(move |k| ModelRow::new(*a, *k, costs))).collect()
+    alphas
+        .iter()
+        .flat_map(|a| ks.iter().map(move |k| ModelRow::new(*a, *k, costs)))
+        .collect()
 }
 
 /// `E = 1 + Σ_{i<k} p_i` from measured unconditional per-position rates (no geometric decay
@@ -211,7 +225,11 @@ pub fn per_position_choices(rates: &[f64], costs: Costs, batch: f64) -> Vec<KCho
     (1..=rates.len() as u32)
         .map(|k| {
             let e = expected_tokens_per_position(rates, k);
-            KChoice { k, expected_tokens: e, speedup: speedup(e, k, costs, batch) }
+            KChoice {
+                k,
+                expected_tokens: e,
+                speedup: speedup(e, k, costs, batch),
+            }
         })
         .collect()
 }
@@ -230,7 +248,10 @@ pub fn best_k(rates: &[f64], costs: Costs, batch: f64) -> Option<KChoice> {
 mod tests {
     use super::*;
 
-    const H100: Costs = Costs { draft_cost: 0.0, ridge_tokens: 295.0 };
+    const H100: Costs = Costs {
+        draft_cost: 0.0,
+        ridge_tokens: 295.0,
+    };
 
     fn close(a: f64, b: f64, tol: f64) -> bool {
         (a - b).abs() < tol
@@ -268,7 +289,10 @@ mod tests {
 
     #[test]
     fn speedup_crosses_one_at_the_break_even_batch_with_draft_cost() {
-        let costs = Costs { draft_cost: 0.165, ridge_tokens: 206.0 };
+        let costs = Costs {
+            draft_cost: 0.165,
+            ridge_tokens: 206.0,
+        };
         let e = expected_tokens(0.8, 4);
         let b = break_even_batch(e, 4, costs);
         assert!(close(speedup(e, 4, costs, b), 1.0, 1e-9), "{}", speedup(e, 4, costs, b));
@@ -276,12 +300,28 @@ mod tests {
 
     #[test]
     fn sweep_crossing_interpolates_the_first_fall() {
-        let pts = [(1.0, 1.8), (8.0, 1.4), (32.0, 1.1), (64.0, 0.9), (128.0, 1.2), (256.0, 0.7)]
-            .map(|(c, r)| RatioPoint { concurrency: c, ratio: r });
+        let pts = [
+            (1.0, 1.8),
+            (8.0, 1.4),
+            (32.0, 1.1),
+            (64.0, 0.9),
+            (128.0, 1.2),
+            (256.0, 0.7),
+        ]
+        .map(|(c, r)| RatioPoint {
+            concurrency: c,
+            ratio: r,
+        });
         assert!(close(sweep_crossing(&pts).unwrap(), 32.0 + 32.0 * 0.1 / 0.2, 1e-9));
-        let never = [(1.0, 1.5), (8.0, 1.2)].map(|(c, r)| RatioPoint { concurrency: c, ratio: r });
+        let never = [(1.0, 1.5), (8.0, 1.2)].map(|(c, r)| RatioPoint {
+            concurrency: c,
+            ratio: r,
+        });
         assert_eq!(sweep_crossing(&never), None);
-        let exact = [(1.0, 1.5), (8.0, 1.0)].map(|(c, r)| RatioPoint { concurrency: c, ratio: r });
+        let exact = [(1.0, 1.5), (8.0, 1.0)].map(|(c, r)| RatioPoint {
+            concurrency: c,
+            ratio: r,
+        });
         assert_eq!(sweep_crossing(&exact), Some(8.0));
     }
 
@@ -289,7 +329,10 @@ mod tests {
     fn best_k_uses_measured_positions_not_geometric_decay() {
         // Measured rates fall faster than geometric: longer k stops paying at batch 100.
         let rates = [0.8, 0.55, 0.3, 0.12, 0.05];
-        let costs = Costs { draft_cost: 0.0, ridge_tokens: 295.0 };
+        let costs = Costs {
+            draft_cost: 0.0,
+            ridge_tokens: 295.0,
+        };
         let best = best_k(&rates, costs, 100.0).unwrap();
         assert_eq!(best.k, 2, "{:?}", per_position_choices(&rates, costs, 100.0));
         assert!(close(expected_tokens_per_position(&rates, 2), 2.35, 1e-12));

@@ -69,13 +69,39 @@ pub enum Rejection {
     AmbiguousShape(Vec<EngineKind>),
     /// Stats in more than one chunk or choice of one response.
     MultipleCarriers(usize),
-    MissingField { engine: EngineKind, field: &'static str },
-    WrongType { engine: EngineKind, field: &'static str, expected: &'static str },
-    HistogramLength { engine: EngineKind, len: usize, num_spec_tokens: u32 },
-    HistogramSteps { engine: EngineKind, histogram_sum: u64, steps: u64 },
-    HistogramAccepted { engine: EngineKind, weighted_sum: u64, accepted: u64 },
-    AcceptedExceedsDrafted { engine: EngineKind, accepted: u64, drafted: u64 },
-    PerStep { engine: EngineKind, problem: String },
+    MissingField {
+        engine: EngineKind,
+        field: &'static str,
+    },
+    WrongType {
+        engine: EngineKind,
+        field: &'static str,
+        expected: &'static str,
+    },
+    HistogramLength {
+        engine: EngineKind,
+        len: usize,
+        num_spec_tokens: u32,
+    },
+    HistogramSteps {
+        engine: EngineKind,
+        histogram_sum: u64,
+        steps: u64,
+    },
+    HistogramAccepted {
+        engine: EngineKind,
+        weighted_sum: u64,
+        accepted: u64,
+    },
+    AcceptedExceedsDrafted {
+        engine: EngineKind,
+        accepted: u64,
+        drafted: u64,
+    },
+    PerStep {
+        engine: EngineKind,
+        problem: String,
+    },
 }
 
 impl Rejection {
@@ -104,27 +130,51 @@ impl fmt::Display for Rejection {
             }
             Rejection::MultipleCarriers(n) => write!(f, "spec decode stats found in {n} places of one response"),
             Rejection::MissingField { engine, field } => write!(f, "{}: missing field {field}", engine.as_str()),
-            Rejection::WrongType { engine, field, expected } => {
+            Rejection::WrongType {
+                engine,
+                field,
+                expected,
+            } => {
                 write!(f, "{}: field {field} is not {expected}", engine.as_str())
             }
-            Rejection::HistogramLength { engine, len, num_spec_tokens } => write!(
+            Rejection::HistogramLength {
+                engine,
+                len,
+                num_spec_tokens,
+            } => write!(
                 f,
                 "{}: acceptance_histogram has {len} buckets, expected num_spec_tokens + 1 = {}",
                 engine.as_str(),
                 num_spec_tokens + 1
             ),
-            Rejection::HistogramSteps { engine, histogram_sum, steps } => write!(
+            Rejection::HistogramSteps {
+                engine,
+                histogram_sum,
+                steps,
+            } => write!(
                 f,
                 "{}: acceptance_histogram sums to {histogram_sum} but there were {steps} steps",
                 engine.as_str()
             ),
-            Rejection::HistogramAccepted { engine, weighted_sum, accepted } => write!(
+            Rejection::HistogramAccepted {
+                engine,
+                weighted_sum,
+                accepted,
+            } => write!(
                 f,
                 "{}: acceptance_histogram implies {weighted_sum} accepted tokens, payload says {accepted}",
                 engine.as_str()
             ),
-            Rejection::AcceptedExceedsDrafted { engine, accepted, drafted } => {
-                write!(f, "{}: {accepted} accepted tokens exceed {drafted} drafted", engine.as_str())
+            Rejection::AcceptedExceedsDrafted {
+                engine,
+                accepted,
+                drafted,
+            } => {
+                write!(
+                    f,
+                    "{}: {accepted} accepted tokens exceed {drafted} drafted",
+                    engine.as_str()
+                )
             }
             Rejection::PerStep { engine, problem } => write!(f, "{}: {problem}", engine.as_str()),
         }
@@ -162,7 +212,11 @@ impl PayloadScan {
             }
         }
         let mut found: Vec<(EngineKind, &Map<String, Value>)> = Vec::new();
-        if let Some(stats) = root.get("metrics").and_then(|m| m.get("speculative_decoding")).and_then(Value::as_object) {
+        if let Some(stats) = root
+            .get("metrics")
+            .and_then(|m| m.get("speculative_decoding"))
+            .and_then(Value::as_object)
+        {
             found.push((EngineKind::Vllm, stats));
         }
         if let Some(choices) = root.get("choices").and_then(Value::as_array) {
@@ -172,7 +226,11 @@ impl PayloadScan {
                 }
             }
         }
-        if let Some(stats) = root.get("sglext").and_then(|s| s.get("spec_tokens_details")).and_then(Value::as_object) {
+        if let Some(stats) = root
+            .get("sglext")
+            .and_then(|s| s.get("spec_tokens_details"))
+            .and_then(Value::as_object)
+        {
             found.push((EngineKind::Sglang, stats));
         }
         let mut kinds: Vec<EngineKind> = found.iter().map(|(k, _)| *k).collect();
@@ -217,17 +275,26 @@ struct Fields<'a> {
 impl Fields<'_> {
     fn get(&self, field: &'static str) -> Result<&Value, Rejection> {
         match self.map.get(field) {
-            None | Some(Value::Null) => Err(Rejection::MissingField { engine: self.engine, field }),
+            None | Some(Value::Null) => Err(Rejection::MissingField {
+                engine: self.engine,
+                field,
+            }),
             Some(v) => Ok(v),
         }
     }
 
     fn wrong(&self, field: &'static str, expected: &'static str) -> Rejection {
-        Rejection::WrongType { engine: self.engine, field, expected }
+        Rejection::WrongType {
+            engine: self.engine,
+            field,
+            expected,
+        }
     }
 
     fn count(&self, field: &'static str) -> Result<u64, Rejection> {
-        self.get(field)?.as_u64().ok_or_else(|| self.wrong(field, "a non-negative integer"))
+        self.get(field)?
+            .as_u64()
+            .ok_or_else(|| self.wrong(field, "a non-negative integer"))
     }
 
     fn float(&self, field: &'static str) -> Result<f64, Rejection> {
@@ -251,7 +318,10 @@ impl Fields<'_> {
     fn counts(&self, field: &'static str) -> Result<Vec<u64>, Rejection> {
         let list = self.get(field)?.as_array().ok_or_else(|| self.wrong(field, "a list"))?;
         list.iter()
-            .map(|v| v.as_u64().ok_or_else(|| self.wrong(field, "a list of non-negative integers")))
+            .map(|v| {
+                v.as_u64()
+                    .ok_or_else(|| self.wrong(field, "a list of non-negative integers"))
+            })
             .collect()
     }
 
@@ -272,15 +342,32 @@ fn ratio_or(num: u64, den: u64, empty: f64) -> f64 {
 }
 
 /// Validate one engine's stats object into a record.
-fn adapt(engine: EngineKind, map: &Map<String, Value>, completion_tokens: Option<u64>) -> Result<SpecRecord, Rejection> {
+fn adapt(
+    engine: EngineKind,
+    map: &Map<String, Value>,
+    completion_tokens: Option<u64>,
+) -> Result<SpecRecord, Rejection> {
     let f = Fields { engine, map };
     let (length, rate, hist, accepted, drafted, steps, k, per_step) = match engine {
         EngineKind::Vllm => {
-            let per_step = match (f.optional_counts("per_step_accepted")?, f.optional_counts("per_step_drafted")?) {
+            let per_step = match (
+                f.optional_counts("per_step_accepted")?,
+                f.optional_counts("per_step_drafted")?,
+            ) {
                 (None, None) => None,
                 (Some(a), Some(d)) => Some((a, d)),
-                (Some(_), None) => return Err(Rejection::MissingField { engine, field: "per_step_drafted" }),
-                (None, Some(_)) => return Err(Rejection::MissingField { engine, field: "per_step_accepted" }),
+                (Some(_), None) => {
+                    return Err(Rejection::MissingField {
+                        engine,
+                        field: "per_step_drafted",
+                    })
+                }
+                (None, Some(_)) => {
+                    return Err(Rejection::MissingField {
+                        engine,
+                        field: "per_step_accepted",
+                    })
+                }
             };
             (
                 f.float("mean_acceptance_length")?,
@@ -298,8 +385,11 @@ fn adapt(engine: EngineKind, map: &Map<String, Value>, completion_tokens: Option
             let accepted = f.count("total_accepted_draft_tokens")?;
             let steps = f.count("num_spec_steps")?;
             let length = 1.0 + ratio_or(accepted, steps, 0.0);
-            let (hist, drafted, k) =
-                (f.counts("acceptance_histogram")?, f.count("total_draft_tokens")?, f.optional_k("num_spec_tokens")?);
+            let (hist, drafted, k) = (
+                f.counts("acceptance_histogram")?,
+                f.count("total_draft_tokens")?,
+                f.optional_k("num_spec_tokens")?,
+            );
             (length, rate, hist, accepted, drafted, steps, k, None)
         }
         EngineKind::Sglang => {
@@ -308,25 +398,51 @@ fn adapt(engine: EngineKind, map: &Map<String, Value>, completion_tokens: Option
             let steps = f.count("spec_verify_ct")?;
             let hist = f.counts("spec_correct_drafts_histogram")?;
             let length = 1.0 + ratio_or(accepted, steps, 0.0);
-            (length, ratio_or(accepted, drafted, 0.0), hist, accepted, drafted, steps, None, None)
+            (
+                length,
+                ratio_or(accepted, drafted, 0.0),
+                hist,
+                accepted,
+                drafted,
+                steps,
+                None,
+                None,
+            )
         }
     };
     if let Some(k) = k {
         if hist.len() != k as usize + 1 {
-            return Err(Rejection::HistogramLength { engine, len: hist.len(), num_spec_tokens: k });
+            return Err(Rejection::HistogramLength {
+                engine,
+                len: hist.len(),
+                num_spec_tokens: k,
+            });
         }
     }
     let histogram_sum = hist.iter().try_fold(0u64, |acc, c| acc.checked_add(*c));
     if histogram_sum != Some(steps) {
-        return Err(Rejection::HistogramSteps { engine, histogram_sum: histogram_sum.unwrap_or(u64::MAX), steps });
+        return Err(Rejection::HistogramSteps {
+            engine,
+            histogram_sum: histogram_sum.unwrap_or(u64::MAX),
+            steps,
+        });
     }
-    let weighted_sum =
-        hist.iter().enumerate().try_fold(0u64, |acc, (j, c)| (j as u64).checked_mul(*c).and_then(|x| acc.checked_add(x)));
+    let weighted_sum = hist.iter().enumerate().try_fold(0u64, |acc, (j, c)| {
+        (j as u64).checked_mul(*c).and_then(|x| acc.checked_add(x))
+    });
     if weighted_sum != Some(accepted) {
-        return Err(Rejection::HistogramAccepted { engine, weighted_sum: weighted_sum.unwrap_or(u64::MAX), accepted });
+        return Err(Rejection::HistogramAccepted {
+            engine,
+            weighted_sum: weighted_sum.unwrap_or(u64::MAX),
+            accepted,
+        });
     }
     if accepted > drafted {
-        return Err(Rejection::AcceptedExceedsDrafted { engine, accepted, drafted });
+        return Err(Rejection::AcceptedExceedsDrafted {
+            engine,
+            accepted,
+            drafted,
+        });
     }
     if let Some((acc, dra)) = &per_step {
         check_per_step(acc, dra, steps, accepted, drafted).map_err(|problem| Rejection::PerStep { engine, problem })?;
@@ -411,12 +527,21 @@ mod tests {
     fn vllm_detailed_payload_becomes_a_record() {
         let r = record(vllm(aiperf_example()));
         assert_eq!(r.engine, EngineKind::Vllm);
-        assert_eq!(r.acceptance_histogram, [(0, 1), (1, 1), (2, 2), (3, 3), (4, 1)].into_iter().collect());
-        assert_eq!((r.num_spec_steps, r.num_accepted_draft_tokens, r.num_draft_tokens), (8, 18, 32));
+        assert_eq!(
+            r.acceptance_histogram,
+            [(0, 1), (1, 1), (2, 2), (3, 3), (4, 1)].into_iter().collect()
+        );
+        assert_eq!(
+            (r.num_spec_steps, r.num_accepted_draft_tokens, r.num_draft_tokens),
+            (8, 18, 32)
+        );
         assert_eq!(r.completion_tokens, Some(53));
         assert_eq!(r.per_step_accepted.as_deref(), Some(&[2, 3, 1, 4, 2, 0, 3, 3][..]));
         let line = serde_json::to_string(&r).unwrap();
-        assert!(line.contains(r#""acceptance_histogram":{"0":1,"1":1,"2":2,"3":3,"4":1}"#), "{line}");
+        assert!(
+            line.contains(r#""acceptance_histogram":{"0":1,"1":1,"2":2,"3":3,"4":1}"#),
+            "{line}"
+        );
     }
 
     #[test]
@@ -428,7 +553,9 @@ mod tests {
             "metrics": {"speculative_decoding": {"mean_acceptance_length": 1.0, "draft_acceptance_rate": 0.0,
             "acceptance_histogram": [0, 0], "num_spec_steps": 0, "num_accepted_draft_tokens": 0,
             "num_draft_tokens": 0, "num_spec_tokens": 1}}}));
-        let PayloadOutcome::Record(r) = scan.finish() else { panic!() };
+        let PayloadOutcome::Record(r) = scan.finish() else {
+            panic!()
+        };
         assert_eq!(r.num_spec_steps, 0);
         assert!(r.acceptance_histogram.is_empty());
         assert_eq!(r.completion_tokens, Some(9));
@@ -436,9 +563,11 @@ mod tests {
 
     #[test]
     fn trtllm_choice_payload_derives_length() {
-        let r = record(json!({"choices": [{"index": 0, "finish_reason": "stop", "speculative_decoding": {
+        let r = record(
+            json!({"choices": [{"index": 0, "finish_reason": "stop", "speculative_decoding": {
             "acceptance_rate": 0.5, "total_accepted_draft_tokens": 30, "total_draft_tokens": 60,
-            "num_spec_steps": 20, "acceptance_histogram": [8, 0, 6, 6], "num_spec_tokens": 3}}]}));
+            "num_spec_steps": 20, "acceptance_histogram": [8, 0, 6, 6], "num_spec_tokens": 3}}]}),
+        );
         assert_eq!(r.engine, EngineKind::Trtllm);
         assert_eq!(r.mean_acceptance_length, 2.5);
         assert_eq!(r.draft_acceptance_rate, 0.5);
@@ -460,8 +589,14 @@ mod tests {
 
     #[test]
     fn no_stats_when_absent_or_null() {
-        assert_eq!(adapt_response(&json!({"choices": [{"message": {}}]})), PayloadOutcome::NoStats);
-        assert_eq!(adapt_response(&json!({"metrics": {"speculative_decoding": null}})), PayloadOutcome::NoStats);
+        assert_eq!(
+            adapt_response(&json!({"choices": [{"message": {}}]})),
+            PayloadOutcome::NoStats
+        );
+        assert_eq!(
+            adapt_response(&json!({"metrics": {"speculative_decoding": null}})),
+            PayloadOutcome::NoStats
+        );
         assert_eq!(adapt_response(&json!([1, 2])), PayloadOutcome::NoStats);
     }
 
@@ -485,7 +620,11 @@ mod tests {
             ("acceptance_histogram", json!([1, 1, 2, -3, 1]), "wrong_type"),
             ("acceptance_histogram", json!({"0": 1}), "wrong_type"),
             ("acceptance_histogram", json!([1, 1, 2, 4]), "histogram_length"),
-            ("acceptance_histogram", json!([1, 1, 2, 3, 2]), "histogram_steps_mismatch"),
+            (
+                "acceptance_histogram",
+                json!([1, 1, 2, 3, 2]),
+                "histogram_steps_mismatch",
+            ),
             ("num_accepted_draft_tokens", json!(17), "histogram_accepted_mismatch"),
             ("num_draft_tokens", json!(10), "accepted_exceeds_drafted"),
             ("per_step_accepted", json!([2, 3, 1, 4, 2, 0, 3]), "per_step_arrays"),

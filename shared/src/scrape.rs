@@ -226,7 +226,9 @@ pub fn parse_metrics(text: &str) -> Result<MetricsSnapshot, Error> {
             }
             continue;
         }
-        let Some((this_prefix, family)) = family_of(sample.name) else { continue };
+        let Some((this_prefix, family)) = family_of(sample.name) else {
+            continue;
+        };
         if *prefix.get_or_insert(this_prefix) != this_prefix {
             return Err(Error::Exposition {
                 line: sample.line,
@@ -254,9 +256,14 @@ pub fn parse_metrics(text: &str) -> Result<MetricsSnapshot, Error> {
                 Family::PerPos => with_position(&key, position),
                 _ => key,
             };
-            return Err(Error::DuplicateSample { metric: sample.name.to_string(), labels });
+            return Err(Error::DuplicateSample {
+                metric: sample.name.to_string(),
+                labels,
+            });
         }
-        let Some(value) = counter_value(&sample, &key)? else { continue };
+        let Some(value) = counter_value(&sample, &key)? else {
+            continue;
+        };
         families.insert(family);
         let entry = series.entry(key).or_default();
         match family {
@@ -271,19 +278,29 @@ pub fn parse_metrics(text: &str) -> Result<MetricsSnapshot, Error> {
 
     let counters = match prefix {
         Some(prefix) if !families.is_empty() => {
-            let missing: Vec<String> = [(Family::Drafts, DRAFTS), (Family::DraftTokens, DRAFT_TOKENS), (Family::Accepted, ACCEPTED)]
-                .iter()
-                .filter(|(f, _)| !families.contains(f))
-                .map(|(_, name)| format!("{prefix}{name}"))
-                .collect();
+            let missing: Vec<String> = [
+                (Family::Drafts, DRAFTS),
+                (Family::DraftTokens, DRAFT_TOKENS),
+                (Family::Accepted, ACCEPTED),
+            ]
+            .iter()
+            .filter(|(f, _)| !families.contains(f))
+            .map(|(_, name)| format!("{prefix}{name}"))
+            .collect();
             if !missing.is_empty() {
-                return Err(Error::IncompleteCounters { missing: missing.join(", ") });
+                return Err(Error::IncompleteCounters {
+                    missing: missing.join(", "),
+                });
             }
             let mut total = SpecCounters::default();
             for counters in series.values() {
                 total.add(counters);
             }
-            Some(CounterSet { prefix: prefix.to_string(), total, series })
+            Some(CounterSet {
+                prefix: prefix.to_string(),
+                total,
+                series,
+            })
         }
         _ => None,
     };
@@ -323,7 +340,11 @@ pub fn derive_stats(delta: &SpecCounters) -> Result<SpecDecodeData, String> {
     let (acceptance_length, per_position_acceptance_rates) = if delta.num_drafts == 0 {
         (0.0, BTreeMap::new())
     } else {
-        let per_pos = delta.accepted_per_pos.iter().map(|(p, v)| (*p, *v as f64 / drafts)).collect();
+        let per_pos = delta
+            .accepted_per_pos
+            .iter()
+            .map(|(p, v)| (*p, *v as f64 / drafts))
+            .collect();
         (1.0 + accepted / drafts, per_pos)
     };
     Ok(SpecDecodeData {
@@ -352,17 +373,19 @@ pub fn window_delta(before: &CounterSet, after: &CounterSet) -> Result<SpecCount
             (DRAFT_TOKENS, b.num_draft_tokens, a.num_draft_tokens),
             (ACCEPTED, b.num_accepted_tokens, a.num_accepted_tokens),
         ];
-        let per_pos = b.accepted_per_pos.iter().filter_map(|(pos, bv)| {
-            a.accepted_per_pos.get(pos).map(|av| (*pos, *bv, *av))
-        });
+        let per_pos = b
+            .accepted_per_pos
+            .iter()
+            .filter_map(|(pos, bv)| a.accepted_per_pos.get(pos).map(|av| (*pos, *bv, *av)));
         let went_down = scalars
             .iter()
             .find(|(_, bv, av)| av < bv)
             .map(|(family, bv, av)| (before.counter_name(family, key), *bv, *av))
             .or_else(|| {
-                per_pos.clone().find(|(_, bv, av)| av < bv).map(|(pos, bv, av)| {
-                    (before.counter_name(PER_POS, &with_position(key, pos)), bv, av)
-                })
+                per_pos
+                    .clone()
+                    .find(|(_, bv, av)| av < bv)
+                    .map(|(pos, bv, av)| (before.counter_name(PER_POS, &with_position(key, pos)), bv, av))
             });
         if let Some((name, bv, av)) = went_down {
             return Err(format!(
@@ -376,8 +399,13 @@ pub fn window_delta(before: &CounterSet, after: &CounterSet) -> Result<SpecCount
         num_accepted_tokens: after.total.num_accepted_tokens - before.total.num_accepted_tokens,
         accepted_per_pos: BTreeMap::new(),
     };
-    let positions: BTreeSet<u32> =
-        before.total.accepted_per_pos.keys().chain(after.total.accepted_per_pos.keys()).copied().collect();
+    let positions: BTreeSet<u32> = before
+        .total
+        .accepted_per_pos
+        .keys()
+        .chain(after.total.accepted_per_pos.keys())
+        .copied()
+        .collect();
     for pos in positions {
         let b = before.total.accepted_per_pos.get(&pos).copied().unwrap_or(0);
         let a = after.total.accepted_per_pos.get(&pos).copied().unwrap_or(b);
@@ -474,8 +502,20 @@ pub fn window_result(
         }
     };
     match outcome {
-        Ok(data) => SpecDecodeResult { status: ResultStatus::Ok, url: url.to_string(), error: None, data: Some(data), raw },
-        Err(reason) => SpecDecodeResult { status: ResultStatus::Na, url: url.to_string(), error: Some(reason), data: None, raw },
+        Ok(data) => SpecDecodeResult {
+            status: ResultStatus::Ok,
+            url: url.to_string(),
+            error: None,
+            data: Some(data),
+            raw,
+        },
+        Err(reason) => SpecDecodeResult {
+            status: ResultStatus::Na,
+            url: url.to_string(),
+            error: Some(reason),
+            data: None,
+            raw,
+        },
     }
 }
 
@@ -483,7 +523,13 @@ pub fn window_result(
 pub fn result_file_label(host_port: &str) -> String {
     host_port
         .chars()
-        .map(|c| if c.is_ascii_alphanumeric() || matches!(c, '.' | '_' | '-') { c } else { '_' })
+        .map(|c| {
+            if c.is_ascii_alphanumeric() || matches!(c, '.' | '_' | '-') {
+                c
+            } else {
+                '_'
+            }
+        })
         .collect()
 }
 
@@ -500,8 +546,11 @@ pub fn console_block(host_port: &str, result: &SpecDecodeResult) -> String {
             row("Drafts", d.num_drafts.to_string());
             row("Draft tokens", d.draft_tokens.to_string());
             row("Accepted tokens", d.accepted_tokens.to_string());
-            let per_pos: Vec<String> =
-                d.per_position_acceptance_rates.iter().map(|(p, r)| format!("{p}: {r:.4}")).collect();
+            let per_pos: Vec<String> = d
+                .per_position_acceptance_rates
+                .iter()
+                .map(|(p, r)| format!("{p}: {r:.4}"))
+                .collect();
             row("Per-position acceptance rates", format!("{{{}}}", per_pos.join(", ")));
         }
         None => {
@@ -542,7 +591,10 @@ impl IncreaseAccumulator {
                     if now >= was {
                         now - was
                     } else {
-                        resets.push(format!("{} went down from {was} to {now}: counted as a restart", name()));
+                        resets.push(format!(
+                            "{} went down from {was} to {now}: counted as a restart",
+                            name()
+                        ));
                         now
                     }
                 };
@@ -631,7 +683,10 @@ mod tests {
         let before = single(counters(100, 300, 200, &[80]));
         let after = single(counters(40, 120, 90, &[30]));
         let reason = window_delta(&before, &after).unwrap_err();
-        assert!(reason.contains("vllm:spec_decode_num_drafts_total{engine=\"0\"} went down from 100 to 40"), "{reason}");
+        assert!(
+            reason.contains("vllm:spec_decode_num_drafts_total{engine=\"0\"} went down from 100 to 40"),
+            "{reason}"
+        );
         let r = window_result("http://h:1/metrics", Ok(before), Ok(after));
         assert_eq!(r.status, ResultStatus::Na);
         assert!(r.data.is_none());
@@ -649,7 +704,11 @@ mod tests {
 
     #[test]
     fn phase_errors_are_prefixed_and_joined() {
-        let r = window_result("u", Err(ScrapeFailure::NoSpecMetrics), Err(ScrapeFailure::NoSpecMetrics));
+        let r = window_result(
+            "u",
+            Err(ScrapeFailure::NoSpecMetrics),
+            Err(ScrapeFailure::NoSpecMetrics),
+        );
         assert_eq!(
             r.error.as_deref(),
             Some("[before] No spec decode metrics found on server; [after] No spec decode metrics found on server")
@@ -711,7 +770,10 @@ Per-position acceptance rates                 {0: 1.0000, 1: 0.9000, 2: 0.7500, 
             vllm:num_requests_running 3 \n";
         let c = parse_metrics(text).unwrap().counters.unwrap();
         assert_eq!(c.total, counters(10, 30, 12, &[8]));
-        assert_eq!(c.series.keys().collect::<Vec<_>>(), vec!["engine=\"0\",model_name=\"m\""]);
+        assert_eq!(
+            c.series.keys().collect::<Vec<_>>(),
+            vec!["engine=\"0\",model_name=\"m\""]
+        );
         assert_eq!(c.by_label("model_name").keys().collect::<Vec<_>>(), vec!["m"]);
     }
 
@@ -729,7 +791,8 @@ Per-position acceptance rates                 {0: 1.0000, 1: 0.9000, 2: 0.7500, 
 
     #[test]
     fn duplicates_incomplete_and_mixed_prefixes_are_errors() {
-        let dup = "vllm:spec_decode_num_drafts_total{engine=\"0\"} 1\nvllm:spec_decode_num_drafts_total{engine=\"0\"} 2\n";
+        let dup =
+            "vllm:spec_decode_num_drafts_total{engine=\"0\"} 1\nvllm:spec_decode_num_drafts_total{engine=\"0\"} 2\n";
         assert!(matches!(parse_metrics(dup), Err(Error::DuplicateSample { .. })));
         let partial = "vllm:spec_decode_num_drafts_total 1\n";
         let err = parse_metrics(partial).unwrap_err().to_string();
@@ -748,15 +811,24 @@ Per-position acceptance rates                 {0: 1.0000, 1: 0.9000, 2: 0.7500, 
 
     #[test]
     fn no_spec_metrics_and_gauges_only_are_distinct_failures() {
-        assert_eq!(counters_from_text("vllm:num_requests_running 1\n"), Err(ScrapeFailure::NoSpecMetrics));
-        assert_eq!(counters_from_text("sglang:spec_accept_length{tp_rank=\"0\"} 3.1\n"), Err(ScrapeFailure::GaugesOnly));
+        assert_eq!(
+            counters_from_text("vllm:num_requests_running 1\n"),
+            Err(ScrapeFailure::NoSpecMetrics)
+        );
+        assert_eq!(
+            counters_from_text("sglang:spec_accept_length{tp_rank=\"0\"} 3.1\n"),
+            Err(ScrapeFailure::GaugesOnly)
+        );
         assert!(matches!(counters_from_text("garbage{"), Err(ScrapeFailure::Invalid(_))));
     }
 
     #[test]
     fn accumulator_follows_increase_semantics_across_a_restart() {
         let mut acc = IncreaseAccumulator::default();
-        assert_eq!(acc.observe(&single(counters(100, 300, 150, &[80]))), SpecCounters::default());
+        assert_eq!(
+            acc.observe(&single(counters(100, 300, 150, &[80]))),
+            SpecCounters::default()
+        );
         let step = acc.observe(&single(counters(110, 330, 160, &[85])));
         assert_eq!(step, counters(10, 30, 10, &[5]));
         // Restart: the new values are growth since the reset.

@@ -77,7 +77,10 @@ pub const MAX_BATCH: u32 = 65_536;
 impl WhatIf {
     /// The model's cost side.
     pub fn costs(&self) -> Costs {
-        Costs { draft_cost: self.proposer.draft_cost(), ridge_tokens: self.gpu.ridge_tokens() }
+        Costs {
+            draft_cost: self.proposer.draft_cost(),
+            ridge_tokens: self.gpu.ridge_tokens(),
+        }
     }
 
     /// The α in force (given, or implied by the measured E).
@@ -128,9 +131,10 @@ impl WhatIf {
         let mut out = Vec::new();
         match self.acceptance {
             Acceptance::Alpha(a) if !(0.0..=1.0).contains(&a) => out.push(format!("α must be in [0, 1], got {a}")),
-            Acceptance::MeasuredE(e) if !(e >= 1.0 && e <= f64::from(self.k) + 1.0) => {
-                out.push(format!("a measured E must be in [1, k + 1] = [1, {}], got {e}", self.k + 1))
-            }
+            Acceptance::MeasuredE(e) if !(e >= 1.0 && e <= f64::from(self.k) + 1.0) => out.push(format!(
+                "a measured E must be in [1, k + 1] = [1, {}], got {e}",
+                self.k + 1
+            )),
             _ => {}
         }
         let c = self.proposer.draft_cost();
@@ -166,7 +170,12 @@ impl WhatIf {
         .ok();
         write!(s, "&bmax={}", self.batch_max).ok();
         write!(s, "&alphas={}", list(&self.table_alphas)).ok();
-        write!(s, "&ks={}", self.table_ks.iter().map(u32::to_string).collect::<Vec<_>>().join(",")).ok();
+        write!(
+            s,
+            "&ks={}",
+            self.table_ks.iter().map(u32::to_string).collect::<Vec<_>>().join(",")
+        )
+        .ok();
         if !self.position_rates.is_empty() {
             write!(s, "&rates={}&batch={}", list(&self.position_rates), self.batch).ok();
         }
@@ -349,7 +358,10 @@ mod tests {
         assert_eq!(format!("{:.4}", w.alpha()), "0.8527");
         let table = w.table();
         assert_eq!(table.len(), 2 * 3);
-        let selected = table.iter().find(|r| r.k == 3 && r.alpha == w.alpha()).expect("selected row in table");
+        let selected = table
+            .iter()
+            .find(|r| r.k == 3 && r.alpha == w.alpha())
+            .expect("selected row in table");
         assert!((selected.expected_tokens - 3.2).abs() < 1e-6);
         assert_eq!(w.selected_row().expected_tokens, 3.2);
         assert!((w.selected_row().break_even_batch - 236.0).abs() < 1e-9);
@@ -357,7 +369,11 @@ mod tests {
 
     #[test]
     fn problems_are_listed() {
-        let w = WhatIf { acceptance: Acceptance::MeasuredE(9.0), proposer: Proposer::Custom(-1.0), ..WhatIf::default() };
+        let w = WhatIf {
+            acceptance: Acceptance::MeasuredE(9.0),
+            proposer: Proposer::Custom(-1.0),
+            ..WhatIf::default()
+        };
         assert_eq!(w.problems().len(), 2, "{:?}", w.problems());
         assert!(WhatIf::default().problems().is_empty());
     }

@@ -10,7 +10,10 @@ use std::time::{Duration, Instant};
 
 /// The workspace root.
 pub fn workspace() -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR")).parent().expect("workspace root").to_path_buf()
+    Path::new(env!("CARGO_MANIFEST_DIR"))
+        .parent()
+        .expect("workspace root")
+        .to_path_buf()
 }
 
 /// Path of a file in tests/fixtures.
@@ -24,7 +27,11 @@ pub fn read_fixture(name: &str) -> String {
 
 /// A JSON fixture without its leading `//` source lines.
 pub fn json_fixture_text(name: &str) -> String {
-    read_fixture(name).lines().filter(|l| !l.starts_with("//")).collect::<Vec<_>>().join("\n")
+    read_fixture(name)
+        .lines()
+        .filter(|l| !l.starts_with("//"))
+        .collect::<Vec<_>>()
+        .join("\n")
 }
 
 /// A running `speclens` process; killed when dropped.
@@ -59,7 +66,10 @@ impl Speclens {
             }
             panic!("speclens {args:?} printed nothing; stderr: {err}");
         }
-        Speclens { child, first_line: line.trim().to_string() }
+        Speclens {
+            child,
+            first_line: line.trim().to_string(),
+        }
     }
 
     /// The URL from a `speclens dashboard: URL` line.

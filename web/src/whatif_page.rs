@@ -134,7 +134,11 @@ pub fn WhatIfPage() -> impl IntoView {
         let Some(canvas) = canvas_ref.get() else { return };
         let data = state.with(speedup_chart);
         let result = draw_speedup(&canvas, &data);
-        let draws = canvas.get_attribute("data-draws").and_then(|d| d.parse::<u64>().ok()).unwrap_or(0) + 1;
+        let draws = canvas
+            .get_attribute("data-draws")
+            .and_then(|d| d.parse::<u64>().ok())
+            .unwrap_or(0)
+            + 1;
         let _ = canvas.set_attribute("data-draws", &draws.to_string());
         set_draw_error.set(result.err());
     });
@@ -146,7 +150,12 @@ pub fn WhatIfPage() -> impl IntoView {
         Acceptance::MeasuredE(e) => e.to_string(),
         Acceptance::Alpha(_) => String::new(),
     });
-    let alpha_text = move || format!("{:.4}", state.with(WhatIf::alpha)).trim_end_matches('0').trim_end_matches('.').to_string();
+    let alpha_text = move || {
+        format!("{:.4}", state.with(WhatIf::alpha))
+            .trim_end_matches('0')
+            .trim_end_matches('.')
+            .to_string()
+    };
 
     view! {
         <section class="page whatif">

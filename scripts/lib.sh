@@ -1,0 +1,7 @@
+# Sourced by the scripts in this folder: strict mode, paths and messages.
+set -euo pipefail
+ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
+# cargo-installed tools (trunk, wasm-bindgen) and the project-local wasm-opt.
+export PATH="${CARGO_HOME:-$HOME/.cargo}/bin:$ROOT/.tools/npm/node_modules/.bin:$PATH"
+say() { printf '\033[1m==> %s\033[0m\n' "$*" >&2; }
+die() { printf 'speclens setup: error: %s\n' "$*" >&2; exit 1; }

@@ -1,0 +1,19 @@
+#!/usr/bin/env bash
+# Every check and test: installs what is missing (browser included), then formatting, the
+# shared crate for wasm32, clippy (native and wasm32), the dashboard build, and all tests
+# (unit, property, integration with the real binary, headless Chromium).
+source "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
+cd "$ROOT"
+bash scripts/setup.sh --browser
+say "cargo fmt --check"
+cargo fmt --all --check
+say "shared crate for wasm32"
+cargo check -p speclens-shared --target wasm32-unknown-unknown
+say "clippy (native)"
+cargo clippy --all-targets -- -D warnings
+say "clippy (web app, wasm32)"
+cargo clippy -p speclens-web --target wasm32-unknown-unknown -- -D warnings
+say "building the dashboard (Trunk)"
+trunk build --release
+say "tests"
+cargo test
