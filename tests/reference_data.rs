@@ -17,12 +17,7 @@ fn counters(text: &str) -> CounterSet {
 }
 
 fn spec(drafts: u64, tokens: u64, accepted: u64, per_pos: &[u64]) -> SpecCounters {
-    SpecCounters {
-        num_drafts: drafts,
-        num_draft_tokens: tokens,
-        num_accepted_tokens: accepted,
-        accepted_per_pos: per_pos.iter().enumerate().map(|(i, v)| (i as u32, *v)).collect(),
-    }
+    SpecCounters::new(drafts, tokens, accepted, per_pos)
 }
 
 #[test]

@@ -4,3 +4,4 @@ mod browser_whatif;
 mod common;
 mod dashboard_server;
 mod reference_data;
+mod sim_server;

@@ -4,7 +4,7 @@
 use std::net::IpAddr;
 use std::path::PathBuf;
 
-use clap::{Args, Parser, Subcommand};
+use clap::{Args, Parser, Subcommand, ValueEnum};
 
 /// Measure speculative decoding: acceptance, where it stops paying, and what the model predicts.
 #[derive(Debug, Parser)]
@@ -18,6 +18,8 @@ pub struct Cli {
 pub enum Command {
     /// Serve the dashboard (the in-page what-if model) on 127.0.0.1.
     Serve(ServeArgs),
+    /// Run a simulated vLLM-compatible server with speculative decoding (no GPU needed).
+    Sim(Box<SimArgs>),
 }
 
 /// Flags of `speclens serve`.
@@ -36,4 +38,137 @@ pub struct ServeArgs {
     /// Folder holding the built dashboard (index.html, .js, .wasm).
     #[arg(long, env = "SPECLENS_WEB_DIR")]
     pub web_dir: Option<PathBuf>,
+}
+
+/// Where per-request spec-decode stats go, by engine.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub enum PayloadShape {
+    /// `metrics.speculative_decoding` at the response root / on the final usage chunk.
+    Vllm,
+    /// `choices[i].speculative_decoding` on the terminal chunk.
+    Trtllm,
+    /// `sglext.spec_tokens_details`, when the request sets `return_spec_tokens_details`.
+    Sglang,
+}
+
+/// vLLM's `--per-request-spec-decode-metrics` levels.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub enum PerRequestMetrics {
+    None,
+    Summary,
+    Detailed,
+}
+
+/// Flags of `speclens sim`.
+#[derive(Debug, Clone, Args)]
+pub struct SimArgs {
+    /// Address to bind. Anything but a loopback address requires --api-key.
+    #[arg(long, default_value = "127.0.0.1")]
+    pub host: IpAddr,
+    /// Port to bind (0 picks a free one).
+    #[arg(long, default_value_t = 8000)]
+    pub port: u16,
+    /// Model name served (`/v1/models`, the `model_name` label).
+    #[arg(long, default_value = "speclens/sim-8b")]
+    pub model: String,
+    /// Require `Authorization: Bearer <key>` on /v1 endpoints, as vLLM's --api-key.
+    #[arg(long, env = "SPECLENS_SIM_API_KEY", hide_env_values = true)]
+    pub api_key: Option<String>,
+    /// Data-parallel engines (one `engine` label set each); requests are spread across them.
+    #[arg(long, default_value_t = 1, value_parser = clap::value_parser!(u32).range(1..=64))]
+    pub engines: u32,
+    /// Sequences running at once per engine; more wait.
+    #[arg(long, default_value_t = 256)]
+    pub max_num_seqs: usize,
+    /// Longest prompt + output, in tokens.
+    #[arg(long, default_value_t = 8192)]
+    pub max_model_len: u32,
+    /// Draft tokens proposed per step (0: a plain server, the "base" arm).
+    #[arg(long, default_value_t = 0, value_parser = clap::value_parser!(u32).range(0..=16))]
+    pub num_spec_tokens: u32,
+    /// Geometric acceptance: each draft accepted with probability α given the earlier ones.
+    #[arg(long, conflicts_with_all = ["acceptance_rates", "acceptance_length"])]
+    pub alpha: Option<f64>,
+    /// Unconditional per-position acceptance rates, position 1 first (as vLLM reports them).
+    #[arg(long, value_delimiter = ',', conflicts_with = "acceptance_length")]
+    pub acceptance_rates: Option<Vec<f64>>,
+    /// Target mean acceptance length E (bonus included); geometric α implied.
+    #[arg(long)]
+    pub acceptance_length: Option<f64>,
+    /// How much sampling temperature lowers acceptance: each conditional rate is multiplied by
+    /// max(0, 1 − s·T).
+    #[arg(long, default_value_t = 0.15)]
+    pub temperature_sensitivity: f64,
+    /// Acceptance multiplier for a prompt category, NAME=FACTOR (repeatable); categories are
+    /// recognised from the prompt text. Defaults: summarization 1.15, coding 1.05, qa 1.0,
+    /// math 0.95, writing 0.85, translation 0.8.
+    #[arg(long = "category-factor", value_name = "NAME=FACTOR")]
+    pub category_factors: Vec<String>,
+    /// Time of one decode step at small batch, in milliseconds (bandwidth-bound).
+    #[arg(long, default_value_t = 12.0)]
+    pub step_ms: f64,
+    /// Roofline ridge T* in token positions (H100 SXM bf16: 295).
+    #[arg(long, default_value_t = 295.0)]
+    pub ridge: f64,
+    /// Draft cost c: a draft step's cost as a fraction of a target step (n-gram 0, 1B drafter 0.165).
+    #[arg(long, default_value_t = 0.0)]
+    pub draft_cost: f64,
+    /// Extra time per draft token per sequence per step, in microseconds (costs the speedup
+    /// model does not charge).
+    #[arg(long, default_value_t = 0.0)]
+    pub draft_overhead_us: f64,
+    /// Multiplies every step time; 0 runs without any delay (tests).
+    #[arg(long, default_value_t = 1.0)]
+    pub time_scale: f64,
+    /// Mean output length when a request does not set ignore_eos (EOS drawn geometrically).
+    #[arg(long, default_value_t = 256)]
+    pub mean_output_tokens: u32,
+    /// Per-request spec-decode stats in responses.
+    #[arg(long, alias = "per-request-spec-decode-metrics", value_enum, default_value_t = PerRequestMetrics::Summary)]
+    pub per_request_metrics: PerRequestMetrics,
+    /// Which engine's payload shape the per-request stats take.
+    #[arg(long, value_enum, default_value_t = PayloadShape::Vllm)]
+    pub payload: PayloadShape,
+    /// Seed for acceptance draws, output lengths and faults.
+    #[arg(long, default_value_t = 0)]
+    pub seed: u64,
+    #[command(flatten)]
+    pub faults: FaultArgs,
+}
+
+/// Fault injection for tests of everything downstream.
+#[derive(Debug, Clone, Default, Args)]
+pub struct FaultArgs {
+    /// Answer this fraction of completion requests with HTTP 500.
+    #[arg(long, default_value_t = 0.0)]
+    pub fail_rate: f64,
+    /// Reset the connection mid-stream on this fraction of requests.
+    #[arg(long, default_value_t = 0.0)]
+    pub reset_rate: f64,
+    /// End the SSE stream early (no finish chunk, no `[DONE]`) on this fraction of requests.
+    #[arg(long, default_value_t = 0.0)]
+    pub truncate_rate: f64,
+    /// Delay the first token of this fraction of requests by --stall-ms.
+    #[arg(long, default_value_t = 0.0)]
+    pub stall_rate: f64,
+    #[arg(long, default_value_t = 2000)]
+    pub stall_ms: u64,
+    /// Never answer this fraction of requests (the client must time out).
+    #[arg(long, default_value_t = 0.0)]
+    pub hang_rate: f64,
+    /// `/metrics` answers HTTP 503 from the start.
+    #[arg(long)]
+    pub metrics_down: bool,
+    /// `/metrics` answers HTTP 503 once this many requests have finished.
+    #[arg(long)]
+    pub metrics_down_after: Option<u64>,
+    /// Simulate a restart (all counters back to zero) once this many requests have finished.
+    #[arg(long)]
+    pub reset_counters_after: Option<u64>,
+    /// Write `/metrics` as in multiprocess mode (no `_created` gauges).
+    #[arg(long)]
+    pub multiproc_exposition: bool,
+    /// Add malformed lines to `/metrics`.
+    #[arg(long)]
+    pub malformed_metrics: bool,
 }

@@ -16,6 +16,8 @@ pub enum CollectorError {
     Serve(std::io::Error),
     #[error("cannot generate an access token: {0}")]
     Token(String),
+    #[error("{0}")]
+    InvalidArgument(String),
     #[error("an access token must be at least 16 characters of [A-Za-z0-9_-]")]
     WeakToken,
 }

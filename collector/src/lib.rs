@@ -3,5 +3,6 @@
 pub mod cli;
 pub mod error;
 pub mod serve;
+pub mod sim;
 
 pub use error::CollectorError;

@@ -28,6 +28,7 @@ fn run(cli: Cli) -> anyhow::Result<()> {
     let runtime = tokio::runtime::Builder::new_multi_thread().enable_all().build()?;
     match cli.command {
         Command::Serve(args) => runtime.block_on(speclens::serve::run(args))?,
+        Command::Sim(args) => runtime.block_on(speclens::sim::run(*args))?,
     }
     Ok(())
 }

@@ -34,6 +34,16 @@ pub struct SpecCounters {
 }
 
 impl SpecCounters {
+    /// Counters from the three totals and the per-position values for positions 0, 1, ….
+    pub fn new(num_drafts: u64, num_draft_tokens: u64, num_accepted_tokens: u64, per_pos: &[u64]) -> SpecCounters {
+        SpecCounters {
+            num_drafts,
+            num_draft_tokens,
+            num_accepted_tokens,
+            accepted_per_pos: per_pos.iter().enumerate().map(|(i, v)| (i as u32, *v)).collect(),
+        }
+    }
+
     fn add(&mut self, other: &SpecCounters) {
         self.num_drafts += other.num_drafts;
         self.num_draft_tokens += other.num_draft_tokens;
@@ -622,12 +632,7 @@ mod tests {
     use super::*;
 
     fn counters(drafts: u64, tokens: u64, accepted: u64, per_pos: &[u64]) -> SpecCounters {
-        SpecCounters {
-            num_drafts: drafts,
-            num_draft_tokens: tokens,
-            num_accepted_tokens: accepted,
-            accepted_per_pos: per_pos.iter().enumerate().map(|(i, v)| (i as u32, *v)).collect(),
-        }
+        SpecCounters::new(drafts, tokens, accepted, per_pos)
     }
 
     fn single(c: SpecCounters) -> CounterSet {

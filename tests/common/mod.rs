@@ -41,15 +41,20 @@ pub struct Speclens {
     pub first_line: String,
 }
 
+/// Start the real binary with its output piped.
+fn spawn_speclens(args: &[&str]) -> Child {
+    Command::new(env!("CARGO_BIN_EXE_speclens"))
+        .args(args)
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("start speclens")
+}
+
 impl Speclens {
     /// Start `speclens ARGS…` and wait (bounded) for its first stdout line.
     pub fn start(args: &[&str]) -> Speclens {
-        let mut child = Command::new(env!("CARGO_BIN_EXE_speclens"))
-            .args(args)
-            .stdout(Stdio::piped())
-            .stderr(Stdio::piped())
-            .spawn()
-            .expect("start speclens");
+        let mut child = spawn_speclens(args);
         let stdout = child.stdout.take().expect("stdout");
         let (tx, rx) = std::sync::mpsc::channel();
         std::thread::spawn(move || {
@@ -72,12 +77,12 @@ impl Speclens {
         }
     }
 
-    /// The URL from a `speclens dashboard: URL` line.
+    /// The URL from the first line (`speclens dashboard: URL`, `speclens sim: URL`).
     pub fn url(&self) -> String {
         self.first_line
-            .strip_prefix("speclens dashboard: ")
+            .split_once(": http")
+            .map(|(_, rest)| format!("http{rest}"))
             .unwrap_or_else(|| panic!("unexpected first line {:?}", self.first_line))
-            .to_string()
     }
 }
 
@@ -90,12 +95,7 @@ impl Drop for Speclens {
 
 /// Run `speclens ARGS…` to completion (bounded) and return (exit code, stdout, stderr).
 pub fn run_speclens(args: &[&str]) -> (i32, String, String) {
-    let mut child = Command::new(env!("CARGO_BIN_EXE_speclens"))
-        .args(args)
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .expect("start speclens");
+    let mut child = spawn_speclens(args);
     let deadline = Instant::now() + Duration::from_secs(60);
     loop {
         if let Some(status) = child.try_wait().expect("wait") {
@@ -127,4 +127,64 @@ where
         assert!(Instant::now() < deadline, "timed out waiting for {what}");
         tokio::time::sleep(Duration::from_millis(50)).await;
     }
+}
+
+/// POST a JSON body; the status and the parsed JSON answer (Null when not JSON).
+pub async fn post_json(url: &str, body: &serde_json::Value) -> (u16, serde_json::Value) {
+    let response = reqwest::Client::new().post(url).json(body).send().await.expect("POST");
+    let status = response.status().as_u16();
+    let text = response.text().await.unwrap_or_default();
+    (status, serde_json::from_str(&text).unwrap_or(serde_json::Value::Null))
+}
+
+/// What a streamed (SSE) response delivered.
+#[derive(Debug, Default)]
+pub struct SseReply {
+    /// Every `data:` payload in order (`[DONE]` included).
+    pub data: Vec<String>,
+    /// The body broke off with an error (reset connection).
+    pub broken: bool,
+}
+
+impl SseReply {
+    /// The JSON chunks (everything but `[DONE]`).
+    pub fn chunks(&self) -> Vec<serde_json::Value> {
+        self.data
+            .iter()
+            .filter(|d| *d != "[DONE]")
+            .map(|d| serde_json::from_str(d).expect("chunk JSON"))
+            .collect()
+    }
+}
+
+/// POST a streaming request and collect its SSE `data:` lines.
+pub async fn post_sse(url: &str, body: &serde_json::Value) -> SseReply {
+    let mut response = reqwest::Client::new().post(url).json(body).send().await.expect("POST");
+    assert_eq!(response.status(), 200, "streaming request failed");
+    let mut raw = Vec::new();
+    let mut reply = SseReply::default();
+    loop {
+        match response.chunk().await {
+            Ok(Some(bytes)) => raw.extend_from_slice(&bytes),
+            Ok(None) => break,
+            Err(_) => {
+                reply.broken = true;
+                break;
+            }
+        }
+    }
+    let text = String::from_utf8(raw).expect("UTF-8 stream");
+    for event in text.split("\n\n").filter(|e| !e.trim().is_empty()) {
+        let data = event
+            .strip_prefix("data: ")
+            .unwrap_or_else(|| panic!("not an SSE data line: {event:?}"));
+        reply.data.push(data.to_string());
+    }
+    reply
+}
+
+/// GET a URL's body as text with its status.
+pub async fn get_text(url: &str) -> (u16, String) {
+    let response = reqwest::get(url).await.expect("GET");
+    (response.status().as_u16(), response.text().await.unwrap_or_default())
 }

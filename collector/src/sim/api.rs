@@ -1,0 +1,712 @@
+//! The simulated server's HTTP API, as vLLM's OpenAI-compatible server: chat and text
+//! completions (streaming SSE and not), `/v1/models`, `/health`, `/metrics`, vLLM-style errors,
+//! per-request spec-decode stats in the chosen engine's shape, and the injected faults.
+
+use std::future;
+use std::sync::atomic::Ordering;
+use std::sync::Arc;
+use std::time::Duration;
+
+use axum::body::{Body, Bytes};
+use axum::extract::State;
+use axum::http::{header, HeaderMap, StatusCode};
+use axum::response::{IntoResponse, Response};
+use axum::routing::{get, post};
+use axum::Router;
+use serde::Deserialize;
+use serde_json::{json, Value};
+use tokio::sync::mpsc;
+
+use super::engine::{FinishReason, SeqEvent, SeqSpec, SeqStats, Submission};
+use super::exposition::{self, ExpositionOptions};
+use super::SimState;
+use crate::cli::{PayloadShape, PerRequestMetrics};
+
+/// Words the sim "generates", one token each.
+const VOCAB: [&str; 32] = [
+    "the",
+    "model",
+    "drafts",
+    "tokens",
+    "and",
+    "the",
+    "target",
+    "verifies",
+    "them",
+    "in",
+    "one",
+    "pass",
+    "so",
+    "accepted",
+    "drafts",
+    "cost",
+    "little",
+    "while",
+    "rejected",
+    "ones",
+    "are",
+    "discarded",
+    "at",
+    "the",
+    "next",
+    "step",
+    "which",
+    "keeps",
+    "output",
+    "exactly",
+    "the",
+    "same",
+];
+
+#[derive(Clone, Copy, PartialEq)]
+enum Kind {
+    Chat,
+    Completion,
+}
+
+pub(super) fn router(state: Arc<SimState>) -> Router {
+    Router::new()
+        .route("/v1/chat/completions", post(|s, h, b| completions(s, h, b, Kind::Chat)))
+        .route(
+            "/v1/completions",
+            post(|s, h, b| completions(s, h, b, Kind::Completion)),
+        )
+        .route("/v1/models", get(models))
+        .route("/health", get(|| async { StatusCode::OK }))
+        .route("/metrics", get(metrics))
+        .fallback(|| async { (StatusCode::NOT_FOUND, axum::Json(json!({"detail": "Not Found"}))) })
+        .method_not_allowed_fallback(|| async {
+            (
+                StatusCode::METHOD_NOT_ALLOWED,
+                axum::Json(json!({"detail": "Method Not Allowed"})),
+            )
+        })
+        .with_state(state)
+}
+
+/// vLLM's error body.
+fn error(status: StatusCode, kind: &str, message: impl Into<String>) -> Response {
+    let body = json!({"error": {"message": message.into(), "type": kind, "param": null, "code": status.as_u16()}});
+    (status, axum::Json(body)).into_response()
+}
+
+fn bad_request(message: impl Into<String>) -> Response {
+    error(StatusCode::BAD_REQUEST, "BadRequestError", message)
+}
+
+fn authorized(state: &SimState, headers: &HeaderMap) -> bool {
+    let Some(key) = &state.settings.api_key else {
+        return true;
+    };
+    let presented = headers
+        .get(header::AUTHORIZATION)
+        .and_then(|v| v.to_str().ok())
+        .and_then(|v| v.strip_prefix("Bearer "))
+        .unwrap_or("");
+    presented.len() == key.len() && presented.bytes().zip(key.bytes()).fold(0u8, |a, (x, y)| a | (x ^ y)) == 0
+}
+
+async fn models(State(state): State<Arc<SimState>>, headers: HeaderMap) -> Response {
+    if !authorized(&state, &headers) {
+        return error(StatusCode::UNAUTHORIZED, "Unauthorized", "Unauthorized");
+    }
+    let s = &state.settings;
+    axum::Json(json!({
+        "object": "list",
+        "data": [{"id": s.model, "object": "model", "created": super::unix_now() as u64, "owned_by": "vllm",
+                  "root": s.model, "parent": null, "max_model_len": s.max_model_len}]
+    }))
+    .into_response()
+}
+
+async fn metrics(State(state): State<Arc<SimState>>) -> Response {
+    let f = &state.settings.faults;
+    let down = f.metrics_down || f.metrics_down_after.is_some_and(|n| state.finished_requests() >= n);
+    if down {
+        return (
+            StatusCode::SERVICE_UNAVAILABLE,
+            "metrics endpoint down (simulated fault)\n",
+        )
+            .into_response();
+    }
+    let opts = ExpositionOptions {
+        model_name: state.settings.model.clone(),
+        speculative: state.settings.engine.k > 0,
+        multiprocess: f.multiproc_exposition,
+    };
+    let mut text = exposition::render(&state.engine_counters(), &opts);
+    if f.malformed_metrics {
+        text.push_str("vllm:spec_decode_num_drafts_total{engine=\"0\" 12\nthis is not a metric line\n");
+    }
+    (
+        [(header::CONTENT_TYPE, "text/plain; version=0.0.4; charset=utf-8")],
+        text,
+    )
+        .into_response()
+}
+
+#[derive(Debug, Deserialize)]
+struct StreamOptions {
+    #[serde(default)]
+    include_usage: bool,
+}
+
+/// The request fields the sim honours; others are accepted and ignored, as vLLM does.
+#[derive(Debug, Deserialize)]
+struct CompletionRequest {
+    model: Option<String>,
+    messages: Option<Vec<Value>>,
+    prompt: Option<Value>,
+    max_tokens: Option<u32>,
+    max_completion_tokens: Option<u32>,
+    #[serde(default)]
+    ignore_eos: bool,
+    temperature: Option<f64>,
+    n: Option<u32>,
+    #[serde(default)]
+    stream: bool,
+    stream_options: Option<StreamOptions>,
+    #[serde(default)]
+    return_spec_tokens_details: bool,
+}
+
+/// The text of a chat message's content (a string or a list of text parts).
+fn content_text(message: &Value) -> Result<String, String> {
+    match message.get("content") {
+        Some(Value::String(s)) => Ok(s.clone()),
+        Some(Value::Array(parts)) => Ok(parts
+            .iter()
+            .filter_map(|p| p.get("text").and_then(Value::as_str))
+            .collect::<Vec<_>>()
+            .join(" ")),
+        Some(Value::Null) | None => Ok(String::new()),
+        Some(_) => Err("message content must be a string or a list of parts".into()),
+    }
+}
+
+fn prompt_text(kind: Kind, req: &CompletionRequest) -> Result<String, String> {
+    match kind {
+        Kind::Chat => {
+            let messages = req.messages.as_ref().ok_or("messages: field required")?;
+            if messages.is_empty() {
+                return Err("messages: at least one message is required".into());
+            }
+            let texts: Result<Vec<String>, String> = messages.iter().map(content_text).collect();
+            Ok(texts?.join("\n"))
+        }
+        Kind::Completion => match req.prompt.as_ref().ok_or("prompt: field required")? {
+            Value::String(s) => Ok(s.clone()),
+            Value::Array(items) if items.iter().all(Value::is_string) => {
+                Ok(items.iter().filter_map(Value::as_str).collect::<Vec<_>>().join("\n"))
+            }
+            // A list of token ids: one word per token.
+            Value::Array(items) if items.iter().all(Value::is_u64) => Ok(vec!["tok"; items.len()].join(" ")),
+            _ => Err("prompt must be a string, a list of strings or a list of token ids".into()),
+        },
+    }
+}
+
+/// The sim's tokenizer: one token per whitespace-separated word (at least one).
+fn count_tokens(text: &str) -> u64 {
+    (text.split_whitespace().count() as u64).max(1)
+}
+
+/// A reproducible uniform draw in [0, 1) from (seed, a, b): splitmix64.
+fn unit(seed: u64, a: u64, b: u64) -> f64 {
+    let mut z = seed ^ a.wrapping_mul(0x9e37_79b9_7f4a_7c15) ^ b.wrapping_mul(0xbf58_476d_1ce4_e5b9);
+    z = (z ^ (z >> 30)).wrapping_mul(0xbf58_476d_1ce4_e5b9);
+    z = (z ^ (z >> 27)).wrapping_mul(0x94d0_49bb_1331_11eb);
+    z ^= z >> 31;
+    (z >> 11) as f64 / (1u64 << 53) as f64
+}
+
+/// What a fault does to one streamed request.
+#[derive(Clone, Copy, PartialEq)]
+enum StreamFault {
+    None,
+    Reset,
+    Truncate,
+}
+
+/// Per-request facts the response builders need.
+struct Reply {
+    kind: Kind,
+    id: String,
+    created: u64,
+    model_json: String,
+    n: u32,
+    k: u32,
+    prompt_tokens: u64,
+    include_usage: bool,
+    sglang_details: bool,
+    per_request: PerRequestMetrics,
+    payload: PayloadShape,
+    salt: u64,
+}
+
+async fn completions(State(state): State<Arc<SimState>>, headers: HeaderMap, body: Bytes, kind: Kind) -> Response {
+    if !authorized(&state, &headers) {
+        return error(StatusCode::UNAUTHORIZED, "Unauthorized", "Unauthorized");
+    }
+    let req: CompletionRequest = match serde_json::from_slice(&body) {
+        Ok(r) => r,
+        Err(e) => return bad_request(format!("invalid JSON body: {e}")),
+    };
+    let s = &state.settings;
+    if let Some(model) = &req.model {
+        if *model != s.model {
+            return bad_request(format!("The model `{model}` does not exist."));
+        }
+    }
+    let prompt = match prompt_text(kind, &req) {
+        Ok(p) => p,
+        Err(e) => return bad_request(e),
+    };
+    let n = req.n.unwrap_or(1);
+    if !(1..=16).contains(&n) {
+        return bad_request(format!("n must be between 1 and 16, got {n}"));
+    }
+    let temperature = req.temperature.unwrap_or(1.0);
+    if !(temperature.is_finite() && temperature >= 0.0) {
+        return bad_request(format!("temperature must be ≥ 0, got {temperature}"));
+    }
+    let prompt_tokens = count_tokens(&prompt);
+    let room = u64::from(s.max_model_len).saturating_sub(prompt_tokens);
+    let max_tokens = req.max_tokens.or(req.max_completion_tokens).map_or(room, u64::from);
+    if max_tokens == 0 {
+        return bad_request("max_tokens must be at least 1");
+    }
+    if prompt_tokens + max_tokens > u64::from(s.max_model_len) {
+        return bad_request(format!(
+            "This model's maximum context length is {} tokens. However, you requested {} tokens ({prompt_tokens} in the messages, {max_tokens} in the completion).",
+            s.max_model_len,
+            prompt_tokens + max_tokens
+        ));
+    }
+
+    let number = state.requests.fetch_add(1, Ordering::Relaxed);
+    let seed = s.engine.seed;
+    let f = &s.faults;
+    if unit(seed, number, 1) < f.fail_rate {
+        return error(
+            StatusCode::INTERNAL_SERVER_ERROR,
+            "InternalServerError",
+            "simulated engine failure (--fail-rate)",
+        );
+    }
+    if unit(seed, number, 2) < f.hang_rate {
+        return future::pending().await;
+    }
+    if unit(seed, number, 3) < f.stall_rate {
+        tokio::time::sleep(Duration::from_millis(f.stall_ms)).await;
+    }
+    let stream_fault = if unit(seed, number, 4) < f.reset_rate {
+        StreamFault::Reset
+    } else if unit(seed, number, 5) < f.truncate_rate {
+        StreamFault::Truncate
+    } else {
+        StreamFault::None
+    };
+
+    let profile = s
+        .profile_for(&prompt, temperature)
+        .unwrap_or_else(super::engine::AcceptanceProfile::none);
+    let mean = f64::from(s.mean_output_tokens);
+    let seqs: Vec<SeqSpec> = (0..n)
+        .map(|index| {
+            let eos_at = (!req.ignore_eos).then(|| {
+                // Geometric output length with the configured mean.
+                let u = unit(seed, number, 100 + u64::from(index)).max(f64::MIN_POSITIVE);
+                let len = 1.0 + (u.ln() / (1.0 - 1.0 / mean.max(1.000_001)).ln()).floor();
+                len.clamp(1.0, f64::from(u32::MAX)) as u32
+            });
+            SeqSpec {
+                index,
+                prompt_tokens,
+                max_tokens: max_tokens.min(u64::from(u32::MAX)) as u32,
+                eos_at,
+                profile: profile.clone(),
+            }
+        })
+        .collect();
+    let (tx, rx) = mpsc::unbounded_channel();
+    if state.submit(Submission { seqs, events: tx }).is_err() {
+        return error(
+            StatusCode::SERVICE_UNAVAILABLE,
+            "ServiceUnavailableError",
+            "the engine is shutting down",
+        );
+    }
+    let reply = Reply {
+        kind,
+        id: format!(
+            "{}-{number:08x}{:08x}",
+            if kind == Kind::Chat { "chatcmpl" } else { "cmpl" },
+            seed as u32
+        ),
+        created: super::unix_now() as u64,
+        model_json: serde_json::to_string(&s.model).unwrap_or_else(|_| "\"\"".into()),
+        n,
+        k: s.engine.k,
+        prompt_tokens,
+        include_usage: req.stream_options.as_ref().is_some_and(|o| o.include_usage),
+        sglang_details: req.return_spec_tokens_details,
+        per_request: s.per_request,
+        payload: s.payload,
+        salt: number,
+    };
+    if req.stream {
+        stream_response(reply, rx, stream_fault, max_tokens)
+    } else {
+        full_response(reply, rx, stream_fault).await
+    }
+}
+
+fn text_of(salt: u64, first: u32, count: u32) -> String {
+    let mut text = String::with_capacity(count as usize * 8);
+    for pos in first..first + count {
+        text.push(' ');
+        text.push_str(VOCAB[((u64::from(pos) * 7 + salt) % VOCAB.len() as u64) as usize]);
+    }
+    text
+}
+
+fn ratio(num: u64, den: u64, empty: f64) -> f64 {
+    if den == 0 {
+        empty
+    } else {
+        num as f64 / den as f64
+    }
+}
+
+impl Reply {
+    fn speculative(&self) -> bool {
+        self.k > 0 && self.per_request != PerRequestMetrics::None
+    }
+
+    /// vLLM's `metrics.speculative_decoding` (null when n > 1).
+    fn vllm_stats(&self, stats: &SeqStats) -> Value {
+        if self.n > 1 {
+            return Value::Null;
+        }
+        let mut v = json!({
+            "mean_acceptance_length": 1.0 + ratio(stats.accepted, stats.steps, 0.0),
+            "draft_acceptance_rate": ratio(stats.accepted, stats.drafted, 0.0),
+            "acceptance_histogram": stats.histogram,
+            "num_spec_steps": stats.steps,
+            "num_accepted_draft_tokens": stats.accepted,
+            "num_draft_tokens": stats.drafted,
+            "num_spec_tokens": self.k,
+        });
+        if self.per_request == PerRequestMetrics::Detailed {
+            v["per_step_accepted"] = json!(stats.per_step_accepted);
+            v["per_step_drafted"] = json!(stats.per_step_drafted);
+        }
+        v
+    }
+
+    /// TensorRT-LLM's per-choice object; absent when nothing was drafted.
+    fn trtllm_stats(&self, stats: &SeqStats) -> Option<Value> {
+        (self.speculative() && self.payload == PayloadShape::Trtllm && stats.drafted > 0).then(|| {
+            json!({
+                "acceptance_rate": ratio(stats.accepted, stats.drafted, 0.0),
+                "total_accepted_draft_tokens": stats.accepted,
+                "total_draft_tokens": stats.drafted,
+                "num_spec_steps": stats.steps,
+                "acceptance_histogram": stats.histogram,
+                "num_spec_tokens": self.k,
+            })
+        })
+    }
+
+    /// SGLang's `sglext.spec_tokens_details` (its length counts the prefill token too).
+    fn sglang_stats(&self, stats: &SeqStats) -> Value {
+        json!({"spec_tokens_details": {
+            "spec_accept_rate": ratio(stats.accepted, stats.steps * u64::from(self.k), 0.0),
+            "spec_accept_length": ratio(stats.accepted + stats.steps + 1, stats.steps + 1, 1.0),
+            "spec_num_correct_drafts": stats.accepted,
+            "spec_num_proposed_drafts": stats.drafted,
+            "spec_verify_ct": stats.steps,
+            "spec_correct_drafts_histogram": stats.histogram,
+        }})
+    }
+
+    /// Root-level additions to the final object (vLLM metrics, SGLang sglext).
+    fn root_stats(&self, body: &mut Value, first: Option<&SeqStats>) {
+        let Some(stats) = first.filter(|_| self.speculative()) else {
+            return;
+        };
+        match self.payload {
+            PayloadShape::Vllm => body["metrics"] = json!({"speculative_decoding": self.vllm_stats(stats)}),
+            PayloadShape::Sglang if self.sglang_details => body["sglext"] = self.sglang_stats(stats),
+            _ => {}
+        }
+    }
+
+    fn usage(&self, completion_tokens: u64) -> Value {
+        json!({"prompt_tokens": self.prompt_tokens, "total_tokens": self.prompt_tokens + completion_tokens,
+               "completion_tokens": completion_tokens})
+    }
+
+    fn object(&self, chunk: bool) -> &'static str {
+        match (self.kind, chunk) {
+            (Kind::Chat, true) => "chat.completion.chunk",
+            (Kind::Chat, false) => "chat.completion",
+            (Kind::Completion, _) => "text_completion",
+        }
+    }
+
+    /// `data: {...}\n\n` for a chunk whose choices are given as JSON text.
+    fn sse(&self, choices: &str, extra: &str) -> String {
+        format!(
+            "data: {{\"id\":\"{}\",\"object\":\"{}\",\"created\":{},\"model\":{},\"choices\":[{choices}]{extra}}}\n\n",
+            self.id,
+            self.object(true),
+            self.created,
+            self.model_json
+        )
+    }
+
+    fn content_choice(&self, index: u32, text: &str) -> String {
+        match self.kind {
+            Kind::Chat => format!(
+                "{{\"index\":{index},\"delta\":{{\"content\":\"{text}\"}},\"logprobs\":null,\"finish_reason\":null}}"
+            ),
+            Kind::Completion => {
+                format!("{{\"index\":{index},\"text\":\"{text}\",\"logprobs\":null,\"finish_reason\":null}}")
+            }
+        }
+    }
+
+    fn finish_choice(&self, index: u32, reason: FinishReason, stats: &SeqStats) -> String {
+        let mut choice = match self.kind {
+            Kind::Chat => {
+                json!({"index": index, "delta": {}, "logprobs": null, "finish_reason": reason.as_str(), "stop_reason": null})
+            }
+            Kind::Completion => {
+                json!({"index": index, "text": "", "logprobs": null, "finish_reason": reason.as_str(), "stop_reason": null})
+            }
+        };
+        if let Some(spec) = self.trtllm_stats(stats) {
+            choice["speculative_decoding"] = spec;
+        }
+        choice.to_string()
+    }
+}
+
+/// Per-choice progress while a response is assembled.
+struct Progress {
+    text: Vec<String>,
+    tokens: Vec<u64>,
+    finished: Vec<Option<(FinishReason, SeqStats)>>,
+}
+
+impl Progress {
+    fn new(n: u32) -> Progress {
+        Progress {
+            text: vec![String::new(); n as usize],
+            tokens: vec![0; n as usize],
+            finished: vec![None; n as usize],
+        }
+    }
+
+    fn done(&self) -> bool {
+        self.finished.iter().all(Option::is_some)
+    }
+
+    fn completion_tokens(&self) -> u64 {
+        self.tokens.iter().sum()
+    }
+}
+
+async fn full_response(reply: Reply, mut rx: mpsc::UnboundedReceiver<SeqEvent>, fault: StreamFault) -> Response {
+    let mut progress = Progress::new(reply.n);
+    while let Some(event) = rx.recv().await {
+        match event {
+            SeqEvent::Tokens { index, first, count } => {
+                progress.text[index as usize].push_str(&text_of(reply.salt + u64::from(index), first, count));
+                progress.tokens[index as usize] += u64::from(count);
+            }
+            SeqEvent::Finished { index, reason, stats } => progress.finished[index as usize] = Some((reason, stats)),
+        }
+        if progress.done() {
+            break;
+        }
+    }
+    if !progress.done() {
+        return error(
+            StatusCode::SERVICE_UNAVAILABLE,
+            "ServiceUnavailableError",
+            "the engine stopped",
+        );
+    }
+    if fault != StreamFault::None {
+        // The connection breaks before the body is complete.
+        let stream = futures_util::stream::iter([
+            Ok(Bytes::from_static(b"{\"id\":")),
+            Err(std::io::Error::new(
+                std::io::ErrorKind::ConnectionReset,
+                "simulated connection reset",
+            )),
+        ]);
+        return ([(header::CONTENT_TYPE, "application/json")], Body::from_stream(stream)).into_response();
+    }
+    let choices: Vec<Value> = progress
+        .finished
+        .iter()
+        .enumerate()
+        .map(|(i, f)| {
+            let (reason, stats) = f.as_ref().expect("every choice finished");
+            let mut choice = match reply.kind {
+                Kind::Chat => {
+                    json!({"index": i, "message": {"role": "assistant", "content": progress.text[i].trim_start()},
+                                     "logprobs": null, "finish_reason": reason.as_str(), "stop_reason": null})
+                }
+                Kind::Completion => json!({"index": i, "text": progress.text[i], "logprobs": null,
+                                           "finish_reason": reason.as_str(), "stop_reason": null}),
+            };
+            if let Some(spec) = reply.trtllm_stats(stats) {
+                choice["speculative_decoding"] = spec;
+            }
+            choice
+        })
+        .collect();
+    let mut body = json!({
+        "id": reply.id, "object": reply.object(false), "created": reply.created,
+        "model": serde_json::from_str::<Value>(&reply.model_json).unwrap_or(Value::Null),
+        "choices": choices, "usage": reply.usage(progress.completion_tokens()),
+    });
+    let first_stats = progress.finished[0].as_ref().map(|(_, s)| s);
+    reply.root_stats(&mut body, first_stats);
+    axum::Json(body).into_response()
+}
+
+/// The streaming state machine: one SSE chunk per token group, a finish chunk per choice, the
+/// usage chunk when asked, `[DONE]`.
+struct StreamState {
+    reply: Reply,
+    rx: mpsc::UnboundedReceiver<SeqEvent>,
+    progress: Progress,
+    fault: StreamFault,
+    /// Tokens after which the fault strikes.
+    fault_after: u64,
+    started: bool,
+    ended: bool,
+}
+
+impl StreamState {
+    /// The next bytes to send, `None` at the end, an error to break the connection.
+    async fn next(&mut self) -> Option<Result<Bytes, std::io::Error>> {
+        if self.ended {
+            return None;
+        }
+        let r = &self.reply;
+        if !self.started {
+            self.started = true;
+            if r.kind == Kind::Chat {
+                let mut out = String::new();
+                for index in 0..r.n {
+                    out.push_str(&r.sse(
+                        &format!("{{\"index\":{index},\"delta\":{{\"role\":\"assistant\",\"content\":\"\"}},\"logprobs\":null,\"finish_reason\":null}}"),
+                        "",
+                    ));
+                }
+                return Some(Ok(Bytes::from(out)));
+            }
+        }
+        let Some(event) = self.rx.recv().await else {
+            self.ended = true;
+            return Some(Err(std::io::Error::other("the engine stopped")));
+        };
+        let mut out = match event {
+            SeqEvent::Tokens { index, first, count } => {
+                self.progress.tokens[index as usize] += u64::from(count);
+                let text = text_of(r.salt + u64::from(index), first, count);
+                r.sse(&r.content_choice(index, &text), "")
+            }
+            SeqEvent::Finished { index, reason, stats } => {
+                let chunk = r.sse(&r.finish_choice(index, reason, &stats), "");
+                self.progress.finished[index as usize] = Some((reason, stats));
+                chunk
+            }
+        };
+        if self.fault != StreamFault::None && self.progress.completion_tokens() >= self.fault_after {
+            self.ended = true;
+            return Some(match self.fault {
+                StreamFault::Reset => Err(std::io::Error::new(
+                    std::io::ErrorKind::ConnectionReset,
+                    "simulated connection reset",
+                )),
+                _ => Ok(Bytes::from(out)),
+            });
+        }
+        if self.progress.done() {
+            self.ended = true;
+            let first_stats = self.progress.finished[0].as_ref().map(|(_, s)| s);
+            if r.include_usage {
+                let mut tail = json!({"usage": r.usage(self.progress.completion_tokens())});
+                r.root_stats(&mut tail, first_stats);
+                let extra: String = tail
+                    .as_object()
+                    .map(|m| m.iter().map(|(k, v)| format!(",\"{k}\":{v}")).collect())
+                    .unwrap_or_default();
+                out.push_str(&r.sse("", &extra));
+            } else if r.payload == PayloadShape::Sglang && r.sglang_details {
+                let mut tail = json!({});
+                r.root_stats(&mut tail, first_stats);
+                if let Some(sglext) = tail.get("sglext") {
+                    out.push_str(&r.sse("", &format!(",\"sglext\":{sglext}")));
+                }
+            }
+            out.push_str("data: [DONE]\n\n");
+        }
+        Some(Ok(Bytes::from(out)))
+    }
+}
+
+fn stream_response(
+    reply: Reply,
+    rx: mpsc::UnboundedReceiver<SeqEvent>,
+    fault: StreamFault,
+    max_tokens: u64,
+) -> Response {
+    let n = reply.n;
+    let state = StreamState {
+        reply,
+        rx,
+        progress: Progress::new(n),
+        fault,
+        fault_after: (max_tokens / 2).max(1),
+        started: false,
+        ended: false,
+    };
+    let stream = futures_util::stream::unfold(state, |mut st| async move { st.next().await.map(|item| (item, st)) });
+    (
+        [
+            (header::CONTENT_TYPE, "text/event-stream"),
+            (header::CACHE_CONTROL, "no-cache"),
+        ],
+        Body::from_stream(stream),
+    )
+        .into_response()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn unit_draws_are_uniform_and_reproducible() {
+        assert_eq!(unit(1, 2, 3), unit(1, 2, 3));
+        let n = 100_000;
+        let below: usize = (0..n).filter(|i| unit(9, *i, 1) < 0.25).count();
+        assert!((below as f64 / n as f64 - 0.25).abs() < 0.01);
+    }
+
+    #[test]
+    fn tokens_are_whitespace_words() {
+        assert_eq!(count_tokens("a b  c\nd"), 4);
+        assert_eq!(count_tokens(""), 1);
+        assert_eq!(text_of(0, 0, 3).split_whitespace().count(), 3);
+    }
+}

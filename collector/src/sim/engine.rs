@@ -1,0 +1,476 @@
+//! The simulated engine: continuous batching with speculative decoding. One scheduler task per
+//! engine (data-parallel rank) advances every running sequence one step per iteration; each
+//! decode step proposes k drafts, accepts j of them by the configured acceptance profile and
+//! emits j + 1 tokens. The Prometheus counters and each request's own stats are updated from
+//! the same events, so their sums agree exactly. Step time follows the roofline model of
+//! SPEC §3, scaled by `time_scale` (0 = no delay).
+
+use std::collections::VecDeque;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{Arc, Mutex, MutexGuard};
+use std::time::Duration;
+
+use rand::rngs::SmallRng;
+use rand::{Rng, SeedableRng};
+use tokio::sync::mpsc;
+use tokio::time::Instant;
+
+/// Per-position acceptance: the conditional probability that draft i is accepted given that
+/// drafts 0..i were.
+#[derive(Debug, Clone, PartialEq)]
+pub struct AcceptanceProfile {
+    conditional: Vec<f64>,
+}
+
+impl AcceptanceProfile {
+    /// From unconditional per-position rates p_0 ≥ p_1 ≥ … (as vLLM's per-position counters
+    /// report them and its synthetic acceptance option takes them).
+    pub fn from_rates(rates: &[f64]) -> Result<AcceptanceProfile, String> {
+        let mut conditional = Vec::with_capacity(rates.len());
+        let mut prev = 1.0;
+        for (i, &p) in rates.iter().enumerate() {
+            if !(0.0..=1.0).contains(&p) {
+                return Err(format!(
+                    "acceptance rate at position {} must be in [0, 1], got {p}",
+                    i + 1
+                ));
+            }
+            if p > prev + 1e-12 {
+                return Err(format!(
+                    "per-position acceptance rates cannot increase (position {} has {p} after {prev}): a draft is accepted only if all earlier ones were",
+                    i + 1
+                ));
+            }
+            conditional.push(if prev > 0.0 { (p / prev).min(1.0) } else { 0.0 });
+            prev = p;
+        }
+        Ok(AcceptanceProfile { conditional })
+    }
+
+    /// No speculation (k = 0).
+    pub fn none() -> AcceptanceProfile {
+        AcceptanceProfile {
+            conditional: Vec::new(),
+        }
+    }
+
+    /// Geometric: every draft accepted with probability α given the earlier ones were.
+    pub fn geometric(alpha: f64, k: u32) -> Result<AcceptanceProfile, String> {
+        if !(0.0..=1.0).contains(&alpha) {
+            return Err(format!("α must be in [0, 1], got {alpha}"));
+        }
+        Ok(AcceptanceProfile {
+            conditional: vec![alpha; k as usize],
+        })
+    }
+
+    /// Unconditional per-position rates this profile implies.
+    pub fn rates(&self) -> Vec<f64> {
+        let mut p = 1.0;
+        self.conditional
+            .iter()
+            .map(|q| {
+                p *= q;
+                p
+            })
+            .collect()
+    }
+
+    /// Number of drafts (k).
+    pub fn k(&self) -> u32 {
+        self.conditional.len() as u32
+    }
+
+    /// The profile with every conditional rate scaled by `factor` (capped at 1).
+    pub fn scaled(&self, factor: f64) -> AcceptanceProfile {
+        AcceptanceProfile {
+            conditional: self.conditional.iter().map(|q| (q * factor).clamp(0.0, 1.0)).collect(),
+        }
+    }
+
+    /// Draw how many of the k drafts one step accepts.
+    fn sample(&self, rng: &mut SmallRng) -> u32 {
+        let mut j = 0;
+        for q in &self.conditional {
+            if rng.random::<f64>() < *q {
+                j += 1;
+            } else {
+                break;
+            }
+        }
+        j
+    }
+}
+
+/// Step time under the roofline model: bandwidth-bound until the step's token positions pass
+/// the ridge, plus the proposer's cost c per draft step and extra per-draft costs the model
+/// does not charge.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct StepModel {
+    /// A decode step's time at small batch (bandwidth-bound), in seconds.
+    pub base_step_s: f64,
+    /// Roofline ridge T* in token positions.
+    pub ridge_tokens: f64,
+    /// Draft cost fraction c of a target step, per draft token.
+    pub draft_cost: f64,
+    /// Extra time per draft token per sequence (KV slots, sampler sort…), in seconds.
+    pub draft_overhead_s: f64,
+}
+
+impl StepModel {
+    /// Seconds for one step with `decode_seqs` decoding sequences proposing `k` drafts each and
+    /// `prefill_tokens` prompt tokens being prefilled.
+    pub fn step_seconds(&self, decode_seqs: usize, k: u32, prefill_tokens: u64) -> f64 {
+        let b = decode_seqs as f64;
+        let kf = f64::from(k);
+        let t = self.ridge_tokens;
+        let positions = b * (kf + 1.0) + prefill_tokens as f64;
+        let plain = ((b + prefill_tokens as f64) / t).max(1.0);
+        let target = (positions / t).max(1.0);
+        self.base_step_s * (target + kf * self.draft_cost * plain) + self.draft_overhead_s * b * kf
+    }
+}
+
+/// A request's own spec-decode stats, built from the same events as the counters.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct SeqStats {
+    pub steps: u64,
+    pub accepted: u64,
+    pub drafted: u64,
+    /// Dense, index j = steps that accepted exactly j (length k + 1).
+    pub histogram: Vec<u64>,
+    pub per_step_accepted: Vec<u64>,
+    pub per_step_drafted: Vec<u64>,
+}
+
+/// Why a sequence stopped.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum FinishReason {
+    Length,
+    Stop,
+}
+
+impl FinishReason {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            FinishReason::Length => "length",
+            FinishReason::Stop => "stop",
+        }
+    }
+}
+
+/// What the engine tells a request's handler.
+#[derive(Debug, Clone, PartialEq)]
+pub enum SeqEvent {
+    /// `count` new tokens for choice `index`, starting at token position `first`.
+    Tokens { index: u32, first: u32, count: u32 },
+    Finished {
+        index: u32,
+        reason: FinishReason,
+        stats: SeqStats,
+    },
+}
+
+/// One choice of a request to run.
+#[derive(Debug, Clone)]
+pub struct SeqSpec {
+    pub index: u32,
+    pub prompt_tokens: u64,
+    pub max_tokens: u32,
+    /// Where the sequence would emit EOS (None with `ignore_eos`).
+    pub eos_at: Option<u32>,
+    pub profile: AcceptanceProfile,
+}
+
+/// A request submitted to an engine: its choices run together.
+#[derive(Debug)]
+pub struct Submission {
+    pub seqs: Vec<SeqSpec>,
+    pub events: mpsc::UnboundedSender<SeqEvent>,
+}
+
+/// Cumulative counters of one engine, as its `/metrics` exposes them.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct EngineCounters {
+    pub num_drafts: u64,
+    pub num_draft_tokens: u64,
+    pub num_accepted_tokens: u64,
+    /// Length k; every position exists from start-up.
+    pub accepted_per_pos: Vec<u64>,
+    pub prompt_tokens: u64,
+    pub generation_tokens: u64,
+    pub success_length: u64,
+    pub success_stop: u64,
+    pub success_abort: u64,
+    pub running: u64,
+    pub waiting: u64,
+    /// Unix time the counters were created (reset by a simulated restart).
+    pub created_unix_s: f64,
+}
+
+impl EngineCounters {
+    pub fn new(k: u32, created_unix_s: f64) -> EngineCounters {
+        EngineCounters {
+            accepted_per_pos: vec![0; k as usize],
+            created_unix_s,
+            ..EngineCounters::default()
+        }
+    }
+}
+
+/// State shared between an engine's scheduler and the HTTP side.
+#[derive(Debug)]
+pub struct EngineShared {
+    counters: Mutex<EngineCounters>,
+}
+
+impl EngineShared {
+    pub fn new(k: u32, created_unix_s: f64) -> EngineShared {
+        EngineShared {
+            counters: Mutex::new(EngineCounters::new(k, created_unix_s)),
+        }
+    }
+
+    /// The counters (a poisoned lock still holds valid numbers: every update is a few adds).
+    pub fn counters(&self) -> MutexGuard<'_, EngineCounters> {
+        self.counters.lock().unwrap_or_else(|p| p.into_inner())
+    }
+}
+
+/// Engine-wide settings.
+#[derive(Debug, Clone)]
+pub struct EngineConfig {
+    pub k: u32,
+    pub max_num_seqs: usize,
+    pub step: StepModel,
+    /// Multiplies every step time; 0 runs without delay.
+    pub time_scale: f64,
+    pub seed: u64,
+}
+
+/// Hooks from the engine back to the server (simulated restarts).
+pub trait FinishHook: Send + Sync {
+    /// Called once per finished request (all its choices done).
+    fn request_finished(&self);
+}
+
+struct Seq {
+    spec: SeqSpec,
+    generated: u32,
+    prefilled: bool,
+    stats: SeqStats,
+    events: mpsc::UnboundedSender<SeqEvent>,
+    /// Shared by the choices of one request: how many are still running.
+    open_choices: Arc<AtomicU64>,
+}
+
+/// Run one engine's scheduler until its submission channel closes.
+pub async fn run_engine(
+    config: EngineConfig,
+    shared: Arc<EngineShared>,
+    mut submissions: mpsc::UnboundedReceiver<Submission>,
+    hook: Arc<dyn FinishHook>,
+) {
+    let mut rng = SmallRng::seed_from_u64(config.seed);
+    let mut waiting: VecDeque<Submission> = VecDeque::new();
+    let mut running: Vec<Seq> = Vec::new();
+    let mut deadline = Instant::now();
+    loop {
+        if running.is_empty() && waiting.is_empty() {
+            match submissions.recv().await {
+                Some(s) => waiting.push_back(s),
+                None => return,
+            }
+            deadline = Instant::now();
+        }
+        while let Ok(s) = submissions.try_recv() {
+            waiting.push_back(s);
+        }
+        // Admit whole requests while their choices fit.
+        while let Some(next) = waiting.front() {
+            if running.len() + next.seqs.len() > config.max_num_seqs && !running.is_empty() {
+                break;
+            }
+            let Some(sub) = waiting.pop_front() else { break };
+            let open = Arc::new(AtomicU64::new(sub.seqs.len() as u64));
+            for spec in sub.seqs {
+                let k = spec.profile.k() as usize;
+                running.push(Seq {
+                    stats: SeqStats {
+                        histogram: vec![0; k + 1],
+                        ..SeqStats::default()
+                    },
+                    spec,
+                    generated: 0,
+                    prefilled: false,
+                    events: sub.events.clone(),
+                    open_choices: open.clone(),
+                });
+            }
+        }
+        {
+            let mut c = shared.counters();
+            c.running = running.len() as u64;
+            c.waiting = waiting.iter().map(|s| s.seqs.len() as u64).sum();
+        }
+
+        let decode = running.iter().filter(|s| s.prefilled).count();
+        let prefill: u64 = running
+            .iter()
+            .filter(|s| !s.prefilled)
+            .map(|s| s.spec.prompt_tokens)
+            .sum();
+        let step_s = config.step.step_seconds(decode, config.k, prefill) * config.time_scale;
+        if step_s > 0.0 {
+            deadline += Duration::from_secs_f64(step_s);
+            let now = Instant::now();
+            if deadline + Duration::from_secs(1) < now {
+                deadline = now; // fell far behind (machine stalled): do not burst to catch up
+            }
+            tokio::time::sleep_until(deadline).await;
+        } else {
+            tokio::task::yield_now().await;
+        }
+
+        let mut finished_requests = 0;
+        {
+            let mut c = shared.counters();
+            running.retain_mut(|seq| {
+                let keep = advance(seq, &config, &mut rng, &mut c);
+                if !keep && seq.open_choices.fetch_sub(1, Ordering::AcqRel) == 1 {
+                    finished_requests += 1;
+                }
+                keep
+            });
+        }
+        for _ in 0..finished_requests {
+            hook.request_finished();
+        }
+    }
+}
+
+/// One step of one sequence; false when it is done (finished or its client went away).
+fn advance(seq: &mut Seq, config: &EngineConfig, rng: &mut SmallRng, c: &mut EngineCounters) -> bool {
+    let limit = seq
+        .spec
+        .eos_at
+        .map_or(seq.spec.max_tokens, |e| e.min(seq.spec.max_tokens));
+    let first = seq.generated;
+    let emitted = if !seq.prefilled {
+        // Prefill produces the first token; no speculation on this step.
+        seq.prefilled = true;
+        c.prompt_tokens += seq.spec.prompt_tokens;
+        1
+    } else if config.k > 0 {
+        let k = seq.spec.profile.k();
+        let j = seq.spec.profile.sample(rng);
+        c.num_drafts += 1;
+        c.num_draft_tokens += u64::from(k);
+        c.num_accepted_tokens += u64::from(j);
+        for pos in 0..j as usize {
+            c.accepted_per_pos[pos] += 1;
+        }
+        let s = &mut seq.stats;
+        s.steps += 1;
+        s.accepted += u64::from(j);
+        s.drafted += u64::from(k);
+        s.histogram[j as usize] += 1;
+        s.per_step_accepted.push(u64::from(j));
+        s.per_step_drafted.push(u64::from(k));
+        j + 1
+    } else {
+        1
+    };
+    let emitted = emitted.min(limit - first);
+    seq.generated += emitted;
+    c.generation_tokens += u64::from(emitted);
+    let index = seq.spec.index;
+    if seq
+        .events
+        .send(SeqEvent::Tokens {
+            index,
+            first,
+            count: emitted,
+        })
+        .is_err()
+    {
+        c.success_abort += 1;
+        return false;
+    }
+    if seq.generated < limit {
+        return true;
+    }
+    let reason = if seq
+        .spec
+        .eos_at
+        .is_some_and(|e| e <= seq.spec.max_tokens && seq.generated == e)
+    {
+        c.success_stop += 1;
+        FinishReason::Stop
+    } else {
+        c.success_length += 1;
+        FinishReason::Length
+    };
+    let _ = seq.events.send(SeqEvent::Finished {
+        index,
+        reason,
+        stats: std::mem::take(&mut seq.stats),
+    });
+    false
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn profiles_convert_between_rates_and_conditionals() {
+        let p = AcceptanceProfile::from_rates(&[0.8, 0.6, 0.3]).unwrap();
+        let rates = p.rates();
+        for (got, want) in rates.iter().zip([0.8, 0.6, 0.3]) {
+            assert!((got - want).abs() < 1e-12);
+        }
+        assert!(AcceptanceProfile::from_rates(&[0.5, 0.7]).is_err());
+        assert!(AcceptanceProfile::from_rates(&[1.5]).is_err());
+        let g = AcceptanceProfile::geometric(0.5, 3).unwrap();
+        assert_eq!(g.rates(), vec![0.5, 0.25, 0.125]);
+        assert_eq!(g.scaled(4.0).rates(), vec![1.0, 1.0, 1.0]);
+    }
+
+    #[test]
+    fn sampling_converges_to_the_rates() {
+        let p = AcceptanceProfile::from_rates(&[0.8, 0.5, 0.2]).unwrap();
+        let mut rng = SmallRng::seed_from_u64(7);
+        let n = 200_000;
+        let mut at_least = [0u64; 3];
+        for _ in 0..n {
+            let j = p.sample(&mut rng);
+            for slot in at_least.iter_mut().take(j as usize) {
+                *slot += 1;
+            }
+        }
+        for (count, want) in at_least.iter().zip([0.8, 0.5, 0.2]) {
+            assert!((*count as f64 / n as f64 - want).abs() < 0.01, "{count} vs {want}");
+        }
+    }
+
+    #[test]
+    fn step_time_follows_the_roofline() {
+        let m = StepModel {
+            base_step_s: 0.01,
+            ridge_tokens: 100.0,
+            draft_cost: 0.0,
+            draft_overhead_s: 0.0,
+        };
+        assert_eq!(m.step_seconds(1, 3, 0), 0.01);
+        assert_eq!(m.step_seconds(25, 3, 0), 0.01);
+        assert!((m.step_seconds(50, 3, 0) - 0.02).abs() < 1e-12);
+        assert!((m.step_seconds(200, 0, 0) - 0.02).abs() < 1e-12);
+        let c = StepModel {
+            draft_cost: 0.1,
+            draft_overhead_s: 1e-5,
+            ..m
+        };
+        assert!((c.step_seconds(1, 3, 0) - (0.01 * 1.3 + 3e-5)).abs() < 1e-12);
+    }
+}

@@ -1,0 +1,384 @@
+//! `speclens sim`: a simulated vLLM-compatible server with speculative decoding, for machines
+//! without a GPU and for every end-to-end test. Same HTTP API, same `/metrics` text, same
+//! per-request payloads as the real engines; acceptance and timing follow configurable models;
+//! faults can be injected by flag.
+
+mod api;
+pub mod engine;
+pub mod exposition;
+
+use std::net::SocketAddr;
+use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
+use std::sync::Arc;
+use std::time::{SystemTime, UNIX_EPOCH};
+
+use tokio::net::TcpListener;
+use tokio::sync::{mpsc, oneshot};
+
+use crate::cli::{FaultArgs, PayloadShape, PerRequestMetrics, SimArgs};
+use crate::error::CollectorError;
+use engine::{AcceptanceProfile, EngineConfig, EngineCounters, EngineShared, FinishHook, StepModel, Submission};
+
+/// Default acceptance when speculation is on but no profile is given.
+pub const DEFAULT_ALPHA: f64 = 0.7;
+
+/// Prompt categories the sim recognises from prompt text, with their default acceptance
+/// multipliers (copy-heavy work accepts more drafts, free writing and translation fewer).
+pub const DEFAULT_CATEGORY_FACTORS: [(&str, f64); 6] = [
+    ("summarization", 1.15),
+    ("coding", 1.05),
+    ("qa", 1.0),
+    ("math", 0.95),
+    ("writing", 0.85),
+    ("translation", 0.8),
+];
+
+/// The category of a prompt, from its words.
+pub fn detect_category(prompt: &str) -> Option<&'static str> {
+    let text = prompt.to_lowercase();
+    let has = |words: &[&str]| words.iter().any(|w| text.contains(w));
+    if has(&["summar", "tl;dr"]) {
+        Some("summarization")
+    } else if has(&["translat"]) {
+        Some("translation")
+    } else if has(&["code", "function", "python", "program"]) {
+        Some("coding")
+    } else if has(&["math", "calculate", "solve", "equation"]) {
+        Some("math")
+    } else if has(&["write", "story", "poem", "essay"]) {
+        Some("writing")
+    } else if text.contains('?') {
+        Some("qa")
+    } else {
+        None
+    }
+}
+
+/// Validated settings of one simulated server.
+#[derive(Debug, Clone)]
+pub struct SimSettings {
+    pub addr: SocketAddr,
+    pub model: String,
+    pub api_key: Option<String>,
+    pub engines: u32,
+    pub engine: EngineConfig,
+    /// The acceptance profile at temperature 0 (None on a plain server).
+    pub profile: Option<AcceptanceProfile>,
+    pub temperature_sensitivity: f64,
+    pub category_factors: Vec<(String, f64)>,
+    pub max_model_len: u32,
+    pub mean_output_tokens: u32,
+    pub per_request: PerRequestMetrics,
+    pub payload: PayloadShape,
+    pub faults: FaultArgs,
+}
+
+fn check_fraction(name: &str, v: f64) -> Result<(), CollectorError> {
+    if (0.0..=1.0).contains(&v) {
+        Ok(())
+    } else {
+        Err(CollectorError::InvalidArgument(format!(
+            "--{name} must be a fraction in [0, 1], got {v}"
+        )))
+    }
+}
+
+impl SimSettings {
+    pub fn from_args(args: SimArgs) -> Result<SimSettings, CollectorError> {
+        let invalid = |m: String| CollectorError::InvalidArgument(m);
+        if !args.host.is_loopback() && args.api_key.is_none() {
+            return Err(invalid(format!(
+                "binding {} exposes the server beyond this machine: give --api-key (clients then send it as a bearer token)",
+                args.host
+            )));
+        }
+        let k = args.num_spec_tokens;
+        let profile = match (k, &args.alpha, &args.acceptance_rates, &args.acceptance_length) {
+            (0, None, None, None) => None,
+            (0, ..) => return Err(invalid("an acceptance profile needs --num-spec-tokens ≥ 1".into())),
+            (_, Some(alpha), _, _) => Some(AcceptanceProfile::geometric(*alpha, k).map_err(invalid)?),
+            (_, _, Some(rates), _) => {
+                if rates.len() < k as usize {
+                    return Err(invalid(format!(
+                        "--acceptance-rates gives {} positions but --num-spec-tokens is {k}",
+                        rates.len()
+                    )));
+                }
+                Some(AcceptanceProfile::from_rates(&rates[..k as usize]).map_err(invalid)?)
+            }
+            (_, _, _, Some(e)) => {
+                if !(1.0..=f64::from(k) + 1.0).contains(e) {
+                    return Err(invalid(format!(
+                        "--acceptance-length must be in [1, k + 1] = [1, {}], got {e}",
+                        k + 1
+                    )));
+                }
+                let alpha = speclens_shared::model::implied_alpha(*e, k);
+                Some(AcceptanceProfile::geometric(alpha, k).map_err(invalid)?)
+            }
+            (_, None, None, None) => Some(AcceptanceProfile::geometric(DEFAULT_ALPHA, k).map_err(invalid)?),
+        };
+        let mut category_factors: Vec<(String, f64)> = DEFAULT_CATEGORY_FACTORS
+            .iter()
+            .map(|(n, f)| (n.to_string(), *f))
+            .collect();
+        for spec in &args.category_factors {
+            let (name, factor) = spec
+                .split_once('=')
+                .and_then(|(n, f)| f.trim().parse::<f64>().ok().map(|f| (n.trim().to_lowercase(), f)))
+                .filter(|(_, f)| f.is_finite() && *f >= 0.0)
+                .ok_or_else(|| {
+                    invalid(format!(
+                        "--category-factor takes NAME=FACTOR with FACTOR ≥ 0, got {spec:?}"
+                    ))
+                })?;
+            match category_factors.iter_mut().find(|(n, _)| *n == name) {
+                Some(entry) => entry.1 = factor,
+                None => category_factors.push((name, factor)),
+            }
+        }
+        let numbers = [
+            ("step-ms", args.step_ms),
+            ("draft-cost", args.draft_cost),
+            ("draft-overhead-us", args.draft_overhead_us),
+            ("time-scale", args.time_scale),
+            ("temperature-sensitivity", args.temperature_sensitivity),
+        ];
+        for (name, v) in numbers {
+            if !(v.is_finite() && v >= 0.0) {
+                return Err(invalid(format!("--{name} must be a number ≥ 0, got {v}")));
+            }
+        }
+        if !(args.ridge.is_finite() && args.ridge > 0.0) {
+            return Err(invalid(format!(
+                "--ridge must be > 0 token positions, got {}",
+                args.ridge
+            )));
+        }
+        let f = &args.faults;
+        for (name, v) in [
+            ("fail-rate", f.fail_rate),
+            ("reset-rate", f.reset_rate),
+            ("truncate-rate", f.truncate_rate),
+            ("stall-rate", f.stall_rate),
+            ("hang-rate", f.hang_rate),
+        ] {
+            check_fraction(name, v)?;
+        }
+        if args.max_num_seqs == 0 || args.mean_output_tokens == 0 || args.max_model_len < 2 {
+            return Err(invalid(
+                "--max-num-seqs, --mean-output-tokens and --max-model-len must be positive".into(),
+            ));
+        }
+        Ok(SimSettings {
+            addr: SocketAddr::new(args.host, args.port),
+            model: args.model,
+            api_key: args.api_key,
+            engines: args.engines,
+            engine: EngineConfig {
+                k,
+                max_num_seqs: args.max_num_seqs,
+                step: StepModel {
+                    base_step_s: args.step_ms / 1e3,
+                    ridge_tokens: args.ridge,
+                    draft_cost: args.draft_cost,
+                    draft_overhead_s: args.draft_overhead_us / 1e6,
+                },
+                time_scale: args.time_scale,
+                seed: args.seed,
+            },
+            profile,
+            temperature_sensitivity: args.temperature_sensitivity,
+            category_factors,
+            max_model_len: args.max_model_len,
+            mean_output_tokens: args.mean_output_tokens,
+            per_request: args.per_request_metrics,
+            payload: args.payload,
+            faults: args.faults,
+        })
+    }
+
+    /// The acceptance profile for one request, lowered by temperature and scaled by category.
+    pub fn profile_for(&self, prompt: &str, temperature: f64) -> Option<AcceptanceProfile> {
+        let base = self.profile.as_ref()?;
+        let category = detect_category(prompt)
+            .and_then(|c| self.category_factors.iter().find(|(n, _)| n == c))
+            .map_or(1.0, |(_, f)| *f);
+        let heat = (1.0 - self.temperature_sensitivity * temperature.max(0.0)).max(0.0);
+        Some(base.scaled(category * heat))
+    }
+}
+
+pub(crate) fn unix_now() -> f64 {
+    SystemTime::now()
+        .duration_since(UNIX_EPOCH)
+        .map_or(0.0, |d| d.as_secs_f64())
+}
+
+/// Server-wide request accounting: finished requests, the simulated restart.
+struct Lifecycle {
+    k: u32,
+    engines: Vec<Arc<EngineShared>>,
+    finished: AtomicU64,
+    reset_after: Option<u64>,
+    reset_done: AtomicBool,
+}
+
+impl FinishHook for Lifecycle {
+    fn request_finished(&self) {
+        let n = self.finished.fetch_add(1, Ordering::AcqRel) + 1;
+        if self.reset_after == Some(n) && !self.reset_done.swap(true, Ordering::AcqRel) {
+            let now = unix_now();
+            for engine in &self.engines {
+                let mut c = engine.counters();
+                let (running, waiting) = (c.running, c.waiting);
+                *c = EngineCounters::new(self.k, now);
+                c.running = running;
+                c.waiting = waiting;
+            }
+            tracing::warn!(after = n, "simulated restart: every counter reset to zero");
+        }
+    }
+}
+
+/// Everything the HTTP handlers share.
+pub(crate) struct SimState {
+    pub settings: SimSettings,
+    lifecycle: Arc<Lifecycle>,
+    submit: Vec<mpsc::UnboundedSender<Submission>>,
+    next_engine: AtomicUsize,
+    pub requests: AtomicU64,
+}
+
+impl SimState {
+    fn submit(&self, submission: Submission) -> Result<(), Submission> {
+        let i = self.next_engine.fetch_add(1, Ordering::Relaxed) % self.submit.len();
+        self.submit[i].send(submission).map_err(|e| e.0)
+    }
+
+    fn finished_requests(&self) -> u64 {
+        self.lifecycle.finished.load(Ordering::Acquire)
+    }
+
+    fn engine_counters(&self) -> Vec<EngineCounters> {
+        self.lifecycle.engines.iter().map(|e| e.counters().clone()).collect()
+    }
+}
+
+/// A running simulated server.
+pub struct SimHandle {
+    pub addr: SocketAddr,
+    shutdown: Option<oneshot::Sender<()>>,
+    task: tokio::task::JoinHandle<std::io::Result<()>>,
+}
+
+impl SimHandle {
+    /// Stop accepting, finish, and return the server's result.
+    pub async fn stop(mut self) -> Result<(), CollectorError> {
+        if let Some(tx) = self.shutdown.take() {
+            let _ = tx.send(());
+        }
+        match self.task.await {
+            Ok(result) => result.map_err(CollectorError::Serve),
+            Err(e) => Err(CollectorError::Serve(std::io::Error::other(e))),
+        }
+    }
+}
+
+/// Bind and start serving in the background (engines included).
+pub async fn start(settings: SimSettings) -> Result<SimHandle, CollectorError> {
+    let listener = TcpListener::bind(settings.addr)
+        .await
+        .map_err(|source| CollectorError::Bind {
+            addr: settings.addr,
+            source,
+        })?;
+    let addr = listener.local_addr().map_err(CollectorError::Serve)?;
+    let created = unix_now();
+    let k = settings.engine.k;
+    let engines: Vec<Arc<EngineShared>> = (0..settings.engines)
+        .map(|_| Arc::new(EngineShared::new(k, created)))
+        .collect();
+    let lifecycle = Arc::new(Lifecycle {
+        k,
+        engines: engines.clone(),
+        finished: AtomicU64::new(0),
+        reset_after: settings.faults.reset_counters_after,
+        reset_done: AtomicBool::new(false),
+    });
+    let mut submit = Vec::new();
+    for (i, shared) in engines.iter().enumerate() {
+        let (tx, rx) = mpsc::unbounded_channel();
+        submit.push(tx);
+        let config = EngineConfig {
+            seed: settings.engine.seed.wrapping_add(i as u64 * 0x9e37_79b9),
+            ..settings.engine.clone()
+        };
+        tokio::spawn(engine::run_engine(config, shared.clone(), rx, lifecycle.clone()));
+    }
+    let state = Arc::new(SimState {
+        settings,
+        lifecycle,
+        submit,
+        next_engine: AtomicUsize::new(0),
+        requests: AtomicU64::new(0),
+    });
+    let (tx, rx) = oneshot::channel::<()>();
+    let app = api::router(state);
+    let listener = axum::serve::ListenerExt::tap_io(listener, |tcp| {
+        // Without TCP_NODELAY each streamed chunk waits ~40 ms (Nagle meets delayed ACK).
+        let _ = tcp.set_nodelay(true);
+    });
+    let task = tokio::spawn(async move {
+        axum::serve(listener, app)
+            .with_graceful_shutdown(async {
+                let _ = rx.await;
+            })
+            .await
+    });
+    Ok(SimHandle {
+        addr,
+        shutdown: Some(tx),
+        task,
+    })
+}
+
+/// `speclens sim`: serve until Ctrl-C.
+pub async fn run(args: SimArgs) -> Result<(), CollectorError> {
+    let settings = SimSettings::from_args(args)?;
+    let describe = match &settings.profile {
+        Some(p) => {
+            let rates: Vec<String> = p.rates().iter().map(|r| format!("{r:.3}")).collect();
+            format!(
+                "speculative, k = {}, per-position acceptance at T = 0: {}",
+                p.k(),
+                rates.join(", ")
+            )
+        }
+        None => "no speculation (base arm)".to_string(),
+    };
+    let engines = settings.engines;
+    let model = settings.model.clone();
+    let handle = start(settings).await?;
+    println!("speclens sim: http://{}", handle.addr);
+    eprintln!("serving {model} on {engines} engine(s), {describe} — press Ctrl-C to stop");
+    let _ = tokio::signal::ctrl_c().await;
+    handle.stop().await
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn categories_from_prompt_text() {
+        assert_eq!(
+            detect_category("Summarize the following article"),
+            Some("summarization")
+        );
+        assert_eq!(detect_category("Translate to German: hello"), Some("translation"));
+        assert_eq!(detect_category("Write a Python function"), Some("coding"));
+        assert_eq!(detect_category("What is the capital of France?"), Some("qa"));
+        assert_eq!(detect_category("hello there"), None);
+    }
+}
