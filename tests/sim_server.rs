@@ -394,6 +394,35 @@ async fn eos_ends_requests_early_unless_ignored() {
     assert!(reasons.get("stop").copied().unwrap_or(0) >= 18, "{reasons:?}");
 }
 
+#[tokio::test]
+async fn an_api_key_guards_v1_and_a_non_loopback_bind_needs_one() {
+    let (_server, url) = sim(&["--api-key", "sk-test-0123456789"]);
+    let client = reqwest::Client::new();
+    let denied = client
+        .post(format!("{url}/v1/chat/completions"))
+        .json(&chat(3, false))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(denied.status(), 401);
+    let allowed = client
+        .post(format!("{url}/v1/chat/completions"))
+        .bearer_auth("sk-test-0123456789")
+        .json(&chat(3, false))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(allowed.status(), 200);
+    assert_eq!(
+        get_text(&format!("{url}/metrics")).await.0,
+        200,
+        "/metrics stays open, as in vLLM"
+    );
+    let (code, _, err) = crate::common::run_speclens(&["sim", "--host", "0.0.0.0", "--port", "0"]);
+    assert_eq!(code, 1);
+    assert!(err.contains("--api-key"), "{err}");
+}
+
 mod faults {
     use super::*;
 

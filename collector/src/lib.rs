@@ -2,6 +2,7 @@
 
 pub mod cli;
 pub mod error;
+pub mod net;
 pub mod serve;
 pub mod sim;
 

@@ -12,7 +12,6 @@ use axum::http::{header, HeaderValue, StatusCode};
 use axum::middleware::{self, Next};
 use axum::response::{IntoResponse, Response};
 use axum::Router;
-use tokio::net::TcpListener;
 use tower_http::compression::CompressionLayer;
 use tower_http::services::ServeDir;
 
@@ -103,13 +102,7 @@ pub fn router(settings: &ServeSettings) -> Router {
 /// Bind, print the URL on stdout, serve until Ctrl-C.
 pub async fn run(args: ServeArgs) -> Result<(), CollectorError> {
     let settings = ServeSettings::from_args(args)?;
-    let listener = TcpListener::bind(settings.addr)
-        .await
-        .map_err(|source| CollectorError::Bind {
-            addr: settings.addr,
-            source,
-        })?;
-    let addr = listener.local_addr().map_err(CollectorError::Serve)?;
+    let (listener, addr) = crate::net::bind(settings.addr).await?;
     println!("speclens dashboard: {}", dashboard_url(addr, settings.token.as_deref()));
     eprintln!("serving {} — press Ctrl-C to stop", settings.web_dir.display());
     tracing::info!(%addr, dir = %settings.web_dir.display(), "dashboard listening");
@@ -119,11 +112,6 @@ pub async fn run(args: ServeArgs) -> Result<(), CollectorError> {
         })
         .await
         .map_err(CollectorError::Serve)
-}
-
-/// Constant-time comparison, so the token cannot be guessed byte by byte from timings.
-fn same_token(a: &str, b: &str) -> bool {
-    a.len() == b.len() && a.bytes().zip(b.bytes()).fold(0u8, |acc, (x, y)| acc | (x ^ y)) == 0
 }
 
 fn presented_tokens(req: &Request) -> (Option<String>, Vec<String>) {
@@ -150,8 +138,10 @@ fn presented_tokens(req: &Request) -> (Option<String>, Vec<String>) {
 
 async fn require_token(State(token): State<Arc<String>>, req: Request, next: Next) -> Response {
     let (from_query, others) = presented_tokens(&req);
-    let query_ok = from_query.as_deref().is_some_and(|t| same_token(t, &token));
-    if !query_ok && !others.iter().any(|t| same_token(t, &token)) {
+    let query_ok = from_query
+        .as_deref()
+        .is_some_and(|t| crate::net::same_secret(t, &token));
+    if !query_ok && !others.iter().any(|t| crate::net::same_secret(t, &token)) {
         return (
             StatusCode::UNAUTHORIZED,
             "speclens: this dashboard needs its access token: open the URL printed by `speclens serve` (it ends in ?token=…)\n",
@@ -182,9 +172,6 @@ mod tests {
 
     #[test]
     fn tokens() {
-        assert!(same_token("abc", "abc"));
-        assert!(!same_token("abc", "abd"));
-        assert!(!same_token("abc", "abcd"));
         let t = generate_token().unwrap();
         assert_eq!(t.len(), 32);
         assert!(is_strong_token(&t));

@@ -103,7 +103,7 @@ fn authorized(state: &SimState, headers: &HeaderMap) -> bool {
         .and_then(|v| v.to_str().ok())
         .and_then(|v| v.strip_prefix("Bearer "))
         .unwrap_or("");
-    presented.len() == key.len() && presented.bytes().zip(key.bytes()).fold(0u8, |a, (x, y)| a | (x ^ y)) == 0
+    crate::net::same_secret(presented, key)
 }
 
 async fn models(State(state): State<Arc<SimState>>, headers: HeaderMap) -> Response {
@@ -614,31 +614,41 @@ impl StreamState {
                 return Some(Ok(Bytes::from(out)));
             }
         }
-        let Some(event) = self.rx.recv().await else {
+        let Some(mut event) = self.rx.recv().await else {
             self.ended = true;
             return Some(Err(std::io::Error::other("the engine stopped")));
         };
-        let mut out = match event {
-            SeqEvent::Tokens { index, first, count } => {
-                self.progress.tokens[index as usize] += u64::from(count);
-                let text = text_of(r.salt + u64::from(index), first, count);
-                r.sse(&r.content_choice(index, &text), "")
+        // Everything the engine already produced goes out in one write.
+        let mut out = String::new();
+        loop {
+            match event {
+                SeqEvent::Tokens { index, first, count } => {
+                    self.progress.tokens[index as usize] += u64::from(count);
+                    let text = text_of(r.salt + u64::from(index), first, count);
+                    out.push_str(&r.sse(&r.content_choice(index, &text), ""));
+                }
+                SeqEvent::Finished { index, reason, stats } => {
+                    out.push_str(&r.sse(&r.finish_choice(index, reason, &stats), ""));
+                    self.progress.finished[index as usize] = Some((reason, stats));
+                }
             }
-            SeqEvent::Finished { index, reason, stats } => {
-                let chunk = r.sse(&r.finish_choice(index, reason, &stats), "");
-                self.progress.finished[index as usize] = Some((reason, stats));
-                chunk
+            if self.fault != StreamFault::None && self.progress.completion_tokens() >= self.fault_after {
+                self.ended = true;
+                return Some(match self.fault {
+                    StreamFault::Reset => Err(std::io::Error::new(
+                        std::io::ErrorKind::ConnectionReset,
+                        "simulated connection reset",
+                    )),
+                    _ => Ok(Bytes::from(out)),
+                });
             }
-        };
-        if self.fault != StreamFault::None && self.progress.completion_tokens() >= self.fault_after {
-            self.ended = true;
-            return Some(match self.fault {
-                StreamFault::Reset => Err(std::io::Error::new(
-                    std::io::ErrorKind::ConnectionReset,
-                    "simulated connection reset",
-                )),
-                _ => Ok(Bytes::from(out)),
-            });
+            if self.progress.done() {
+                break;
+            }
+            match self.rx.try_recv() {
+                Ok(next) => event = next,
+                Err(_) => break,
+            }
         }
         if self.progress.done() {
             self.ended = true;

@@ -12,7 +12,6 @@ use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
 use std::sync::Arc;
 use std::time::{SystemTime, UNIX_EPOCH};
 
-use tokio::net::TcpListener;
 use tokio::sync::{mpsc, oneshot};
 
 use crate::cli::{FaultArgs, PayloadShape, PerRequestMetrics, SimArgs};
@@ -287,13 +286,7 @@ impl SimHandle {
 
 /// Bind and start serving in the background (engines included).
 pub async fn start(settings: SimSettings) -> Result<SimHandle, CollectorError> {
-    let listener = TcpListener::bind(settings.addr)
-        .await
-        .map_err(|source| CollectorError::Bind {
-            addr: settings.addr,
-            source,
-        })?;
-    let addr = listener.local_addr().map_err(CollectorError::Serve)?;
+    let (listener, addr) = crate::net::bind(settings.addr).await?;
     let created = unix_now();
     let k = settings.engine.k;
     let engines: Vec<Arc<EngineShared>> = (0..settings.engines)
