@@ -16,4 +16,13 @@ cargo clippy -p speclens-web --target wasm32-unknown-unknown -- -D warnings
 say "building the dashboard (Trunk)"
 trunk build --release
 say "tests"
-cargo test
+log="$(mktemp)"
+trap 'rm -f "$log"' EXIT
+set +e
+cargo test 2>&1 | tee "$log"
+status=${PIPESTATUS[0]}
+set -e
+# One closing line with the totals of every test binary.
+awk '/^test result:/ { for (i = 2; i <= NF; i++) { if ($i ~ /^passed;/) p += $(i - 1); if ($i ~ /^failed;/) f += $(i - 1) } }
+     END { printf "tests: %d passed, %d failed\n", p, f }' "$log"
+exit "$status"
