@@ -20,6 +20,10 @@ pub enum Command {
     Serve(ServeArgs),
     /// Run a simulated vLLM-compatible server with speculative decoding (no GPU needed).
     Sim(Box<SimArgs>),
+    /// Benchmark OpenAI-compatible servers and collect speculative-decoding acceptance.
+    Bench(Box<BenchArgs>),
+    /// Print a server's spec-decode counters and derived rates (once, or --watch).
+    Scrape(ScrapeArgs),
 }
 
 /// Flags of `speclens serve`.
@@ -171,4 +175,139 @@ pub struct FaultArgs {
     /// Add malformed lines to `/metrics`.
     #[arg(long)]
     pub malformed_metrics: bool,
+}
+
+/// Which OpenAI endpoint to load.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub enum EndpointKind {
+    /// `/v1/chat/completions`
+    Chat,
+    /// `/v1/completions`
+    Completions,
+}
+
+/// Inter-arrival times when a request rate is set.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub enum Arrival {
+    /// Exponential gaps (a Poisson process); gamma when --burstiness is not 1.
+    Poisson,
+    /// Equal gaps.
+    Constant,
+}
+
+/// Where the prompts come from.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub enum DatasetKind {
+    /// Generated prompts with the given input/output token counts (ignore_eos set).
+    Synthetic,
+    /// Spec-Bench `question.jsonl` (`question_id`, `category`, `turns`).
+    SpecBench,
+    /// One JSON object per line: `prompt`, optional `category` and `max_tokens`.
+    Jsonl,
+}
+
+/// Flags of `speclens bench`.
+#[derive(Debug, Clone, Args)]
+pub struct BenchArgs {
+    /// Base URL of a server (repeatable: requests are spread across them).
+    #[arg(long = "url", default_value = "http://127.0.0.1:8000")]
+    pub urls: Vec<String>,
+    #[arg(long, value_enum, default_value_t = EndpointKind::Chat)]
+    pub endpoint: EndpointKind,
+    /// Model to request (default: the first one the server lists in /v1/models).
+    #[arg(long)]
+    pub model: Option<String>,
+    /// Bearer token for the servers; never written to any file, log or report.
+    #[arg(long, env = "OPENAI_API_KEY", hide_env_values = true)]
+    pub api_key: Option<String>,
+    /// Extra request header, "Name: value" (repeatable).
+    #[arg(long = "header", value_name = "NAME: VALUE")]
+    pub headers: Vec<String>,
+    /// Ask for whole responses instead of SSE streams (no TTFT/ITL then).
+    #[arg(long)]
+    pub no_stream: bool,
+    /// Most requests in flight at once (default: no limit).
+    #[arg(long)]
+    pub concurrency: Option<u64>,
+    /// Requests per second (default: all at once, limited by --concurrency).
+    #[arg(long)]
+    pub request_rate: Option<f64>,
+    #[arg(long, value_enum, default_value_t = Arrival::Poisson)]
+    pub arrival: Arrival,
+    /// Gamma shape of the inter-arrival times: 1 is Poisson, below 1 burstier, above smoother.
+    #[arg(long, default_value_t = 1.0)]
+    pub burstiness: f64,
+    /// Requests in the measured window.
+    #[arg(long, default_value_t = 200)]
+    pub num_prompts: u64,
+    /// Send for this many seconds instead of a fixed number of prompts.
+    #[arg(long)]
+    pub duration: Option<f64>,
+    /// Requests sent and finished before the measured window (excluded from every figure).
+    #[arg(long, default_value_t = 0)]
+    pub warmup: u64,
+    #[arg(long, default_value_t = 0)]
+    pub seed: u64,
+    #[arg(long, value_enum, default_value_t = DatasetKind::Synthetic)]
+    pub dataset: DatasetKind,
+    /// File for --dataset spec-bench or jsonl.
+    #[arg(long)]
+    pub dataset_path: Option<std::path::PathBuf>,
+    /// Only prompts of these categories (repeatable).
+    #[arg(long = "category")]
+    pub categories: Vec<String>,
+    /// Synthetic prompt length in tokens (mean).
+    #[arg(long, default_value_t = 256)]
+    pub input_tokens: u32,
+    #[arg(long, default_value_t = 0.0)]
+    pub input_tokens_stddev: f64,
+    /// Output length in tokens (mean); the max_tokens of every request.
+    #[arg(long, default_value_t = 128)]
+    pub output_tokens: u32,
+    #[arg(long, default_value_t = 0.0)]
+    pub output_tokens_stddev: f64,
+    /// Set ignore_eos on dataset prompts too (synthetic prompts always set it).
+    #[arg(long)]
+    pub ignore_eos: bool,
+    #[arg(long, default_value_t = 0.0)]
+    pub temperature: f64,
+    /// Ask SGLang servers for per-request stats (`return_spec_tokens_details`).
+    #[arg(long)]
+    pub sglang_spec_details: bool,
+    /// Metrics endpoint to scrape (repeatable; default: /metrics of each --url's host:port).
+    #[arg(long = "metrics-url")]
+    pub metrics_urls: Vec<String>,
+    /// Do not scrape /metrics at all.
+    #[arg(long)]
+    pub no_scrape: bool,
+    /// Seconds between live scrapes during the run.
+    #[arg(long, default_value_t = 1.0)]
+    pub scrape_interval: f64,
+    /// Seconds before a request is abandoned as timed out.
+    #[arg(long, default_value_t = 600.0)]
+    pub timeout: f64,
+    /// Percentiles to report for TTFT, TPOT, ITL and E2EL.
+    #[arg(long, value_delimiter = ',', default_value = "99")]
+    pub percentiles: Vec<f64>,
+    /// Results folder (default: speclens-results/<time>-<label>/).
+    #[arg(long)]
+    pub out: Option<std::path::PathBuf>,
+    /// Label for the run (folder name, reports).
+    #[arg(long, default_value = "bench")]
+    pub label: String,
+    /// After Ctrl-C, seconds to wait for requests in flight before abandoning them.
+    #[arg(long, default_value_t = 10.0)]
+    pub drain_timeout: f64,
+}
+
+/// Flags of `speclens scrape`.
+#[derive(Debug, Clone, Args)]
+pub struct ScrapeArgs {
+    /// A server's base URL or its full /metrics URL.
+    pub url: String,
+    /// Scrape again every --interval seconds and print the rates between scrapes.
+    #[arg(long)]
+    pub watch: bool,
+    #[arg(long, default_value_t = 5.0)]
+    pub interval: f64,
 }

@@ -18,6 +18,8 @@ pub enum CollectorError {
     Token(String),
     #[error("{0}")]
     InvalidArgument(String),
+    #[error("{0}")]
+    Output(String),
     #[error("an access token must be at least 16 characters of [A-Za-z0-9_-]")]
     WeakToken,
 }

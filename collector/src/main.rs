@@ -29,6 +29,10 @@ fn run(cli: Cli) -> anyhow::Result<()> {
     match cli.command {
         Command::Serve(args) => runtime.block_on(speclens::serve::run(args))?,
         Command::Sim(args) => runtime.block_on(speclens::sim::run(*args))?,
+        Command::Bench(args) => {
+            runtime.block_on(speclens::bench::run(*args))?;
+        }
+        Command::Scrape(args) => runtime.block_on(speclens::bench::scrape::run_scrape(args))?,
     }
     Ok(())
 }

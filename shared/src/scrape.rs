@@ -44,7 +44,8 @@ impl SpecCounters {
         }
     }
 
-    fn add(&mut self, other: &SpecCounters) {
+    /// Add another set of counters (or deltas) to these.
+    pub fn add(&mut self, other: &SpecCounters) {
         self.num_drafts += other.num_drafts;
         self.num_draft_tokens += other.num_draft_tokens;
         self.num_accepted_tokens += other.num_accepted_tokens;

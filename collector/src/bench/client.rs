@@ -1,0 +1,338 @@
+//! One request against an OpenAI-compatible server, timed precisely: the receive loop only
+//! stamps each network chunk as it arrives and keeps its bytes; SSE framing, JSON parsing and
+//! the spec-decode payload adapters run after the response has ended, off the timing path.
+
+use std::time::Duration;
+
+use axum::body::Bytes;
+use reqwest::header::HeaderMap;
+use serde_json::Value;
+use speclens_shared::per_request::{PayloadOutcome, PayloadScan, SpecRecord};
+use speclens_shared::run::ErrorKind;
+use tokio::time::Instant;
+
+use crate::cli::EndpointKind;
+
+/// Where and how to send.
+pub struct Target {
+    pub url: String,
+    pub endpoint: EndpointKind,
+    pub headers: HeaderMap,
+    pub stream: bool,
+    pub timeout: Duration,
+}
+
+/// What one exchange measured (times relative to the send).
+#[derive(Debug, Default)]
+pub struct Exchange {
+    pub ttft_ms: Option<f64>,
+    pub e2el_ms: Option<f64>,
+    pub itl_ms: Vec<f64>,
+    /// From the last non-empty `usage`.
+    pub prompt_tokens: Option<u64>,
+    pub completion_tokens: Option<u64>,
+    /// Words of generated text (the output estimate when there is no usage).
+    pub generated_words: u64,
+    pub error: Option<(ErrorKind, String)>,
+    pub spec: Option<SpecRecord>,
+    pub spec_rejected: Option<String>,
+}
+
+fn classify(e: &reqwest::Error) -> ErrorKind {
+    if e.is_timeout() {
+        ErrorKind::Timeout
+    } else if e.is_connect() {
+        ErrorKind::Connect
+    } else if e.is_body() || e.is_decode() {
+        ErrorKind::StreamCut
+    } else {
+        ErrorKind::Connect
+    }
+}
+
+fn describe(e: &reqwest::Error) -> String {
+    let mut text = e.to_string();
+    let mut source = std::error::Error::source(e);
+    while let Some(s) = source {
+        text.push_str(": ");
+        text.push_str(&s.to_string());
+        source = s.source();
+    }
+    text
+}
+
+/// Send one request and measure it. Never fails: problems land in `Exchange::error`.
+pub async fn exchange(client: &reqwest::Client, target: &Target, body: Bytes) -> Exchange {
+    let sent = Instant::now();
+    let deadline = sent + target.timeout;
+    let request = client.post(&target.url).headers(target.headers.clone()).body(body);
+    let response = match tokio::time::timeout_at(deadline, request.send()).await {
+        Err(_) => return failed(ErrorKind::Timeout, format!("no response within {:?}", target.timeout)),
+        Ok(Err(e)) => return failed(classify(&e), describe(&e)),
+        Ok(Ok(r)) => r,
+    };
+    let status = response.status();
+    let mut chunks: Vec<(Instant, Bytes)> = Vec::new();
+    let mut cut = None;
+    let mut response = response;
+    loop {
+        match tokio::time::timeout_at(deadline, response.chunk()).await {
+            Err(_) => {
+                cut = Some((
+                    ErrorKind::Timeout,
+                    format!("response not finished within {:?}", target.timeout),
+                ));
+                break;
+            }
+            Ok(Ok(Some(bytes))) => chunks.push((Instant::now(), bytes)),
+            Ok(Ok(None)) => break,
+            Ok(Err(e)) => {
+                cut = Some((
+                    ErrorKind::StreamCut,
+                    format!("the response broke off: {}", describe(&e)),
+                ));
+                break;
+            }
+        }
+    }
+    let ended = chunks.last().map_or_else(Instant::now, |c| c.0);
+    if !status.is_success() {
+        let body: Vec<u8> = chunks.iter().flat_map(|(_, b)| b.iter().copied()).collect();
+        let message = serde_json::from_slice::<Value>(&body)
+            .ok()
+            .and_then(|v| {
+                v["error"]["message"]
+                    .as_str()
+                    .or(v["detail"].as_str())
+                    .map(str::to_string)
+            })
+            .unwrap_or_else(|| String::from_utf8_lossy(&body[..body.len().min(200)]).into_owned());
+        return failed(ErrorKind::HttpStatus, format!("HTTP {}: {message}", status.as_u16()));
+    }
+    let mut ex = if target.stream {
+        parse_stream(&chunks, sent, target.endpoint)
+    } else {
+        parse_whole(&chunks, sent, target.endpoint)
+    };
+    if ex.error.is_none() {
+        if let Some(cut) = cut {
+            ex.error = Some(cut);
+        }
+    }
+    if ex.error.is_none() {
+        ex.e2el_ms = Some(ms(ended - sent));
+    }
+    ex
+}
+
+fn failed(kind: ErrorKind, message: String) -> Exchange {
+    Exchange {
+        error: Some((kind, message)),
+        ..Exchange::default()
+    }
+}
+
+fn ms(d: Duration) -> f64 {
+    d.as_secs_f64() * 1e3
+}
+
+/// The generated text of a chunk or body (chat delta / message content, or completion text).
+fn content(v: &Value, endpoint: EndpointKind, streamed: bool) -> String {
+    let Some(choices) = v.get("choices").and_then(Value::as_array) else {
+        return String::new();
+    };
+    choices
+        .iter()
+        .filter_map(|c| match (endpoint, streamed) {
+            (EndpointKind::Chat, true) => c["delta"]["content"].as_str(),
+            (EndpointKind::Chat, false) => c["message"]["content"].as_str(),
+            (EndpointKind::Completions, _) => c["text"].as_str(),
+        })
+        .collect()
+}
+
+fn note_usage(ex: &mut Exchange, v: &Value) {
+    if let Some(usage) = v.get("usage").and_then(Value::as_object) {
+        if let Some(t) = usage.get("completion_tokens").and_then(Value::as_u64) {
+            ex.completion_tokens = Some(t);
+        }
+        if let Some(t) = usage.get("prompt_tokens").and_then(Value::as_u64) {
+            ex.prompt_tokens = Some(t);
+        }
+    }
+}
+
+fn finish_scan(ex: &mut Exchange, scan: PayloadScan) {
+    match scan.finish() {
+        PayloadOutcome::Record(r) => ex.spec = Some(r),
+        PayloadOutcome::NoStats => {}
+        PayloadOutcome::Rejected(r) => ex.spec_rejected = Some(format!("{}: {r}", r.kind())),
+    }
+}
+
+/// Split the received bytes into SSE events, each stamped with the arrival of the chunk that
+/// completed it.
+fn sse_events(chunks: &[(Instant, Bytes)]) -> (Vec<(Instant, String)>, bool) {
+    let mut events = Vec::new();
+    let mut pending: Vec<u8> = Vec::new();
+    for (at, bytes) in chunks {
+        pending.extend_from_slice(bytes);
+        while let Some((end, sep)) = find_event_end(&pending) {
+            let event: Vec<u8> = pending.drain(..end + sep).take(end).collect();
+            let text = String::from_utf8_lossy(&event);
+            let data: Vec<&str> = text
+                .lines()
+                .filter_map(|l| l.strip_prefix("data:").map(|d| d.strip_prefix(' ').unwrap_or(d)))
+                .collect();
+            if !data.is_empty() {
+                events.push((*at, data.join("\n")));
+            }
+        }
+    }
+    let trailing = !pending.iter().all(u8::is_ascii_whitespace);
+    (events, trailing)
+}
+
+/// End of the first event (`\n\n` or `\r\n\r\n`) and the separator's length.
+fn find_event_end(buf: &[u8]) -> Option<(usize, usize)> {
+    let lf = buf.windows(2).position(|w| w == b"\n\n").map(|i| (i, 2));
+    let crlf = buf.windows(4).position(|w| w == b"\r\n\r\n").map(|i| (i, 4));
+    match (lf, crlf) {
+        (Some(a), Some(b)) => Some(if a.0 <= b.0 { a } else { b }),
+        (a, b) => a.or(b),
+    }
+}
+
+fn parse_stream(chunks: &[(Instant, Bytes)], sent: Instant, endpoint: EndpointKind) -> Exchange {
+    let mut ex = Exchange::default();
+    let (events, trailing) = sse_events(chunks);
+    let mut scan = PayloadScan::new();
+    let mut last_content: Option<Instant> = None;
+    let mut done = false;
+    for (at, data) in &events {
+        if data.trim() == "[DONE]" {
+            done = true;
+            continue;
+        }
+        let v: Value = match serde_json::from_str(data) {
+            Ok(v) => v,
+            Err(e) => {
+                ex.error = Some((ErrorKind::BadResponse, format!("an SSE event is not JSON: {e}")));
+                return ex;
+            }
+        };
+        if let Some(err) = v.get("error") {
+            ex.error = Some((ErrorKind::BadResponse, format!("error event in the stream: {err}")));
+            return ex;
+        }
+        let text = content(&v, endpoint, true);
+        if !text.is_empty() {
+            ex.generated_words += text.split_whitespace().count() as u64;
+            match last_content {
+                None => ex.ttft_ms = Some(ms(*at - sent)),
+                Some(prev) => ex.itl_ms.push(ms(*at - prev)),
+            }
+            last_content = Some(*at);
+        }
+        note_usage(&mut ex, &v);
+        scan.push(&v);
+    }
+    if !done {
+        ex.error = Some((
+            ErrorKind::StreamCut,
+            if trailing {
+                "the stream ended inside an event".into()
+            } else {
+                "the stream ended without [DONE]".into()
+            },
+        ));
+        return ex;
+    }
+    if ex.ttft_ms.is_none() {
+        ex.error = Some((ErrorKind::BadResponse, "the stream carried no generated text".into()));
+        return ex;
+    }
+    finish_scan(&mut ex, scan);
+    ex
+}
+
+fn parse_whole(chunks: &[(Instant, Bytes)], sent: Instant, endpoint: EndpointKind) -> Exchange {
+    let mut ex = Exchange::default();
+    let body: Vec<u8> = chunks.iter().flat_map(|(_, b)| b.iter().copied()).collect();
+    let v: Value = match serde_json::from_slice(&body) {
+        Ok(v) => v,
+        Err(e) => {
+            ex.error = Some((ErrorKind::BadResponse, format!("the response is not JSON: {e}")));
+            return ex;
+        }
+    };
+    ex.generated_words = content(&v, endpoint, false).split_whitespace().count() as u64;
+    // Without a stream the first token arrives with the whole answer.
+    ex.ttft_ms = chunks.last().map(|(at, _)| ms(*at - sent));
+    note_usage(&mut ex, &v);
+    let mut scan = PayloadScan::new();
+    scan.push(&v);
+    finish_scan(&mut ex, scan);
+    ex
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn at(base: Instant, ms: u64, text: &str) -> (Instant, Bytes) {
+        (base + Duration::from_millis(ms), Bytes::from(text.to_string()))
+    }
+
+    #[test]
+    fn sse_events_split_across_chunks_take_the_completing_chunk_time() {
+        let t = Instant::now();
+        let chunks = [
+            at(t, 10, "data: {\"a\":1}\n\ndata: {\"b\""),
+            at(t, 20, ":2}\r\n\r\n: comment\n\ndata: [DONE]\n\n"),
+        ];
+        let (events, trailing) = sse_events(&chunks);
+        assert!(!trailing);
+        let got: Vec<(u64, &str)> = events
+            .iter()
+            .map(|(i, d)| ((*i - t).as_millis() as u64, d.as_str()))
+            .collect();
+        assert_eq!(got, vec![(10, "{\"a\":1}"), (20, "{\"b\":2}"), (20, "[DONE]")]);
+    }
+
+    #[test]
+    fn stream_timing_counts_content_chunks_only() {
+        let t = Instant::now();
+        let role = "data: {\"choices\":[{\"delta\":{\"role\":\"assistant\",\"content\":\"\"}}]}\n\n";
+        let chunks = [
+            at(t, 5, role),
+            at(t, 50, "data: {\"choices\":[{\"delta\":{\"content\":\" a b\"}}]}\n\n"),
+            at(t, 60, "data: {\"choices\":[{\"delta\":{\"content\":\" c\"}}]}\n\n"),
+            at(
+                t,
+                75,
+                "data: {\"choices\":[{\"delta\":{},\"finish_reason\":\"length\"}]}\n\n",
+            ),
+            at(
+                t,
+                76,
+                "data: {\"choices\":[],\"usage\":{\"prompt_tokens\":3,\"completion_tokens\":3}}\n\ndata: [DONE]\n\n",
+            ),
+        ];
+        let ex = parse_stream(&chunks, t, EndpointKind::Chat);
+        assert_eq!(ex.error, None);
+        assert_eq!(ex.ttft_ms, Some(50.0));
+        assert_eq!(ex.itl_ms, vec![10.0]);
+        assert_eq!(
+            (ex.prompt_tokens, ex.completion_tokens, ex.generated_words),
+            (Some(3), Some(3), 3)
+        );
+        let cut = parse_stream(&chunks[..3], t, EndpointKind::Chat);
+        assert_eq!(cut.error.unwrap().0, ErrorKind::StreamCut);
+        let garbage = [at(t, 1, "data: {not json\n\n")];
+        assert_eq!(
+            parse_stream(&garbage, t, EndpointKind::Chat).error.unwrap().0,
+            ErrorKind::BadResponse
+        );
+    }
+}

@@ -1,0 +1,616 @@
+//! `speclens bench`: the load generator. Requests are dispatched on schedule (concurrency
+//! limit, request rate with Poisson/gamma/constant gaps), timed by [`client`], and their records
+//! folded by one aggregator that writes `records.jsonl` as they finish. Both spec-decode paths
+//! are collected: per-request payloads, and `/metrics` before/after the window plus a live
+//! timeline. Ctrl-C stops sending, drains what is in flight (bounded) and saves a partial run.
+
+pub mod client;
+mod report;
+pub mod scrape;
+pub mod workload;
+
+use std::collections::{BTreeMap, HashMap};
+use std::io::Write;
+use std::path::PathBuf;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use indicatif::ProgressBar;
+use rand::rngs::SmallRng;
+use rand::SeedableRng;
+use rand_distr::{Distribution, Exp, Gamma};
+use reqwest::header::{HeaderMap, HeaderName, HeaderValue, AUTHORIZATION};
+use speclens_shared::aggregate::SpecAggregator;
+use speclens_shared::run::{ErrorKind, RequestRecord};
+use speclens_shared::scrape::{CounterSet, ScrapeFailure};
+use tokio::sync::{mpsc, watch, Semaphore};
+use tokio::task::JoinSet;
+use tokio::time::Instant;
+
+use crate::cli::{Arrival, BenchArgs, EndpointKind};
+use crate::error::CollectorError;
+use client::{exchange, Target};
+use scrape::{Endpoint, Timeline};
+use workload::{BodyOptions, Prompt};
+
+/// Validated settings of a run (the API key stays in the headers, never in here).
+#[derive(Debug, Clone)]
+pub struct BenchSettings {
+    pub args: BenchArgs,
+    pub model: String,
+    pub out_dir: PathBuf,
+    pub endpoints: Vec<Endpoint>,
+}
+
+/// Messages from the dispatcher and the request tasks to the aggregator.
+enum Event {
+    Sent {
+        id: u64,
+        url: String,
+        category: Option<String>,
+        start_ms: f64,
+        input_tokens: u64,
+    },
+    Done(Box<RequestRecord>),
+}
+
+/// What the load phase produced.
+pub struct LoadOutcome {
+    pub records: Vec<RequestRecord>,
+    /// Seconds from the window's first send to its last completion.
+    pub duration_s: f64,
+    pub max_in_flight: u64,
+    pub partial: bool,
+}
+
+fn header_map(args: &BenchArgs) -> Result<HeaderMap, CollectorError> {
+    let mut headers = HeaderMap::new();
+    headers.insert(
+        reqwest::header::CONTENT_TYPE,
+        HeaderValue::from_static("application/json"),
+    );
+    if let Some(key) = &args.api_key {
+        let mut value = HeaderValue::from_str(&format!("Bearer {key}")).map_err(|_| {
+            CollectorError::InvalidArgument("the API key holds characters a header cannot carry".into())
+        })?;
+        value.set_sensitive(true);
+        headers.insert(AUTHORIZATION, value);
+    }
+    for h in &args.headers {
+        let (name, value) = h
+            .split_once(':')
+            .ok_or_else(|| CollectorError::InvalidArgument(format!("--header takes \"Name: value\", got {h:?}")))?;
+        let name = HeaderName::from_bytes(name.trim().as_bytes())
+            .map_err(|_| CollectorError::InvalidArgument(format!("bad header name in {h:?}")))?;
+        let value = HeaderValue::from_str(value.trim())
+            .map_err(|_| CollectorError::InvalidArgument(format!("bad header value in {h:?}")))?;
+        headers.insert(name, value);
+    }
+    Ok(headers)
+}
+
+fn http_client(args: &BenchArgs) -> Result<reqwest::Client, CollectorError> {
+    reqwest::Client::builder()
+        .tcp_nodelay(true)
+        .pool_max_idle_per_host(args.concurrency.map_or(1024, |c| c as usize).min(4096))
+        .build()
+        .map_err(|e| CollectorError::InvalidArgument(format!("cannot build the HTTP client: {e}")))
+}
+
+/// The model to ask for: `--model`, else the first one the first server lists.
+async fn resolve_model(
+    client: &reqwest::Client,
+    args: &BenchArgs,
+    headers: &HeaderMap,
+) -> Result<String, CollectorError> {
+    if let Some(m) = &args.model {
+        return Ok(m.clone());
+    }
+    let url = format!("{}/v1/models", args.urls[0].trim_end_matches('/'));
+    let fail =
+        |why: String| CollectorError::InvalidArgument(format!("cannot list models at {url} ({why}); pass --model"));
+    let response = client
+        .get(&url)
+        .headers(headers.clone())
+        .send()
+        .await
+        .map_err(|e| fail(e.to_string()))?;
+    if !response.status().is_success() {
+        return Err(fail(format!("HTTP {}", response.status().as_u16())));
+    }
+    let v: serde_json::Value = response.json().await.map_err(|e| fail(e.to_string()))?;
+    v["data"][0]["id"]
+        .as_str()
+        .map(str::to_string)
+        .ok_or_else(|| fail("no model listed".into()))
+}
+
+/// Validate flags that need no network.
+fn check_args(args: &BenchArgs) -> Result<(), CollectorError> {
+    let invalid = |m: String| Err(CollectorError::InvalidArgument(m));
+    if args.urls.is_empty() {
+        return invalid("give at least one --url".into());
+    }
+    if let Some(r) = args.request_rate {
+        if r.is_nan() || r <= 0.0 {
+            return invalid(format!("--request-rate must be > 0, got {r}"));
+        }
+    }
+    if args.concurrency == Some(0) {
+        return invalid("--concurrency must be at least 1".into());
+    }
+    if !(args.burstiness.is_finite() && args.burstiness > 0.0) {
+        return invalid(format!("--burstiness must be > 0, got {}", args.burstiness));
+    }
+    if args.duration.is_some_and(|d| !(d.is_finite() && d > 0.0)) {
+        return invalid("--duration must be a number of seconds > 0".into());
+    }
+    if !(args.timeout > 0.0 && args.scrape_interval > 0.0 && args.drain_timeout >= 0.0) {
+        return invalid("--timeout and --scrape-interval must be > 0, --drain-timeout ≥ 0".into());
+    }
+    if args.percentiles.iter().any(|p| !(0.0..=100.0).contains(p)) {
+        return invalid("--percentiles must lie in [0, 100]".into());
+    }
+    if args.num_prompts == 0 && args.duration.is_none() {
+        return invalid("--num-prompts must be at least 1".into());
+    }
+    Ok(())
+}
+
+/// Gap before each request, in seconds (0 without a rate).
+struct Schedule {
+    rng: SmallRng,
+    rate: Option<f64>,
+    arrival: Arrival,
+    burstiness: f64,
+}
+
+impl Schedule {
+    fn next_gap_s(&mut self) -> f64 {
+        let Some(rate) = self.rate.filter(|r| r.is_finite()) else {
+            return 0.0;
+        };
+        match self.arrival {
+            Arrival::Constant => 1.0 / rate,
+            Arrival::Poisson if (self.burstiness - 1.0).abs() < 1e-12 => {
+                Exp::new(rate).map_or(1.0 / rate, |d| d.sample(&mut self.rng))
+            }
+            Arrival::Poisson => Gamma::new(self.burstiness, 1.0 / (rate * self.burstiness))
+                .map_or(1.0 / rate, |d| d.sample(&mut self.rng)),
+        }
+    }
+}
+
+struct Shared {
+    client: reqwest::Client,
+    targets: Vec<Target>,
+    in_flight: AtomicU64,
+    max_in_flight: AtomicU64,
+}
+
+/// Send `prompts` (ids from `first_id`) and fold their records; stops early on `cancel`.
+#[allow(clippy::too_many_arguments)]
+async fn run_phase(
+    shared: &Arc<Shared>,
+    prompts: &[Prompt],
+    bodies: &[axum::body::Bytes],
+    first_id: u64,
+    warmup: bool,
+    settings: &BenchSettings,
+    started: Instant,
+    records_out: &mut std::io::BufWriter<std::fs::File>,
+    progress: &ProgressBar,
+    cancel: &mut watch::Receiver<bool>,
+) -> Result<(Vec<RequestRecord>, bool), CollectorError> {
+    let args = &settings.args;
+    let (tx, mut rx) = mpsc::unbounded_channel::<Event>();
+    let limit = Arc::new(Semaphore::new(
+        args.concurrency.map_or(Semaphore::MAX_PERMITS, |c| c as usize),
+    ));
+    let mut schedule = Schedule {
+        rng: SmallRng::seed_from_u64(args.seed ^ 0x5eed),
+        rate: if warmup { None } else { args.request_rate },
+        arrival: args.arrival,
+        burstiness: args.burstiness,
+    };
+    let duration = if warmup {
+        None
+    } else {
+        args.duration.map(Duration::from_secs_f64)
+    };
+    let phase_start = Instant::now();
+    let mut tasks = JoinSet::new();
+    let dispatcher = {
+        let shared = shared.clone();
+        let prompts = prompts.to_vec();
+        let bodies = bodies.to_vec();
+        let tx = tx.clone();
+        let mut cancel = cancel.clone();
+        let count = if duration.is_some() {
+            u64::MAX
+        } else {
+            prompts.len() as u64
+        };
+        async move {
+            let mut next_at = phase_start;
+            for i in 0..count {
+                if *cancel.borrow() {
+                    break;
+                }
+                next_at += Duration::from_secs_f64(schedule.next_gap_s());
+                if let Some(d) = duration {
+                    if next_at > phase_start + d {
+                        break;
+                    }
+                }
+                tokio::select! {
+                    _ = tokio::time::sleep_until(next_at) => {}
+                    _ = cancel.changed() => break,
+                }
+                let permit = tokio::select! {
+                    p = limit.clone().acquire_owned() => match p { Ok(p) => p, Err(_) => break },
+                    _ = cancel.changed() => break,
+                };
+                if *cancel.borrow() {
+                    break;
+                }
+                let idx = (i % prompts.len() as u64) as usize;
+                let id = first_id + i;
+                let target_idx = (id % shared.targets.len() as u64) as usize;
+                let prompt = &prompts[idx];
+                let start_ms = (Instant::now() - started).as_secs_f64() * 1e3;
+                let _ = tx.send(Event::Sent {
+                    id,
+                    url: shared.targets[target_idx].url.clone(),
+                    category: prompt.category.clone(),
+                    start_ms,
+                    input_tokens: prompt.input_tokens,
+                });
+                let body = bodies[idx].clone();
+                let shared2 = shared.clone();
+                let tx2 = tx.clone();
+                let category = prompt.category.clone();
+                let estimate = prompt.input_tokens;
+                tasks.spawn(async move {
+                    let now = shared2.in_flight.fetch_add(1, Ordering::AcqRel) + 1;
+                    shared2.max_in_flight.fetch_max(now, Ordering::AcqRel);
+                    let target = &shared2.targets[target_idx];
+                    let ex = exchange(&shared2.client, target, body).await;
+                    shared2.in_flight.fetch_sub(1, Ordering::AcqRel);
+                    drop(permit);
+                    let record = to_record(id, target.url.clone(), category, warmup, start_ms, estimate, ex);
+                    let _ = tx2.send(Event::Done(Box::new(record)));
+                });
+            }
+            tasks
+        }
+    };
+    drop(tx);
+    let dispatch = tokio::spawn(dispatcher);
+
+    // Aggregator: fold records as they finish; remember what is still in flight.
+    let mut pending: HashMap<u64, (String, Option<String>, f64, u64)> = HashMap::new();
+    let mut records = Vec::new();
+    let mut partial = false;
+    let mut drain_deadline: Option<Instant> = None;
+    loop {
+        let next = match drain_deadline {
+            Some(deadline) => match tokio::time::timeout_at(deadline, rx.recv()).await {
+                Ok(e) => e,
+                Err(_) => break,
+            },
+            None => tokio::select! {
+                e = rx.recv() => e,
+                _ = cancel.changed() => {
+                    partial = true;
+                    drain_deadline = Some(Instant::now() + Duration::from_secs_f64(args.drain_timeout));
+                    continue;
+                }
+            },
+        };
+        let Some(event) = next else { break };
+        match event {
+            Event::Sent {
+                id,
+                url,
+                category,
+                start_ms,
+                input_tokens,
+                ..
+            } => {
+                pending.insert(id, (url, category, start_ms, input_tokens));
+            }
+            Event::Done(record) => {
+                pending.remove(&record.request_id);
+                write_record(records_out, &record)?;
+                progress.inc(1);
+                records.push(*record);
+            }
+        }
+    }
+    // Abandon what did not finish in the drain window (only after Ctrl-C).
+    if let Ok(mut tasks) = dispatch.await {
+        tasks.abort_all();
+        while tasks.join_next().await.is_some() {}
+    }
+    while let Ok(event) = rx.try_recv() {
+        match event {
+            Event::Sent {
+                id,
+                url,
+                category,
+                start_ms,
+                input_tokens,
+                ..
+            } => {
+                pending.insert(id, (url, category, start_ms, input_tokens));
+            }
+            Event::Done(record) => {
+                pending.remove(&record.request_id);
+                write_record(records_out, &record)?;
+                records.push(*record);
+            }
+        }
+    }
+    let mut abandoned: Vec<_> = pending.into_iter().collect();
+    abandoned.sort_by_key(|(id, _)| *id);
+    for (id, (url, category, start_ms, input_tokens)) in abandoned {
+        let ex = client::Exchange {
+            error: Some((ErrorKind::Cancelled, "stopped by the user before it finished".into())),
+            ..client::Exchange::default()
+        };
+        let record = to_record(id, url, category, warmup, start_ms, input_tokens, ex);
+        write_record(records_out, &record)?;
+        records.push(record);
+    }
+    records.sort_by_key(|r| r.request_id);
+    Ok((records, partial))
+}
+
+fn write_record(out: &mut std::io::BufWriter<std::fs::File>, record: &RequestRecord) -> Result<(), CollectorError> {
+    serde_json::to_writer(&mut *out, record).map_err(|e| CollectorError::Output(e.to_string()))?;
+    out.write_all(b"\n").map_err(|e| CollectorError::Output(e.to_string()))
+}
+
+fn to_record(
+    id: u64,
+    url: String,
+    category: Option<String>,
+    warmup: bool,
+    start_ms: f64,
+    input_estimate: u64,
+    ex: client::Exchange,
+) -> RequestRecord {
+    let success = ex.error.is_none();
+    let (error_kind, error) = match ex.error {
+        Some((k, m)) => (Some(k), Some(m)),
+        None => (None, None),
+    };
+    let output_tokens = if success {
+        ex.completion_tokens.unwrap_or(ex.generated_words)
+    } else {
+        0
+    };
+    let spec_decode_acceptance = ex.spec.map(|mut r| {
+        r.completion_tokens = r.completion_tokens.or(ex.completion_tokens);
+        r
+    });
+    RequestRecord {
+        request_id: id,
+        url,
+        category,
+        warmup,
+        start_ms,
+        success,
+        ttft_ms: ex.ttft_ms.filter(|_| success),
+        e2el_ms: ex.e2el_ms,
+        itl_ms: if success { ex.itl_ms } else { Vec::new() },
+        input_tokens: ex.prompt_tokens.unwrap_or(input_estimate),
+        output_tokens,
+        error_kind,
+        error,
+        spec_decode_acceptance,
+        spec_decode_rejected: ex.spec_rejected,
+    }
+}
+
+/// The before/after scrape of every endpoint.
+pub struct ScrapeWindow {
+    pub endpoint: Endpoint,
+    pub before: Result<CounterSet, ScrapeFailure>,
+    pub after: Result<CounterSet, ScrapeFailure>,
+}
+
+/// `speclens bench`: run, print, save. Returns the results folder.
+pub async fn run(args: BenchArgs) -> Result<PathBuf, CollectorError> {
+    check_args(&args)?;
+    let headers = header_map(&args)?;
+    let client = http_client(&args)?;
+    let model = resolve_model(&client, &args, &headers).await?;
+    let endpoints = if args.no_scrape {
+        Vec::new()
+    } else {
+        scrape::endpoints(&args.urls, &args.metrics_urls)?
+    };
+    let out_dir = match &args.out {
+        Some(dir) => dir.clone(),
+        None => report::default_out_dir(&args.label),
+    };
+    std::fs::create_dir_all(out_dir.join("performances"))
+        .map_err(|e| CollectorError::Output(format!("cannot create {}: {e}", out_dir.display())))?;
+    let settings = BenchSettings {
+        args,
+        model,
+        out_dir,
+        endpoints,
+    };
+    let args = &settings.args;
+
+    let window_count = if args.duration.is_some() {
+        args.num_prompts.max(1)
+    } else {
+        args.num_prompts
+    } as usize;
+    let all = workload::load(args, window_count + args.warmup as usize)?;
+    let (warm, window) = all.split_at(args.warmup as usize);
+    let opts = BodyOptions {
+        endpoint: args.endpoint,
+        model: &settings.model,
+        stream: !args.no_stream,
+        temperature: args.temperature,
+        sglang_spec_details: args.sglang_spec_details,
+    };
+    let warm_bodies: Vec<_> = warm.iter().map(|p| workload::body(p, &opts)).collect();
+    let window_bodies: Vec<_> = window.iter().map(|p| workload::body(p, &opts)).collect();
+    let path = match args.endpoint {
+        EndpointKind::Chat => "/v1/chat/completions",
+        EndpointKind::Completions => "/v1/completions",
+    };
+    let timeout = Duration::from_secs_f64(args.timeout);
+    let targets = args
+        .urls
+        .iter()
+        .map(|u| Target {
+            url: format!("{}{path}", u.trim_end_matches('/')),
+            endpoint: args.endpoint,
+            headers: headers.clone(),
+            stream: !args.no_stream,
+            timeout,
+        })
+        .collect();
+    let shared = Arc::new(Shared {
+        client: client.clone(),
+        targets,
+        in_flight: AtomicU64::new(0),
+        max_in_flight: AtomicU64::new(0),
+    });
+
+    // The sender stays alive for the whole run (a dropped sender would read as a change).
+    let (cancel_tx, mut cancel) = watch::channel(false);
+    let cancel_tx = Arc::new(cancel_tx);
+    let ctrl_c = {
+        let cancel_tx = cancel_tx.clone();
+        tokio::spawn(async move {
+            if tokio::signal::ctrl_c().await.is_ok() {
+                eprintln!("\nspeclens: stopping — waiting for requests in flight, then saving a partial run");
+                let _ = cancel_tx.send(true);
+            }
+        })
+    };
+
+    let records_tmp = settings.out_dir.join(".records.jsonl.tmp");
+    let file = std::fs::File::create(&records_tmp)
+        .map_err(|e| CollectorError::Output(format!("cannot write {}: {e}", records_tmp.display())))?;
+    let mut records_out = std::io::BufWriter::new(file);
+    let total = warm.len() as u64
+        + if args.duration.is_some() {
+            0
+        } else {
+            window.len() as u64
+        };
+    let progress = report::progress_bar(total, args.duration);
+    let started = Instant::now();
+
+    let (mut records, mut partial) = if warm.is_empty() {
+        (Vec::new(), false)
+    } else {
+        run_phase(
+            &shared,
+            warm,
+            &warm_bodies,
+            0,
+            true,
+            &settings,
+            started,
+            &mut records_out,
+            &progress,
+            &mut cancel,
+        )
+        .await?
+    };
+    let before: Vec<_> =
+        futures_util::future::join_all(settings.endpoints.iter().map(|e| scrape::fetch(&client, &e.url))).await;
+    let timeline = Arc::new(Mutex::new(Timeline::default()));
+    let (stop_tx, stop_rx) = watch::channel(false);
+    let samplers: Vec<_> = settings
+        .endpoints
+        .iter()
+        .map(|e| {
+            tokio::spawn(scrape::sample_live(
+                client.clone(),
+                e.clone(),
+                Duration::from_secs_f64(args.scrape_interval),
+                started,
+                timeline.clone(),
+                stop_rx.clone(),
+            ))
+        })
+        .collect();
+    let window_start = Instant::now();
+    if !partial {
+        let (window_records, window_partial) = run_phase(
+            &shared,
+            window,
+            &window_bodies,
+            warm.len() as u64,
+            false,
+            &settings,
+            started,
+            &mut records_out,
+            &progress,
+            &mut cancel,
+        )
+        .await?;
+        records.extend(window_records);
+        partial = window_partial;
+    }
+    let duration_s = (Instant::now() - window_start).as_secs_f64();
+    progress.finish_and_clear();
+    let _ = stop_tx.send(true);
+    for s in samplers {
+        let _ = s.await;
+    }
+    let after: Vec<_> = futures_util::future::join_all(
+        settings
+            .endpoints
+            .iter()
+            .map(|e| scrape::fetch_settled(&client, &e.url, Duration::from_secs(2))),
+    )
+    .await;
+    ctrl_c.abort();
+    records_out.flush().map_err(|e| CollectorError::Output(e.to_string()))?;
+    drop(records_out);
+    let windows: Vec<ScrapeWindow> = settings
+        .endpoints
+        .iter()
+        .cloned()
+        .zip(before.into_iter().zip(after))
+        .map(|(endpoint, (before, after))| ScrapeWindow {
+            endpoint,
+            before,
+            after,
+        })
+        .collect();
+    let timeline = std::mem::take(&mut *timeline.lock().unwrap_or_else(|p| p.into_inner()));
+    let outcome = LoadOutcome {
+        records,
+        duration_s,
+        max_in_flight: shared.max_in_flight.load(Ordering::Acquire),
+        partial,
+    };
+    let mut spec = SpecAggregator::new();
+    let mut rejected: BTreeMap<String, u64> = BTreeMap::new();
+    for r in outcome.records.iter().filter(|r| !r.warmup && r.success) {
+        if let Some(rec) = &r.spec_decode_acceptance {
+            spec.push(rec);
+        }
+        if let Some(reason) = &r.spec_decode_rejected {
+            *rejected
+                .entry(reason.split(':').next().unwrap_or(reason).to_string())
+                .or_default() += 1;
+        }
+    }
+    report::save_and_print(&settings, &outcome, &windows, &timeline, &spec, &rejected, &records_tmp)?;
+    Ok(settings.out_dir.clone())
+}

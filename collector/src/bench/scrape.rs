@@ -1,0 +1,304 @@
+//! The server-scrape path from the collector's side: which `/metrics` endpoints a run reads,
+//! fetching them (failures become SPEC §1.3 reasons, never errors), the settled "after"
+//! snapshot, the live sampler that builds the timeline, and `speclens scrape`.
+
+use std::collections::BTreeMap;
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use serde::{Deserialize, Serialize};
+use speclens_shared::scrape::{
+    counters_from_text, derive_stats, parse_metrics, CounterSet, IncreaseAccumulator, ScrapeFailure,
+};
+use tokio::sync::watch;
+use tokio::time::Instant;
+
+use crate::error::CollectorError;
+
+/// One metrics endpoint: its `host:port` label and full URL.
+#[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord)]
+pub struct Endpoint {
+    pub label: String,
+    pub url: String,
+}
+
+/// `host:port` of a URL (IPv6 literals keep their brackets), with the scheme's default port.
+pub fn host_port(url: &str) -> Result<(String, String), CollectorError> {
+    let parsed =
+        reqwest::Url::parse(url).map_err(|e| CollectorError::InvalidArgument(format!("bad URL {url:?}: {e}")))?;
+    let host = match parsed.host() {
+        Some(url::Host::Ipv6(a)) => format!("[{a}]"),
+        Some(h) => h.to_string(),
+        None => return Err(CollectorError::InvalidArgument(format!("URL {url:?} has no host"))),
+    };
+    let port = parsed.port_or_known_default().unwrap_or(80);
+    Ok((format!("{host}:{port}"), parsed.scheme().to_string()))
+}
+
+/// The endpoints to scrape: the explicit ones, else `/metrics` of each unique server.
+pub fn endpoints(server_urls: &[String], explicit: &[String]) -> Result<Vec<Endpoint>, CollectorError> {
+    let mut out: Vec<Endpoint> = Vec::new();
+    if explicit.is_empty() {
+        for url in server_urls {
+            let (label, scheme) = host_port(url)?;
+            if !out.iter().any(|e| e.label == label) {
+                out.push(Endpoint {
+                    url: format!("{scheme}://{label}/metrics"),
+                    label,
+                });
+            }
+        }
+    } else {
+        for url in explicit {
+            let (label, _) = host_port(url)?;
+            if !out.iter().any(|e| e.url == *url) {
+                out.push(Endpoint {
+                    label,
+                    url: url.clone(),
+                });
+            }
+        }
+    }
+    Ok(out)
+}
+
+/// Fetch a metrics text; the failure says why, in SPEC §1.3's words.
+pub async fn fetch_text(client: &reqwest::Client, url: &str) -> Result<String, ScrapeFailure> {
+    let fail = |cause: String| ScrapeFailure::Fetch {
+        url: url.to_string(),
+        cause,
+    };
+    let response = client.get(url).send().await.map_err(|e| fail(e.to_string()))?;
+    if !response.status().is_success() {
+        return Err(ScrapeFailure::Http(response.status().as_u16()));
+    }
+    response.text().await.map_err(|e| fail(e.to_string()))
+}
+
+/// Fetch and parse one snapshot of the spec-decode counters.
+pub async fn fetch(client: &reqwest::Client, url: &str) -> Result<CounterSet, ScrapeFailure> {
+    counters_from_text(&fetch_text(client, url).await?)
+}
+
+/// The "after" snapshot: scrape until two in a row agree (an engine can answer before it
+/// records its last step), at most `limit`.
+pub async fn fetch_settled(client: &reqwest::Client, url: &str, limit: Duration) -> Result<CounterSet, ScrapeFailure> {
+    let deadline = Instant::now() + limit;
+    let mut last = fetch(client, url).await?;
+    while Instant::now() < deadline {
+        tokio::time::sleep(Duration::from_millis(100)).await;
+        let next = fetch(client, url).await?;
+        if next.total == last.total {
+            return Ok(next);
+        }
+        last = next;
+    }
+    Ok(last)
+}
+
+/// One point of the live timeline: rates between two scrapes of one endpoint.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct TimelinePoint {
+    pub endpoint: String,
+    /// Seconds since the run started (end of the interval).
+    pub t_s: f64,
+    pub interval_s: f64,
+    pub accepted_per_s: f64,
+    pub drafted_per_s: f64,
+    pub drafts_per_s: f64,
+    /// Percent; absent when nothing was drafted in the interval.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub acceptance_rate: Option<f64>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub acceptance_length: Option<f64>,
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    pub per_position: BTreeMap<u32, f64>,
+    /// Scrape failure of this interval, if any.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub error: Option<String>,
+}
+
+/// The live sampler's shared output.
+#[derive(Debug, Default)]
+pub struct Timeline {
+    pub points: Vec<TimelinePoint>,
+    /// Counter resets seen during the run, per endpoint.
+    pub resets: Vec<String>,
+}
+
+/// Scrape `endpoint` every `interval` until `stop` turns true, appending to `timeline`.
+pub async fn sample_live(
+    client: reqwest::Client,
+    endpoint: Endpoint,
+    interval: Duration,
+    started: Instant,
+    timeline: Arc<Mutex<Timeline>>,
+    mut stop: watch::Receiver<bool>,
+) {
+    let mut acc = IncreaseAccumulator::default();
+    let mut ticker = tokio::time::interval(interval);
+    ticker.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
+    let mut last_at: Option<Instant> = None;
+    let mut stopping = false;
+    loop {
+        if stopping {
+            return;
+        }
+        // One last scrape when the run ends closes the final interval.
+        tokio::select! {
+            _ = ticker.tick() => {}
+            _ = stop.changed() => stopping = true,
+        }
+        let at = Instant::now();
+        let t_s = (at - started).as_secs_f64();
+        let point = match fetch(&client, &endpoint.url).await {
+            Err(e) => Some(TimelinePoint {
+                endpoint: endpoint.label.clone(),
+                t_s,
+                interval_s: 0.0,
+                accepted_per_s: 0.0,
+                drafted_per_s: 0.0,
+                drafts_per_s: 0.0,
+                acceptance_rate: None,
+                acceptance_length: None,
+                per_position: BTreeMap::new(),
+                error: Some(e.to_string()),
+            }),
+            Ok(counters) => {
+                let resets_before = acc.resets.len();
+                let step = acc.observe(&counters);
+                let new_resets: Vec<String> = acc.resets[resets_before..]
+                    .iter()
+                    .map(|r| format!("[{}] {r}", endpoint.label))
+                    .collect();
+                if !new_resets.is_empty() {
+                    timeline
+                        .lock()
+                        .unwrap_or_else(|p| p.into_inner())
+                        .resets
+                        .extend(new_resets);
+                }
+                last_at.replace(at).map(|prev| {
+                    let dt = (at - prev).as_secs_f64().max(1e-9);
+                    let stats = derive_stats(&step).ok();
+                    TimelinePoint {
+                        endpoint: endpoint.label.clone(),
+                        t_s,
+                        interval_s: dt,
+                        accepted_per_s: step.num_accepted_tokens as f64 / dt,
+                        drafted_per_s: step.num_draft_tokens as f64 / dt,
+                        drafts_per_s: step.num_drafts as f64 / dt,
+                        acceptance_rate: stats.as_ref().map(|s| s.acceptance_rate),
+                        acceptance_length: stats.as_ref().map(|s| s.acceptance_length),
+                        per_position: stats.map(|s| s.per_position_acceptance_rates).unwrap_or_default(),
+                        error: None,
+                    }
+                })
+            }
+        };
+        if let Some(p) = point {
+            timeline.lock().unwrap_or_else(|p| p.into_inner()).points.push(p);
+        }
+    }
+}
+
+/// `speclens scrape URL [--watch]`.
+pub async fn run_scrape(args: crate::cli::ScrapeArgs) -> Result<(), CollectorError> {
+    let url = if args.url.trim_end_matches('/').ends_with("/metrics") {
+        args.url.clone()
+    } else {
+        let (label, scheme) = host_port(&args.url)?;
+        format!("{scheme}://{label}/metrics")
+    };
+    let client = reqwest::Client::builder()
+        .timeout(Duration::from_secs(10))
+        .build()
+        .map_err(|e| CollectorError::InvalidArgument(e.to_string()))?;
+    let mut acc = IncreaseAccumulator::default();
+    let mut last: Option<Instant> = None;
+    loop {
+        let at = Instant::now();
+        match fetch_text(&client, &url)
+            .await
+            .and_then(|t| parse_metrics(&t).map_err(ScrapeFailure::Invalid))
+        {
+            Err(e) => println!("{url}: {e}"),
+            Ok(snapshot) => {
+                if let Some(c) = &snapshot.counters {
+                    let t = &c.total;
+                    println!(
+                        "{url}: drafts {} · draft tokens {} · accepted {} · per position {:?}",
+                        t.num_drafts, t.num_draft_tokens, t.num_accepted_tokens, t.accepted_per_pos
+                    );
+                    match derive_stats(t) {
+                        Ok(d) => println!(
+                            "  since start: acceptance rate {:.2} % · acceptance length {:.2}",
+                            d.acceptance_rate, d.acceptance_length
+                        ),
+                        Err(reason) => println!("  since start: {reason}"),
+                    }
+                    let step = acc.observe(c);
+                    if let Some(prev) = last {
+                        let dt = (at - prev).as_secs_f64();
+                        match derive_stats(&step) {
+                            Ok(d) => println!(
+                                "  last {dt:.1} s: {:.1} accepted/s · {:.1} drafted/s · rate {:.2} % · length {:.2}",
+                                step.num_accepted_tokens as f64 / dt,
+                                step.num_draft_tokens as f64 / dt,
+                                d.acceptance_rate,
+                                d.acceptance_length
+                            ),
+                            Err(_) => println!("  last {dt:.1} s: No traffic"),
+                        }
+                    }
+                    for r in acc.resets.drain(..) {
+                        println!("  reset: {r}");
+                    }
+                } else if let Some(g) = &snapshot.sglang {
+                    println!(
+                        "{url}: SGLang gauges: accept length {:?} · accept rate {:?} · verify calls {:?}",
+                        g.accept_length, g.accept_rate, g.verify_calls_total
+                    );
+                } else {
+                    println!("{url}: {}", ScrapeFailure::NoSpecMetrics);
+                }
+            }
+        }
+        last = Some(at);
+        if !args.watch {
+            return Ok(());
+        }
+        tokio::select! {
+            _ = tokio::time::sleep(Duration::from_secs_f64(args.interval.max(0.1))) => {}
+            _ = tokio::signal::ctrl_c() => return Ok(()),
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn endpoints_are_unique_host_ports() {
+        let urls = vec![
+            "http://10.0.0.1:8080/v1".to_string(),
+            "http://10.0.0.1:8080".to_string(),
+            "https://example.com".to_string(),
+            "http://[::1]:9090".to_string(),
+        ];
+        let e = endpoints(&urls, &[]).unwrap();
+        let got: Vec<(&str, &str)> = e.iter().map(|e| (e.label.as_str(), e.url.as_str())).collect();
+        assert_eq!(
+            got,
+            vec![
+                ("10.0.0.1:8080", "http://10.0.0.1:8080/metrics"),
+                ("example.com:443", "https://example.com:443/metrics"),
+                ("[::1]:9090", "http://[::1]:9090/metrics"),
+            ]
+        );
+        let explicit = endpoints(&urls, &["http://127.0.0.1:9400/prom/metrics".into()]).unwrap();
+        assert_eq!(explicit[0].label, "127.0.0.1:9400");
+        assert!(endpoints(&["not a url".into()], &[]).is_err());
+    }
+}

@@ -1,0 +1,402 @@
+//! Request-level benchmark results (SPEC §4, as `vllm bench serve`): the per-request record,
+//! the run's latency and throughput metrics, their console layout, and the keys a `vllm bench
+//! serve` result JSON carries.
+
+use std::collections::BTreeMap;
+use std::fmt::Write;
+
+use serde::{Deserialize, Serialize};
+use serde_json::{Map, Value};
+
+use crate::aggregate::percentile;
+use crate::per_request::SpecRecord;
+use crate::scrape::SpecDecodeData;
+
+/// How a request failed, for counting by kind.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum ErrorKind {
+    /// The server answered with a non-success HTTP status.
+    HttpStatus,
+    /// No connection could be made.
+    Connect,
+    /// The request took longer than its timeout.
+    Timeout,
+    /// The body broke off, or a stream ended without its finish.
+    StreamCut,
+    /// The body was not the JSON / SSE an OpenAI-compatible server sends.
+    BadResponse,
+    /// Stopped by the user (Ctrl-C) before it finished.
+    Cancelled,
+}
+
+impl ErrorKind {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            ErrorKind::HttpStatus => "http_status",
+            ErrorKind::Connect => "connect",
+            ErrorKind::Timeout => "timeout",
+            ErrorKind::StreamCut => "stream_cut",
+            ErrorKind::BadResponse => "bad_response",
+            ErrorKind::Cancelled => "cancelled",
+        }
+    }
+}
+
+/// One sent request, as written to `records.jsonl`.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct RequestRecord {
+    /// Sequence number in sending order (0-based, warm-up included).
+    pub request_id: u64,
+    /// Base URL of the server it went to.
+    pub url: String,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub category: Option<String>,
+    /// Warm-up requests are excluded from every figure.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub warmup: bool,
+    /// Send time, milliseconds after the run started.
+    pub start_ms: f64,
+    pub success: bool,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub ttft_ms: Option<f64>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub e2el_ms: Option<f64>,
+    /// Gaps between consecutive content-bearing chunks.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub itl_ms: Vec<f64>,
+    pub input_tokens: u64,
+    pub output_tokens: u64,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub error_kind: Option<ErrorKind>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub error: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub spec_decode_acceptance: Option<SpecRecord>,
+    /// Why the request's spec-decode payload was rejected, when it was.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub spec_decode_rejected: Option<String>,
+}
+
+/// Mean, median, std and percentiles of one latency, in milliseconds.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct LatencyStats {
+    pub mean: f64,
+    pub median: f64,
+    /// Population standard deviation (numpy's default, as vLLM).
+    pub std: f64,
+    /// Requested percentiles, keyed by their name (`99`, `99.9`).
+    pub percentiles: BTreeMap<String, f64>,
+}
+
+impl LatencyStats {
+    /// Statistics of `values`; `None` when there are none.
+    pub fn from_values(mut values: Vec<f64>, percentiles: &[f64]) -> Option<LatencyStats> {
+        if values.is_empty() {
+            return None;
+        }
+        values.sort_by(f64::total_cmp);
+        let n = values.len() as f64;
+        let mean = values.iter().sum::<f64>() / n;
+        let std = (values.iter().map(|v| (v - mean) * (v - mean)).sum::<f64>() / n).sqrt();
+        Some(LatencyStats {
+            mean,
+            median: percentile(&values, 50.0).unwrap_or(mean),
+            std,
+            percentiles: percentiles
+                .iter()
+                .filter_map(|p| percentile(&values, *p).map(|v| (percentile_name(*p), v)))
+                .collect(),
+        })
+    }
+}
+
+/// `99` → "99", `99.9` → "99.9" (vLLM's key form `p99_ttft_ms`, `p99.9_ttft_ms`).
+pub fn percentile_name(p: f64) -> String {
+    if p.fract() == 0.0 {
+        format!("{p:.0}")
+    } else {
+        format!("{p}")
+    }
+}
+
+/// The run's request-level figures.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct RunMetrics {
+    pub duration_s: f64,
+    pub completed: u64,
+    pub failed: u64,
+    pub max_concurrency: Option<u64>,
+    pub request_rate: Option<f64>,
+    pub total_input_tokens: u64,
+    pub total_output_tokens: u64,
+    pub request_throughput: f64,
+    pub output_throughput: f64,
+    pub total_token_throughput: f64,
+    /// Most requests in flight at once.
+    pub max_concurrent_requests: u64,
+    pub ttft: Option<LatencyStats>,
+    pub tpot: Option<LatencyStats>,
+    pub itl: Option<LatencyStats>,
+    pub e2el: Option<LatencyStats>,
+}
+
+impl RunMetrics {
+    /// Compute from the window's records (warm-up excluded by the caller).
+    pub fn from_records<'a>(
+        records: impl IntoIterator<Item = &'a RequestRecord>,
+        duration_s: f64,
+        max_concurrency: Option<u64>,
+        request_rate: Option<f64>,
+        max_concurrent_requests: u64,
+        percentiles: &[f64],
+    ) -> RunMetrics {
+        let (mut completed, mut failed, mut input, mut output) = (0u64, 0u64, 0u64, 0u64);
+        let (mut ttft, mut tpot, mut itl, mut e2el) = (Vec::new(), Vec::new(), Vec::new(), Vec::new());
+        for r in records {
+            if !r.success {
+                failed += 1;
+                continue;
+            }
+            completed += 1;
+            input += r.input_tokens;
+            output += r.output_tokens;
+            if let Some(t) = r.ttft_ms {
+                ttft.push(t);
+                if let Some(e) = r.e2el_ms.filter(|_| r.output_tokens > 1) {
+                    tpot.push((e - t) / (r.output_tokens - 1) as f64);
+                }
+            }
+            itl.extend_from_slice(&r.itl_ms);
+            if let Some(e) = r.e2el_ms {
+                e2el.push(e);
+            }
+        }
+        let per_s = |v: f64| if duration_s > 0.0 { v / duration_s } else { 0.0 };
+        RunMetrics {
+            duration_s,
+            completed,
+            failed,
+            max_concurrency,
+            request_rate,
+            total_input_tokens: input,
+            total_output_tokens: output,
+            request_throughput: per_s(completed as f64),
+            output_throughput: per_s(output as f64),
+            total_token_throughput: per_s((input + output) as f64),
+            max_concurrent_requests,
+            ttft: LatencyStats::from_values(ttft, percentiles),
+            tpot: LatencyStats::from_values(tpot, percentiles),
+            itl: LatencyStats::from_values(itl, percentiles),
+            e2el: LatencyStats::from_values(e2el, percentiles),
+        }
+    }
+
+    /// The keys of a `vllm bench serve` result JSON (`mean_ttft_ms`, `p99_itl_ms`, …).
+    pub fn vllm_keys(&self) -> Map<String, Value> {
+        let mut m = Map::new();
+        let mut put = |k: &str, v: Value| {
+            m.insert(k.to_string(), v);
+        };
+        put("duration", self.duration_s.into());
+        put("completed", self.completed.into());
+        put("failed", self.failed.into());
+        put("max_concurrency", self.max_concurrency.map_or(Value::Null, Value::from));
+        put(
+            "request_rate",
+            self.request_rate.map_or_else(|| "inf".into(), Value::from),
+        );
+        put("total_input_tokens", self.total_input_tokens.into());
+        put("total_output_tokens", self.total_output_tokens.into());
+        put("request_throughput", self.request_throughput.into());
+        put("output_throughput", self.output_throughput.into());
+        put("total_token_throughput", self.total_token_throughput.into());
+        put("max_concurrent_requests", self.max_concurrent_requests.into());
+        for (name, stats) in [
+            ("ttft", &self.ttft),
+            ("tpot", &self.tpot),
+            ("itl", &self.itl),
+            ("e2el", &self.e2el),
+        ] {
+            let Some(s) = stats else { continue };
+            put(&format!("mean_{name}_ms"), s.mean.into());
+            put(&format!("median_{name}_ms"), s.median.into());
+            put(&format!("std_{name}_ms"), s.std.into());
+            for (p, v) in &s.percentiles {
+                put(&format!("p{p}_{name}_ms"), (*v).into());
+            }
+        }
+        m
+    }
+}
+
+/// `vllm bench serve`'s `spec_decode_*` result keys from a scrape-path window.
+pub fn spec_decode_keys(data: &SpecDecodeData) -> Map<String, Value> {
+    let mut m = Map::new();
+    m.insert("spec_decode_acceptance_rate".into(), data.acceptance_rate.into());
+    m.insert("spec_decode_acceptance_length".into(), data.acceptance_length.into());
+    m.insert("spec_decode_num_drafts".into(), data.num_drafts.into());
+    m.insert("spec_decode_draft_tokens".into(), data.draft_tokens.into());
+    m.insert("spec_decode_accepted_tokens".into(), data.accepted_tokens.into());
+    let per_pos: Vec<Value> = data
+        .per_position_acceptance_rates
+        .values()
+        .map(|v| (*v).into())
+        .collect();
+    m.insert("spec_decode_per_position_acceptance_rates".into(), per_pos.into());
+    m
+}
+
+fn header(out: &mut String, title: &str, fill: char) {
+    let _ = writeln!(out, "{}", center(title, fill, 50));
+}
+
+/// Python's `"{s:{c}^{n}}".format(...)`: centred, extra fill on the right.
+fn center(s: &str, fill: char, width: usize) -> String {
+    let len = s.chars().count();
+    if len >= width {
+        return s.to_string();
+    }
+    let left = (width - len) / 2;
+    let right = width - len - left;
+    format!("{}{s}{}", fill.to_string().repeat(left), fill.to_string().repeat(right))
+}
+
+fn row(out: &mut String, label: &str, value: impl std::fmt::Display) {
+    let _ = writeln!(out, "{label:<40} {:<10}", value.to_string());
+}
+
+fn row_f(out: &mut String, label: &str, value: f64) {
+    let _ = writeln!(out, "{label:<40} {:<10.2}", value);
+}
+
+/// The `vllm bench serve` console summary; its "Speculative Decoding" section when the scrape
+/// path measured a window.
+pub fn vllm_summary(m: &RunMetrics, spec: Option<&SpecDecodeData>) -> String {
+    let mut out = String::new();
+    header(&mut out, " Serving Benchmark Result ", '=');
+    row(&mut out, "Successful requests:", m.completed);
+    row(&mut out, "Failed requests:", m.failed);
+    if let Some(c) = m.max_concurrency {
+        row(&mut out, "Maximum request concurrency:", c);
+    }
+    if let Some(rate) = m.request_rate {
+        row_f(&mut out, "Request rate configured (RPS):", rate);
+    }
+    row_f(&mut out, "Benchmark duration (s):", m.duration_s);
+    row(&mut out, "Total input tokens:", m.total_input_tokens);
+    row(&mut out, "Total generated tokens:", m.total_output_tokens);
+    row_f(&mut out, "Request throughput (req/s):", m.request_throughput);
+    row_f(&mut out, "Output token throughput (tok/s):", m.output_throughput);
+    row(&mut out, "Peak concurrent requests:", m.max_concurrent_requests);
+    row_f(&mut out, "Total token throughput (tok/s):", m.total_token_throughput);
+    let sections = [
+        ("Time to First Token", "TTFT", &m.ttft),
+        ("Time per Output Token (excl. 1st token)", "TPOT", &m.tpot),
+        ("Inter-token Latency", "ITL", &m.itl),
+        ("End-to-end Latency", "E2EL", &m.e2el),
+    ];
+    for (title, short, stats) in sections {
+        let Some(s) = stats else { continue };
+        header(&mut out, title, '-');
+        row_f(&mut out, &format!("Mean {short} (ms):"), s.mean);
+        row_f(&mut out, &format!("Median {short} (ms):"), s.median);
+        for (p, v) in &s.percentiles {
+            row_f(&mut out, &format!("P{p} {short} (ms):"), *v);
+        }
+    }
+    if let Some(d) = spec {
+        header(&mut out, "Speculative Decoding", '-');
+        row_f(&mut out, "Acceptance rate (%):", d.acceptance_rate);
+        row_f(&mut out, "Acceptance length:", d.acceptance_length);
+        row(&mut out, "Drafts:", d.num_drafts);
+        row(&mut out, "Draft tokens:", d.draft_tokens);
+        row(&mut out, "Accepted tokens:", d.accepted_tokens);
+        let _ = writeln!(out, "Per-position acceptance (%):");
+        for (pos, rate) in &d.per_position_acceptance_rates {
+            row_f(&mut out, &format!("  Position {pos}:"), rate * 100.0);
+        }
+    }
+    let _ = writeln!(out, "{}", "=".repeat(50));
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn speculative_section_matches_vllm_byte_for_byte() {
+        // tests/fixtures/real_vllm_bench_serve_spec_section_pr48892.txt, MTP k=1.
+        let data = SpecDecodeData {
+            num_drafts: 26407,
+            draft_tokens: 26407,
+            accepted_tokens: 22021,
+            acceptance_rate: 22021.0 / 26407.0 * 100.0,
+            acceptance_length: 1.0 + 22021.0 / 26407.0,
+            per_position_acceptance_rates: [(0, 22021.0 / 26407.0)].into_iter().collect(),
+        };
+        let m = RunMetrics::from_records([], 1.0, None, None, 0, &[99.0]);
+        let text = vllm_summary(&m, Some(&data));
+        let fixture = include_str!("../../tests/fixtures/real_vllm_bench_serve_spec_section_pr48892.txt");
+        let start = fixture.find("---------------Speculative Decoding").unwrap();
+        let end = start
+            + fixture[start..]
+                .find("==================================================")
+                .unwrap();
+        let want = format!("{}{}\n", &fixture[start..end], "=".repeat(50));
+        assert!(text.ends_with(&want), "{text}");
+        assert!(text.starts_with("============ Serving Benchmark Result ============\n"));
+    }
+
+    fn record(ttft: f64, e2el: f64, itl: Vec<f64>, tokens: u64) -> RequestRecord {
+        RequestRecord {
+            request_id: 0,
+            url: "u".into(),
+            category: None,
+            warmup: false,
+            start_ms: 0.0,
+            success: true,
+            ttft_ms: Some(ttft),
+            e2el_ms: Some(e2el),
+            itl_ms: itl,
+            input_tokens: 10,
+            output_tokens: tokens,
+            error_kind: None,
+            error: None,
+            spec_decode_acceptance: None,
+            spec_decode_rejected: None,
+        }
+    }
+
+    #[test]
+    fn metrics_follow_vllm_definitions() {
+        let mut failed = record(0.0, 0.0, vec![], 0);
+        failed.success = false;
+        let records = [
+            record(50.0, 140.0, vec![30.0, 30.0, 30.0], 4),
+            record(70.0, 70.0, vec![], 1),
+            failed,
+        ];
+        let m = RunMetrics::from_records(&records, 2.0, Some(8), None, 2, &[99.0]);
+        assert_eq!(
+            (m.completed, m.failed, m.total_output_tokens, m.total_input_tokens),
+            (2, 1, 5, 20)
+        );
+        assert_eq!(m.request_throughput, 1.0);
+        assert_eq!(m.output_throughput, 2.5);
+        assert_eq!(m.ttft.as_ref().unwrap().mean, 60.0);
+        let tpot = m.tpot.as_ref().unwrap();
+        assert_eq!(
+            (tpot.mean, tpot.std),
+            (30.0, 0.0),
+            "TPOT only for requests with more than one token"
+        );
+        assert_eq!(m.itl.as_ref().unwrap().percentiles["99"], 30.0);
+        let keys = m.vllm_keys();
+        assert_eq!(keys["mean_ttft_ms"], 60.0);
+        assert_eq!(keys["p99_itl_ms"], 30.0);
+        assert_eq!(keys["request_rate"], "inf");
+        assert_eq!(percentile_name(99.9), "99.9");
+    }
+}
