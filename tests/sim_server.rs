@@ -499,6 +499,12 @@ mod faults {
             post_json(&format!("{url}/v1/chat/completions"), &chat(4, false)).await;
         }
         assert_eq!(get_text(&format!("{url}/metrics")).await.0, 503);
+        let (_until, url) = sim(&["--num-spec-tokens", "2", "--metrics-down-until", "2"]);
+        assert_eq!(get_text(&format!("{url}/metrics")).await.0, 503);
+        for _ in 0..2 {
+            post_json(&format!("{url}/v1/chat/completions"), &chat(4, false)).await;
+        }
+        assert_eq!(get_text(&format!("{url}/metrics")).await.0, 200);
     }
 
     #[tokio::test]

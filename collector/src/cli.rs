@@ -166,6 +166,9 @@ pub struct FaultArgs {
     /// `/metrics` answers HTTP 503 once this many requests have finished.
     #[arg(long)]
     pub metrics_down_after: Option<u64>,
+    /// `/metrics` answers HTTP 503 until this many requests have finished.
+    #[arg(long)]
+    pub metrics_down_until: Option<u64>,
     /// Simulate a restart (all counters back to zero) once this many requests have finished.
     #[arg(long)]
     pub reset_counters_after: Option<u64>,

@@ -121,7 +121,10 @@ async fn models(State(state): State<Arc<SimState>>, headers: HeaderMap) -> Respo
 
 async fn metrics(State(state): State<Arc<SimState>>) -> Response {
     let f = &state.settings.faults;
-    let down = f.metrics_down || f.metrics_down_after.is_some_and(|n| state.finished_requests() >= n);
+    let finished = state.finished_requests();
+    let down = f.metrics_down
+        || f.metrics_down_after.is_some_and(|n| finished >= n)
+        || f.metrics_down_until.is_some_and(|n| finished < n);
     if down {
         return (
             StatusCode::SERVICE_UNAVAILABLE,

@@ -1,0 +1,402 @@
+//! `speclens bench` end to end: the real binary against `speclens sim` on 127.0.0.1, checking
+//! that both spec-decode paths agree, the console and files keep SPEC.md's formats, failures
+//! are classified without losing a record, timing is precise, secrets stay out, and Ctrl-C
+//! leaves a valid partial run.
+
+use std::collections::BTreeSet;
+use std::path::Path;
+use std::process::{Command, Stdio};
+use std::time::Duration;
+
+use serde_json::Value;
+use speclens_shared::run::RequestRecord;
+use speclens_shared::scrape::{console_block, SpecDecodeResult};
+
+use crate::common::{run_speclens, Speclens};
+
+fn sim(args: &[&str]) -> (Speclens, String) {
+    let mut all = vec!["sim", "--port", "0"];
+    all.extend_from_slice(args);
+    let server = Speclens::start(&all);
+    let url = server.url();
+    (server, url)
+}
+
+/// Run `speclens bench` into a fresh folder; returns (stdout, folder guard, result.json).
+fn bench(url: &str, extra: &[&str]) -> (String, tempfile::TempDir, Value) {
+    let dir = tempfile::tempdir().unwrap();
+    let out = dir.path().join("run");
+    let mut args = vec![
+        "bench",
+        "--url",
+        url,
+        "--out",
+        out.to_str().unwrap(),
+        "--input-tokens",
+        "16",
+        "--output-tokens",
+        "32",
+    ];
+    args.extend_from_slice(extra);
+    let (code, stdout, stderr) = run_speclens(&args);
+    assert_eq!(code, 0, "bench failed:\n{stdout}\n{stderr}");
+    let result: Value = serde_json::from_str(&std::fs::read_to_string(out.join("result.json")).unwrap()).unwrap();
+    (stdout, dir, result)
+}
+
+fn records(dir: &Path) -> Vec<RequestRecord> {
+    std::fs::read_to_string(dir.join("run/records.jsonl"))
+        .unwrap()
+        .lines()
+        .map(|l| serde_json::from_str(l).unwrap_or_else(|e| panic!("{e}: {l}")))
+        .collect()
+}
+
+fn assert_paths_agree(result: &Value) {
+    let per_request = &result["spec_decode"]["per_request"];
+    assert!(per_request.is_object(), "per-request stats were collected: {result}");
+    assert_eq!(
+        per_request["total_spec_decode_steps"]["avg"].as_f64().unwrap(),
+        result["spec_decode_num_drafts"].as_f64().unwrap()
+    );
+    assert_eq!(
+        per_request["total_accepted_draft_tokens"]["avg"].as_f64().unwrap(),
+        result["spec_decode_accepted_tokens"].as_f64().unwrap()
+    );
+    assert_eq!(
+        per_request["total_draft_tokens"]["avg"].as_f64().unwrap(),
+        result["spec_decode_draft_tokens"].as_f64().unwrap()
+    );
+}
+
+#[test]
+fn both_paths_agree_exactly_for_every_payload_shape() {
+    for (payload, extra) in [
+        ("vllm", vec![]),
+        ("trtllm", vec![]),
+        ("sglang", vec!["--sglang-spec-details"]),
+    ] {
+        let (_sim, url) = sim(&[
+            "--time-scale",
+            "0",
+            "--num-spec-tokens",
+            "3",
+            "--alpha",
+            "0.7",
+            "--engines",
+            "2",
+            "--payload",
+            payload,
+        ]);
+        let mut args = vec!["--num-prompts", "40", "--concurrency", "8"];
+        args.extend(extra);
+        let (_, _dir, result) = bench(&url, &args);
+        assert_eq!(result["completed"], 40, "{payload}");
+        assert_paths_agree(&result);
+        let engine = &result["spec_decode"]["scrape"][0]["result"]["status"];
+        assert_eq!(engine, "ok", "{payload}");
+    }
+}
+
+#[test]
+fn console_and_files_keep_the_spec_formats() {
+    let (_sim, url) = sim(&[
+        "--time-scale",
+        "0",
+        "--num-spec-tokens",
+        "4",
+        "--acceptance-rates",
+        "0.9,0.7,0.5,0.3",
+    ]);
+    let (stdout, dir, result) = bench(&url, &["--num-prompts", "30", "--concurrency", "4", "--warmup", "5"]);
+    let label = url.trim_start_matches("http://");
+    let file = dir
+        .path()
+        .join(format!("run/performances/spec_decode_{}.json", label.replace(':', "_")));
+    let text = std::fs::read_to_string(&file).unwrap();
+    // Keys in SPEC §1.3's order.
+    let order = [
+        "\"status\"",
+        "\"url\"",
+        "\"error\"",
+        "\"data\"",
+        "\"num_drafts\"",
+        "\"draft_tokens\"",
+        "\"accepted_tokens\"",
+        "\"acceptance_rate\"",
+        "\"acceptance_length\"",
+        "\"per_position_acceptance_rates\"",
+        "\"raw\"",
+        "\"before\"",
+        "\"after\"",
+    ];
+    let positions: Vec<usize> = order
+        .iter()
+        .map(|k| text.find(k).unwrap_or_else(|| panic!("{k} in {text}")))
+        .collect();
+    assert!(positions.windows(2).all(|w| w[0] < w[1]), "{text}");
+    let parsed: SpecDecodeResult = serde_json::from_str(&text).unwrap();
+    assert_eq!(parsed.url, format!("{url}/metrics"));
+    // The console holds the AISBench block of exactly that result, byte for byte.
+    assert!(stdout.contains(&console_block(label, &parsed)), "{stdout}");
+    // vLLM's layout first, then AIPerf's table and histogram line, then AISBench's block.
+    let vllm = stdout
+        .find("============ Serving Benchmark Result ============")
+        .unwrap();
+    let vllm_spec = stdout
+        .find("---------------Speculative Decoding---------------")
+        .unwrap();
+    let aiperf = stdout.find("Token-Weighted Acceptance Length (ratio)").unwrap();
+    let histogram = stdout.find("  Accepted drafts per step (% of steps):  0: ").unwrap();
+    let aisbench = stdout.find("========== Speculative Decoding Metrics  [").unwrap();
+    assert!(
+        vllm < vllm_spec && vllm_spec < aiperf && aiperf < histogram && histogram < aisbench,
+        "{stdout}"
+    );
+    assert!(
+        stdout.contains("Successful requests:                     30        \n"),
+        "{stdout}"
+    );
+    // Warm-up requests are recorded but outside the window.
+    let recs = records(dir.path());
+    assert_eq!(recs.len(), 35);
+    assert_eq!(recs.iter().filter(|r| r.warmup).count(), 5);
+    assert_eq!(result["num_prompts"], 30);
+    assert_eq!(result["schema_version"], 1);
+    assert_paths_agree(&result);
+    // AIPerf-named exports.
+    let profile: Value =
+        serde_json::from_str(&std::fs::read_to_string(dir.path().join("run/profile_export_speclens.json")).unwrap())
+            .unwrap();
+    assert_eq!(profile["spec_decode_acceptance_length"]["unit"], "ratio");
+    assert!(profile["pooled_spec_decode_acceptance_histogram"].is_object());
+    let csv = std::fs::read_to_string(dir.path().join("run/profile_export_speclens.csv")).unwrap();
+    assert!(
+        csv.starts_with("Metric,avg,min,max,sum,p1,p5,p10,p25,p50,p75,p90,p95,p99,std\nTime to First Token (ms),"),
+        "{csv}"
+    );
+    assert!(
+        csv.contains("\nAcceptance Length (ratio),") && csv.contains("\n\nMetric,Value\n"),
+        "{csv}"
+    );
+}
+
+#[test]
+fn metrics_failures_give_the_right_na_reasons_and_the_run_completes() {
+    let cases = [
+        (
+            vec!["--metrics-down"],
+            "[before] Metrics endpoint returned HTTP 503; [after] Metrics endpoint returned HTTP 503",
+        ),
+        (
+            vec!["--metrics-down-after", "1"],
+            "[after] Metrics endpoint returned HTTP 503",
+        ),
+        (
+            vec!["--metrics-down-until", "1"],
+            "[before] Metrics endpoint returned HTTP 503",
+        ),
+    ];
+    for (fault, reason) in cases {
+        let mut args = vec!["--time-scale", "0", "--num-spec-tokens", "2"];
+        args.extend(fault);
+        let (_sim, url) = sim(&args);
+        let (stdout, _dir, result) = bench(&url, &["--num-prompts", "10", "--concurrency", "2"]);
+        let scrape = &result["spec_decode"]["scrape"][0]["result"];
+        assert_eq!(scrape["status"], "na");
+        assert_eq!(scrape["error"], reason);
+        assert!(
+            stdout.contains(&format!("Reason                                        {reason}\n")),
+            "{stdout}"
+        );
+        assert_eq!(result["completed"], 10);
+        assert!(result["mean_ttft_ms"].as_f64().unwrap() > 0.0);
+        assert!(
+            result.get("spec_decode_acceptance_rate").is_none(),
+            "no scrape-path figure without a window"
+        );
+    }
+    // An unreachable metrics endpoint: the fetch failure, in SPEC §1.3's words.
+    let (_sim, url) = sim(&["--time-scale", "0"]);
+    let (_, _dir, result) = bench(
+        &url,
+        &["--num-prompts", "3", "--metrics-url", "http://127.0.0.1:9/metrics"],
+    );
+    let error = result["spec_decode"]["scrape"][0]["result"]["error"].as_str().unwrap();
+    assert!(
+        error.starts_with("[before] Failed to fetch metrics from http://127.0.0.1:9/metrics: "),
+        "{error}"
+    );
+}
+
+#[test]
+fn faults_are_counted_by_kind_and_no_record_is_lost() {
+    let (_sim, url) = sim(&[
+        "--time-scale",
+        "0",
+        "--num-spec-tokens",
+        "2",
+        "--fail-rate",
+        "0.15",
+        "--reset-rate",
+        "0.1",
+        "--truncate-rate",
+        "0.1",
+        "--hang-rate",
+        "0.05",
+        "--stall-rate",
+        "0.1",
+        "--stall-ms",
+        "50",
+    ]);
+    let (stdout, dir, result) = bench(
+        &url,
+        &["--num-prompts", "120", "--concurrency", "16", "--timeout", "1.5"],
+    );
+    let recs = records(dir.path());
+    let ids: BTreeSet<u64> = recs.iter().map(|r| r.request_id).collect();
+    assert_eq!(recs.len(), 120, "one record per sent request");
+    assert_eq!(ids, (0..120).collect(), "each exactly once");
+    let errors = &result["errors"];
+    for kind in ["http_status", "stream_cut", "timeout"] {
+        assert!(
+            errors[kind]["count"].as_u64().unwrap_or(0) > 0,
+            "{kind} counted: {errors}"
+        );
+    }
+    assert!(errors["http_status"]["first"]
+        .as_str()
+        .unwrap()
+        .starts_with("HTTP 500: simulated engine failure"));
+    let failed: u64 = errors
+        .as_object()
+        .unwrap()
+        .values()
+        .map(|e| e["count"].as_u64().unwrap())
+        .sum();
+    assert_eq!(result["failed"].as_u64().unwrap(), failed);
+    assert_eq!(result["completed"].as_u64().unwrap() + failed, 120);
+    assert!(stdout.contains("Failed requests by kind:\n"), "{stdout}");
+}
+
+#[test]
+fn measured_ttft_and_itl_match_a_fixed_delay_server() {
+    // Base arm, 10 ms per step, one request at a time: the server's truth is TTFT = one step
+    // (the prefill) and ITL = one step per token.
+    let (_sim, url) = sim(&["--step-ms", "10", "--time-scale", "1"]);
+    let (_, _dir, result) = bench(&url, &["--num-prompts", "12", "--concurrency", "1"]);
+    let ttft = result["mean_ttft_ms"].as_f64().unwrap();
+    let itl = result["mean_itl_ms"].as_f64().unwrap();
+    assert!(
+        (10.0..12.5).contains(&ttft),
+        "mean TTFT {ttft} ms against a 10 ms server"
+    );
+    assert!((9.0..11.0).contains(&itl), "mean ITL {itl} ms against a 10 ms server");
+}
+
+#[test]
+fn the_api_key_never_reaches_a_file_or_the_console() {
+    let key = "sk-speclens-secret-0123456789";
+    let (_sim, url) = sim(&["--time-scale", "0", "--api-key", key, "--num-spec-tokens", "2"]);
+    let dir = tempfile::tempdir().unwrap();
+    let out = dir.path().join("run");
+    let output = Command::new(env!("CARGO_BIN_EXE_speclens"))
+        .args([
+            "bench",
+            "--url",
+            &url,
+            "--num-prompts",
+            "5",
+            "--output-tokens",
+            "8",
+            "--out",
+            out.to_str().unwrap(),
+        ])
+        .env("OPENAI_API_KEY", key)
+        .env("SPECLENS_LOG", "debug")
+        .output()
+        .unwrap();
+    assert!(output.status.success(), "{}", String::from_utf8_lossy(&output.stderr));
+    let console = format!(
+        "{}{}",
+        String::from_utf8_lossy(&output.stdout),
+        String::from_utf8_lossy(&output.stderr)
+    );
+    assert!(
+        console.contains("Successful requests:                     5 "),
+        "{console}"
+    );
+    assert!(!console.contains(key));
+    for entry in walk(&out) {
+        let text = std::fs::read_to_string(&entry).unwrap();
+        assert!(!text.contains(key), "{} holds the key", entry.display());
+    }
+    let result: Value = serde_json::from_str(&std::fs::read_to_string(out.join("result.json")).unwrap()).unwrap();
+    assert_eq!(result["config"]["api_key_set"], true);
+}
+
+fn walk(dir: &Path) -> Vec<std::path::PathBuf> {
+    let mut out = Vec::new();
+    for entry in std::fs::read_dir(dir).unwrap() {
+        let path = entry.unwrap().path();
+        if path.is_dir() {
+            out.extend(walk(&path));
+        } else {
+            out.push(path);
+        }
+    }
+    out
+}
+
+#[test]
+fn ctrl_c_saves_a_valid_partial_run() {
+    let (_sim, url) = sim(&["--step-ms", "20", "--num-spec-tokens", "2"]);
+    let dir = tempfile::tempdir().unwrap();
+    let out = dir.path().join("run");
+    let mut child = Command::new(env!("CARGO_BIN_EXE_speclens"))
+        .args([
+            "bench",
+            "--url",
+            &url,
+            "--num-prompts",
+            "500",
+            "--concurrency",
+            "4",
+            "--output-tokens",
+            "200",
+            "--drain-timeout",
+            "0.3",
+            "--out",
+            out.to_str().unwrap(),
+        ])
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    std::thread::sleep(Duration::from_millis(1500));
+    let status = Command::new("kill")
+        .args(["-INT", &child.id().to_string()])
+        .status()
+        .unwrap();
+    assert!(status.success());
+    let deadline = std::time::Instant::now() + Duration::from_secs(30);
+    let exit = loop {
+        if let Some(s) = child.try_wait().unwrap() {
+            break s;
+        }
+        assert!(std::time::Instant::now() < deadline, "bench did not stop after Ctrl-C");
+        std::thread::sleep(Duration::from_millis(50));
+    };
+    assert!(exit.success(), "a stopped run still exits cleanly");
+    let result: Value = serde_json::from_str(&std::fs::read_to_string(out.join("result.json")).unwrap()).unwrap();
+    assert_eq!(result["partial"], true);
+    let recs = records(dir.path());
+    assert!(!recs.is_empty() && recs.len() < 500, "{} records", recs.len());
+    let ids: BTreeSet<u64> = recs.iter().map(|r| r.request_id).collect();
+    assert_eq!(ids.len(), recs.len(), "no record twice");
+    assert_eq!(ids, (0..recs.len() as u64).collect(), "every sent request is recorded");
+    assert_eq!(
+        result["completed"].as_u64().unwrap() + result["failed"].as_u64().unwrap(),
+        recs.len() as u64
+    );
+}
