@@ -400,3 +400,47 @@ fn ctrl_c_saves_a_valid_partial_run() {
         recs.len() as u64
     );
 }
+
+#[test]
+fn several_servers_share_the_load_and_each_gets_its_block() {
+    let (_a, url_a) = sim(&["--time-scale", "0", "--num-spec-tokens", "2", "--alpha", "0.8"]);
+    let (_b, url_b) = sim(&[
+        "--time-scale",
+        "0",
+        "--num-spec-tokens",
+        "2",
+        "--alpha",
+        "0.5",
+        "--engines",
+        "2",
+    ]);
+    let (stdout, dir, result) = bench(&url_a, &["--url", &url_b, "--num-prompts", "20", "--concurrency", "4"]);
+    let recs = records(dir.path());
+    for url in [&url_a, &url_b] {
+        assert_eq!(
+            recs.iter().filter(|r| r.url.starts_with(url.as_str())).count(),
+            10,
+            "round-robin over {url}"
+        );
+        let label = url.trim_start_matches("http://");
+        assert!(
+            stdout.contains(&format!(
+                "========== Speculative Decoding Metrics  [{label}] =========="
+            )),
+            "{stdout}"
+        );
+    }
+    assert_eq!(result["spec_decode"]["scrape"].as_array().unwrap().len(), 2);
+    assert_paths_agree(&result);
+}
+
+#[test]
+fn a_duration_run_with_a_request_rate_stops_on_time() {
+    let (_sim, url) = sim(&["--time-scale", "0"]);
+    let (_, dir, result) = bench(&url, &["--duration", "1.5", "--request-rate", "20", "--no-scrape"]);
+    let sent = records(dir.path()).len() as f64;
+    // A Poisson process at 20 req/s over 1.5 s: 30 expected; ±15 is beyond 2.7 σ.
+    assert!((15.0..=45.0).contains(&sent), "{sent} requests");
+    assert!(result["duration"].as_f64().unwrap() < 3.0);
+    assert_eq!(result["config"]["request_rate"], 20.0);
+}

@@ -24,6 +24,17 @@ pub enum Command {
     Bench(Box<BenchArgs>),
     /// Print a server's spec-decode counters and derived rates (once, or --watch).
     Scrape(ScrapeArgs),
+    /// The speedup model's table (no server needed): E(α, k), S(1), S(∞), break-even batch.
+    Model(ModelArgs),
+    /// The same concurrency sweep against a speculative and a plain server: where speculation
+    /// stops paying.
+    Sweep(Box<SweepArgs>),
+    /// Tabulate the result files in a folder (ours and `vllm bench serve`'s).
+    Read(ReadArgs),
+    /// Mean acceptance length (and rate, per-position rates) per workload category.
+    Accept(Box<AcceptArgs>),
+    /// The whole product on simulated engines: acceptance, sweep, model, dashboard.
+    Demo(DemoArgs),
 }
 
 /// Flags of `speclens serve`.
@@ -42,6 +53,22 @@ pub struct ServeArgs {
     /// Folder holding the built dashboard (index.html, .js, .wasm).
     #[arg(long, env = "SPECLENS_WEB_DIR")]
     pub web_dir: Option<PathBuf>,
+    /// Page state to open (URL fragment, set by the demo).
+    #[arg(skip)]
+    pub fragment: Option<String>,
+}
+
+/// Flags of `speclens demo`.
+#[derive(Debug, Clone, Args)]
+pub struct DemoArgs {
+    /// Dashboard port (0 picks a free one).
+    #[arg(long, default_value_t = 8321)]
+    pub port: u16,
+    #[arg(long, env = "SPECLENS_WEB_DIR")]
+    pub web_dir: Option<PathBuf>,
+    /// Results folder (default: speclens-results/<time>-demo/).
+    #[arg(long)]
+    pub out: Option<PathBuf>,
 }
 
 /// Where per-request spec-decode stats go, by engine.
@@ -301,6 +328,86 @@ pub struct BenchArgs {
     /// After Ctrl-C, seconds to wait for requests in flight before abandoning them.
     #[arg(long, default_value_t = 10.0)]
     pub drain_timeout: f64,
+    /// Write the files but print no report (used by sweep and accept).
+    #[arg(long, hide = true)]
+    pub quiet: bool,
+}
+
+impl BenchArgs {
+    /// Every flag at its default, for runs started by other commands.
+    pub fn defaults() -> BenchArgs {
+        match Cli::parse_from(["speclens", "bench"]).command {
+            Command::Bench(args) => *args,
+            _ => unreachable!("`speclens bench` parses to the bench command"),
+        }
+    }
+}
+
+/// Which arm of a sweep to run alone.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub enum Arm {
+    Spec,
+    Base,
+}
+
+/// Flags of `speclens sweep`.
+#[derive(Debug, Clone, Args)]
+pub struct SweepArgs {
+    /// The speculative server's base URL.
+    #[arg(long)]
+    pub spec_url: Option<String>,
+    /// The plain (non-speculative) server's base URL.
+    #[arg(long)]
+    pub base_url: Option<String>,
+    /// Run one arm only, against --url.
+    #[arg(long, value_enum, requires = "url")]
+    pub arm: Option<Arm>,
+    #[arg(long)]
+    pub url: Option<String>,
+    /// Concurrency levels to measure.
+    #[arg(long, value_delimiter = ',', default_value = "1,4,16,64,128,256")]
+    pub concurrency: Vec<u64>,
+    /// Requests per concurrency slot at each point (steady state needs several waves).
+    #[arg(long, default_value_t = 4)]
+    pub requests_per_slot: u64,
+    /// At least this many requests per point.
+    #[arg(long, default_value_t = 16)]
+    pub min_requests: u64,
+    #[arg(long, default_value_t = 128)]
+    pub input_tokens: u32,
+    #[arg(long, default_value_t = 128)]
+    pub output_tokens: u32,
+    #[arg(long, value_enum, default_value_t = EndpointKind::Chat)]
+    pub endpoint: EndpointKind,
+    #[arg(long)]
+    pub model: Option<String>,
+    #[arg(long, env = "OPENAI_API_KEY", hide_env_values = true)]
+    pub api_key: Option<String>,
+    /// Draft cost c for the model's prediction.
+    #[arg(long, default_value_t = 0.0)]
+    pub draft_cost: f64,
+    /// Ridge T* for the model's prediction (token positions; H100 SXM bf16: 295).
+    #[arg(long, default_value_t = 295.0)]
+    pub ridge: f64,
+    /// Seconds before a request is abandoned.
+    #[arg(long, default_value_t = 600.0)]
+    pub timeout: f64,
+    /// Ask for whole responses instead of streams (throughput only; lighter on the client).
+    #[arg(long)]
+    pub no_stream: bool,
+    /// Folder for `spec-c<N>.json` / `base-c<N>.json` (default: speclens-results/<time>-sweep/).
+    #[arg(long)]
+    pub out: Option<std::path::PathBuf>,
+    /// Print the plan and run nothing.
+    #[arg(long)]
+    pub dry_run: bool,
+}
+
+/// Flags of `speclens read`.
+#[derive(Debug, Clone, Args)]
+pub struct ReadArgs {
+    /// Folder of result files (`*.json`, and `result.json` one level down).
+    pub dir: std::path::PathBuf,
 }
 
 /// Flags of `speclens scrape`.
@@ -313,4 +420,89 @@ pub struct ScrapeArgs {
     pub watch: bool,
     #[arg(long, default_value_t = 5.0)]
     pub interval: f64,
+}
+
+/// Draft proposers with a known cost fraction.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub enum ProposerArg {
+    /// Prompt-lookup n-gram, c = 0.
+    Ngram,
+    /// A 1B draft model for an 8B target, c = 0.165.
+    #[value(name = "1b-draft")]
+    Drafter1b,
+}
+
+/// Flags of `speclens model`.
+#[derive(Debug, Clone, Args)]
+pub struct ModelArgs {
+    /// Per-token acceptance values (table rows).
+    #[arg(long, value_delimiter = ',', default_value = "0.4,0.6,0.8")]
+    pub alpha: Vec<f64>,
+    /// Draft lengths k (table columns).
+    #[arg(long, alias = "k", value_delimiter = ',', default_value = "1,2,3,4,5")]
+    pub kappa: Vec<u32>,
+    #[arg(long, value_enum, default_value_t = ProposerArg::Ngram)]
+    pub proposer: ProposerArg,
+    /// Draft cost fraction c (overrides --proposer).
+    #[arg(long)]
+    pub draft_cost: Option<f64>,
+    /// GPU preset for the roofline ridge: h100, h200, a100.
+    #[arg(long, default_value = "h100")]
+    pub gpu: String,
+    /// Ridge T* in token positions (overrides --gpu).
+    #[arg(long)]
+    pub ridge: Option<f64>,
+    /// A measured mean acceptance length E (bonus included).
+    #[arg(long = "measured-E", alias = "measured-e")]
+    pub measured_e: Option<f64>,
+    /// k of the measured E (default: the last --kappa).
+    #[arg(long)]
+    pub measured_k: Option<u32>,
+    /// Measured unconditional per-position acceptance rates (position 1 first): best k.
+    #[arg(long, value_delimiter = ',')]
+    pub rates: Option<Vec<f64>>,
+    /// Batch size at which the best k is chosen.
+    #[arg(long, default_value_t = 64.0)]
+    pub batch: f64,
+    /// Print JSON instead of text.
+    #[arg(long)]
+    pub json: bool,
+}
+
+/// Flags of `speclens accept`.
+#[derive(Debug, Clone, Args)]
+pub struct AcceptArgs {
+    /// The speculative server's base URL.
+    #[arg(long, default_value = "http://127.0.0.1:8000")]
+    pub url: String,
+    /// Categories to measure (default: every category in the dataset).
+    #[arg(long, num_args = 1..)]
+    pub categories: Vec<String>,
+    #[arg(long, value_enum, default_value_t = DatasetKind::SpecBench)]
+    pub dataset: DatasetKind,
+    /// Spec-Bench `question.jsonl`, or a JSONL of prompts with categories.
+    #[arg(long)]
+    pub dataset_path: std::path::PathBuf,
+    /// Requests per category.
+    #[arg(long, default_value_t = 20)]
+    pub requests_per_category: u64,
+    /// Open-loop arrival rate, well below saturation so batch size does not confound E.
+    #[arg(long, default_value_t = 4.0)]
+    pub request_rate: f64,
+    #[arg(long, default_value_t = 128)]
+    pub output_tokens: u32,
+    #[arg(long, default_value_t = 0.0)]
+    pub temperature: f64,
+    #[arg(long, value_enum, default_value_t = EndpointKind::Chat)]
+    pub endpoint: EndpointKind,
+    #[arg(long)]
+    pub model: Option<String>,
+    #[arg(long, env = "OPENAI_API_KEY", hide_env_values = true)]
+    pub api_key: Option<String>,
+    /// Ask SGLang servers for per-request stats.
+    #[arg(long)]
+    pub sglang_spec_details: bool,
+    /// Folder for `accept-<category>.json` (default: speclens-results/<time>-accept/).
+    #[arg(long)]
+    pub out: Option<std::path::PathBuf>,
 }

@@ -1,10 +1,15 @@
 //! speclens collector: the library behind the `speclens` binary (a thin `main.rs` calls it).
 
+pub mod accept;
 pub mod bench;
 pub mod cli;
+pub mod demo;
 pub mod error;
+pub mod model_cmd;
 pub mod net;
+pub mod read;
 pub mod serve;
 pub mod sim;
+pub mod sweep;
 
 pub use error::CollectorError;

@@ -32,6 +32,13 @@ fn run(cli: Cli) -> anyhow::Result<()> {
         Command::Bench(args) => {
             runtime.block_on(speclens::bench::run(*args))?;
         }
+        Command::Demo(a) => runtime.block_on(speclens::demo::run(a.port, a.web_dir, a.out))?,
+        Command::Accept(args) => {
+            runtime.block_on(speclens::accept::run(*args))?;
+        }
+        Command::Sweep(args) => runtime.block_on(speclens::sweep::run(*args))?,
+        Command::Read(args) => speclens::read::run(args)?,
+        Command::Model(args) => speclens::model_cmd::run(args)?,
         Command::Scrape(args) => runtime.block_on(speclens::bench::scrape::run_scrape(args))?,
     }
     Ok(())

@@ -27,6 +27,8 @@ pub struct ServeSettings {
     /// Required on every request when set.
     pub token: Option<String>,
     pub web_dir: PathBuf,
+    /// Page state appended to the printed URL.
+    pub fragment: Option<String>,
 }
 
 impl ServeSettings {
@@ -43,6 +45,7 @@ impl ServeSettings {
             addr: SocketAddr::new(args.host, args.port),
             token,
             web_dir,
+            fragment: args.fragment,
         })
     }
 }
@@ -103,7 +106,12 @@ pub fn router(settings: &ServeSettings) -> Router {
 pub async fn run(args: ServeArgs) -> Result<(), CollectorError> {
     let settings = ServeSettings::from_args(args)?;
     let (listener, addr) = crate::net::bind(settings.addr).await?;
-    println!("speclens dashboard: {}", dashboard_url(addr, settings.token.as_deref()));
+    let mut url = dashboard_url(addr, settings.token.as_deref());
+    if let Some(fragment) = &settings.fragment {
+        url.push('#');
+        url.push_str(fragment);
+    }
+    println!("speclens dashboard: {url}");
     eprintln!("serving {} — press Ctrl-C to stop", settings.web_dir.display());
     tracing::info!(%addr, dir = %settings.web_dir.display(), "dashboard listening");
     axum::serve(listener, router(&settings))

@@ -10,6 +10,7 @@ pub mod per_request;
 pub mod prom;
 pub mod run;
 pub mod scrape;
+pub mod sweep;
 pub mod whatif;
 
 pub use error::Error;

@@ -365,3 +365,180 @@ mod tests {
         }
     }
 }
+
+/// What `speclens model` computes: the table, the measured-E reading and the best k.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct ModelReport {
+    pub draft_cost: f64,
+    pub proposer: String,
+    pub ridge_tokens: f64,
+    pub gpu: String,
+    pub rows: Vec<ModelRow>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub measured: Option<MeasuredReading>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub best_k: Option<BestK>,
+    pub note: String,
+    pub uncharged_costs: Vec<String>,
+}
+
+/// The model fed with a measured acceptance length.
+#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
+pub struct MeasuredReading {
+    pub measured_e: f64,
+    pub k: u32,
+    pub implied_alpha: f64,
+    pub break_even_batch: f64,
+    pub speedup_batch1: f64,
+    pub speedup_asymptotic: f64,
+}
+
+/// The best k from measured per-position rates at one batch size.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct BestK {
+    pub batch: f64,
+    pub rates: Vec<f64>,
+    pub choices: Vec<KChoice>,
+    pub best: KChoice,
+}
+
+impl ModelReport {
+    /// Build the report; `measured` is (E, k), `rates_at` is (per-position rates, batch).
+    pub fn new(
+        alphas: &[f64],
+        ks: &[u32],
+        costs: Costs,
+        proposer: &str,
+        gpu: &str,
+        measured: Option<(f64, u32)>,
+        rates_at: Option<(&[f64], f64)>,
+    ) -> ModelReport {
+        let measured = measured.map(|(e, k)| {
+            let row = ModelRow::from_expected(implied_alpha(e, k), e, k, costs);
+            MeasuredReading {
+                measured_e: e,
+                k,
+                implied_alpha: row.alpha,
+                break_even_batch: row.break_even_batch,
+                speedup_batch1: row.speedup_batch1,
+                speedup_asymptotic: row.speedup_asymptotic,
+            }
+        });
+        let best_k = rates_at.and_then(|(rates, batch)| {
+            best_k(rates, costs, batch).map(|best| BestK {
+                batch,
+                rates: rates.to_vec(),
+                choices: per_position_choices(rates, costs, batch),
+                best,
+            })
+        });
+        ModelReport {
+            draft_cost: costs.draft_cost,
+            proposer: proposer.to_string(),
+            ridge_tokens: costs.ridge_tokens,
+            gpu: gpu.to_string(),
+            rows: model_table(alphas, ks, costs),
+            measured,
+            best_k,
+            note: NOTHING_MEASURED.to_string(),
+            uncharged_costs: UNCHARGED_COSTS.iter().map(|c| c.to_string()).collect(),
+        }
+    }
+
+    /// The console text.
+    pub fn render(&self) -> String {
+        let mut out = format!(
+            "Speedup model: draft cost c = {} ({}), ridge T* = {} token positions ({})\n\n",
+            self.draft_cost, self.proposer, self.ridge_tokens, self.gpu
+        );
+        out.push_str("     α    k        E   S(B=1)     S(∞)   break-even B*\n");
+        for r in &self.rows {
+            let b = if r.pays_at_batch1() {
+                format!("{:.1}", r.break_even_batch)
+            } else {
+                "never".into()
+            };
+            out.push_str(&format!(
+                "{:>6.2} {:>4} {:>8.3} {:>7.2}× {:>7.2}× {:>15}\n",
+                r.alpha, r.k, r.expected_tokens, r.speedup_batch1, r.speedup_asymptotic, b
+            ));
+        }
+        if let Some(m) = &self.measured {
+            out.push_str(&format!(
+                "\nMeasured E = {} at k = {}: implied α = {:.4}, predicted break-even B* = {:.1}, S(B=1) = {:.2}×, S(∞) = {:.2}×\n",
+                m.measured_e, m.k, m.implied_alpha, m.break_even_batch, m.speedup_batch1, m.speedup_asymptotic
+            ));
+        }
+        if let Some(b) = &self.best_k {
+            let rates: Vec<String> = b.rates.iter().map(|r| format!("{r}")).collect();
+            out.push_str(&format!(
+                "\nBest k at batch {} from measured per-position rates [{}]:\n",
+                b.batch,
+                rates.join(", ")
+            ));
+            for c in &b.choices {
+                let mark = if c.k == b.best.k { "  ← best" } else { "" };
+                out.push_str(&format!(
+                    "  k = {:>2}: E = {:.3}, S = {:.2}×{mark}\n",
+                    c.k, c.expected_tokens, c.speedup
+                ));
+            }
+        }
+        out.push_str(&format!(
+            "\n{}\nCosts the model does not charge (each moves the real crossing left):\n",
+            self.note
+        ));
+        for c in &self.uncharged_costs {
+            out.push_str(&format!("  - {c}\n"));
+        }
+        out
+    }
+}
+
+#[cfg(test)]
+mod report_tests {
+    use super::*;
+
+    #[test]
+    fn report_holds_the_worked_values_in_json_and_text() {
+        let costs = Costs {
+            draft_cost: 0.0,
+            ridge_tokens: 295.0,
+        };
+        let r = ModelReport::new(
+            &[0.4],
+            &[1, 3],
+            costs,
+            "ngram",
+            "H100 SXM (bf16)",
+            Some((3.2, 3)),
+            Some((&[0.8, 0.55, 0.3, 0.12, 0.05], 100.0)),
+        );
+        let json = serde_json::to_value(&r).unwrap();
+        let close = |v: &serde_json::Value, want: f64| (v.as_f64().unwrap() - want).abs() < 1e-9;
+        assert!(close(&json["rows"][0]["expected_tokens"], 1.4));
+        assert!(close(&json["rows"][0]["speedup_batch1"], 1.4));
+        assert!(close(&json["rows"][0]["speedup_asymptotic"], 0.7));
+        assert!(close(&json["rows"][0]["break_even_batch"], 206.5));
+        assert!(close(&json["rows"][1]["expected_tokens"], 1.624));
+        assert!(close(&json["rows"][1]["break_even_batch"], 295.0 * 1.624 / 4.0));
+        assert!(close(&json["measured"]["break_even_batch"], 236.0));
+        assert!((json["measured"]["implied_alpha"].as_f64().unwrap() - 0.8527).abs() < 5e-5);
+        assert_eq!(json["best_k"]["best"]["k"], 2);
+        let text = r.render();
+        assert!(
+            text.contains("  0.40    1    1.400    1.40×    0.70×           206.5\n"),
+            "{text}"
+        );
+        assert!(
+            text.contains("  0.40    3    1.624    1.62×    0.41×           119.8\n"),
+            "{text}"
+        );
+        assert!(
+            text.contains("implied α = 0.8527, predicted break-even B* = 236.0"),
+            "{text}"
+        );
+        assert!(text.contains("Everything above is arithmetic. Nothing was measured."));
+        assert!(text.contains("  k =  2: E = 2.350, S = 2.31×  ← best"), "{text}");
+    }
+}

@@ -31,8 +31,8 @@ pub struct Exchange {
     /// From the last non-empty `usage`.
     pub prompt_tokens: Option<u64>,
     pub completion_tokens: Option<u64>,
-    /// Words of generated text (the output estimate when there is no usage).
-    pub generated_words: u64,
+    /// The generated text (counted with the tokenizer when there is no usage).
+    pub generated_text: String,
     pub error: Option<(ErrorKind, String)>,
     pub spec: Option<SpecRecord>,
     pub spec_rejected: Option<String>,
@@ -227,7 +227,7 @@ fn parse_stream(chunks: &[(Instant, Bytes)], sent: Instant, endpoint: EndpointKi
         }
         let text = content(&v, endpoint, true);
         if !text.is_empty() {
-            ex.generated_words += text.split_whitespace().count() as u64;
+            ex.generated_text.push_str(&text);
             match last_content {
                 None => ex.ttft_ms = Some(ms(*at - sent)),
                 Some(prev) => ex.itl_ms.push(ms(*at - prev)),
@@ -266,7 +266,7 @@ fn parse_whole(chunks: &[(Instant, Bytes)], sent: Instant, endpoint: EndpointKin
             return ex;
         }
     };
-    ex.generated_words = content(&v, endpoint, false).split_whitespace().count() as u64;
+    ex.generated_text = content(&v, endpoint, false);
     // Without a stream the first token arrives with the whole answer.
     ex.ttft_ms = chunks.last().map(|(at, _)| ms(*at - sent));
     note_usage(&mut ex, &v);
@@ -324,8 +324,8 @@ mod tests {
         assert_eq!(ex.ttft_ms, Some(50.0));
         assert_eq!(ex.itl_ms, vec![10.0]);
         assert_eq!(
-            (ex.prompt_tokens, ex.completion_tokens, ex.generated_words),
-            (Some(3), Some(3), 3)
+            (ex.prompt_tokens, ex.completion_tokens, ex.generated_text.as_str()),
+            (Some(3), Some(3), " a b c")
         );
         let cut = parse_stream(&chunks[..3], t, EndpointKind::Chat);
         assert_eq!(cut.error.unwrap().0, ErrorKind::StreamCut);

@@ -5,8 +5,9 @@
 //! timeline. Ctrl-C stops sending, drains what is in flight (bounded) and saves a partial run.
 
 pub mod client;
-mod report;
+pub mod report;
 pub mod scrape;
+pub mod tokens;
 pub mod workload;
 
 use std::collections::{BTreeMap, HashMap};
@@ -184,6 +185,7 @@ impl Schedule {
 
 struct Shared {
     client: reqwest::Client,
+    tokens: tokens::TokenCounter,
     targets: Vec<Target>,
     in_flight: AtomicU64,
     max_in_flight: AtomicU64,
@@ -279,7 +281,16 @@ async fn run_phase(
                     let ex = exchange(&shared2.client, target, body).await;
                     shared2.in_flight.fetch_sub(1, Ordering::AcqRel);
                     drop(permit);
-                    let record = to_record(id, target.url.clone(), category, warmup, start_ms, estimate, ex);
+                    let record = to_record(
+                        id,
+                        target.url.clone(),
+                        category,
+                        warmup,
+                        start_ms,
+                        estimate,
+                        ex,
+                        &shared2.tokens,
+                    );
                     let _ = tx2.send(Event::Done(Box::new(record)));
                 });
             }
@@ -360,7 +371,7 @@ async fn run_phase(
             error: Some((ErrorKind::Cancelled, "stopped by the user before it finished".into())),
             ..client::Exchange::default()
         };
-        let record = to_record(id, url, category, warmup, start_ms, input_tokens, ex);
+        let record = to_record(id, url, category, warmup, start_ms, input_tokens, ex, &shared.tokens);
         write_record(records_out, &record)?;
         records.push(record);
     }
@@ -373,24 +384,27 @@ fn write_record(out: &mut std::io::BufWriter<std::fs::File>, record: &RequestRec
     out.write_all(b"\n").map_err(|e| CollectorError::Output(e.to_string()))
 }
 
+#[allow(clippy::too_many_arguments)]
 fn to_record(
     id: u64,
     url: String,
     category: Option<String>,
     warmup: bool,
     start_ms: f64,
-    input_estimate: u64,
+    input_tokens: u64,
     ex: client::Exchange,
+    tokens: &tokens::TokenCounter,
 ) -> RequestRecord {
     let success = ex.error.is_none();
     let (error_kind, error) = match ex.error {
         Some((k, m)) => (Some(k), Some(m)),
         None => (None, None),
     };
-    let output_tokens = if success {
-        ex.completion_tokens.unwrap_or(ex.generated_words)
-    } else {
-        0
+    // The server's usage wins; without it, the tokenizer counts the text.
+    let output_tokens = match (success, ex.completion_tokens) {
+        (false, _) => 0,
+        (true, Some(t)) => t,
+        (true, None) => tokens.count(&ex.generated_text),
     };
     let spec_decode_acceptance = ex.spec.map(|mut r| {
         r.completion_tokens = r.completion_tokens.or(ex.completion_tokens);
@@ -406,7 +420,7 @@ fn to_record(
         ttft_ms: ex.ttft_ms.filter(|_| success),
         e2el_ms: ex.e2el_ms,
         itl_ms: if success { ex.itl_ms } else { Vec::new() },
-        input_tokens: ex.prompt_tokens.unwrap_or(input_estimate),
+        input_tokens: ex.prompt_tokens.unwrap_or(input_tokens),
         output_tokens,
         error_kind,
         error,
@@ -452,7 +466,8 @@ pub async fn run(args: BenchArgs) -> Result<PathBuf, CollectorError> {
     } else {
         args.num_prompts
     } as usize;
-    let all = workload::load(args, window_count + args.warmup as usize)?;
+    let token_counter = tokens::TokenCounter::new()?;
+    let all = workload::load(args, window_count + args.warmup as usize, &token_counter)?;
     let (warm, window) = all.split_at(args.warmup as usize);
     let opts = BodyOptions {
         endpoint: args.endpoint,
@@ -481,6 +496,7 @@ pub async fn run(args: BenchArgs) -> Result<PathBuf, CollectorError> {
         .collect();
     let shared = Arc::new(Shared {
         client: client.clone(),
+        tokens: token_counter,
         targets,
         in_flight: AtomicU64::new(0),
         max_in_flight: AtomicU64::new(0),
@@ -509,7 +525,11 @@ pub async fn run(args: BenchArgs) -> Result<PathBuf, CollectorError> {
         } else {
             window.len() as u64
         };
-    let progress = report::progress_bar(total, args.duration);
+    let progress = if args.quiet {
+        ProgressBar::hidden()
+    } else {
+        report::progress_bar(total, args.duration)
+    };
     let started = Instant::now();
 
     let (mut records, mut partial) = if warm.is_empty() {
@@ -613,4 +633,48 @@ pub async fn run(args: BenchArgs) -> Result<PathBuf, CollectorError> {
     }
     report::save_and_print(&settings, &outcome, &windows, &timeline, &spec, &rejected, &records_tmp)?;
     Ok(settings.out_dir.clone())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn gaps(arrival: Arrival, burstiness: f64) -> Vec<f64> {
+        let mut s = Schedule {
+            rng: SmallRng::seed_from_u64(3),
+            rate: Some(10.0),
+            arrival,
+            burstiness,
+        };
+        (0..20_000).map(|_| s.next_gap_s()).collect()
+    }
+
+    fn mean_and_cv(v: &[f64]) -> (f64, f64) {
+        let mean = v.iter().sum::<f64>() / v.len() as f64;
+        let var = v.iter().map(|x| (x - mean).powi(2)).sum::<f64>() / v.len() as f64;
+        (mean, var.sqrt() / mean)
+    }
+
+    #[test]
+    fn arrivals_have_the_asked_rate_and_shape() {
+        let (mean, cv) = mean_and_cv(&gaps(Arrival::Poisson, 1.0));
+        assert!(
+            (mean - 0.1).abs() < 0.003 && (cv - 1.0).abs() < 0.03,
+            "Poisson: mean {mean}, cv {cv}"
+        );
+        // Gamma with shape b has a coefficient of variation of 1/sqrt(b).
+        let (mean, cv) = mean_and_cv(&gaps(Arrival::Poisson, 0.25));
+        assert!(
+            (mean - 0.1).abs() < 0.005 && (cv - 2.0).abs() < 0.1,
+            "bursty: mean {mean}, cv {cv}"
+        );
+        assert!(gaps(Arrival::Constant, 1.0).iter().all(|g| (*g - 0.1).abs() < 1e-12));
+        let mut unlimited = Schedule {
+            rng: SmallRng::seed_from_u64(1),
+            rate: None,
+            arrival: Arrival::Poisson,
+            burstiness: 1.0,
+        };
+        assert_eq!(unlimited.next_gap_s(), 0.0);
+    }
 }

@@ -67,7 +67,7 @@ pub fn write_atomic(path: &Path, bytes: &[u8]) -> Result<(), CollectorError> {
     std::fs::rename(&tmp, path).map_err(fail)
 }
 
-fn to_json_bytes(v: &impl serde::Serialize) -> Result<Vec<u8>, CollectorError> {
+pub fn to_json_bytes(v: &impl serde::Serialize) -> Result<Vec<u8>, CollectorError> {
     let mut bytes = serde_json::to_vec_pretty(v).map_err(|e| CollectorError::Output(e.to_string()))?;
     bytes.push(b'\n');
     Ok(bytes)
@@ -280,7 +280,9 @@ pub fn save_and_print(
     if outcome.partial {
         console.push_str("\nThis run was stopped before its end: every file is marked partial.\n");
     }
-    print!("{console}");
+    if !args.quiet {
+        print!("{console}");
+    }
 
     // Files.
     let dir = &settings.out_dir;
@@ -347,7 +349,9 @@ pub fn save_and_print(
     write_atomic(&dir.join("result.json"), &to_json_bytes(&Value::Object(result))?)?;
     std::fs::rename(records_tmp, dir.join("records.jsonl"))
         .map_err(|e| CollectorError::Output(format!("cannot move {} into place: {e}", records_tmp.display())))?;
-    println!("Results: {}", dir.display());
+    if !args.quiet {
+        println!("Results: {}", dir.display());
+    }
     Ok(())
 }
 

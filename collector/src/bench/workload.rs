@@ -9,6 +9,7 @@ use rand::{Rng, SeedableRng};
 use serde::Deserialize;
 use serde_json::json;
 
+use super::tokens::TokenCounter;
 use crate::cli::{BenchArgs, DatasetKind, EndpointKind};
 use crate::error::CollectorError;
 
@@ -40,23 +41,44 @@ fn draw_length(rng: &mut SmallRng, mean: u32, stddev: f64) -> u32 {
     (f64::from(mean) + stddev * z).round().clamp(1.0, f64::from(u32::MAX)) as u32
 }
 
-fn synthetic(args: &BenchArgs, count: usize) -> Vec<Prompt> {
+/// A synthetic prompt of `target` tokens under `tokens` (each word below is one token; the
+/// leading number, which makes every prompt start differently so no prefix cache serves it
+/// whole, may take more, so the length is corrected by counting).
+fn synthetic_text(i: usize, target: u64, tokens: &TokenCounter) -> (String, u64) {
+    let build = |words: u64| {
+        let mut text = format!("{i}");
+        for w in 1..words {
+            text.push(' ');
+            text.push_str(WORDS[(w as usize * 7 + i * 13) % WORDS.len()]);
+        }
+        text
+    };
+    let mut words = target;
+    let mut text = build(words);
+    let mut count = tokens.count(&text);
+    for _ in 0..4 {
+        if count == target || (count > target && words == 1) {
+            break;
+        }
+        words = (words as i64 + target as i64 - count as i64).max(1) as u64;
+        text = build(words);
+        count = tokens.count(&text);
+    }
+    (text, count)
+}
+
+fn synthetic(args: &BenchArgs, count: usize, tokens: &TokenCounter) -> Vec<Prompt> {
     let mut rng = SmallRng::seed_from_u64(args.seed);
     (0..count)
         .map(|i| {
             let len = draw_length(&mut rng, args.input_tokens, args.input_tokens_stddev);
-            // Each prompt starts differently, so no server-side prefix cache serves it whole.
-            let mut text = format!("{i}");
-            for w in 1..len {
-                text.push(' ');
-                text.push_str(WORDS[(w as usize * 7 + i * 13) % WORDS.len()]);
-            }
+            let (text, input_tokens) = synthetic_text(i, u64::from(len), tokens);
             Prompt {
                 text,
                 category: None,
                 max_tokens: draw_length(&mut rng, args.output_tokens, args.output_tokens_stddev),
                 ignore_eos: true,
-                input_tokens: u64::from(len),
+                input_tokens,
             }
         })
         .collect()
@@ -75,12 +97,7 @@ struct JsonlLine {
     max_tokens: Option<u32>,
 }
 
-/// Words in a text: the input-length estimate until the server reports `usage`.
-pub fn word_count(text: &str) -> u64 {
-    text.split_whitespace().count() as u64
-}
-
-fn from_file(args: &BenchArgs, path: &Path) -> Result<Vec<Prompt>, CollectorError> {
+fn from_file(args: &BenchArgs, path: &Path, tokens: &TokenCounter) -> Result<Vec<Prompt>, CollectorError> {
     let text = std::fs::read_to_string(path)
         .map_err(|e| CollectorError::InvalidArgument(format!("cannot read dataset {}: {e}", path.display())))?;
     let mut prompts = Vec::new();
@@ -105,7 +122,7 @@ fn from_file(args: &BenchArgs, path: &Path) -> Result<Vec<Prompt>, CollectorErro
             continue;
         }
         prompts.push(Prompt {
-            input_tokens: word_count(&prompt),
+            input_tokens: tokens.count(&prompt),
             text: prompt,
             category,
             max_tokens: max_tokens.unwrap_or(args.output_tokens).max(1),
@@ -127,14 +144,14 @@ fn from_file(args: &BenchArgs, path: &Path) -> Result<Vec<Prompt>, CollectorErro
 }
 
 /// The prompts of a run: `count` of them (file datasets are cycled, shuffled by the seed).
-pub fn load(args: &BenchArgs, count: usize) -> Result<Vec<Prompt>, CollectorError> {
+pub fn load(args: &BenchArgs, count: usize, tokens: &TokenCounter) -> Result<Vec<Prompt>, CollectorError> {
     match args.dataset {
-        DatasetKind::Synthetic => Ok(synthetic(args, count)),
+        DatasetKind::Synthetic => Ok(synthetic(args, count, tokens)),
         _ => {
             let path = args.dataset_path.as_deref().ok_or_else(|| {
                 CollectorError::InvalidArgument("--dataset spec-bench and jsonl need --dataset-path".into())
             })?;
-            let mut pool = from_file(args, path)?;
+            let mut pool = from_file(args, path, tokens)?;
             let mut rng = SmallRng::seed_from_u64(args.seed);
             for i in (1..pool.len()).rev() {
                 pool.swap(i, rng.random_range(0..=i));
@@ -194,18 +211,24 @@ mod tests {
 
     #[test]
     fn synthetic_prompts_have_the_asked_lengths_and_differ() {
+        let t = TokenCounter::new().unwrap();
         let a = args(&["--input-tokens", "50", "--output-tokens", "20"]);
-        let p = load(&a, 3).unwrap();
+        let p = load(&a, 3, &t).unwrap();
         assert!(p
             .iter()
-            .all(|p| word_count(&p.text) == 50 && p.max_tokens == 20 && p.ignore_eos));
+            .all(|p| t.count(&p.text) == 50 && p.input_tokens == 50 && p.max_tokens == 20 && p.ignore_eos));
+        let short = load(&args(&["--input-tokens", "3"]), 2000, &t).unwrap();
+        assert!(
+            short.iter().all(|p| p.input_tokens == t.count(&p.text)),
+            "counts are exact"
+        );
         assert_ne!(p[0].text, p[1].text);
         let spread = args(&["--input-tokens", "50", "--input-tokens-stddev", "10"]);
-        let lens: Vec<u64> = load(&spread, 50).unwrap().iter().map(|p| p.input_tokens).collect();
+        let lens: Vec<u64> = load(&spread, 50, &t).unwrap().iter().map(|p| p.input_tokens).collect();
         assert!(lens.iter().any(|l| *l != 50) && lens.iter().all(|l| *l >= 1));
         assert_eq!(
-            load(&spread, 5).unwrap(),
-            load(&spread, 5).unwrap(),
+            load(&spread, 5, &t).unwrap(),
+            load(&spread, 5, &t).unwrap(),
             "the seed makes it reproducible"
         );
     }
@@ -228,7 +251,8 @@ mod tests {
             "--category",
             "summarization",
         ]);
-        let p = load(&a, 3).unwrap();
+        let t = TokenCounter::new().unwrap();
+        let p = load(&a, 3, &t).unwrap();
         assert!(p
             .iter()
             .all(|p| p.text == "Summarize this" && p.category.as_deref() == Some("summarization")));
@@ -240,9 +264,12 @@ mod tests {
             "--category",
             "math",
         ]);
-        assert!(load(&none, 1).unwrap_err().to_string().contains("no prompts"));
+        assert!(load(&none, 1, &t).unwrap_err().to_string().contains("no prompts"));
         std::fs::write(&path, "not json\n").unwrap();
-        assert!(load(&a, 1).unwrap_err().to_string().contains(":1: not a dataset line"));
+        assert!(load(&a, 1, &t)
+            .unwrap_err()
+            .to_string()
+            .contains(":1: not a dataset line"));
     }
 
     #[test]

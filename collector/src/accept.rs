@@ -1,0 +1,258 @@
+//! `speclens accept`: mean acceptance length (and rate, per-position rates) per workload
+//! category at a fixed model and k. On the per-request path one run yields every category; a
+//! server without per-request stats is measured by scrape, one run per category (the scrape is
+//! server-wide). Arrivals are open-loop and slow by default, so batch size does not confound E.
+
+use std::collections::BTreeMap;
+use std::path::PathBuf;
+
+use comfy_table::{presets, CellAlignment, Table};
+use serde::{Deserialize, Serialize};
+use serde_json::Value;
+use speclens_shared::run::RequestRecord;
+
+use crate::bench;
+use crate::cli::{AcceptArgs, BenchArgs};
+use crate::error::CollectorError;
+
+/// One category's acceptance, as written to `accept-<category>.json`.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct CategoryAcceptance {
+    pub category: String,
+    /// `per_request` or `scrape`.
+    pub path: String,
+    pub requests: u64,
+    /// Tokens per verify step, bonus included.
+    pub acceptance_length: f64,
+    /// Percent.
+    pub acceptance_rate: f64,
+    /// Unconditional rate by draft position (0-based keys, as vLLM).
+    pub per_position_acceptance_rates: BTreeMap<u32, f64>,
+    pub num_spec_steps: u64,
+    pub accepted_tokens: u64,
+    pub draft_tokens: u64,
+    /// The bench run this was measured in.
+    pub run: String,
+}
+
+/// Per-category figures from records carrying per-request stats.
+pub fn by_category(records: &[RequestRecord], run: &str) -> Vec<CategoryAcceptance> {
+    struct Sums {
+        requests: u64,
+        steps: u64,
+        accepted: u64,
+        drafted: u64,
+        at_least: BTreeMap<u32, u64>,
+    }
+    let mut sums: BTreeMap<String, Sums> = BTreeMap::new();
+    for r in records.iter().filter(|r| r.success && !r.warmup) {
+        let (Some(category), Some(spec)) = (&r.category, &r.spec_decode_acceptance) else {
+            continue;
+        };
+        let s = sums.entry(category.clone()).or_insert(Sums {
+            requests: 0,
+            steps: 0,
+            accepted: 0,
+            drafted: 0,
+            at_least: BTreeMap::new(),
+        });
+        s.requests += 1;
+        s.steps += spec.num_spec_steps;
+        s.accepted += spec.num_accepted_draft_tokens;
+        s.drafted += spec.num_draft_tokens;
+        let k = spec
+            .num_spec_tokens
+            .unwrap_or_else(|| spec.acceptance_histogram.keys().max().copied().unwrap_or(0));
+        for pos in 0..k {
+            let hits: u64 = spec.acceptance_histogram.range(pos + 1..).map(|(_, c)| c).sum();
+            *s.at_least.entry(pos).or_default() += hits;
+        }
+    }
+    sums.into_iter()
+        .filter(|(_, s)| s.steps > 0)
+        .map(|(category, s)| CategoryAcceptance {
+            category,
+            path: "per_request".into(),
+            requests: s.requests,
+            acceptance_length: 1.0 + s.accepted as f64 / s.steps as f64,
+            acceptance_rate: if s.drafted > 0 {
+                s.accepted as f64 / s.drafted as f64 * 100.0
+            } else {
+                0.0
+            },
+            per_position_acceptance_rates: s
+                .at_least
+                .iter()
+                .map(|(p, c)| (*p, *c as f64 / s.steps as f64))
+                .collect(),
+            num_spec_steps: s.steps,
+            accepted_tokens: s.accepted,
+            draft_tokens: s.drafted,
+            run: run.to_string(),
+        })
+        .collect()
+}
+
+/// The scrape path's figures of one run, for one category.
+fn from_scrape(category: &str, result: &Value, run: &str) -> Option<CategoryAcceptance> {
+    let e = result["spec_decode_acceptance_length"].as_f64()?;
+    let per_pos = result["spec_decode_per_position_acceptance_rates"].as_array()?;
+    Some(CategoryAcceptance {
+        category: category.to_string(),
+        path: "scrape".into(),
+        requests: result["completed"].as_u64().unwrap_or(0),
+        acceptance_length: e,
+        acceptance_rate: result["spec_decode_acceptance_rate"].as_f64()?,
+        per_position_acceptance_rates: per_pos
+            .iter()
+            .enumerate()
+            .filter_map(|(i, v)| Some((i as u32, v.as_f64()?)))
+            .collect(),
+        num_spec_steps: result["spec_decode_num_drafts"].as_u64()?,
+        accepted_tokens: result["spec_decode_accepted_tokens"].as_u64()?,
+        draft_tokens: result["spec_decode_draft_tokens"].as_u64()?,
+        run: run.to_string(),
+    })
+}
+
+fn read_records(dir: &std::path::Path) -> Result<Vec<RequestRecord>, CollectorError> {
+    let text = std::fs::read_to_string(dir.join("records.jsonl"))
+        .map_err(|e| CollectorError::Output(format!("cannot read {}: {e}", dir.display())))?;
+    Ok(text.lines().filter_map(|l| serde_json::from_str(l).ok()).collect())
+}
+
+fn bench_args(args: &AcceptArgs, out: PathBuf, categories: &[String], count: u64) -> BenchArgs {
+    let mut b = BenchArgs::defaults();
+    b.urls = vec![args.url.clone()];
+    b.endpoint = args.endpoint;
+    b.model = args.model.clone();
+    b.api_key = args.api_key.clone();
+    b.dataset = args.dataset;
+    b.dataset_path = Some(args.dataset_path.clone());
+    b.categories = categories.to_vec();
+    b.request_rate = Some(args.request_rate);
+    b.num_prompts = count;
+    b.output_tokens = args.output_tokens;
+    b.temperature = args.temperature;
+    b.sglang_spec_details = args.sglang_spec_details;
+    b.out = Some(out);
+    b.quiet = true;
+    b
+}
+
+/// The category matrix.
+pub fn render(rows: &[CategoryAcceptance]) -> String {
+    let mut table = Table::new();
+    table.load_style(presets::UTF8_FULL_CONDENSED);
+    table.set_header(vec![
+        "category",
+        "path",
+        "requests",
+        "acceptance length",
+        "acceptance rate %",
+        "per-position rates",
+    ]);
+    for r in rows {
+        let per_pos: Vec<String> = r
+            .per_position_acceptance_rates
+            .values()
+            .map(|v| format!("{v:.3}"))
+            .collect();
+        table.add_row(vec![
+            r.category.clone(),
+            r.path.clone(),
+            r.requests.to_string(),
+            format!("{:.3}", r.acceptance_length),
+            format!("{:.2}", r.acceptance_rate),
+            per_pos.join(", "),
+        ]);
+    }
+    for i in 2..5 {
+        if let Some(col) = table.column_mut(i) {
+            col.set_cell_alignment(CellAlignment::Right);
+        }
+    }
+    format!("{table}\n")
+}
+
+/// `speclens accept`: returns the rows it measured.
+pub async fn run(args: AcceptArgs) -> Result<Vec<CategoryAcceptance>, CollectorError> {
+    if !(args.request_rate.is_finite() && args.request_rate > 0.0) {
+        return Err(CollectorError::InvalidArgument("--request-rate must be > 0".into()));
+    }
+    let out = args
+        .out
+        .clone()
+        .unwrap_or_else(|| bench::report::default_out_dir("accept"));
+    std::fs::create_dir_all(&out)
+        .map_err(|e| CollectorError::Output(format!("cannot create {}: {e}", out.display())))?;
+    let categories = if args.categories.is_empty() {
+        dataset_categories(&args)?
+    } else {
+        args.categories.clone()
+    };
+    println!(
+        "Acceptance by category at {} req/s open loop: {} × {} requests → {}",
+        args.request_rate,
+        categories.len(),
+        args.requests_per_category,
+        args.url
+    );
+    // One run over every category: enough when the server returns per-request stats.
+    let total = args.requests_per_category * categories.len() as u64;
+    let all_dir = bench::run(bench_args(&args, out.join("all-categories"), &categories, total)).await?;
+    let mut rows = by_category(&read_records(&all_dir)?, "all-categories");
+    if rows.is_empty() {
+        println!("No per-request stats: measuring by scrape, one run per category.");
+        for category in &categories {
+            let name = format!("category-{}", speclens_shared::scrape::result_file_label(category));
+            let dir = bench::run(bench_args(
+                &args,
+                out.join(&name),
+                std::slice::from_ref(category),
+                args.requests_per_category,
+            ))
+            .await?;
+            let text =
+                std::fs::read_to_string(dir.join("result.json")).map_err(|e| CollectorError::Output(e.to_string()))?;
+            let result: Value = serde_json::from_str(&text).map_err(|e| CollectorError::Output(e.to_string()))?;
+            match from_scrape(category, &result, &name) {
+                Some(row) => rows.push(row),
+                None => println!(
+                    "  {category}: no spec-decode figures ({})",
+                    result["spec_decode"]["scrape"][0]["result"]["error"]
+                ),
+            }
+        }
+    }
+    for row in &rows {
+        let path = out.join(format!(
+            "accept-{}.json",
+            speclens_shared::scrape::result_file_label(&row.category)
+        ));
+        bench::report::write_atomic(&path, &bench::report::to_json_bytes(row)?)?;
+    }
+    print!("{}", render(&rows));
+    println!("Results: {}", out.display());
+    Ok(rows)
+}
+
+/// Every category named in the dataset file.
+fn dataset_categories(args: &AcceptArgs) -> Result<Vec<String>, CollectorError> {
+    let text = std::fs::read_to_string(&args.dataset_path)
+        .map_err(|e| CollectorError::InvalidArgument(format!("cannot read {}: {e}", args.dataset_path.display())))?;
+    let mut cats: Vec<String> = text
+        .lines()
+        .filter_map(|l| serde_json::from_str::<Value>(l).ok())
+        .filter_map(|v| v["category"].as_str().map(str::to_string))
+        .collect();
+    cats.sort();
+    cats.dedup();
+    if cats.is_empty() {
+        return Err(CollectorError::InvalidArgument(format!(
+            "{} names no categories",
+            args.dataset_path.display()
+        )));
+    }
+    Ok(cats)
+}

@@ -1,0 +1,154 @@
+//! The break-even sweep's table: both arms' output-token throughput by concurrency, their ratio
+//! and verdict, the measured crossing B*, and the model's prediction beside it.
+
+use serde::{Deserialize, Serialize};
+
+use crate::model::{break_even_batch, sweep_crossing, Costs, RatioPoint, UNCHARGED_COSTS};
+
+/// One concurrency of the sweep; an arm that was not run (or failed) is `None`.
+#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
+pub struct SweepRow {
+    pub concurrency: f64,
+    pub spec_output_tokens_per_s: Option<f64>,
+    pub base_output_tokens_per_s: Option<f64>,
+}
+
+impl SweepRow {
+    /// spec ÷ base output throughput.
+    pub fn ratio(&self) -> Option<f64> {
+        match (self.spec_output_tokens_per_s, self.base_output_tokens_per_s) {
+            (Some(s), Some(b)) if b > 0.0 => Some(s / b),
+            _ => None,
+        }
+    }
+}
+
+/// The model's prediction fed with what the sweep measured.
+#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
+pub struct Prediction {
+    pub measured_e: f64,
+    pub k: u32,
+    pub costs: Costs,
+    pub break_even_batch: f64,
+}
+
+impl Prediction {
+    pub fn new(measured_e: f64, k: u32, costs: Costs) -> Prediction {
+        Prediction {
+            measured_e,
+            k,
+            costs,
+            break_even_batch: break_even_batch(measured_e, k, costs),
+        }
+    }
+}
+
+/// The whole sweep result.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct SweepTable {
+    pub rows: Vec<SweepRow>,
+    /// Interpolated concurrency where spec/base falls through 1.0.
+    pub crossing: Option<f64>,
+    pub prediction: Option<Prediction>,
+}
+
+impl SweepTable {
+    pub fn new(mut rows: Vec<SweepRow>, prediction: Option<Prediction>) -> SweepTable {
+        rows.sort_by(|a, b| a.concurrency.total_cmp(&b.concurrency));
+        let points: Vec<RatioPoint> = rows
+            .iter()
+            .filter_map(|r| {
+                r.ratio().map(|ratio| RatioPoint {
+                    concurrency: r.concurrency,
+                    ratio,
+                })
+            })
+            .collect();
+        SweepTable {
+            crossing: sweep_crossing(&points),
+            rows,
+            prediction,
+        }
+    }
+
+    /// The console table, crossing and prediction.
+    pub fn render(&self) -> String {
+        let cell = |v: Option<f64>| v.map_or_else(|| "—".to_string(), |v| format!("{v:.1}"));
+        let mut out = String::from("Concurrency   spec out tok/s   base out tok/s    ratio   verdict\n");
+        for r in &self.rows {
+            let (ratio, verdict) = match r.ratio() {
+                Some(x) if x > 1.0 => (format!("{x:.3}"), "speculation pays"),
+                Some(x) => (format!("{x:.3}"), "speculation loses"),
+                None => ("—".into(), "one arm missing"),
+            };
+            out.push_str(&format!(
+                "{:>11}   {:>14}   {:>14}   {:>6}   {verdict}\n",
+                r.concurrency,
+                cell(r.spec_output_tokens_per_s),
+                cell(r.base_output_tokens_per_s),
+                ratio
+            ));
+        }
+        match self.crossing {
+            Some(b) => out.push_str(&format!(
+                "\nMeasured crossing: B* = {b:.1} concurrent requests (interpolated)\n"
+            )),
+            None => out.push_str("\nMeasured crossing: no crossing inside the swept range\n"),
+        }
+        if let Some(p) = &self.prediction {
+            out.push_str(&format!(
+                "Model prediction: B* = {:.1} from measured E = {:.3} (k = {}, c = {}, ridge T* = {})\n",
+                p.break_even_batch, p.measured_e, p.k, p.costs.draft_cost, p.costs.ridge_tokens
+            ));
+            if let Some(b) = self.crossing {
+                if b < p.break_even_batch {
+                    out.push_str(&format!(
+                        "The measured crossing is left of the prediction: costs the model does not charge ({}).\n",
+                        UNCHARGED_COSTS.join("; ")
+                    ));
+                }
+            }
+        }
+        out
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn crossing_and_prediction() {
+        let rows =
+            [(64.0, 1300.0, 1000.0), (256.0, 1800.0, 2000.0), (128.0, 1500.0, 1400.0)].map(|(c, s, b)| SweepRow {
+                concurrency: c,
+                spec_output_tokens_per_s: Some(s),
+                base_output_tokens_per_s: Some(b),
+            });
+        let pred = Prediction::new(
+            2.533,
+            3,
+            Costs {
+                draft_cost: 0.0,
+                ridge_tokens: 295.0,
+            },
+        );
+        let t = SweepTable::new(rows.to_vec(), Some(pred));
+        assert_eq!(t.rows[1].concurrency, 128.0);
+        let r128 = 1500.0 / 1400.0;
+        let want = 128.0 + 128.0 * (r128 - 1.0) / (r128 - 0.9);
+        assert!((t.crossing.unwrap() - want).abs() < 1e-9);
+        let text = t.render();
+        assert!(text.contains("Measured crossing: B* = "), "{text}");
+        assert!(text.contains("left of the prediction"), "{text}");
+        let none = SweepTable::new(
+            vec![SweepRow {
+                concurrency: 1.0,
+                spec_output_tokens_per_s: Some(2.0),
+                base_output_tokens_per_s: None,
+            }],
+            None,
+        );
+        assert!(none.render().contains("no crossing inside the swept range"));
+    }
+}

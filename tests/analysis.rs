@@ -1,0 +1,270 @@
+//! The questions users run speclens to answer: `speclens model` (the arithmetic), `sweep`
+//! (where speculation stops paying, against timed sims), `accept` (acceptance per category) and
+//! `read` (tables of result files, ours and `vllm bench serve`'s).
+
+use serde_json::Value;
+
+use crate::common::{run_speclens, workspace, Speclens};
+
+#[test]
+fn model_matches_the_worked_values_in_text_and_json() {
+    let (code, out, err) = run_speclens(&["model", "--alpha", "0.4", "--kappa", "1,3", "--gpu", "h100", "--json"]);
+    assert_eq!(code, 0, "{err}");
+    let v: Value = serde_json::from_str(&out).unwrap();
+    let close = |v: &Value, want: f64| (v.as_f64().unwrap() - want).abs() < 1e-9;
+    assert!(close(&v["rows"][0]["expected_tokens"], 1.4));
+    assert!(close(&v["rows"][0]["speedup_batch1"], 1.4));
+    assert!(close(&v["rows"][0]["speedup_asymptotic"], 0.7));
+    assert!(close(&v["rows"][0]["break_even_batch"], 206.5));
+    assert!(close(&v["rows"][1]["expected_tokens"], 1.624));
+    assert!(close(&v["rows"][1]["break_even_batch"], 119.77));
+    let (code, out, _) = run_speclens(&["model", "--alpha", "0.4", "--kappa", "3", "--measured-E", "3.2"]);
+    assert_eq!(code, 0);
+    assert!(
+        out.contains("  0.40    3    1.624    1.62×    0.41×           119.8\n"),
+        "{out}"
+    );
+    assert!(
+        out.contains("Measured E = 3.2 at k = 3: implied α = 0.8527, predicted break-even B* = 236.0"),
+        "{out}"
+    );
+    assert!(out.contains("Everything above is arithmetic. Nothing was measured."));
+    let (code, _, err) = run_speclens(&["model", "--gpu", "tpu"]);
+    assert_eq!(code, 1);
+    assert!(err.contains("unknown --gpu"), "{err}");
+}
+
+/// Table rows of `speclens read` by file name: the trimmed cells after the name.
+fn table_rows(text: &str) -> std::collections::BTreeMap<String, Vec<String>> {
+    text.lines()
+        .filter(|l| l.starts_with('│'))
+        .map(|l| {
+            l.split(['│', '┆'])
+                .map(|c| c.trim().to_string())
+                .filter(|c| !c.is_empty())
+                .collect::<Vec<_>>()
+        })
+        .filter(|cells| cells.len() > 1 && cells[0].ends_with(".json"))
+        .map(|cells| (cells[0].clone(), cells[1..].to_vec()))
+        .collect()
+}
+
+fn crossing_of(text: &str) -> Option<f64> {
+    let rest = text.split("Measured crossing: B* = ").nth(1)?;
+    rest.split_whitespace().next()?.parse().ok()
+}
+
+fn prediction_of(text: &str) -> Option<f64> {
+    let rest = text.split("Model prediction: B* = ").nth(1)?;
+    rest.split_whitespace().next()?.parse().ok()
+}
+
+/// Sweep a timed spec sim (k = 3, α = 0.7) against a timed base sim, in real time (12 ms
+/// steps): a faster clock would let the client's own speed shape the waves.
+fn sweep(extra_spec: &[&str]) -> (String, tempfile::TempDir) {
+    let timing = [
+        "--time-scale",
+        "1",
+        "--step-ms",
+        "12",
+        "--ridge",
+        "295",
+        "--mean-output-tokens",
+        "1000",
+    ];
+    let mut spec_args = vec!["sim", "--port", "0", "--num-spec-tokens", "3", "--alpha", "0.7"];
+    spec_args.extend_from_slice(&timing);
+    spec_args.extend_from_slice(extra_spec);
+    let spec = Speclens::start(&spec_args);
+    let base = Speclens::start(&[&["sim", "--port", "0"][..], &timing[..]].concat());
+    let dir = tempfile::tempdir().unwrap();
+    let (code, out, err) = run_speclens(&[
+        "sweep",
+        "--spec-url",
+        &spec.url(),
+        "--base-url",
+        &base.url(),
+        "--concurrency",
+        "96,128,160,192,224,256",
+        "--requests-per-slot",
+        "3",
+        "--input-tokens",
+        "8",
+        "--output-tokens",
+        "32",
+        "--no-stream",
+        "--out",
+        dir.path().to_str().unwrap(),
+    ]);
+    assert_eq!(code, 0, "{out}\n{err}");
+    (out, dir)
+}
+
+#[test]
+fn a_sweep_finds_the_crossing_the_model_predicts_and_extra_costs_move_it_left() {
+    let (out, dir) = sweep(&[]);
+    let measured = crossing_of(&out).unwrap_or_else(|| panic!("no crossing:\n{out}"));
+    let predicted = prediction_of(&out).unwrap();
+    // The model at the sim's parameters: B* = 295 · E / 4 with E ≈ 2.53.
+    assert!((predicted - 186.8).abs() < 8.0, "prediction {predicted}\n{out}");
+    assert!(
+        (measured - predicted).abs() / predicted < 0.10,
+        "measured {measured} vs predicted {predicted}\n{out}"
+    );
+    for c in [96, 256] {
+        assert!(
+            dir.path().join(format!("spec-c{c}.json")).is_file()
+                && dir.path().join(format!("base-c{c}.json")).is_file()
+        );
+    }
+    // `read` gives the same table and crossing from our files and from vLLM-shaped copies.
+    let ours = run_speclens(&["read", dir.path().to_str().unwrap()]).1;
+    assert_eq!(crossing_of(&ours), Some(measured), "{ours}");
+    let vllm_dir = tempfile::tempdir().unwrap();
+    let spec_keys = [
+        "completed",
+        "failed",
+        "duration",
+        "request_throughput",
+        "output_throughput",
+        "mean_ttft_ms",
+        "mean_itl_ms",
+        "spec_decode_acceptance_rate",
+        "spec_decode_acceptance_length",
+        "spec_decode_per_position_acceptance_rates",
+    ];
+    for entry in std::fs::read_dir(dir.path()).unwrap().flatten() {
+        let name = entry.file_name().to_string_lossy().into_owned();
+        if !name.ends_with(".json") {
+            continue;
+        }
+        let v: Value = serde_json::from_str(&std::fs::read_to_string(entry.path()).unwrap()).unwrap();
+        let reduced: serde_json::Map<String, Value> = spec_keys
+            .iter()
+            .filter_map(|k| v.get(*k).map(|x| (k.to_string(), x.clone())))
+            .collect();
+        std::fs::write(vllm_dir.path().join(&name), serde_json::to_string(&reduced).unwrap()).unwrap();
+    }
+    let theirs = run_speclens(&["read", vllm_dir.path().to_str().unwrap()]).1;
+    let theirs_rows = table_rows(&theirs);
+    assert_eq!(theirs_rows.len(), 12, "{theirs}");
+    let ours_rows = table_rows(&ours);
+    for (file, cells) in &theirs_rows {
+        assert_eq!(ours_rows.get(file), Some(cells), "{file}");
+    }
+    assert_eq!(crossing_of(&theirs), Some(measured), "{theirs}");
+
+    // Extra per-draft costs the model does not charge move the crossing left.
+    let (out, _dir) = sweep(&["--draft-overhead-us", "15"]);
+    let with_costs = crossing_of(&out).unwrap_or_else(|| panic!("no crossing:\n{out}"));
+    assert!(
+        with_costs < measured * 0.95,
+        "with extra costs {with_costs} vs {measured}\n{out}"
+    );
+    assert!(out.contains("left of the prediction"), "{out}");
+}
+
+#[test]
+fn sweep_dry_run_prints_the_plan_only() {
+    let (code, out, _) = run_speclens(&[
+        "sweep",
+        "--spec-url",
+        "http://127.0.0.1:9",
+        "--base-url",
+        "http://127.0.0.1:9",
+        "--concurrency",
+        "1,8",
+        "--dry-run",
+    ]);
+    assert_eq!(code, 0);
+    assert!(
+        out.contains("Sweep plan (4 runs)") && out.contains("spec-c8.json") && out.contains("nothing was sent"),
+        "{out}"
+    );
+}
+
+#[test]
+fn read_tabulates_vllm_bench_serve_results_and_their_crossing() {
+    let dir = workspace().join("tests/fixtures/vllm_bench_results");
+    let (code, out, err) = run_speclens(&["read", dir.to_str().unwrap()]);
+    assert_eq!(code, 0, "{err}");
+    for name in ["spec-c1.json", "base-c256.json"] {
+        assert!(out.contains(name), "{out}");
+    }
+    assert!(out.contains("2.83"), "acceptance length as reported: {out}");
+    let ratio64: f64 = 3900.0 / 2950.0;
+    let ratio128: f64 = 5200.0 / 5600.0;
+    let want = 64.0 + 64.0 * (ratio64 - 1.0) / (ratio64 - ratio128);
+    assert_eq!(crossing_of(&out), Some((want * 10.0).round() / 10.0), "{out}");
+}
+
+#[test]
+fn accept_recovers_each_categorys_acceptance_length() {
+    // Default category factors: summarization ×1.15, coding ×1.05, translation ×0.8 on α = 0.6.
+    let spec = Speclens::start(&[
+        "sim",
+        "--port",
+        "0",
+        "--time-scale",
+        "0",
+        "--num-spec-tokens",
+        "3",
+        "--alpha",
+        "0.6",
+    ]);
+    let dir = tempfile::tempdir().unwrap();
+    let data = dir.path().join("question.jsonl");
+    let mut lines = String::new();
+    for (i, (cat, text)) in [
+        ("summarization", "Summarize this report"),
+        ("translation", "Translate this letter"),
+        ("coding", "Write Python code for a parser"),
+    ]
+    .iter()
+    .enumerate()
+    {
+        for j in 0..3 {
+            lines.push_str(&format!(
+                "{{\"question_id\": {}, \"category\": \"{cat}\", \"turns\": [\"{text} number {j}\"]}}\n",
+                i * 10 + j
+            ));
+        }
+    }
+    std::fs::write(&data, lines).unwrap();
+    let out_dir = dir.path().join("accept");
+    let (code, out, err) = run_speclens(&[
+        "accept",
+        "--url",
+        &spec.url(),
+        "--dataset-path",
+        data.to_str().unwrap(),
+        "--requests-per-category",
+        "30",
+        "--request-rate",
+        "200",
+        "--output-tokens",
+        "96",
+        "--out",
+        out_dir.to_str().unwrap(),
+    ]);
+    assert_eq!(code, 0, "{out}\n{err}");
+    // Tolerance ±0.12 tokens per step: about 30 requests × 40 steps per category.
+    for (cat, factor) in [("summarization", 1.15), ("translation", 0.8), ("coding", 1.05)] {
+        let a: f64 = 0.6 * factor;
+        let want = 1.0 + a + a * a + a * a * a;
+        let row: Value =
+            serde_json::from_str(&std::fs::read_to_string(out_dir.join(format!("accept-{cat}.json"))).unwrap())
+                .unwrap();
+        let got = row["acceptance_length"].as_f64().unwrap();
+        assert!(
+            (got - want).abs() < 0.12,
+            "{cat}: measured E {got}, configured {want}\n{out}"
+        );
+        assert_eq!(row["path"], "per_request");
+        assert_eq!(row["requests"], 30);
+    }
+    assert!(
+        out.contains("summarization") && out.contains("acceptance length"),
+        "{out}"
+    );
+}
