@@ -268,3 +268,129 @@ fn accept_recovers_each_categorys_acceptance_length() {
         "{out}"
     );
 }
+
+#[tokio::test]
+async fn the_demo_measures_then_serves_the_seeded_what_if() {
+    let dist = workspace().join("web/dist");
+    assert!(
+        dist.join("index.html").is_file(),
+        "web/dist is not built: `bash scripts/test.sh` builds it"
+    );
+    let out = tempfile::tempdir().unwrap();
+    let demo = Speclens::start_until(
+        &[
+            "demo",
+            "--port",
+            "0",
+            "--web-dir",
+            dist.to_str().unwrap(),
+            "--out",
+            out.path().to_str().unwrap(),
+        ],
+        "speclens dashboard: ",
+        std::time::Duration::from_secs(240),
+    );
+    let url = demo.url();
+    assert!(
+        url.contains("#whatif?e=") && url.contains("&k=3&rates="),
+        "{url}\n{}",
+        demo.earlier
+    );
+    assert!(
+        demo.earlier.contains("summarization") && demo.earlier.contains("Measured crossing: B* = "),
+        "{}",
+        demo.earlier
+    );
+    let page = reqwest::get(url.split('#').next().unwrap()).await.unwrap();
+    assert_eq!(page.status(), 200);
+    assert!(out.path().join("accept/accept-summarization.json").is_file());
+    assert!(out.path().join("sweep/spec-c1.json").is_file() && out.path().join("sweep/base-c320.json").is_file());
+}
+
+#[test]
+fn accept_without_per_request_stats_measures_each_category_by_scrape() {
+    let spec = Speclens::start(&[
+        "sim",
+        "--port",
+        "0",
+        "--time-scale",
+        "0",
+        "--num-spec-tokens",
+        "2",
+        "--alpha",
+        "0.5",
+        "--per-request-metrics",
+        "none",
+    ]);
+    let dir = tempfile::tempdir().unwrap();
+    let data = dir.path().join("prompts.jsonl");
+    std::fs::write(&data, "{\"prompt\": \"Summarize the memo\", \"category\": \"summarization\"}\n{\"prompt\": \"Translate the memo\", \"category\": \"translation\"}\n").unwrap();
+    let out_dir = dir.path().join("accept");
+    let (code, out, err) = run_speclens(&[
+        "accept",
+        "--url",
+        &spec.url(),
+        "--dataset",
+        "jsonl",
+        "--dataset-path",
+        data.to_str().unwrap(),
+        "--requests-per-category",
+        "20",
+        "--request-rate",
+        "200",
+        "--output-tokens",
+        "64",
+        "--out",
+        out_dir.to_str().unwrap(),
+    ]);
+    assert_eq!(code, 0, "{out}\n{err}");
+    assert!(
+        out.contains("No per-request stats: measuring by scrape, one run per category."),
+        "{out}"
+    );
+    for (cat, factor) in [("summarization", 1.15), ("translation", 0.8)] {
+        let a: f64 = 0.5 * factor;
+        let row: Value =
+            serde_json::from_str(&std::fs::read_to_string(out_dir.join(format!("accept-{cat}.json"))).unwrap())
+                .unwrap();
+        assert_eq!(row["path"], "scrape");
+        let got = row["acceptance_length"].as_f64().unwrap();
+        assert!((got - (1.0 + a + a * a)).abs() < 0.12, "{cat}: {got}");
+    }
+}
+
+#[test]
+fn scrape_prints_counters_and_rates() {
+    let spec = Speclens::start(&[
+        "sim",
+        "--port",
+        "0",
+        "--time-scale",
+        "0",
+        "--num-spec-tokens",
+        "2",
+        "--alpha",
+        "0.8",
+    ]);
+    let (code, out, _) = run_speclens(&[
+        "bench",
+        "--url",
+        &spec.url(),
+        "--num-prompts",
+        "5",
+        "--output-tokens",
+        "20",
+        "--out",
+        tempfile::tempdir().unwrap().path().join("r").to_str().unwrap(),
+    ]);
+    assert_eq!(code, 0, "{out}");
+    let (code, out, _) = run_speclens(&["scrape", &spec.url()]);
+    assert_eq!(code, 0);
+    assert!(
+        out.contains("/metrics: drafts ") && out.contains("since start: acceptance rate "),
+        "{out}"
+    );
+    let base = Speclens::start(&["sim", "--port", "0"]);
+    let (_, out, _) = run_speclens(&["scrape", &format!("{}/metrics", base.url())]);
+    assert!(out.contains("No spec decode metrics found on server"), "{out}");
+}

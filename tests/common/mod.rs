@@ -37,8 +37,10 @@ pub fn json_fixture_text(name: &str) -> String {
 /// A running `speclens` process; killed when dropped.
 pub struct Speclens {
     child: Child,
-    /// The first line the process printed on stdout.
+    /// The awaited stdout line (the first one, unless a prefix was given).
     pub first_line: String,
+    /// What the process printed before it.
+    pub earlier: String,
 }
 
 /// Start the real binary with its output piped.
@@ -54,15 +56,37 @@ fn spawn_speclens(args: &[&str]) -> Child {
 impl Speclens {
     /// Start `speclens ARGS…` and wait (bounded) for its first stdout line.
     pub fn start(args: &[&str]) -> Speclens {
+        Speclens::start_until(args, "", Duration::from_secs(30))
+    }
+
+    /// Start `speclens ARGS…` and wait (bounded) for a stdout line starting with `prefix`; the
+    /// lines before it are kept in `earlier`.
+    pub fn start_until(args: &[&str], prefix: &str, limit: Duration) -> Speclens {
         let mut child = spawn_speclens(args);
         let stdout = child.stdout.take().expect("stdout");
         let (tx, rx) = std::sync::mpsc::channel();
+        let prefix = prefix.to_string();
         std::thread::spawn(move || {
-            let mut line = String::new();
-            let _ = BufReader::new(stdout).read_line(&mut line);
-            let _ = tx.send(line);
+            let mut reader = BufReader::new(stdout);
+            let mut earlier = String::new();
+            loop {
+                let mut line = String::new();
+                match reader.read_line(&mut line) {
+                    Ok(0) | Err(_) => {
+                        let _ = tx.send((earlier, String::new()));
+                        return;
+                    }
+                    Ok(_) if line.starts_with(&prefix) => {
+                        let _ = tx.send((earlier, line));
+                        // Keep draining so the process never blocks on a full pipe.
+                        let _ = std::io::copy(&mut reader, &mut std::io::sink());
+                        return;
+                    }
+                    Ok(_) => earlier.push_str(&line),
+                }
+            }
         });
-        let line = rx.recv_timeout(Duration::from_secs(30)).unwrap_or_default();
+        let (earlier, line) = rx.recv_timeout(limit).unwrap_or_default();
         if line.is_empty() {
             let _ = child.kill();
             let mut err = String::new();
@@ -74,6 +98,7 @@ impl Speclens {
         Speclens {
             child,
             first_line: line.trim().to_string(),
+            earlier,
         }
     }
 
