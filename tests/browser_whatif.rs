@@ -2,83 +2,13 @@
 //! changes α and k, the chart redraws (proved by reading canvas pixels), the URL carries the
 //! state, and opening that URL again shows the same what-if.
 
-use std::path::Path;
-use std::process::{Child, Command, Stdio};
 use std::time::Duration;
 
-use fantoccini::{Client, ClientBuilder, Locator};
-use serde_json::{json, Value};
+use fantoccini::{Client, Locator};
+use serde_json::Value;
 
+use crate::common::browser::{open_browser, start_chromedriver, text_of, value_of};
 use crate::common::{wait_for, workspace, Speclens};
-
-/// A chromedriver on a free loopback port; killed when dropped.
-struct ChromeDriver {
-    child: Child,
-    url: String,
-}
-
-impl Drop for ChromeDriver {
-    fn drop(&mut self) {
-        let _ = self.child.kill();
-        let _ = self.child.wait();
-    }
-}
-
-fn free_port() -> u16 {
-    std::net::TcpListener::bind("127.0.0.1:0")
-        .unwrap()
-        .local_addr()
-        .unwrap()
-        .port()
-}
-
-async fn start_chromedriver() -> ChromeDriver {
-    let bin = std::env::var("CHROMEDRIVER").unwrap_or_else(|_| "/usr/bin/chromedriver".into());
-    assert!(
-        Path::new(&bin).exists(),
-        "chromedriver not found at {bin}: `bash scripts/test.sh` installs Debian's chromium and chromium-driver"
-    );
-    let port = free_port();
-    let child = Command::new(&bin)
-        .arg(format!("--port={port}"))
-        .stdout(Stdio::null())
-        .stderr(Stdio::null())
-        .spawn()
-        .expect("start chromedriver");
-    let driver = ChromeDriver {
-        child,
-        url: format!("http://127.0.0.1:{port}"),
-    };
-    let status = format!("{}/status", driver.url);
-    wait_for("chromedriver to listen", Duration::from_secs(30), || async {
-        reqwest::get(&status).await.ok().filter(|r| r.status().is_success())
-    })
-    .await;
-    driver
-}
-
-async fn open_browser(driver: &ChromeDriver, profile: &Path) -> Client {
-    let chromium = std::env::var("CHROMIUM").unwrap_or_else(|_| "/usr/bin/chromium".into());
-    let mut caps = serde_json::Map::new();
-    caps.insert(
-        "goog:chromeOptions".into(),
-        json!({
-            "binary": chromium,
-            "args": [
-                "--headless=new", "--no-sandbox", "--disable-gpu", "--disable-dev-shm-usage",
-                "--disable-background-networking", "--disable-component-update", "--disable-sync",
-                "--disable-quic", "--no-first-run", "--window-size=1280,1600",
-                "--force-device-scale-factor=1",
-                format!("--user-data-dir={}", profile.display()),
-            ]
-        }),
-    );
-    ClientBuilder::new(hyper_util::client::legacy::connect::HttpConnector::new())
-        .capabilities(caps)
-        .connect(&driver.url)
-        .await
-        .expect("a WebDriver session in headless Chromium")
-}
 
 /// What the chart canvas holds now: draw count, inked pixels, pixels in the selected-curve
 /// colour, and a hash of every pixel.
@@ -125,21 +55,6 @@ async fn redrawn(client: &Client, previous: Option<Canvas>) -> Canvas {
             .filter(|c| previous.is_none_or(|p| c.draws > p.draws && c.hash != p.hash))
     })
     .await
-}
-
-async fn text_of(client: &Client, css: &str) -> String {
-    client.find(Locator::Css(css)).await.unwrap().text().await.unwrap()
-}
-
-async fn value_of(client: &Client, css: &str) -> String {
-    client
-        .find(Locator::Css(css))
-        .await
-        .unwrap()
-        .prop("value")
-        .await
-        .unwrap()
-        .unwrap_or_default()
 }
 
 /// Type into an input as a user does.

@@ -2,6 +2,7 @@
 
 mod analysis;
 mod bench_run;
+mod browser_live;
 mod browser_whatif;
 mod common;
 mod dashboard_server;

@@ -56,6 +56,9 @@ pub struct ServeArgs {
     /// Page state to open (URL fragment, set by the demo).
     #[arg(skip)]
     pub fragment: Option<String>,
+    /// Folder of past runs the page can open.
+    #[arg(long, default_value = "speclens-results")]
+    pub results_dir: PathBuf,
 }
 
 /// Flags of `speclens demo`.
@@ -331,6 +334,12 @@ pub struct BenchArgs {
     /// Write the files but print no report (used by sweep and accept).
     #[arg(long, hide = true)]
     pub quiet: bool,
+    /// Serve the live dashboard during the run (and after it, until Ctrl-C).
+    #[arg(long)]
+    pub dashboard: bool,
+    /// Port of the live dashboard (0 picks a free one).
+    #[arg(long, default_value_t = 8321)]
+    pub dashboard_port: u16,
 }
 
 impl BenchArgs {

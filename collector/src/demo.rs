@@ -174,6 +174,7 @@ pub async fn run(port: u16, web_dir: Option<PathBuf>, out: Option<PathBuf>) -> R
         token: None,
         web_dir: Some(web_dir),
         fragment: Some(fragment),
+        results_dir: out.clone(),
     };
     let served = crate::serve::run(serve).await;
     let _ = spec.stop().await;

@@ -5,6 +5,7 @@ pub mod bench;
 pub mod cli;
 pub mod demo;
 pub mod error;
+pub mod live;
 pub mod model_cmd;
 pub mod net;
 pub mod read;

@@ -7,16 +7,21 @@ use std::net::SocketAddr;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
-use axum::extract::{Request, State};
+use axum::extract::ws::{Message, WebSocket, WebSocketUpgrade};
+use axum::extract::{Path as UrlPath, Request, State};
 use axum::http::{header, HeaderValue, StatusCode};
 use axum::middleware::{self, Next};
 use axum::response::{IntoResponse, Response};
+use axum::routing::get;
 use axum::Router;
+use serde_json::{json, Value};
+use tokio::sync::{broadcast, oneshot};
 use tower_http::compression::CompressionLayer;
 use tower_http::services::ServeDir;
 
 use crate::cli::ServeArgs;
 use crate::error::CollectorError;
+use crate::live::LiveHub;
 
 const TOKEN_COOKIE: &str = "speclens_token";
 
@@ -29,6 +34,8 @@ pub struct ServeSettings {
     pub web_dir: PathBuf,
     /// Page state appended to the printed URL.
     pub fragment: Option<String>,
+    /// Where past runs are listed from (`/api/runs`).
+    pub results_dir: PathBuf,
 }
 
 impl ServeSettings {
@@ -46,6 +53,7 @@ impl ServeSettings {
             token,
             web_dir,
             fragment: args.fragment,
+            results_dir: args.results_dir,
         })
     }
 }
@@ -91,10 +99,25 @@ pub fn dashboard_url(addr: SocketAddr, token: Option<&str>) -> String {
     }
 }
 
-/// The dashboard's routes.
-pub fn router(settings: &ServeSettings) -> Router {
+/// What the dashboard's handlers share.
+struct AppState {
+    hub: Arc<LiveHub>,
+    results_dir: PathBuf,
+}
+
+/// The dashboard's routes: the live WebSocket, the run history API, and the web app's files.
+pub fn router(settings: &ServeSettings, hub: Arc<LiveHub>) -> Router {
     let files = ServeDir::new(&settings.web_dir).append_index_html_on_directories(true);
-    let mut app = Router::new().fallback_service(files);
+    let state = Arc::new(AppState {
+        hub,
+        results_dir: settings.results_dir.clone(),
+    });
+    let mut app = Router::new()
+        .route("/ws", get(ws_upgrade))
+        .route("/api/runs", get(list_runs))
+        .route("/api/runs/{*id}", get(one_run))
+        .with_state(state)
+        .fallback_service(files);
     if let Some(token) = &settings.token {
         app = app.layer(middleware::from_fn_with_state(Arc::new(token.clone()), require_token));
     }
@@ -102,24 +125,159 @@ pub fn router(settings: &ServeSettings) -> Router {
         .layer(middleware::from_fn(security_headers))
 }
 
-/// Bind, print the URL on stdout, serve until Ctrl-C.
-pub async fn run(args: ServeArgs) -> Result<(), CollectorError> {
-    let settings = ServeSettings::from_args(args)?;
+/// A dashboard serving in the background.
+pub struct Dashboard {
+    /// The URL to open (token and page state included).
+    pub url: String,
+    shutdown: Option<oneshot::Sender<()>>,
+    task: tokio::task::JoinHandle<std::io::Result<()>>,
+}
+
+impl Dashboard {
+    pub async fn stop(mut self) -> Result<(), CollectorError> {
+        if let Some(tx) = self.shutdown.take() {
+            let _ = tx.send(());
+        }
+        match self.task.await {
+            Ok(r) => r.map_err(CollectorError::Serve),
+            Err(e) => Err(CollectorError::Serve(std::io::Error::other(e))),
+        }
+    }
+}
+
+/// Bind and serve in the background; prints nothing.
+pub async fn start(settings: &ServeSettings, hub: Arc<LiveHub>) -> Result<Dashboard, CollectorError> {
     let (listener, addr) = crate::net::bind(settings.addr).await?;
     let mut url = dashboard_url(addr, settings.token.as_deref());
     if let Some(fragment) = &settings.fragment {
         url.push('#');
         url.push_str(fragment);
     }
-    println!("speclens dashboard: {url}");
-    eprintln!("serving {} — press Ctrl-C to stop", settings.web_dir.display());
+    let app = router(settings, hub);
+    let (tx, rx) = oneshot::channel::<()>();
+    let task = tokio::spawn(async move {
+        axum::serve(listener, app)
+            .with_graceful_shutdown(async {
+                let _ = rx.await;
+            })
+            .await
+    });
     tracing::info!(%addr, dir = %settings.web_dir.display(), "dashboard listening");
-    axum::serve(listener, router(&settings))
-        .with_graceful_shutdown(async {
-            let _ = tokio::signal::ctrl_c().await;
+    Ok(Dashboard {
+        url,
+        shutdown: Some(tx),
+        task,
+    })
+}
+
+/// `speclens serve`: bind, print the URL on stdout, serve until Ctrl-C.
+pub async fn run(args: ServeArgs) -> Result<(), CollectorError> {
+    let settings = ServeSettings::from_args(args)?;
+    let dashboard = start(&settings, LiveHub::new(64)).await?;
+    println!("speclens dashboard: {}", dashboard.url);
+    eprintln!("serving {} — press Ctrl-C to stop", settings.web_dir.display());
+    let _ = tokio::signal::ctrl_c().await;
+    dashboard.stop().await
+}
+
+async fn ws_upgrade(ws: WebSocketUpgrade, State(app): State<Arc<AppState>>) -> Response {
+    let hub = app.hub.clone();
+    ws.on_upgrade(move |socket| ws_client(socket, hub))
+}
+
+/// One dashboard client: hello and snapshot, then the broadcast deltas; a client that lags
+/// behind the bounded queue gets a fresh snapshot instead.
+async fn ws_client(mut socket: WebSocket, hub: Arc<LiveHub>) {
+    let (mut rx, first) = hub.join();
+    for text in first {
+        if socket.send(Message::Text(text)).await.is_err() {
+            return;
+        }
+    }
+    loop {
+        tokio::select! {
+            message = rx.recv() => {
+                let texts = match message {
+                    Ok(text) => vec![text],
+                    Err(broadcast::error::RecvError::Lagged(_)) => hub.snapshot(),
+                    Err(broadcast::error::RecvError::Closed) => return,
+                };
+                for text in texts {
+                    if socket.send(Message::Text(text)).await.is_err() {
+                        return;
+                    }
+                }
+            }
+            incoming = socket.recv() => match incoming {
+                None | Some(Err(_)) | Some(Ok(Message::Close(_))) => return,
+                Some(Ok(_)) => {}
+            },
+        }
+    }
+}
+
+/// A run id is a relative folder path of plain names: no `..`, no root, no odd characters.
+fn run_folder(results_dir: &Path, id: &str) -> Option<PathBuf> {
+    let ok = !id.is_empty()
+        && id.split('/').all(|part| {
+            !part.is_empty()
+                && part != "."
+                && part != ".."
+                && part.bytes().all(|b| b.is_ascii_alphanumeric() || b"._-".contains(&b))
+        });
+    ok.then(|| results_dir.join(id))
+}
+
+/// Folders holding a `result.json`, up to three levels down (demo runs nest sweeps).
+fn find_runs(dir: &Path, prefix: &str, depth: u32, out: &mut Vec<(String, PathBuf)>) {
+    let Ok(entries) = std::fs::read_dir(dir) else { return };
+    for entry in entries.flatten() {
+        let path = entry.path();
+        let name = entry.file_name().to_string_lossy().into_owned();
+        if !path.is_dir() || run_folder(Path::new(""), &name).is_none() {
+            continue;
+        }
+        let id = if prefix.is_empty() {
+            name
+        } else {
+            format!("{prefix}/{name}")
+        };
+        if path.join("result.json").is_file() {
+            out.push((id.clone(), path.clone()));
+        }
+        if depth > 1 {
+            find_runs(&path, &id, depth - 1, out);
+        }
+    }
+}
+
+async fn list_runs(State(app): State<Arc<AppState>>) -> Response {
+    let mut found = Vec::new();
+    find_runs(&app.results_dir, "", 3, &mut found);
+    let mut runs: Vec<Value> = found
+        .into_iter()
+        .filter_map(|(id, path)| {
+            let text = std::fs::read_to_string(path.join("result.json")).ok()?;
+            let r: Value = serde_json::from_str(&text).ok()?;
+            Some(json!({
+                "id": id, "label": r["label"], "date": r["date"], "model_id": r["model_id"], "partial": r["partial"],
+                "completed": r["completed"], "output_throughput": r["output_throughput"],
+                "spec_decode_acceptance_length": r["spec_decode_acceptance_length"],
+            }))
         })
-        .await
-        .map_err(CollectorError::Serve)
+        .collect();
+    runs.sort_by(|a, b| b["date"].as_str().cmp(&a["date"].as_str()));
+    axum::Json(json!({"results_dir": app.results_dir.display().to_string(), "runs": runs})).into_response()
+}
+
+async fn one_run(State(app): State<Arc<AppState>>, UrlPath(id): UrlPath<String>) -> Response {
+    let Some(folder) = run_folder(&app.results_dir, &id) else {
+        return (StatusCode::BAD_REQUEST, axum::Json(json!({"error": "not a run id"}))).into_response();
+    };
+    match std::fs::read_to_string(folder.join("result.json")) {
+        Ok(text) => ([(header::CONTENT_TYPE, "application/json")], text).into_response(),
+        Err(_) => (StatusCode::NOT_FOUND, axum::Json(json!({"error": "no such run"}))).into_response(),
+    }
 }
 
 fn presented_tokens(req: &Request) -> (Option<String>, Vec<String>) {

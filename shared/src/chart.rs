@@ -248,3 +248,190 @@ mod tests {
         assert_ne!(out, other, "a different α draws a different chart");
     }
 }
+
+/// One line of a time series chart.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Series {
+    pub label: String,
+    pub color: RGBColor,
+    pub points: Vec<(f64, f64)>,
+}
+
+/// Draw time series (x: seconds into the run) on one axis; "No traffic" when empty.
+pub fn draw_series_chart<DB: DrawingBackend>(
+    root: &DrawingArea<DB, Shift>,
+    series: &[Series],
+    y_desc: &str,
+    scale: f64,
+) -> Result<(), Error> {
+    let px = |v: f64| (v * scale).round().max(1.0) as u32;
+    let font = |size: f64| ("sans-serif", size * scale).into_font();
+    root.fill(&WHITE).map_err(chart_error)?;
+    let all = series
+        .iter()
+        .flat_map(|s| s.points.iter())
+        .filter(|p| p.0.is_finite() && p.1.is_finite());
+    let (mut x_max, mut y_max) = (1.0f64, 0.0f64);
+    let mut any = false;
+    for p in all {
+        any = true;
+        x_max = x_max.max(p.0);
+        y_max = y_max.max(p.1);
+    }
+    if !any {
+        let (w, h) = root.dim_in_pixel();
+        root.draw(&Text::new(
+            "No traffic",
+            (w as i32 / 2 - px(40.0) as i32, h as i32 / 2),
+            font(16.0),
+        ))
+        .map_err(chart_error)?;
+        root.present().map_err(chart_error)?;
+        return Ok(());
+    }
+    let y_max = if y_max <= 0.0 { 1.0 } else { y_max * 1.15 };
+    let mut chart = ChartBuilder::on(root)
+        .margin(px(10.0))
+        .x_label_area_size(px(36.0))
+        .y_label_area_size(px(56.0))
+        .build_cartesian_2d(0f64..x_max, 0f64..y_max)
+        .map_err(chart_error)?;
+    chart
+        .configure_mesh()
+        .x_desc("seconds into the run")
+        .y_desc(y_desc)
+        .label_style(font(12.0))
+        .axis_desc_style(font(13.0))
+        .light_line_style(RGBColor(0xee, 0xee, 0xee))
+        .draw()
+        .map_err(chart_error)?;
+    for s in series {
+        let style = s.color.stroke_width(px(2.0));
+        chart
+            .draw_series(LineSeries::new(s.points.iter().copied(), style))
+            .map_err(chart_error)?
+            .label(s.label.clone())
+            .legend(move |(x, y)| PathElement::new([(x, y), (x + px(18.0) as i32, y)], style));
+        chart
+            .draw_series(s.points.iter().map(|p| Circle::new(*p, px(2.5), s.color.filled())))
+            .map_err(chart_error)?;
+    }
+    chart
+        .configure_series_labels()
+        .position(SeriesLabelPosition::UpperLeft)
+        .background_style(WHITE.mix(0.85))
+        .border_style(RGBColor(0xcc, 0xcc, 0xcc))
+        .label_font(font(12.0))
+        .draw()
+        .map_err(chart_error)?;
+    root.present().map_err(chart_error)?;
+    Ok(())
+}
+
+/// Measured acceptance by draft position (1..k as users count them) beside the geometric curve
+/// implied by the measured E.
+pub fn draw_per_position<DB: DrawingBackend>(
+    root: &DrawingArea<DB, Shift>,
+    measured: &[f64],
+    measured_e: f64,
+    scale: f64,
+) -> Result<(), Error> {
+    let px = |v: f64| (v * scale).round().max(1.0) as u32;
+    let font = |size: f64| ("sans-serif", size * scale).into_font();
+    root.fill(&WHITE).map_err(chart_error)?;
+    let k = measured.len();
+    if k == 0 {
+        let (w, h) = root.dim_in_pixel();
+        root.draw(&Text::new(
+            "No spec-decode data",
+            (w as i32 / 2 - px(60.0) as i32, h as i32 / 2),
+            font(16.0),
+        ))
+        .map_err(chart_error)?;
+        root.present().map_err(chart_error)?;
+        return Ok(());
+    }
+    let alpha = model::implied_alpha(measured_e, k as u32);
+    let mut chart = ChartBuilder::on(root)
+        .margin(px(10.0))
+        .x_label_area_size(px(36.0))
+        .y_label_area_size(px(48.0))
+        .build_cartesian_2d(0.5f64..(k as f64 + 0.5), 0f64..1.05f64)
+        .map_err(chart_error)?;
+    chart
+        .configure_mesh()
+        .x_desc("draft position")
+        .y_desc("accepted (fraction of drafts)")
+        .x_labels(k.min(16))
+        .x_label_formatter(&|x| format!("{x:.0}"))
+        .label_style(font(12.0))
+        .axis_desc_style(font(13.0))
+        .light_line_style(RGBColor(0xee, 0xee, 0xee))
+        .draw()
+        .map_err(chart_error)?;
+    let bars = measured.iter().enumerate().map(|(i, p)| {
+        let x = i as f64 + 1.0;
+        Rectangle::new([(x - 0.3, 0.0), (x + 0.3, *p)], colors::ACCEPTED.filled())
+    });
+    chart
+        .draw_series(bars)
+        .map_err(chart_error)?
+        .label("measured")
+        .legend(move |(x, y)| Rectangle::new([(x, y - 5), (x + px(14.0) as i32, y + 5)], colors::ACCEPTED.filled()));
+    let geometric: Vec<(f64, f64)> = (1..=k).map(|i| (i as f64, alpha.powi(i as i32))).collect();
+    let style = colors::SPECULATIVE.stroke_width(px(2.0));
+    chart
+        .draw_series(LineSeries::new(geometric.iter().copied(), style))
+        .map_err(chart_error)?
+        .label(format!("geometric α = {alpha:.3} (same E = {measured_e:.2})"))
+        .legend(move |(x, y)| PathElement::new([(x, y), (x + px(18.0) as i32, y)], style));
+    chart
+        .draw_series(
+            geometric
+                .iter()
+                .map(|p| Circle::new(*p, px(3.0), colors::SPECULATIVE.filled())),
+        )
+        .map_err(chart_error)?;
+    chart
+        .configure_series_labels()
+        .position(SeriesLabelPosition::UpperRight)
+        .background_style(WHITE.mix(0.85))
+        .border_style(RGBColor(0xcc, 0xcc, 0xcc))
+        .label_font(font(12.0))
+        .draw()
+        .map_err(chart_error)?;
+    root.present().map_err(chart_error)?;
+    Ok(())
+}
+
+#[cfg(test)]
+mod live_chart_tests {
+    use super::*;
+
+    #[test]
+    fn series_and_positions_draw_and_empty_data_says_so() {
+        let mut out = String::new();
+        {
+            let root = SVGBackend::with_string(&mut out, (600, 300)).into_drawing_area();
+            let s = Series {
+                label: "accepted/s".into(),
+                color: colors::ACCEPTED,
+                points: vec![(1.0, 10.0), (2.0, 12.0)],
+            };
+            draw_series_chart(&root, &[s], "tokens/s", 1.0).unwrap();
+        }
+        assert!(out.contains("accepted/s"));
+        let mut empty = String::new();
+        {
+            let root = SVGBackend::with_string(&mut empty, (600, 300)).into_drawing_area();
+            draw_series_chart(&root, &[], "tokens/s", 1.0).unwrap();
+        }
+        assert!(empty.contains("No traffic"));
+        let mut pos = String::new();
+        {
+            let root = SVGBackend::with_string(&mut pos, (600, 300)).into_drawing_area();
+            draw_per_position(&root, &[0.8, 0.5, 0.2], 2.5, 1.0).unwrap();
+        }
+        assert!(pos.contains("geometric α"));
+    }
+}

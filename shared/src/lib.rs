@@ -8,6 +8,7 @@ pub mod error;
 pub mod model;
 pub mod per_request;
 pub mod prom;
+pub mod protocol;
 pub mod run;
 pub mod scrape;
 pub mod sweep;

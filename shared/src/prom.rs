@@ -1,10 +1,11 @@
 //! A small, strict parser for the Prometheus text exposition format (version 0.0.4).
 //!
-//! Why not a crate: the Prometheus parsing crates on crates.io either pull a regex engine into
-//! the wasm bundle or mis-read label values that hold `}` / escaped quotes (both occur in real
-//! vLLM output, see `tests/fixtures/`). This parser is one pass over the text, allocates
-//! nothing for samples the caller does not look at, reports the line of every error, and never
-//! panics (property-tested here and fuzzed in `fuzz/`).
+//! Why not a crate: `prometheus-parse` matches samples with the regex `^(\w+)(\{[^}]+\})?…`,
+//! which rejects metric names holding `:` (every `vllm:` metric) and cuts label values at `}`,
+//! and it brings `regex`, `chrono` and `lazy_static` into the wasm bundle; the other crates are
+//! unfinished (`openmetrics` does not parse labels yet). This parser is one pass over the text,
+//! allocates nothing for samples the caller does not look at, reports the line of every error,
+//! and never panics (property-tested here, fuzzed by `scripts/fuzz.sh`).
 //!
 //! Accepted: `# HELP` / `# TYPE` / other comment lines, blank lines, `\r\n` line ends, a
 //! leading byte-order mark, labels with escaped values (`\\`, `\"`, `\n`) and a trailing comma,

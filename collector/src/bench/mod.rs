@@ -31,6 +31,7 @@ use tokio::time::Instant;
 
 use crate::cli::{Arrival, BenchArgs, EndpointKind};
 use crate::error::CollectorError;
+use crate::live::LiveHub;
 use client::{exchange, Target};
 use scrape::{Endpoint, Timeline};
 use workload::{BodyOptions, Prompt};
@@ -185,6 +186,7 @@ impl Schedule {
 
 struct Shared {
     client: reqwest::Client,
+    hub: Arc<LiveHub>,
     tokens: tokens::TokenCounter,
     targets: Vec<Target>,
     in_flight: AtomicU64,
@@ -330,11 +332,17 @@ async fn run_phase(
                 input_tokens,
                 ..
             } => {
+                if !warmup {
+                    shared.hub.note_sent();
+                }
                 pending.insert(id, (url, category, start_ms, input_tokens));
             }
             Event::Done(record) => {
                 pending.remove(&record.request_id);
                 write_record(records_out, &record)?;
+                if !warmup {
+                    shared.hub.note_record(&record);
+                }
                 progress.inc(1);
                 records.push(*record);
             }
@@ -360,6 +368,9 @@ async fn run_phase(
             Event::Done(record) => {
                 pending.remove(&record.request_id);
                 write_record(records_out, &record)?;
+                if !warmup {
+                    shared.hub.note_record(&record);
+                }
                 records.push(*record);
             }
         }
@@ -494,8 +505,10 @@ pub async fn run(args: BenchArgs) -> Result<PathBuf, CollectorError> {
             timeout,
         })
         .collect();
+    let hub = LiveHub::new(64);
     let shared = Arc::new(Shared {
         client: client.clone(),
+        hub: hub.clone(),
         tokens: token_counter,
         targets,
         in_flight: AtomicU64::new(0),
@@ -531,6 +544,11 @@ pub async fn run(args: BenchArgs) -> Result<PathBuf, CollectorError> {
         report::progress_bar(total, args.duration)
     };
     let started = Instant::now();
+    let dashboard = if args.dashboard {
+        Some(start_dashboard(&settings, &hub).await?)
+    } else {
+        None
+    };
 
     let (mut records, mut partial) = if warm.is_empty() {
         (Vec::new(), false)
@@ -563,11 +581,30 @@ pub async fn run(args: BenchArgs) -> Result<PathBuf, CollectorError> {
                 Duration::from_secs_f64(args.scrape_interval),
                 started,
                 timeline.clone(),
+                hub.clone(),
                 stop_rx.clone(),
             ))
         })
         .collect();
     let window_start = Instant::now();
+    hub.start_run(
+        &args.label,
+        &settings.model,
+        args.duration.is_none().then_some(window.len() as u64),
+    );
+    let ticker = {
+        let hub = hub.clone();
+        let mut stop = stop_rx.clone();
+        tokio::spawn(async move {
+            let mut every = tokio::time::interval(crate::live::TICK);
+            loop {
+                tokio::select! {
+                    _ = every.tick() => hub.tick((Instant::now() - window_start).as_secs_f64()),
+                    _ = stop.changed() => return,
+                }
+            }
+        })
+    };
     if !partial {
         let (window_records, window_partial) = run_phase(
             &shared,
@@ -591,6 +628,7 @@ pub async fn run(args: BenchArgs) -> Result<PathBuf, CollectorError> {
     for s in samplers {
         let _ = s.await;
     }
+    let _ = ticker.await;
     let after: Vec<_> = futures_util::future::join_all(
         settings
             .endpoints
@@ -631,8 +669,49 @@ pub async fn run(args: BenchArgs) -> Result<PathBuf, CollectorError> {
                 .or_default() += 1;
         }
     }
+    let mut not_available: Vec<String> = windows
+        .iter()
+        .filter_map(|w| {
+            speclens_shared::scrape::window_result(&w.endpoint.url, w.before.clone(), w.after.clone())
+                .error
+                .map(|e| format!("scrape path [{}]: {e}", w.endpoint.label))
+        })
+        .collect();
+    if spec.records() == 0 {
+        not_available.push("per-request path: no request carried spec-decode stats".into());
+    }
+    hub.set_not_available(not_available);
+    hub.finish(duration_s, partial);
     report::save_and_print(&settings, &outcome, &windows, &timeline, &spec, &rejected, &records_tmp)?;
+    if let Some(d) = dashboard {
+        eprintln!(
+            "The dashboard keeps serving the finished run at {} — press Ctrl-C to quit.",
+            d.url
+        );
+        let _ = tokio::signal::ctrl_c().await;
+        d.stop().await?;
+    }
     Ok(settings.out_dir.clone())
+}
+
+/// Serve the live dashboard on loopback for this run; prints its URL.
+async fn start_dashboard(
+    settings: &BenchSettings,
+    hub: &Arc<LiveHub>,
+) -> Result<crate::serve::Dashboard, CollectorError> {
+    let serve = crate::serve::ServeSettings {
+        addr: std::net::SocketAddr::from(([127, 0, 0, 1], settings.args.dashboard_port)),
+        token: None,
+        web_dir: crate::serve::resolve_web_dir(None)?,
+        fragment: Some("live".into()),
+        results_dir: settings
+            .out_dir
+            .parent()
+            .map_or_else(|| PathBuf::from("."), PathBuf::from),
+    };
+    let dashboard = crate::serve::start(&serve, hub.clone()).await?;
+    println!("speclens dashboard: {}", dashboard.url);
+    Ok(dashboard)
 }
 
 #[cfg(test)]

@@ -6,7 +6,7 @@ use std::collections::BTreeMap;
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
-use serde::{Deserialize, Serialize};
+use speclens_shared::protocol::TimelinePoint;
 use speclens_shared::scrape::{
     counters_from_text, derive_stats, parse_metrics, CounterSet, IncreaseAccumulator, ScrapeFailure,
 };
@@ -96,28 +96,6 @@ pub async fn fetch_settled(client: &reqwest::Client, url: &str, limit: Duration)
     Ok(last)
 }
 
-/// One point of the live timeline: rates between two scrapes of one endpoint.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-pub struct TimelinePoint {
-    pub endpoint: String,
-    /// Seconds since the run started (end of the interval).
-    pub t_s: f64,
-    pub interval_s: f64,
-    pub accepted_per_s: f64,
-    pub drafted_per_s: f64,
-    pub drafts_per_s: f64,
-    /// Percent; absent when nothing was drafted in the interval.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub acceptance_rate: Option<f64>,
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub acceptance_length: Option<f64>,
-    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
-    pub per_position: BTreeMap<u32, f64>,
-    /// Scrape failure of this interval, if any.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub error: Option<String>,
-}
-
 /// The live sampler's shared output.
 #[derive(Debug, Default)]
 pub struct Timeline {
@@ -133,6 +111,7 @@ pub async fn sample_live(
     interval: Duration,
     started: Instant,
     timeline: Arc<Mutex<Timeline>>,
+    hub: Arc<crate::live::LiveHub>,
     mut stop: watch::Receiver<bool>,
 ) {
     let mut acc = IncreaseAccumulator::default();
@@ -197,6 +176,7 @@ pub async fn sample_live(
             }
         };
         if let Some(p) = point {
+            hub.note_point(p.clone());
             timeline.lock().unwrap_or_else(|p| p.into_inner()).points.push(p);
         }
     }

@@ -1,0 +1,358 @@
+//! The dashboard's WebSocket protocol (versioned): a hello, a full snapshot of the run, then
+//! deltas a few times per second with sequence numbers, and a finished message. A client that
+//! connects late, reconnects, or lags behind gets a fresh snapshot; it applies a delta only when
+//! its sequence number follows the last one it has.
+
+use std::collections::BTreeMap;
+
+use serde::{Deserialize, Serialize};
+
+use crate::aggregate::SpecSummary;
+use crate::run::LatencyStats;
+
+/// Bumped whenever a message changes shape; the page refuses other versions with a message.
+pub const PROTOCOL_VERSION: u32 = 1;
+
+/// Where a run stands.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum RunStatus {
+    /// No run yet (the dashboard was started before any benchmark).
+    Idle,
+    Running,
+    Finished,
+    /// Stopped early (Ctrl-C): the figures cover what finished.
+    Partial,
+}
+
+/// Request counts so far.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct Progress {
+    pub sent: u64,
+    pub completed: u64,
+    pub failed: u64,
+    /// Requests planned (absent for duration-bound runs).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub total: Option<u64>,
+    pub elapsed_s: f64,
+}
+
+/// vLLM Grafana's headline tiles, from the live scrape (None: "No traffic").
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct Tiles {
+    /// Percent.
+    pub acceptance_rate: Option<f64>,
+    pub acceptance_length: Option<f64>,
+    pub accepted_per_s: Option<f64>,
+    pub drafted_per_s: Option<f64>,
+    pub drafts_per_s: Option<f64>,
+    /// Share of output tokens that came from accepted drafts, percent.
+    pub draft_share: Option<f64>,
+}
+
+/// One live-scrape interval of one endpoint.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct TimelinePoint {
+    pub endpoint: String,
+    /// Seconds since the run started (end of the interval).
+    pub t_s: f64,
+    pub interval_s: f64,
+    pub accepted_per_s: f64,
+    pub drafted_per_s: f64,
+    pub drafts_per_s: f64,
+    /// Percent; absent when nothing was drafted in the interval.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub acceptance_rate: Option<f64>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub acceptance_length: Option<f64>,
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    pub per_position: BTreeMap<u32, f64>,
+    /// Scrape failure of this interval, if any.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub error: Option<String>,
+}
+
+/// Everything the live page shows about one run.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct RunView {
+    pub label: String,
+    pub model: String,
+    pub status: RunStatus,
+    pub progress: Progress,
+    pub tiles: Tiles,
+    pub timeline: Vec<TimelinePoint>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub ttft_ms: Option<LatencyStats>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub itl_ms: Option<LatencyStats>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub e2el_ms: Option<LatencyStats>,
+    /// Per-request path (AIPerf's figures), when requests carry stats.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub per_request: Option<SpecSummary>,
+    /// Why a path has no data.
+    pub not_available: Vec<String>,
+    /// Output tokens per second over the run so far.
+    pub output_tokens_per_s: f64,
+}
+
+impl RunView {
+    /// An empty view before any run.
+    pub fn idle() -> RunView {
+        RunView {
+            label: String::new(),
+            model: String::new(),
+            status: RunStatus::Idle,
+            progress: Progress::default(),
+            tiles: Tiles::default(),
+            timeline: Vec::new(),
+            ttft_ms: None,
+            itl_ms: None,
+            e2el_ms: None,
+            per_request: None,
+            not_available: Vec::new(),
+            output_tokens_per_s: 0.0,
+        }
+    }
+
+    /// What changed since `older` (which must be an earlier state of the same run).
+    pub fn delta_since(&self, older: &RunView) -> RunDelta {
+        let fresh = older.timeline.len().min(self.timeline.len());
+        RunDelta {
+            status: self.status,
+            progress: self.progress.clone(),
+            tiles: self.tiles.clone(),
+            timeline_append: self.timeline[fresh..].to_vec(),
+            ttft_ms: self.ttft_ms.clone(),
+            itl_ms: self.itl_ms.clone(),
+            e2el_ms: self.e2el_ms.clone(),
+            per_request: self.per_request.clone(),
+            not_available: self.not_available.clone(),
+            output_tokens_per_s: self.output_tokens_per_s,
+        }
+    }
+
+    /// Apply a delta made by [`RunView::delta_since`].
+    pub fn apply(&mut self, d: RunDelta) {
+        self.status = d.status;
+        self.progress = d.progress;
+        self.tiles = d.tiles;
+        self.timeline.extend(d.timeline_append);
+        self.ttft_ms = d.ttft_ms;
+        self.itl_ms = d.itl_ms;
+        self.e2el_ms = d.e2el_ms;
+        self.per_request = d.per_request;
+        self.not_available = d.not_available;
+        self.output_tokens_per_s = d.output_tokens_per_s;
+    }
+}
+
+/// The changes between two views: new timeline points, the rest replaced whole (small).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct RunDelta {
+    pub status: RunStatus,
+    pub progress: Progress,
+    pub tiles: Tiles,
+    pub timeline_append: Vec<TimelinePoint>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub ttft_ms: Option<LatencyStats>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub itl_ms: Option<LatencyStats>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub e2el_ms: Option<LatencyStats>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub per_request: Option<SpecSummary>,
+    pub not_available: Vec<String>,
+    pub output_tokens_per_s: f64,
+}
+
+/// Messages from the collector to the page: `{"type": …, "body": {…}}`. Adjacently tagged,
+/// because serde cannot read integer-keyed maps (histograms, positions) inside an internally
+/// tagged enum.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(tag = "type", content = "body", rename_all = "snake_case")]
+pub enum ServerMessage {
+    Hello {
+        protocol_version: u32,
+        speclens_version: String,
+    },
+    Snapshot {
+        seq: u64,
+        run: Box<RunView>,
+    },
+    Delta {
+        seq: u64,
+        delta: Box<RunDelta>,
+    },
+    Finished {
+        seq: u64,
+        run: Box<RunView>,
+    },
+}
+
+/// The page's copy of the run, fed message by message.
+#[derive(Debug, Clone, PartialEq)]
+pub struct LiveState {
+    pub run: RunView,
+    pub seq: Option<u64>,
+    /// Set when the server speaks another protocol version.
+    pub incompatible: Option<String>,
+}
+
+/// What the client must do after a message.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Applied {
+    Updated,
+    /// A delta did not follow the last sequence number: reconnect for a fresh snapshot.
+    NeedSnapshot,
+    Ignored,
+}
+
+impl Default for LiveState {
+    fn default() -> Self {
+        LiveState {
+            run: RunView::idle(),
+            seq: None,
+            incompatible: None,
+        }
+    }
+}
+
+impl LiveState {
+    pub fn apply(&mut self, message: ServerMessage) -> Applied {
+        match message {
+            ServerMessage::Hello {
+                protocol_version,
+                speclens_version,
+            } => {
+                if protocol_version != PROTOCOL_VERSION {
+                    self.incompatible = Some(format!(
+                        "the collector (speclens {speclens_version}) speaks protocol {protocol_version}, this page speaks {PROTOCOL_VERSION}: reload the page"
+                    ));
+                }
+                Applied::Ignored
+            }
+            ServerMessage::Snapshot { seq, run } | ServerMessage::Finished { seq, run } => {
+                self.run = *run;
+                self.seq = Some(seq);
+                Applied::Updated
+            }
+            ServerMessage::Delta { seq, delta } => match self.seq {
+                Some(last) if seq == last + 1 => {
+                    self.run.apply(*delta);
+                    self.seq = Some(seq);
+                    Applied::Updated
+                }
+                Some(last) if seq <= last => Applied::Ignored,
+                _ => Applied::NeedSnapshot,
+            },
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn point(t: f64) -> TimelinePoint {
+        TimelinePoint {
+            endpoint: "h:1".into(),
+            t_s: t,
+            interval_s: 1.0,
+            accepted_per_s: 10.0,
+            drafted_per_s: 20.0,
+            drafts_per_s: 5.0,
+            acceptance_rate: Some(50.0),
+            acceptance_length: Some(3.0),
+            per_position: BTreeMap::new(),
+            error: None,
+        }
+    }
+
+    #[test]
+    fn snapshot_then_deltas_rebuild_the_run_and_gaps_ask_for_a_snapshot() {
+        let mut server = RunView::idle();
+        server.status = RunStatus::Running;
+        let mut client = LiveState::default();
+        assert_eq!(
+            client.apply(ServerMessage::Snapshot {
+                seq: 7,
+                run: Box::new(server.clone())
+            }),
+            Applied::Updated
+        );
+        let before = server.clone();
+        server.timeline.push(point(1.0));
+        server.progress.completed = 3;
+        let d = server.delta_since(&before);
+        assert_eq!(d.timeline_append.len(), 1);
+        assert_eq!(
+            client.apply(ServerMessage::Delta {
+                seq: 8,
+                delta: Box::new(d.clone())
+            }),
+            Applied::Updated
+        );
+        assert_eq!(client.run, server);
+        assert_eq!(
+            client.apply(ServerMessage::Delta {
+                seq: 8,
+                delta: Box::new(d.clone())
+            }),
+            Applied::Ignored
+        );
+        assert_eq!(
+            client.apply(ServerMessage::Delta {
+                seq: 10,
+                delta: Box::new(d)
+            }),
+            Applied::NeedSnapshot
+        );
+        assert_eq!(client.run, server, "a gap never corrupts the state");
+    }
+
+    #[test]
+    fn integer_keyed_maps_survive_the_round_trip() {
+        let mut agg = crate::aggregate::SpecAggregator::new();
+        agg.push(&crate::per_request::SpecRecord {
+            engine: crate::per_request::EngineKind::Vllm,
+            mean_acceptance_length: 2.0,
+            draft_acceptance_rate: 0.5,
+            acceptance_histogram: [(0, 1), (2, 1)].into_iter().collect(),
+            num_accepted_draft_tokens: 2,
+            num_draft_tokens: 4,
+            num_spec_steps: 2,
+            num_spec_tokens: Some(2),
+            completion_tokens: None,
+            per_step_accepted: None,
+            per_step_drafted: None,
+        });
+        let mut run = RunView::idle();
+        run.per_request = agg.summary();
+        let mut p = point(1.0);
+        p.per_position = [(0, 0.5), (1, 0.5)].into_iter().collect();
+        run.timeline.push(p);
+        let message = ServerMessage::Snapshot {
+            seq: 1,
+            run: Box::new(run),
+        };
+        let text = serde_json::to_string(&message).unwrap();
+        assert_eq!(serde_json::from_str::<ServerMessage>(&text).unwrap(), message);
+    }
+
+    #[test]
+    fn messages_are_tagged_json_and_versions_are_checked() {
+        let text = serde_json::to_string(&ServerMessage::Hello {
+            protocol_version: 99,
+            speclens_version: "9.9".into(),
+        })
+        .unwrap();
+        assert!(
+            text.starts_with(r#"{"type":"hello","body":{"protocol_version":99"#),
+            "{text}"
+        );
+        let mut client = LiveState::default();
+        client.apply(serde_json::from_str(&text).unwrap());
+        assert!(client.incompatible.unwrap().contains("protocol 99"));
+    }
+}
