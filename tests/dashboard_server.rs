@@ -176,3 +176,131 @@ fn weak_tokens_and_missing_assets_are_clear_errors() {
         "{err}"
     );
 }
+
+#[tokio::test]
+async fn the_websocket_and_the_run_api_need_the_token_too() {
+    let root = web_dir();
+    let dist = root.path().join("dist");
+    let results = root.path().join("results");
+    std::fs::create_dir_all(results.join("20261129-run-a")).unwrap();
+    std::fs::write(
+        results.join("20261129-run-a/result.json"),
+        r#"{"label": "run-a", "date": "2026-11-29T10:00:00Z", "completed": 12, "output_throughput": 99.5}"#,
+    )
+    .unwrap();
+    let server = Speclens::start(&[
+        "serve",
+        "--host",
+        "0.0.0.0",
+        "--port",
+        "0",
+        "--web-dir",
+        dist.to_str().unwrap(),
+        "--results-dir",
+        results.to_str().unwrap(),
+    ]);
+    let url = server.url();
+    let (base, token) = url.split_once("/?token=").unwrap();
+    let port = base.rsplit(':').next().unwrap();
+    let base = format!("http://127.0.0.1:{port}");
+    let client = reqwest::Client::new();
+    let upgrade = |c: &reqwest::Client| {
+        c.get(format!("{base}/ws"))
+            .header("connection", "upgrade")
+            .header("upgrade", "websocket")
+            .header("sec-websocket-version", "13")
+            .header("sec-websocket-key", "dGhlIHNhbXBsZSBub25jZQ==")
+    };
+    assert_eq!(upgrade(&client).send().await.unwrap().status(), 401);
+    assert_eq!(upgrade(&client).bearer_auth(token).send().await.unwrap().status(), 101);
+    assert_eq!(
+        client.get(format!("{base}/api/runs")).send().await.unwrap().status(),
+        401
+    );
+    let runs: serde_json::Value = client
+        .get(format!("{base}/api/runs"))
+        .bearer_auth(token)
+        .send()
+        .await
+        .unwrap()
+        .json()
+        .await
+        .unwrap();
+    assert_eq!(runs["runs"][0]["id"], "20261129-run-a");
+    assert_eq!(runs["runs"][0]["completed"], 12);
+    let one = client
+        .get(format!("{base}/api/runs/20261129-run-a"))
+        .bearer_auth(token)
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(one.status(), 200);
+}
+
+#[test]
+fn the_run_api_refuses_paths_out_of_the_results_folder() {
+    let root = web_dir();
+    let dist = root.path().join("dist");
+    let results = root.path().join("results");
+    std::fs::create_dir_all(&results).unwrap();
+    std::fs::write(root.path().join("result.json"), "TOP-SECRET").unwrap();
+    let server = Speclens::start(&[
+        "serve",
+        "--port",
+        "0",
+        "--web-dir",
+        dist.to_str().unwrap(),
+        "--results-dir",
+        results.to_str().unwrap(),
+    ]);
+    let url = server.url();
+    for path in [
+        "/api/runs/..",
+        "/api/runs/%2e%2e",
+        "/api/runs/../results",
+        "/api/runs/a/../..",
+        "/api/runs/.%2e/",
+    ] {
+        let response = raw_get(&url, path);
+        assert!(!response.contains("TOP-SECRET"), "{path}:\n{response}");
+        let status = response.split(' ').nth(1).unwrap_or("");
+        assert!(status == "400" || status == "404", "{path}: {status}");
+    }
+}
+
+#[tokio::test]
+async fn serves_the_dashboard_built_into_the_binary_without_a_web_dir() {
+    assert!(
+        crate::common::workspace().join("web/dist/index.html").is_file(),
+        "web/dist is not built: `bash scripts/test.sh` builds it with Trunk before the tests"
+    );
+    let empty = tempfile::tempdir().unwrap();
+    let mut child = std::process::Command::new(env!("CARGO_BIN_EXE_speclens"))
+        .args(["serve", "--port", "0"])
+        .current_dir(empty.path())
+        .env_remove("SPECLENS_WEB_DIR")
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::null())
+        .spawn()
+        .unwrap();
+    let mut line = String::new();
+    std::io::BufRead::read_line(&mut std::io::BufReader::new(child.stdout.take().unwrap()), &mut line).unwrap();
+    let url = line
+        .trim()
+        .strip_prefix("speclens dashboard: ")
+        .unwrap_or_else(|| panic!("{line}"))
+        .to_string();
+    let index = reqwest::get(&url).await.unwrap().text().await.unwrap();
+    let wasm = index
+        .split('"')
+        .find(|s| s.ends_with("_bg.wasm"))
+        .expect("index.html names the wasm bundle");
+    let response = reqwest::get(format!("{url}{}", wasm.trim_start_matches('/')))
+        .await
+        .unwrap();
+    assert_eq!(response.status(), 200);
+    assert_eq!(response.headers()["content-type"], "application/wasm");
+    assert_eq!(reqwest::get(format!("{url}nope.js")).await.unwrap().status(), 404);
+    let _ = child.kill();
+    let _ = child.wait();
+}

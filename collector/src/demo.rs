@@ -172,7 +172,10 @@ pub async fn run(port: u16, web_dir: Option<PathBuf>, out: Option<PathBuf>) -> R
         host: "127.0.0.1".parse().expect("loopback"),
         port,
         token: None,
-        web_dir: Some(web_dir),
+        web_dir: match web_dir {
+            crate::serve::WebAssets::Dir(dir) => Some(dir),
+            crate::serve::WebAssets::Embedded => None,
+        },
         fragment: Some(fragment),
         results_dir: out.clone(),
     };

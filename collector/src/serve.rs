@@ -31,7 +31,7 @@ pub struct ServeSettings {
     pub addr: SocketAddr,
     /// Required on every request when set.
     pub token: Option<String>,
-    pub web_dir: PathBuf,
+    pub web_dir: WebAssets,
     /// Page state appended to the printed URL.
     pub fragment: Option<String>,
     /// Where past runs are listed from (`/api/runs`).
@@ -72,23 +72,67 @@ fn generate_token() -> Result<String, CollectorError> {
     Ok(bytes.iter().map(|b| format!("{b:02x}")).collect())
 }
 
-/// The built dashboard: `--web-dir`, else `web/dist` under the current folder, else the
-/// workspace's `web/dist` this binary was built from.
-pub fn resolve_web_dir(explicit: Option<PathBuf>) -> Result<PathBuf, CollectorError> {
-    let candidates: Vec<PathBuf> = match explicit {
-        Some(dir) => vec![dir],
-        None => vec![
-            PathBuf::from("web/dist"),
-            Path::new(env!("CARGO_MANIFEST_DIR")).join("../web/dist"),
-        ],
+/// The web app's files, embedded at build time (release builds made after `trunk build`; debug
+/// builds read them from `web/dist` at run time). One binary is then the whole product.
+#[derive(rust_embed::RustEmbed)]
+#[folder = "../web/dist"]
+#[allow_missing = true]
+struct EmbeddedAssets;
+
+/// Where the dashboard's files come from.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum WebAssets {
+    /// A folder on disk (`--web-dir`).
+    Dir(PathBuf),
+    /// Inside the binary.
+    Embedded,
+}
+
+impl std::fmt::Display for WebAssets {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            WebAssets::Dir(dir) => write!(f, "{}", dir.display()),
+            WebAssets::Embedded => f.write_str("the dashboard built into this binary"),
+        }
+    }
+}
+
+/// The dashboard's files: `--web-dir`, else the ones built into the binary, else `web/dist`
+/// under the current folder.
+pub fn resolve_web_dir(explicit: Option<PathBuf>) -> Result<WebAssets, CollectorError> {
+    if let Some(dir) = explicit {
+        return if dir.join("index.html").is_file() {
+            Ok(WebAssets::Dir(dir))
+        } else {
+            Err(CollectorError::WebAssetsMissing { dir })
+        };
+    }
+    if EmbeddedAssets::get("index.html").is_some() {
+        return Ok(WebAssets::Embedded);
+    }
+    let local = PathBuf::from("web/dist");
+    if local.join("index.html").is_file() {
+        Ok(WebAssets::Dir(local))
+    } else {
+        Err(CollectorError::WebAssetsMissing { dir: local })
+    }
+}
+
+/// Serve a file built into the binary (`/` is `index.html`); unknown paths are 404.
+async fn embedded_file(uri: axum::http::Uri) -> Response {
+    let path = uri.path().trim_start_matches('/');
+    let path = if path.is_empty() || path.ends_with('/') {
+        format!("{path}index.html")
+    } else {
+        path.to_string()
     };
-    candidates
-        .iter()
-        .find(|dir| dir.join("index.html").is_file())
-        .cloned()
-        .ok_or_else(|| CollectorError::WebAssetsMissing {
-            dir: candidates[0].clone(),
-        })
+    match EmbeddedAssets::get(&path) {
+        Some(file) => {
+            let mime = file.metadata.mimetype().to_string();
+            ([(header::CONTENT_TYPE, mime)], file.data.into_owned()).into_response()
+        }
+        None => (StatusCode::NOT_FOUND, "not found\n").into_response(),
+    }
 }
 
 /// The URL a user opens (with the token when one is required).
@@ -107,17 +151,19 @@ struct AppState {
 
 /// The dashboard's routes: the live WebSocket, the run history API, and the web app's files.
 pub fn router(settings: &ServeSettings, hub: Arc<LiveHub>) -> Router {
-    let files = ServeDir::new(&settings.web_dir).append_index_html_on_directories(true);
     let state = Arc::new(AppState {
         hub,
         results_dir: settings.results_dir.clone(),
     });
-    let mut app = Router::new()
+    let api = Router::new()
         .route("/ws", get(ws_upgrade))
         .route("/api/runs", get(list_runs))
         .route("/api/runs/{*id}", get(one_run))
-        .with_state(state)
-        .fallback_service(files);
+        .with_state(state);
+    let mut app = match &settings.web_dir {
+        WebAssets::Dir(dir) => api.fallback_service(ServeDir::new(dir).append_index_html_on_directories(true)),
+        WebAssets::Embedded => api.fallback(embedded_file),
+    };
     if let Some(token) = &settings.token {
         app = app.layer(middleware::from_fn_with_state(Arc::new(token.clone()), require_token));
     }
@@ -162,7 +208,7 @@ pub async fn start(settings: &ServeSettings, hub: Arc<LiveHub>) -> Result<Dashbo
             })
             .await
     });
-    tracing::info!(%addr, dir = %settings.web_dir.display(), "dashboard listening");
+    tracing::info!(%addr, assets = %settings.web_dir, "dashboard listening");
     Ok(Dashboard {
         url,
         shutdown: Some(tx),
@@ -175,7 +221,7 @@ pub async fn run(args: ServeArgs) -> Result<(), CollectorError> {
     let settings = ServeSettings::from_args(args)?;
     let dashboard = start(&settings, LiveHub::new(64)).await?;
     println!("speclens dashboard: {}", dashboard.url);
-    eprintln!("serving {} — press Ctrl-C to stop", settings.web_dir.display());
+    eprintln!("serving {} — press Ctrl-C to stop", settings.web_dir);
     let _ = tokio::signal::ctrl_c().await;
     dashboard.stop().await
 }
