@@ -10,4 +10,4 @@ trunk build --release
 say "building the speclens collector"
 cargo build --release -p speclens
 say "running the demo"
-exec target/release/speclens demo --web-dir web/dist "$@"
+exec target/release/speclens demo "$@"

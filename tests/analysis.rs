@@ -287,7 +287,7 @@ async fn the_demo_measures_then_serves_the_seeded_what_if() {
             "--out",
             out.path().to_str().unwrap(),
         ],
-        "speclens dashboard: ",
+        "speclens what-if: ",
         std::time::Duration::from_secs(240),
     );
     let url = demo.url();
@@ -301,9 +301,17 @@ async fn the_demo_measures_then_serves_the_seeded_what_if() {
         "{}",
         demo.earlier
     );
+    assert!(
+        demo.earlier.contains("speclens dashboard: http://127.0.0.1:"),
+        "the live page is served from the start"
+    );
     let page = reqwest::get(url.split('#').next().unwrap()).await.unwrap();
     assert_eq!(page.status(), 200);
     assert!(out.path().join("accept/accept-summarization.json").is_file());
+    assert!(
+        out.path().join("sweep/sweep.json").is_file(),
+        "the sweep table is saved for the dashboard"
+    );
     assert!(out.path().join("sweep/spec-c1.json").is_file() && out.path().join("sweep/base-c320.json").is_file());
 }
 

@@ -148,3 +148,198 @@ async fn the_live_page_follows_a_run_recovers_from_a_cut_and_ends_on_the_result(
     let _ = bench.kill();
     let _ = bench.wait();
 }
+
+#[tokio::test]
+async fn past_runs_open_in_the_same_views_and_compare_side_by_side() {
+    let dist = workspace().join("web/dist");
+    assert!(
+        dist.join("index.html").is_file(),
+        "web/dist is not built: `bash scripts/test.sh` builds it"
+    );
+    let spec = Speclens::start(&[
+        "sim",
+        "--port",
+        "0",
+        "--time-scale",
+        "0",
+        "--num-spec-tokens",
+        "3",
+        "--alpha",
+        "0.7",
+    ]);
+    let base = Speclens::start(&["sim", "--port", "0", "--time-scale", "0"]);
+    let results = tempfile::tempdir().unwrap();
+    for (name, url) in [("spec-run", spec.url()), ("base-run", base.url())] {
+        let (code, out, err) = crate::common::run_speclens(&[
+            "bench",
+            "--url",
+            &url,
+            "--num-prompts",
+            "20",
+            "--output-tokens",
+            "24",
+            "--scrape-interval",
+            "0.2",
+            "--out",
+            results.path().join(name).to_str().unwrap(),
+        ]);
+        assert_eq!(code, 0, "{out}{err}");
+    }
+    let sweep_dir = results.path().join("sweep-x");
+    let (code, out, err) = crate::common::run_speclens(&[
+        "sweep",
+        "--spec-url",
+        &spec.url(),
+        "--base-url",
+        &base.url(),
+        "--concurrency",
+        "1,4",
+        "--requests-per-slot",
+        "2",
+        "--output-tokens",
+        "16",
+        "--out",
+        sweep_dir.to_str().unwrap(),
+    ]);
+    assert_eq!(code, 0, "{out}{err}");
+    let data = results.path().join("prompts.jsonl");
+    std::fs::write(
+        &data,
+        "{\"prompt\": \"Summarize the memo\", \"category\": \"summarization\"}\n",
+    )
+    .unwrap();
+    let (code, out, err) = crate::common::run_speclens(&[
+        "accept",
+        "--url",
+        &spec.url(),
+        "--dataset",
+        "jsonl",
+        "--dataset-path",
+        data.to_str().unwrap(),
+        "--requests-per-category",
+        "5",
+        "--request-rate",
+        "100",
+        "--output-tokens",
+        "16",
+        "--out",
+        results.path().join("accept-x").to_str().unwrap(),
+    ]);
+    assert_eq!(code, 0, "{out}{err}");
+    let server = Speclens::start(&[
+        "serve",
+        "--port",
+        "0",
+        "--web-dir",
+        dist.to_str().unwrap(),
+        "--results-dir",
+        results.path().to_str().unwrap(),
+    ]);
+    let driver = start_chromedriver().await;
+    let profile = tempfile::tempdir().unwrap();
+    let client = open_browser(&driver, profile.path()).await;
+
+    client.goto(&format!("{}#runs", server.url())).await.unwrap();
+    wait_for("the run list", Duration::from_secs(30), || async {
+        let t = text_of(&client, "#run-list").await;
+        (t.contains("spec-run") && t.contains("base-run")).then_some(())
+    })
+    .await;
+
+    let result: Value =
+        serde_json::from_str(&std::fs::read_to_string(results.path().join("spec-run/result.json")).unwrap()).unwrap();
+    client
+        .goto(&format!("{}#runs?open=spec-run", server.url()))
+        .await
+        .unwrap();
+    let length = result["spec_decode_acceptance_length"].as_f64().unwrap();
+    wait_for("the opened run's tiles", Duration::from_secs(30), || async {
+        (text_of(&client, "#tile-acceptance-length .tile-value").await == format!("{length:.2}")).then_some(())
+    })
+    .await;
+    let status = text_of(&client, "#run-status").await;
+    assert!(status.contains("finished · 20 completed"), "{status}");
+    let ink = wait_for("the per-position chart", Duration::from_secs(30), || async {
+        canvas_ink(&client, "live-positions")
+            .await
+            .filter(|(ink, _)| *ink > 2000)
+    })
+    .await;
+    assert!(ink.1 >= 1);
+    let whatif = client
+        .find(fantoccini::Locator::Css("#whatif-from-run"))
+        .await
+        .unwrap()
+        .attr("href")
+        .await
+        .unwrap()
+        .unwrap();
+    assert!(
+        whatif.starts_with(&format!("#whatif?e={length:.3}&k=3&rates=")),
+        "{whatif}"
+    );
+
+    client
+        .goto(&format!("{}#runs?compare=base-run,spec-run", server.url()))
+        .await
+        .unwrap();
+    let table = wait_for("the comparison", Duration::from_secs(30), || async {
+        let t = text_of(&client, "#compare").await;
+        t.contains("output tokens/s").then_some(t)
+    })
+    .await;
+    assert!(table.contains(&format!("{length:.3}")), "{table}");
+    let classes: Value = client
+        .execute(
+            "return [...document.querySelectorAll('#compare thead th')].map(e => e.className)",
+            vec![],
+        )
+        .await
+        .unwrap();
+    assert_eq!(classes[1], "base-arm");
+    assert_eq!(classes[2], "spec-arm");
+
+    // The sweep and the per-category matrix have their own views; back to the list by its link.
+    client
+        .find(fantoccini::Locator::Css("a[href='#runs']"))
+        .await
+        .unwrap()
+        .click()
+        .await
+        .unwrap();
+    wait_for(
+        "links to the sweep and accept views",
+        Duration::from_secs(30),
+        || async {
+            let t = text_of(&client, "#sweep-links").await;
+            (t.contains("sweep: sweep-x") && t.contains("accept: accept-x")).then_some(())
+        },
+    )
+    .await;
+    client
+        .goto(&format!("{}#runs?sweep=sweep-x", server.url()))
+        .await
+        .unwrap();
+    let table = wait_for("the sweep table", Duration::from_secs(30), || async {
+        let t = text_of(&client, "#sweep-table").await;
+        t.contains("Concurrency").then_some(t)
+    })
+    .await;
+    assert!(table.contains("Model prediction: B* = "), "{table}");
+    wait_for("the sweep chart", Duration::from_secs(30), || async {
+        canvas_ink(&client, "sweep-chart").await.filter(|(ink, _)| *ink > 2000)
+    })
+    .await;
+    client
+        .goto(&format!("{}#runs?accept=accept-x", server.url()))
+        .await
+        .unwrap();
+    wait_for("the accept matrix", Duration::from_secs(30), || async {
+        text_of(&client, "#accept-matrix")
+            .await
+            .contains("summarization")
+            .then_some(())
+    })
+    .await;
+    client.close().await.unwrap();
+}

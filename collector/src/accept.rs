@@ -11,9 +11,12 @@ use serde::{Deserialize, Serialize};
 use serde_json::Value;
 use speclens_shared::run::RequestRecord;
 
+use std::sync::Arc;
+
 use crate::bench;
 use crate::cli::{AcceptArgs, BenchArgs};
 use crate::error::CollectorError;
+use crate::live::LiveHub;
 
 /// One category's acceptance, as written to `accept-<category>.json`.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -177,6 +180,11 @@ pub fn render(rows: &[CategoryAcceptance]) -> String {
 
 /// `speclens accept`: returns the rows it measured.
 pub async fn run(args: AcceptArgs) -> Result<Vec<CategoryAcceptance>, CollectorError> {
+    run_with(args, None).await
+}
+
+/// An accept run feeding `hub` (a dashboard another command serves) when given.
+pub async fn run_with(args: AcceptArgs, hub: Option<Arc<LiveHub>>) -> Result<Vec<CategoryAcceptance>, CollectorError> {
     if !(args.request_rate.is_finite() && args.request_rate > 0.0) {
         return Err(CollectorError::InvalidArgument("--request-rate must be > 0".into()));
     }
@@ -198,20 +206,34 @@ pub async fn run(args: AcceptArgs) -> Result<Vec<CategoryAcceptance>, CollectorE
         args.requests_per_category,
         args.url
     );
+    let external = hub.is_some();
+    let hub = hub.unwrap_or_else(|| LiveHub::new(64));
+    let dashboard = if args.dashboard && !external {
+        Some(bench::live_dashboard(args.dashboard_port, out.clone(), &hub).await?)
+    } else {
+        None
+    };
     // One run over every category: enough when the server returns per-request stats.
     let total = args.requests_per_category * categories.len() as u64;
-    let all_dir = bench::run(bench_args(&args, out.join("all-categories"), &categories, total)).await?;
+    let all_dir = bench::run_with(
+        bench_args(&args, out.join("all-categories"), &categories, total),
+        Some(hub.clone()),
+    )
+    .await?;
     let mut rows = by_category(&read_records(&all_dir)?, "all-categories");
     if rows.is_empty() {
         println!("No per-request stats: measuring by scrape, one run per category.");
         for category in &categories {
             let name = format!("category-{}", speclens_shared::scrape::result_file_label(category));
-            let dir = bench::run(bench_args(
-                &args,
-                out.join(&name),
-                std::slice::from_ref(category),
-                args.requests_per_category,
-            ))
+            let dir = bench::run_with(
+                bench_args(
+                    &args,
+                    out.join(&name),
+                    std::slice::from_ref(category),
+                    args.requests_per_category,
+                ),
+                Some(hub.clone()),
+            )
             .await?;
             let text =
                 std::fs::read_to_string(dir.join("result.json")).map_err(|e| CollectorError::Output(e.to_string()))?;
@@ -234,6 +256,11 @@ pub async fn run(args: AcceptArgs) -> Result<Vec<CategoryAcceptance>, CollectorE
     }
     print!("{}", render(&rows));
     println!("Results: {}", out.display());
+    if let Some(d) = dashboard {
+        eprintln!("The dashboard keeps serving at {} — press Ctrl-C to quit.", d.url);
+        let _ = tokio::signal::ctrl_c().await;
+        d.stop().await?;
+    }
     Ok(rows)
 }
 

@@ -410,6 +410,11 @@ pub struct SweepArgs {
     /// Print the plan and run nothing.
     #[arg(long)]
     pub dry_run: bool,
+    /// Serve the live dashboard while the sweep runs (each point in turn).
+    #[arg(long)]
+    pub dashboard: bool,
+    #[arg(long, default_value_t = 8321)]
+    pub dashboard_port: u16,
 }
 
 /// Flags of `speclens read`.
@@ -514,4 +519,9 @@ pub struct AcceptArgs {
     /// Folder for `accept-<category>.json` (default: speclens-results/<time>-accept/).
     #[arg(long)]
     pub out: Option<std::path::PathBuf>,
+    /// Serve the live dashboard while the runs go.
+    #[arg(long)]
+    pub dashboard: bool,
+    #[arg(long, default_value_t = 8321)]
+    pub dashboard_port: u16,
 }

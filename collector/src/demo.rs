@@ -7,7 +7,7 @@ use std::path::PathBuf;
 
 use clap::Parser;
 
-use crate::cli::{AcceptArgs, Cli, Command, ServeArgs, SimArgs, SweepArgs};
+use crate::cli::{AcceptArgs, Cli, Command, SimArgs, SweepArgs};
 use crate::error::CollectorError;
 use crate::sim::{self, SimSettings};
 
@@ -90,6 +90,21 @@ pub async fn run(port: u16, web_dir: Option<PathBuf>, out: Option<PathBuf>) -> R
     println!("speclens demo: a speculative sim (k = 3, per-position acceptance 0.82, 0.62, 0.45) at {spec_url}");
     println!("               and a plain sim at {base_url}, both timed at a quarter of real time.\n");
 
+    // The dashboard serves from the start: the live page follows each run of the demo.
+    let hub = crate::live::LiveHub::new(64);
+    let serve = crate::serve::ServeSettings {
+        addr: std::net::SocketAddr::from(([127, 0, 0, 1], port)),
+        token: None,
+        web_dir,
+        fragment: Some("live".into()),
+        results_dir: out.clone(),
+    };
+    let dashboard = crate::serve::start(&serve, hub.clone()).await?;
+    println!(
+        "speclens dashboard: {}  (live while the demo measures)\n",
+        dashboard.url
+    );
+
     let dataset = out.join("demo-questions.jsonl");
     let lines: String = DEMO_PROMPTS
         .iter()
@@ -121,7 +136,7 @@ pub async fn run(port: u16, web_dir: Option<PathBuf>, out: Option<PathBuf>) -> R
         ],
         |c| if let Command::Accept(a) = c { Some(*a) } else { None },
     )?;
-    let rows = crate::accept::run(accept_args).await?;
+    let rows = crate::accept::run_with(accept_args, Some(hub.clone())).await?;
     println!();
 
     let sweep_dir = out.join("sweep");
@@ -146,7 +161,7 @@ pub async fn run(port: u16, web_dir: Option<PathBuf>, out: Option<PathBuf>) -> R
         ],
         |c| if let Command::Sweep(a) = c { Some(*a) } else { None },
     )?;
-    crate::sweep::run(sweep_args).await?;
+    crate::sweep::run_with(sweep_args, Some(hub.clone())).await?;
 
     // Seed the what-if page with what was measured: pooled E and per-position rates.
     let steps: u64 = rows.iter().map(|r| r.num_spec_steps).sum();
@@ -167,19 +182,12 @@ pub async fn run(port: u16, web_dir: Option<PathBuf>, out: Option<PathBuf>) -> R
     } else {
         fragment.push_str("k=3");
     }
-    println!("\nThe dashboard's what-if page opens seeded with the measured acceptance.");
-    let serve = ServeArgs {
-        host: "127.0.0.1".parse().expect("loopback"),
-        port,
-        token: None,
-        web_dir: match web_dir {
-            crate::serve::WebAssets::Dir(dir) => Some(dir),
-            crate::serve::WebAssets::Embedded => None,
-        },
-        fragment: Some(fragment),
-        results_dir: out.clone(),
-    };
-    let served = crate::serve::run(serve).await;
+    let base_url = dashboard.url.split('#').next().unwrap_or(&dashboard.url).to_string();
+    println!("\nThe what-if page, seeded with the measured acceptance:");
+    println!("speclens what-if: {base_url}#{fragment}");
+    println!("(past runs: {base_url}#runs) — press Ctrl-C to stop.");
+    let _ = tokio::signal::ctrl_c().await;
+    let served = dashboard.stop().await;
     let _ = spec.stop().await;
     let _ = base.stop().await;
     served

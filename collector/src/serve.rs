@@ -159,6 +159,8 @@ pub fn router(settings: &ServeSettings, hub: Arc<LiveHub>) -> Router {
         .route("/ws", get(ws_upgrade))
         .route("/api/runs", get(list_runs))
         .route("/api/runs/{*id}", get(one_run))
+        .route("/api/sweeps/{*id}", get(one_sweep))
+        .route("/api/accept/{*id}", get(one_accept))
         .with_state(state);
     let mut app = match &settings.web_dir {
         WebAssets::Dir(dir) => api.fallback_service(ServeDir::new(dir).append_index_html_on_directories(true)),
@@ -274,8 +276,9 @@ fn run_folder(results_dir: &Path, id: &str) -> Option<PathBuf> {
     ok.then(|| results_dir.join(id))
 }
 
-/// Folders holding a `result.json`, up to three levels down (demo runs nest sweeps).
-fn find_runs(dir: &Path, prefix: &str, depth: u32, out: &mut Vec<(String, PathBuf)>) {
+/// Folders holding `marker` (a file name, or a prefix ending in `*`), up to `depth` levels down
+/// (demo runs nest sweeps).
+fn find_folders(dir: &Path, prefix: &str, depth: u32, marker: &str, out: &mut Vec<(String, PathBuf)>) {
     let Ok(entries) = std::fs::read_dir(dir) else { return };
     for entry in entries.flatten() {
         let path = entry.path();
@@ -288,18 +291,41 @@ fn find_runs(dir: &Path, prefix: &str, depth: u32, out: &mut Vec<(String, PathBu
         } else {
             format!("{prefix}/{name}")
         };
-        if path.join("result.json").is_file() {
+        if holds(&path, marker) {
             out.push((id.clone(), path.clone()));
         }
         if depth > 1 {
-            find_runs(&path, &id, depth - 1, out);
+            find_folders(&path, &id, depth - 1, marker, out);
         }
     }
 }
 
+/// Whether `dir` holds the file `marker`, or a JSON file starting with `marker` minus its `*`.
+fn holds(dir: &Path, marker: &str) -> bool {
+    match marker.strip_suffix('*') {
+        None => dir.join(marker).is_file(),
+        Some(prefix) => std::fs::read_dir(dir).is_ok_and(|mut entries| {
+            entries.any(|e| {
+                e.ok().is_some_and(|e| {
+                    let name = e.file_name().to_string_lossy().into_owned();
+                    name.starts_with(prefix) && name.ends_with(".json")
+                })
+            })
+        }),
+    }
+}
+
+fn folder_ids(results_dir: &Path, marker: &str) -> Vec<String> {
+    let mut found = Vec::new();
+    find_folders(results_dir, "", 3, marker, &mut found);
+    let mut ids: Vec<String> = found.into_iter().map(|(id, _)| id).collect();
+    ids.sort();
+    ids
+}
+
 async fn list_runs(State(app): State<Arc<AppState>>) -> Response {
     let mut found = Vec::new();
-    find_runs(&app.results_dir, "", 3, &mut found);
+    find_folders(&app.results_dir, "", 3, "result.json", &mut found);
     let mut runs: Vec<Value> = found
         .into_iter()
         .filter_map(|(id, path)| {
@@ -313,7 +339,55 @@ async fn list_runs(State(app): State<Arc<AppState>>) -> Response {
         })
         .collect();
     runs.sort_by(|a, b| b["date"].as_str().cmp(&a["date"].as_str()));
-    axum::Json(json!({"results_dir": app.results_dir.display().to_string(), "runs": runs})).into_response()
+    axum::Json(json!({
+        "results_dir": app.results_dir.display().to_string(),
+        "runs": runs,
+        "sweeps": folder_ids(&app.results_dir, "sweep.json"),
+        "accepts": folder_ids(&app.results_dir, "accept-*"),
+    }))
+    .into_response()
+}
+
+async fn one_sweep(State(app): State<Arc<AppState>>, UrlPath(id): UrlPath<String>) -> Response {
+    let Some(folder) = run_folder(&app.results_dir, &id) else {
+        return (StatusCode::BAD_REQUEST, axum::Json(json!({"error": "not a sweep id"}))).into_response();
+    };
+    match std::fs::read_to_string(folder.join("sweep.json")) {
+        Ok(text) => ([(header::CONTENT_TYPE, "application/json")], text).into_response(),
+        Err(_) => (StatusCode::NOT_FOUND, axum::Json(json!({"error": "no such sweep"}))).into_response(),
+    }
+}
+
+async fn one_accept(State(app): State<Arc<AppState>>, UrlPath(id): UrlPath<String>) -> Response {
+    let Some(folder) = run_folder(&app.results_dir, &id) else {
+        return (
+            StatusCode::BAD_REQUEST,
+            axum::Json(json!({"error": "not an accept id"})),
+        )
+            .into_response();
+    };
+    let Ok(entries) = std::fs::read_dir(&folder) else {
+        return (
+            StatusCode::NOT_FOUND,
+            axum::Json(json!({"error": "no such accept run"})),
+        )
+            .into_response();
+    };
+    let mut names: Vec<PathBuf> = entries
+        .flatten()
+        .map(|e| e.path())
+        .filter(|p| {
+            p.file_name()
+                .is_some_and(|n| n.to_string_lossy().starts_with("accept-"))
+                && p.extension().is_some_and(|x| x == "json")
+        })
+        .collect();
+    names.sort();
+    let rows: Vec<Value> = names
+        .iter()
+        .filter_map(|p| serde_json::from_str(&std::fs::read_to_string(p).ok()?).ok())
+        .collect();
+    axum::Json(json!({"categories": rows})).into_response()
 }
 
 async fn one_run(State(app): State<Arc<AppState>>, UrlPath(id): UrlPath<String>) -> Response {

@@ -51,6 +51,14 @@ fn read_json(path: &Path) -> Result<Value, CollectorError> {
 
 /// `speclens sweep`.
 pub async fn run(args: SweepArgs) -> Result<(), CollectorError> {
+    run_with(args, None).await
+}
+
+/// A sweep feeding `hub` (a dashboard another command serves) when given.
+pub async fn run_with(
+    args: SweepArgs,
+    hub: Option<std::sync::Arc<crate::live::LiveHub>>,
+) -> Result<(), CollectorError> {
     let invalid = |m: &str| CollectorError::InvalidArgument(m.to_string());
     let arms: Vec<(Arm, String)> = match (&args.arm, &args.url, &args.spec_url, &args.base_url) {
         (Some(arm), Some(url), None, None) => vec![(*arm, url.clone())],
@@ -91,6 +99,13 @@ pub async fn run(args: SweepArgs) -> Result<(), CollectorError> {
     }
     std::fs::create_dir_all(&out)
         .map_err(|e| CollectorError::Output(format!("cannot create {}: {e}", out.display())))?;
+    let external = hub.is_some();
+    let hub = hub.unwrap_or_else(|| crate::live::LiveHub::new(64));
+    let dashboard = if args.dashboard && !external {
+        Some(bench::live_dashboard(args.dashboard_port, out.clone(), &hub).await?)
+    } else {
+        None
+    };
     for (arm, url, c, n) in &plan {
         let mut b = BenchArgs::defaults();
         b.urls = vec![url.to_string()];
@@ -106,7 +121,7 @@ pub async fn run(args: SweepArgs) -> Result<(), CollectorError> {
         b.label = format!("{}-c{c}", arm_name(*arm));
         b.out = Some(out.join(format!("{}-c{c}", arm_name(*arm))));
         b.quiet = true;
-        let dir = bench::run(b).await?;
+        let dir = bench::run_with(b, Some(hub.clone())).await?;
         let result = read_json(&dir.join("result.json"))?;
         bench::report::write_atomic(&out.join(point_file(*arm, *c)), &bench::report::to_json_bytes(&result)?)?;
         let tput = result["output_throughput"].as_f64().unwrap_or(0.0);
@@ -125,9 +140,15 @@ pub async fn run(args: SweepArgs) -> Result<(), CollectorError> {
             ridge_tokens: args.ridge,
         },
     )?;
+    bench::report::write_atomic(&out.join("sweep.json"), &bench::report::to_json_bytes(&table)?)?;
     println!();
     print!("{}", table.render());
     println!("Results: {}", out.display());
+    if let Some(d) = dashboard {
+        eprintln!("The dashboard keeps serving at {} — press Ctrl-C to quit.", d.url);
+        let _ = tokio::signal::ctrl_c().await;
+        d.stop().await?;
+    }
     Ok(())
 }
 

@@ -356,3 +356,102 @@ mod tests {
         assert!(client.incompatible.unwrap().contains("protocol 99"));
     }
 }
+
+/// A saved run (`result.json`) as a finished [`RunView`], so the page shows past runs with the
+/// same views as live ones. Missing keys stay empty; nothing is recomputed from token counts.
+pub fn run_view_from_result(result: &serde_json::Value) -> RunView {
+    let num = |k: &str| result.get(k).and_then(serde_json::Value::as_f64);
+    let latency = |m: &str| {
+        let mean = num(&format!("mean_{m}_ms"))?;
+        let p99 = num(&format!("p99_{m}_ms"));
+        Some(LatencyStats {
+            mean,
+            median: num(&format!("median_{m}_ms")).unwrap_or(mean),
+            std: num(&format!("std_{m}_ms")).unwrap_or(0.0),
+            percentiles: p99.map(|v| ("99".to_string(), v)).into_iter().collect(),
+        })
+    };
+    let spec = result.get("spec_decode");
+    let timeline: Vec<TimelinePoint> = spec
+        .and_then(|s| s.get("timeline"))
+        .and_then(|t| serde_json::from_value(t.clone()).ok())
+        .unwrap_or_default();
+    let per_request: Option<SpecSummary> = spec
+        .and_then(|s| s.get("per_request"))
+        .and_then(|p| serde_json::from_value(p.clone()).ok());
+    let mut not_available = Vec::new();
+    if let Some(scrapes) = spec.and_then(|s| s.get("scrape")).and_then(serde_json::Value::as_array) {
+        for s in scrapes {
+            if let Some(error) = s["result"]["error"].as_str() {
+                not_available.push(format!(
+                    "scrape path [{}]: {error}",
+                    s["endpoint"].as_str().unwrap_or("?")
+                ));
+            }
+        }
+    }
+    if per_request.is_none() {
+        not_available.push("per-request path: no request carried spec-decode stats".into());
+    }
+    let accepted = num("spec_decode_accepted_tokens");
+    let duration = num("duration").filter(|d| *d > 0.0);
+    let output = num("total_output_tokens");
+    let tiles = Tiles {
+        acceptance_rate: num("spec_decode_acceptance_rate"),
+        acceptance_length: num("spec_decode_acceptance_length"),
+        accepted_per_s: accepted.zip(duration).map(|(a, d)| a / d),
+        drafted_per_s: num("spec_decode_draft_tokens").zip(duration).map(|(a, d)| a / d),
+        drafts_per_s: num("spec_decode_num_drafts").zip(duration).map(|(a, d)| a / d),
+        draft_share: accepted
+            .zip(output)
+            .filter(|(_, o)| *o > 0.0)
+            .map(|(a, o)| (a / o * 100.0).min(100.0)),
+    };
+    RunView {
+        label: result["label"].as_str().unwrap_or_default().to_string(),
+        model: result["model_id"].as_str().unwrap_or_default().to_string(),
+        status: if result["partial"].as_bool() == Some(true) {
+            RunStatus::Partial
+        } else {
+            RunStatus::Finished
+        },
+        progress: Progress {
+            sent: result["num_prompts"].as_u64().unwrap_or(0),
+            completed: result["completed"].as_u64().unwrap_or(0),
+            failed: result["failed"].as_u64().unwrap_or(0),
+            total: result["num_prompts"].as_u64(),
+            elapsed_s: duration.unwrap_or(0.0),
+        },
+        tiles,
+        timeline,
+        ttft_ms: latency("ttft"),
+        itl_ms: latency("itl"),
+        e2el_ms: latency("e2el"),
+        per_request,
+        not_available,
+        output_tokens_per_s: num("output_throughput").unwrap_or(0.0),
+    }
+}
+
+#[cfg(test)]
+mod result_tests {
+    use super::*;
+
+    #[test]
+    fn a_vllm_result_becomes_a_finished_view() {
+        let v = serde_json::json!({
+            "label": "spec-c16", "model_id": "m", "completed": 30, "failed": 2, "num_prompts": 32, "duration": 2.0,
+            "total_output_tokens": 3000, "output_throughput": 1500.0, "mean_ttft_ms": 20.0, "median_ttft_ms": 19.0,
+            "p99_ttft_ms": 40.0, "spec_decode_acceptance_rate": 60.0, "spec_decode_acceptance_length": 2.8,
+            "spec_decode_accepted_tokens": 1200, "spec_decode_draft_tokens": 2000, "spec_decode_num_drafts": 500
+        });
+        let run = run_view_from_result(&v);
+        assert_eq!(run.status, RunStatus::Finished);
+        assert_eq!((run.progress.completed, run.progress.failed), (30, 2));
+        assert_eq!(run.tiles.acceptance_rate, Some(60.0));
+        assert_eq!(run.tiles.accepted_per_s, Some(600.0));
+        assert_eq!(run.tiles.draft_share, Some(40.0));
+        assert_eq!(run.ttft_ms.unwrap().percentiles["99"], 40.0);
+        assert_eq!(run.not_available.len(), 1);
+    }
+}

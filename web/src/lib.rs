@@ -4,9 +4,11 @@
 
 mod canvas;
 mod live_page;
+mod runs_page;
 mod whatif_page;
 
 pub use live_page::LivePage;
+pub use runs_page::RunsPage;
 pub use whatif_page::WhatIfPage;
 
 use leptos::ev;
@@ -17,6 +19,7 @@ use leptos::prelude::*;
 pub enum View {
     Live,
     WhatIf,
+    Runs,
 }
 
 impl View {
@@ -25,26 +28,26 @@ impl View {
         let f = fragment.trim_start_matches('#');
         if f.is_empty() || f == "live" || f.starts_with("live?") {
             View::Live
+        } else if f == "runs" || f.starts_with("runs?") {
+            View::Runs
         } else {
             View::WhatIf
         }
     }
 }
 
-fn current_view() -> View {
-    View::from_fragment(&window().location().hash().unwrap_or_default())
+fn current_fragment() -> String {
+    window().location().hash().unwrap_or_default()
 }
 
 /// The application shell: navigation and the selected view.
 #[component]
 pub fn App() -> impl IntoView {
-    let (view, set_view) = signal(current_view());
-    let listener = window_event_listener(ev::hashchange, move |_| {
-        let next = current_view();
-        if view.get_untracked() != next {
-            set_view.set(next);
-        }
-    });
+    // The runs views read their state from the fragment when they mount, so any change of
+    // fragment there re-renders; the what-if page follows its own fragment changes.
+    let (fragment, set_fragment) = signal(current_fragment());
+    let view = Memo::new(move |_| View::from_fragment(&fragment.get()));
+    let listener = window_event_listener(ev::hashchange, move |_| set_fragment.set(current_fragment()));
     on_cleanup(move || listener.remove());
     view! {
         <header class="topbar">
@@ -52,6 +55,7 @@ pub fn App() -> impl IntoView {
             <nav>
                 <a href="#live" class:active=move || view.get() == View::Live>"Live run"</a>
                 <a href="#whatif" class:active=move || view.get() == View::WhatIf>"What-if"</a>
+                <a href="#runs" class:active=move || view.get() == View::Runs>"Runs"</a>
             </nav>
             <span class="tagline">"speculative decoding: acceptance, break-even, model"</span>
         </header>
@@ -59,6 +63,10 @@ pub fn App() -> impl IntoView {
             {move || match view.get() {
                 View::Live => view! { <LivePage/> }.into_any(),
                 View::WhatIf => view! { <WhatIfPage/> }.into_any(),
+                View::Runs => {
+                    fragment.track();
+                    view! { <RunsPage/> }.into_any()
+                }
             }}
         </main>
     }

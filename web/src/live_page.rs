@@ -128,13 +128,13 @@ fn measured_positions(run: &RunView) -> (Vec<f64>, f64) {
 /// Redraw `canvas` whenever the run changes.
 fn chart_effect(
     canvas: NodeRef<Canvas>,
-    live: ReadSignal<LiveState>,
+    run: Signal<RunView>,
     draw: fn(&HtmlCanvasElement, &RunView) -> Result<(), String>,
 ) {
     Effect::new(move |_| {
         let Some(c) = canvas.get() else { return };
-        live.with(|l| {
-            let result = draw(&c, &l.run);
+        run.with(|r| {
+            let result = draw(&c, r);
             let draws = c
                 .get_attribute("data-draws")
                 .and_then(|d| d.parse::<u64>().ok())
@@ -206,22 +206,91 @@ fn draw_positions(c: &HtmlCanvasElement, run: &RunView) -> Result<(), String> {
     draw_on(c, |root, scale| draw_per_position(root, &rates, e, scale))
 }
 
+/// Tiles, charts, latencies, per-request path and per-position chart of one run (live or
+/// opened from the history).
+#[component]
+pub fn RunPanel(run: Signal<RunView>) -> impl IntoView {
+    let acceptance = NodeRef::<Canvas>::new();
+    let flow = NodeRef::<Canvas>::new();
+    let positions = NodeRef::<Canvas>::new();
+    chart_effect(acceptance, run, draw_acceptance);
+    chart_effect(flow, run, draw_flow);
+    chart_effect(positions, run, draw_positions);
+    let tile = move |id: &'static str, label: &'static str, value: Box<dyn Fn() -> String + Send + Sync>| {
+        view! { <div class="tile" id=id><div class="tile-label">{label}</div><div class="tile-value">{value}</div></div> }
+    };
+    view! {
+        <div class="tiles">
+            {tile("tile-acceptance-rate", "Acceptance rate (%)", Box::new(move || fmt(run.with(|r| r.tiles.acceptance_rate), 2)))}
+            {tile("tile-acceptance-length", "Acceptance length", Box::new(move || fmt(run.with(|r| r.tiles.acceptance_length), 2)))}
+            {tile("tile-accepted-per-s", "Accepted tokens/s", Box::new(move || fmt(run.with(|r| r.tiles.accepted_per_s), 1)))}
+            {tile("tile-drafted-per-s", "Drafted tokens/s", Box::new(move || fmt(run.with(|r| r.tiles.drafted_per_s), 1)))}
+            {tile("tile-drafts-per-s", "Drafts/s", Box::new(move || fmt(run.with(|r| r.tiles.drafts_per_s), 1)))}
+            {tile("tile-draft-share", "Output from drafts (%)", Box::new(move || fmt(run.with(|r| r.tiles.draft_share), 1)))}
+        </div>
+        <div class="grid2">
+            <div class="chart-box"><h3>"Acceptance over time"</h3><canvas id="live-acceptance" class="small-chart" node_ref=acceptance></canvas></div>
+            <div class="chart-box"><h3>"Token flow"</h3><canvas id="live-flow" class="small-chart" node_ref=flow></canvas></div>
+        </div>
+        <div class="grid2">
+            <div>
+                <h3>"Latency (ms)"</h3>
+                <table class="model-table" id="latency">
+                    <thead><tr><th>""</th><th>"mean"</th><th>"median"</th><th>"p99"</th></tr></thead>
+                    <tbody>
+                        {move || latency_row("TTFT", run.with(|r| r.ttft_ms.clone()))}
+                        {move || latency_row("ITL", run.with(|r| r.itl_ms.clone()))}
+                        {move || latency_row("E2E", run.with(|r| r.e2el_ms.clone()))}
+                    </tbody>
+                </table>
+                <p id="output-throughput">{move || format!("Output: {:.1} tokens/s", run.with(|r| r.output_tokens_per_s))}</p>
+                <h3>"Per-request path"</h3>
+                <div id="per-request">
+                    {move || run.with(|r| match &r.per_request {
+                        Some(s) => {
+                            let e = s.spec_decode_token_weighted_acceptance_length.as_ref().map_or("N/A".to_string(), |d| format!("{:.3}", d.avg));
+                            let rate = s.spec_decode_overall_draft_acceptance_rate.as_ref().map_or("N/A".to_string(), |d| format!("{:.2}", d.avg));
+                            view! {
+                                <p>"Token-weighted acceptance length: " <strong id="pr-length">{e}</strong>
+                                   " · overall draft acceptance rate: " <strong id="pr-rate">{rate}</strong> " %"
+                                   " · steps: " <strong id="pr-steps">{format!("{:.0}", s.total_spec_decode_steps.avg)}</strong></p>
+                                <p class="hint">{s.histogram_line().unwrap_or_default()}</p>
+                            }.into_any()
+                        }
+                        None => view! { <p class="hint">"N/A: no request carried spec-decode stats (yet)."</p> }.into_any(),
+                    })}
+                </div>
+                <div id="not-available">
+                    {move || run.with(|r| r.not_available.clone()).into_iter().map(|r| view! { <p class="warning">"N/A: " {r}</p> }).collect_view()}
+                </div>
+            </div>
+            <div class="chart-box"><h3>"Acceptance by draft position"</h3><canvas id="live-positions" class="small-chart" node_ref=positions></canvas>
+                <p class="hint">"A draft is accepted only if all earlier ones were, so rates fall with position; when they fall faster than the geometric curve, the best k is smaller than the geometric table suggests."</p>
+            </div>
+        </div>
+    }
+}
+
+/// The what-if fragment seeded from a run's measured acceptance (E, k, per-position rates).
+pub fn whatif_fragment(run: &RunView) -> Option<String> {
+    let (rates, e) = measured_positions(run);
+    if rates.is_empty() || e <= 1.0 {
+        return None;
+    }
+    let list: Vec<String> = rates.iter().map(|r| format!("{r:.3}")).collect();
+    Some(format!(
+        "whatif?e={e:.3}&k={}&rates={}&batch=64",
+        rates.len(),
+        list.join(",")
+    ))
+}
+
 #[component]
 pub fn LivePage() -> impl IntoView {
     let (live, set_live) = signal(LiveState::default());
     let (link, set_link) = signal(Link::Connecting);
     connect(set_live, set_link, 0, live);
-    let acceptance = NodeRef::<Canvas>::new();
-    let flow = NodeRef::<Canvas>::new();
-    let positions = NodeRef::<Canvas>::new();
-    chart_effect(acceptance, live, draw_acceptance);
-    chart_effect(flow, live, draw_flow);
-    chart_effect(positions, live, draw_positions);
-
-    let run = move || live.with(|l| l.run.clone());
-    let tile = move |id: &'static str, label: &'static str, value: Box<dyn Fn() -> String + Send + Sync>| {
-        view! { <div class="tile" id=id><div class="tile-label">{label}</div><div class="tile-value">{value}</div></div> }
-    };
+    let run = Signal::derive(move || live.with(|l| l.run.clone()));
     view! {
         <section class="page live">
             <h1>"Live run"</h1>
@@ -230,67 +299,25 @@ pub fn LivePage() -> impl IntoView {
                 <span class=move || format!("link {}", match link.get() { Link::Open => "open", Link::Connecting => "connecting", Link::Retrying => "retrying" })>
                     {move || match link.get() { Link::Open => "connected", Link::Connecting => "connecting…", Link::Retrying => "reconnecting…" }}
                 </span>
-                {move || {
-                    let r = run();
-                    let status = match r.status {
-                        RunStatus::Idle => "no run yet".to_string(),
-                        RunStatus::Running => "running".into(),
-                        RunStatus::Finished => "finished".into(),
-                        RunStatus::Partial => "stopped early (partial)".into(),
-                    };
-                    let total = r.progress.total.map_or(String::new(), |t| format!(" of {t}"));
-                    format!(" · {} {} · {status} · {} completed, {} failed{total} · {:.1} s",
-                        r.label, r.model, r.progress.completed, r.progress.failed, r.progress.elapsed_s)
-                }}
+                {move || status_line(&run.get())}
             </p>
-            <div class="tiles">
-                {tile("tile-acceptance-rate", "Acceptance rate (%)", Box::new(move || fmt(live.with(|l| l.run.tiles.acceptance_rate), 2)))}
-                {tile("tile-acceptance-length", "Acceptance length", Box::new(move || fmt(live.with(|l| l.run.tiles.acceptance_length), 2)))}
-                {tile("tile-accepted-per-s", "Accepted tokens/s", Box::new(move || fmt(live.with(|l| l.run.tiles.accepted_per_s), 1)))}
-                {tile("tile-drafted-per-s", "Drafted tokens/s", Box::new(move || fmt(live.with(|l| l.run.tiles.drafted_per_s), 1)))}
-                {tile("tile-drafts-per-s", "Drafts/s", Box::new(move || fmt(live.with(|l| l.run.tiles.drafts_per_s), 1)))}
-                {tile("tile-draft-share", "Output from drafts (%)", Box::new(move || fmt(live.with(|l| l.run.tiles.draft_share), 1)))}
-            </div>
-            <div class="grid2">
-                <div class="chart-box"><h3>"Acceptance over time"</h3><canvas id="live-acceptance" class="small-chart" node_ref=acceptance></canvas></div>
-                <div class="chart-box"><h3>"Token flow"</h3><canvas id="live-flow" class="small-chart" node_ref=flow></canvas></div>
-            </div>
-            <div class="grid2">
-                <div>
-                    <h3>"Latency (ms)"</h3>
-                    <table class="model-table" id="latency">
-                        <thead><tr><th>""</th><th>"mean"</th><th>"median"</th><th>"p99"</th></tr></thead>
-                        <tbody>
-                            {move || latency_row("TTFT", live.with(|l| l.run.ttft_ms.clone()))}
-                            {move || latency_row("ITL", live.with(|l| l.run.itl_ms.clone()))}
-                            {move || latency_row("E2E", live.with(|l| l.run.e2el_ms.clone()))}
-                        </tbody>
-                    </table>
-                    <p id="output-throughput">{move || format!("Output: {:.1} tokens/s", live.with(|l| l.run.output_tokens_per_s))}</p>
-                    <h3>"Per-request path"</h3>
-                    <div id="per-request">
-                        {move || live.with(|l| match &l.run.per_request {
-                            Some(s) => {
-                                let e = s.spec_decode_token_weighted_acceptance_length.as_ref().map_or("N/A".to_string(), |d| format!("{:.3}", d.avg));
-                                let rate = s.spec_decode_overall_draft_acceptance_rate.as_ref().map_or("N/A".to_string(), |d| format!("{:.2}", d.avg));
-                                view! {
-                                    <p>"Token-weighted acceptance length: " <strong id="pr-length">{e}</strong>
-                                       " · overall draft acceptance rate: " <strong id="pr-rate">{rate}</strong> " %"
-                                       " · steps: " <strong id="pr-steps">{format!("{:.0}", s.total_spec_decode_steps.avg)}</strong></p>
-                                    <p class="hint">{s.histogram_line().unwrap_or_default()}</p>
-                                }.into_any()
-                            }
-                            None => view! { <p class="hint">"N/A: no request carried spec-decode stats (yet)."</p> }.into_any(),
-                        })}
-                    </div>
-                    <div id="not-available">
-                        {move || live.with(|l| l.run.not_available.clone()).into_iter().map(|r| view! { <p class="warning">"N/A: " {r}</p> }).collect_view()}
-                    </div>
-                </div>
-                <div class="chart-box"><h3>"Acceptance by draft position"</h3><canvas id="live-positions" class="small-chart" node_ref=positions></canvas>
-                    <p class="hint">"A draft is accepted only if all earlier ones were, so rates fall with position; when they fall faster than the geometric curve, the best k is smaller than the geometric table suggests."</p>
-                </div>
-            </div>
+            {move || run.with(whatif_fragment).map(|f| view! { <p><a id="whatif-from-run" href=format!("#{f}")>"What-if with this run's measured acceptance →"</a></p> })}
+            <RunPanel run=run/>
         </section>
     }
+}
+
+/// ` · label model · status · counts · elapsed`.
+pub fn status_line(r: &RunView) -> String {
+    let status = match r.status {
+        RunStatus::Idle => "no run yet",
+        RunStatus::Running => "running",
+        RunStatus::Finished => "finished",
+        RunStatus::Partial => "stopped early (partial)",
+    };
+    let total = r.progress.total.map_or(String::new(), |t| format!(" of {t}"));
+    format!(
+        " · {} {} · {status} · {} completed, {} failed{total} · {:.1} s",
+        r.label, r.model, r.progress.completed, r.progress.failed, r.progress.elapsed_s
+    )
 }

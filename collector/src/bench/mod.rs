@@ -449,6 +449,11 @@ pub struct ScrapeWindow {
 
 /// `speclens bench`: run, print, save. Returns the results folder.
 pub async fn run(args: BenchArgs) -> Result<PathBuf, CollectorError> {
+    run_with(args, None).await
+}
+
+/// A run that feeds `hub` (a dashboard another command serves) instead of its own.
+pub async fn run_with(args: BenchArgs, hub: Option<Arc<LiveHub>>) -> Result<PathBuf, CollectorError> {
     check_args(&args)?;
     let headers = header_map(&args)?;
     let client = http_client(&args)?;
@@ -505,7 +510,8 @@ pub async fn run(args: BenchArgs) -> Result<PathBuf, CollectorError> {
             timeout,
         })
         .collect();
-    let hub = LiveHub::new(64);
+    let external_hub = hub.is_some();
+    let hub = hub.unwrap_or_else(|| LiveHub::new(64));
     let shared = Arc::new(Shared {
         client: client.clone(),
         hub: hub.clone(),
@@ -544,7 +550,7 @@ pub async fn run(args: BenchArgs) -> Result<PathBuf, CollectorError> {
         report::progress_bar(total, args.duration)
     };
     let started = Instant::now();
-    let dashboard = if args.dashboard {
+    let dashboard = if args.dashboard && !external_hub {
         Some(start_dashboard(&settings, &hub).await?)
     } else {
         None
@@ -699,15 +705,26 @@ async fn start_dashboard(
     settings: &BenchSettings,
     hub: &Arc<LiveHub>,
 ) -> Result<crate::serve::Dashboard, CollectorError> {
+    let results = settings
+        .out_dir
+        .parent()
+        .map_or_else(|| PathBuf::from("."), PathBuf::from);
+    live_dashboard(settings.args.dashboard_port, results, hub).await
+}
+
+/// Serve the live page for `hub` on 127.0.0.1:`port` and print its URL (used by bench, sweep
+/// and accept).
+pub async fn live_dashboard(
+    port: u16,
+    results_dir: PathBuf,
+    hub: &Arc<LiveHub>,
+) -> Result<crate::serve::Dashboard, CollectorError> {
     let serve = crate::serve::ServeSettings {
-        addr: std::net::SocketAddr::from(([127, 0, 0, 1], settings.args.dashboard_port)),
+        addr: std::net::SocketAddr::from(([127, 0, 0, 1], port)),
         token: None,
         web_dir: crate::serve::resolve_web_dir(None)?,
         fragment: Some("live".into()),
-        results_dir: settings
-            .out_dir
-            .parent()
-            .map_or_else(|| PathBuf::from("."), PathBuf::from),
+        results_dir,
     };
     let dashboard = crate::serve::start(&serve, hub.clone()).await?;
     println!("speclens dashboard: {}", dashboard.url);
