@@ -444,3 +444,17 @@ fn a_duration_run_with_a_request_rate_stops_on_time() {
     assert!(result["duration"].as_f64().unwrap() < 3.0);
     assert_eq!(result["config"]["request_rate"], 20.0);
 }
+
+#[test]
+fn a_duration_run_without_a_rate_stops_on_time_too() {
+    let (_sim, url) = sim(&["--time-scale", "0"]);
+    let started = std::time::Instant::now();
+    let (_, dir, result) = bench(&url, &["--duration", "1", "--concurrency", "4", "--no-scrape"]);
+    assert!(started.elapsed() < Duration::from_secs(20), "the run ended");
+    let sent = records(dir.path()).len() as u64;
+    assert!(sent > 4, "{sent} requests");
+    assert_eq!(
+        result["completed"].as_u64().unwrap() + result["failed"].as_u64().unwrap(),
+        sent
+    );
+}

@@ -138,11 +138,19 @@ impl LiveHub {
 
     /// Send what changed since the last tick (nothing when nothing changed).
     pub fn tick(&self, elapsed_s: f64) {
-        let mut s = self.lock();
-        if !s.dirty {
+        // Without a dashboard watching, the run pays nothing for the views (they are rebuilt
+        // in full for the next client's snapshot).
+        if self.tx.receiver_count() == 0 {
             return;
         }
-        Self::refresh(&mut s, elapsed_s);
+        let mut s = self.lock();
+        if s.dirty {
+            self.send_delta(&mut s, elapsed_s);
+        }
+    }
+
+    fn send_delta(&self, s: &mut HubState, elapsed_s: f64) {
+        Self::refresh(s, elapsed_s);
         let delta = s.view.delta_since(&s.last_sent);
         s.seq += 1;
         let message = ServerMessage::Delta {
@@ -174,8 +182,17 @@ impl LiveHub {
     }
 
     /// Subscribe, then the hello and snapshot a new client starts from.
-    pub fn join(&self) -> (broadcast::Receiver<Utf8Bytes>, Vec<Utf8Bytes>) {
+    pub fn join(&self, elapsed_s: Option<f64>) -> (broadcast::Receiver<Utf8Bytes>, Vec<Utf8Bytes>) {
         let rx = self.tx.subscribe();
+        {
+            // Bring the views up to date (ticks skip the work while nobody watches), as a
+            // delta every earlier client receives too.
+            let mut s = self.lock();
+            if s.dirty {
+                let elapsed = elapsed_s.unwrap_or(s.view.progress.elapsed_s);
+                self.send_delta(&mut s, elapsed);
+            }
+        }
         (rx, self.snapshot())
     }
 
@@ -264,7 +281,7 @@ mod tests {
     fn clients_rebuild_the_run_from_snapshot_and_deltas() {
         let hub = LiveHub::new(8);
         hub.start_run("r", "m", Some(3));
-        let (mut rx, hello) = hub.join();
+        let (mut rx, hello) = hub.join(None);
         let mut client = LiveState::default();
         for text in hello {
             client.apply(serde_json::from_str(text.as_str()).unwrap());

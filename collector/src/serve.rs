@@ -228,7 +228,18 @@ pub async fn run(args: ServeArgs) -> Result<(), CollectorError> {
     dashboard.stop().await
 }
 
-async fn ws_upgrade(ws: WebSocketUpgrade, State(app): State<Arc<AppState>>) -> Response {
+async fn ws_upgrade(
+    ws: WebSocketUpgrade,
+    headers: axum::http::HeaderMap,
+    State(app): State<Arc<AppState>>,
+) -> Response {
+    // A page from another origin may not read the run: browsers send the page's Origin.
+    if let Some(origin) = headers.get(header::ORIGIN).and_then(|v| v.to_str().ok()) {
+        let host = headers.get(header::HOST).and_then(|v| v.to_str().ok()).unwrap_or("");
+        if origin.split_once("://").map(|(_, h)| h) != Some(host) {
+            return (StatusCode::FORBIDDEN, "speclens: cross-origin WebSocket refused\n").into_response();
+        }
+    }
     let hub = app.hub.clone();
     ws.on_upgrade(move |socket| ws_client(socket, hub))
 }
@@ -236,7 +247,7 @@ async fn ws_upgrade(ws: WebSocketUpgrade, State(app): State<Arc<AppState>>) -> R
 /// One dashboard client: hello and snapshot, then the broadcast deltas; a client that lags
 /// behind the bounded queue gets a fresh snapshot instead.
 async fn ws_client(mut socket: WebSocket, hub: Arc<LiveHub>) {
-    let (mut rx, first) = hub.join();
+    let (mut rx, first) = hub.join(None);
     for text in first {
         if socket.send(Message::Text(text)).await.is_err() {
             return;

@@ -166,11 +166,12 @@ impl SpecAggregator {
         self.steps.push(steps);
         self.accepted.push(r.num_accepted_draft_tokens as f64);
         self.drafted.push(r.num_draft_tokens as f64);
-        self.total_steps += r.num_spec_steps;
-        self.total_accepted += r.num_accepted_draft_tokens;
-        self.total_drafted += r.num_draft_tokens;
+        self.total_steps = self.total_steps.saturating_add(r.num_spec_steps);
+        self.total_accepted = self.total_accepted.saturating_add(r.num_accepted_draft_tokens);
+        self.total_drafted = self.total_drafted.saturating_add(r.num_draft_tokens);
         for (j, c) in &r.acceptance_histogram {
-            *self.pooled.entry(*j).or_default() += c;
+            let slot = self.pooled.entry(*j).or_default();
+            *slot = slot.saturating_add(*c);
         }
     }
 

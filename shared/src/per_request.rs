@@ -145,7 +145,7 @@ impl fmt::Display for Rejection {
                 f,
                 "{}: acceptance_histogram has {len} buckets, expected num_spec_tokens + 1 = {}",
                 engine.as_str(),
-                num_spec_tokens + 1
+                u64::from(*num_spec_tokens) + 1
             ),
             Rejection::HistogramSteps {
                 engine,

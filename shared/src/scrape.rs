@@ -46,11 +46,13 @@ impl SpecCounters {
 
     /// Add another set of counters (or deltas) to these.
     pub fn add(&mut self, other: &SpecCounters) {
-        self.num_drafts += other.num_drafts;
-        self.num_draft_tokens += other.num_draft_tokens;
-        self.num_accepted_tokens += other.num_accepted_tokens;
+        // Saturating: counts come from servers, and a wrapped sum would be a silent lie.
+        self.num_drafts = self.num_drafts.saturating_add(other.num_drafts);
+        self.num_draft_tokens = self.num_draft_tokens.saturating_add(other.num_draft_tokens);
+        self.num_accepted_tokens = self.num_accepted_tokens.saturating_add(other.num_accepted_tokens);
         for (pos, v) in &other.accepted_per_pos {
-            *self.accepted_per_pos.entry(*pos).or_default() += v;
+            let slot = self.accepted_per_pos.entry(*pos).or_default();
+            *slot = slot.saturating_add(*v);
         }
     }
 }

@@ -16,6 +16,8 @@ use crate::cli::EndpointKind;
 /// Where and how to send.
 pub struct Target {
     pub url: String,
+    /// The URL as written to records and reports: no user, password or query.
+    pub display_url: String,
     pub endpoint: EndpointKind,
     pub headers: HeaderMap,
     pub stream: bool,

@@ -109,12 +109,13 @@ async fn resolve_model(
     if let Some(m) = &args.model {
         return Ok(m.clone());
     }
-    let url = format!("{}/v1/models", args.urls[0].trim_end_matches('/'));
+    let url = format!("{}/v1/models", server_base(&args.urls[0]));
     let fail =
         |why: String| CollectorError::InvalidArgument(format!("cannot list models at {url} ({why}); pass --model"));
     let response = client
         .get(&url)
         .headers(headers.clone())
+        .timeout(Duration::from_secs(30))
         .send()
         .await
         .map_err(|e| fail(e.to_string()))?;
@@ -128,6 +129,25 @@ async fn resolve_model(
         .ok_or_else(|| fail("no model listed".into()))
 }
 
+/// A URL fit for files and logs: user, password and query removed (they may hold secrets).
+pub fn redact_url(url: &str) -> String {
+    match reqwest::Url::parse(url) {
+        Ok(mut u) => {
+            let _ = u.set_username("");
+            let _ = u.set_password(None);
+            u.set_query(None);
+            u.to_string()
+        }
+        Err(_) => url.split(['?', '@']).next().unwrap_or_default().to_string(),
+    }
+}
+
+/// A server's base URL without a trailing `/` or `/v1` (OpenAI clients often include it).
+fn server_base(url: &str) -> &str {
+    let url = url.trim_end_matches('/');
+    url.strip_suffix("/v1").unwrap_or(url)
+}
+
 /// Validate flags that need no network.
 fn check_args(args: &BenchArgs) -> Result<(), CollectorError> {
     let invalid = |m: String| Err(CollectorError::InvalidArgument(m));
@@ -135,8 +155,10 @@ fn check_args(args: &BenchArgs) -> Result<(), CollectorError> {
         return invalid("give at least one --url".into());
     }
     if let Some(r) = args.request_rate {
-        if r.is_nan() || r <= 0.0 {
-            return invalid(format!("--request-rate must be > 0, got {r}"));
+        if !(r.is_infinite() && r > 0.0 || r.is_finite() && r >= 1e-6) {
+            return invalid(format!(
+                "--request-rate must be at least 1e-6 requests/s (or inf), got {r}"
+            ));
         }
     }
     if args.concurrency == Some(0) {
@@ -145,11 +167,15 @@ fn check_args(args: &BenchArgs) -> Result<(), CollectorError> {
     if !(args.burstiness.is_finite() && args.burstiness > 0.0) {
         return invalid(format!("--burstiness must be > 0, got {}", args.burstiness));
     }
-    if args.duration.is_some_and(|d| !(d.is_finite() && d > 0.0)) {
-        return invalid("--duration must be a number of seconds > 0".into());
+    if args.duration.is_some_and(|d| !(d.is_finite() && d > 0.0 && d <= 1e7)) {
+        return invalid("--duration must be a number of seconds in (0, 1e7]".into());
     }
-    if !(args.timeout > 0.0 && args.scrape_interval > 0.0 && args.drain_timeout >= 0.0) {
-        return invalid("--timeout and --scrape-interval must be > 0, --drain-timeout ≥ 0".into());
+    let seconds = |v: f64, min: f64| v.is_finite() && v >= min && v <= 1e7;
+    if !(seconds(args.timeout, 0.001) && seconds(args.scrape_interval, 0.05) && seconds(args.drain_timeout, 0.0)) {
+        return invalid(
+            "--timeout (≥ 0.001 s), --scrape-interval (≥ 0.05 s) and --drain-timeout (≥ 0 s) must be finite seconds up to 1e7"
+                .into(),
+        );
     }
     if args.percentiles.iter().any(|p| !(0.0..=100.0).contains(p)) {
         return invalid("--percentiles must lie in [0, 100]".into());
@@ -242,12 +268,15 @@ async fn run_phase(
                 if *cancel.borrow() {
                     break;
                 }
-                next_at += Duration::from_secs_f64(schedule.next_gap_s());
-                if let Some(d) = duration {
-                    if next_at > phase_start + d {
-                        break;
-                    }
+                next_at += Duration::try_from_secs_f64(schedule.next_gap_s()).unwrap_or(Duration::MAX / 4);
+                // Duration-bound runs stop at the deadline, by schedule and by the clock (a run
+                // without a rate has every send scheduled at the start).
+                let ended = |at: Instant| duration.is_some_and(|d| at > phase_start + d);
+                if ended(next_at) || ended(Instant::now()) {
+                    break;
                 }
+                // Finished tasks leave the set as the run goes, so long runs do not grow it.
+                while tasks.try_join_next().is_some() {}
                 tokio::select! {
                     _ = tokio::time::sleep_until(next_at) => {}
                     _ = cancel.changed() => break,
@@ -256,7 +285,7 @@ async fn run_phase(
                     p = limit.clone().acquire_owned() => match p { Ok(p) => p, Err(_) => break },
                     _ = cancel.changed() => break,
                 };
-                if *cancel.borrow() {
+                if *cancel.borrow() || ended(Instant::now()) {
                     break;
                 }
                 let idx = (i % prompts.len() as u64) as usize;
@@ -266,7 +295,7 @@ async fn run_phase(
                 let start_ms = (Instant::now() - started).as_secs_f64() * 1e3;
                 let _ = tx.send(Event::Sent {
                     id,
-                    url: shared.targets[target_idx].url.clone(),
+                    url: shared.targets[target_idx].display_url.clone(),
                     category: prompt.category.clone(),
                     start_ms,
                     input_tokens: prompt.input_tokens,
@@ -285,7 +314,7 @@ async fn run_phase(
                     drop(permit);
                     let record = to_record(
                         id,
-                        target.url.clone(),
+                        target.display_url.clone(),
                         category,
                         warmup,
                         start_ms,
@@ -503,7 +532,8 @@ pub async fn run_with(args: BenchArgs, hub: Option<Arc<LiveHub>>) -> Result<Path
         .urls
         .iter()
         .map(|u| Target {
-            url: format!("{}{path}", u.trim_end_matches('/')),
+            url: format!("{}{path}", server_base(u)),
+            display_url: redact_url(&format!("{}{path}", server_base(u))),
             endpoint: args.endpoint,
             headers: headers.clone(),
             stream: !args.no_stream,
@@ -734,6 +764,16 @@ pub async fn live_dashboard(
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn urls_lose_their_secrets_and_the_v1_suffix() {
+        assert_eq!(
+            redact_url("http://user:pw@h:8000/v1/chat/completions?key=s"),
+            "http://h:8000/v1/chat/completions"
+        );
+        assert_eq!(server_base("http://h:8000/v1/"), "http://h:8000");
+        assert_eq!(server_base("http://h:8000/prefix"), "http://h:8000/prefix");
+    }
 
     fn gaps(arrival: Arrival, burstiness: f64) -> Vec<f64> {
         let mut s = Schedule {

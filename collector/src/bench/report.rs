@@ -248,7 +248,7 @@ pub fn save_and_print(
         .map(|w| {
             (
                 w.endpoint.label.clone(),
-                window_result(&w.endpoint.url, w.before.clone(), w.after.clone()),
+                window_result(&super::redact_url(&w.endpoint.url), w.before.clone(), w.after.clone()),
             )
         })
         .collect();
@@ -365,7 +365,7 @@ fn config_json(settings: &BenchSettings) -> Value {
         .filter_map(|h| h.split_once(':').map(|(n, _)| n.trim().to_string()))
         .collect();
     json!({
-        "urls": a.urls,
+        "urls": a.urls.iter().map(|u| super::redact_url(u)).collect::<Vec<_>>(),
         "endpoint": format!("{:?}", a.endpoint).to_lowercase(),
         "model": settings.model,
         "stream": !a.no_stream,
@@ -385,7 +385,7 @@ fn config_json(settings: &BenchSettings) -> Value {
         "output_tokens": a.output_tokens,
         "output_tokens_stddev": a.output_tokens_stddev,
         "temperature": a.temperature,
-        "metrics_endpoints": settings.endpoints.iter().map(|e| e.url.clone()).collect::<Vec<_>>(),
+        "metrics_endpoints": settings.endpoints.iter().map(|e| super::redact_url(&e.url)).collect::<Vec<_>>(),
         "scrape_interval_s": a.scrape_interval,
         "timeout_s": a.timeout,
         "percentiles": a.percentiles,

@@ -65,10 +65,16 @@ pub fn endpoints(server_urls: &[String], explicit: &[String]) -> Result<Vec<Endp
 /// Fetch a metrics text; the failure says why, in SPEC §1.3's words.
 pub async fn fetch_text(client: &reqwest::Client, url: &str) -> Result<String, ScrapeFailure> {
     let fail = |cause: String| ScrapeFailure::Fetch {
-        url: url.to_string(),
+        url: super::redact_url(url),
         cause,
     };
-    let response = client.get(url).send().await.map_err(|e| fail(e.to_string()))?;
+    // A hung `/metrics` fails the scrape, never the run.
+    let response = client
+        .get(url)
+        .timeout(Duration::from_secs(5))
+        .send()
+        .await
+        .map_err(|e| fail(e.to_string()))?;
     if !response.status().is_success() {
         return Err(ScrapeFailure::Http(response.status().as_u16()));
     }
@@ -87,7 +93,10 @@ pub async fn fetch_settled(client: &reqwest::Client, url: &str, limit: Duration)
     let mut last = fetch(client, url).await?;
     while Instant::now() < deadline {
         tokio::time::sleep(Duration::from_millis(100)).await;
-        let next = fetch(client, url).await?;
+        // A failed retry keeps the good snapshot already in hand.
+        let Ok(next) = fetch(client, url).await else {
+            return Ok(last);
+        };
         if next.total == last.total {
             return Ok(next);
         }

@@ -343,6 +343,12 @@ pub async fn run_engine(
                 keep
             });
         }
+        {
+            // The gauges follow the batch after the step too (an idle engine shows 0).
+            let mut c = shared.counters();
+            c.running = running.len() as u64;
+            c.waiting = waiting.iter().map(|s| s.seqs.len() as u64).sum();
+        }
         for _ in 0..finished_requests {
             hook.request_finished();
         }
