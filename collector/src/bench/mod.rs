@@ -332,7 +332,7 @@ async fn run_phase(
     let dispatch = tokio::spawn(dispatcher);
 
     // Aggregator: fold records as they finish; remember what is still in flight.
-    let mut pending: HashMap<u64, (String, Option<String>, f64, u64)> = HashMap::new();
+    let mut pending: Pending = HashMap::new();
     let mut records = Vec::new();
     let mut partial = false;
     let mut drain_deadline: Option<Instant> = None;
@@ -352,30 +352,15 @@ async fn run_phase(
             },
         };
         let Some(event) = next else { break };
-        match event {
-            Event::Sent {
-                id,
-                url,
-                category,
-                start_ms,
-                input_tokens,
-                ..
-            } => {
-                if !warmup {
-                    shared.hub.note_sent();
-                }
-                pending.insert(id, (url, category, start_ms, input_tokens));
-            }
-            Event::Done(record) => {
-                pending.remove(&record.request_id);
-                write_record(records_out, &record)?;
-                if !warmup {
-                    shared.hub.note_record(&record);
-                }
-                progress.inc(1);
-                records.push(*record);
-            }
-        }
+        fold(
+            event,
+            &mut pending,
+            &mut records,
+            records_out,
+            &shared.hub,
+            warmup,
+            progress,
+        )?;
     }
     // Abandon what did not finish in the drain window (only after Ctrl-C).
     if let Ok(mut tasks) = dispatch.await {
@@ -383,26 +368,15 @@ async fn run_phase(
         while tasks.join_next().await.is_some() {}
     }
     while let Ok(event) = rx.try_recv() {
-        match event {
-            Event::Sent {
-                id,
-                url,
-                category,
-                start_ms,
-                input_tokens,
-                ..
-            } => {
-                pending.insert(id, (url, category, start_ms, input_tokens));
-            }
-            Event::Done(record) => {
-                pending.remove(&record.request_id);
-                write_record(records_out, &record)?;
-                if !warmup {
-                    shared.hub.note_record(&record);
-                }
-                records.push(*record);
-            }
-        }
+        fold(
+            event,
+            &mut pending,
+            &mut records,
+            records_out,
+            &shared.hub,
+            warmup,
+            progress,
+        )?;
     }
     let mut abandoned: Vec<_> = pending.into_iter().collect();
     abandoned.sort_by_key(|(id, _)| *id);
@@ -417,6 +391,46 @@ async fn run_phase(
     }
     records.sort_by_key(|r| r.request_id);
     Ok((records, partial))
+}
+
+/// Requests sent but not finished yet: url, category, start and input tokens by id.
+type Pending = HashMap<u64, (String, Option<String>, f64, u64)>;
+
+/// Fold one event of a phase: remember a send, or write and keep a finished record (the live
+/// hub sees the measured window only).
+fn fold(
+    event: Event,
+    pending: &mut Pending,
+    records: &mut Vec<RequestRecord>,
+    out: &mut std::io::BufWriter<std::fs::File>,
+    hub: &LiveHub,
+    warmup: bool,
+    progress: &ProgressBar,
+) -> Result<(), CollectorError> {
+    match event {
+        Event::Sent {
+            id,
+            url,
+            category,
+            start_ms,
+            input_tokens,
+        } => {
+            if !warmup {
+                hub.note_sent();
+            }
+            pending.insert(id, (url, category, start_ms, input_tokens));
+        }
+        Event::Done(record) => {
+            pending.remove(&record.request_id);
+            write_record(out, &record)?;
+            if !warmup {
+                hub.note_record(&record);
+            }
+            progress.inc(1);
+            records.push(*record);
+        }
+    }
+    Ok(())
 }
 
 fn write_record(out: &mut std::io::BufWriter<std::fs::File>, record: &RequestRecord) -> Result<(), CollectorError> {
