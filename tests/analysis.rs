@@ -60,7 +60,8 @@ fn prediction_of(text: &str) -> Option<f64> {
 }
 
 /// Sweep a timed spec sim (k = 3, α = 0.7) against a timed base sim, in real time (12 ms
-/// steps): a faster clock would let the client's own speed shape the waves.
+/// steps): a faster clock would let the client's own speed shape the waves. Four waves per
+/// point around the crossing, so one slow wave does not move it.
 fn sweep(extra_spec: &[&str]) -> (String, tempfile::TempDir) {
     let timing = [
         "--time-scale",
@@ -85,9 +86,9 @@ fn sweep(extra_spec: &[&str]) -> (String, tempfile::TempDir) {
         "--base-url",
         &base.url(),
         "--concurrency",
-        "96,128,160,192,224,256",
+        "128,160,192,224,256",
         "--requests-per-slot",
-        "3",
+        "4",
         "--input-tokens",
         "8",
         "--output-tokens",
@@ -111,7 +112,7 @@ fn a_sweep_finds_the_crossing_the_model_predicts_and_extra_costs_move_it_left() 
         (measured - predicted).abs() / predicted < 0.10,
         "measured {measured} vs predicted {predicted}\n{out}"
     );
-    for c in [96, 256] {
+    for c in [128, 256] {
         assert!(
             dir.path().join(format!("spec-c{c}.json")).is_file()
                 && dir.path().join(format!("base-c{c}.json")).is_file()
@@ -147,7 +148,7 @@ fn a_sweep_finds_the_crossing_the_model_predicts_and_extra_costs_move_it_left() 
     }
     let theirs = run_speclens(&["read", vllm_dir.path().to_str().unwrap()]).1;
     let theirs_rows = table_rows(&theirs);
-    assert_eq!(theirs_rows.len(), 12, "{theirs}");
+    assert_eq!(theirs_rows.len(), 10, "{theirs}");
     let ours_rows = table_rows(&ours);
     for (file, cells) in &theirs_rows {
         assert_eq!(ours_rows.get(file), Some(cells), "{file}");
