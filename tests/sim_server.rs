@@ -287,8 +287,17 @@ async fn the_base_arm_has_no_spec_decode_lines_and_no_stats() {
     assert_eq!(counters_from_text(&text).unwrap_err(), ScrapeFailure::NoSpecMetrics);
 }
 
-/// Output tokens per second of `concurrency` simultaneous requests of `tokens` each.
+/// Output tokens per second of `concurrency` simultaneous requests of `tokens` each: the best
+/// of three waves, so one wave slowed by the machine (CI runs other processes) cannot decide.
 async fn output_tokens_per_s(url: &str, concurrency: usize, tokens: u32) -> f64 {
+    let mut best: f64 = 0.0;
+    for _ in 0..3 {
+        best = best.max(one_wave_tokens_per_s(url, concurrency, tokens).await);
+    }
+    best
+}
+
+async fn one_wave_tokens_per_s(url: &str, concurrency: usize, tokens: u32) -> f64 {
     let start = Instant::now();
     let mut tasks = Vec::new();
     for _ in 0..concurrency {
@@ -311,7 +320,8 @@ async fn output_tokens_per_s(url: &str, concurrency: usize, tokens: u32) -> f64 
 async fn with_timing_on_speculation_wins_at_low_concurrency_and_loses_at_high() {
     // Model: E = 2.53 at α = 0.7, k = 3. Batch 1: spec 2.5× ahead; batch 256 on a 295-token
     // ridge: spec steps hold 1,024 positions (3.5× slower) for 2.53 tokens each, so ≈ 0.73×.
-    let common = ["--time-scale", "0.25", "--step-ms", "12", "--ridge", "295"];
+    // Real-time steps (scale 1): sleeps dominate the client's and server's own CPU time.
+    let common = ["--step-ms", "12", "--ridge", "295"];
     let spec_args = ["sim", "--port", "0", "--num-spec-tokens", "3", "--alpha", "0.7"];
     let spec_server = Speclens::start(&[&spec_args[..], &common[..]].concat());
     let base_server = Speclens::start(&[&["sim", "--port", "0"][..], &common[..]].concat());
