@@ -143,6 +143,23 @@ async fn the_live_page_follows_a_run_recovers_from_a_cut_and_ends_on_the_result(
     assert_eq!(text_of(&client, "#pr-steps").await, format!("{steps:.0}"));
     let positions = canvas_ink(&client, "live-positions").await.unwrap();
     assert!(positions.0 > 2000, "the per-position chart is drawn");
+    // The distributions: drawn, and over the same requests and steps as result.json.
+    for id in ["live-latency-dist", "live-acceptance-dist"] {
+        let (ink, _) = canvas_ink(&client, id).await.unwrap();
+        assert!(ink > 3000, "{id} is drawn ({ink} pixels)");
+    }
+    let ttft_bins: u64 = result["distributions"]["ttft_ms"]["counts"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|c| c.as_u64().unwrap())
+        .sum();
+    assert_eq!(Some(ttft_bins), result["completed"].as_u64());
+    let requests = per_request["spec_decode_acceptance_length"]["count"].as_u64().unwrap();
+    assert_eq!(
+        text_of(&client, "#acceptance-dist-counts").await,
+        format!("{requests} requests with spec-decode steps · {steps:.0} steps pooled")
+    );
 
     client.close().await.unwrap();
     let _ = bench.kill();

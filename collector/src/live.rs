@@ -9,7 +9,9 @@ use std::time::Duration;
 use axum::extract::ws::Utf8Bytes;
 
 use speclens_shared::aggregate::SpecAggregator;
-use speclens_shared::protocol::{RunStatus, RunView, ServerMessage, Tiles, TimelinePoint, PROTOCOL_VERSION};
+use speclens_shared::protocol::{
+    Distributions, RunStatus, RunView, ServerMessage, Tiles, TimelinePoint, PROTOCOL_VERSION,
+};
 use speclens_shared::run::{LatencyStats, RequestRecord};
 use tokio::sync::broadcast;
 
@@ -127,6 +129,8 @@ impl LiveHub {
         s.view.ttft_ms = LatencyStats::from_values(s.acc.ttft_ms.clone(), &[99.0]);
         s.view.itl_ms = LatencyStats::from_values(s.acc.itl_ms.clone(), &[99.0]);
         s.view.e2el_ms = LatencyStats::from_values(s.acc.e2el_ms.clone(), &[99.0]);
+        let acc = &s.acc;
+        s.view.distributions = Distributions::from_values(&acc.ttft_ms, &acc.itl_ms, &acc.e2el_ms, &acc.spec);
         s.view.per_request = s.acc.spec.summary();
         s.view.output_tokens_per_s = if elapsed_s > 0.0 {
             s.acc.output_tokens as f64 / elapsed_s

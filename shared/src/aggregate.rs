@@ -46,17 +46,80 @@ pub fn percentile(sorted: &[f64], q: f64) -> Option<f64> {
     Some(sorted[lo] + frac * (sorted[hi] - sorted[lo]))
 }
 
-impl MetricStats {
-    /// Statistics of `values` (any order); `None` when empty.
-    pub fn from_values(unit: &str, mut values: Vec<f64>) -> Option<MetricStats> {
-        if values.is_empty() {
+/// `values` sorted, with their sum, mean and population standard deviation (numpy's default, as
+/// vLLM and AIPerf); `None` when empty. The one place both latency and spec-decode statistics
+/// start from.
+pub(crate) fn sorted_moments(mut values: Vec<f64>) -> Option<(Vec<f64>, f64, f64, f64)> {
+    if values.is_empty() {
+        return None;
+    }
+    values.sort_by(f64::total_cmp);
+    let n = values.len() as f64;
+    let sum: f64 = values.iter().sum();
+    let mean = sum / n;
+    let std = (values.iter().map(|v| (v - mean) * (v - mean)).sum::<f64>() / n).sqrt();
+    Some((values, sum, mean, std))
+}
+
+/// A distribution as equal-width bins, for charts: a few dozen numbers however many values.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Bins {
+    /// Lower edge of the first bin.
+    pub lo: f64,
+    /// Width of every bin (> 0).
+    pub width: f64,
+    pub counts: Vec<u64>,
+}
+
+impl Bins {
+    /// Bins over the finite values: ⌈√n⌉ of them, at most `max_bins`; `None` when no value is
+    /// finite. Every finite value lands in exactly one bin (the top edge is inclusive).
+    pub fn from_values(values: &[f64], max_bins: usize) -> Option<Bins> {
+        let finite = || values.iter().copied().filter(|v| v.is_finite());
+        let (lo, hi, n) = finite().fold((f64::INFINITY, f64::NEG_INFINITY, 0usize), |(lo, hi, n), v| {
+            (lo.min(v), hi.max(v), n + 1)
+        });
+        if n == 0 {
             return None;
         }
-        values.sort_by(f64::total_cmp);
-        let n = values.len() as f64;
-        let sum: f64 = values.iter().sum();
-        let avg = sum / n;
-        let var = values.iter().map(|v| (v - avg) * (v - avg)).sum::<f64>() / n;
+        let bins = ((n as f64).sqrt().ceil() as usize).clamp(1, max_bins.max(1));
+        let span = hi - lo;
+        let width = if span > 0.0 {
+            span / bins as f64
+        } else {
+            (lo.abs() * 0.01).max(1e-9)
+        };
+        let mut counts = vec![0u64; bins];
+        for v in finite() {
+            counts[(((v - lo) / width) as usize).min(bins - 1)] += 1;
+        }
+        Some(Bins { lo, width, counts })
+    }
+
+    /// An integer histogram `{j: count}` as unit-wide bins centred on 0, 1, … max j.
+    pub fn from_counts(hist: &BTreeMap<u32, u64>) -> Option<Bins> {
+        let max = *hist.keys().max()?;
+        let mut counts = vec![0u64; max as usize + 1];
+        for (j, c) in hist {
+            counts[*j as usize] += c;
+        }
+        Some(Bins {
+            lo: -0.5,
+            width: 1.0,
+            counts,
+        })
+    }
+
+    /// Values counted.
+    pub fn total(&self) -> u64 {
+        self.counts.iter().sum()
+    }
+}
+
+impl MetricStats {
+    /// Statistics of `values` (any order); `None` when empty.
+    pub fn from_values(unit: &str, values: Vec<f64>) -> Option<MetricStats> {
+        let (values, sum, avg, std) = sorted_moments(values)?;
         let p = |q: f64| percentile(&values, q).unwrap_or(f64::NAN);
         Some(MetricStats {
             unit: unit.to_string(),
@@ -72,7 +135,7 @@ impl MetricStats {
             p99: p(99.0),
             min: values[0],
             max: values[values.len() - 1],
-            std: var.sqrt(),
+            std,
             count: values.len() as u64,
             sum,
         })
@@ -182,6 +245,11 @@ impl SpecAggregator {
 
     /// The run's figures; `None` when no request carried stats (then nothing is printed or
     /// exported about spec decode).
+    /// The per-request acceptance-length distribution (requests that took steps).
+    pub fn acceptance_length_bins(&self, max_bins: usize) -> Option<Bins> {
+        Bins::from_values(&self.acceptance_length, max_bins)
+    }
+
     pub fn summary(&self) -> Option<SpecSummary> {
         if self.records == 0 {
             return None;
@@ -530,6 +598,25 @@ mod tests {
         assert_eq!(format_thousands(12.0), "12.00");
         assert_eq!(format_thousands(-1234.5), "-1,234.50");
         assert_eq!(format_thousands(-0.001), "0.00");
+    }
+
+    #[test]
+    fn bins_hold_every_finite_value_once() {
+        let b = Bins::from_values(&[1.0, 2.0, 3.0, 4.0, f64::NAN, f64::INFINITY], 40).unwrap();
+        assert_eq!((b.counts.len(), b.total(), b.lo, b.width), (2, 4, 1.0, 1.5));
+        assert_eq!(
+            b.counts,
+            vec![2, 2],
+            "4.0 lands in the last bin: its top edge is inclusive"
+        );
+        let same = Bins::from_values(&[5.0; 9], 40).unwrap();
+        assert_eq!((same.counts.len(), same.total()), (3, 9));
+        assert!(same.width > 0.0);
+        assert_eq!(Bins::from_values(&[f64::NAN], 40), None);
+        let many: Vec<f64> = (0..10_000).map(f64::from).collect();
+        assert_eq!(Bins::from_values(&many, 40).unwrap().counts.len(), 40);
+        let pooled = Bins::from_counts(&[(0, 4), (3, 2)].into_iter().collect()).unwrap();
+        assert_eq!((pooled.lo, pooled.counts), (-0.5, vec![4, 0, 0, 2]));
     }
 
     proptest::proptest! {

@@ -7,11 +7,11 @@ use std::collections::BTreeMap;
 
 use serde::{Deserialize, Serialize};
 
-use crate::aggregate::SpecSummary;
+use crate::aggregate::{Bins, SpecAggregator, SpecSummary};
 use crate::run::LatencyStats;
 
 /// Bumped whenever a message changes shape; the page refuses other versions with a message.
-pub const PROTOCOL_VERSION: u32 = 1;
+pub const PROTOCOL_VERSION: u32 = 2;
 
 /// Where a run stands.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
@@ -72,6 +72,35 @@ pub struct TimelinePoint {
     pub error: Option<String>,
 }
 
+/// Bins per distribution chart (⌈√n⌉ up to this many).
+pub const MAX_BINS: usize = 40;
+
+/// The run's distributions as chart bins: latencies of successful requests and the per-request
+/// acceptance length. Also written to `result.json` so a past run shows the same charts.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct Distributions {
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub ttft_ms: Option<Bins>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub itl_ms: Option<Bins>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub e2el_ms: Option<Bins>,
+    /// Per-request mean acceptance length (requests that took spec-decode steps).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub acceptance_length: Option<Bins>,
+}
+
+impl Distributions {
+    pub fn from_values(ttft_ms: &[f64], itl_ms: &[f64], e2el_ms: &[f64], spec: &SpecAggregator) -> Distributions {
+        Distributions {
+            ttft_ms: Bins::from_values(ttft_ms, MAX_BINS),
+            itl_ms: Bins::from_values(itl_ms, MAX_BINS),
+            e2el_ms: Bins::from_values(e2el_ms, MAX_BINS),
+            acceptance_length: spec.acceptance_length_bins(MAX_BINS),
+        }
+    }
+}
+
 /// Everything the live page shows about one run.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct RunView {
@@ -87,6 +116,8 @@ pub struct RunView {
     pub itl_ms: Option<LatencyStats>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub e2el_ms: Option<LatencyStats>,
+    #[serde(default)]
+    pub distributions: Distributions,
     /// Per-request path (AIPerf's figures), when requests carry stats.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub per_request: Option<SpecSummary>,
@@ -109,6 +140,7 @@ impl RunView {
             ttft_ms: None,
             itl_ms: None,
             e2el_ms: None,
+            distributions: Distributions::default(),
             per_request: None,
             not_available: Vec::new(),
             output_tokens_per_s: 0.0,
@@ -126,6 +158,7 @@ impl RunView {
             ttft_ms: self.ttft_ms.clone(),
             itl_ms: self.itl_ms.clone(),
             e2el_ms: self.e2el_ms.clone(),
+            distributions: self.distributions.clone(),
             per_request: self.per_request.clone(),
             not_available: self.not_available.clone(),
             output_tokens_per_s: self.output_tokens_per_s,
@@ -141,9 +174,68 @@ impl RunView {
         self.ttft_ms = d.ttft_ms;
         self.itl_ms = d.itl_ms;
         self.e2el_ms = d.e2el_ms;
+        self.distributions = d.distributions;
         self.per_request = d.per_request;
         self.not_available = d.not_available;
         self.output_tokens_per_s = d.output_tokens_per_s;
+    }
+}
+
+/// Measured acceptance by draft position of one path, over the whole run.
+#[derive(Debug, Clone, PartialEq)]
+pub struct PathPositions {
+    /// "per-request", or "scrape [endpoint]".
+    pub label: String,
+    /// Index 0 = draft position 1.
+    pub rates: Vec<f64>,
+    /// Mean acceptance length E of the same path.
+    pub acceptance_length: f64,
+}
+
+impl RunView {
+    /// Acceptance by position for each path that has it: the per-request path first (its pooled
+    /// histogram: a draft at position i is accepted when a step accepted ≥ i), then each scraped
+    /// endpoint over the run (its intervals weighted by their drafts).
+    pub fn positions_by_path(&self) -> Vec<PathPositions> {
+        let mut paths = Vec::new();
+        if let Some(s) = &self.per_request {
+            let hist = &s.pooled_spec_decode_acceptance_histogram;
+            let steps: u64 = hist.values().sum();
+            if let (Some(k), true) = (hist.keys().max(), steps > 0) {
+                paths.push(PathPositions {
+                    label: "per-request".into(),
+                    rates: (1..=*k)
+                        .map(|pos| hist.range(pos..).map(|(_, c)| *c).sum::<u64>() as f64 / steps as f64)
+                        .collect(),
+                    acceptance_length: s
+                        .spec_decode_token_weighted_acceptance_length
+                        .as_ref()
+                        .map_or(1.0, |d| d.avg),
+                });
+            }
+        }
+        // Per endpoint: Σ drafts and Σ accepted, and Σ rate × drafts per position.
+        let mut endpoints: BTreeMap<&str, (f64, f64, BTreeMap<u32, f64>)> = BTreeMap::new();
+        for p in self.timeline.iter().filter(|p| !p.per_position.is_empty()) {
+            let drafts = p.drafts_per_s * p.interval_s;
+            if !(drafts.is_finite() && drafts > 0.0) {
+                continue;
+            }
+            let e = endpoints.entry(&p.endpoint).or_default();
+            e.0 += drafts;
+            e.1 += p.accepted_per_s * p.interval_s;
+            for (pos, rate) in &p.per_position {
+                *e.2.entry(*pos).or_default() += rate * drafts;
+            }
+        }
+        for (endpoint, (drafts, accepted, weighted)) in endpoints {
+            paths.push(PathPositions {
+                label: format!("scrape [{endpoint}]"),
+                rates: weighted.values().map(|w| w / drafts).collect(),
+                acceptance_length: 1.0 + accepted / drafts,
+            });
+        }
+        paths
     }
 }
 
@@ -160,6 +252,8 @@ pub struct RunDelta {
     pub itl_ms: Option<LatencyStats>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub e2el_ms: Option<LatencyStats>,
+    #[serde(default)]
+    pub distributions: Distributions,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub per_request: Option<SpecSummary>,
     pub not_available: Vec<String>,
@@ -312,6 +406,43 @@ mod tests {
     }
 
     #[test]
+    fn positions_come_from_each_path_over_the_whole_run() {
+        let mut run = RunView::idle();
+        let mut agg = crate::aggregate::SpecAggregator::new();
+        agg.push(&crate::per_request::SpecRecord {
+            engine: crate::per_request::EngineKind::Vllm,
+            mean_acceptance_length: 2.0,
+            draft_acceptance_rate: 0.5,
+            // 4 steps: accepted 0, 1, 2, 3 of k = 3.
+            acceptance_histogram: [(0, 1), (1, 1), (2, 1), (3, 1)].into_iter().collect(),
+            num_accepted_draft_tokens: 6,
+            num_draft_tokens: 12,
+            num_spec_steps: 4,
+            num_spec_tokens: Some(3),
+            completion_tokens: None,
+            per_step_accepted: None,
+            per_step_drafted: None,
+        });
+        run.per_request = agg.summary();
+        // Two intervals of one endpoint: 10 drafts at [1.0, 0.5], 30 drafts at [0.6, 0.1].
+        let mut a = point(1.0);
+        (a.drafts_per_s, a.accepted_per_s) = (10.0, 15.0);
+        a.per_position = [(0, 1.0), (1, 0.5)].into_iter().collect();
+        let mut b = point(2.0);
+        (b.drafts_per_s, b.accepted_per_s) = (30.0, 21.0);
+        b.per_position = [(0, 0.6), (1, 0.1)].into_iter().collect();
+        run.timeline = vec![a, b];
+        let paths = run.positions_by_path();
+        assert_eq!(paths.len(), 2);
+        assert_eq!(paths[0].label, "per-request");
+        assert_eq!(paths[0].rates, vec![0.75, 0.5, 0.25]);
+        assert_eq!(paths[0].acceptance_length, 2.5);
+        assert_eq!(paths[1].label, "scrape [h:1]");
+        assert!((paths[1].rates[0] - 0.7).abs() < 1e-12 && (paths[1].rates[1] - 0.2).abs() < 1e-12);
+        assert!((paths[1].acceptance_length - 1.9).abs() < 1e-12);
+    }
+
+    #[test]
     fn integer_keyed_maps_survive_the_round_trip() {
         let mut agg = crate::aggregate::SpecAggregator::new();
         agg.push(&crate::per_request::SpecRecord {
@@ -427,6 +558,10 @@ pub fn run_view_from_result(result: &serde_json::Value) -> RunView {
         ttft_ms: latency("ttft"),
         itl_ms: latency("itl"),
         e2el_ms: latency("e2el"),
+        distributions: result
+            .get("distributions")
+            .and_then(|d| serde_json::from_value(d.clone()).ok())
+            .unwrap_or_default(),
         per_request,
         not_available,
         output_tokens_per_s: num("output_throughput").unwrap_or(0.0),

@@ -8,7 +8,7 @@ use std::fmt::Write;
 use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value};
 
-use crate::aggregate::percentile;
+use crate::aggregate::{percentile, sorted_moments};
 use crate::per_request::SpecRecord;
 use crate::scrape::SpecDecodeData;
 
@@ -91,14 +91,8 @@ pub struct LatencyStats {
 
 impl LatencyStats {
     /// Statistics of `values`; `None` when there are none.
-    pub fn from_values(mut values: Vec<f64>, percentiles: &[f64]) -> Option<LatencyStats> {
-        if values.is_empty() {
-            return None;
-        }
-        values.sort_by(f64::total_cmp);
-        let n = values.len() as f64;
-        let mean = values.iter().sum::<f64>() / n;
-        let std = (values.iter().map(|v| (v - mean) * (v - mean)).sum::<f64>() / n).sqrt();
+    pub fn from_values(values: Vec<f64>, percentiles: &[f64]) -> Option<LatencyStats> {
+        let (values, _, mean, std) = sorted_moments(values)?;
         Some(LatencyStats {
             mean,
             median: percentile(&values, 50.0).unwrap_or(mean),

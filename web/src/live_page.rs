@@ -1,11 +1,16 @@
 //! The live run page: connects to the collector's WebSocket (reconnecting with capped backoff),
 //! applies snapshots and deltas to the shared `LiveState`, and shows vLLM Grafana's headline
-//! tiles, the acceptance and token-flow timelines, latencies, the per-request path, acceptance
-//! by draft position beside the geometric curve, and why a path has no data.
+//! tiles, the acceptance and token-flow timelines, latencies and their distributions, the
+//! per-request path and its acceptance distributions, acceptance by draft position for each
+//! path beside the geometric curve, and why a path has no data.
 
 use leptos::html::Canvas;
 use leptos::prelude::*;
-use speclens_shared::chart::{colors, draw_per_position, draw_series_chart, Series};
+use plotters::style::RGBColor;
+use speclens_shared::aggregate::Bins;
+use speclens_shared::chart::{
+    colors, draw_histograms, draw_per_position, draw_series_chart, HistogramPanel, Positions, Series,
+};
 use speclens_shared::protocol::{Applied, LiveState, RunStatus, RunView, ServerMessage};
 use speclens_shared::run::LatencyStats;
 use wasm_bindgen::closure::Closure;
@@ -100,31 +105,6 @@ fn latency_row(name: &'static str, stats: Option<LatencyStats>) -> impl IntoView
     view! { <tr><td>{name}</td><td>{cells[0].clone()}</td><td>{cells[1].clone()}</td><td>{cells[2].clone()}</td></tr> }
 }
 
-/// Measured per-position rates: from the per-request pooled histogram, else the last scrape.
-fn measured_positions(run: &RunView) -> (Vec<f64>, f64) {
-    if let Some(s) = &run.per_request {
-        let hist = &s.pooled_spec_decode_acceptance_histogram;
-        let steps: u64 = hist.values().sum();
-        if let (Some(k), true) = (hist.keys().max(), steps > 0) {
-            let rates = (0..*k)
-                .map(|pos| hist.range(pos + 1..).map(|(_, c)| *c).sum::<u64>() as f64 / steps as f64)
-                .collect();
-            let e = s
-                .spec_decode_token_weighted_acceptance_length
-                .as_ref()
-                .map_or(1.0, |d| d.avg);
-            return (rates, e);
-        }
-    }
-    match run.timeline.iter().rev().find(|p| !p.per_position.is_empty()) {
-        Some(p) => (
-            p.per_position.values().copied().collect(),
-            p.acceptance_length.unwrap_or(1.0),
-        ),
-        None => (Vec::new(), 1.0),
-    }
-}
-
 /// Redraw `canvas` whenever the run changes.
 fn chart_effect(
     canvas: NodeRef<Canvas>,
@@ -201,9 +181,72 @@ fn draw_flow(c: &HtmlCanvasElement, run: &RunView) -> Result<(), String> {
     })
 }
 
+/// Path colours in the per-position chart: per-request first, then each scraped endpoint.
+const PATH_COLORS: [RGBColor; 4] = [
+    colors::ACCEPTED,
+    colors::PROPOSED,
+    colors::SPECULATIVE,
+    colors::REJECTED,
+];
+
 fn draw_positions(c: &HtmlCanvasElement, run: &RunView) -> Result<(), String> {
-    let (rates, e) = measured_positions(run);
-    draw_on(c, |root, scale| draw_per_position(root, &rates, e, scale))
+    let paths = run.positions_by_path();
+    let e = paths.first().map_or(1.0, |p| p.acceptance_length);
+    let measured: Vec<Positions> = paths
+        .into_iter()
+        .zip(PATH_COLORS.iter().cycle())
+        .map(|(p, color)| Positions {
+            label: p.label,
+            color: *color,
+            rates: p.rates,
+        })
+        .collect();
+    draw_on(c, |root, scale| draw_per_position(root, &measured, e, scale))
+}
+
+fn draw_latency_distributions(c: &HtmlCanvasElement, run: &RunView) -> Result<(), String> {
+    let d = &run.distributions;
+    let panels = [
+        ("TTFT (ms)", d.ttft_ms.as_ref()),
+        ("ITL (ms)", d.itl_ms.as_ref()),
+        ("E2E latency (ms)", d.e2el_ms.as_ref()),
+    ]
+    .map(|(x_desc, bins)| HistogramPanel {
+        x_desc,
+        color: colors::PROPOSED,
+        bins,
+    });
+    draw_on(c, |root, scale| draw_histograms(root, &panels, scale))
+}
+
+fn draw_acceptance_distributions(c: &HtmlCanvasElement, run: &RunView) -> Result<(), String> {
+    let pooled = run
+        .per_request
+        .as_ref()
+        .and_then(|s| Bins::from_counts(&s.pooled_spec_decode_acceptance_histogram));
+    let panels = [
+        HistogramPanel {
+            x_desc: "acceptance length per request",
+            color: colors::SPECULATIVE,
+            bins: run.distributions.acceptance_length.as_ref(),
+        },
+        HistogramPanel {
+            x_desc: "drafts accepted per step (pooled)",
+            color: colors::ACCEPTED,
+            bins: pooled.as_ref(),
+        },
+    ];
+    draw_on(c, |root, scale| draw_histograms(root, &panels, scale))
+}
+
+/// "over N requests · M steps" under the acceptance distributions.
+fn acceptance_counts(run: &RunView) -> String {
+    let requests = run.distributions.acceptance_length.as_ref().map_or(0, Bins::total);
+    let steps: u64 = run
+        .per_request
+        .as_ref()
+        .map_or(0, |s| s.pooled_spec_decode_acceptance_histogram.values().sum());
+    format!("{requests} requests with spec-decode steps · {steps} steps pooled")
 }
 
 /// Tiles, charts, latencies, per-request path and per-position chart of one run (live or
@@ -213,9 +256,13 @@ pub fn RunPanel(run: Signal<RunView>) -> impl IntoView {
     let acceptance = NodeRef::<Canvas>::new();
     let flow = NodeRef::<Canvas>::new();
     let positions = NodeRef::<Canvas>::new();
+    let latency_dist = NodeRef::<Canvas>::new();
+    let acceptance_dist = NodeRef::<Canvas>::new();
     chart_effect(acceptance, run, draw_acceptance);
     chart_effect(flow, run, draw_flow);
     chart_effect(positions, run, draw_positions);
+    chart_effect(latency_dist, run, draw_latency_distributions);
+    chart_effect(acceptance_dist, run, draw_acceptance_distributions);
     let tile = move |id: &'static str, label: &'static str, value: Box<dyn Fn() -> String + Send + Sync>| {
         view! { <div class="tile" id=id><div class="tile-label">{label}</div><div class="tile-value">{value}</div></div> }
     };
@@ -268,12 +315,17 @@ pub fn RunPanel(run: Signal<RunView>) -> impl IntoView {
                 <p class="hint">"A draft is accepted only if all earlier ones were, so rates fall with position; when they fall faster than the geometric curve, the best k is smaller than the geometric table suggests."</p>
             </div>
         </div>
+        <div class="chart-box"><h3>"Latency distributions"</h3><canvas id="live-latency-dist" class="wide-chart" node_ref=latency_dist></canvas></div>
+        <div class="chart-box"><h3>"Acceptance distributions"</h3><canvas id="live-acceptance-dist" class="wide-chart" node_ref=acceptance_dist></canvas>
+            <p class="hint" id="acceptance-dist-counts">{move || run.with(acceptance_counts)}</p>
+        </div>
     }
 }
 
 /// The what-if fragment seeded from a run's measured acceptance (E, k, per-position rates).
 pub fn whatif_fragment(run: &RunView) -> Option<String> {
-    let (rates, e) = measured_positions(run);
+    let path = run.positions_by_path().into_iter().next()?;
+    let (rates, e) = (path.rates, path.acceptance_length);
     if rates.is_empty() || e <= 1.0 {
         return None;
     }

@@ -10,6 +10,7 @@ use comfy_table::{presets, CellAlignment, Table};
 use indicatif::{ProgressBar, ProgressDrawTarget, ProgressStyle};
 use serde_json::{json, Map, Value};
 use speclens_shared::aggregate::{MetricStats, SpecAggregator, SpecSummary, CONSOLE_COLUMNS};
+use speclens_shared::protocol::Distributions;
 use speclens_shared::run::{spec_decode_keys, vllm_summary, ErrorKind, RunMetrics};
 use speclens_shared::scrape::{
     console_block, derive_stats, result_file_label, window_delta, window_result, SpecCounters, SpecDecodeData,
@@ -336,6 +337,15 @@ pub fn save_and_print(
         .collect();
     result.insert("errors".into(), Value::Object(errors));
     result.insert("config".into(), config_json(settings));
+    let measured = || outcome.records.iter().filter(|r| !r.warmup && r.success);
+    let ttft_ms: Vec<f64> = measured().filter_map(|r| r.ttft_ms).collect();
+    let itl_ms: Vec<f64> = measured().flat_map(|r| r.itl_ms.iter().copied()).collect();
+    let e2el_ms: Vec<f64> = measured().filter_map(|r| r.e2el_ms).collect();
+    let distributions = Distributions::from_values(&ttft_ms, &itl_ms, &e2el_ms, spec);
+    result.insert(
+        "distributions".into(),
+        serde_json::to_value(&distributions).unwrap_or(Value::Null),
+    );
     result.insert(
         "spec_decode".into(),
         json!({
