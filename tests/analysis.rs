@@ -202,17 +202,7 @@ fn read_tabulates_vllm_bench_serve_results_and_their_crossing() {
 #[test]
 fn accept_recovers_each_categorys_acceptance_length() {
     // Default category factors: summarization ×1.15, coding ×1.05, translation ×0.8 on α = 0.6.
-    let spec = Speclens::start(&[
-        "sim",
-        "--port",
-        "0",
-        "--time-scale",
-        "0",
-        "--num-spec-tokens",
-        "3",
-        "--alpha",
-        "0.6",
-    ]);
+    let spec = Speclens::instant_spec_sim("0.6", &[]);
     let dir = tempfile::tempdir().unwrap();
     let data = dir.path().join("question.jsonl");
     let mut lines = String::new();

@@ -7,23 +7,10 @@ use std::io::{BufRead, BufReader};
 use std::process::{Command, Stdio};
 use std::time::Duration;
 
-use fantoccini::Client;
 use serde_json::Value;
 
-use crate::common::browser::{open_browser, start_chromedriver, text_of};
+use crate::common::browser::{canvas_ink, open_browser, start_chromedriver, text_of};
 use crate::common::{wait_for, workspace, Speclens};
-
-/// Inked pixels and draw count of a canvas.
-async fn canvas_ink(client: &Client, id: &str) -> Option<(u64, u64)> {
-    let script = format!(
-        "const c = document.getElementById('{id}'); if (!c || !c.width) return null; \
-         const d = c.getContext('2d').getImageData(0, 0, c.width, c.height).data; let ink = 0; \
-         for (let i = 0; i < d.length; i += 4) {{ if (d[i] < 245 || d[i + 1] < 245 || d[i + 2] < 245) ink++; }} \
-         return [ink, Number(c.dataset.draws || 0)];"
-    );
-    let v: Value = client.execute(&script, vec![]).await.ok()?;
-    Some((v[0].as_u64()?, v[1].as_u64()?))
-}
 
 #[tokio::test]
 async fn the_live_page_follows_a_run_recovers_from_a_cut_and_ends_on_the_result() {
@@ -173,17 +160,7 @@ async fn past_runs_open_in_the_same_views_and_compare_side_by_side() {
         dist.join("index.html").is_file(),
         "web/dist is not built: `bash scripts/test.sh` builds it"
     );
-    let spec = Speclens::start(&[
-        "sim",
-        "--port",
-        "0",
-        "--time-scale",
-        "0",
-        "--num-spec-tokens",
-        "3",
-        "--alpha",
-        "0.7",
-    ]);
+    let spec = Speclens::instant_spec_sim("0.7", &[]);
     let base = Speclens::start(&["sim", "--port", "0", "--time-scale", "0"]);
     let results = tempfile::tempdir().unwrap();
     for (name, url) in [("spec-run", spec.url()), ("base-run", base.url())] {

@@ -27,15 +27,15 @@ return {draws: Number(c.dataset.draws), ink, purple, hash, pixels: d.length / 4}
 "#;
 
 #[derive(Debug, Clone, Copy, PartialEq)]
-struct Canvas {
-    draws: u64,
-    ink: u64,
-    purple: u64,
-    hash: u64,
-    pixels: u64,
+pub(crate) struct Canvas {
+    pub(crate) draws: u64,
+    pub(crate) ink: u64,
+    pub(crate) purple: u64,
+    pub(crate) hash: u64,
+    pub(crate) pixels: u64,
 }
 
-async fn probe(client: &Client) -> Option<Canvas> {
+pub(crate) async fn probe(client: &Client) -> Option<Canvas> {
     let v: Value = client.execute(CANVAS_PROBE, vec![]).await.ok()?;
     let n = |k: &str| v.get(k).and_then(Value::as_u64);
     Some(Canvas {
@@ -48,7 +48,7 @@ async fn probe(client: &Client) -> Option<Canvas> {
 }
 
 /// Wait until the chart has been drawn after `previous` and differs from it.
-async fn redrawn(client: &Client, previous: Option<Canvas>) -> Canvas {
+pub(crate) async fn redrawn(client: &Client, previous: Option<Canvas>) -> Canvas {
     wait_for("the chart to redraw", Duration::from_secs(20), || async {
         probe(client)
             .await

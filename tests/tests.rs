@@ -3,6 +3,7 @@
 mod analysis;
 mod bench_run;
 mod browser_live;
+mod browser_report;
 mod browser_whatif;
 mod common;
 mod dashboard_server;

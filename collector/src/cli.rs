@@ -31,6 +31,9 @@ pub enum Command {
     Sweep(Box<SweepArgs>),
     /// Tabulate the result files in a folder (ours and `vllm bench serve`'s).
     Read(ReadArgs),
+    /// Write a static report: one self-contained HTML file (or a folder) with the dashboard's
+    /// views of runs, sweeps and accept matrices and a live what-if model.
+    Report(ReportArgs),
     /// Mean acceptance length (and rate, per-position rates) per workload category.
     Accept(Box<AcceptArgs>),
     /// The whole product on simulated engines: acceptance, sweep, model, dashboard.
@@ -422,6 +425,27 @@ pub struct SweepArgs {
 pub struct ReadArgs {
     /// Folder of result files (`*.json`, and `result.json` one level down).
     pub dir: std::path::PathBuf,
+}
+
+/// Flags of `speclens report`.
+#[derive(Debug, Clone, Args)]
+pub struct ReportArgs {
+    /// Run folders, result JSON files (speclens's or `vllm bench serve`'s), sweep or accept
+    /// folders, or a results folder holding many of them.
+    #[arg(required = true)]
+    pub inputs: Vec<std::path::PathBuf>,
+    /// The report file (opens from file://, an attachment or any static host).
+    #[arg(short = 'o', long, default_value = "speclens-report.html")]
+    pub output: std::path::PathBuf,
+    /// Write a folder instead (index.html with the data, and assets/) for a static web host.
+    #[arg(long, conflicts_with = "output")]
+    pub dir: Option<std::path::PathBuf>,
+    /// The page title.
+    #[arg(long, default_value = "speclens report")]
+    pub title: String,
+    /// Folder holding the built dashboard (default: the one built into this binary).
+    #[arg(long, env = "SPECLENS_WEB_DIR")]
+    pub web_dir: Option<std::path::PathBuf>,
 }
 
 /// Flags of `speclens scrape`.

@@ -38,6 +38,7 @@ fn run(cli: Cli) -> anyhow::Result<()> {
         }
         Command::Sweep(args) => runtime.block_on(speclens::sweep::run(*args))?,
         Command::Read(args) => speclens::read::run(args)?,
+        Command::Report(args) => speclens::report::run(args)?,
         Command::Model(args) => speclens::model_cmd::run(args)?,
         Command::Scrape(args) => runtime.block_on(speclens::bench::scrape::run_scrape(args))?,
     }

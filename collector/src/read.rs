@@ -103,13 +103,7 @@ pub fn run(args: ReadArgs) -> Result<(), CollectorError> {
             .any(|(n, _)| parse_point_name(n).is_some() && n.starts_with(prefix))
     };
     if has("spec-c") && has("base-c") {
-        let table = table_from_dir(
-            &args.dir,
-            Costs {
-                draft_cost: 0.0,
-                ridge_tokens: 295.0,
-            },
-        )?;
+        let table = table_from_dir(&args.dir, Costs::H100_FREE_DRAFTS)?;
         println!();
         print!("{}", table.render());
     }

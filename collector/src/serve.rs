@@ -14,13 +14,14 @@ use axum::middleware::{self, Next};
 use axum::response::{IntoResponse, Response};
 use axum::routing::get;
 use axum::Router;
-use serde_json::{json, Value};
+use serde_json::json;
 use tokio::sync::{broadcast, oneshot};
 use tower_http::compression::CompressionLayer;
 use tower_http::services::ServeDir;
 
 use crate::cli::ServeArgs;
 use crate::error::CollectorError;
+use crate::history;
 use crate::live::LiveHub;
 
 const TOKEN_COOKIE: &str = "speclens_token";
@@ -86,6 +87,29 @@ pub enum WebAssets {
     Dir(PathBuf),
     /// Inside the binary.
     Embedded,
+}
+
+impl WebAssets {
+    /// The built app's files (name, bytes), from the folder or the binary.
+    pub fn files(&self) -> Result<Vec<(String, Vec<u8>)>, CollectorError> {
+        match self {
+            WebAssets::Embedded => Ok(EmbeddedAssets::iter()
+                .filter_map(|name| Some((name.to_string(), EmbeddedAssets::get(&name)?.data.into_owned())))
+                .collect()),
+            WebAssets::Dir(dir) => {
+                let read_error =
+                    |e: std::io::Error| CollectorError::Output(format!("cannot read {}: {e}", dir.display()));
+                let mut files = Vec::new();
+                for entry in std::fs::read_dir(dir).map_err(read_error)?.flatten() {
+                    if entry.path().is_file() {
+                        let bytes = std::fs::read(entry.path()).map_err(read_error)?;
+                        files.push((entry.file_name().to_string_lossy().into_owned(), bytes));
+                    }
+                }
+                Ok(files)
+            }
+        }
+    }
 }
 
 impl std::fmt::Display for WebAssets {
@@ -275,139 +299,52 @@ async fn ws_client(mut socket: WebSocket, hub: Arc<LiveHub>) {
     }
 }
 
-/// A run id is a relative folder path of plain names: no `..`, no root, no odd characters.
-fn run_folder(results_dir: &Path, id: &str) -> Option<PathBuf> {
-    let ok = !id.is_empty()
-        && id.split('/').all(|part| {
-            !part.is_empty()
-                && part != "."
-                && part != ".."
-                && part.bytes().all(|b| b.is_ascii_alphanumeric() || b"._-".contains(&b))
-        });
-    ok.then(|| results_dir.join(id))
+fn not_found(what: &str) -> Response {
+    (
+        StatusCode::NOT_FOUND,
+        axum::Json(json!({"error": format!("no such {what}")})),
+    )
+        .into_response()
 }
 
-/// Folders holding `marker` (a file name, or a prefix ending in `*`), up to `depth` levels down
-/// (demo runs nest sweeps).
-fn find_folders(dir: &Path, prefix: &str, depth: u32, marker: &str, out: &mut Vec<(String, PathBuf)>) {
-    let Ok(entries) = std::fs::read_dir(dir) else { return };
-    for entry in entries.flatten() {
-        let path = entry.path();
-        let name = entry.file_name().to_string_lossy().into_owned();
-        if !path.is_dir() || run_folder(Path::new(""), &name).is_none() {
-            continue;
-        }
-        let id = if prefix.is_empty() {
-            name
-        } else {
-            format!("{prefix}/{name}")
-        };
-        if holds(&path, marker) {
-            out.push((id.clone(), path.clone()));
-        }
-        if depth > 1 {
-            find_folders(&path, &id, depth - 1, marker, out);
-        }
+fn bad_id(what: &str) -> Response {
+    (
+        StatusCode::BAD_REQUEST,
+        axum::Json(json!({"error": format!("not a {what} id")})),
+    )
+        .into_response()
+}
+
+/// A JSON file of the folder `id` as the response body, unchanged.
+fn json_file(results_dir: &Path, id: &str, file: &str, what: &str) -> Response {
+    let Some(folder) = history::run_folder(results_dir, id) else {
+        return bad_id(what);
+    };
+    match std::fs::read_to_string(folder.join(file)) {
+        Ok(text) => ([(header::CONTENT_TYPE, "application/json")], text).into_response(),
+        Err(_) => not_found(what),
     }
-}
-
-/// Whether `dir` holds the file `marker`, or a JSON file starting with `marker` minus its `*`.
-fn holds(dir: &Path, marker: &str) -> bool {
-    match marker.strip_suffix('*') {
-        None => dir.join(marker).is_file(),
-        Some(prefix) => std::fs::read_dir(dir).is_ok_and(|mut entries| {
-            entries.any(|e| {
-                e.ok().is_some_and(|e| {
-                    let name = e.file_name().to_string_lossy().into_owned();
-                    name.starts_with(prefix) && name.ends_with(".json")
-                })
-            })
-        }),
-    }
-}
-
-fn folder_ids(results_dir: &Path, marker: &str) -> Vec<String> {
-    let mut found = Vec::new();
-    find_folders(results_dir, "", 3, marker, &mut found);
-    let mut ids: Vec<String> = found.into_iter().map(|(id, _)| id).collect();
-    ids.sort();
-    ids
 }
 
 async fn list_runs(State(app): State<Arc<AppState>>) -> Response {
-    let mut found = Vec::new();
-    find_folders(&app.results_dir, "", 3, "result.json", &mut found);
-    let mut runs: Vec<Value> = found
-        .into_iter()
-        .filter_map(|(id, path)| {
-            let text = std::fs::read_to_string(path.join("result.json")).ok()?;
-            let r: Value = serde_json::from_str(&text).ok()?;
-            Some(json!({
-                "id": id, "label": r["label"], "date": r["date"], "model_id": r["model_id"], "partial": r["partial"],
-                "completed": r["completed"], "output_throughput": r["output_throughput"],
-                "spec_decode_acceptance_length": r["spec_decode_acceptance_length"],
-            }))
-        })
-        .collect();
-    runs.sort_by(|a, b| b["date"].as_str().cmp(&a["date"].as_str()));
-    axum::Json(json!({
-        "results_dir": app.results_dir.display().to_string(),
-        "runs": runs,
-        "sweeps": folder_ids(&app.results_dir, "sweep.json"),
-        "accepts": folder_ids(&app.results_dir, "accept-*"),
-    }))
-    .into_response()
-}
-
-async fn one_sweep(State(app): State<Arc<AppState>>, UrlPath(id): UrlPath<String>) -> Response {
-    let Some(folder) = run_folder(&app.results_dir, &id) else {
-        return (StatusCode::BAD_REQUEST, axum::Json(json!({"error": "not a sweep id"}))).into_response();
-    };
-    match std::fs::read_to_string(folder.join("sweep.json")) {
-        Ok(text) => ([(header::CONTENT_TYPE, "application/json")], text).into_response(),
-        Err(_) => (StatusCode::NOT_FOUND, axum::Json(json!({"error": "no such sweep"}))).into_response(),
-    }
-}
-
-async fn one_accept(State(app): State<Arc<AppState>>, UrlPath(id): UrlPath<String>) -> Response {
-    let Some(folder) = run_folder(&app.results_dir, &id) else {
-        return (
-            StatusCode::BAD_REQUEST,
-            axum::Json(json!({"error": "not an accept id"})),
-        )
-            .into_response();
-    };
-    let Ok(entries) = std::fs::read_dir(&folder) else {
-        return (
-            StatusCode::NOT_FOUND,
-            axum::Json(json!({"error": "no such accept run"})),
-        )
-            .into_response();
-    };
-    let mut names: Vec<PathBuf> = entries
-        .flatten()
-        .map(|e| e.path())
-        .filter(|p| {
-            p.file_name()
-                .is_some_and(|n| n.to_string_lossy().starts_with("accept-"))
-                && p.extension().is_some_and(|x| x == "json")
-        })
-        .collect();
-    names.sort();
-    let rows: Vec<Value> = names
-        .iter()
-        .filter_map(|p| serde_json::from_str(&std::fs::read_to_string(p).ok()?).ok())
-        .collect();
-    axum::Json(json!({"categories": rows})).into_response()
+    axum::Json(history::list_results(&app.results_dir)).into_response()
 }
 
 async fn one_run(State(app): State<Arc<AppState>>, UrlPath(id): UrlPath<String>) -> Response {
-    let Some(folder) = run_folder(&app.results_dir, &id) else {
-        return (StatusCode::BAD_REQUEST, axum::Json(json!({"error": "not a run id"}))).into_response();
+    json_file(&app.results_dir, &id, "result.json", "run")
+}
+
+async fn one_sweep(State(app): State<Arc<AppState>>, UrlPath(id): UrlPath<String>) -> Response {
+    json_file(&app.results_dir, &id, "sweep.json", "sweep")
+}
+
+async fn one_accept(State(app): State<Arc<AppState>>, UrlPath(id): UrlPath<String>) -> Response {
+    let Some(folder) = history::run_folder(&app.results_dir, &id) else {
+        return bad_id("accept");
     };
-    match std::fs::read_to_string(folder.join("result.json")) {
-        Ok(text) => ([(header::CONTENT_TYPE, "application/json")], text).into_response(),
-        Err(_) => (StatusCode::NOT_FOUND, axum::Json(json!({"error": "no such run"}))).into_response(),
+    match history::accept_body(&folder) {
+        Some(body) => axum::Json(body).into_response(),
+        None => not_found("accept run"),
     }
 }
 

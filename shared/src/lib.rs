@@ -9,6 +9,7 @@ pub mod model;
 pub mod per_request;
 pub mod prom;
 pub mod protocol;
+pub mod report;
 pub mod run;
 pub mod scrape;
 pub mod sweep;

@@ -119,6 +119,14 @@ pub struct Costs {
     pub ridge_tokens: f64,
 }
 
+impl Costs {
+    /// H100 SXM (bf16) with a free proposer: the prediction's costs where nothing else is known.
+    pub const H100_FREE_DRAFTS: Costs = Costs {
+        draft_cost: 0.0,
+        ridge_tokens: GPU_PRESETS[0].ridge_tokens,
+    };
+}
+
 /// `S(B) = E·max(1, B/T*) / (max(1, B(k+1)/T*) + k·c·max(1, B/T*))`.
 pub fn speedup(e: f64, k: u32, costs: Costs, batch: f64) -> f64 {
     let t = costs.ridge_tokens;

@@ -57,21 +57,49 @@ pub async fn start_chromedriver() -> ChromeDriver {
 }
 
 pub async fn open_browser(driver: &ChromeDriver, profile: &Path) -> Client {
+    open_browser_with(driver, profile, &[]).await
+}
+
+/// A browser that can reach nothing: every host resolves to nothing and every connection goes
+/// to a closed proxy port, so any request a page makes fails (and shows in the browser log).
+pub async fn open_offline_browser(driver: &ChromeDriver, profile: &Path) -> Client {
+    let closed = free_port();
+    let proxy = format!("--proxy-server=http://127.0.0.1:{closed}");
+    open_browser_with(
+        driver,
+        profile,
+        &[
+            &proxy,
+            "--proxy-bypass-list=<-loopback>",
+            "--host-resolver-rules=MAP * ~NOTFOUND",
+        ],
+    )
+    .await
+}
+
+async fn open_browser_with(driver: &ChromeDriver, profile: &Path, extra_args: &[&str]) -> Client {
     let chromium = std::env::var("CHROMIUM").unwrap_or_else(|_| "/usr/bin/chromium".into());
+    let mut args: Vec<String> = [
+        "--headless=new",
+        "--no-sandbox",
+        "--disable-gpu",
+        "--disable-dev-shm-usage",
+        "--disable-background-networking",
+        "--disable-component-update",
+        "--disable-sync",
+        "--disable-quic",
+        "--no-first-run",
+        "--window-size=1280,1600",
+        "--force-device-scale-factor=1",
+    ]
+    .map(String::from)
+    .to_vec();
+    args.push(format!("--user-data-dir={}", profile.display()));
+    args.extend(extra_args.iter().map(|a| a.to_string()));
     let mut caps = serde_json::Map::new();
-    caps.insert(
-        "goog:chromeOptions".into(),
-        json!({
-            "binary": chromium,
-            "args": [
-                "--headless=new", "--no-sandbox", "--disable-gpu", "--disable-dev-shm-usage",
-                "--disable-background-networking", "--disable-component-update", "--disable-sync",
-                "--disable-quic", "--no-first-run", "--window-size=1280,1600",
-                "--force-device-scale-factor=1",
-                format!("--user-data-dir={}", profile.display()),
-            ]
-        }),
-    );
+    caps.insert("goog:chromeOptions".into(), json!({"binary": chromium, "args": args}));
+    // The browser's console log (failed loads, refused loads) for `browser_log`.
+    caps.insert("goog:loggingPrefs".into(), json!({"browser": "ALL"}));
     ClientBuilder::new(hyper_util::client::legacy::connect::HttpConnector::new())
         .capabilities(caps)
         .connect(&driver.url)
@@ -96,4 +124,48 @@ pub async fn value_of(client: &Client, css: &str) -> String {
         .await
         .unwrap()
         .unwrap_or_default()
+}
+
+/// ChromeDriver's log command (not in the W3C protocol, so not in fantoccini's API).
+#[derive(Debug)]
+struct BrowserLog;
+
+impl fantoccini::wd::WebDriverCompatibleCommand for BrowserLog {
+    fn endpoint(&self, base: &url::Url, session: Option<&str>) -> Result<url::Url, url::ParseError> {
+        base.join(&format!("session/{}/se/log", session.unwrap_or_default()))
+    }
+
+    fn method_and_body(&self, _: &url::Url) -> (axum::http::Method, Option<String>) {
+        (axum::http::Method::POST, Some(r#"{"type":"browser"}"#.into()))
+    }
+}
+
+/// The browser console's entries since the last call: `(level, message)`.
+pub async fn browser_log(client: &Client) -> Vec<(String, String)> {
+    let entries = client.issue_cmd(BrowserLog).await.expect("the browser log");
+    entries
+        .as_array()
+        .map(|a| {
+            a.iter()
+                .map(|e| {
+                    (
+                        e["level"].as_str().unwrap_or_default().to_string(),
+                        e["message"].as_str().unwrap_or_default().to_string(),
+                    )
+                })
+                .collect()
+        })
+        .unwrap_or_default()
+}
+
+/// Inked (not white) pixels of a canvas and its draw count; `None` before it is drawn.
+pub async fn canvas_ink(client: &Client, id: &str) -> Option<(u64, u64)> {
+    let script = format!(
+        "const c = document.getElementById('{id}'); if (!c || !c.width) return null; \
+         const d = c.getContext('2d').getImageData(0, 0, c.width, c.height).data; let ink = 0; \
+         for (let i = 0; i < d.length; i += 4) {{ if (d[i] < 245 || d[i + 1] < 245 || d[i + 2] < 245) ink++; }} \
+         return [ink, Number(c.dataset.draws || 0)];"
+    );
+    let v: serde_json::Value = client.execute(&script, vec![]).await.ok()?;
+    Some((v[0].as_u64()?, v[1].as_u64()?))
 }

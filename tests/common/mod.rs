@@ -56,6 +56,23 @@ fn spawn_speclens(args: &[&str]) -> Child {
 }
 
 impl Speclens {
+    /// An untimed speculative sim (k = 3, geometric acceptance `alpha`) on a free port.
+    pub fn instant_spec_sim(alpha: &str, extra: &[&str]) -> Speclens {
+        let mut args = vec![
+            "sim",
+            "--port",
+            "0",
+            "--time-scale",
+            "0",
+            "--num-spec-tokens",
+            "3",
+            "--alpha",
+            alpha,
+        ];
+        args.extend_from_slice(extra);
+        Speclens::start(&args)
+    }
+
     /// Start `speclens ARGS…` and wait (bounded) for its first stdout line.
     pub fn start(args: &[&str]) -> Speclens {
         Speclens::start_until(args, "", Duration::from_secs(30))

@@ -1,9 +1,11 @@
 //! speclens dashboard (Leptos, client-side rendered): the live run over WebSocket and the
 //! what-if page that runs the shared speedup model in the browser. The view and its state live
-//! in the URL fragment (`#live`, `#whatif?…`).
+//! in the URL fragment (`#live`, `#whatif?…`). The same app is the static report when the page
+//! carries a report's data (`speclens report`).
 
 mod canvas;
 mod live_page;
+mod report;
 mod runs_page;
 mod whatif_page;
 
@@ -45,19 +47,44 @@ fn current_fragment() -> String {
 pub fn App() -> impl IntoView {
     // The runs views read their state from the fragment when they mount, so any change of
     // fragment there re-renders; the what-if page follows its own fragment changes.
+    let report = report::embedded();
+    if let Some(Err(message)) = report {
+        return view! {
+            <header class="topbar"><span class="brand">"speclens"</span><span class="tagline">"static report"</span></header>
+            <main><div class="notice" role="alert" id="report-error">{message.clone()}</div></main>
+        }
+        .into_any();
+    }
+    let in_report = report.is_some();
+    if in_report && current_fragment().trim_start_matches('#').is_empty() {
+        if let Some(id) = report::only_run() {
+            let _ = window().location().set_hash(&format!("runs?open={id}"));
+        }
+    }
     let (fragment, set_fragment) = signal(current_fragment());
-    let view = Memo::new(move |_| View::from_fragment(&fragment.get()));
+    // A report has no live run: its default view is the run list.
+    let view = Memo::new(move |_| match View::from_fragment(&fragment.get()) {
+        View::Live if in_report => View::Runs,
+        v => v,
+    });
+    let tagline = match report {
+        Some(Ok(data)) => format!(
+            "static report · written by speclens {} on {}",
+            data.speclens_version, data.created
+        ),
+        _ => "speculative decoding: acceptance, break-even, model".to_string(),
+    };
     let listener = window_event_listener(ev::hashchange, move |_| set_fragment.set(current_fragment()));
     on_cleanup(move || listener.remove());
     view! {
         <header class="topbar">
             <span class="brand">"speclens"</span>
             <nav>
-                <a href="#live" class:active=move || view.get() == View::Live>"Live run"</a>
+                {(!in_report).then(|| view! { <a href="#live" class:active=move || view.get() == View::Live>"Live run"</a> })}
                 <a href="#whatif" class:active=move || view.get() == View::WhatIf>"What-if"</a>
                 <a href="#runs" class:active=move || view.get() == View::Runs>"Runs"</a>
             </nav>
-            <span class="tagline">"speculative decoding: acceptance, break-even, model"</span>
+            <span class="tagline" id="tagline">{tagline}</span>
         </header>
         <main>
             {move || match view.get() {
@@ -70,4 +97,5 @@ pub fn App() -> impl IntoView {
             }}
         </main>
     }
+    .into_any()
 }

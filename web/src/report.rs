@@ -1,0 +1,51 @@
+//! Static-report mode: when the page carries a report's data (a `<script type="application/json">`
+//! written by `speclens report`), the run history reads from it instead of the collector's API,
+//! and a report written with another schema version says so instead of showing an empty page.
+
+use std::sync::OnceLock;
+
+use leptos::prelude::*;
+use speclens_shared::report::{ReportData, REPORT_ELEMENT_ID};
+
+static REPORT: OnceLock<Option<Result<ReportData, String>>> = OnceLock::new();
+
+/// The embedded report, read once: `None` when the page is served by the collector.
+pub fn embedded() -> Option<&'static Result<ReportData, String>> {
+    REPORT
+        .get_or_init(|| {
+            let element = document().get_element_by_id(REPORT_ELEMENT_ID)?;
+            Some(ReportData::parse(&element.text_content().unwrap_or_default()))
+        })
+        .as_ref()
+}
+
+/// The answer the collector would give at `path`, from the report.
+pub fn response(path: &str) -> Option<Result<serde_json::Value, String>> {
+    Some(match embedded()? {
+        Ok(data) => data
+            .responses
+            .get(path)
+            .cloned()
+            .ok_or_else(|| format!("{path} is not in this report")),
+        Err(message) => Err(message.clone()),
+    })
+}
+
+/// The one run of a single-run report (opened at once instead of a one-line list).
+pub fn only_run() -> Option<String> {
+    let Some(Ok(data)) = embedded() else { return None };
+    let runs = data.responses.get("/api/runs")?["runs"].as_array()?;
+    match runs.as_slice() {
+        [one]
+            if data
+                .responses
+                .keys()
+                .filter(|k| k.starts_with("/api/sweeps/") || k.starts_with("/api/accept/"))
+                .count()
+                == 0 =>
+        {
+            one["id"].as_str().map(str::to_string)
+        }
+        _ => None,
+    }
+}
