@@ -1,15 +1,18 @@
 #!/usr/bin/env bash
 # Installs what speclens needs on a fresh machine (rustup/cargo, apt and npm present), skipping
 # every step whose right version is already there. `--browser` adds Chromium and ChromeDriver
-# for the browser tests. Versions are pinned; see ../shared/TOOLCHAIN.md for why.
+# for the browser tests, `--prometheus` Debian's Prometheus server for the fleet tests.
+# Versions are pinned; see ../shared/TOOLCHAIN.md for why.
 source "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
 cd "$ROOT"
 
 want_browser=0
+want_prometheus=0
 for arg in "$@"; do
   case "$arg" in
     --browser) want_browser=1 ;;
-    *) die "unknown option $arg (usage: setup.sh [--browser])" ;;
+    --prometheus) want_prometheus=1 ;;
+    *) die "unknown option $arg (usage: setup.sh [--browser] [--prometheus])" ;;
   esac
 done
 
@@ -57,17 +60,25 @@ if ! wasm-opt --version 2>/dev/null | grep -q "version ${BINARYEN_VERSION%%.*}";
     || die "could not install binaryen@$BINARYEN_VERSION from npm"
 fi
 
-# Chromium and ChromeDriver from Debian for the browser tests.
-if [ "$want_browser" = 1 ] && ! { [ -x /usr/bin/chromium ] && [ -x /usr/bin/chromedriver ]; }; then
-  sudo=""
+# Debian packages for the tests: Chromium and ChromeDriver (browser tests), Prometheus (fleet
+# tests; the package's own service is not used, the tests start their own servers).
+apt_install() { # apt_install "what it is for" [apt-get options] packages…
+  local what="$1"
+  shift
+  local sudo=""
   if [ "$(id -u)" != 0 ]; then
-    command -v sudo >/dev/null || die "installing chromium needs root or sudo"
+    command -v sudo >/dev/null || die "installing $what needs root or sudo"
     sudo=sudo
   fi
-  say "installing chromium and chromium-driver from Debian (about a minute)"
+  say "installing $what from Debian (about a minute)"
   $sudo apt-get update -qq || die "apt-get update failed"
-  DEBIAN_FRONTEND=noninteractive $sudo apt-get install -y -qq chromium chromium-driver >/dev/null \
-    || die "could not install chromium and chromium-driver with apt-get"
+  DEBIAN_FRONTEND=noninteractive $sudo apt-get install -y -qq "$@" >/dev/null || die "could not install $what with apt-get"
+}
+if [ "$want_browser" = 1 ] && ! { [ -x /usr/bin/chromium ] && [ -x /usr/bin/chromedriver ]; }; then
+  apt_install "chromium and chromium-driver" chromium chromium-driver
+fi
+if [ "$want_prometheus" = 1 ] && ! [ -x /usr/bin/prometheus ]; then
+  apt_install "prometheus" --no-install-recommends prometheus
 fi
 
 # Trunk runs cargo offline (Trunk.toml), so every crate must be fetched first.

@@ -4,7 +4,7 @@
 # (unit, property, integration with the real binary, headless Chromium).
 source "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
 cd "$ROOT"
-bash scripts/setup.sh --browser
+bash scripts/setup.sh --browser --prometheus
 say "cargo fmt --check"
 cargo fmt --all --check
 say "shared crate for wasm32"

@@ -7,5 +7,6 @@ mod browser_report;
 mod browser_whatif;
 mod common;
 mod dashboard_server;
+mod fleet;
 mod reference_data;
 mod sim_server;

@@ -138,6 +138,7 @@ fn bench_args(args: &AcceptArgs, out: PathBuf, categories: &[String], count: u64
     b.output_tokens = args.output_tokens;
     b.temperature = args.temperature;
     b.sglang_spec_details = args.sglang_spec_details;
+    b.prometheus = args.prometheus.clone();
     b.out = Some(out);
     b.quiet = true;
     b

@@ -202,7 +202,8 @@ pub struct FaultArgs {
     /// `/metrics` answers HTTP 503 until this many requests have finished.
     #[arg(long)]
     pub metrics_down_until: Option<u64>,
-    /// Simulate a restart (all counters back to zero) once this many requests have finished.
+    /// Simulate a restart (all counters back to zero) before the first request that arrives
+    /// after this many have finished.
     #[arg(long)]
     pub reset_counters_after: Option<u64>,
     /// Write `/metrics` as in multiprocess mode (no `_created` gauges).
@@ -240,6 +241,40 @@ pub enum DatasetKind {
     SpecBench,
     /// One JSON object per line: `prompt`, optional `category` and `max_tokens`.
     Jsonl,
+}
+
+/// Reading the spec-decode counters through a Prometheus server (fleets of replicas).
+#[derive(Debug, Clone, Default, Args)]
+pub struct PrometheusArgs {
+    /// Prometheus HTTP API base URL (Thanos, Mimir and VictoriaMetrics answer the same API),
+    /// e.g. http://prometheus:9090. Adds the fleet path beside the direct /metrics scrapes.
+    #[arg(long)]
+    pub prometheus_url: Option<String>,
+    /// Series selector narrowing the counters, e.g. '{job="vllm",model_name="Qwen/Qwen3-8B"}'.
+    #[arg(long, default_value = "")]
+    pub prometheus_selector: String,
+    /// Bearer token for the Prometheus API; never written anywhere.
+    #[arg(long, env = "SPECLENS_PROMETHEUS_TOKEN", hide_env_values = true)]
+    pub prometheus_token: Option<String>,
+    /// Basic-auth user for the Prometheus API.
+    #[arg(long, env = "SPECLENS_PROMETHEUS_USER")]
+    pub prometheus_user: Option<String>,
+    /// Basic-auth password for the Prometheus API; never written anywhere.
+    #[arg(long, env = "SPECLENS_PROMETHEUS_PASSWORD", hide_env_values = true)]
+    pub prometheus_password: Option<String>,
+    /// PEM file of a CA to trust for an https:// Prometheus (besides the system's roots).
+    #[arg(long)]
+    pub prometheus_ca_cert: Option<std::path::PathBuf>,
+    /// Seconds per Prometheus API request.
+    #[arg(long, default_value_t = 10.0)]
+    pub prometheus_timeout: f64,
+    /// Seconds to wait after the run for Prometheus to store a sample past the window's end
+    /// (about one scrape interval).
+    #[arg(long, default_value_t = 60.0)]
+    pub prometheus_wait: f64,
+    /// Range of rate() for the live timeline, in seconds (at least two scrape intervals).
+    #[arg(long, default_value_t = 60.0)]
+    pub prometheus_rate_window: f64,
 }
 
 /// Flags of `speclens bench`.
@@ -316,6 +351,8 @@ pub struct BenchArgs {
     /// Do not scrape /metrics at all.
     #[arg(long)]
     pub no_scrape: bool,
+    #[command(flatten)]
+    pub prometheus: PrometheusArgs,
     /// Seconds between live scrapes during the run.
     #[arg(long, default_value_t = 1.0)]
     pub scrape_interval: f64,
@@ -418,6 +455,8 @@ pub struct SweepArgs {
     pub dashboard: bool,
     #[arg(long, default_value_t = 8321)]
     pub dashboard_port: u16,
+    #[command(flatten)]
+    pub prometheus: PrometheusArgs,
 }
 
 /// Flags of `speclens read`.
@@ -548,4 +587,6 @@ pub struct AcceptArgs {
     pub dashboard: bool,
     #[arg(long, default_value_t = 8321)]
     pub dashboard_port: u16,
+    #[command(flatten)]
+    pub prometheus: PrometheusArgs,
 }

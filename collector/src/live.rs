@@ -229,6 +229,11 @@ fn tiles(timeline: &[TimelinePoint], output_tokens_per_s: f64) -> Tiles {
             latest.push(p);
         }
     }
+    // The Prometheus path sees the same servers as the direct scrapes: count it only alone.
+    let from_prometheus = |p: &&TimelinePoint| p.endpoint.starts_with(crate::bench::prometheus::LABEL);
+    if latest.iter().any(|p| !from_prometheus(p)) {
+        latest.retain(|p| !from_prometheus(p));
+    }
     let accepted: f64 = latest.iter().map(|p| p.accepted_per_s).sum();
     let drafted: f64 = latest.iter().map(|p| p.drafted_per_s).sum();
     let drafts: f64 = latest.iter().map(|p| p.drafts_per_s).sum();

@@ -118,6 +118,7 @@ pub async fn run_with(
         b.output_tokens = args.output_tokens;
         b.timeout = args.timeout;
         b.no_stream = args.no_stream;
+        b.prometheus = args.prometheus.clone();
         b.label = format!("{}-c{c}", arm_name(*arm));
         b.out = Some(out.join(format!("{}-c{c}", arm_name(*arm))));
         b.quiet = true;

@@ -24,6 +24,9 @@ pub enum Error {
     /// A chart could not be drawn on its backend.
     #[error("chart drawing failed: {0}")]
     Chart(String),
+    /// A Prometheus HTTP API answer is an error or not the shape it documents.
+    #[error("Prometheus API: {0}")]
+    PrometheusApi(String),
     /// A model input is outside its domain.
     #[error("invalid model input: {0}")]
     ModelInput(String),

@@ -5,6 +5,7 @@
 pub mod aggregate;
 pub mod chart;
 pub mod error;
+pub mod fleet;
 pub mod model;
 pub mod per_request;
 pub mod prom;

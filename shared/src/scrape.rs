@@ -109,14 +109,14 @@ pub struct MetricsSnapshot {
 }
 
 #[derive(Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
-enum Family {
+pub(crate) enum Family {
     Drafts,
     DraftTokens,
     Accepted,
     PerPos,
 }
 
-fn family_of(name: &str) -> Option<(&'static str, Family)> {
+pub(crate) fn family_of(name: &str) -> Option<(&'static str, Family)> {
     let (prefix, rest) = COUNTER_PREFIXES
         .iter()
         .find_map(|p| name.strip_prefix(p).map(|rest| (*p, rest)))?;

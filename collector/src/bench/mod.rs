@@ -5,6 +5,7 @@
 //! timeline. Ctrl-C stops sending, drains what is in flight (bounded) and saves a partial run.
 
 pub mod client;
+pub mod prometheus;
 pub mod report;
 pub mod scrape;
 pub mod tokens;
@@ -23,8 +24,11 @@ use rand::SeedableRng;
 use rand_distr::{Distribution, Exp, Gamma};
 use reqwest::header::{HeaderMap, HeaderName, HeaderValue, AUTHORIZATION};
 use speclens_shared::aggregate::SpecAggregator;
+use speclens_shared::fleet::FleetWindow;
 use speclens_shared::run::{ErrorKind, RequestRecord};
-use speclens_shared::scrape::{CounterSet, ScrapeFailure};
+use speclens_shared::scrape::{
+    window_delta, window_result, CounterSet, ResultStatus, ScrapeFailure, SpecCounters, SpecDecodeResult,
+};
 use tokio::sync::{mpsc, watch, Semaphore};
 use tokio::task::JoinSet;
 use tokio::time::Instant;
@@ -43,6 +47,20 @@ pub struct BenchSettings {
     pub model: String,
     pub out_dir: PathBuf,
     pub endpoints: Vec<Endpoint>,
+}
+
+/// What the run measured of speculative decoding, by path.
+pub struct SpecPaths {
+    /// Direct `/metrics` before/after, per endpoint.
+    pub windows: Vec<ScrapeWindow>,
+    /// Live scrapes (direct and Prometheus).
+    pub timeline: Timeline,
+    /// The Prometheus path's window and its breakdown, when configured.
+    pub fleet: Option<(SpecDecodeResult, Option<FleetWindow>)>,
+    /// Per-request payloads.
+    pub spec: SpecAggregator,
+    /// Per-request payloads rejected, by reason.
+    pub rejected: BTreeMap<String, u64>,
 }
 
 /// Messages from the dispatcher and the request tasks to the aggregator.
@@ -488,6 +506,35 @@ pub struct ScrapeWindow {
     pub endpoint: Endpoint,
     pub before: Result<CounterSet, ScrapeFailure>,
     pub after: Result<CounterSet, ScrapeFailure>,
+    /// Restarts the live scrapes saw on this endpoint during the window.
+    pub live_resets: Vec<String>,
+}
+
+impl ScrapeWindow {
+    /// The window's result. A restart seen by the live scrapes makes it N/A even when the two
+    /// snapshots alone look fine: after a restart, "after" holds only the growth since it.
+    pub fn result(&self) -> SpecDecodeResult {
+        let mut r = window_result(&redact_url(&self.endpoint.url), self.before.clone(), self.after.clone());
+        if let (Some(first), ResultStatus::Ok) = (self.live_resets.first(), r.status) {
+            r.status = ResultStatus::Na;
+            r.data = None;
+            r.error = Some(format!(
+                "Counter reset detected during the window by the live scrapes: {first} (the before/after delta would hold only the growth since the restart)"
+            ));
+        }
+        r
+    }
+
+    /// The counters' growth over the window, when its result is valid.
+    pub fn delta(&self) -> Option<SpecCounters> {
+        if !self.live_resets.is_empty() {
+            return None;
+        }
+        match (&self.before, &self.after) {
+            (Ok(b), Ok(a)) => window_delta(b, a).ok(),
+            _ => None,
+        }
+    }
 }
 
 /// `speclens bench`: run, print, save. Returns the results folder.
@@ -498,6 +545,7 @@ pub async fn run(args: BenchArgs) -> Result<PathBuf, CollectorError> {
 /// A run that feeds `hub` (a dashboard another command serves) instead of its own.
 pub async fn run_with(args: BenchArgs, hub: Option<Arc<LiveHub>>) -> Result<PathBuf, CollectorError> {
     check_args(&args)?;
+    let prometheus = prometheus::Prometheus::from_args(&args.prometheus)?;
     let headers = header_map(&args)?;
     let client = http_client(&args)?;
     let model = resolve_model(&client, &args, &headers).await?;
@@ -619,9 +667,10 @@ pub async fn run_with(args: BenchArgs, hub: Option<Arc<LiveHub>>) -> Result<Path
     };
     let before: Vec<_> =
         futures_util::future::join_all(settings.endpoints.iter().map(|e| scrape::fetch(&client, &e.url))).await;
+    let window_start_unix_s = prometheus::unix_now_s();
     let timeline = Arc::new(Mutex::new(Timeline::default()));
     let (stop_tx, stop_rx) = watch::channel(false);
-    let samplers: Vec<_> = settings
+    let mut samplers: Vec<_> = settings
         .endpoints
         .iter()
         .map(|e| {
@@ -636,6 +685,16 @@ pub async fn run_with(args: BenchArgs, hub: Option<Arc<LiveHub>>) -> Result<Path
             ))
         })
         .collect();
+    if let Some(p) = &prometheus {
+        samplers.push(tokio::spawn(prometheus::sample_live(
+            p.clone(),
+            Duration::from_secs_f64(args.scrape_interval),
+            started,
+            timeline.clone(),
+            hub.clone(),
+            stop_rx.clone(),
+        )));
+    }
     let window_start = Instant::now();
     hub.start_run(
         &args.label,
@@ -686,21 +745,36 @@ pub async fn run_with(args: BenchArgs, hub: Option<Arc<LiveHub>>) -> Result<Path
             .map(|e| scrape::fetch_settled(&client, &e.url, Duration::from_secs(2))),
     )
     .await;
+    // The counters are settled: the Prometheus path's window ends here.
+    let fleet = match &prometheus {
+        Some(p) => {
+            if !args.quiet {
+                eprintln!("speclens: reading the window from Prometheus (waits for a scrape past its end)");
+            }
+            Some(p.window(window_start_unix_s, prometheus::unix_now_s()).await)
+        }
+        None => None,
+    };
     ctrl_c.abort();
     records_out.flush().map_err(|e| CollectorError::Output(e.to_string()))?;
     drop(records_out);
+    let timeline = std::mem::take(&mut *timeline.lock().unwrap_or_else(|p| p.into_inner()));
+    let timeline_resets = timeline.resets.clone();
     let windows: Vec<ScrapeWindow> = settings
         .endpoints
         .iter()
         .cloned()
         .zip(before.into_iter().zip(after))
         .map(|(endpoint, (before, after))| ScrapeWindow {
+            live_resets: timeline_resets
+                .iter()
+                .filter_map(|r| r.strip_prefix(&format!("[{}] ", endpoint.label)).map(str::to_string))
+                .collect(),
             endpoint,
             before,
             after,
         })
         .collect();
-    let timeline = std::mem::take(&mut *timeline.lock().unwrap_or_else(|p| p.into_inner()));
     let outcome = LoadOutcome {
         records,
         duration_s,
@@ -722,7 +796,7 @@ pub async fn run_with(args: BenchArgs, hub: Option<Arc<LiveHub>>) -> Result<Path
     let mut not_available: Vec<String> = windows
         .iter()
         .filter_map(|w| {
-            speclens_shared::scrape::window_result(&w.endpoint.url, w.before.clone(), w.after.clone())
+            w.result()
                 .error
                 .map(|e| format!("scrape path [{}]: {e}", w.endpoint.label))
         })
@@ -730,9 +804,19 @@ pub async fn run_with(args: BenchArgs, hub: Option<Arc<LiveHub>>) -> Result<Path
     if spec.records() == 0 {
         not_available.push("per-request path: no request carried spec-decode stats".into());
     }
+    if let Some(e) = fleet.as_ref().and_then(|(r, _)| r.error.as_ref()) {
+        not_available.push(format!("Prometheus path: {e}"));
+    }
     hub.set_not_available(not_available);
     hub.finish(duration_s, partial);
-    report::save_and_print(&settings, &outcome, &windows, &timeline, &spec, &rejected, &records_tmp)?;
+    let paths = SpecPaths {
+        windows,
+        timeline,
+        fleet,
+        spec,
+        rejected,
+    };
+    report::save_and_print(&settings, &outcome, &paths, &records_tmp)?;
     if let Some(d) = dashboard {
         eprintln!(
             "The dashboard keeps serving the finished run at {} — press Ctrl-C to quit.",

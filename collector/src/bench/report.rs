@@ -9,16 +9,14 @@ use std::time::Duration;
 use comfy_table::{presets, CellAlignment, Table};
 use indicatif::{ProgressBar, ProgressDrawTarget, ProgressStyle};
 use serde_json::{json, Map, Value};
-use speclens_shared::aggregate::{MetricStats, SpecAggregator, SpecSummary, CONSOLE_COLUMNS};
+use speclens_shared::aggregate::{MetricStats, SpecSummary, CONSOLE_COLUMNS};
 use speclens_shared::protocol::Distributions;
 use speclens_shared::run::{spec_decode_keys, vllm_summary, ErrorKind, RunMetrics};
 use speclens_shared::scrape::{
-    console_block, derive_stats, result_file_label, window_delta, window_result, SpecCounters, SpecDecodeData,
-    SpecDecodeResult,
+    console_block, derive_stats, result_file_label, SpecCounters, SpecDecodeData, SpecDecodeResult,
 };
 
-use super::scrape::Timeline;
-use super::{BenchSettings, LoadOutcome, ScrapeWindow};
+use super::{BenchSettings, LoadOutcome, ScrapeWindow, SpecPaths};
 use crate::cli::EndpointKind;
 use crate::error::CollectorError;
 
@@ -78,13 +76,9 @@ pub fn to_json_bytes(v: &impl serde::Serialize) -> Result<Vec<u8>, CollectorErro
 fn combined_scrape(windows: &[ScrapeWindow]) -> Option<SpecDecodeData> {
     let mut sum = SpecCounters::default();
     let mut any = false;
-    for w in windows {
-        if let (Ok(b), Ok(a)) = (&w.before, &w.after) {
-            if let Ok(d) = window_delta(b, a) {
-                sum.add(&d);
-                any = true;
-            }
-        }
+    for d in windows.iter().filter_map(ScrapeWindow::delta) {
+        sum.add(&d);
+        any = true;
     }
     if any {
         derive_stats(&sum).ok()
@@ -227,12 +221,16 @@ fn profile_export(outcome: &LoadOutcome, metrics: &RunMetrics, spec: Option<&Spe
 pub fn save_and_print(
     settings: &BenchSettings,
     outcome: &LoadOutcome,
-    windows: &[ScrapeWindow],
-    timeline: &Timeline,
-    spec: &SpecAggregator,
-    rejected: &BTreeMap<String, u64>,
+    paths: &SpecPaths,
     records_tmp: &Path,
 ) -> Result<(), CollectorError> {
+    let SpecPaths {
+        windows,
+        timeline,
+        fleet,
+        spec,
+        rejected,
+    } = paths;
     let args = &settings.args;
     let metrics = RunMetrics::from_records(
         outcome.records.iter().filter(|r| !r.warmup),
@@ -242,17 +240,11 @@ pub fn save_and_print(
         outcome.max_in_flight,
         &args.percentiles,
     );
-    let combined = combined_scrape(windows);
+    // The run's headline acceptance: the direct scrapes, else the Prometheus path.
+    let combined = combined_scrape(windows).or_else(|| fleet.as_ref().and_then(|(r, _)| r.data.clone()));
     let summary = spec.summary();
-    let results: Vec<(String, SpecDecodeResult)> = windows
-        .iter()
-        .map(|w| {
-            (
-                w.endpoint.label.clone(),
-                window_result(&super::redact_url(&w.endpoint.url), w.before.clone(), w.after.clone()),
-            )
-        })
-        .collect();
+    let results: Vec<(String, SpecDecodeResult)> =
+        windows.iter().map(|w| (w.endpoint.label.clone(), w.result())).collect();
 
     // Console, in order: vLLM's summary, failures, AIPerf's table, AISBench's blocks.
     let mut console = vllm_summary(&metrics, combined.as_ref());
@@ -278,6 +270,16 @@ pub fn save_and_print(
         console.push_str(&console_block(label, result));
         console.push('\n');
     }
+    if let Some((result, window)) = fleet {
+        console.push_str(&console_block(super::prometheus::LABEL, result));
+        if let Some(w) = window {
+            console.push_str(&super::prometheus::breakdown_table(w));
+            for reset in &w.resets {
+                console.push_str(&format!("  {reset}\n"));
+            }
+        }
+        console.push('\n');
+    }
     if outcome.partial {
         console.push_str("\nThis run was stopped before its end: every file is marked partial.\n");
     }
@@ -291,6 +293,12 @@ pub fn save_and_print(
         let path = dir
             .join("performances")
             .join(format!("spec_decode_{}.json", result_file_label(label)));
+        write_atomic(&path, &to_json_bytes(result)?)?;
+    }
+    if let Some((result, _)) = fleet {
+        let path = dir
+            .join("performances")
+            .join(format!("spec_decode_{}.json", super::prometheus::LABEL));
         write_atomic(&path, &to_json_bytes(result)?)?;
     }
     let (profile_json, profile_csv) = profile_export(outcome, &metrics, summary.as_ref());
@@ -352,6 +360,7 @@ pub fn save_and_print(
             "scrape": results.iter().map(|(label, r)| json!({"endpoint": label, "result": r})).collect::<Vec<_>>(),
             "per_request": summary,
             "per_request_rejected": rejected,
+            "prometheus": fleet.as_ref().map(|(result, window)| json!({"result": result, "fleet": window})),
             "timeline": timeline.points,
             "resets": timeline.resets,
         }),

@@ -225,8 +225,17 @@ struct Lifecycle {
 
 impl FinishHook for Lifecycle {
     fn request_finished(&self) {
-        let n = self.finished.fetch_add(1, Ordering::AcqRel) + 1;
-        if self.reset_after == Some(n) && !self.reset_done.swap(true, Ordering::AcqRel) {
+        self.finished.fetch_add(1, Ordering::AcqRel);
+    }
+}
+
+impl Lifecycle {
+    /// The simulated restart of `--reset-counters-after N`: once N requests have finished, the
+    /// next request to arrive finds a restarted server (every counter back to zero). Between the
+    /// two, the counters still show the N requests, as a real server's do until it goes down.
+    fn before_admit(&self) {
+        let finished = self.finished.load(Ordering::Acquire);
+        if self.reset_after.is_some_and(|n| finished >= n) && !self.reset_done.swap(true, Ordering::AcqRel) {
             let now = unix_now();
             for engine in &self.engines {
                 let mut c = engine.counters();
@@ -235,7 +244,7 @@ impl FinishHook for Lifecycle {
                 c.running = running;
                 c.waiting = waiting;
             }
-            tracing::warn!(after = n, "simulated restart: every counter reset to zero");
+            tracing::warn!(after = finished, "simulated restart: every counter reset to zero");
         }
     }
 }
@@ -251,6 +260,7 @@ pub(crate) struct SimState {
 
 impl SimState {
     fn submit(&self, submission: Submission) -> Result<(), Submission> {
+        self.lifecycle.before_admit();
         let i = self.next_engine.fetch_add(1, Ordering::Relaxed) % self.submit.len();
         self.submit[i].send(submission).map_err(|e| e.0)
     }

@@ -1,0 +1,258 @@
+//! Fleets through a real Prometheus server (Debian's `prometheus`, started here on 127.0.0.1):
+//! three `speclens sim` replicas (one with two engines) scraped every 100 ms, a bench spread
+//! across them, and the Prometheus path's figures equal to the direct scrapes'; a replica that
+//! restarts mid-run gives correct totals through Prometheus and a reset report on the direct
+//! path.
+
+use std::path::Path;
+use std::process::{Child, Command, Stdio};
+use std::time::Duration;
+
+use serde_json::Value;
+
+use crate::common::browser::free_port;
+use crate::common::{run_speclens, wait_for, Speclens};
+
+/// A Prometheus server with its own data folder; killed when dropped.
+struct Prometheus {
+    child: Child,
+    url: String,
+    _data: tempfile::TempDir,
+}
+
+impl Drop for Prometheus {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+/// `host:port` of a base URL.
+fn host_port(url: &str) -> String {
+    url.trim_start_matches("http://").trim_end_matches('/').to_string()
+}
+
+/// Start Prometheus scraping `targets` every 100 ms, and wait until every target is up.
+async fn start_prometheus(targets: &[String]) -> Prometheus {
+    let bin = std::env::var("PROMETHEUS").unwrap_or_else(|_| "/usr/bin/prometheus".into());
+    assert!(
+        Path::new(&bin).exists(),
+        "prometheus not found at {bin}: `bash scripts/test.sh` installs Debian's prometheus"
+    );
+    let data = tempfile::tempdir().unwrap();
+    let list: Vec<String> = targets.iter().map(|t| format!("'{}'", host_port(t))).collect();
+    let config = format!(
+        "global:\n  scrape_interval: 100ms\n  scrape_timeout: 90ms\nscrape_configs:\n  - job_name: vllm\n    static_configs:\n      - targets: [{}]\n",
+        list.join(", ")
+    );
+    std::fs::write(data.path().join("prometheus.yml"), config).unwrap();
+    let port = free_port();
+    let child = Command::new(&bin)
+        .arg(format!(
+            "--config.file={}",
+            data.path().join("prometheus.yml").display()
+        ))
+        .arg(format!("--storage.tsdb.path={}", data.path().join("data").display()))
+        .arg(format!("--web.listen-address=127.0.0.1:{port}"))
+        .arg("--log.level=warn")
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .spawn()
+        .expect("start prometheus");
+    let p = Prometheus {
+        child,
+        url: format!("http://127.0.0.1:{port}"),
+        _data: data,
+    };
+    let up = format!("{}/api/v1/query?query=sum(up%7Bjob%3D%22vllm%22%7D)", p.url);
+    let want = targets.len().to_string();
+    wait_for("every target up in Prometheus", Duration::from_secs(60), || async {
+        let v: Value = reqwest::get(&up).await.ok()?.json().await.ok()?;
+        (v["data"]["result"][0]["value"][1].as_str()? == want).then_some(())
+    })
+    .await;
+    p
+}
+
+fn bench(urls: &[String], prometheus: &str, extra: &[&str]) -> (String, Value) {
+    let dir = tempfile::tempdir().unwrap();
+    let out = dir.path().join("run");
+    let mut args = vec!["bench"];
+    for u in urls {
+        args.extend(["--url", u.as_str()]);
+    }
+    args.extend([
+        "--output-tokens",
+        "32",
+        "--scrape-interval",
+        "0.2",
+        "--prometheus-url",
+        prometheus,
+        "--prometheus-selector",
+        r#"{job="vllm"}"#,
+        "--prometheus-wait",
+        "20",
+        "--prometheus-rate-window",
+        "1",
+        "--out",
+        out.to_str().unwrap(),
+    ]);
+    args.extend_from_slice(extra);
+    let (code, stdout, stderr) = run_speclens(&args);
+    assert_eq!(code, 0, "{stdout}{stderr}");
+    let result = serde_json::from_str(&std::fs::read_to_string(out.join("result.json")).unwrap()).unwrap();
+    (stdout, result)
+}
+
+fn counts(v: &Value) -> (u64, u64, u64) {
+    let n = |k: &str| v[k].as_u64().unwrap_or_else(|| panic!("{k} in {v}"));
+    (n("num_drafts"), n("draft_tokens"), n("accepted_tokens"))
+}
+
+#[tokio::test]
+async fn the_prometheus_path_equals_the_direct_scrapes_across_three_replicas() {
+    let replicas = [
+        Speclens::instant_spec_sim("0.7", &[]),
+        Speclens::instant_spec_sim("0.5", &[]),
+        Speclens::instant_spec_sim("0.6", &["--engines", "2"]),
+    ];
+    let urls: Vec<String> = replicas.iter().map(Speclens::url).collect();
+    let prometheus = start_prometheus(&urls).await;
+    let (stdout, result) = bench(
+        &urls,
+        &prometheus.url,
+        &["--num-prompts", "90", "--concurrency", "6", "--request-rate", "60"],
+    );
+
+    let fleet = &result["spec_decode"]["prometheus"];
+    assert_eq!(fleet["result"]["status"], "ok", "{fleet}");
+    let through_prometheus = counts(&fleet["result"]["data"]);
+    let direct = (
+        result["spec_decode_num_drafts"].as_u64().unwrap(),
+        result["spec_decode_draft_tokens"].as_u64().unwrap(),
+        result["spec_decode_accepted_tokens"].as_u64().unwrap(),
+    );
+    assert!(direct.0 > 0);
+    assert_eq!(through_prometheus, direct, "fleet total = sum of the direct scrapes");
+    assert_eq!(
+        fleet["result"]["data"]["per_position_acceptance_rates"],
+        Value::Object(
+            result["spec_decode_per_position_acceptance_rates"]
+                .as_array()
+                .unwrap()
+                .iter()
+                .enumerate()
+                .map(|(i, r)| (i.to_string(), r.clone()))
+                .collect()
+        )
+    );
+    // Per replica: the instance breakdown equals that replica's own /metrics window.
+    for scrape in result["spec_decode"]["scrape"].as_array().unwrap() {
+        let instance = scrape["endpoint"].as_str().unwrap();
+        let own = counts(&scrape["result"]["data"]);
+        let by_instance = &fleet["fleet"]["by_instance"][instance];
+        assert_eq!(
+            (
+                by_instance["num_drafts"].as_u64().unwrap(),
+                by_instance["num_draft_tokens"].as_u64().unwrap(),
+                by_instance["num_accepted_tokens"].as_u64().unwrap()
+            ),
+            own,
+            "{instance}"
+        );
+    }
+    let engines = fleet["fleet"]["by_engine"].as_object().unwrap();
+    let third = host_port(&urls[2]);
+    assert_eq!(
+        engines.keys().filter(|k| k.starts_with(&third)).count(),
+        2,
+        "{engines:?}"
+    );
+    assert!(
+        stdout.contains("Speculative Decoding Metrics  [prometheus]"),
+        "{stdout}"
+    );
+    // The live timeline has per-instance points from rate().
+    let timeline = result["spec_decode"]["timeline"].as_array().unwrap();
+    eprintln!(
+        "DEBUG {:?}",
+        timeline
+            .iter()
+            .filter(|p| p["endpoint"].as_str().unwrap().starts_with("prometheus"))
+            .collect::<Vec<_>>()
+    );
+    assert!(
+        timeline
+            .iter()
+            .any(|p| p["endpoint"].as_str().unwrap().starts_with("prometheus/")
+                && p["accepted_per_s"].as_f64().unwrap() > 0.0),
+        "no live point from Prometheus"
+    );
+}
+
+#[tokio::test]
+async fn a_replica_restarted_mid_run_keeps_its_totals_through_prometheus() {
+    // The restart comes with the 11th request; requests arrive every 250 ms, Prometheus scrapes
+    // every 100 ms, so it holds the counters' last value before the restart.
+    let replica = Speclens::instant_spec_sim("0.7", &["--reset-counters-after", "10"]);
+    let urls = vec![replica.url()];
+    let prometheus = start_prometheus(&urls).await;
+    let (_, result) = bench(
+        &urls,
+        &prometheus.url,
+        &["--num-prompts", "20", "--request-rate", "4", "--arrival", "constant"],
+    );
+    let per_request = &result["spec_decode"]["per_request"];
+    let truth = (
+        per_request["total_spec_decode_steps"]["avg"].as_f64().unwrap() as u64,
+        per_request["total_draft_tokens"]["avg"].as_f64().unwrap() as u64,
+        per_request["total_accepted_draft_tokens"]["avg"].as_f64().unwrap() as u64,
+    );
+    let fleet = &result["spec_decode"]["prometheus"];
+    assert_eq!(counts(&fleet["result"]["data"]), truth, "{fleet}");
+    assert!(
+        !fleet["fleet"]["resets"].as_array().unwrap().is_empty(),
+        "the restart is reported"
+    );
+    let direct = &result["spec_decode"]["scrape"][0]["result"];
+    assert_eq!(direct["status"], "na");
+    assert!(
+        direct["error"].as_str().unwrap().starts_with("Counter reset detected"),
+        "{direct}"
+    );
+}
+
+#[test]
+fn an_unreachable_prometheus_is_a_reason_and_the_run_completes() {
+    let replica = Speclens::instant_spec_sim("0.7", &[]);
+    let closed = format!("http://127.0.0.1:{}", free_port());
+    let dir = tempfile::tempdir().unwrap();
+    let out = dir.path().join("run");
+    let (code, stdout, stderr) = run_speclens(&[
+        "bench",
+        "--url",
+        &replica.url(),
+        "--num-prompts",
+        "10",
+        "--prometheus-url",
+        &closed,
+        "--prometheus-token",
+        "secret-prometheus-token-123",
+        "--out",
+        out.to_str().unwrap(),
+    ]);
+    assert_eq!(code, 0, "{stdout}{stderr}");
+    let text = std::fs::read_to_string(out.join("result.json")).unwrap();
+    let result: Value = serde_json::from_str(&text).unwrap();
+    let fleet = &result["spec_decode"]["prometheus"]["result"];
+    assert_eq!(fleet["status"], "na");
+    assert!(
+        fleet["error"]
+            .as_str()
+            .unwrap()
+            .starts_with("Failed to query Prometheus at"),
+        "{fleet}"
+    );
+    assert_eq!(result["completed"], 10);
+    assert!(!text.contains("secret-prometheus-token") && !stdout.contains("secret-prometheus-token"));
+}
