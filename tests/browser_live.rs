@@ -130,6 +130,13 @@ async fn the_live_page_follows_a_run_recovers_from_a_cut_and_ends_on_the_result(
     assert_eq!(text_of(&client, "#pr-steps").await, format!("{steps:.0}"));
     let positions = canvas_ink(&client, "live-positions").await.unwrap();
     assert!(positions.0 > 2000, "the per-position chart is drawn");
+    let replica = sim
+        .url()
+        .trim_start_matches("http://")
+        .trim_end_matches('/')
+        .to_string();
+    let per_replica = text_of(&client, "#per-replica").await;
+    assert!(per_replica.contains(&replica), "{per_replica}");
     // The distributions: drawn, and over the same requests and steps as result.json.
     for id in ["live-latency-dist", "live-acceptance-dist"] {
         let (ink, _) = canvas_ink(&client, id).await.unwrap();

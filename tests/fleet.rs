@@ -32,8 +32,12 @@ fn host_port(url: &str) -> String {
     url.trim_start_matches("http://").trim_end_matches('/').to_string()
 }
 
-/// Start Prometheus scraping `targets` every 100 ms, and wait until every target is up.
+/// Start Prometheus scraping `targets` (job `vllm`) every 100 ms; wait until every one is up.
 async fn start_prometheus(targets: &[String]) -> Prometheus {
+    start_prometheus_job("vllm", targets).await
+}
+
+async fn start_prometheus_job(job: &str, targets: &[String]) -> Prometheus {
     let bin = std::env::var("PROMETHEUS").unwrap_or_else(|_| "/usr/bin/prometheus".into());
     assert!(
         Path::new(&bin).exists(),
@@ -42,7 +46,7 @@ async fn start_prometheus(targets: &[String]) -> Prometheus {
     let data = tempfile::tempdir().unwrap();
     let list: Vec<String> = targets.iter().map(|t| format!("'{}'", host_port(t))).collect();
     let config = format!(
-        "global:\n  scrape_interval: 100ms\n  scrape_timeout: 90ms\nscrape_configs:\n  - job_name: vllm\n    static_configs:\n      - targets: [{}]\n",
+        "global:\n  scrape_interval: 100ms\n  scrape_timeout: 90ms\nscrape_configs:\n  - job_name: {job}\n    static_configs:\n      - targets: [{}]\n",
         list.join(", ")
     );
     std::fs::write(data.path().join("prometheus.yml"), config).unwrap();
@@ -64,7 +68,7 @@ async fn start_prometheus(targets: &[String]) -> Prometheus {
         url: format!("http://127.0.0.1:{port}"),
         _data: data,
     };
-    let up = format!("{}/api/v1/query?query=sum(up%7Bjob%3D%22vllm%22%7D)", p.url);
+    let up = format!("{}/api/v1/query?query=sum(up%7Bjob%3D%22{job}%22%7D)", p.url);
     let want = targets.len().to_string();
     wait_for("every target up in Prometheus", Duration::from_secs(60), || async {
         let v: Value = reqwest::get(&up).await.ok()?.json().await.ok()?;
@@ -75,6 +79,10 @@ async fn start_prometheus(targets: &[String]) -> Prometheus {
 }
 
 fn bench(urls: &[String], prometheus: &str, extra: &[&str]) -> (String, Value) {
+    bench_selecting(urls, prometheus, r#"{job="vllm"}"#, extra)
+}
+
+fn bench_selecting(urls: &[String], prometheus: &str, selector: &str, extra: &[&str]) -> (String, Value) {
     let dir = tempfile::tempdir().unwrap();
     let out = dir.path().join("run");
     let mut args = vec!["bench"];
@@ -89,7 +97,7 @@ fn bench(urls: &[String], prometheus: &str, extra: &[&str]) -> (String, Value) {
         "--prometheus-url",
         prometheus,
         "--prometheus-selector",
-        r#"{job="vllm"}"#,
+        selector,
         "--prometheus-wait",
         "20",
         "--prometheus-rate-window",
@@ -255,4 +263,27 @@ fn an_unreachable_prometheus_is_a_reason_and_the_run_completes() {
     );
     assert_eq!(result["completed"], 10);
     assert!(!text.contains("secret-prometheus-token") && !stdout.contains("secret-prometheus-token"));
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn sglang_gauges_are_averaged_over_the_window() {
+    // SGLang's exposition (a reference fixture) served as a scrape target of its own.
+    let text = crate::common::read_fixture("generated_sglang_multiproc.prom");
+    let app = axum::Router::new().route("/metrics", axum::routing::get(move || async move { text }));
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let target = format!("http://{}", listener.local_addr().unwrap());
+    tokio::spawn(async move { axum::serve(listener, app).await });
+    let prometheus = start_prometheus_job("sglang", &[target]).await;
+    let replica = Speclens::instant_spec_sim("0.7", &[]);
+    let (stdout, result) = bench_selecting(
+        &[replica.url()],
+        &prometheus.url,
+        r#"{job="sglang"}"#,
+        &["--num-prompts", "20", "--request-rate", "20"],
+    );
+    let fleet = &result["spec_decode"]["prometheus"];
+    assert_eq!(fleet["result"]["status"], "na");
+    assert_eq!(fleet["sglang"]["accept_length"].as_f64(), Some(3.09), "{fleet}");
+    assert_eq!(fleet["sglang"]["accept_rate"].as_f64(), Some(0.6973));
+    assert!(stdout.contains("accept length 3.09, accept rate 69.73 %"), "{stdout}");
 }

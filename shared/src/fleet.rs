@@ -144,6 +144,9 @@ pub fn counter_growth(samples: &[(f64, f64)], start_s: f64, end_s: f64) -> Optio
     })
 }
 
+/// Reason when the selector matches no spec-decode counter.
+pub const NO_COUNTERS: &str = "No spec decode metrics found in Prometheus for this selector";
+
 /// A window's growth through Prometheus: the fleet's total and its breakdowns.
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
 pub struct FleetWindow {
@@ -216,7 +219,7 @@ pub fn fleet_window(series: &[ApiSeries], start_s: f64, end_s: f64) -> Result<Fl
         w.by_model.entry(s.label("model_name").to_string()).or_default().add(&c);
     }
     if w.prefix.is_empty() {
-        return Err("No spec decode metrics found in Prometheus for this selector".into());
+        return Err(NO_COUNTERS.into());
     }
     Ok(w)
 }
@@ -233,6 +236,19 @@ pub fn counters_selector(user_selector: &str) -> Result<String, String> {
 /// The counters whose names are `spec_decode_num_<one of families>_total` (a regex alternation:
 /// `drafts`, `draft_tokens`, `accepted_tokens`, `accepted_tokens_per_pos`), narrowed likewise.
 pub fn selector_for(user_selector: &str, families: &str) -> Result<String, String> {
+    narrowed(
+        user_selector,
+        &format!(r#"__name__=~"(vllm|llamacpp):spec_decode_num_({families})_total""#),
+    )
+}
+
+/// `{__name__="<name>", <the user's matchers>}`.
+pub fn metric_selector(user_selector: &str, name: &str) -> Result<String, String> {
+    narrowed(user_selector, &format!(r#"__name__="{name}""#))
+}
+
+/// `{<first>, <the user's matchers>}`; the user's selector must be `{…}` or empty.
+fn narrowed(user_selector: &str, first: &str) -> Result<String, String> {
     let inner = user_selector.trim();
     let inner = if inner.is_empty() {
         ""
@@ -245,11 +261,10 @@ pub fn selector_for(user_selector: &str, families: &str) -> Result<String, Strin
             })?
             .trim()
     };
-    let names = format!(r#"__name__=~"(vllm|llamacpp):spec_decode_num_({families})_total""#);
     Ok(if inner.is_empty() {
-        format!("{{{names}}}")
+        format!("{{{first}}}")
     } else {
-        format!("{{{names},{inner}}}")
+        format!("{{{first},{inner}}}")
     })
 }
 
@@ -344,5 +359,9 @@ mod tests {
         );
         assert!(counters_selector("").unwrap().starts_with("{__name__=~"));
         assert!(counters_selector("job=vllm").is_err());
+        assert_eq!(
+            metric_selector("{a=\"b\"}", "sglang:spec_accept_rate").unwrap(),
+            r#"{__name__="sglang:spec_accept_rate",a="b"}"#
+        );
     }
 }

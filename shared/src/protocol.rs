@@ -239,6 +239,40 @@ impl RunView {
     }
 }
 
+/// One endpoint's acceptance over the whole run, from its live scrapes.
+#[derive(Debug, Clone, PartialEq)]
+pub struct EndpointAcceptance {
+    /// `host:port`, or `prometheus/<instance>` for the Prometheus path.
+    pub endpoint: String,
+    /// Percent; `None` when nothing was drafted.
+    pub acceptance_rate: Option<f64>,
+    pub acceptance_length: Option<f64>,
+    /// Drafts (verify steps with drafts) counted.
+    pub drafts: f64,
+}
+
+impl RunView {
+    /// Acceptance per endpoint (replica) over the run: each interval's rates times its length,
+    /// summed (so the figures are the counters' growth over the scraped intervals).
+    pub fn acceptance_by_endpoint(&self) -> Vec<EndpointAcceptance> {
+        let mut sums: BTreeMap<&str, (f64, f64, f64)> = BTreeMap::new();
+        for p in self.timeline.iter().filter(|p| p.error.is_none()) {
+            let e = sums.entry(&p.endpoint).or_default();
+            e.0 += p.accepted_per_s * p.interval_s;
+            e.1 += p.drafted_per_s * p.interval_s;
+            e.2 += p.drafts_per_s * p.interval_s;
+        }
+        sums.into_iter()
+            .map(|(endpoint, (accepted, drafted, drafts))| EndpointAcceptance {
+                endpoint: endpoint.to_string(),
+                acceptance_rate: (drafted > 0.0).then(|| accepted / drafted * 100.0),
+                acceptance_length: (drafts > 0.0).then(|| 1.0 + accepted / drafts),
+                drafts,
+            })
+            .collect()
+    }
+}
+
 /// The changes between two views: new timeline points, the rest replaced whole (small).
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct RunDelta {
@@ -440,6 +474,23 @@ mod tests {
         assert_eq!(paths[1].label, "scrape [h:1]");
         assert!((paths[1].rates[0] - 0.7).abs() < 1e-12 && (paths[1].rates[1] - 0.2).abs() < 1e-12);
         assert!((paths[1].acceptance_length - 1.9).abs() < 1e-12);
+    }
+
+    #[test]
+    fn acceptance_per_endpoint_sums_the_intervals() {
+        let mut run = RunView::idle();
+        let mut a = point(1.0); // 10 accepted, 20 drafted, 5 drafts
+        a.endpoint = "b:2".into();
+        let mut failed = point(2.0);
+        failed.error = Some("down".into());
+        run.timeline = vec![point(1.0), point(2.0), a, failed];
+        let by = run.acceptance_by_endpoint();
+        assert_eq!(by.len(), 2);
+        assert_eq!((by[0].endpoint.as_str(), by[0].drafts), ("b:2", 5.0));
+        assert_eq!(
+            (by[1].acceptance_rate, by[1].acceptance_length),
+            (Some(50.0), Some(3.0))
+        );
     }
 
     #[test]

@@ -307,6 +307,25 @@ pub fn RunPanel(run: Signal<RunView>) -> impl IntoView {
                         None => view! { <p class="hint">"N/A: no request carried spec-decode stats (yet)."</p> }.into_any(),
                     })}
                 </div>
+                {move || {
+                    let rows = run.with(|r| r.acceptance_by_endpoint());
+                    (!rows.is_empty()).then(|| view! {
+                        <h3>"Per replica (live scrapes)"</h3>
+                        <table class="model-table" id="per-replica">
+                            <thead><tr><th>"endpoint"</th><th>"acceptance rate (%)"</th><th>"acceptance length"</th><th>"drafts"</th></tr></thead>
+                            <tbody>
+                                {rows.into_iter().map(|e| view! {
+                                    <tr>
+                                        <td>{e.endpoint}</td>
+                                        <td>{e.acceptance_rate.map_or("—".to_string(), |v| format!("{v:.2}"))}</td>
+                                        <td>{e.acceptance_length.map_or("—".to_string(), |v| format!("{v:.2}"))}</td>
+                                        <td>{format!("{:.0}", e.drafts)}</td>
+                                    </tr>
+                                }).collect_view()}
+                            </tbody>
+                        </table>
+                    })
+                }}
                 <div id="not-available">
                     {move || run.with(|r| r.not_available.clone()).into_iter().map(|r| view! { <p class="warning">"N/A: " {r}</p> }).collect_view()}
                 </div>

@@ -24,7 +24,6 @@ use rand::SeedableRng;
 use rand_distr::{Distribution, Exp, Gamma};
 use reqwest::header::{HeaderMap, HeaderName, HeaderValue, AUTHORIZATION};
 use speclens_shared::aggregate::SpecAggregator;
-use speclens_shared::fleet::FleetWindow;
 use speclens_shared::run::{ErrorKind, RequestRecord};
 use speclens_shared::scrape::{
     window_delta, window_result, CounterSet, ResultStatus, ScrapeFailure, SpecCounters, SpecDecodeResult,
@@ -56,7 +55,7 @@ pub struct SpecPaths {
     /// Live scrapes (direct and Prometheus).
     pub timeline: Timeline,
     /// The Prometheus path's window and its breakdown, when configured.
-    pub fleet: Option<(SpecDecodeResult, Option<FleetWindow>)>,
+    pub fleet: Option<prometheus::FleetOutcome>,
     /// Per-request payloads.
     pub spec: SpecAggregator,
     /// Per-request payloads rejected, by reason.
@@ -804,7 +803,7 @@ pub async fn run_with(args: BenchArgs, hub: Option<Arc<LiveHub>>) -> Result<Path
     if spec.records() == 0 {
         not_available.push("per-request path: no request carried spec-decode stats".into());
     }
-    if let Some(e) = fleet.as_ref().and_then(|(r, _)| r.error.as_ref()) {
+    if let Some(e) = fleet.as_ref().and_then(|f| f.result.error.as_ref()) {
         not_available.push(format!("Prometheus path: {e}"));
     }
     hub.set_not_available(not_available);

@@ -12,9 +12,12 @@ use tokio::time::Instant;
 
 use reqwest::header::{HeaderMap, HeaderValue, AUTHORIZATION};
 use serde::Serialize;
-use speclens_shared::fleet::{counters_selector, fleet_window, parse_api_answer, selector_for, ApiSeries, FleetWindow};
+use speclens_shared::fleet::{
+    counters_selector, fleet_window, metric_selector, parse_api_answer, selector_for, ApiSeries, FleetWindow,
+    NO_COUNTERS,
+};
 use speclens_shared::protocol::TimelinePoint;
-use speclens_shared::scrape::{derive_stats, RawPhases, ResultStatus, SpecCounters, SpecDecodeResult};
+use speclens_shared::scrape::{derive_stats, RawPhases, ResultStatus, SglangGauges, SpecCounters, SpecDecodeResult};
 use tokio::sync::watch;
 
 use super::redact_url;
@@ -24,6 +27,19 @@ use crate::error::CollectorError;
 
 /// The label of the Prometheus path in consoles, files and the live timeline.
 pub const LABEL: &str = "prometheus";
+
+/// What the Prometheus path found for a window.
+#[derive(Debug, Clone, Serialize)]
+pub struct FleetOutcome {
+    /// AISBench's result shape (`ok` with data, or `na` with the reason).
+    pub result: SpecDecodeResult,
+    /// The growth by instance, engine and model, when the counters were there.
+    #[serde(rename = "fleet")]
+    pub window: Option<FleetWindow>,
+    /// SGLang's gauges averaged over the window, when only they were there.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub sglang: Option<SglangGauges>,
+}
 
 /// A configured Prometheus API.
 #[derive(Clone)]
@@ -153,10 +169,37 @@ impl Prometheus {
         self.query(&format!("{}[{range_ms}ms]", self.selector), to_s).await
     }
 
+    /// SGLang's gauges averaged over `[start_s, end_s]` (`avg_over_time`, mean over ranks);
+    /// `None` when Prometheus holds none.
+    async fn sglang_means(&self, start_s: f64, end_s: f64) -> Result<Option<SglangGauges>, String> {
+        let range_ms = ((end_s - start_s) * 1000.0).ceil().max(1.0) as u64;
+        let mean = |name: &'static str| async move {
+            let sel = metric_selector(&self.user_selector, name)?;
+            let series = self
+                .query(&format!("avg(avg_over_time({sel}[{range_ms}ms]))"), end_s)
+                .await?;
+            Ok::<Option<f64>, String>(
+                series
+                    .first()
+                    .and_then(|s| s.samples.first())
+                    .map(|(_, v)| *v)
+                    .filter(|v| v.is_finite()),
+            )
+        };
+        let gauges = SglangGauges {
+            accept_length: mean("sglang:spec_accept_length").await?,
+            accept_rate: mean("sglang:spec_accept_rate").await?,
+            num_steps: mean("sglang:spec_num_steps").await?,
+            num_draft_tokens: mean("sglang:spec_num_draft_tokens").await?,
+            verify_calls_total: None,
+        };
+        Ok((gauges != SglangGauges::default()).then_some(gauges))
+    }
+
     /// The window `[start_s, end_s]` (unix seconds): waits (up to `--prometheus-wait`) until
     /// Prometheus holds a sample past the end of every series, then sums the growth. The
     /// result is AISBench's shape; the breakdown comes beside it.
-    pub async fn window(&self, start_s: f64, end_s: f64) -> (SpecDecodeResult, Option<FleetWindow>) {
+    pub async fn window(&self, start_s: f64, end_s: f64) -> FleetOutcome {
         // Look back far enough to find each series' last sample before the start (a minute
         // covers the usual 15-30 s scrape intervals).
         let from_s = start_s - 60.0;
@@ -187,6 +230,20 @@ impl Prometheus {
             Ok((data, w)) => (ResultStatus::Ok, None, Some(data), Some(w)),
             Err(reason) => (ResultStatus::Na, Some(reason), None, None),
         };
+        // No counters: SGLang's gauges, averaged over the window, are what there is.
+        let sglang = if error.as_deref() == Some(NO_COUNTERS) {
+            self.sglang_means(start_s, end_s).await.ok().flatten()
+        } else {
+            None
+        };
+        let error = match (&sglang, error) {
+            (Some(g), Some(_)) => Some(format!(
+                "No spec decode counters in Prometheus for this selector (SGLang exposes only gauges, so no window delta is possible); over the window its gauges averaged: accept length {}, accept rate {}",
+                g.accept_length.map_or("N/A".into(), |v| format!("{v:.2}")),
+                g.accept_rate.map_or("N/A".into(), |v| format!("{:.2} %", v * 100.0)),
+            )),
+            (_, error) => error,
+        };
         let result = SpecDecodeResult {
             status,
             url: self.display(),
@@ -198,7 +255,7 @@ impl Prometheus {
                 after: None,
             },
         };
-        (result, window)
+        FleetOutcome { result, window, sglang }
     }
 
     /// Per-instance rates now, one query per counter (rate() drops the metric name):

@@ -241,7 +241,7 @@ pub fn save_and_print(
         &args.percentiles,
     );
     // The run's headline acceptance: the direct scrapes, else the Prometheus path.
-    let combined = combined_scrape(windows).or_else(|| fleet.as_ref().and_then(|(r, _)| r.data.clone()));
+    let combined = combined_scrape(windows).or_else(|| fleet.as_ref().and_then(|f| f.result.data.clone()));
     let summary = spec.summary();
     let results: Vec<(String, SpecDecodeResult)> =
         windows.iter().map(|w| (w.endpoint.label.clone(), w.result())).collect();
@@ -270,9 +270,9 @@ pub fn save_and_print(
         console.push_str(&console_block(label, result));
         console.push('\n');
     }
-    if let Some((result, window)) = fleet {
-        console.push_str(&console_block(super::prometheus::LABEL, result));
-        if let Some(w) = window {
+    if let Some(f) = fleet {
+        console.push_str(&console_block(super::prometheus::LABEL, &f.result));
+        if let Some(w) = &f.window {
             console.push_str(&super::prometheus::breakdown_table(w));
             for reset in &w.resets {
                 console.push_str(&format!("  {reset}\n"));
@@ -295,11 +295,11 @@ pub fn save_and_print(
             .join(format!("spec_decode_{}.json", result_file_label(label)));
         write_atomic(&path, &to_json_bytes(result)?)?;
     }
-    if let Some((result, _)) = fleet {
+    if let Some(f) = fleet {
         let path = dir
             .join("performances")
             .join(format!("spec_decode_{}.json", super::prometheus::LABEL));
-        write_atomic(&path, &to_json_bytes(result)?)?;
+        write_atomic(&path, &to_json_bytes(&f.result)?)?;
     }
     let (profile_json, profile_csv) = profile_export(outcome, &metrics, summary.as_ref());
     write_atomic(
@@ -360,7 +360,7 @@ pub fn save_and_print(
             "scrape": results.iter().map(|(label, r)| json!({"endpoint": label, "result": r})).collect::<Vec<_>>(),
             "per_request": summary,
             "per_request_rejected": rejected,
-            "prometheus": fleet.as_ref().map(|(result, window)| json!({"result": result, "fleet": window})),
+            "prometheus": fleet,
             "timeline": timeline.points,
             "resets": timeline.resets,
         }),
