@@ -572,6 +572,9 @@ pub fn run_view_from_result(result: &serde_json::Value) -> RunView {
             }
         }
     }
+    if let Some(error) = spec.and_then(|s| s["prometheus"]["result"]["error"].as_str()) {
+        not_available.push(format!("Prometheus path: {error}"));
+    }
     if per_request.is_none() {
         not_available.push("per-request path: no request carried spec-decode stats".into());
     }
