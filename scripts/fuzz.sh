@@ -11,7 +11,7 @@ if ! cargo fuzz --version >/dev/null 2>&1; then
   cargo install cargo-fuzz --locked || die "could not install cargo-fuzz from crates.io"
 fi
 export RUSTC_BOOTSTRAP=1
-for target in prom_parse payload_adapt; do
+for target in prom_parse payload_adapt sse_parse; do
   mkdir -p "fuzz/corpus/$target"
   say "fuzzing $target for $seconds s"
   cargo fuzz run "$target" "fuzz/corpus/$target" "fuzz/seeds/$target" -- -max_total_time="$seconds" -print_final_stats=1 \

@@ -279,6 +279,95 @@ fn faults_are_counted_by_kind_and_no_record_is_lost() {
     assert!(stdout.contains("Failed requests by kind:\n"), "{stdout}");
 }
 
+/// Every request sent has exactly one record, and every one either completed or failed.
+fn assert_nothing_lost(dir: &Path, result: &Value, sent: u64) {
+    let recs = records(dir);
+    let ids: BTreeSet<u64> = recs.iter().map(|r| r.request_id).collect();
+    assert_eq!(ids, (0..sent).collect(), "one record per sent request");
+    assert_eq!(recs.len() as u64, sent);
+    assert_eq!(
+        result["completed"].as_u64().unwrap() + result["failed"].as_u64().unwrap(),
+        sent
+    );
+}
+
+#[test]
+fn the_fault_suite_ends_each_run_with_figures_or_reasons() {
+    // Oversized bodies: abandoned at the cap as bad responses, memory bounded.
+    let (_sim, url) = sim(&[
+        "--time-scale",
+        "0",
+        "--num-spec-tokens",
+        "2",
+        "--oversized-rate",
+        "0.25",
+        "--oversized-kib",
+        "3072",
+    ]);
+    let (_, dir, result) = bench(&url, &["--num-prompts", "24", "--max-response-mib", "2"]);
+    assert_nothing_lost(dir.path(), &result, 24);
+    let bad = &result["errors"]["bad_response"];
+    assert!(bad["count"].as_u64().unwrap() > 0, "{result}");
+    assert!(bad["first"].as_str().unwrap().contains("passed 2 MiB"), "{bad}");
+    assert!(result["completed"].as_u64().unwrap() > 0);
+
+    // A restart mid-run: the live scrapes see it, the window is N/A with the reset named, and
+    // the per-request path keeps its figures.
+    let (_sim, url) = sim(&[
+        "--time-scale",
+        "0",
+        "--num-spec-tokens",
+        "2",
+        "--reset-counters-after",
+        "6",
+    ]);
+    let (stdout, dir, result) = bench(
+        &url,
+        &[
+            "--num-prompts",
+            "12",
+            "--request-rate",
+            "8",
+            "--arrival",
+            "constant",
+            "--scrape-interval",
+            "0.05",
+        ],
+    );
+    assert_nothing_lost(dir.path(), &result, 12);
+    let scrape = &result["spec_decode"]["scrape"][0]["result"];
+    assert_eq!(scrape["status"], "na");
+    assert!(
+        scrape["error"]
+            .as_str()
+            .unwrap()
+            .starts_with("Counter reset detected during the window by the live scrapes"),
+        "{scrape}"
+    );
+    assert!(
+        result.get("spec_decode_acceptance_rate").is_none(),
+        "no short delta reported"
+    );
+    assert!(
+        result["spec_decode"]["per_request"]["total_draft_tokens"]["avg"]
+            .as_f64()
+            .unwrap()
+            > 0.0
+    );
+    assert!(stdout.contains("Counter reset detected"), "{stdout}");
+
+    // Garbage metrics text: the parse error is the reason; requests are unaffected.
+    let (_sim, url) = sim(&["--time-scale", "0", "--num-spec-tokens", "2", "--malformed-metrics"]);
+    let (_, dir, result) = bench(&url, &["--num-prompts", "10"]);
+    assert_nothing_lost(dir.path(), &result, 10);
+    assert_eq!(result["completed"], 10);
+    let error = result["spec_decode"]["scrape"][0]["result"]["error"].as_str().unwrap();
+    assert!(
+        error.starts_with("[before] Invalid metrics text: invalid metrics text at line"),
+        "{error}"
+    );
+}
+
 #[test]
 fn measured_ttft_and_itl_match_a_fixed_delay_server() {
     // Base arm, 10 ms per step, one request at a time: the server's truth is TTFT = one step

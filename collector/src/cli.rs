@@ -193,6 +193,11 @@ pub struct FaultArgs {
     /// Never answer this fraction of requests (the client must time out).
     #[arg(long, default_value_t = 0.0)]
     pub hang_rate: f64,
+    /// Answer this fraction of requests with an oversized body (--oversized-kib of padding).
+    #[arg(long, default_value_t = 0.0)]
+    pub oversized_rate: f64,
+    #[arg(long, default_value_t = 128 * 1024)]
+    pub oversized_kib: u64,
     /// `/metrics` answers HTTP 503 from the start.
     #[arg(long)]
     pub metrics_down: bool,
@@ -359,6 +364,9 @@ pub struct BenchArgs {
     /// Seconds before a request is abandoned as timed out.
     #[arg(long, default_value_t = 600.0)]
     pub timeout: f64,
+    /// A response larger than this many MiB is abandoned as a bad response.
+    #[arg(long, default_value_t = 64, value_parser = clap::value_parser!(u64).range(1..=65_536))]
+    pub max_response_mib: u64,
     /// Percentiles to report for TTFT, TPOT, ITL and E2EL.
     #[arg(long, value_delimiter = ',', default_value = "99")]
     pub percentiles: Vec<f64>,

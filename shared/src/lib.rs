@@ -13,6 +13,7 @@ pub mod protocol;
 pub mod report;
 pub mod run;
 pub mod scrape;
+pub mod sse;
 pub mod sweep;
 pub mod whatif;
 

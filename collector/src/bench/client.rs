@@ -22,6 +22,8 @@ pub struct Target {
     pub headers: HeaderMap,
     pub stream: bool,
     pub timeout: Duration,
+    /// A response larger than this is abandoned (a broken server must not exhaust memory).
+    pub max_response_bytes: usize,
 }
 
 /// What one exchange measured (times relative to the send).
@@ -75,6 +77,7 @@ pub async fn exchange(client: &reqwest::Client, target: &Target, body: Bytes) ->
     };
     let status = response.status();
     let mut chunks: Vec<(Instant, Bytes)> = Vec::new();
+    let mut received_bytes = 0usize;
     let mut cut = None;
     let mut response = response;
     loop {
@@ -86,7 +89,19 @@ pub async fn exchange(client: &reqwest::Client, target: &Target, body: Bytes) ->
                 ));
                 break;
             }
-            Ok(Ok(Some(bytes))) => chunks.push((Instant::now(), bytes)),
+            Ok(Ok(Some(bytes))) => {
+                received_bytes += bytes.len();
+                if received_bytes > target.max_response_bytes {
+                    return failed(
+                        ErrorKind::BadResponse,
+                        format!(
+                            "the response passed {} MiB (--max-response-mib): abandoned",
+                            target.max_response_bytes >> 20
+                        ),
+                    );
+                }
+                chunks.push((Instant::now(), bytes));
+            }
             Ok(Ok(None)) => break,
             Ok(Err(e)) => {
                 cut = Some((
@@ -172,37 +187,15 @@ fn finish_scan(ex: &mut Exchange, scan: PayloadScan) {
     }
 }
 
-/// Split the received bytes into SSE events, each stamped with the arrival of the chunk that
+/// The SSE events of the received chunks, each stamped with the arrival of the chunk that
 /// completed it.
 fn sse_events(chunks: &[(Instant, Bytes)]) -> (Vec<(Instant, String)>, bool) {
-    let mut events = Vec::new();
-    let mut pending: Vec<u8> = Vec::new();
-    for (at, bytes) in chunks {
-        pending.extend_from_slice(bytes);
-        while let Some((end, sep)) = find_event_end(&pending) {
-            let event: Vec<u8> = pending.drain(..end + sep).take(end).collect();
-            let text = String::from_utf8_lossy(&event);
-            let data: Vec<&str> = text
-                .lines()
-                .filter_map(|l| l.strip_prefix("data:").map(|d| d.strip_prefix(' ').unwrap_or(d)))
-                .collect();
-            if !data.is_empty() {
-                events.push((*at, data.join("\n")));
-            }
-        }
-    }
-    let trailing = !pending.iter().all(u8::is_ascii_whitespace);
-    (events, trailing)
-}
-
-/// End of the first event (`\n\n` or `\r\n\r\n`) and the separator's length.
-fn find_event_end(buf: &[u8]) -> Option<(usize, usize)> {
-    let lf = buf.windows(2).position(|w| w == b"\n\n").map(|i| (i, 2));
-    let crlf = buf.windows(4).position(|w| w == b"\r\n\r\n").map(|i| (i, 4));
-    match (lf, crlf) {
-        (Some(a), Some(b)) => Some(if a.0 <= b.0 { a } else { b }),
-        (a, b) => a.or(b),
-    }
+    let bytes: Vec<&[u8]> = chunks.iter().map(|(_, b)| b.as_ref()).collect();
+    let (events, trailing) = speclens_shared::sse::events(&bytes);
+    (
+        events.into_iter().map(|(i, data)| (chunks[i].0, data)).collect(),
+        trailing,
+    )
 }
 
 fn parse_stream(chunks: &[(Instant, Bytes)], sent: Instant, endpoint: EndpointKind) -> Exchange {

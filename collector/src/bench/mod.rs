@@ -599,6 +599,7 @@ pub async fn run_with(args: BenchArgs, hub: Option<Arc<LiveHub>>) -> Result<Path
             headers: headers.clone(),
             stream: !args.no_stream,
             timeout,
+            max_response_bytes: (args.max_response_mib as usize).saturating_mul(1 << 20),
         })
         .collect();
     let external_hub = hub.is_some();

@@ -90,6 +90,26 @@ fn error(status: StatusCode, kind: &str, message: impl Into<String>) -> Response
     (status, axum::Json(body)).into_response()
 }
 
+/// `--oversized-rate`: a 200 whose body carries `kib` KiB of padding, streamed in 64 KiB pieces
+/// (the sim never holds it whole).
+fn oversized(kib: u64, stream: bool) -> Response {
+    let piece = Bytes::from(vec![b'a'; 64 * 1024]);
+    let (head, tail, content_type): (&'static str, &'static str, &str) = if stream {
+        ("data: {\"choices\":[],\"x_padding\":\"", "\"}\n\n", "text/event-stream")
+    } else {
+        ("{\"x_padding\":\"", "\"}", "application/json")
+    };
+    let pieces = std::iter::once(Bytes::from_static(head.as_bytes()))
+        .chain(std::iter::repeat_n(piece, kib.div_ceil(64) as usize))
+        .chain(std::iter::once(Bytes::from_static(tail.as_bytes())))
+        .map(Ok::<Bytes, std::convert::Infallible>);
+    (
+        [(header::CONTENT_TYPE, content_type)],
+        Body::from_stream(futures_util::stream::iter(pieces)),
+    )
+        .into_response()
+}
+
 fn bad_request(message: impl Into<String>) -> Response {
     error(StatusCode::BAD_REQUEST, "BadRequestError", message)
 }
@@ -299,6 +319,9 @@ async fn completions(State(state): State<Arc<SimState>>, headers: HeaderMap, bod
     }
     if unit(seed, number, 2) < f.hang_rate {
         return future::pending().await;
+    }
+    if unit(seed, number, 6) < f.oversized_rate {
+        return oversized(f.oversized_kib, req.stream);
     }
     if unit(seed, number, 3) < f.stall_rate {
         tokio::time::sleep(Duration::from_millis(f.stall_ms)).await;

@@ -161,6 +161,7 @@ impl SimSettings {
             ("truncate-rate", f.truncate_rate),
             ("stall-rate", f.stall_rate),
             ("hang-rate", f.hang_rate),
+            ("oversized-rate", f.oversized_rate),
         ] {
             check_fraction(name, v)?;
         }
