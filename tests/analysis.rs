@@ -304,6 +304,13 @@ async fn the_demo_measures_then_serves_the_seeded_what_if() {
         "the sweep table is saved for the dashboard"
     );
     assert!(out.path().join("sweep/spec-c1.json").is_file() && out.path().join("sweep/base-c320.json").is_file());
+    assert!(
+        demo.earlier.contains("Report: ") && out.path().join("report.html").is_file(),
+        "the demo writes its static report: {}",
+        demo.earlier
+    );
+    let report = std::fs::read_to_string(out.path().join("report.html")).unwrap();
+    assert!(report.contains("\"/api/sweeps/") && report.contains("\"/api/accept/"));
 }
 
 #[test]

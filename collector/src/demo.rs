@@ -7,7 +7,7 @@ use std::path::PathBuf;
 
 use clap::Parser;
 
-use crate::cli::{AcceptArgs, Cli, Command, SimArgs, SweepArgs};
+use crate::cli::{AcceptArgs, Cli, Command, ReportArgs, SimArgs, SweepArgs};
 use crate::error::CollectorError;
 use crate::sim::{self, SimSettings};
 
@@ -53,6 +53,7 @@ fn parse<T>(argv: &[&str], pick: impl FnOnce(Command) -> Option<T>) -> Result<T,
 pub async fn run(port: u16, web_dir: Option<PathBuf>, out: Option<PathBuf>) -> Result<(), CollectorError> {
     // Fail early, before any measuring, if the dashboard cannot be served.
     let web_dir = crate::serve::resolve_web_dir(web_dir)?;
+    let assets = web_dir.clone();
     let out = out.unwrap_or_else(|| crate::bench::report::default_out_dir("demo"));
     std::fs::create_dir_all(&out)
         .map_err(|e| CollectorError::Output(format!("cannot create {}: {e}", out.display())))?;
@@ -162,6 +163,26 @@ pub async fn run(port: u16, web_dir: Option<PathBuf>, out: Option<PathBuf>) -> R
         |c| if let Command::Sweep(a) = c { Some(*a) } else { None },
     )?;
     crate::sweep::run_with(sweep_args, Some(hub.clone())).await?;
+
+    // A static report of everything measured, to open anywhere from one file.
+    let report_args: ReportArgs = parse(
+        &[
+            "report",
+            &out.to_string_lossy(),
+            "-o",
+            &out.join("report.html").to_string_lossy(),
+            "--title",
+            "speclens demo",
+        ],
+        |c| if let Command::Report(a) = c { Some(a) } else { None },
+    )?;
+    match crate::report::write(&report_args, &assets) {
+        Ok(line) => println!(
+            "
+{line}"
+        ),
+        Err(e) => eprintln!("speclens: the static report was not written: {e}"),
+    }
 
     // Seed the what-if page with what was measured: pooled E and per-position rates.
     let steps: u64 = rows.iter().map(|r| r.num_spec_steps).sum();

@@ -5,7 +5,7 @@
 
 use std::collections::BTreeSet;
 use std::io::Write as _;
-use std::path::{Path, PathBuf};
+use std::path::Path;
 
 use base64::Engine as _;
 use serde_json::Value;
@@ -16,7 +16,7 @@ use crate::bench::report::write_atomic;
 use crate::cli::ReportArgs;
 use crate::error::CollectorError;
 use crate::history;
-use crate::serve::resolve_web_dir;
+use crate::serve::{resolve_web_dir, WebAssets};
 use crate::sweep::{parse_point_name, table_from_dir};
 use speclens_shared::model::Costs;
 
@@ -230,8 +230,7 @@ struct AppFiles {
     favicon_svg: Option<Vec<u8>>,
 }
 
-fn app_files(web_dir: Option<PathBuf>) -> Result<AppFiles, CollectorError> {
-    let assets = resolve_web_dir(web_dir)?;
+fn app_files(assets: &WebAssets) -> Result<AppFiles, CollectorError> {
     let files = assets.files()?;
     let find = |pred: &dyn Fn(&str) -> bool| files.iter().find(|(n, _)| pred(n)).map(|(_, b)| b.clone());
     let missing = |what: &str| CollectorError::Output(format!("the dashboard build ({assets}) has no {what}"));
@@ -332,6 +331,13 @@ fn page(title: &str, app: &AppFiles, data_json: &str, layout: &Layout) -> Result
 
 /// `speclens report`.
 pub fn run(args: ReportArgs) -> Result<(), CollectorError> {
+    let assets = resolve_web_dir(args.web_dir.clone())?;
+    println!("{}", write(&args, &assets)?);
+    Ok(())
+}
+
+/// Write the report `args` ask for with the app in `assets`; returns the "Report: …" line.
+pub fn write(args: &ReportArgs, assets: &WebAssets) -> Result<String, CollectorError> {
     let mut collector = Collector::new();
     for input in &args.inputs {
         collector.add_input(input)?;
@@ -346,7 +352,7 @@ pub fn run(args: ReportArgs) -> Result<(), CollectorError> {
     let data_json = data
         .to_script_json()
         .map_err(|e| CollectorError::Output(format!("cannot serialise the report data: {e}")))?;
-    let app = app_files(args.web_dir.clone())?;
+    let app = app_files(assets)?;
     let written = match &args.dir {
         None => {
             let packed = base64::engine::general_purpose::STANDARD.encode(gzip(&app.wasm)?);
@@ -375,11 +381,10 @@ pub fn run(args: ReportArgs) -> Result<(), CollectorError> {
         }
     };
     let size_kb = std::fs::metadata(&written).map_or(0, |m| m.len()) / 1024;
-    println!(
+    Ok(format!(
         "Report: {} ({runs} runs, {sweeps} sweeps, {accepts} accept matrices; {size_kb} KB)",
         written.display()
-    );
-    Ok(())
+    ))
 }
 
 #[cfg(test)]
