@@ -11,7 +11,7 @@
 #
 # Peers live in virtual environments under .tools/ (installed on first use). No tokenizer is
 # downloaded: tiktoken's o200k_base and GPT-2's vocabulary come from the tiktoken-rs crate that
-# speclens already depends on. Writes bench/peers-results.md (paste it into docs/PERFORMANCE.md).
+# speclens already depends on. Writes target/peers/results.md (paste it into docs/PERFORMANCE.md).
 #
 # Usage: bash bench/peers.sh [--quick]   (--quick: fewer requests, for a smoke run)
 source "$(dirname "${BASH_SOURCE[0]}")/../scripts/lib.sh"
@@ -21,8 +21,9 @@ quick=0
 [ "${1:-}" = "--quick" ] && quick=1
 TOOLS="$ROOT/.tools"
 OUT="$ROOT/target/peers"
-RESULTS="$ROOT/bench/peers-results.md"
-rm -rf "$OUT" && mkdir -p "$OUT"
+RESULTS="$OUT/results.md"
+[ "${PEERS_REUSE:-0}" = 1 ] || rm -rf "$OUT"
+mkdir -p "$OUT"
 
 # --- builds -------------------------------------------------------------------------------
 say "building speclens and the mock server (release)"
@@ -70,13 +71,16 @@ PORT=18931
 URL="http://127.0.0.1:$PORT"
 MOCK_PID=""
 start_mock() { # start_mock TTFT_MS ITL_MS
-  [ -n "$MOCK_PID" ] && kill "$MOCK_PID" 2>/dev/null && wait "$MOCK_PID" 2>/dev/null
+  if [ -n "$MOCK_PID" ]; then
+    kill "$MOCK_PID" 2>/dev/null || true
+    wait "$MOCK_PID" 2>/dev/null || true
+  fi
   "$MOCK" --port "$PORT" --ttft-ms "$1" --itl-ms "$2" >/dev/null 2>&1 &
   MOCK_PID=$!
   for _ in $(seq 50); do curl -sf "$URL/v1/models" >/dev/null && return 0; sleep 0.1; done
   die "the mock server did not start"
 }
-trap '[ -n "$MOCK_PID" ] && kill "$MOCK_PID" 2>/dev/null' EXIT
+trap '[ -z "$MOCK_PID" ] || kill "$MOCK_PID" 2>/dev/null || true' EXIT
 
 # --- one run of one tool ------------------------------------------------------------------
 # run TOOL C N DIR : runs under GNU time into DIR; prints nothing; returns the tool's status.
@@ -94,15 +98,20 @@ run() {
         --prompt-input-tokens-stddev 0 --prompt-output-tokens-mean 128 --prompt-output-tokens-stddev 0 \
         --tokenizer builtin --ui-type none --no-server-metrics --no-gpu-telemetry --artifact-dir "$dir/run" ;;
     guidellm)
-      "${timing[@]}" "$TOOLS/peers-venv/bin/guidellm" benchmark run --target "$URL" --model mock \
-        --processor "$HF_TOKENIZER" --profile concurrent --rate "$c" --max-requests "$n" \
-        --data "prompt_tokens=128,output_tokens=128" --output-path "$dir/run/guidellm.json" ;;
+      mkdir -p "$dir/run"
+      "${timing[@]}" "$TOOLS/peers-venv/bin/guidellm" run --backend "kind=openai_http,target=$URL,model=mock" \
+        --profile "kind=concurrent,streams=$c" --constraint "kind=max_requests,count=$n" \
+        --data kind=synthetic_text,prompt_tokens=128,output_tokens=128 \
+        --tokenizer "kind=huggingface_auto,model=$HF_TOKENIZER" --output "kind=json,path=$dir/run/guidellm.json" \
+        --disable-console-interactive ;;
     vllm)
       "${timing[@]}" "$TOOLS/peers-vllm/bin/vllm" bench serve --backend openai-chat --base-url "$URL" \
         --endpoint /v1/chat/completions --model mock --tokenizer "$HF_TOKENIZER" --dataset-name random \
         --random-input-len 128 --random-output-len 128 --ignore-eos --num-prompts "$n" \
         --max-concurrency "$c" --save-result --result-dir "$dir/run" --result-filename vllm.json ;;
     genai-perf)
+      # genai-perf drives NVIDIA's perf_analyzer binary, which PyPI does not carry.
+      command -v perf_analyzer >/dev/null || { echo "perf_analyzer not found (Triton client SDK)" >&2; return 1; }
       "${timing[@]}" "$TOOLS/peers-genai/bin/genai-perf" profile -m mock --url "$URL" --endpoint-type chat \
         --streaming --concurrency "$c" --request-count "$n" --synthetic-input-tokens-mean 128 \
         --synthetic-input-tokens-stddev 0 --output-tokens-mean 128 --output-tokens-stddev 0 \
@@ -136,7 +145,7 @@ try:
         m = b["metrics"]
         s = lambda k: m[k]["successful"]["mean"]
         v = (s("requests_per_second"), s("output_tokens_per_second"), s("time_to_first_token_ms"), s("inter_token_latency_ms"),
-             b["request_totals"]["successful"])
+             m["request_totals"]["successful"])
 except Exception as e:  # a tool that ran but wrote something else
     print("error", e, file=sys.stderr)
 print(" ".join("nan" if x is None else str(x) for x in v) if v else "")
@@ -145,6 +154,7 @@ PY
 
 CONCURRENCY=(1 16 64 256)
 TOOLS_TO_RUN=(speclens aiperf guidellm vllm genai-perf)
+[ -x "$TOOLS/peers-vllm/bin/vllm" ] || TOOLS_TO_RUN=(speclens aiperf guidellm genai-perf)
 requests_for() { # enough waves at each concurrency
   if [ "$quick" = 1 ]; then echo $(( $1 * 4 > 64 ? $1 * 4 : 64 )); else echo $(( $1 * 16 > 1000 ? $1 * 16 : 1000 )); fi
 }
@@ -157,7 +167,9 @@ for c in "${CONCURRENCY[@]}"; do
   for tool in "${TOOLS_TO_RUN[@]}"; do
     dir="$OUT/tput/$tool-c$c"
     say "throughput: $tool, concurrency $c, $n requests"
-    if run "$tool" "$c" "$n" "$dir" && f="$(figures "$tool" "$dir")" && [ -n "$f" ]; then
+    # PEERS_REUSE=1 tabulates the runs already in target/peers instead of running them again.
+    if { [ "${PEERS_REUSE:-0}" = 1 ] && [ -s "$dir/time.txt" ] || run "$tool" "$c" "$n" "$dir"; } \
+      && f="$(figures "$tool" "$dir")" && [ -n "$f" ]; then
       read -r wall user sys rss_kb <"$dir/time.txt"
       TPUT[$tool,$c]="$f $(python3 -c "print(($user + $sys) * 1000 / $n, $rss_kb / 1024)")"
     else
@@ -202,7 +214,8 @@ done
     for tool in "${TOOLS_TO_RUN[@]}"; do
       v="${TPUT[$tool,$c]}"
       if [ "$v" = "failed" ]; then
-        echo "| $tool | $c | did not run (see target/peers/tput/$tool-c$c/stderr.txt) | | | | |"
+        why="$(grep -v '^\s*$' "$OUT/tput/$tool-c$c/stderr.txt" 2>/dev/null | tail -n 1 | cut -c1-90)"
+        echo "| $tool | $c | did not run: ${why:-see target/peers/tput/$tool-c$c/stderr.txt} | | | | |"
         continue
       fi
       read -r req out ttft itl done cpu rss <<<"$v"
@@ -221,7 +234,8 @@ print(f'| $tool | $c | {req:,.1f} | {out:,.0f} | {cpu:.2f} | {rss:.0f} | {ratio}
   for tool in "${TOOLS_TO_RUN[@]}"; do
     v="${ACC[$tool]}"
     if [ "$v" = "failed" ]; then
-      echo "| $tool | did not run | | | | |"
+      why="$(grep -v '^\s*$' "$OUT/timing/$tool/stderr.txt" 2>/dev/null | tail -n 1 | cut -c1-90)"
+      echo "| $tool | did not run: ${why:-see target/peers/timing/$tool/stderr.txt} | | | | |"
       continue
     fi
     read -r ttft itl st si <<<"$v"
