@@ -425,6 +425,26 @@ fn the_api_key_never_reaches_a_file_or_the_console() {
     assert_eq!(result["config"]["api_key_set"], true);
 }
 
+/// A URL with credentials goes through the general client (reqwest) rather than the stamping
+/// transport: the run measures the same, and the password appears nowhere.
+#[test]
+fn a_url_with_credentials_takes_the_general_client_and_hides_them() {
+    let (_sim, url) = sim(&["--time-scale", "0", "--num-spec-tokens", "2"]);
+    let password = "pw-speclens-0123456789";
+    let with_credentials = url.replacen("http://", &format!("http://bench:{password}@"), 1);
+    let (stdout, dir, result) = bench(&with_credentials, &["--num-prompts", "20", "--concurrency", "4"]);
+    assert_eq!(result["completed"], 20, "{stdout}");
+    assert_eq!(result["failed"], 0);
+    assert_paths_agree(&result);
+    let recs = records(dir.path());
+    assert!(recs.iter().all(|r| r.ttft_ms.is_some() && !r.itl_ms.is_empty()));
+    assert!(!stdout.contains(password));
+    for entry in walk(dir.path()) {
+        let text = std::fs::read_to_string(&entry).unwrap();
+        assert!(!text.contains(password), "{} holds the password", entry.display());
+    }
+}
+
 fn walk(dir: &Path) -> Vec<std::path::PathBuf> {
     let mut out = Vec::new();
     for entry in std::fs::read_dir(dir).unwrap() {

@@ -1,16 +1,22 @@
 //! One request against an OpenAI-compatible server, timed precisely: the receive loop only
-//! stamps each network chunk as it arrives and keeps its bytes; SSE framing, JSON parsing and
-//! the spec-decode payload adapters run after the response has ended, off the timing path.
+//! stamps each network chunk as it arrives and keeps its bytes ([`exchange`]); SSE framing, JSON
+//! parsing and the spec-decode payload adapters ([`measure`]) run after the response has ended,
+//! on the thread that folds records, off the tasks that stamp.
 
 use std::time::Duration;
 
 use axum::body::Bytes;
 use reqwest::header::HeaderMap;
+use std::borrow::Cow;
+
+use serde::de::IgnoredAny;
+use serde::Deserialize;
 use serde_json::Value;
 use speclens_shared::per_request::{PayloadOutcome, PayloadScan, SpecRecord};
 use speclens_shared::run::ErrorKind;
 use tokio::time::Instant;
 
+use super::wire::{describe, Wire, WireError};
 use crate::cli::EndpointKind;
 
 /// Where and how to send.
@@ -24,6 +30,8 @@ pub struct Target {
     pub timeout: Duration,
     /// A response larger than this is abandoned (a broken server must not exhaust memory).
     pub max_response_bytes: usize,
+    /// Our own transport, for `http://` URLs without credentials; reqwest otherwise.
+    pub wire: Option<Wire>,
 }
 
 /// What one exchange measured (times relative to the send).
@@ -54,25 +62,76 @@ fn classify(e: &reqwest::Error) -> ErrorKind {
     }
 }
 
-fn describe(e: &reqwest::Error) -> String {
-    let mut text = e.to_string();
-    let mut source = std::error::Error::source(e);
-    while let Some(s) = source {
-        text.push_str(": ");
-        text.push_str(&s.to_string());
-        source = s.source();
+/// Send one request and keep its response as it arrives; no parsing here (see [`measure`]).
+pub async fn exchange(client: &reqwest::Client, target: &Target, body: Bytes) -> Outcome {
+    match &target.wire {
+        Some(wire) => on_the_wire(wire, target, body).await,
+        None => through_reqwest(client, target, body).await,
     }
-    text
 }
 
-/// Send one request and measure it. Never fails: problems land in `Exchange::error`.
-pub async fn exchange(client: &reqwest::Client, target: &Target, body: Bytes) -> Exchange {
+/// A received response, or why there is none.
+pub type Outcome = Result<Received, (ErrorKind, String)>;
+
+/// A response as it arrived: when the request went out, its status, each chunk stamped.
+pub struct Received {
+    sent: Instant,
+    status: reqwest::StatusCode,
+    chunks: Vec<(Instant, Bytes)>,
+    /// Why the body ended early, if it did.
+    cut: Option<(ErrorKind, String)>,
+}
+
+fn too_large(target: &Target) -> (ErrorKind, String) {
+    (
+        ErrorKind::BadResponse,
+        format!(
+            "the response passed {} MiB (--max-response-mib): abandoned",
+            target.max_response_bytes >> 20
+        ),
+    )
+}
+
+/// `http://` targets: our own transport, stamped at the socket (see [`wire`]).
+async fn on_the_wire(wire: &Wire, target: &Target, body: Bytes) -> Result<Received, (ErrorKind, String)> {
+    let deadline = Instant::now() + target.timeout;
+    let delivery = tokio::time::timeout_at(deadline, wire.post(&target.headers, body, target.max_response_bytes))
+        .await
+        .map_err(|_| {
+            (
+                ErrorKind::Timeout,
+                format!("no complete response within {:?}", target.timeout),
+            )
+        })?
+        .map_err(|e| wire_error(e, target))?;
+    Ok(Received {
+        sent: delivery.sent,
+        status: delivery.status,
+        chunks: delivery.chunks,
+        cut: delivery.cut.map(|e| wire_error(e, target)),
+    })
+}
+
+fn wire_error(e: WireError, target: &Target) -> (ErrorKind, String) {
+    match e {
+        WireError::Connect(m) | WireError::Request(m) => (ErrorKind::Connect, m),
+        WireError::Body(m) => (ErrorKind::StreamCut, format!("the response broke off: {m}")),
+        WireError::TooLarge => too_large(target),
+    }
+}
+
+/// Other targets (TLS, credentials in the URL, proxies): reqwest, stamped as chunks are read.
+async fn through_reqwest(
+    client: &reqwest::Client,
+    target: &Target,
+    body: Bytes,
+) -> Result<Received, (ErrorKind, String)> {
     let sent = Instant::now();
     let deadline = sent + target.timeout;
     let request = client.post(&target.url).headers(target.headers.clone()).body(body);
     let response = match tokio::time::timeout_at(deadline, request.send()).await {
-        Err(_) => return failed(ErrorKind::Timeout, format!("no response within {:?}", target.timeout)),
-        Ok(Err(e)) => return failed(classify(&e), describe(&e)),
+        Err(_) => return Err((ErrorKind::Timeout, format!("no response within {:?}", target.timeout))),
+        Ok(Err(e)) => return Err((classify(&e), describe(&e))),
         Ok(Ok(r)) => r,
     };
     let status = response.status();
@@ -92,15 +151,10 @@ pub async fn exchange(client: &reqwest::Client, target: &Target, body: Bytes) ->
             Ok(Ok(Some(bytes))) => {
                 received_bytes += bytes.len();
                 if received_bytes > target.max_response_bytes {
-                    return failed(
-                        ErrorKind::BadResponse,
-                        format!(
-                            "the response passed {} MiB (--max-response-mib): abandoned",
-                            target.max_response_bytes >> 20
-                        ),
-                    );
+                    return Err(too_large(target));
                 }
-                chunks.push((Instant::now(), bytes));
+                // A copy, so the connection's read buffer is not kept alive by the chunk.
+                chunks.push((Instant::now(), Bytes::copy_from_slice(&bytes)));
             }
             Ok(Ok(None)) => break,
             Ok(Err(e)) => {
@@ -112,6 +166,28 @@ pub async fn exchange(client: &reqwest::Client, target: &Target, body: Bytes) ->
             }
         }
     }
+    Ok(Received {
+        sent,
+        status,
+        chunks,
+        cut,
+    })
+}
+
+/// The figures of an exchange: SSE framing, JSON and the spec-decode adapters, run by the
+/// caller away from the tasks that stamp arrivals. Never fails: problems land in
+/// `Exchange::error`.
+pub fn measure(target: &Target, outcome: Outcome) -> Exchange {
+    let received = match outcome {
+        Ok(r) => r,
+        Err((kind, message)) => return failed(kind, message),
+    };
+    let Received {
+        sent,
+        status,
+        chunks,
+        cut,
+    } = received;
     let ended = chunks.last().map_or_else(Instant::now, |c| c.0);
     if !status.is_success() {
         let body: Vec<u8> = chunks.iter().flat_map(|(_, b)| b.iter().copied()).collect();
@@ -198,6 +274,46 @@ fn sse_events(chunks: &[(Instant, Bytes)]) -> (Vec<(Instant, String)>, bool) {
     )
 }
 
+/// What the timing needs from a streamed event, borrowed from its text where it can be.
+#[derive(Deserialize)]
+struct Skim<'a> {
+    #[serde(borrow, default)]
+    choices: Option<Vec<SkimChoice<'a>>>,
+    #[serde(default)]
+    usage: Option<SkimUsage>,
+    #[serde(default)]
+    error: Option<Value>,
+    // Spec-decode payloads (vLLM, SGLang); TensorRT-LLM's sits in each choice.
+    #[serde(default)]
+    metrics: Option<IgnoredAny>,
+    #[serde(default)]
+    sglext: Option<IgnoredAny>,
+}
+
+#[derive(Deserialize)]
+struct SkimChoice<'a> {
+    #[serde(borrow, default)]
+    delta: Option<SkimDelta<'a>>,
+    #[serde(borrow, default)]
+    text: Option<Cow<'a, str>>,
+    #[serde(default)]
+    speculative_decoding: Option<IgnoredAny>,
+}
+
+#[derive(Deserialize)]
+struct SkimDelta<'a> {
+    #[serde(borrow, default)]
+    content: Option<Cow<'a, str>>,
+}
+
+#[derive(Deserialize)]
+struct SkimUsage {
+    #[serde(default)]
+    prompt_tokens: Option<u64>,
+    #[serde(default)]
+    completion_tokens: Option<u64>,
+}
+
 fn parse_stream(chunks: &[(Instant, Bytes)], sent: Instant, endpoint: EndpointKind) -> Exchange {
     let mut ex = Exchange::default();
     let (events, trailing) = sse_events(chunks);
@@ -209,28 +325,53 @@ fn parse_stream(chunks: &[(Instant, Bytes)], sent: Instant, endpoint: EndpointKi
             done = true;
             continue;
         }
-        let v: Value = match serde_json::from_str(data) {
+        // A typed skim of each event (no map building); the rare event that carries a
+        // spec-decode payload is parsed again, whole, for the adapters.
+        let skim: Skim = match serde_json::from_str(data) {
             Ok(v) => v,
             Err(e) => {
                 ex.error = Some((ErrorKind::BadResponse, format!("an SSE event is not JSON: {e}")));
                 return ex;
             }
         };
-        if let Some(err) = v.get("error") {
+        if let Some(err) = skim.error {
             ex.error = Some((ErrorKind::BadResponse, format!("error event in the stream: {err}")));
             return ex;
         }
-        let text = content(&v, endpoint, true);
-        if !text.is_empty() {
-            ex.generated_text.push_str(&text);
+        let choices = skim.choices.as_deref().unwrap_or_default();
+        let mut has_text = false;
+        for choice in choices {
+            let text = match endpoint {
+                EndpointKind::Chat => choice.delta.as_ref().and_then(|d| d.content.as_deref()),
+                EndpointKind::Completions => choice.text.as_deref(),
+            };
+            if let Some(text) = text.filter(|t| !t.is_empty()) {
+                ex.generated_text.push_str(text);
+                has_text = true;
+            }
+        }
+        if has_text {
             match last_content {
                 None => ex.ttft_ms = Some(ms(*at - sent)),
                 Some(prev) => ex.itl_ms.push(ms(*at - prev)),
             }
             last_content = Some(*at);
         }
-        note_usage(&mut ex, &v);
-        scan.push(&v);
+        if let Some(usage) = &skim.usage {
+            ex.completion_tokens = usage.completion_tokens.or(ex.completion_tokens);
+            ex.prompt_tokens = usage.prompt_tokens.or(ex.prompt_tokens);
+        }
+        let carries_payload =
+            skim.metrics.is_some() || skim.sglext.is_some() || choices.iter().any(|c| c.speculative_decoding.is_some());
+        if carries_payload || skim.usage.is_some() {
+            match serde_json::from_str::<Value>(data) {
+                Ok(v) => scan.push(&v),
+                Err(e) => {
+                    ex.error = Some((ErrorKind::BadResponse, format!("an SSE event is not JSON: {e}")));
+                    return ex;
+                }
+            }
+        }
     }
     if !done {
         ex.error = Some((

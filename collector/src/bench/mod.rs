@@ -9,6 +9,7 @@ pub mod prometheus;
 pub mod report;
 pub mod scrape;
 pub mod tokens;
+pub mod wire;
 pub mod workload;
 
 use std::collections::{BTreeMap, HashMap};
@@ -71,7 +72,18 @@ enum Event {
         start_ms: f64,
         input_tokens: u64,
     },
-    Done(Box<RequestRecord>),
+    /// A request ended: its response as received, measured by the fold (not by the task).
+    Done(Box<Finished>),
+}
+
+/// A finished request before measuring.
+struct Finished {
+    id: u64,
+    target: usize,
+    category: Option<String>,
+    start_ms: f64,
+    input_tokens: u64,
+    outcome: client::Outcome,
 }
 
 /// What the load phase produced.
@@ -326,19 +338,17 @@ async fn run_phase(
                     let now = shared2.in_flight.fetch_add(1, Ordering::AcqRel) + 1;
                     shared2.max_in_flight.fetch_max(now, Ordering::AcqRel);
                     let target = &shared2.targets[target_idx];
-                    let ex = exchange(&shared2.client, target, body).await;
+                    let outcome = exchange(&shared2.client, target, body).await;
                     shared2.in_flight.fetch_sub(1, Ordering::AcqRel);
                     drop(permit);
-                    let record = to_record(
+                    let record = Finished {
                         id,
-                        target.display_url.clone(),
+                        target: target_idx,
                         category,
-                        warmup,
                         start_ms,
-                        estimate,
-                        ex,
-                        &shared2.tokens,
-                    );
+                        input_tokens: estimate,
+                        outcome,
+                    };
                     let _ = tx2.send(Event::Done(Box::new(record)));
                 });
             }
@@ -369,15 +379,7 @@ async fn run_phase(
             },
         };
         let Some(event) = next else { break };
-        fold(
-            event,
-            &mut pending,
-            &mut records,
-            records_out,
-            &shared.hub,
-            warmup,
-            progress,
-        )?;
+        fold(event, &mut pending, &mut records, records_out, shared, warmup, progress)?;
     }
     // Abandon what did not finish in the drain window (only after Ctrl-C).
     if let Ok(mut tasks) = dispatch.await {
@@ -385,15 +387,7 @@ async fn run_phase(
         while tasks.join_next().await.is_some() {}
     }
     while let Ok(event) = rx.try_recv() {
-        fold(
-            event,
-            &mut pending,
-            &mut records,
-            records_out,
-            &shared.hub,
-            warmup,
-            progress,
-        )?;
+        fold(event, &mut pending, &mut records, records_out, shared, warmup, progress)?;
     }
     let mut abandoned: Vec<_> = pending.into_iter().collect();
     abandoned.sort_by_key(|(id, _)| *id);
@@ -420,10 +414,11 @@ fn fold(
     pending: &mut Pending,
     records: &mut Vec<RequestRecord>,
     out: &mut std::io::BufWriter<std::fs::File>,
-    hub: &LiveHub,
+    shared: &Shared,
     warmup: bool,
     progress: &ProgressBar,
 ) -> Result<(), CollectorError> {
+    let hub = &shared.hub;
     match event {
         Event::Sent {
             id,
@@ -437,14 +432,34 @@ fn fold(
             }
             pending.insert(id, (url, category, start_ms, input_tokens));
         }
-        Event::Done(record) => {
+        Event::Done(finished) => {
+            let Finished {
+                id,
+                target,
+                category,
+                start_ms,
+                input_tokens,
+                outcome,
+            } = *finished;
+            let target = &shared.targets[target];
+            let ex = client::measure(target, outcome);
+            let record = to_record(
+                id,
+                target.display_url.clone(),
+                category,
+                warmup,
+                start_ms,
+                input_tokens,
+                ex,
+                &shared.tokens,
+            );
             pending.remove(&record.request_id);
             write_record(out, &record)?;
             if !warmup {
                 hub.note_record(&record);
             }
             progress.inc(1);
-            records.push(*record);
+            records.push(record);
         }
     }
     Ok(())
@@ -600,6 +615,7 @@ pub async fn run_with(args: BenchArgs, hub: Option<Arc<LiveHub>>) -> Result<Path
             stream: !args.no_stream,
             timeout,
             max_response_bytes: (args.max_response_mib as usize).saturating_mul(1 << 20),
+            wire: wire::Wire::for_url(&format!("{}{path}", server_base(u))),
         })
         .collect();
     let external_hub = hub.is_some();

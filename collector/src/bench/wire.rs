@@ -1,0 +1,500 @@
+//! The load generator's HTTP/1.1 transport for `http://` targets: each in-flight request drives
+//! its own hyper connection inside its own task (no connection task to be scheduled behind the
+//! others), the request is stamped at the write that puts it on the socket, and each response
+//! chunk at the kernel's receive time of the read that brought it (`SO_TIMESTAMPNS`), so time a
+//! busy client spends before it gets to a ready socket never enters TTFT or ITL.
+
+use std::future::{poll_fn, Future};
+use std::io;
+use std::pin::{pin, Pin};
+use std::sync::{Arc, Mutex, PoisonError};
+use std::task::{ready, Context, Poll};
+
+use http_body_util::{BodyExt, Full};
+use hyper::body::{Bytes, Incoming};
+use hyper::client::conn::http1;
+use hyper::header::{HeaderMap, HeaderValue, HOST};
+use hyper::{Request, Response};
+use hyper_util::rt::TokioIo;
+use tokio::io::{AsyncRead, AsyncWrite, ReadBuf};
+use tokio::net::TcpStream;
+use tokio::time::Instant;
+
+/// Where one target's connections go.
+pub struct Wire {
+    host: String,
+    port: u16,
+    /// The request target: path and query.
+    path: String,
+    host_header: HeaderValue,
+    idle: Mutex<Vec<Conn>>,
+}
+
+/// What the wire delivered for one request.
+pub struct Delivery {
+    /// When the request's first byte was written to the socket.
+    pub sent: Instant,
+    pub status: hyper::StatusCode,
+    /// Each body chunk with its arrival time.
+    pub chunks: Vec<(Instant, Bytes)>,
+    /// Why the body ended early, if it did.
+    pub cut: Option<WireError>,
+}
+
+/// A failure of the wire, by where it happened.
+#[derive(Debug)]
+pub enum WireError {
+    /// No connection could be made.
+    Connect(String),
+    /// The connection failed before a response head arrived.
+    Request(String),
+    /// The body broke off.
+    Body(String),
+    /// The body passed the size cap.
+    TooLarge,
+}
+
+/// Arrival stamps shared between a connection's socket and the request reading it.
+#[derive(Default)]
+struct Stamps {
+    /// Kernel receive time of the latest read (the read time where the kernel gives none).
+    last_read: Option<Instant>,
+    /// The first write since the last `arm`.
+    first_write: Option<Instant>,
+}
+
+type Shared = Arc<Mutex<Stamps>>;
+
+fn lock(s: &Shared) -> std::sync::MutexGuard<'_, Stamps> {
+    s.lock().unwrap_or_else(PoisonError::into_inner)
+}
+
+type Driver = Pin<Box<dyn Future<Output = hyper::Result<()>> + Send>>;
+
+/// One HTTP/1.1 connection: the request half and the future that runs the socket.
+struct Conn {
+    sender: http1::SendRequest<Full<Bytes>>,
+    driver: Driver,
+    /// The driver finished: the connection is closed.
+    closed: bool,
+    stamps: Shared,
+}
+
+impl Conn {
+    /// Run `op` while the connection makes progress in the same task.
+    async fn drive<F: Future>(&mut self, op: F) -> F::Output {
+        let mut op = pin!(op);
+        poll_fn(|cx| {
+            if !self.closed && self.driver.as_mut().poll(cx).is_ready() {
+                self.closed = true;
+            }
+            op.as_mut().poll(cx)
+        })
+        .await
+    }
+
+    /// Whether an idle connection can take another request (without waiting).
+    async fn usable(&mut self) -> bool {
+        poll_fn(|cx| {
+            if !self.closed && self.driver.as_mut().poll(cx).is_ready() {
+                self.closed = true;
+            }
+            Poll::Ready(!self.closed && !self.sender.is_closed() && self.sender.is_ready())
+        })
+        .await
+    }
+}
+
+impl Wire {
+    /// A transport for `url` (`http://` only), or `None` when it needs another one (TLS,
+    /// credentials in the URL).
+    pub fn for_url(url: &str) -> Option<Wire> {
+        let parsed = url::Url::parse(url).ok()?;
+        if parsed.scheme() != "http" || !parsed.username().is_empty() || parsed.password().is_some() {
+            return None;
+        }
+        let host = match parsed.host()? {
+            url::Host::Domain(d) => d.to_string(),
+            url::Host::Ipv4(a) => a.to_string(),
+            url::Host::Ipv6(a) => a.to_string(),
+        };
+        let port = parsed.port_or_known_default()?;
+        let authority = match parsed.port() {
+            Some(p) => format!("{}:{p}", parsed.host_str()?),
+            None => parsed.host_str()?.to_string(),
+        };
+        let path = match parsed.query() {
+            Some(q) => format!("{}?{q}", parsed.path()),
+            None => parsed.path().to_string(),
+        };
+        Some(Wire {
+            host,
+            port,
+            path,
+            host_header: HeaderValue::from_str(&authority).ok()?,
+            idle: Mutex::new(Vec::new()),
+        })
+    }
+
+    async fn connect(&self) -> Result<Conn, WireError> {
+        let tcp = TcpStream::connect((self.host.as_str(), self.port))
+            .await
+            .map_err(|e| WireError::Connect(format!("cannot connect to {}:{}: {e}", self.host, self.port)))?;
+        tcp.set_nodelay(true)
+            .map_err(|e| WireError::Connect(format!("cannot set TCP_NODELAY: {e}")))?;
+        let stamps = Shared::default();
+        let io = TokioIo::new(TimedStream::new(tcp, stamps.clone()));
+        let (sender, conn) = http1::handshake(io)
+            .await
+            .map_err(|e| WireError::Connect(format!("HTTP handshake failed: {e}")))?;
+        Ok(Conn {
+            sender,
+            driver: Box::pin(conn),
+            closed: false,
+            stamps,
+        })
+    }
+
+    /// An idle connection that is still open, else a new one.
+    async fn checkout(&self) -> Result<(Conn, bool), WireError> {
+        loop {
+            let idle = self.idle.lock().unwrap_or_else(PoisonError::into_inner).pop();
+            match idle {
+                Some(mut c) => {
+                    if c.usable().await {
+                        return Ok((c, true));
+                    }
+                }
+                None => return Ok((self.connect().await?, false)),
+            }
+        }
+    }
+
+    fn checkin(&self, conn: Conn) {
+        self.idle.lock().unwrap_or_else(PoisonError::into_inner).push(conn);
+    }
+
+    /// POST `body` and read the whole response, stamping as it arrives; the caller bounds the
+    /// time. A reused connection the server had closed before it took the request is replaced
+    /// once (as any keep-alive client does); a failure after the request was written is not.
+    pub async fn post(
+        &self,
+        headers: &HeaderMap,
+        body: Bytes,
+        max_response_bytes: usize,
+    ) -> Result<Delivery, WireError> {
+        let (mut conn, mut reused) = self.checkout().await?;
+        let (sent, response) = loop {
+            let mut request = Request::post(self.path.as_str())
+                .body(Full::new(body.clone()))
+                .map_err(|e| WireError::Request(format!("cannot build the request: {e}")))?;
+            *request.headers_mut() = headers.clone();
+            request.headers_mut().insert(HOST, self.host_header.clone());
+            lock(&conn.stamps).first_write = None;
+            let queued_at = Instant::now();
+            let sent = conn.sender.send_request(request);
+            let outcome = conn.drive(sent).await;
+            let written = lock(&conn.stamps).first_write;
+            match outcome {
+                Ok(r) => break (written.unwrap_or(queued_at), r),
+                Err(_) if reused && written.is_none() => {
+                    conn = self.connect().await?;
+                    reused = false;
+                }
+                Err(e) => return Err(WireError::Request(describe(&e))),
+            }
+        };
+        let (parts, mut incoming): (_, Incoming) = Response::into_parts(response);
+        let mut chunks = Vec::new();
+        let mut received = 0usize;
+        let cut = loop {
+            match conn.drive(incoming.frame()).await {
+                None => break None,
+                Some(Err(e)) => break Some(WireError::Body(describe(&e))),
+                Some(Ok(frame)) => {
+                    let Ok(data) = frame.into_data() else { continue };
+                    received += data.len();
+                    if received > max_response_bytes {
+                        return Err(WireError::TooLarge);
+                    }
+                    let at = lock(&conn.stamps).last_read.unwrap_or_else(Instant::now);
+                    // A copy: the frame is a view of the connection's whole read buffer, which
+                    // would stay alive as long as the chunk (8 KiB or more per chunk).
+                    chunks.push((at, Bytes::copy_from_slice(&data)));
+                }
+            }
+        };
+        if cut.is_none() {
+            self.checkin(conn);
+        }
+        Ok(Delivery {
+            sent,
+            status: parts.status,
+            chunks,
+            cut,
+        })
+    }
+}
+
+/// An error with its chain of sources, `: `-separated.
+pub fn describe(e: &dyn std::error::Error) -> String {
+    let mut text = e.to_string();
+    let mut source = e.source();
+    while let Some(s) = source {
+        text.push_str(": ");
+        text.push_str(&s.to_string());
+        source = s.source();
+    }
+    text
+}
+
+/// A TCP stream that stamps its first write after each `arm` and the arrival of each read.
+struct TimedStream {
+    tcp: TcpStream,
+    stamps: Shared,
+    /// The kernel stamps this socket's received packets.
+    kernel_stamps: bool,
+    /// Where `recvmsg` writes (zeroed once; hyper's buffer is uninitialised memory, and zeroing
+    /// it on every read would cost more than copying what arrived).
+    scratch: Box<[u8]>,
+}
+
+/// Bytes one read takes at most.
+const READ_BYTES: usize = 16 * 1024;
+
+impl TimedStream {
+    fn new(tcp: TcpStream, stamps: Shared) -> TimedStream {
+        let kernel_stamps = kernel::enable(&tcp);
+        TimedStream {
+            tcp,
+            stamps,
+            kernel_stamps,
+            scratch: vec![0; if kernel_stamps { READ_BYTES } else { 0 }].into_boxed_slice(),
+        }
+    }
+}
+
+impl AsyncRead for TimedStream {
+    fn poll_read(self: Pin<&mut Self>, cx: &mut Context<'_>, buf: &mut ReadBuf<'_>) -> Poll<io::Result<()>> {
+        let this = self.get_mut();
+        if !this.kernel_stamps {
+            let before = buf.filled().len();
+            ready!(Pin::new(&mut this.tcp).poll_read(cx, buf))?;
+            if buf.filled().len() > before {
+                lock(&this.stamps).last_read = Some(Instant::now());
+            }
+            return Poll::Ready(Ok(()));
+        }
+        loop {
+            ready!(this.tcp.poll_read_ready(cx))?;
+            let room = buf.remaining().min(this.scratch.len());
+            let scratch = &mut this.scratch[..room];
+            match this
+                .tcp
+                .try_io(tokio::io::Interest::READABLE, || kernel::recv(&this.tcp, scratch))
+            {
+                Ok((n, at)) => {
+                    buf.put_slice(&this.scratch[..n]);
+                    if n > 0 {
+                        lock(&this.stamps).last_read = Some(at);
+                    }
+                    return Poll::Ready(Ok(()));
+                }
+                Err(e) if e.kind() == io::ErrorKind::WouldBlock => continue,
+                Err(e) => return Poll::Ready(Err(e)),
+            }
+        }
+    }
+}
+
+impl AsyncWrite for TimedStream {
+    fn poll_write(self: Pin<&mut Self>, cx: &mut Context<'_>, data: &[u8]) -> Poll<io::Result<usize>> {
+        let this = self.get_mut();
+        let at = Instant::now();
+        let written = ready!(Pin::new(&mut this.tcp).poll_write(cx, data))?;
+        lock(&this.stamps).first_write.get_or_insert(at);
+        Poll::Ready(Ok(written))
+    }
+
+    fn poll_write_vectored(
+        self: Pin<&mut Self>,
+        cx: &mut Context<'_>,
+        bufs: &[io::IoSlice<'_>],
+    ) -> Poll<io::Result<usize>> {
+        let this = self.get_mut();
+        let at = Instant::now();
+        let written = ready!(Pin::new(&mut this.tcp).poll_write_vectored(cx, bufs))?;
+        lock(&this.stamps).first_write.get_or_insert(at);
+        Poll::Ready(Ok(written))
+    }
+
+    fn is_write_vectored(&self) -> bool {
+        self.tcp.is_write_vectored()
+    }
+
+    fn poll_flush(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<io::Result<()>> {
+        Pin::new(&mut self.get_mut().tcp).poll_flush(cx)
+    }
+
+    fn poll_shutdown(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<io::Result<()>> {
+        Pin::new(&mut self.get_mut().tcp).poll_shutdown(cx)
+    }
+}
+
+/// Kernel receive timestamps: Linux's `SO_TIMESTAMPNS`, read with `recvmsg`.
+#[cfg(target_os = "linux")]
+mod kernel {
+    use std::io;
+    use std::io::IoSliceMut;
+    use std::os::fd::AsRawFd;
+    use std::time::{Duration, SystemTime, UNIX_EPOCH};
+
+    use nix::sys::socket::{recvmsg, setsockopt, sockopt, ControlMessageOwned, MsgFlags};
+    use nix::sys::time::TimeSpec;
+    use tokio::net::TcpStream;
+    use tokio::time::Instant;
+
+    /// Ask the kernel to stamp this socket's packets; false when it will not.
+    pub fn enable(tcp: &TcpStream) -> bool {
+        setsockopt(tcp, sockopt::ReceiveTimestampns, &true).is_ok()
+    }
+
+    /// One `recvmsg` into `buf`: the byte count and when the newest packet read arrived (the
+    /// read time when the kernel attached no stamp). Chunks that piled up while the client was
+    /// busy come out of one read with the newest one's stamp: a client late by more than a
+    /// chunk gap is still late for the older chunks, never early.
+    pub fn recv(tcp: &TcpStream, buf: &mut [u8]) -> io::Result<(usize, Instant)> {
+        let mut control = nix::cmsg_space!(TimeSpec);
+        let mut iov = [IoSliceMut::new(buf)];
+        let msg = recvmsg::<()>(tcp.as_raw_fd(), &mut iov, Some(&mut control), MsgFlags::MSG_DONTWAIT)
+            .map_err(io::Error::from)?;
+        let now = Instant::now();
+        let stamp = msg.cmsgs().ok().and_then(|mut c| {
+            c.find_map(|m| match m {
+                ControlMessageOwned::ScmTimestampns(ts) => Some(ts),
+                _ => None,
+            })
+        });
+        Ok((msg.bytes, stamp.map_or(now, |ts| to_instant(ts, now))))
+    }
+
+    /// A wall-clock kernel stamp as an `Instant`, by its age now; a stamp from the future or
+    /// older than a second (the wall clock moved) counts as now.
+    fn to_instant(ts: TimeSpec, now: Instant) -> Instant {
+        let Ok(nanos) = u32::try_from(ts.tv_nsec()) else {
+            return now;
+        };
+        let Ok(secs) = u64::try_from(ts.tv_sec()) else {
+            return now;
+        };
+        let stamped = UNIX_EPOCH + Duration::new(secs, nanos);
+        match SystemTime::now().duration_since(stamped) {
+            Ok(age) if age < Duration::from_secs(1) => now.checked_sub(age).unwrap_or(now),
+            _ => now,
+        }
+    }
+}
+
+/// Elsewhere: no kernel stamps; reads are stamped when they complete.
+#[cfg(not(target_os = "linux"))]
+mod kernel {
+    use tokio::net::TcpStream;
+
+    pub fn enable(_tcp: &TcpStream) -> bool {
+        false
+    }
+
+    pub fn recv(_tcp: &TcpStream, _buf: &mut [u8]) -> std::io::Result<(usize, tokio::time::Instant)> {
+        Err(std::io::ErrorKind::Unsupported.into())
+    }
+}
+
+#[cfg(all(test, target_os = "linux"))]
+mod tests {
+    use std::time::Duration;
+
+    use tokio::io::{AsyncReadExt, AsyncWriteExt};
+    use tokio::net::TcpListener;
+
+    use super::*;
+
+    /// A server that answers every request on a connection with a chunked response: its head
+    /// at once, then `first`, `gap_ms` later `second`.
+    async fn server(gap_ms: u64, first_ms: u64) -> (String, tokio::task::JoinHandle<()>) {
+        let listener = TcpListener::bind("127.0.0.1:0").await.unwrap();
+        let url = format!("http://{}/v1/chat/completions", listener.local_addr().unwrap());
+        let task = tokio::spawn(async move {
+            let (mut socket, _) = listener.accept().await.unwrap();
+            // As servers do: without it, Nagle holds the first chunk for the head's ACK.
+            socket.set_nodelay(true).unwrap();
+            let mut buf = vec![0u8; 65536];
+            loop {
+                let mut seen = Vec::new();
+                while !seen.windows(4).any(|w| w == b"\r\n\r\n") {
+                    let n = socket.read(&mut buf).await.unwrap();
+                    if n == 0 {
+                        return;
+                    }
+                    seen.extend_from_slice(&buf[..n]);
+                }
+                let head = "HTTP/1.1 200 OK\r\ncontent-type: text/event-stream\r\ntransfer-encoding: chunked\r\n\r\n";
+                socket.write_all(head.as_bytes()).await.unwrap();
+                tokio::time::sleep(Duration::from_millis(first_ms)).await;
+                socket.write_all(b"5\r\nfirst\r\n").await.unwrap();
+                tokio::time::sleep(Duration::from_millis(gap_ms)).await;
+                socket.write_all(b"6\r\nsecond\r\n0\r\n\r\n").await.unwrap();
+            }
+        });
+        (url, task)
+    }
+
+    #[test]
+    fn a_busy_client_still_stamps_when_the_bytes_arrived() {
+        // Two threads: the server's, and the client's, which is blocked for 150 ms right after
+        // it sends. The first chunk arrives 20 ms after the send: kernel stamps put it there,
+        // not at the end of the block; the second comes 200 ms later, after the block.
+        let server_rt = tokio::runtime::Builder::new_multi_thread()
+            .worker_threads(1)
+            .enable_all()
+            .build()
+            .unwrap();
+        let (url, _task) = server_rt.block_on(server(200, 20));
+        let client_rt = tokio::runtime::Builder::new_current_thread()
+            .enable_all()
+            .build()
+            .unwrap();
+        client_rt.block_on(async {
+            let wire = Wire::for_url(&url).expect("an http URL");
+            for round in 0..2 {
+                // The blocker runs once the request is on its way (the runtime has one thread).
+                let blocker = tokio::spawn(async {
+                    tokio::time::sleep(Duration::from_millis(2)).await;
+                    std::thread::sleep(Duration::from_millis(150));
+                });
+                let d = wire
+                    .post(&HeaderMap::new(), Bytes::from_static(b"{}"), 1 << 20)
+                    .await
+                    .unwrap();
+                blocker.await.unwrap();
+                assert!(d.cut.is_none());
+                assert_eq!(d.chunks.len(), 2, "round {round}");
+                let first_ms = (d.chunks[0].0 - d.sent).as_secs_f64() * 1e3;
+                let gap_ms = (d.chunks[1].0 - d.chunks[0].0).as_secs_f64() * 1e3;
+                assert!(
+                    (19.0..60.0).contains(&first_ms),
+                    "round {round}: first chunk at {first_ms} ms"
+                );
+                assert!((199.0..300.0).contains(&gap_ms), "round {round}: gap {gap_ms} ms");
+                assert_eq!(&d.chunks[0].1[..], b"first");
+            }
+        });
+    }
+
+    #[test]
+    fn only_plain_http_urls_without_credentials_take_the_wire() {
+        assert!(Wire::for_url("http://127.0.0.1:8000/v1/completions").is_some());
+        assert!(Wire::for_url("http://[::1]:8000/v1/completions?x=1").is_some());
+        assert!(Wire::for_url("https://example.com/v1/completions").is_none());
+        assert!(Wire::for_url("http://user:pw@example.com/v1/completions").is_none());
+    }
+}
