@@ -7,7 +7,18 @@ use plotters_canvas::CanvasBackend;
 use speclens_shared::chart::{draw_speedup_chart, SpeedupChart};
 use web_sys::HtmlCanvasElement;
 
-/// Size `canvas` for sharp pixels and run `draw` on it with the pixel ratio as scale.
+/// Milliseconds since the page's navigation started (`performance.now()`), for timings the
+/// web benchmark reads (`bench/web.sh`).
+pub fn now_ms() -> f64 {
+    web_sys::window().and_then(|w| w.performance()).map_or(0.0, |p| p.now())
+}
+
+thread_local! {
+    static FIRST_CHART_DRAWN: std::cell::Cell<bool> = const { std::cell::Cell::new(false) };
+}
+
+/// Size `canvas` for sharp pixels and run `draw` on it with the pixel ratio as scale. The first
+/// chart the page draws leaves a `speclens:first-chart` performance mark (time from navigation).
 pub fn draw_on(
     canvas: &HtmlCanvasElement,
     draw: impl FnOnce(&DrawingArea<CanvasBackend, Shift>, f64) -> Result<(), speclens_shared::Error>,
@@ -20,7 +31,13 @@ pub fn draw_on(
     canvas.set_height((css_h * ratio).round() as u32);
     let backend = CanvasBackend::with_canvas_object(canvas.clone()).ok_or("the canvas has no 2d context")?;
     let root = backend.into_drawing_area();
-    draw(&root, ratio).map_err(|e| e.to_string())
+    draw(&root, ratio).map_err(|e| e.to_string())?;
+    if !FIRST_CHART_DRAWN.replace(true) {
+        if let Some(p) = window.performance() {
+            let _ = p.mark("speclens:first-chart");
+        }
+    }
+    Ok(())
 }
 
 /// Draw the S(B) chart; returns a message when the canvas cannot be drawn on.

@@ -10,7 +10,7 @@ use speclens_shared::model::{Proposer, GPU_PRESETS, NOTHING_MEASURED, UNCHARGED_
 use speclens_shared::whatif::{parse_number_list, Acceptance, Gpu, WhatIf, MAX_K};
 use wasm_bindgen::JsValue;
 
-use crate::canvas::draw_speedup;
+use crate::canvas::{draw_speedup, now_ms};
 
 fn current_fragment() -> String {
     window().location().hash().unwrap_or_default()
@@ -132,8 +132,14 @@ pub fn WhatIfPage() -> impl IntoView {
     Effect::new(move |_| {
         resize_tick.track();
         let Some(canvas) = canvas_ref.get() else { return };
+        // State to pixels, timed: the curves' points are computed and drawn here.
+        let started_ms = now_ms();
         let data = state.with(speedup_chart);
         let result = draw_speedup(&canvas, &data);
+        let redraw_ms = now_ms() - started_ms;
+        let points: usize = data.curves.iter().map(|c| c.points.len()).sum();
+        let _ = canvas.set_attribute("data-redraw-ms", &format!("{redraw_ms:.3}"));
+        let _ = canvas.set_attribute("data-points", &points.to_string());
         let draws = canvas
             .get_attribute("data-draws")
             .and_then(|d| d.parse::<u64>().ok())
