@@ -43,7 +43,19 @@ venv() { # venv DIR PACKAGE… : create and install when missing; prints nothing
   "$dir/bin/pip" install -q "$@" >"$dir.install.log" 2>&1
 }
 venv "$TOOLS/peers-venv" aiperf guidellm || say "AIPerf/GuideLLM did not install (see $TOOLS/peers-venv.install.log)"
-venv "$TOOLS/peers-genai" genai-perf || say "genai-perf did not install"
+# genai-perf drives NVIDIA's perf_analyzer (C++). PyPI carries it only inside tritonclient's
+# manylinux wheels up to 2.60; those after 2.51 need glibc 2.38 (Debian 12 has 2.36), so this
+# pins tritonclient 2.51.0 (Triton 24.10) and genai-perf 0.0.8 (the oldest on PyPI, nearest to
+# it). perf_analyzer links libb64 (Debian's libb64-0d) and the CUDA runtime (NVIDIA's pip
+# wheel; no GPU is touched).
+GENAI="$TOOLS/peers-genai-pa"
+venv "$GENAI" "genai-perf==0.0.8" "tritonclient[http]==2.51.0" nvidia-cuda-runtime-cu12 || say "genai-perf did not install"
+if [ ! -e /usr/lib/x86_64-linux-gnu/libb64.so.0d ]; then
+  sudo=""
+  [ "$(id -u)" = 0 ] || sudo=sudo
+  DEBIAN_FRONTEND=noninteractive $sudo apt-get install -y -qq libb64-0d >/dev/null || say "libb64-0d did not install"
+fi
+GENAI_LIBS="$(ls -d "$GENAI"/lib/python3*/site-packages/nvidia/cuda_runtime/lib 2>/dev/null | head -1)"
 if [ ! -x "$TOOLS/peers-vllm/bin/vllm" ]; then
   say "installing vllm (several GB; skipped if it does not install)"
   venv "$TOOLS/peers-vllm" vllm || say "vllm did not install: vllm bench serve is left out"
@@ -110,12 +122,13 @@ run() {
         --random-input-len 128 --random-output-len 128 --ignore-eos --num-prompts "$n" \
         --max-concurrency "$c" --save-result --result-dir "$dir/run" --result-filename vllm.json ;;
     genai-perf)
-      # genai-perf drives NVIDIA's perf_analyzer binary, which PyPI does not carry.
-      command -v perf_analyzer >/dev/null || { echo "perf_analyzer not found (Triton client SDK)" >&2; return 1; }
-      "${timing[@]}" "$TOOLS/peers-genai/bin/genai-perf" profile -m mock --url "$URL" --endpoint-type chat \
-        --streaming --concurrency "$c" --request-count "$n" --synthetic-input-tokens-mean 128 \
-        --synthetic-input-tokens-stddev 0 --output-tokens-mean 128 --output-tokens-stddev 0 \
-        --tokenizer "$HF_TOKENIZER" --artifact-dir "$dir/run" ;;
+      [ -x "$GENAI/bin/perf_analyzer" ] || { echo "perf_analyzer not installed (see above)" >&2; return 1; }
+      # Its --num-prompts sizes the synthetic set; perf_analyzer's --request-count the run.
+      "${timing[@]}" env PATH="$GENAI/bin:$PATH" LD_LIBRARY_PATH="$GENAI_LIBS" "$GENAI/bin/genai-perf" profile \
+        -m mock --url "$URL" --service-kind openai --endpoint-type chat --streaming --concurrency "$c" \
+        --num-prompts "$n" --synthetic-input-tokens-mean 128 --synthetic-input-tokens-stddev 0 \
+        --output-tokens-mean 128 --output-tokens-stddev 0 --tokenizer "$HF_TOKENIZER" \
+        --artifact-dir "$dir/run" -- --request-count "$n" ;;
   esac >"$dir/stdout.txt" 2>"$dir/stderr.txt"
 }
 
