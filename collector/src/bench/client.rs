@@ -280,7 +280,7 @@ struct Skim<'a> {
     #[serde(borrow, default)]
     choices: Option<Vec<SkimChoice<'a>>>,
     #[serde(default)]
-    usage: Option<SkimUsage>,
+    usage: Option<IgnoredAny>,
     #[serde(default)]
     error: Option<Value>,
     // Spec-decode payloads (vLLM, SGLang); TensorRT-LLM's sits in each choice.
@@ -306,12 +306,53 @@ struct SkimDelta<'a> {
     content: Option<Cow<'a, str>>,
 }
 
-#[derive(Deserialize)]
-struct SkimUsage {
-    #[serde(default)]
-    prompt_tokens: Option<u64>,
-    #[serde(default)]
-    completion_tokens: Option<u64>,
+/// What one streamed event means for the timing.
+struct Event<'a> {
+    /// Its generated text (empty for role, finish and usage events).
+    text: Cow<'a, str>,
+    /// The whole event, when it carries usage or a spec-decode payload (for the adapters).
+    whole: Option<Value>,
+}
+
+/// Read one SSE event: a typed skim (no maps built) for the common shape; the rare event with
+/// usage or a spec-decode payload, or of a shape the skim's types do not fit, parsed whole.
+fn read_event(data: &str, endpoint: EndpointKind) -> Result<Event<'_>, String> {
+    if let Ok(skim) = serde_json::from_str::<Skim>(data) {
+        if let Some(err) = skim.error {
+            return Err(format!("error event in the stream: {err}"));
+        }
+        let choices = skim.choices.as_deref().unwrap_or_default();
+        let texts = choices.iter().filter_map(|c| match endpoint {
+            EndpointKind::Chat => c.delta.as_ref().and_then(|d| d.content.as_ref()),
+            EndpointKind::Completions => c.text.as_ref(),
+        });
+        let mut text: Cow<'_, str> = Cow::Borrowed("");
+        for t in texts {
+            if text.is_empty() {
+                text = t.clone();
+            } else {
+                text.to_mut().push_str(t);
+            }
+        }
+        let carries_payload = skim.usage.is_some()
+            || skim.metrics.is_some()
+            || skim.sglext.is_some()
+            || choices.iter().any(|c| c.speculative_decoding.is_some());
+        let whole = if carries_payload {
+            Some(serde_json::from_str::<Value>(data).map_err(|e| format!("an SSE event is not JSON: {e}"))?)
+        } else {
+            None
+        };
+        return Ok(Event { text, whole });
+    }
+    let v: Value = serde_json::from_str(data).map_err(|e| format!("an SSE event is not JSON: {e}"))?;
+    if let Some(err) = v.get("error").filter(|e| !e.is_null()) {
+        return Err(format!("error event in the stream: {err}"));
+    }
+    Ok(Event {
+        text: Cow::Owned(content(&v, endpoint, true)),
+        whole: Some(v),
+    })
 }
 
 fn parse_stream(chunks: &[(Instant, Bytes)], sent: Instant, endpoint: EndpointKind) -> Exchange {
@@ -325,52 +366,24 @@ fn parse_stream(chunks: &[(Instant, Bytes)], sent: Instant, endpoint: EndpointKi
             done = true;
             continue;
         }
-        // A typed skim of each event (no map building); the rare event that carries a
-        // spec-decode payload is parsed again, whole, for the adapters.
-        let skim: Skim = match serde_json::from_str(data) {
-            Ok(v) => v,
+        let event = match read_event(data, endpoint) {
+            Ok(e) => e,
             Err(e) => {
-                ex.error = Some((ErrorKind::BadResponse, format!("an SSE event is not JSON: {e}")));
+                ex.error = Some((ErrorKind::BadResponse, e));
                 return ex;
             }
         };
-        if let Some(err) = skim.error {
-            ex.error = Some((ErrorKind::BadResponse, format!("error event in the stream: {err}")));
-            return ex;
-        }
-        let choices = skim.choices.as_deref().unwrap_or_default();
-        let mut has_text = false;
-        for choice in choices {
-            let text = match endpoint {
-                EndpointKind::Chat => choice.delta.as_ref().and_then(|d| d.content.as_deref()),
-                EndpointKind::Completions => choice.text.as_deref(),
-            };
-            if let Some(text) = text.filter(|t| !t.is_empty()) {
-                ex.generated_text.push_str(text);
-                has_text = true;
-            }
-        }
-        if has_text {
+        if !event.text.is_empty() {
+            ex.generated_text.push_str(&event.text);
             match last_content {
                 None => ex.ttft_ms = Some(ms(*at - sent)),
                 Some(prev) => ex.itl_ms.push(ms(*at - prev)),
             }
             last_content = Some(*at);
         }
-        if let Some(usage) = &skim.usage {
-            ex.completion_tokens = usage.completion_tokens.or(ex.completion_tokens);
-            ex.prompt_tokens = usage.prompt_tokens.or(ex.prompt_tokens);
-        }
-        let carries_payload =
-            skim.metrics.is_some() || skim.sglext.is_some() || choices.iter().any(|c| c.speculative_decoding.is_some());
-        if carries_payload || skim.usage.is_some() {
-            match serde_json::from_str::<Value>(data) {
-                Ok(v) => scan.push(&v),
-                Err(e) => {
-                    ex.error = Some((ErrorKind::BadResponse, format!("an SSE event is not JSON: {e}")));
-                    return ex;
-                }
-            }
+        if let Some(whole) = event.whole {
+            note_usage(&mut ex, &whole);
+            scan.push(&whole);
         }
     }
     if !done {
@@ -470,5 +483,33 @@ mod tests {
             parse_stream(&garbage, t, EndpointKind::Chat).error.unwrap().0,
             ErrorKind::BadResponse
         );
+    }
+
+    #[test]
+    fn odd_event_shapes_are_read_as_before_and_errors_still_fail() {
+        let t = Instant::now();
+        let done = "data: [DONE]\n\n";
+        let ev = |ms: u64, json: &str| at(t, ms, &format!("data: {json}\n\n"));
+        let chunks = [
+            ev(1, "null"),
+            ev(2, r#"{"choices":[{"delta":{"content":5}}],"error":null}"#),
+            ev(
+                10,
+                r#"{"choices":[{"delta":{"content":"a\"b"}},{"delta":{"content":" c"}}]}"#,
+            ),
+            ev(
+                20,
+                r#"{"choices":[{"delta":null},{"delta":{"content":"d"}}],"usage":{"completion_tokens":2.0}}"#,
+            ),
+            at(t, 21, done),
+        ];
+        let ex = parse_stream(&chunks, t, EndpointKind::Chat);
+        assert_eq!(ex.error, None);
+        assert_eq!(ex.generated_text, "a\"b cd");
+        assert_eq!((ex.ttft_ms, ex.itl_ms.clone()), (Some(10.0), vec![10.0]));
+        let failing = [ev(5, r#"{"error":{"message":"overloaded"}}"#), at(t, 6, done)];
+        let (kind, message) = parse_stream(&failing, t, EndpointKind::Chat).error.unwrap();
+        assert_eq!(kind, ErrorKind::BadResponse);
+        assert!(message.contains("overloaded"), "{message}");
     }
 }

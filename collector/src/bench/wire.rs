@@ -74,20 +74,27 @@ type Driver = Pin<Box<dyn Future<Output = hyper::Result<()>> + Send>>;
 /// One HTTP/1.1 connection: the request half and the future that runs the socket.
 struct Conn {
     sender: http1::SendRequest<Full<Bytes>>,
-    driver: Driver,
-    /// The driver finished: the connection is closed.
-    closed: bool,
+    /// Runs the socket; `None` once it finished (the connection is closed). Dropped then, so a
+    /// request it never took fails at once instead of waiting for the caller's timeout.
+    driver: Option<Driver>,
     stamps: Shared,
 }
 
 impl Conn {
+    /// Let the connection make progress; drop its driver when it has finished.
+    fn poll_driver(&mut self, cx: &mut Context<'_>) {
+        if let Some(driver) = self.driver.as_mut() {
+            if driver.as_mut().poll(cx).is_ready() {
+                self.driver = None;
+            }
+        }
+    }
+
     /// Run `op` while the connection makes progress in the same task.
     async fn drive<F: Future>(&mut self, op: F) -> F::Output {
         let mut op = pin!(op);
         poll_fn(|cx| {
-            if !self.closed && self.driver.as_mut().poll(cx).is_ready() {
-                self.closed = true;
-            }
+            self.poll_driver(cx);
             op.as_mut().poll(cx)
         })
         .await
@@ -96,10 +103,8 @@ impl Conn {
     /// Whether an idle connection can take another request (without waiting).
     async fn usable(&mut self) -> bool {
         poll_fn(|cx| {
-            if !self.closed && self.driver.as_mut().poll(cx).is_ready() {
-                self.closed = true;
-            }
-            Poll::Ready(!self.closed && !self.sender.is_closed() && self.sender.is_ready())
+            self.poll_driver(cx);
+            Poll::Ready(self.driver.is_some() && !self.sender.is_closed() && self.sender.is_ready())
         })
         .await
     }
@@ -107,10 +112,16 @@ impl Conn {
 
 impl Wire {
     /// A transport for `url` (`http://` only), or `None` when it needs another one (TLS,
-    /// credentials in the URL).
+    /// credentials in the URL, or a proxy set in the environment: reqwest honours those).
     pub fn for_url(url: &str) -> Option<Wire> {
         let parsed = url::Url::parse(url).ok()?;
         if parsed.scheme() != "http" || !parsed.username().is_empty() || parsed.password().is_some() {
+            return None;
+        }
+        let proxied = ["HTTP_PROXY", "http_proxy", "ALL_PROXY", "all_proxy"]
+            .iter()
+            .any(|v| std::env::var_os(v).is_some_and(|p| !p.is_empty()));
+        if proxied {
             return None;
         }
         let host = match parsed.host()? {
@@ -149,8 +160,7 @@ impl Wire {
             .map_err(|e| WireError::Connect(format!("HTTP handshake failed: {e}")))?;
         Ok(Conn {
             sender,
-            driver: Box::pin(conn),
-            closed: false,
+            driver: Some(Box::pin(conn)),
             stamps,
         })
     }
@@ -369,18 +379,20 @@ mod kernel {
         let msg = recvmsg::<()>(tcp.as_raw_fd(), &mut iov, Some(&mut control), MsgFlags::MSG_DONTWAIT)
             .map_err(io::Error::from)?;
         let now = Instant::now();
+        let wall = SystemTime::now();
         let stamp = msg.cmsgs().ok().and_then(|mut c| {
             c.find_map(|m| match m {
                 ControlMessageOwned::ScmTimestampns(ts) => Some(ts),
                 _ => None,
             })
         });
-        Ok((msg.bytes, stamp.map_or(now, |ts| to_instant(ts, now))))
+        Ok((msg.bytes, stamp.map_or(now, |ts| to_instant(ts, now, wall))))
     }
 
-    /// A wall-clock kernel stamp as an `Instant`, by its age now; a stamp from the future or
-    /// older than a second (the wall clock moved) counts as now.
-    fn to_instant(ts: TimeSpec, now: Instant) -> Instant {
+    /// A wall-clock kernel stamp as an `Instant`, by its age at (`now`, `wall`), the two clocks
+    /// read back to back; a stamp from the future or older than a minute (the wall clock moved)
+    /// counts as now.
+    fn to_instant(ts: TimeSpec, now: Instant, wall: SystemTime) -> Instant {
         let Ok(nanos) = u32::try_from(ts.tv_nsec()) else {
             return now;
         };
@@ -388,8 +400,8 @@ mod kernel {
             return now;
         };
         let stamped = UNIX_EPOCH + Duration::new(secs, nanos);
-        match SystemTime::now().duration_since(stamped) {
-            Ok(age) if age < Duration::from_secs(1) => now.checked_sub(age).unwrap_or(now),
+        match wall.duration_since(stamped) {
+            Ok(age) if age < Duration::from_secs(60) => now.checked_sub(age).unwrap_or(now),
             _ => now,
         }
     }
