@@ -604,6 +604,7 @@ pub async fn run_with(args: BenchArgs, hub: Option<Arc<LiveHub>>) -> Result<Path
         EndpointKind::Completions => "/v1/completions",
     };
     let timeout = Duration::from_secs_f64(args.timeout);
+    let proxied = wire::proxy_in_environment();
     let targets = args
         .urls
         .iter()
@@ -615,7 +616,9 @@ pub async fn run_with(args: BenchArgs, hub: Option<Arc<LiveHub>>) -> Result<Path
             stream: !args.no_stream,
             timeout,
             max_response_bytes: (args.max_response_mib as usize).saturating_mul(1 << 20),
-            wire: wire::Wire::for_url(&format!("{}{path}", server_base(u))),
+            wire: (!proxied)
+                .then(|| wire::Wire::for_url(&format!("{}{path}", server_base(u))))
+                .flatten(),
         })
         .collect();
     let external_hub = hub.is_some();

@@ -41,6 +41,13 @@ pub struct Delivery {
     pub cut: Option<WireError>,
 }
 
+/// Whether the environment names an HTTP proxy (then reqwest, which honours it, sends instead).
+pub fn proxy_in_environment() -> bool {
+    ["HTTP_PROXY", "http_proxy", "ALL_PROXY", "all_proxy"]
+        .iter()
+        .any(|v| std::env::var_os(v).is_some_and(|p| !p.is_empty()))
+}
+
 /// A failure of the wire, by where it happened.
 #[derive(Debug)]
 pub enum WireError {
@@ -112,16 +119,10 @@ impl Conn {
 
 impl Wire {
     /// A transport for `url` (`http://` only), or `None` when it needs another one (TLS,
-    /// credentials in the URL, or a proxy set in the environment: reqwest honours those).
+    /// credentials in the URL).
     pub fn for_url(url: &str) -> Option<Wire> {
         let parsed = url::Url::parse(url).ok()?;
         if parsed.scheme() != "http" || !parsed.username().is_empty() || parsed.password().is_some() {
-            return None;
-        }
-        let proxied = ["HTTP_PROXY", "http_proxy", "ALL_PROXY", "all_proxy"]
-            .iter()
-            .any(|v| std::env::var_os(v).is_some_and(|p| !p.is_empty()));
-        if proxied {
             return None;
         }
         let host = match parsed.host()? {
@@ -500,6 +501,43 @@ mod tests {
                 assert_eq!(&d.chunks[0].1[..], b"first");
             }
         });
+    }
+
+    /// A server that answers one request per connection and then closes it without saying so
+    /// (no `connection: close`), as a keep-alive timeout does.
+    async fn one_shot_server() -> String {
+        let listener = TcpListener::bind("127.0.0.1:0").await.unwrap();
+        let url = format!("http://{}/v1/completions", listener.local_addr().unwrap());
+        tokio::spawn(async move {
+            loop {
+                let (mut socket, _) = listener.accept().await.unwrap();
+                let mut buf = vec![0u8; 65536];
+                let mut seen = Vec::new();
+                while !seen.windows(4).any(|w| w == b"\r\n\r\n") {
+                    let n = socket.read(&mut buf).await.unwrap();
+                    if n == 0 {
+                        break;
+                    }
+                    seen.extend_from_slice(&buf[..n]);
+                }
+                let reply = "HTTP/1.1 200 OK\r\ncontent-length: 2\r\n\r\nok";
+                socket.write_all(reply.as_bytes()).await.unwrap();
+            }
+        });
+        url
+    }
+
+    #[tokio::test]
+    async fn a_connection_the_server_closed_is_replaced() {
+        let wire = Wire::for_url(&one_shot_server().await).unwrap();
+        for round in 0..3 {
+            let d = wire
+                .post(&HeaderMap::new(), Bytes::from_static(b"{}"), 1 << 20)
+                .await
+                .unwrap_or_else(|e| panic!("round {round}: {e:?}"));
+            assert_eq!(d.status, 200);
+            assert_eq!(&d.chunks[0].1[..], b"ok");
+        }
     }
 
     #[test]
