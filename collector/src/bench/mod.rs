@@ -246,6 +246,20 @@ struct Shared {
     targets: Vec<Target>,
     in_flight: AtomicU64,
     max_in_flight: AtomicU64,
+    /// When the latest response finished arriving: the run's end, whatever measuring of the
+    /// received responses is still queued behind it.
+    last_done: Mutex<Option<Instant>>,
+}
+
+impl Shared {
+    fn note_done(&self, at: Instant) {
+        let mut last = self.last_done.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
+        *last = Some(last.map_or(at, |l| l.max(at)));
+    }
+
+    fn last_done(&self) -> Option<Instant> {
+        *self.last_done.lock().unwrap_or_else(std::sync::PoisonError::into_inner)
+    }
 }
 
 /// Send `prompts` (ids from `first_id`) and fold their records; stops early on `cancel`.
@@ -339,6 +353,7 @@ async fn run_phase(
                     shared2.max_in_flight.fetch_max(now, Ordering::AcqRel);
                     let target = &shared2.targets[target_idx];
                     let outcome = exchange(&shared2.client, target, body).await;
+                    shared2.note_done(Instant::now());
                     shared2.in_flight.fetch_sub(1, Ordering::AcqRel);
                     drop(permit);
                     let record = Finished {
@@ -630,6 +645,7 @@ pub async fn run_with(args: BenchArgs, hub: Option<Arc<LiveHub>>) -> Result<Path
         targets,
         in_flight: AtomicU64::new(0),
         max_in_flight: AtomicU64::new(0),
+        last_done: Mutex::new(None),
     });
 
     // The sender stays alive for the whole run (a dropped sender would read as a change).
@@ -750,7 +766,12 @@ pub async fn run_with(args: BenchArgs, hub: Option<Arc<LiveHub>>) -> Result<Path
         records.extend(window_records);
         partial = window_partial;
     }
-    let duration_s = (Instant::now() - window_start).as_secs_f64();
+    // First send to last completion (not to the end of measuring what arrived).
+    let window_end = shared
+        .last_done()
+        .filter(|t| *t > window_start)
+        .unwrap_or_else(Instant::now);
+    let duration_s = (window_end - window_start).as_secs_f64();
     progress.finish_and_clear();
     let _ = stop_tx.send(true);
     for s in samplers {
