@@ -60,7 +60,7 @@ fn prediction_of(text: &str) -> Option<f64> {
 }
 
 /// Sweep a timed spec sim (k = 3, α = 0.7) against a timed base sim, in real time (12 ms
-/// steps): a faster clock would let the client's own speed shape the waves. Four waves per
+/// steps): a faster clock would let the client's own speed shape the waves. Eight waves per
 /// point around the crossing, so one slow wave does not move it.
 fn sweep(extra_spec: &[&str]) -> (String, tempfile::TempDir) {
     let timing = [
@@ -88,7 +88,7 @@ fn sweep(extra_spec: &[&str]) -> (String, tempfile::TempDir) {
         "--concurrency",
         "128,160,192,224,256",
         "--requests-per-slot",
-        "4",
+        "8",
         "--input-tokens",
         "8",
         "--output-tokens",
