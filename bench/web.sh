@@ -68,19 +68,22 @@ def run_async(sid, script, args=()):
 first_chart = "return (performance.getEntriesByName('speclens:first-chart')[0] || {}).startTime ?? null;"
 url = f"http://127.0.0.1:{port}/#whatif"
 
+def load(sid):
+    """Navigate to the what-if page; its first-chart mark (ms since navigation), or None."""
+    call("POST", f"/session/{sid}/url", {"url": url})
+    for _ in range(300):
+        t = run(sid, first_chart)
+        if t is not None:
+            return t
+        time.sleep(0.05)
+    return None
+
 # Cold: a new browser profile (empty cache) for each navigation.
 cold = []
 for _ in range(5):
     sid = session()
     call("POST", f"/session/{sid}/timeouts", {"script": 60000})
-    call("POST", f"/session/{sid}/url", {"url": url})
-    t = None
-    for _ in range(300):
-        t = run(sid, first_chart)
-        if t is not None:
-            break
-        time.sleep(0.05)
-    cold.append(t)
+    cold.append(load(sid))
     call("DELETE", f"/session/{sid}")
 
 # Warm, and the redraws, in one session.
@@ -89,14 +92,7 @@ call("POST", f"/session/{sid}/timeouts", {"script": 120000})
 warm = []
 for _ in range(5):
     call("POST", f"/session/{sid}/url", {"url": "about:blank"})
-    call("POST", f"/session/{sid}/url", {"url": url})
-    t = None
-    for _ in range(300):
-        t = run(sid, first_chart)
-        if t is not None:
-            break
-        time.sleep(0.05)
-    warm.append(t)
+    warm.append(load(sid))
 
 redraw = r"""
 const done = arguments[arguments.length - 1];

@@ -431,6 +431,20 @@ mod tests {
 
     use super::*;
 
+    /// Read until the end of a request head; false when the client closed first.
+    async fn read_head(socket: &mut tokio::net::TcpStream) -> bool {
+        let mut buf = vec![0u8; 65536];
+        let mut seen = Vec::new();
+        while !seen.windows(4).any(|w| w == b"\r\n\r\n") {
+            let n = socket.read(&mut buf).await.unwrap();
+            if n == 0 {
+                return false;
+            }
+            seen.extend_from_slice(&buf[..n]);
+        }
+        true
+    }
+
     /// A server that answers every request on a connection with a chunked response: its head
     /// at once, then `first`, `gap_ms` later `second`.
     async fn server(gap_ms: u64, first_ms: u64) -> (String, tokio::task::JoinHandle<()>) {
@@ -440,16 +454,9 @@ mod tests {
             let (mut socket, _) = listener.accept().await.unwrap();
             // As servers do: without it, Nagle holds the first chunk for the head's ACK.
             socket.set_nodelay(true).unwrap();
-            let mut buf = vec![0u8; 65536];
-            loop {
-                let mut seen = Vec::new();
-                while !seen.windows(4).any(|w| w == b"\r\n\r\n") {
-                    let n = socket.read(&mut buf).await.unwrap();
-                    if n == 0 {
-                        return;
-                    }
-                    seen.extend_from_slice(&buf[..n]);
-                }
+            // The 2-byte body comes with its head or before the next one: scanning for heads
+            // is enough here.
+            while read_head(&mut socket).await {
                 let head = "HTTP/1.1 200 OK\r\ncontent-type: text/event-stream\r\ntransfer-encoding: chunked\r\n\r\n";
                 socket.write_all(head.as_bytes()).await.unwrap();
                 tokio::time::sleep(Duration::from_millis(first_ms)).await;
@@ -511,15 +518,7 @@ mod tests {
         tokio::spawn(async move {
             loop {
                 let (mut socket, _) = listener.accept().await.unwrap();
-                let mut buf = vec![0u8; 65536];
-                let mut seen = Vec::new();
-                while !seen.windows(4).any(|w| w == b"\r\n\r\n") {
-                    let n = socket.read(&mut buf).await.unwrap();
-                    if n == 0 {
-                        break;
-                    }
-                    seen.extend_from_slice(&buf[..n]);
-                }
+                read_head(&mut socket).await;
                 let reply = "HTTP/1.1 200 OK\r\ncontent-length: 2\r\n\r\nok";
                 socket.write_all(reply.as_bytes()).await.unwrap();
             }
