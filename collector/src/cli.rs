@@ -543,6 +543,11 @@ pub struct ModelArgs {
     /// k of the measured E (default: the last --kappa).
     #[arg(long)]
     pub measured_k: Option<u32>,
+    /// Measured draft tokens per draft (draft tokens ÷ drafts) with --measured-E: n-gram and
+    /// suffix proposers draft fewer than k tokens when their match is short, and the costs
+    /// charge what was drafted (default: full k-token drafts).
+    #[arg(long)]
+    pub draft_tokens: Option<f64>,
     /// Measured unconditional per-position acceptance rates (position 1 first): best k.
     #[arg(long, value_delimiter = ',')]
     pub rates: Option<Vec<f64>>,

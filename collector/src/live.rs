@@ -9,6 +9,7 @@ use std::time::Duration;
 use axum::extract::ws::Utf8Bytes;
 
 use speclens_shared::aggregate::SpecAggregator;
+use speclens_shared::notices::Notices;
 use speclens_shared::protocol::{
     Distributions, RunStatus, RunView, ServerMessage, Tiles, TimelinePoint, PROTOCOL_VERSION,
 };
@@ -118,9 +119,12 @@ impl LiveHub {
         s.dirty = true;
     }
 
-    pub fn set_not_available(&self, reasons: Vec<String>) {
+    /// Why a path has no data, and what the finished run noticed about its paths.
+    pub fn set_findings(&self, not_available: Vec<String>, notices: &Notices) {
         let mut s = self.lock();
-        s.view.not_available = reasons;
+        s.view.not_available = not_available;
+        s.view.notices = notices.messages.clone();
+        s.view.mean_draft_tokens = notices.draft_length.map(|d| d.mean_draft_tokens);
         s.dirty = true;
     }
 

@@ -1,7 +1,7 @@
 //! `speclens model`: the speedup model's table on the command line (SPEC §3), optionally fed
 //! with a measured E and measured per-position rates. Arithmetic only; runs anywhere.
 
-use speclens_shared::model::{gpu_preset, Costs, ModelReport, Proposer};
+use speclens_shared::model::{gpu_preset, Costs, Measured, ModelReport, Proposer};
 
 use crate::cli::{ModelArgs, ProposerArg};
 use crate::error::CollectorError;
@@ -40,9 +40,21 @@ pub fn report(args: &ModelArgs) -> Result<ModelReport, CollectorError> {
                     k + 1
                 )));
             }
-            Some((e, k))
+            if let Some(d) = args.draft_tokens {
+                if !(d.is_finite() && d > 0.0 && d <= f64::from(k)) {
+                    return Err(invalid(format!("--draft-tokens must be in (0, k] = (0, {k}], got {d}")));
+                }
+            }
+            Some(Measured {
+                e,
+                k,
+                draft_tokens: args.draft_tokens,
+            })
         }
     };
+    if args.draft_tokens.is_some() && args.measured_e.is_none() {
+        return Err(invalid("--draft-tokens goes with --measured-E".into()));
+    }
     if let Some(rates) = &args.rates {
         if rates.is_empty() || rates.iter().any(|r| !(0.0..=1.0).contains(r)) {
             return Err(invalid("--rates takes fractions in [0, 1]".into()));

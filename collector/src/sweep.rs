@@ -13,16 +13,37 @@ use crate::bench;
 use crate::cli::{Arm, BenchArgs, SweepArgs};
 use crate::error::CollectorError;
 
-/// The measured acceptance length and k of a spec-arm result (scrape path first, then the
-/// per-request path).
-pub fn measured_e_and_k(result: &Value) -> Option<(f64, u32)> {
+/// What a spec-arm result measured that the model needs.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct MeasuredSpec {
+    /// Acceptance length (tokens per verify step, bonus included).
+    pub e: f64,
+    pub k: u32,
+    /// Draft tokens per draft, when the result has both counts.
+    pub draft_tokens: Option<f64>,
+}
+
+/// The measured acceptance of a spec-arm result (scrape path first, then the per-request path).
+/// Reads `vllm bench serve` result files too.
+pub fn measured_spec(result: &Value) -> Option<MeasuredSpec> {
+    let ratio = |num: Option<f64>, den: Option<f64>| match (num, den) {
+        (Some(n), Some(d)) if d > 0.0 => Some(n / d),
+        _ => None,
+    };
     let scrape_e = result["spec_decode_acceptance_length"].as_f64();
     let scrape_k = result["spec_decode_per_position_acceptance_rates"]
         .as_array()
         .map(|a| a.len() as u32);
     if let (Some(e), Some(k)) = (scrape_e, scrape_k) {
         if e > 0.0 && k > 0 {
-            return Some((e, k));
+            return Some(MeasuredSpec {
+                e,
+                k,
+                draft_tokens: ratio(
+                    result["spec_decode_draft_tokens"].as_f64(),
+                    result["spec_decode_num_drafts"].as_f64(),
+                ),
+            });
         }
     }
     let per_request = &result["spec_decode"]["per_request"];
@@ -32,7 +53,16 @@ pub fn measured_e_and_k(result: &Value) -> Option<(f64, u32)> {
         .keys()
         .filter_map(|j| j.parse::<u32>().ok())
         .max()?;
-    Some((e, k))
+    Some(MeasuredSpec {
+        e,
+        k: result["spec_decode_num_spec_tokens"]
+            .as_u64()
+            .map_or(k, |named| named as u32),
+        draft_tokens: ratio(
+            per_request["total_draft_tokens"]["avg"].as_f64(),
+            per_request["total_spec_decode_steps"]["avg"].as_f64(),
+        ),
+    })
 }
 
 /// File name of one point.
@@ -127,8 +157,9 @@ pub async fn run_with(
         bench::report::write_atomic(&out.join(point_file(*arm, *c)), &bench::report::to_json_bytes(&result)?)?;
         let tput = result["output_throughput"].as_f64().unwrap_or(0.0);
         let failed = result["failed"].as_u64().unwrap_or(0);
-        let e =
-            measured_e_and_k(&result).map_or(String::new(), |(e, k)| format!(", acceptance length {e:.2} (k = {k})"));
+        let e = measured_spec(&result).map_or(String::new(), |m| {
+            format!(", acceptance length {:.2} (k = {})", m.e, m.k)
+        });
         println!(
             "  {:<4} c = {c:>4}: {tput:>10.1} output tok/s, {failed} failed{e}",
             arm_name(*arm)
@@ -213,8 +244,8 @@ pub fn table_from_dir(dir: &Path, costs: Costs) -> Result<SweepTable, CollectorE
     spec_points.sort_by_key(|(c, _)| *c);
     let prediction = spec_points
         .iter()
-        .find_map(|(_, r)| measured_e_and_k(r))
-        .map(|(e, k)| Prediction::new(e, k, costs));
+        .find_map(|(_, r)| measured_spec(r))
+        .map(|m| Prediction::new(m.e, m.k, m.draft_tokens, costs));
     Ok(SweepTable::new(rows, prediction))
 }
 
@@ -232,13 +263,25 @@ mod tests {
     }
 
     #[test]
-    fn measured_e_from_either_path() {
-        let scrape = serde_json::json!({"spec_decode_acceptance_length": 2.5, "spec_decode_per_position_acceptance_rates": [0.8, 0.5, 0.2]});
-        assert_eq!(measured_e_and_k(&scrape), Some((2.5, 3)));
+    fn measured_acceptance_from_either_path() {
+        let scrape = serde_json::json!({"spec_decode_acceptance_length": 2.5, "spec_decode_per_position_acceptance_rates": [0.8, 0.5, 0.2],
+            "spec_decode_num_drafts": 300, "spec_decode_draft_tokens": 778});
+        let m = measured_spec(&scrape).unwrap();
+        assert_eq!((m.e, m.k), (2.5, 3));
+        assert_eq!(m.draft_tokens, Some(778.0 / 300.0));
         let per_request = serde_json::json!({"spec_decode": {"per_request": {
             "spec_decode_token_weighted_acceptance_length": {"unit": "ratio", "avg": 2.1},
+            "total_draft_tokens": {"unit": "tokens", "avg": 30.0},
+            "total_spec_decode_steps": {"unit": "count", "avg": 8.0},
             "pooled_spec_decode_acceptance_histogram": {"0": 3, "1": 4, "4": 1}}}});
-        assert_eq!(measured_e_and_k(&per_request), Some((2.1, 4)));
-        assert_eq!(measured_e_and_k(&serde_json::json!({})), None);
+        assert_eq!(
+            measured_spec(&per_request),
+            Some(MeasuredSpec {
+                e: 2.1,
+                k: 4,
+                draft_tokens: Some(3.75)
+            })
+        );
+        assert_eq!(measured_spec(&serde_json::json!({})), None);
     }
 }

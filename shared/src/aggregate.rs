@@ -171,6 +171,8 @@ pub struct SpecAggregator {
     total_accepted: u64,
     total_drafted: u64,
     pooled: BTreeMap<u32, u64>,
+    /// The largest k the records named.
+    num_spec_tokens: Option<u32>,
 }
 
 /// The run's spec-decode figures, exported under AIPerf's names.
@@ -217,6 +219,7 @@ impl SpecAggregator {
     /// Fold in the record of one successful request.
     pub fn push(&mut self, r: &SpecRecord) {
         self.records += 1;
+        self.num_spec_tokens = self.num_spec_tokens.max(r.num_spec_tokens);
         if r.num_spec_steps == 0 {
             self.zero_step_requests += 1;
             return;
@@ -241,6 +244,20 @@ impl SpecAggregator {
     /// Records folded in so far (zero-step ones included).
     pub fn records(&self) -> u64 {
         self.records
+    }
+
+    /// The summed steps (drafts), draft tokens and accepted tokens, when any record was folded.
+    pub fn totals(&self) -> Option<crate::notices::SpecTotals> {
+        (self.records > 0).then_some(crate::notices::SpecTotals {
+            drafts: self.total_steps,
+            draft_tokens: self.total_drafted,
+            accepted_tokens: self.total_accepted,
+        })
+    }
+
+    /// k as the records name it (the largest seen).
+    pub fn num_spec_tokens(&self) -> Option<u32> {
+        self.num_spec_tokens
     }
 
     /// The run's figures; `None` when no request carried stats (then nothing is printed or

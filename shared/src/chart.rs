@@ -77,11 +77,17 @@ pub fn speedup_chart(w: &WhatIf) -> SpeedupChart {
             } else {
                 model::expected_tokens(alpha, k)
             };
+            // The selected k charges the measured draft length when one is given.
+            let d = if selected {
+                w.selected_draft_tokens()
+            } else {
+                f64::from(k)
+            };
             let t = costs.ridge_tokens;
-            let xs = batch_points(batch_max, &[t / (f64::from(k) + 1.0), t]);
+            let xs = batch_points(batch_max, &[t / (d + 1.0), t]);
             Curve {
                 label: format!("k={k}  E={e:.2}"),
-                points: xs.into_iter().map(|b| (b, model::speedup(e, k, costs, b))).collect(),
+                points: xs.into_iter().map(|b| (b, model::speedup(e, d, costs, b))).collect(),
                 selected,
             }
         })
@@ -714,6 +720,7 @@ mod sweep_chart_tests {
         let pred = crate::sweep::Prediction::new(
             2.5,
             3,
+            None,
             crate::model::Costs {
                 draft_cost: 0.0,
                 ridge_tokens: 295.0,

@@ -7,6 +7,7 @@ pub mod chart;
 pub mod error;
 pub mod fleet;
 pub mod model;
+pub mod notices;
 pub mod per_request;
 pub mod prom;
 pub mod protocol;

@@ -127,30 +127,30 @@ impl Costs {
     };
 }
 
-/// `S(B) = E·max(1, B/T*) / (max(1, B(k+1)/T*) + k·c·max(1, B/T*))`.
-pub fn speedup(e: f64, k: u32, costs: Costs, batch: f64) -> f64 {
+/// `S(B) = E·max(1, B/T*) / (max(1, B(d+1)/T*) + d·c·max(1, B/T*))`, where `d` is the draft
+/// tokens per draft: k for a proposer that always drafts k tokens, the measured mean for one
+/// that drafts fewer when it has less to go on (n-gram, suffix).
+pub fn speedup(e: f64, draft_tokens: f64, costs: Costs, batch: f64) -> f64 {
     let t = costs.ridge_tokens;
-    let kf = f64::from(k);
+    let kf = draft_tokens;
     let plain = (batch / t).max(1.0);
     let verify = (batch * (kf + 1.0) / t).max(1.0);
     e * plain / (verify + kf * costs.draft_cost * plain)
 }
 
-/// Speedup at batch 1: `E / (1 + k·c)`.
-pub fn speedup_batch1(e: f64, k: u32, draft_cost: f64) -> f64 {
-    e / (1.0 + f64::from(k) * draft_cost)
+/// Speedup at batch 1: `E / (1 + d·c)` (`d`: draft tokens per draft, as in [`speedup`]).
+pub fn speedup_batch1(e: f64, draft_tokens: f64, draft_cost: f64) -> f64 {
+    e / (1.0 + draft_tokens * draft_cost)
 }
 
-/// Asymptotic speedup (large batch): `E / ((k+1) + k·c)`, always below 1.
-pub fn speedup_asymptotic(e: f64, k: u32, draft_cost: f64) -> f64 {
-    let kf = f64::from(k);
-    e / ((kf + 1.0) + kf * draft_cost)
+/// Asymptotic speedup (large batch): `E / ((d+1) + d·c)`, always below 1.
+pub fn speedup_asymptotic(e: f64, draft_tokens: f64, draft_cost: f64) -> f64 {
+    e / ((draft_tokens + 1.0) + draft_tokens * draft_cost)
 }
 
-/// Break-even batch `B* = T*·(E − k·c)/(k + 1)`: beyond it speculation loses.
-pub fn break_even_batch(e: f64, k: u32, costs: Costs) -> f64 {
-    let kf = f64::from(k);
-    costs.ridge_tokens * (e - kf * costs.draft_cost) / (kf + 1.0)
+/// Break-even batch `B* = T*·(E − d·c)/(d + 1)`: beyond it speculation loses.
+pub fn break_even_batch(e: f64, draft_tokens: f64, costs: Costs) -> f64 {
+    costs.ridge_tokens * (e - draft_tokens * costs.draft_cost) / (draft_tokens + 1.0)
 }
 
 /// One measured sweep point: spec output tok/s ÷ base output tok/s at a concurrency.
@@ -188,15 +188,20 @@ impl ModelRow {
         ModelRow::from_expected(alpha, expected_tokens(alpha, k), k, costs)
     }
 
-    /// A row for a measured E (α is then the implied one).
+    /// A row for a measured E (α is then the implied one), with full k-token drafts.
     pub fn from_expected(alpha: f64, e: f64, k: u32, costs: Costs) -> ModelRow {
+        ModelRow::with_draft_tokens(alpha, e, k, f64::from(k), costs)
+    }
+
+    /// A row whose costs charge `draft_tokens` per draft (a measured mean below k).
+    pub fn with_draft_tokens(alpha: f64, e: f64, k: u32, draft_tokens: f64, costs: Costs) -> ModelRow {
         ModelRow {
             alpha,
             k,
             expected_tokens: e,
-            speedup_batch1: speedup_batch1(e, k, costs.draft_cost),
-            speedup_asymptotic: speedup_asymptotic(e, k, costs.draft_cost),
-            break_even_batch: break_even_batch(e, k, costs),
+            speedup_batch1: speedup_batch1(e, draft_tokens, costs.draft_cost),
+            speedup_asymptotic: speedup_asymptotic(e, draft_tokens, costs.draft_cost),
+            break_even_batch: break_even_batch(e, draft_tokens, costs),
         }
     }
 
@@ -236,7 +241,7 @@ pub fn per_position_choices(rates: &[f64], costs: Costs, batch: f64) -> Vec<KCho
             KChoice {
                 k,
                 expected_tokens: e,
-                speedup: speedup(e, k, costs, batch),
+                speedup: speedup(e, f64::from(k), costs, batch),
             }
         })
         .collect()
@@ -272,8 +277,8 @@ mod tests {
         assert!(close(row.speedup_batch1, 1.4, 1e-12));
         assert!(close(row.speedup_asymptotic, 0.7, 1e-12));
         assert!(close(row.break_even_batch, 206.5, 1e-9));
-        assert!(close(speedup(row.expected_tokens, 1, H100, 1.0), 1.4, 1e-12));
-        assert!(close(speedup(row.expected_tokens, 1, H100, 1e9), 0.7, 1e-6));
+        assert!(close(speedup(row.expected_tokens, 1.0, H100, 1.0), 1.4, 1e-12));
+        assert!(close(speedup(row.expected_tokens, 1.0, H100, 1e9), 0.7, 1e-6));
     }
 
     #[test]
@@ -283,7 +288,7 @@ mod tests {
         assert_eq!(format!("{:.2}", row.break_even_batch), "119.77");
         let alpha = implied_alpha(3.2, 3);
         assert_eq!(format!("{alpha:.4}"), "0.8527");
-        assert!(close(break_even_batch(3.2, 3, H100), 236.0, 1e-9));
+        assert!(close(break_even_batch(3.2, 3.0, H100), 236.0, 1e-9));
     }
 
     #[test]
@@ -302,8 +307,12 @@ mod tests {
             ridge_tokens: 206.0,
         };
         let e = expected_tokens(0.8, 4);
-        let b = break_even_batch(e, 4, costs);
-        assert!(close(speedup(e, 4, costs, b), 1.0, 1e-9), "{}", speedup(e, 4, costs, b));
+        let b = break_even_batch(e, 4.0, costs);
+        assert!(
+            close(speedup(e, 4.0, costs, b), 1.0, 1e-9),
+            "{}",
+            speedup(e, 4.0, costs, b)
+        );
     }
 
     #[test]
@@ -390,11 +399,31 @@ pub struct ModelReport {
     pub uncharged_costs: Vec<String>,
 }
 
+/// A measured acceptance to feed the model: E at k, and the draft tokens per draft when
+/// measured (below k for proposers that draft less when their match is short).
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct Measured {
+    pub e: f64,
+    pub k: u32,
+    pub draft_tokens: Option<f64>,
+}
+
+/// How the costs' draft length was chosen, for the console: measured, or k assumed.
+pub fn draft_tokens_phrase(k: u32, measured_draft_tokens: Option<f64>) -> String {
+    match measured_draft_tokens {
+        Some(d) => format!("{d:.2} draft tokens per draft, measured"),
+        None => format!("full {k}-token drafts assumed"),
+    }
+}
+
 /// The model fed with a measured acceptance length.
 #[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
 pub struct MeasuredReading {
     pub measured_e: f64,
     pub k: u32,
+    /// Draft tokens per draft the costs charge (k unless measured).
+    pub draft_tokens: f64,
+    pub draft_tokens_measured: bool,
     pub implied_alpha: f64,
     pub break_even_batch: f64,
     pub speedup_batch1: f64,
@@ -418,14 +447,17 @@ impl ModelReport {
         costs: Costs,
         proposer: &str,
         gpu: &str,
-        measured: Option<(f64, u32)>,
+        measured: Option<Measured>,
         rates_at: Option<(&[f64], f64)>,
     ) -> ModelReport {
-        let measured = measured.map(|(e, k)| {
-            let row = ModelRow::from_expected(implied_alpha(e, k), e, k, costs);
+        let measured = measured.map(|Measured { e, k, draft_tokens }| {
+            let d = draft_tokens.unwrap_or(f64::from(k));
+            let row = ModelRow::with_draft_tokens(implied_alpha(e, k), e, k, d, costs);
             MeasuredReading {
                 measured_e: e,
                 k,
+                draft_tokens: d,
+                draft_tokens_measured: draft_tokens.is_some(),
                 implied_alpha: row.alpha,
                 break_even_batch: row.break_even_batch,
                 speedup_batch1: row.speedup_batch1,
@@ -473,8 +505,14 @@ impl ModelReport {
         }
         if let Some(m) = &self.measured {
             out.push_str(&format!(
-                "\nMeasured E = {} at k = {}: implied α = {:.4}, predicted break-even B* = {:.1}, S(B=1) = {:.2}×, S(∞) = {:.2}×\n",
-                m.measured_e, m.k, m.implied_alpha, m.break_even_batch, m.speedup_batch1, m.speedup_asymptotic
+                "\nMeasured E = {} at k = {} ({}): implied α = {:.4}, predicted break-even B* = {:.1}, S(B=1) = {:.2}×, S(∞) = {:.2}×\n",
+                m.measured_e,
+                m.k,
+                draft_tokens_phrase(m.k, m.draft_tokens_measured.then_some(m.draft_tokens)),
+                m.implied_alpha,
+                m.break_even_batch,
+                m.speedup_batch1,
+                m.speedup_asymptotic
             ));
         }
         if let Some(b) = &self.best_k {
@@ -519,7 +557,11 @@ mod report_tests {
             costs,
             "ngram",
             "H100 SXM (bf16)",
-            Some((3.2, 3)),
+            Some(Measured {
+                e: 3.2,
+                k: 3,
+                draft_tokens: None,
+            }),
             Some((&[0.8, 0.55, 0.3, 0.12, 0.05], 100.0)),
         );
         let json = serde_json::to_value(&r).unwrap();
@@ -548,5 +590,54 @@ mod report_tests {
         );
         assert!(text.contains("Everything above is arithmetic. Nothing was measured."));
         assert!(text.contains("  k =  2: E = 2.350, S = 2.31×  ← best"), "{text}");
+        assert!(text.contains("at k = 3 (full 3-token drafts assumed)"), "{text}");
+    }
+
+    #[test]
+    fn a_measured_draft_length_moves_the_break_even() {
+        let costs = Costs {
+            draft_cost: 0.0,
+            ridge_tokens: 295.0,
+        };
+        let measured = |draft_tokens| {
+            ModelReport::new(
+                &[0.4],
+                &[3],
+                costs,
+                "ngram",
+                "H100",
+                Some(Measured {
+                    e: 2.5,
+                    k: 3,
+                    draft_tokens,
+                }),
+                None,
+            )
+            .measured
+            .unwrap()
+        };
+        // B* = T*·E/(d+1): 295·2.5/4 with full drafts, 295·2.5/3.5 with 2.5-token drafts.
+        assert!((measured(None).break_even_batch - 184.375).abs() < 1e-9);
+        let short = measured(Some(2.5));
+        assert!((short.break_even_batch - 295.0 * 2.5 / 3.5).abs() < 1e-9);
+        assert!(short.draft_tokens_measured);
+        let r = ModelReport::new(
+            &[0.4],
+            &[3],
+            costs,
+            "ngram",
+            "H100",
+            Some(Measured {
+                e: 2.5,
+                k: 3,
+                draft_tokens: Some(2.5),
+            }),
+            None,
+        );
+        assert!(
+            r.render().contains("at k = 3 (2.50 draft tokens per draft, measured)"),
+            "{}",
+            r.render()
+        );
     }
 }

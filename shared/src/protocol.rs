@@ -11,7 +11,7 @@ use crate::aggregate::{Bins, SpecAggregator, SpecSummary};
 use crate::run::LatencyStats;
 
 /// Bumped whenever a message changes shape; the page refuses other versions with a message.
-pub const PROTOCOL_VERSION: u32 = 2;
+pub const PROTOCOL_VERSION: u32 = 3;
 
 /// Where a run stands.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
@@ -123,6 +123,13 @@ pub struct RunView {
     pub per_request: Option<SpecSummary>,
     /// Why a path has no data.
     pub not_available: Vec<String>,
+    /// What the finished run noticed about its paths (see `notices::Notices`).
+    #[serde(default)]
+    pub notices: Vec<String>,
+    /// Measured draft tokens per draft of the finished run (below k for proposers that draft
+    /// less when their match is short).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub mean_draft_tokens: Option<f64>,
     /// Output tokens per second over the run so far.
     pub output_tokens_per_s: f64,
 }
@@ -143,6 +150,8 @@ impl RunView {
             distributions: Distributions::default(),
             per_request: None,
             not_available: Vec::new(),
+            notices: Vec::new(),
+            mean_draft_tokens: None,
             output_tokens_per_s: 0.0,
         }
     }
@@ -161,6 +170,8 @@ impl RunView {
             distributions: self.distributions.clone(),
             per_request: self.per_request.clone(),
             not_available: self.not_available.clone(),
+            notices: self.notices.clone(),
+            mean_draft_tokens: self.mean_draft_tokens,
             output_tokens_per_s: self.output_tokens_per_s,
         }
     }
@@ -177,6 +188,8 @@ impl RunView {
         self.distributions = d.distributions;
         self.per_request = d.per_request;
         self.not_available = d.not_available;
+        self.notices = d.notices;
+        self.mean_draft_tokens = d.mean_draft_tokens;
         self.output_tokens_per_s = d.output_tokens_per_s;
     }
 }
@@ -291,6 +304,10 @@ pub struct RunDelta {
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub per_request: Option<SpecSummary>,
     pub not_available: Vec<String>,
+    #[serde(default)]
+    pub notices: Vec<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub mean_draft_tokens: Option<f64>,
     pub output_tokens_per_s: f64,
 }
 
@@ -618,6 +635,15 @@ pub fn run_view_from_result(result: &serde_json::Value) -> RunView {
             .unwrap_or_default(),
         per_request,
         not_available,
+        notices: result
+            .pointer("/notices/messages")
+            .and_then(|m| serde_json::from_value(m.clone()).ok())
+            .unwrap_or_default(),
+        mean_draft_tokens: num("spec_decode_draft_tokens")
+            .zip(num("spec_decode_num_drafts"))
+            .filter(|(_, drafts)| *drafts > 0.0)
+            .map(|(tokens, drafts)| tokens / drafts)
+            .or_else(|| num("spec_decode_mean_draft_tokens")),
         output_tokens_per_s: num("output_throughput").unwrap_or(0.0),
     }
 }

@@ -28,18 +28,31 @@ impl SweepRow {
 pub struct Prediction {
     pub measured_e: f64,
     pub k: u32,
+    /// Draft tokens per draft that the costs charge: the measured mean, or k when none was
+    /// measured (`draft_tokens_measured` says which).
+    pub draft_tokens: f64,
+    pub draft_tokens_measured: bool,
     pub costs: Costs,
     pub break_even_batch: f64,
 }
 
 impl Prediction {
-    pub fn new(measured_e: f64, k: u32, costs: Costs) -> Prediction {
+    /// `measured_draft_tokens`: draft tokens per draft as measured (None: full k-token drafts).
+    pub fn new(measured_e: f64, k: u32, measured_draft_tokens: Option<f64>, costs: Costs) -> Prediction {
+        let draft_tokens = measured_draft_tokens.unwrap_or(f64::from(k));
         Prediction {
             measured_e,
             k,
+            draft_tokens,
+            draft_tokens_measured: measured_draft_tokens.is_some(),
             costs,
-            break_even_batch: break_even_batch(measured_e, k, costs),
+            break_even_batch: break_even_batch(measured_e, draft_tokens, costs),
         }
+    }
+
+    /// How the costs' draft length was chosen, for the console.
+    pub fn draft_tokens_phrase(&self) -> String {
+        crate::model::draft_tokens_phrase(self.k, self.draft_tokens_measured.then_some(self.draft_tokens))
     }
 }
 
@@ -97,8 +110,13 @@ impl SweepTable {
         }
         if let Some(p) = &self.prediction {
             out.push_str(&format!(
-                "Model prediction: B* = {:.1} from measured E = {:.3} (k = {}, c = {}, ridge T* = {})\n",
-                p.break_even_batch, p.measured_e, p.k, p.costs.draft_cost, p.costs.ridge_tokens
+                "Model prediction: B* = {:.1} from measured E = {:.3} (k = {}, {}, c = {}, ridge T* = {})\n",
+                p.break_even_batch,
+                p.measured_e,
+                p.k,
+                p.draft_tokens_phrase(),
+                p.costs.draft_cost,
+                p.costs.ridge_tokens
             ));
             if let Some(b) = self.crossing {
                 if b < p.break_even_batch {
@@ -128,6 +146,7 @@ mod tests {
         let pred = Prediction::new(
             2.533,
             3,
+            None,
             Costs {
                 draft_cost: 0.0,
                 ridge_tokens: 295.0,

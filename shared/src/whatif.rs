@@ -52,6 +52,9 @@ pub struct WhatIf {
     pub position_rates: Vec<f64>,
     /// Batch size at which the best k is chosen from `position_rates`.
     pub batch: u32,
+    /// Measured draft tokens per draft at the selected k (below k for proposers that draft
+    /// less when their match is short); `None`: full k-token drafts.
+    pub draft_tokens: Option<f64>,
 }
 
 impl Default for WhatIf {
@@ -66,6 +69,7 @@ impl Default for WhatIf {
             table_ks: vec![1, 2, 3, 4, 5],
             position_rates: Vec::new(),
             batch: 64,
+            draft_tokens: None,
         }
     }
 }
@@ -99,9 +103,21 @@ impl WhatIf {
         }
     }
 
+    /// Draft tokens per draft that the selected k's costs charge: the measured mean when
+    /// given, else k.
+    pub fn selected_draft_tokens(&self) -> f64 {
+        self.draft_tokens.unwrap_or(f64::from(self.k))
+    }
+
     /// The selected (α, k) row.
     pub fn selected_row(&self) -> ModelRow {
-        ModelRow::from_expected(self.alpha(), self.expected_tokens(), self.k, self.costs())
+        ModelRow::with_draft_tokens(
+            self.alpha(),
+            self.expected_tokens(),
+            self.k,
+            self.selected_draft_tokens(),
+            self.costs(),
+        )
     }
 
     /// The α × k table: the listed α values plus the selected one, every listed k plus the
@@ -148,6 +164,12 @@ impl WhatIf {
         if let Some(p) = self.position_rates.iter().find(|p| !(0.0..=1.0).contains(*p)) {
             out.push(format!("per-position rates must be fractions in [0, 1], got {p}"));
         }
+        if let Some(d) = self.draft_tokens.filter(|d| !(*d > 0.0 && *d <= f64::from(self.k))) {
+            out.push(format!(
+                "draft tokens per draft must be in (0, k] = (0, {}], got {d}",
+                self.k
+            ));
+        }
         out
     }
 
@@ -159,7 +181,11 @@ impl WhatIf {
             Acceptance::MeasuredE(e) => write!(s, "e={}", num(e)),
         }
         .ok();
-        write!(s, "&k={}&proposer={}", self.k, self.proposer.key()).ok();
+        write!(s, "&k={}", self.k).ok();
+        if let Some(d) = self.draft_tokens {
+            write!(s, "&d={}", num(d)).ok();
+        }
+        write!(s, "&proposer={}", self.proposer.key()).ok();
         if let Proposer::Custom(c) = self.proposer {
             write!(s, "&c={}", num(c)).ok();
         }
@@ -209,6 +235,10 @@ impl WhatIf {
                 "k" => match value.parse::<u32>() {
                     Ok(k) if (1..=MAX_K).contains(&k) => w.k = k,
                     _ => bad("k must be a whole number from 1 to 16"),
+                },
+                "d" => match value.parse::<f64>() {
+                    Ok(d) if d.is_finite() && d > 0.0 => w.draft_tokens = Some(d),
+                    _ => bad("draft tokens per draft must be a number > 0"),
                 },
                 "proposer" => proposer_key = Some(value),
                 "c" => match value.parse::<f64>() {
@@ -262,6 +292,10 @@ impl WhatIf {
                 errors.push(format!("E = {e} is above k + 1 = {}: α is taken as 1", w.k + 1));
             }
         }
+        if let Some(d) = w.draft_tokens.filter(|d| *d > f64::from(w.k)) {
+            errors.push(format!("ignored d={d}: more draft tokens per draft than k = {}", w.k));
+            w.draft_tokens = None;
+        }
         (w, errors)
     }
 }
@@ -313,6 +347,19 @@ mod tests {
     use super::*;
 
     #[test]
+    fn a_measured_draft_length_feeds_the_selected_row() {
+        let (w, errors) = WhatIf::from_fragment("#whatif?e=2.5&k=3&d=2.5&gpu=h100");
+        assert!(errors.is_empty(), "{errors:?}");
+        assert_eq!(w.draft_tokens, Some(2.5));
+        let ridge = w.costs().ridge_tokens;
+        assert!((w.selected_row().break_even_batch - ridge * 2.5 / 3.5).abs() < 1e-9);
+        assert!(w.to_fragment().contains("&k=3&d=2.5&"), "{}", w.to_fragment());
+        let (too_long, errors) = WhatIf::from_fragment("#whatif?e=2.5&k=3&d=3.5");
+        assert_eq!(too_long.draft_tokens, None);
+        assert_eq!(errors.len(), 1, "{errors:?}");
+    }
+
+    #[test]
     fn fragment_round_trips() {
         let w = WhatIf {
             acceptance: Acceptance::MeasuredE(3.2),
@@ -324,6 +371,7 @@ mod tests {
             table_ks: vec![2, 4],
             position_rates: vec![0.8, 0.6, 0.3],
             batch: 32,
+            draft_tokens: Some(3.25),
         };
         let (back, errors) = WhatIf::from_fragment(&format!("#{}", w.to_fragment()));
         assert!(errors.is_empty(), "{errors:?}");

@@ -329,6 +329,9 @@ pub fn RunPanel(run: Signal<RunView>) -> impl IntoView {
                 <div id="not-available">
                     {move || run.with(|r| r.not_available.clone()).into_iter().map(|r| view! { <p class="warning">"N/A: " {r}</p> }).collect_view()}
                 </div>
+                <div id="notices">
+                    {move || run.with(|r| r.notices.clone()).into_iter().map(|r| view! { <p class="notice">{r}</p> }).collect_view()}
+                </div>
             </div>
             <div class="chart-box"><h3>"Acceptance by draft position"</h3><canvas id="live-positions" class="small-chart" node_ref=positions></canvas>
                 <p class="hint">"A draft is accepted only if all earlier ones were, so rates fall with position; when they fall faster than the geometric curve, the best k is smaller than the geometric table suggests."</p>
@@ -349,8 +352,13 @@ pub fn whatif_fragment(run: &RunView) -> Option<String> {
         return None;
     }
     let list: Vec<String> = rates.iter().map(|r| format!("{r:.3}")).collect();
+    // The measured draft length, when the drafts were shorter than k.
+    let draft_tokens = run
+        .mean_draft_tokens
+        .filter(|d| *d < rates.len() as f64 - 0.005)
+        .map_or(String::new(), |d| format!("&d={d:.3}"));
     Some(format!(
-        "whatif?e={e:.3}&k={}&rates={}&batch=64",
+        "whatif?e={e:.3}&k={}{draft_tokens}&rates={}&batch=64",
         rates.len(),
         list.join(",")
     ))

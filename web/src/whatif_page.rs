@@ -213,6 +213,23 @@ pub fn WhatIfPage() -> impl IntoView {
                         move |k| if k >= 1.0 && k <= f64::from(MAX_K) && k.fract() == 0.0 {
                             set(Box::new(move |w| w.k = k as u32))
                         })}
+                    <label class="field" for="draft-tokens">
+                        <span>"draft tokens per draft (measured; empty: k)"</span>
+                        <input id="draft-tokens" type="number" step="0.01" min="0" placeholder="k"
+                            prop:value=move || state.with(|w| w.draft_tokens.map_or(String::new(), |d| format!("{d}")))
+                            on:change=move |ev| {
+                                let text = event_target_value(&ev);
+                                let text = text.trim();
+                                if text.is_empty() {
+                                    set_state.update(|w| w.draft_tokens = None);
+                                } else if let Ok(d) = text.parse::<f64>() {
+                                    if d.is_finite() && d > 0.0 {
+                                        set_state.update(|w| w.draft_tokens = Some(d));
+                                    }
+                                }
+                            }
+                        />
+                    </label>
                 </fieldset>
                 <fieldset>
                     <legend>"Costs"</legend>
@@ -304,6 +321,12 @@ pub fn WhatIfPage() -> impl IntoView {
                         if !ks.is_empty() { set_state.update(|w| w.table_ks = ks) }
                     })}
             </div>
+            {move || state.with(|w| w.draft_tokens.map(|d| view! {
+                <p class="hint" id="draft-tokens-note">{format!(
+                    "The tiles and the thick curve charge {d:.2} draft tokens per draft, as measured, at k = {}; the table and the other curves assume full k-token drafts.",
+                    w.k
+                )}</p>
+            }))}
             <table class="model-table" id="model-table">
                 <thead><tr><th>"α"</th><th>"k"</th><th>"E"</th><th>"S(1)"</th><th>"S(∞)"</th><th>"break-even B*"</th></tr></thead>
                 <tbody>

@@ -25,6 +25,7 @@ use rand::SeedableRng;
 use rand_distr::{Distribution, Exp, Gamma};
 use reqwest::header::{HeaderMap, HeaderName, HeaderValue, AUTHORIZATION};
 use speclens_shared::aggregate::SpecAggregator;
+use speclens_shared::notices::{Notices, PathFigures};
 use speclens_shared::run::{ErrorKind, RequestRecord};
 use speclens_shared::scrape::{
     window_delta, window_result, CounterSet, ResultStatus, ScrapeFailure, SpecCounters, SpecDecodeResult,
@@ -61,6 +62,8 @@ pub struct SpecPaths {
     pub spec: SpecAggregator,
     /// Per-request payloads rejected, by reason.
     pub rejected: BTreeMap<String, u64>,
+    /// What the paths say about each other and the server.
+    pub notices: Notices,
 }
 
 /// Messages from the dispatcher and the request tasks to the aggregator.
@@ -566,6 +569,47 @@ impl ScrapeWindow {
     }
 }
 
+/// The two paths side by side (see `speclens_shared::notices`): the counters' window, when every
+/// scraped endpoint's is valid (else the Prometheus path's), against the run's per-request totals.
+fn assess_paths(
+    windows: &[ScrapeWindow],
+    fleet: Option<&prometheus::FleetOutcome>,
+    spec: &SpecAggregator,
+    records: &[RequestRecord],
+) -> Notices {
+    let deltas: Vec<SpecCounters> = windows.iter().filter_map(ScrapeWindow::delta).collect();
+    let counters = if !windows.is_empty() && deltas.len() == windows.len() {
+        let mut sum = SpecCounters::default();
+        deltas.iter().for_each(|d| sum.add(d));
+        Some(sum)
+    } else {
+        fleet
+            .and_then(|f| f.result.data.as_ref())
+            .map(|d| SpecCounters::new(d.num_drafts, d.draft_tokens, d.accepted_tokens, &[]))
+    };
+    let plain = !windows.is_empty()
+        && windows
+            .iter()
+            .all(|w| matches!(w.after, Err(ScrapeFailure::NoSpecMetrics)));
+    let server_speculates = if counters.is_some() {
+        Some(true)
+    } else if plain {
+        Some(false)
+    } else {
+        None
+    };
+    let window = || records.iter().filter(|r| !r.warmup);
+    Notices::assess(&PathFigures {
+        counters: counters.as_ref(),
+        per_request: spec.totals(),
+        per_request_k: spec.num_spec_tokens(),
+        requests: window().count() as u64,
+        successful: window().filter(|r| r.success).count() as u64,
+        with_stats: window().filter(|r| r.spec_decode_acceptance.is_some()).count() as u64,
+        server_speculates,
+    })
+}
+
 /// `speclens bench`: run, print, save. Returns the results folder.
 pub async fn run(args: BenchArgs) -> Result<PathBuf, CollectorError> {
     run_with(args, None).await
@@ -833,6 +877,7 @@ pub async fn run_with(args: BenchArgs, hub: Option<Arc<LiveHub>>) -> Result<Path
                 .or_default() += 1;
         }
     }
+    let notices = assess_paths(&windows, fleet.as_ref(), &spec, &outcome.records);
     let mut not_available: Vec<String> = windows
         .iter()
         .filter_map(|w| {
@@ -847,7 +892,7 @@ pub async fn run_with(args: BenchArgs, hub: Option<Arc<LiveHub>>) -> Result<Path
     if let Some(e) = fleet.as_ref().and_then(|f| f.result.error.as_ref()) {
         not_available.push(format!("Prometheus path: {e}"));
     }
-    hub.set_not_available(not_available);
+    hub.set_findings(not_available, &notices);
     hub.finish(duration_s, partial);
     let paths = SpecPaths {
         windows,
@@ -855,6 +900,7 @@ pub async fn run_with(args: BenchArgs, hub: Option<Arc<LiveHub>>) -> Result<Path
         fleet,
         spec,
         rejected,
+        notices,
     };
     report::save_and_print(&settings, &outcome, &paths, &records_tmp)?;
     if let Some(d) = dashboard {

@@ -230,6 +230,7 @@ pub fn save_and_print(
         fleet,
         spec,
         rejected,
+        notices,
     } = paths;
     let args = &settings.args;
     let metrics = RunMetrics::from_records(
@@ -279,6 +280,9 @@ pub fn save_and_print(
             }
         }
         console.push('\n');
+    }
+    for message in &notices.messages {
+        console.push_str(&format!("Note: {message}\n"));
     }
     if outcome.partial {
         console.push_str("\nThis run was stopped before its end: every file is marked partial.\n");
@@ -345,6 +349,14 @@ pub fn save_and_print(
         .collect();
     result.insert("errors".into(), Value::Object(errors));
     result.insert("config".into(), config_json(settings));
+    if let Some(d) = &notices.draft_length {
+        result.insert("spec_decode_mean_draft_tokens".into(), d.mean_draft_tokens.into());
+        result.insert("spec_decode_num_spec_tokens".into(), d.k.into());
+    }
+    result.insert(
+        "notices".into(),
+        serde_json::to_value(notices).map_err(|e| CollectorError::Output(e.to_string()))?,
+    );
     let measured = || outcome.records.iter().filter(|r| !r.warmup && r.success);
     let ttft_ms: Vec<f64> = measured().filter_map(|r| r.ttft_ms).collect();
     let itl_ms: Vec<f64> = measured().flat_map(|r| r.itl_ms.iter().copied()).collect();
