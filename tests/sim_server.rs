@@ -371,7 +371,12 @@ async fn payload_shapes_and_levels() {
     // vLLM levels: none, summary (no per-step arrays), detailed; zero-step and n > 1.
     let (_none, url) = sim(&[&spec[..], &["--per-request-metrics", "none"]].concat());
     let (_, body) = post_json(&format!("{url}/v1/chat/completions"), &chat(20, false)).await;
-    assert!(body.get("metrics").is_none());
+    assert_eq!(
+        body.get("metrics"),
+        Some(&Value::Null),
+        "vLLM 0.32 sends \"metrics\": null without per-request stats"
+    );
+    assert_eq!(adapt_response(&body), PayloadOutcome::NoStats);
     let (_detailed, url) = sim(&[&spec[..], &["--per-request-spec-decode-metrics", "detailed"]].concat());
     let (_, body) = post_json(&format!("{url}/v1/chat/completions"), &chat(20, false)).await;
     let PayloadOutcome::Record(r) = adapt_response(&body) else {

@@ -8,5 +8,6 @@ mod browser_whatif;
 mod common;
 mod dashboard_server;
 mod fleet;
+mod real_vllm;
 mod reference_data;
 mod sim_server;

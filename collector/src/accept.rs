@@ -4,7 +4,7 @@
 //! server-wide). Arrivals are open-loop and slow by default, so batch size does not confound E.
 
 use std::collections::BTreeMap;
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 
 use comfy_table::{presets, CellAlignment, Table};
 use serde::{Deserialize, Serialize};
@@ -134,6 +134,7 @@ fn bench_args(args: &AcceptArgs, out: PathBuf, categories: &[String], count: u64
     b.dataset_path = Some(args.dataset_path.clone());
     b.categories = categories.to_vec();
     b.request_rate = Some(args.request_rate);
+    b.seed = args.seed;
     b.num_prompts = count;
     b.output_tokens = args.output_tokens;
     b.temperature = args.temperature;
@@ -214,25 +215,48 @@ pub async fn run_with(args: AcceptArgs, hub: Option<Arc<LiveHub>>) -> Result<Vec
     } else {
         None
     };
-    // One run over every category: enough when the server returns per-request stats.
-    let total = args.requests_per_category * categories.len() as u64;
-    let all_dir = bench::run_with(
-        bench_args(&args, out.join("all-categories"), &categories, total),
+    // Exactly N prompts per category, written as the runs' workload.
+    let plan = plan_workload(&args, &categories)?;
+    for note in &plan.notes {
+        println!("  {note}");
+    }
+    // One request first: does the server return per-request stats?
+    let probe_dir = bench::run_with(
+        workload_args(
+            &args,
+            out.join("probe"),
+            &plan.write(&out, "probe", &plan.prompts[..1])?,
+            1,
+        ),
         Some(hub.clone()),
     )
     .await?;
-    let mut rows = by_category(&read_records(&all_dir)?, "all-categories");
-    if rows.is_empty() {
-        println!("No per-request stats: measuring by scrape, one run per category.");
+    let per_request = read_records(&probe_dir)?
+        .iter()
+        .any(|r| r.success && r.spec_decode_acceptance.is_some());
+    let mut rows = Vec::new();
+    if per_request {
+        // One run over every category: the per-request path splits it by category.
+        let file = plan.write(&out, "all-categories", &plan.prompts)?;
+        let dir = bench::run_with(
+            workload_args(&args, out.join("all-categories"), &file, plan.prompts.len() as u64),
+            Some(hub.clone()),
+        )
+        .await?;
+        rows = by_category(&read_records(&dir)?, "all-categories");
+    } else {
+        println!("The server returned no per-request stats: measuring by scrape, one run per category.");
         for category in &categories {
             let name = format!("category-{}", speclens_shared::scrape::result_file_label(category));
+            let prompts: Vec<_> = plan
+                .prompts
+                .iter()
+                .filter(|p| p.category.as_deref() == Some(category))
+                .cloned()
+                .collect();
+            let file = plan.write(&out, &name, &prompts)?;
             let dir = bench::run_with(
-                bench_args(
-                    &args,
-                    out.join(&name),
-                    std::slice::from_ref(category),
-                    args.requests_per_category,
-                ),
+                workload_args(&args, out.join(&name), &file, prompts.len() as u64),
                 Some(hub.clone()),
             )
             .await?;
@@ -247,6 +271,12 @@ pub async fn run_with(args: AcceptArgs, hub: Option<Arc<LiveHub>>) -> Result<Vec
                 ),
             }
         }
+    }
+    for category in categories.iter().filter(|c| !rows.iter().any(|r| &r.category == *c)) {
+        println!(
+            "  {category}: no drafts in its {} requests, so no acceptance to report (no file)",
+            args.requests_per_category
+        );
     }
     for row in &rows {
         let path = out.join(format!(
@@ -263,6 +293,67 @@ pub async fn run_with(args: AcceptArgs, hub: Option<Arc<LiveHub>>) -> Result<Vec
         d.stop().await?;
     }
     Ok(rows)
+}
+
+/// The accept runs' prompts: exactly `--requests-per-category` of each category.
+struct WorkloadPlan {
+    prompts: Vec<bench::workload::Prompt>,
+    /// One line per category that has fewer prompts than requests (they repeat).
+    notes: Vec<String>,
+}
+
+impl WorkloadPlan {
+    /// Write `prompts` as a JSONL workload (`<name>.workload.jsonl` in `out`).
+    fn write(&self, out: &Path, name: &str, prompts: &[bench::workload::Prompt]) -> Result<PathBuf, CollectorError> {
+        let mut text = String::new();
+        for p in prompts {
+            let line = serde_json::json!({"prompt": p.text, "category": p.category, "max_tokens": p.max_tokens});
+            text.push_str(&line.to_string());
+            text.push('\n');
+        }
+        let path = out.join(format!("{name}.workload.jsonl"));
+        bench::report::write_atomic(&path, text.as_bytes())?;
+        Ok(path)
+    }
+}
+
+/// Each category's prompts shuffled by the seed and cycled to exactly N (drawn with
+/// replacement when the category has fewer than N), every category present.
+fn plan_workload(args: &AcceptArgs, categories: &[String]) -> Result<WorkloadPlan, CollectorError> {
+    let n = args.requests_per_category;
+    if n == 0 {
+        return Err(CollectorError::InvalidArgument(
+            "--requests-per-category must be ≥ 1".into(),
+        ));
+    }
+    let tokens = bench::tokens::TokenCounter::new()?;
+    let mut prompts = Vec::new();
+    let mut notes = Vec::new();
+    for category in categories {
+        let b = bench_args(args, PathBuf::new(), std::slice::from_ref(category), n);
+        let chosen = bench::workload::load(&b, n as usize, &tokens)?;
+        let unique: std::collections::BTreeSet<&str> = chosen.iter().map(|p| p.text.as_str()).collect();
+        if (unique.len() as u64) < n {
+            notes.push(format!(
+                "{category}: {} distinct prompt{} for {n} requests, drawn with replacement (prompts repeat)",
+                unique.len(),
+                if unique.len() == 1 { "" } else { "s" }
+            ));
+        }
+        prompts.extend(chosen);
+    }
+    Ok(WorkloadPlan { prompts, notes })
+}
+
+/// A bench run of exactly the prompts in `file`.
+fn workload_args(args: &AcceptArgs, out: PathBuf, file: &Path, count: u64) -> BenchArgs {
+    let mut b = bench_args(args, out.clone(), &[], count);
+    if let Some(name) = out.file_name() {
+        b.label = format!("accept-{}", name.to_string_lossy());
+    }
+    b.dataset = crate::cli::DatasetKind::Jsonl;
+    b.dataset_path = Some(file.to_path_buf());
+    b
 }
 
 /// Every category named in the dataset file.

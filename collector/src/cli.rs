@@ -579,6 +579,9 @@ pub struct AcceptArgs {
     /// Open-loop arrival rate, well below saturation so batch size does not confound E.
     #[arg(long, default_value_t = 4.0)]
     pub request_rate: f64,
+    /// Seed of the prompt draw (each category's prompts are shuffled, then cycled to N).
+    #[arg(long, default_value_t = 0)]
+    pub seed: u64,
     #[arg(long, default_value_t = 128)]
     pub output_tokens: u32,
     #[arg(long, default_value_t = 0.0)]

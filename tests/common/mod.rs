@@ -139,8 +139,13 @@ impl Drop for Speclens {
 
 /// Run `speclens ARGS…` to completion (bounded) and return (exit code, stdout, stderr).
 pub fn run_speclens(args: &[&str]) -> (i32, String, String) {
+    run_speclens_within(args, Duration::from_secs(60))
+}
+
+/// [`run_speclens`] with its own time limit.
+pub fn run_speclens_within(args: &[&str], limit: Duration) -> (i32, String, String) {
     let mut child = spawn_speclens(args);
-    let deadline = Instant::now() + Duration::from_secs(60);
+    let deadline = Instant::now() + limit;
     loop {
         if let Some(status) = child.try_wait().expect("wait") {
             let mut out = String::new();
@@ -151,7 +156,7 @@ pub fn run_speclens(args: &[&str]) -> (i32, String, String) {
         }
         if Instant::now() > deadline {
             let _ = child.kill();
-            panic!("speclens {args:?} did not finish within 60 s");
+            panic!("speclens {args:?} did not finish within {limit:?}");
         }
         std::thread::sleep(Duration::from_millis(20));
     }

@@ -397,6 +397,9 @@ fn text_of(salt: u64, first: u32, count: u32) -> String {
     text
 }
 
+/// The `system_fingerprint` of every response (vLLM names its version and build there).
+const SYSTEM_FINGERPRINT: &str = concat!("speclens-sim-", env!("CARGO_PKG_VERSION"));
+
 fn ratio(num: u64, den: u64, empty: f64) -> f64 {
     if den == 0 {
         empty
@@ -410,8 +413,10 @@ impl Reply {
         self.k > 0 && self.per_request != PerRequestMetrics::None
     }
 
-    /// vLLM's `metrics.speculative_decoding` (null when n > 1).
-    fn vllm_stats(&self, stats: &SeqStats) -> Value {
+    /// vLLM's `metrics.speculative_decoding` (null when n > 1). With `summary` the per-step
+    /// arrays are `null` in a whole response and left out of the streamed usage chunk, as
+    /// vLLM 0.32 writes them.
+    fn vllm_stats(&self, stats: &SeqStats, streamed: bool) -> Value {
         if self.n > 1 {
             return Value::Null;
         }
@@ -427,6 +432,9 @@ impl Reply {
         if self.per_request == PerRequestMetrics::Detailed {
             v["per_step_accepted"] = json!(stats.per_step_accepted);
             v["per_step_drafted"] = json!(stats.per_step_drafted);
+        } else if !streamed {
+            v["per_step_accepted"] = Value::Null;
+            v["per_step_drafted"] = Value::Null;
         }
         v
     }
@@ -457,21 +465,37 @@ impl Reply {
         }})
     }
 
-    /// Root-level additions to the final object (vLLM metrics, SGLang sglext).
-    fn root_stats(&self, body: &mut Value, first: Option<&SeqStats>) {
-        let Some(stats) = first.filter(|_| self.speculative()) else {
-            return;
-        };
-        match self.payload {
-            PayloadShape::Vllm => body["metrics"] = json!({"speculative_decoding": self.vllm_stats(stats)}),
-            PayloadShape::Sglang if self.sglang_details => body["sglext"] = self.sglang_stats(stats),
+    /// Root-level additions to the final object (vLLM metrics, SGLang sglext). A whole vLLM
+    /// response always has `metrics`: null without per-request stats, else the request's
+    /// timing fields (null, as vLLM 0.32 sends them) beside `speculative_decoding`.
+    fn root_stats(&self, body: &mut Value, first: Option<&SeqStats>, streamed: bool) {
+        let stats = first.filter(|_| self.speculative());
+        match (self.payload, stats) {
+            (PayloadShape::Vllm, Some(stats)) if streamed => {
+                body["metrics"] = json!({"speculative_decoding": self.vllm_stats(stats, true)})
+            }
+            (PayloadShape::Vllm, Some(stats)) => {
+                body["metrics"] = json!({
+                    "time_to_first_token_ms": null, "generation_time_ms": null, "queue_time_ms": null,
+                    "mean_itl_ms": null, "tokens_per_second": null,
+                    "speculative_decoding": self.vllm_stats(stats, false),
+                })
+            }
+            (PayloadShape::Vllm, None) if !streamed => body["metrics"] = Value::Null,
+            (PayloadShape::Sglang, Some(stats)) if self.sglang_details => body["sglext"] = self.sglang_stats(stats),
             _ => {}
         }
     }
 
-    fn usage(&self, completion_tokens: u64) -> Value {
-        json!({"prompt_tokens": self.prompt_tokens, "total_tokens": self.prompt_tokens + completion_tokens,
-               "completion_tokens": completion_tokens})
+    /// `usage`; a whole response also names the token details (null), as vLLM does.
+    fn usage(&self, completion_tokens: u64, streamed: bool) -> Value {
+        let mut usage = json!({"prompt_tokens": self.prompt_tokens, "total_tokens": self.prompt_tokens + completion_tokens,
+               "completion_tokens": completion_tokens});
+        if !streamed {
+            usage["prompt_tokens_details"] = Value::Null;
+            usage["completion_tokens_details"] = Value::Null;
+        }
+        usage
     }
 
     fn object(&self, chunk: bool) -> &'static str {
@@ -496,22 +520,20 @@ impl Reply {
     fn content_choice(&self, index: u32, text: &str) -> String {
         match self.kind {
             Kind::Chat => format!(
-                "{{\"index\":{index},\"delta\":{{\"content\":\"{text}\"}},\"logprobs\":null,\"finish_reason\":null}}"
+                "{{\"index\":{index},\"delta\":{{\"content\":\"{text}\"}},\"logprobs\":null,\"finish_reason\":null,\"token_ids\":null}}"
             ),
-            Kind::Completion => {
-                format!("{{\"index\":{index},\"text\":\"{text}\",\"logprobs\":null,\"finish_reason\":null}}")
-            }
+            Kind::Completion => format!(
+                "{{\"index\":{index},\"text\":\"{text}\",\"logprobs\":null,\"finish_reason\":null,\"stop_reason\":null,\"prompt_token_ids\":null,\"token_ids\":null}}"
+            ),
         }
     }
 
     fn finish_choice(&self, index: u32, reason: FinishReason, stats: &SeqStats) -> String {
         let mut choice = match self.kind {
-            Kind::Chat => {
-                json!({"index": index, "delta": {}, "logprobs": null, "finish_reason": reason.as_str(), "stop_reason": null})
-            }
-            Kind::Completion => {
-                json!({"index": index, "text": "", "logprobs": null, "finish_reason": reason.as_str(), "stop_reason": null})
-            }
+            Kind::Chat => json!({"index": index, "delta": {}, "logprobs": null, "finish_reason": reason.as_str(),
+                                 "stop_reason": null, "token_ids": null}),
+            Kind::Completion => json!({"index": index, "text": "", "logprobs": null, "finish_reason": reason.as_str(),
+                                       "stop_reason": null, "prompt_token_ids": null, "token_ids": null}),
         };
         if let Some(spec) = self.trtllm_stats(stats) {
             choice["speculative_decoding"] = spec;
@@ -584,12 +606,14 @@ async fn full_response(reply: Reply, mut rx: mpsc::UnboundedReceiver<SeqEvent>, 
         .map(|(i, f)| {
             let (reason, stats) = f.as_ref().expect("every choice finished");
             let mut choice = match reply.kind {
-                Kind::Chat => {
-                    json!({"index": i, "message": {"role": "assistant", "content": progress.text[i].trim_start()},
-                                     "logprobs": null, "finish_reason": reason.as_str(), "stop_reason": null})
-                }
+                Kind::Chat => json!({"index": i,
+                    "message": {"role": "assistant", "content": progress.text[i].trim_start(), "refusal": null,
+                                "annotations": null, "audio": null, "function_call": null, "reasoning": null},
+                    "logprobs": null, "finish_reason": reason.as_str(), "stop_reason": null, "token_ids": null,
+                    "routed_experts": null}),
                 Kind::Completion => json!({"index": i, "text": progress.text[i], "logprobs": null,
-                                           "finish_reason": reason.as_str(), "stop_reason": null}),
+                    "finish_reason": reason.as_str(), "stop_reason": null, "token_ids": null, "prompt_logprobs": null,
+                    "prompt_token_ids": null, "routed_experts": null}),
             };
             if let Some(spec) = reply.trtllm_stats(stats) {
                 choice["speculative_decoding"] = spec;
@@ -600,10 +624,17 @@ async fn full_response(reply: Reply, mut rx: mpsc::UnboundedReceiver<SeqEvent>, 
     let mut body = json!({
         "id": reply.id, "object": reply.object(false), "created": reply.created,
         "model": serde_json::from_str::<Value>(&reply.model_json).unwrap_or(Value::Null),
-        "choices": choices, "usage": reply.usage(progress.completion_tokens()),
+        "choices": choices, "service_tier": null, "system_fingerprint": SYSTEM_FINGERPRINT,
+        "usage": reply.usage(progress.completion_tokens(), false),
+        "kv_transfer_params": null, "ec_transfer_params": null,
     });
+    if reply.kind == Kind::Chat {
+        for key in ["prompt_logprobs", "prompt_token_ids", "prompt_text"] {
+            body[key] = Value::Null;
+        }
+    }
     let first_stats = progress.finished[0].as_ref().map(|(_, s)| s);
-    reply.root_stats(&mut body, first_stats);
+    reply.root_stats(&mut body, first_stats, false);
     axum::Json(body).into_response()
 }
 
@@ -634,7 +665,7 @@ impl StreamState {
                 for index in 0..r.n {
                     out.push_str(&r.sse(
                         &format!("{{\"index\":{index},\"delta\":{{\"role\":\"assistant\",\"content\":\"\"}},\"logprobs\":null,\"finish_reason\":null}}"),
-                        "",
+                        ",\"prompt_token_ids\":null,\"prompt_text\":null",
                     ));
                 }
                 return Some(Ok(Bytes::from(out)));
@@ -680,8 +711,9 @@ impl StreamState {
             self.ended = true;
             let first_stats = self.progress.finished[0].as_ref().map(|(_, s)| s);
             if r.include_usage {
-                let mut tail = json!({"usage": r.usage(self.progress.completion_tokens())});
-                r.root_stats(&mut tail, first_stats);
+                let mut tail = json!({"usage": r.usage(self.progress.completion_tokens(), true),
+                                      "system_fingerprint": SYSTEM_FINGERPRINT});
+                r.root_stats(&mut tail, first_stats, true);
                 let extra: String = tail
                     .as_object()
                     .map(|m| m.iter().map(|(k, v)| format!(",\"{k}\":{v}")).collect())
@@ -689,7 +721,7 @@ impl StreamState {
                 out.push_str(&r.sse("", &extra));
             } else if r.payload == PayloadShape::Sglang && r.sglang_details {
                 let mut tail = json!({});
-                r.root_stats(&mut tail, first_stats);
+                r.root_stats(&mut tail, first_stats, true);
                 if let Some(sglext) = tail.get("sglext") {
                     out.push_str(&r.sse("", &format!(",\"sglext\":{sglext}")));
                 }
