@@ -4,4 +4,4 @@ ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 # cargo-installed tools (trunk, wasm-bindgen) and the project-local wasm-opt.
 export PATH="${CARGO_HOME:-$HOME/.cargo}/bin:$ROOT/.tools/npm/node_modules/.bin:$PATH"
 say() { printf '\033[1m==> %s\033[0m\n' "$*" >&2; }
-die() { printf 'speclens setup: error: %s\n' "$*" >&2; exit 1; }
+die() { printf 'speclens %s: error: %s\n' "$(basename "$0" .sh)" "$*" >&2; exit 1; }

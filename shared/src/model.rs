@@ -599,41 +599,20 @@ mod report_tests {
             draft_cost: 0.0,
             ridge_tokens: 295.0,
         };
-        let measured = |draft_tokens| {
-            ModelReport::new(
-                &[0.4],
-                &[3],
-                costs,
-                "ngram",
-                "H100",
-                Some(Measured {
-                    e: 2.5,
-                    k: 3,
-                    draft_tokens,
-                }),
-                None,
-            )
-            .measured
-            .unwrap()
-        };
-        // B* = T*·E/(d+1): 295·2.5/4 with full drafts, 295·2.5/3.5 with 2.5-token drafts.
-        assert!((measured(None).break_even_batch - 184.375).abs() < 1e-9);
-        let short = measured(Some(2.5));
-        assert!((short.break_even_batch - 295.0 * 2.5 / 3.5).abs() < 1e-9);
-        assert!(short.draft_tokens_measured);
-        let r = ModelReport::new(
-            &[0.4],
-            &[3],
-            costs,
-            "ngram",
-            "H100",
-            Some(Measured {
+        let report = |draft_tokens| {
+            let measured = Measured {
                 e: 2.5,
                 k: 3,
-                draft_tokens: Some(2.5),
-            }),
-            None,
-        );
+                draft_tokens,
+            };
+            ModelReport::new(&[0.4], &[3], costs, "ngram", "H100", Some(measured), None)
+        };
+        // B* = T*·E/(d+1): 295·2.5/4 with full drafts, 295·2.5/3.5 with 2.5-token drafts.
+        assert!((report(None).measured.unwrap().break_even_batch - 184.375).abs() < 1e-9);
+        let r = report(Some(2.5));
+        let short = r.measured.unwrap();
+        assert!((short.break_even_batch - 295.0 * 2.5 / 3.5).abs() < 1e-9);
+        assert!(short.draft_tokens_measured);
         assert!(
             r.render().contains("at k = 3 (2.50 draft tokens per draft, measured)"),
             "{}",

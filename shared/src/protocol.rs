@@ -668,5 +668,18 @@ mod result_tests {
         assert_eq!(run.tiles.draft_share, Some(40.0));
         assert_eq!(run.ttft_ms.unwrap().percentiles["99"], 40.0);
         assert_eq!(run.not_available.len(), 1);
+        assert_eq!(run.mean_draft_tokens, Some(4.0), "2000 draft tokens in 500 drafts");
+        assert!(run.notices.is_empty());
+    }
+
+    #[test]
+    fn a_runs_notices_reach_its_view() {
+        let v = serde_json::json!({
+            "spec_decode_num_drafts": 300, "spec_decode_draft_tokens": 778,
+            "notices": {"messages": ["Paths disagree: …", "Drafts were shorter than k: …"], "per_request_stats_missing": false}
+        });
+        let run = run_view_from_result(&v);
+        assert_eq!(run.notices, ["Paths disagree: …", "Drafts were shorter than k: …"]);
+        assert_eq!(run.mean_draft_tokens, Some(778.0 / 300.0));
     }
 }
