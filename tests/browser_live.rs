@@ -227,6 +227,24 @@ async fn past_runs_open_in_the_same_views_and_compare_side_by_side() {
         results.path().join("accept-x").to_str().unwrap(),
     ]);
     assert_eq!(code, 0, "{out}{err}");
+    // A speculating server that returns no per-request stats: the run says so, and the page too.
+    let quiet = Speclens::instant_spec_sim("0.7", &["--per-request-metrics", "none"]);
+    let (code, out, err) = crate::common::run_speclens(&[
+        "bench",
+        "--url",
+        &quiet.url(),
+        "--num-prompts",
+        "4",
+        "--output-tokens",
+        "16",
+        "--out",
+        results.path().join("quiet-run").to_str().unwrap(),
+    ]);
+    assert_eq!(code, 0, "{out}{err}");
+    assert!(
+        out.contains("Note: The server returned no per-request spec-decode stats"),
+        "{out}"
+    );
     let server = Speclens::start(&[
         "serve",
         "--port",
@@ -279,6 +297,21 @@ async fn past_runs_open_in_the_same_views_and_compare_side_by_side() {
         whatif.starts_with(&format!("#whatif?e={length:.3}&k=3&rates=")),
         "{whatif}"
     );
+    let notices = client
+        .find(fantoccini::Locator::Css("#notices"))
+        .await
+        .expect("the notices block");
+    assert_eq!(notices.text().await.unwrap(), "", "both paths agree on the sim");
+    client
+        .goto(&format!("{}#runs?open=quiet-run", server.url()))
+        .await
+        .unwrap();
+    let notice = wait_for("the run's notice", Duration::from_secs(30), || async {
+        let t = text_of(&client, "#notices").await;
+        t.contains("returned no per-request spec-decode stats").then_some(t)
+    })
+    .await;
+    assert!(notice.contains("--per-request-spec-decode-metrics summary"), "{notice}");
 
     client
         .goto(&format!("{}#runs?compare=base-run,spec-run", server.url()))
