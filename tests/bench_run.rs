@@ -12,7 +12,7 @@ use serde_json::Value;
 use speclens_shared::run::RequestRecord;
 use speclens_shared::scrape::{console_block, SpecDecodeResult};
 
-use crate::common::{run_speclens, Speclens};
+use crate::common::{bench_into, Speclens};
 
 fn sim(args: &[&str]) -> (Speclens, String) {
     let mut all = vec!["sim", "--port", "0"];
@@ -25,22 +25,9 @@ fn sim(args: &[&str]) -> (Speclens, String) {
 /// Run `speclens bench` into a fresh folder; returns (stdout, folder guard, result.json).
 fn bench(url: &str, extra: &[&str]) -> (String, tempfile::TempDir, Value) {
     let dir = tempfile::tempdir().unwrap();
-    let out = dir.path().join("run");
-    let mut args = vec![
-        "bench",
-        "--url",
-        url,
-        "--out",
-        out.to_str().unwrap(),
-        "--input-tokens",
-        "16",
-        "--output-tokens",
-        "32",
-    ];
+    let mut args = vec!["--input-tokens", "16", "--output-tokens", "32"];
     args.extend_from_slice(extra);
-    let (code, stdout, stderr) = run_speclens(&args);
-    assert_eq!(code, 0, "bench failed:\n{stdout}\n{stderr}");
-    let result: Value = serde_json::from_str(&std::fs::read_to_string(out.join("result.json")).unwrap()).unwrap();
+    let (stdout, result) = bench_into(url, &dir.path().join("run"), &args, Duration::from_secs(60));
     (stdout, dir, result)
 }
 

@@ -22,7 +22,7 @@ use std::time::Duration;
 use serde_json::{json, Value};
 use speclens_shared::run::RequestRecord;
 
-use crate::common::{get_text, post_json, post_sse, run_speclens_within, workspace, Speclens};
+use crate::common::{bench_into, get_text, post_json, post_sse, run_speclens_within, workspace, Speclens};
 
 const NEEDS: &str = "needs the real vLLM servers that scripts/test.sh starts (scripts/real-vllm.sh)";
 /// The served model's name (scripts/real-vllm.sh --served-model-name).
@@ -139,24 +139,11 @@ fn per_request_totals(records: &[RequestRecord]) -> Hand {
     h
 }
 
-/// A bench run against `url` into `out`; returns (stdout, result.json).
+/// A greedy bench run against `url` into `out`; returns (stdout, result.json).
 fn bench(url: &str, out: &Path, extra: &[&str]) -> (String, Value) {
-    let mut args = vec![
-        "bench",
-        "--url",
-        url,
-        "--out",
-        out.to_str().unwrap(),
-        "--input-tokens",
-        "32",
-        "--output-tokens",
-        "32",
-        "--temperature",
-        "0",
-    ];
+    let mut args = vec!["--input-tokens", "32", "--output-tokens", "32", "--temperature", "0"];
     args.extend_from_slice(extra);
-    let (stdout, _) = speclens(&args);
-    (stdout, read_json(&out.join("result.json")))
+    bench_into(url, out, &args, Duration::from_secs(180))
 }
 
 #[tokio::test]

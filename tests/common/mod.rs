@@ -162,6 +162,17 @@ pub fn run_speclens_within(args: &[&str], limit: Duration) -> (i32, String, Stri
     }
 }
 
+/// `speclens bench --url URL --out OUT ARGS…` within `limit`; asserts success and returns the
+/// stdout and the run's `result.json`.
+pub fn bench_into(url: &str, out: &Path, args: &[&str], limit: Duration) -> (String, serde_json::Value) {
+    let mut all = vec!["bench", "--url", url, "--out", out.to_str().expect("UTF-8 path")];
+    all.extend_from_slice(args);
+    let (code, stdout, stderr) = run_speclens_within(&all, limit);
+    assert_eq!(code, 0, "bench failed:\n{stdout}\n{stderr}");
+    let text = std::fs::read_to_string(out.join("result.json")).expect("result.json");
+    (stdout, serde_json::from_str(&text).expect("result.json is JSON"))
+}
+
 /// Poll `probe` until it returns Some or `limit` passes.
 pub async fn wait_for<T, F, Fut>(what: &str, limit: Duration, mut probe: F) -> T
 where
