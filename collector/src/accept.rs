@@ -225,7 +225,7 @@ pub async fn run_with(args: AcceptArgs, hub: Option<Arc<LiveHub>>) -> Result<Vec
         workload_args(
             &args,
             out.join("probe"),
-            &plan.write(&out, "probe", &plan.prompts[..1])?,
+            &write_workload(&out, "probe", &plan.prompts[..1])?,
             1,
         ),
         Some(hub.clone()),
@@ -237,13 +237,19 @@ pub async fn run_with(args: AcceptArgs, hub: Option<Arc<LiveHub>>) -> Result<Vec
     let mut rows = Vec::new();
     if per_request {
         // One run over every category: the per-request path splits it by category.
-        let file = plan.write(&out, "all-categories", &plan.prompts)?;
+        let file = write_workload(&out, "all-categories", &plan.prompts)?;
         let dir = bench::run_with(
             workload_args(&args, out.join("all-categories"), &file, plan.prompts.len() as u64),
             Some(hub.clone()),
         )
         .await?;
         rows = by_category(&read_records(&dir)?, "all-categories");
+        for category in categories.iter().filter(|c| !rows.iter().any(|r| &r.category == *c)) {
+            println!(
+                "  {category}: no drafts in its {} requests, so no acceptance to report (no file)",
+                args.requests_per_category
+            );
+        }
     } else {
         println!("The server returned no per-request stats: measuring by scrape, one run per category.");
         for category in &categories {
@@ -254,7 +260,7 @@ pub async fn run_with(args: AcceptArgs, hub: Option<Arc<LiveHub>>) -> Result<Vec
                 .filter(|p| p.category.as_deref() == Some(category))
                 .cloned()
                 .collect();
-            let file = plan.write(&out, &name, &prompts)?;
+            let file = write_workload(&out, &name, &prompts)?;
             let dir = bench::run_with(
                 workload_args(&args, out.join(&name), &file, prompts.len() as u64),
                 Some(hub.clone()),
@@ -271,12 +277,6 @@ pub async fn run_with(args: AcceptArgs, hub: Option<Arc<LiveHub>>) -> Result<Vec
                 ),
             }
         }
-    }
-    for category in categories.iter().filter(|c| !rows.iter().any(|r| &r.category == *c)) {
-        println!(
-            "  {category}: no drafts in its {} requests, so no acceptance to report (no file)",
-            args.requests_per_category
-        );
     }
     for row in &rows {
         let path = out.join(format!(
@@ -298,27 +298,26 @@ pub async fn run_with(args: AcceptArgs, hub: Option<Arc<LiveHub>>) -> Result<Vec
 /// The accept runs' prompts: exactly `--requests-per-category` of each category.
 struct WorkloadPlan {
     prompts: Vec<bench::workload::Prompt>,
-    /// One line per category that has fewer prompts than requests (they repeat).
+    /// One line per category that has fewer prompts than requests (they are reused).
     notes: Vec<String>,
 }
 
-impl WorkloadPlan {
-    /// Write `prompts` as a JSONL workload (`<name>.workload.jsonl` in `out`).
-    fn write(&self, out: &Path, name: &str, prompts: &[bench::workload::Prompt]) -> Result<PathBuf, CollectorError> {
-        let mut text = String::new();
-        for p in prompts {
-            let line = serde_json::json!({"prompt": p.text, "category": p.category, "max_tokens": p.max_tokens});
-            text.push_str(&line.to_string());
-            text.push('\n');
-        }
-        let path = out.join(format!("{name}.workload.jsonl"));
-        bench::report::write_atomic(&path, text.as_bytes())?;
-        Ok(path)
+/// Write `prompts` as a JSONL workload (`<name>.workload.jsonl` in `out`): the file a bench run
+/// of exactly these prompts reads.
+fn write_workload(out: &Path, name: &str, prompts: &[bench::workload::Prompt]) -> Result<PathBuf, CollectorError> {
+    let mut text = String::new();
+    for p in prompts {
+        let line = serde_json::json!({"prompt": p.text, "category": p.category, "max_tokens": p.max_tokens});
+        text.push_str(&line.to_string());
+        text.push('\n');
     }
+    let path = out.join(format!("{name}.workload.jsonl"));
+    bench::report::write_atomic(&path, text.as_bytes())?;
+    Ok(path)
 }
 
-/// Each category's prompts shuffled by the seed and cycled to exactly N (drawn with
-/// replacement when the category has fewer than N), every category present.
+/// Each category's prompts shuffled by the seed and cycled to exactly N (so a category with
+/// fewer than N prompts reuses them, each in turn), every category present.
 fn plan_workload(args: &AcceptArgs, categories: &[String]) -> Result<WorkloadPlan, CollectorError> {
     let n = args.requests_per_category;
     if n == 0 {
@@ -335,7 +334,7 @@ fn plan_workload(args: &AcceptArgs, categories: &[String]) -> Result<WorkloadPla
         let unique: std::collections::BTreeSet<&str> = chosen.iter().map(|p| p.text.as_str()).collect();
         if (unique.len() as u64) < n {
             notes.push(format!(
-                "{category}: {} distinct prompt{} for {n} requests, drawn with replacement (prompts repeat)",
+                "{category}: {} distinct prompt{} for {n} requests, drawn with replacement (each reused in turn, in a seeded order)",
                 unique.len(),
                 if unique.len() == 1 { "" } else { "s" }
             ));

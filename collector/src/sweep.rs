@@ -6,26 +6,17 @@
 use std::path::{Path, PathBuf};
 
 use serde_json::Value;
-use speclens_shared::model::Costs;
+use speclens_shared::model::{Costs, Measured};
 use speclens_shared::sweep::{Prediction, SweepRow, SweepTable};
 
 use crate::bench;
 use crate::cli::{Arm, BenchArgs, SweepArgs};
 use crate::error::CollectorError;
 
-/// What a spec-arm result measured that the model needs.
-#[derive(Debug, Clone, Copy, PartialEq)]
-pub struct MeasuredSpec {
-    /// Acceptance length (tokens per verify step, bonus included).
-    pub e: f64,
-    pub k: u32,
-    /// Draft tokens per draft, when the result has both counts.
-    pub draft_tokens: Option<f64>,
-}
-
-/// The measured acceptance of a spec-arm result (scrape path first, then the per-request path).
+/// The measured acceptance of a spec-arm result, as the model takes it: E, k and the draft tokens
+/// per draft when the result has both counts (scrape path first, then the per-request path).
 /// Reads `vllm bench serve` result files too.
-pub fn measured_spec(result: &Value) -> Option<MeasuredSpec> {
+pub fn measured_spec(result: &Value) -> Option<Measured> {
     let ratio = |num: Option<f64>, den: Option<f64>| match (num, den) {
         (Some(n), Some(d)) if d > 0.0 => Some(n / d),
         _ => None,
@@ -36,7 +27,7 @@ pub fn measured_spec(result: &Value) -> Option<MeasuredSpec> {
         .map(|a| a.len() as u32);
     if let (Some(e), Some(k)) = (scrape_e, scrape_k) {
         if e > 0.0 && k > 0 {
-            return Some(MeasuredSpec {
+            return Some(Measured {
                 e,
                 k,
                 draft_tokens: ratio(
@@ -53,7 +44,7 @@ pub fn measured_spec(result: &Value) -> Option<MeasuredSpec> {
         .keys()
         .filter_map(|j| j.parse::<u32>().ok())
         .max()?;
-    Some(MeasuredSpec {
+    Some(Measured {
         e,
         k: result["spec_decode_num_spec_tokens"]
             .as_u64()
@@ -276,7 +267,7 @@ mod tests {
             "pooled_spec_decode_acceptance_histogram": {"0": 3, "1": 4, "4": 1}}}});
         assert_eq!(
             measured_spec(&per_request),
-            Some(MeasuredSpec {
+            Some(Measured {
                 e: 2.1,
                 k: 4,
                 draft_tokens: Some(3.75)
