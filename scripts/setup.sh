@@ -2,7 +2,7 @@
 # Installs what speclens needs on a fresh machine (rustup/cargo, apt and npm present), skipping
 # every step whose right version is already there. `--browser` adds Chromium and ChromeDriver
 # for the browser tests, `--prometheus` Debian's Prometheus server for the fleet tests.
-# Versions are pinned; see ../shared/TOOLCHAIN.md for why.
+# Versions are pinned; docs/TOOLCHAIN.md says why.
 source "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
 cd "$ROOT"
 
