@@ -12,7 +12,7 @@ use serde_json::Value;
 use speclens_shared::run::RequestRecord;
 use speclens_shared::scrape::{console_block, SpecDecodeResult};
 
-use crate::common::{bench_into, Speclens};
+use crate::common::{bench_into, read_records, Speclens};
 
 fn sim(args: &[&str]) -> (Speclens, String) {
     let mut all = vec!["sim", "--port", "0"];
@@ -31,12 +31,9 @@ fn bench(url: &str, extra: &[&str]) -> (String, tempfile::TempDir, Value) {
     (stdout, dir, result)
 }
 
+/// The records of the run that [`bench`] wrote under `dir`.
 fn records(dir: &Path) -> Vec<RequestRecord> {
-    std::fs::read_to_string(dir.join("run/records.jsonl"))
-        .unwrap()
-        .lines()
-        .map(|l| serde_json::from_str(l).unwrap_or_else(|e| panic!("{e}: {l}")))
-        .collect()
+    read_records(&dir.join("run"))
 }
 
 fn assert_paths_agree(result: &Value) {

@@ -22,7 +22,9 @@ use std::time::Duration;
 use serde_json::{json, Value};
 use speclens_shared::run::RequestRecord;
 
-use crate::common::{bench_into, get_text, post_json, post_sse, run_speclens_within, workspace, Speclens};
+use crate::common::{
+    bench_into, get_text, post_json, post_sse, read_records, run_speclens_within, workspace, Speclens,
+};
 
 const NEEDS: &str = "needs the real vLLM servers that scripts/test.sh starts (scripts/real-vllm.sh)";
 /// The served model's name (scripts/real-vllm.sh --served-model-name).
@@ -54,14 +56,6 @@ fn speclens(args: &[&str]) -> (String, String) {
 fn read_json(path: &Path) -> Value {
     let text = std::fs::read_to_string(path).unwrap_or_else(|e| panic!("{}: {e}", path.display()));
     serde_json::from_str(&text).unwrap_or_else(|e| panic!("{}: {e}", path.display()))
-}
-
-fn records(run: &Path) -> Vec<RequestRecord> {
-    std::fs::read_to_string(run.join("records.jsonl"))
-        .unwrap()
-        .lines()
-        .map(|l| serde_json::from_str(l).unwrap_or_else(|e| panic!("{e}: {l}")))
-        .collect()
 }
 
 /// The spec-decode counters of a `/metrics` text, read by hand: each family's samples summed
@@ -168,7 +162,7 @@ async fn real_vllm_both_paths_and_a_hand_delta_of_its_metrics_agree_to_the_count
                 assert!(hand.drafts > 0, "the n-gram proposer drafted nothing: {what}");
 
                 // The scrape window = the hand delta = the sum of the per-request stats.
-                let recs = records(&out);
+                let recs = read_records(&out);
                 let per_request = per_request_totals(&recs);
                 assert_eq!(result["spec_decode_num_drafts"], hand.drafts, "{what}");
                 assert_eq!(result["spec_decode_draft_tokens"], hand.draft_tokens, "{what}");
@@ -412,13 +406,13 @@ async fn real_vllm_accept_sends_exactly_n_per_category_and_probes_once() {
             assert!(row["acceptance_length"].as_f64().unwrap() > 1.0, "{category}");
         }
         // One probe request decided the path; no all-categories run without per-request stats.
-        assert_eq!(records(&out.join("probe")).len(), 1);
+        assert_eq!(read_records(&out.join("probe")).len(), 1);
         assert_eq!(out.join("all-categories").exists(), path == "per_request", "{path}");
         let sent: usize = std::fs::read_dir(&out)
             .unwrap()
             .flatten()
             .filter(|e| e.path().join("records.jsonl").is_file())
-            .map(|e| records(&e.path()).len())
+            .map(|e| read_records(&e.path()).len())
             .sum();
         assert_eq!(sent, 1 + 15, "{path}: the probe and exactly 5 × 3 requests");
     }
@@ -458,7 +452,7 @@ async fn real_vllm_other_traffic_during_a_run_is_named() {
 
     let agreement = &result["notices"]["path_agreement"];
     assert_eq!(agreement["verdict"], "other_traffic", "{stdout}");
-    let own = per_request_totals(&records(&out));
+    let own = per_request_totals(&read_records(&out));
     assert_eq!(agreement["per_request"]["drafts"], own.drafts);
     assert_eq!(agreement["counters"]["drafts"], result["spec_decode_num_drafts"]);
     let extra = agreement["difference"]["drafts"].as_u64().unwrap();

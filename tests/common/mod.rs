@@ -173,6 +173,15 @@ pub fn bench_into(url: &str, out: &Path, args: &[&str], limit: Duration) -> (Str
     (stdout, serde_json::from_str(&text).expect("result.json is JSON"))
 }
 
+/// Every record of a run folder's `records.jsonl`.
+pub fn read_records(run: &Path) -> Vec<speclens_shared::run::RequestRecord> {
+    std::fs::read_to_string(run.join("records.jsonl"))
+        .expect("records.jsonl")
+        .lines()
+        .map(|l| serde_json::from_str(l).unwrap_or_else(|e| panic!("{e}: {l}")))
+        .collect()
+}
+
 /// Poll `probe` until it returns Some or `limit` passes.
 pub async fn wait_for<T, F, Fut>(what: &str, limit: Duration, mut probe: F) -> T
 where
