@@ -30,7 +30,7 @@ fn model_matches_the_worked_values_in_text_and_json() {
     );
     assert!(out.contains("Everything above is arithmetic. Nothing was measured."));
     let (code, _, err) = run_speclens(&["model", "--gpu", "tpu"]);
-    assert_eq!(code, 1);
+    assert_eq!(code, 2, "a usage error");
     assert!(err.contains("unknown --gpu"), "{err}");
 }
 

@@ -1,5 +1,5 @@
 //! `speclens bench` end to end: the real binary against `speclens sim` on 127.0.0.1, checking
-//! that both spec-decode paths agree, the console and files keep SPEC.md's formats, failures
+//! that both spec-decode paths agree, the console and files keep the layouts of docs/FORMATS.md, failures
 //! are classified without losing a record, timing is precise, secrets stay out, and Ctrl-C
 //! leaves a valid partial run.
 
@@ -98,7 +98,7 @@ fn console_and_files_keep_the_spec_formats() {
         .path()
         .join(format!("run/performances/spec_decode_{}.json", label.replace(':', "_")));
     let text = std::fs::read_to_string(&file).unwrap();
-    // Keys in SPEC §1.3's order.
+    // Keys in AISBench's order (docs/FORMATS.md).
     let order = [
         "\"status\"",
         "\"url\"",
@@ -200,7 +200,7 @@ fn metrics_failures_give_the_right_na_reasons_and_the_run_completes() {
             "no scrape-path figure without a window"
         );
     }
-    // An unreachable metrics endpoint: the fetch failure, in SPEC §1.3's words.
+    // An unreachable metrics endpoint: the fetch failure, in the words of docs/METRICS.md §1.4.
     let (_sim, url) = sim(&["--time-scale", "0"]);
     let (_, _dir, result) = bench(
         &url,

@@ -161,7 +161,7 @@ fn weak_tokens_and_missing_assets_are_clear_errors() {
         "--web-dir",
         dist.to_str().unwrap(),
     ]);
-    assert_eq!(code, 1);
+    assert_eq!(code, 2, "a usage error");
     assert!(err.contains("access token must be at least 16 characters"), "{err}");
     let (code, _, err) = run_speclens(&[
         "serve",

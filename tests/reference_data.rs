@@ -168,7 +168,7 @@ fn real_truncated_detailed_capture_is_a_clear_json_error_and_its_totals_are_cons
         err.is_eof(),
         "the stored capture is cut inside per_step_accepted: {err}"
     );
-    // The complete fields before the cut satisfy every rule of SPEC §2.2 for vLLM's summary.
+    // The complete fields before the cut satisfy every rule of docs/METRICS.md §2.5 for vLLM's summary.
     let summary = body.split(", \"per_step_accepted\"").next().unwrap().to_string() + "}";
     let stats: serde_json::Value = serde_json::from_str(&summary).unwrap();
     let PayloadOutcome::Record(r) = adapt_response(&serde_json::json!({"metrics": {"speculative_decoding": stats}}))

@@ -434,7 +434,7 @@ async fn an_api_key_guards_v1_and_a_non_loopback_bind_needs_one() {
         "/metrics stays open, as in vLLM"
     );
     let (code, _, err) = crate::common::run_speclens(&["sim", "--host", "0.0.0.0", "--port", "0"]);
-    assert_eq!(code, 1);
+    assert_eq!(code, 2, "a usage error");
     assert!(err.contains("--api-key"), "{err}");
 }
 

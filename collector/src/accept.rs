@@ -7,8 +7,7 @@ use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 
 use comfy_table::{presets, CellAlignment, Table};
-use serde::{Deserialize, Serialize};
-use serde_json::Value;
+use speclens_shared::results::{CategoryAcceptance, RunResult};
 use speclens_shared::run::RequestRecord;
 
 use std::sync::Arc;
@@ -17,26 +16,6 @@ use crate::bench;
 use crate::cli::{AcceptArgs, BenchArgs};
 use crate::error::CollectorError;
 use crate::live::LiveHub;
-
-/// One category's acceptance, as written to `accept-<category>.json`.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-pub struct CategoryAcceptance {
-    pub category: String,
-    /// `per_request` or `scrape`.
-    pub path: String,
-    pub requests: u64,
-    /// Tokens per verify step, bonus included.
-    pub acceptance_length: f64,
-    /// Percent.
-    pub acceptance_rate: f64,
-    /// Unconditional rate by draft position (0-based keys, as vLLM).
-    pub per_position_acceptance_rates: BTreeMap<u32, f64>,
-    pub num_spec_steps: u64,
-    pub accepted_tokens: u64,
-    pub draft_tokens: u64,
-    /// The bench run this was measured in.
-    pub run: String,
-}
 
 /// Per-category figures from records carrying per-request stats.
 pub fn by_category(records: &[RequestRecord], run: &str) -> Vec<CategoryAcceptance> {
@@ -97,31 +76,20 @@ pub fn by_category(records: &[RequestRecord], run: &str) -> Vec<CategoryAcceptan
 }
 
 /// The scrape path's figures of one run, for one category.
-fn from_scrape(category: &str, result: &Value, run: &str) -> Option<CategoryAcceptance> {
-    let e = result["spec_decode_acceptance_length"].as_f64()?;
-    let per_pos = result["spec_decode_per_position_acceptance_rates"].as_array()?;
+fn from_scrape(category: &str, result: &RunResult, run: &str) -> Option<CategoryAcceptance> {
+    let per_pos = result.spec_decode_per_position_acceptance_rates.as_ref()?;
     Some(CategoryAcceptance {
         category: category.to_string(),
         path: "scrape".into(),
-        requests: result["completed"].as_u64().unwrap_or(0),
-        acceptance_length: e,
-        acceptance_rate: result["spec_decode_acceptance_rate"].as_f64()?,
-        per_position_acceptance_rates: per_pos
-            .iter()
-            .enumerate()
-            .filter_map(|(i, v)| Some((i as u32, v.as_f64()?)))
-            .collect(),
-        num_spec_steps: result["spec_decode_num_drafts"].as_u64()?,
-        accepted_tokens: result["spec_decode_accepted_tokens"].as_u64()?,
-        draft_tokens: result["spec_decode_draft_tokens"].as_u64()?,
+        requests: result.completed.unwrap_or(0),
+        acceptance_length: result.spec_decode_acceptance_length?,
+        acceptance_rate: result.spec_decode_acceptance_rate?,
+        per_position_acceptance_rates: per_pos.iter().enumerate().map(|(i, v)| (i as u32, *v)).collect(),
+        num_spec_steps: result.spec_decode_num_drafts?,
+        accepted_tokens: result.spec_decode_accepted_tokens?,
+        draft_tokens: result.spec_decode_draft_tokens?,
         run: run.to_string(),
     })
-}
-
-fn read_records(dir: &std::path::Path) -> Result<Vec<RequestRecord>, CollectorError> {
-    let text = std::fs::read_to_string(dir.join("records.jsonl"))
-        .map_err(|e| CollectorError::Output(format!("cannot read {}: {e}", dir.display())))?;
-    Ok(text.lines().filter_map(|l| serde_json::from_str(l).ok()).collect())
 }
 
 fn bench_args(args: &AcceptArgs, out: PathBuf, categories: &[String], count: u64) -> BenchArgs {
@@ -221,7 +189,7 @@ pub async fn run_with(args: AcceptArgs, hub: Option<Arc<LiveHub>>) -> Result<Vec
         println!("  {note}");
     }
     // One request first: does the server return per-request stats?
-    let probe_dir = bench::run_with(
+    let probe = bench::run_with(
         workload_args(
             &args,
             out.join("probe"),
@@ -231,19 +199,20 @@ pub async fn run_with(args: AcceptArgs, hub: Option<Arc<LiveHub>>) -> Result<Vec
         Some(hub.clone()),
     )
     .await?;
-    let per_request = read_records(&probe_dir)?
+    let per_request = probe
+        .records
         .iter()
         .any(|r| r.success && r.spec_decode_acceptance.is_some());
     let mut rows = Vec::new();
     if per_request {
         // One run over every category: the per-request path splits it by category.
         let file = write_workload(&out, "all-categories", &plan.prompts)?;
-        let dir = bench::run_with(
+        let run = bench::run_with(
             workload_args(&args, out.join("all-categories"), &file, plan.prompts.len() as u64),
             Some(hub.clone()),
         )
         .await?;
-        rows = by_category(&read_records(&dir)?, "all-categories");
+        rows = by_category(&run.records, "all-categories");
         for category in categories.iter().filter(|c| !rows.iter().any(|r| &r.category == *c)) {
             println!(
                 "  {category}: no drafts in its {} requests, so no acceptance to report (no file)",
@@ -261,19 +230,16 @@ pub async fn run_with(args: AcceptArgs, hub: Option<Arc<LiveHub>>) -> Result<Vec
                 .cloned()
                 .collect();
             let file = write_workload(&out, &name, &prompts)?;
-            let dir = bench::run_with(
+            let run = bench::run_with(
                 workload_args(&args, out.join(&name), &file, prompts.len() as u64),
                 Some(hub.clone()),
             )
             .await?;
-            let text =
-                std::fs::read_to_string(dir.join("result.json")).map_err(|e| CollectorError::Output(e.to_string()))?;
-            let result: Value = serde_json::from_str(&text).map_err(|e| CollectorError::Output(e.to_string()))?;
-            match from_scrape(category, &result, &name) {
+            match from_scrape(category, &run.result, &name) {
                 Some(row) => rows.push(row),
                 None => println!(
                     "  {category}: no spec-decode figures ({})",
-                    result["spec_decode"]["scrape"][0]["result"]["error"]
+                    run.result.not_available().join("; ")
                 ),
             }
         }
@@ -361,7 +327,7 @@ fn dataset_categories(args: &AcceptArgs) -> Result<Vec<String>, CollectorError> 
         .map_err(|e| CollectorError::InvalidArgument(format!("cannot read {}: {e}", args.dataset_path.display())))?;
     let mut cats: Vec<String> = text
         .lines()
-        .filter_map(|l| serde_json::from_str::<Value>(l).ok())
+        .filter_map(|l| serde_json::from_str::<serde_json::Value>(l).ok())
         .filter_map(|v| v["category"].as_str().map(str::to_string))
         .collect();
     cats.sort();

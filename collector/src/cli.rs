@@ -402,9 +402,18 @@ impl BenchArgs {
 
 /// Which arm of a sweep to run alone.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
-pub enum Arm {
+pub enum ArmArg {
     Spec,
     Base,
+}
+
+impl From<&ArmArg> for speclens_shared::sweep::Arm {
+    fn from(arm: &ArmArg) -> Self {
+        match arm {
+            ArmArg::Spec => speclens_shared::sweep::Arm::Spec,
+            ArmArg::Base => speclens_shared::sweep::Arm::Base,
+        }
+    }
 }
 
 /// Flags of `speclens sweep`.
@@ -418,7 +427,7 @@ pub struct SweepArgs {
     pub base_url: Option<String>,
     /// Run one arm only, against --url.
     #[arg(long, value_enum, requires = "url")]
-    pub arm: Option<Arm>,
+    pub arm: Option<ArmArg>,
     #[arg(long)]
     pub url: Option<String>,
     /// Concurrency levels to measure.

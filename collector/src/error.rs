@@ -22,4 +22,18 @@ pub enum CollectorError {
     Output(String),
     #[error("an access token must be at least 16 characters of [A-Za-z0-9_-]")]
     WeakToken,
+    /// Whoever read stdout stopped reading (`| head`): not a failure of the run.
+    #[error("stdout was closed")]
+    ClosedPipe,
+}
+
+impl CollectorError {
+    /// The exit code, as ripgrep's: 2 for usage errors, 1 for a run or check that failed.
+    pub fn exit_code(&self) -> u8 {
+        match self {
+            CollectorError::InvalidArgument(_) | CollectorError::WeakToken => 2,
+            CollectorError::ClosedPipe => 0,
+            _ => 1,
+        }
+    }
 }

@@ -4,7 +4,7 @@
 
 use std::path::{Path, PathBuf};
 
-use serde_json::{json, Value};
+use speclens_shared::results::{AcceptMatrix, RunList, RunListEntry, RunResult};
 
 /// A run id is a relative folder path of plain names: no `..`, no root, no odd characters.
 pub fn run_folder(results_dir: &Path, id: &str) -> Option<PathBuf> {
@@ -75,28 +75,12 @@ fn files_starting(dir: &Path, prefix: &str) -> Vec<PathBuf> {
     files
 }
 
-/// One line of the run list, from a run's `result.json` (ours or `vllm bench serve`'s).
-pub fn run_summary(id: &str, result: &Value) -> Value {
-    json!({
-        "id": id, "label": result["label"], "date": result["date"], "model_id": result["model_id"],
-        "partial": result["partial"], "completed": result["completed"],
-        "output_throughput": result["output_throughput"],
-        "spec_decode_acceptance_length": result["spec_decode_acceptance_length"],
-    })
-}
-
-/// The run list (`/api/runs`): runs newest first, then sweep and accept folder ids.
-pub fn list_body(source: &str, runs: Vec<Value>, sweeps: Vec<String>, accepts: Vec<String>) -> Value {
-    let mut runs = runs;
-    runs.sort_by(|a, b| b["date"].as_str().cmp(&a["date"].as_str()));
-    json!({"results_dir": source, "runs": runs, "sweeps": sweeps, "accepts": accepts})
-}
-
-/// Everything under `results_dir`, as `/api/runs` answers.
-pub fn list_results(results_dir: &Path) -> Value {
+/// Everything under `results_dir`, as `/api/runs` answers. Ids are folder paths relative to
+/// `results_dir`, as in a report of that folder.
+pub fn list_results(results_dir: &Path) -> RunList {
     let runs = find_folders(results_dir, 3, "result.json")
         .into_iter()
-        .filter_map(|(id, path)| Some(run_summary(&id, &read_json(&path.join("result.json"))?)))
+        .filter_map(|(id, path)| Some(RunListEntry::new(&id, &read_result(&path.join("result.json"))?)))
         .collect();
     let ids = |marker| {
         find_folders(results_dir, 3, marker)
@@ -104,7 +88,7 @@ pub fn list_results(results_dir: &Path) -> Value {
             .map(|(id, _)| id)
             .collect()
     };
-    list_body(
+    RunList::new(
         &results_dir.display().to_string(),
         runs,
         ids("sweep.json"),
@@ -112,17 +96,26 @@ pub fn list_results(results_dir: &Path) -> Value {
     )
 }
 
-/// A JSON file, or `None` when it cannot be read or parsed.
-pub fn read_json(path: &Path) -> Option<Value> {
+/// A JSON file as `T`, or `None` when it cannot be read or parsed.
+pub fn read_json<T: serde::de::DeserializeOwned>(path: &Path) -> Option<T> {
     serde_json::from_str(&std::fs::read_to_string(path).ok()?).ok()
 }
 
+/// A result file (ours or `vllm bench serve`'s): a JSON object with its request counts.
+pub fn read_result(path: &Path) -> Option<RunResult> {
+    let value: serde_json::Value = read_json(path)?;
+    let looks_like_a_result = value.get("completed").is_some() && value.get("output_throughput").is_some();
+    let result: RunResult = serde_json::from_value(value).ok()?;
+    (looks_like_a_result && result.check_version().is_ok()).then_some(result)
+}
+
 /// An accept folder's per-category rows (`/api/accept/<id>`); `None` when it has none.
-pub fn accept_body(folder: &Path) -> Option<Value> {
+pub fn accept_body(folder: &Path) -> Option<AcceptMatrix> {
     let files = files_starting(folder, "accept-");
     if files.is_empty() {
         return None;
     }
-    let rows: Vec<Value> = files.iter().filter_map(|p| read_json(p)).collect();
-    Some(json!({"categories": rows}))
+    Some(AcceptMatrix {
+        categories: files.iter().filter_map(|p| read_json(p)).collect(),
+    })
 }

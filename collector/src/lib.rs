@@ -3,6 +3,7 @@
 pub mod accept;
 pub mod bench;
 pub mod cli;
+pub mod console;
 pub mod demo;
 pub mod error;
 pub mod history;

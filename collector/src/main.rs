@@ -1,5 +1,5 @@
 //! `speclens` binary entry point: parse the command line, set up logging, run, map errors to
-//! an exit code.
+//! an exit code (0 success, 1 the run or check failed, 2 usage errors, as ripgrep's).
 
 use std::process::ExitCode;
 
@@ -18,8 +18,11 @@ fn main() -> ExitCode {
     match run(cli) {
         Ok(()) => ExitCode::SUCCESS,
         Err(err) => {
-            eprintln!("speclens: error: {err:#}");
-            ExitCode::FAILURE
+            let code = err.downcast_ref::<speclens::CollectorError>().map_or(1, |e| e.exit_code());
+            if code != 0 {
+                eprintln!("speclens: error: {err:#}");
+            }
+            ExitCode::from(code)
         }
     }
 }

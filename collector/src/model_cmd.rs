@@ -1,4 +1,4 @@
-//! `speclens model`: the speedup model's table on the command line (SPEC §3), optionally fed
+//! `speclens model`: the speedup model's table on the command line (docs/MODEL.md), optionally fed
 //! with a measured E and measured per-position rates. Arithmetic only; runs anywhere.
 
 use speclens_shared::model::{gpu_preset, Costs, Measured, ModelReport, Proposer};

@@ -5,15 +5,16 @@
 use std::path::{Path, PathBuf};
 
 use comfy_table::{presets, CellAlignment, Table};
-use serde_json::Value;
 use speclens_shared::model::Costs;
+use speclens_shared::results::RunResult;
+use speclens_shared::sweep::{Arm, SweepTable};
 
 use crate::cli::ReadArgs;
 use crate::error::CollectorError;
-use crate::sweep::{parse_point_name, table_from_dir};
+use crate::history::read_result;
 
 /// Result files in `dir`: `*.json` holding `vllm bench serve` keys, and `*/result.json`.
-pub fn result_files(dir: &Path) -> Result<Vec<(String, Value)>, CollectorError> {
+pub fn result_files(dir: &Path) -> Result<Vec<(String, RunResult)>, CollectorError> {
     let mut paths: Vec<PathBuf> = Vec::new();
     let entries =
         std::fs::read_dir(dir).map_err(|e| CollectorError::Output(format!("cannot read {}: {e}", dir.display())))?;
@@ -29,30 +30,36 @@ pub fn result_files(dir: &Path) -> Result<Vec<(String, Value)>, CollectorError> 
         }
     }
     paths.sort();
-    let mut out = Vec::new();
-    for path in paths {
-        let Ok(text) = std::fs::read_to_string(&path) else {
-            continue;
-        };
-        let Ok(value) = serde_json::from_str::<Value>(&text) else {
-            continue;
-        };
-        if value.get("completed").is_some() && value.get("output_throughput").is_some() {
-            let name = path.strip_prefix(dir).unwrap_or(&path).display().to_string();
-            out.push((name, value));
-        }
-    }
-    Ok(out)
+    Ok(paths
+        .into_iter()
+        .filter_map(|path| {
+            let result = read_result(&path)?;
+            Some((path.strip_prefix(dir).unwrap_or(&path).display().to_string(), result))
+        })
+        .collect())
 }
 
-fn num(v: &Value, key: &str, decimals: usize) -> String {
-    v.get(key)
-        .and_then(Value::as_f64)
-        .map_or_else(|| "—".into(), |x| format!("{x:.decimals$}"))
+fn num(v: Option<impl Into<f64>>, decimals: usize) -> String {
+    v.map_or_else(|| "—".into(), |x| format!("{:.decimals$}", x.into()))
+}
+
+fn count(v: Option<u64>) -> String {
+    v.map_or_else(|| "—".into(), |x| x.to_string())
+}
+
+/// The sweep table of the `spec-c<N>.json` / `base-c<N>.json` among `files`, when both arms
+/// are there.
+pub fn sweep_of(files: &[(String, RunResult)], costs: Costs) -> Option<SweepTable> {
+    let points: Vec<(Arm, u64, &RunResult)> = files
+        .iter()
+        .filter_map(|(name, r)| Arm::parse_point_name(name).map(|(arm, c)| (arm, c, r)))
+        .collect();
+    let has = |arm: Arm| points.iter().any(|p| p.0 == arm);
+    (has(Arm::Spec) && has(Arm::Base)).then(|| SweepTable::from_points(&points, costs))
 }
 
 /// The table of result files.
-pub fn render(files: &[(String, Value)]) -> String {
+pub fn render(files: &[(String, RunResult)]) -> String {
     let mut table = Table::new();
     table.load_style(presets::UTF8_FULL_CONDENSED);
     table.set_header(vec![
@@ -69,14 +76,14 @@ pub fn render(files: &[(String, Value)]) -> String {
     for (name, v) in files {
         table.add_row(vec![
             name.clone(),
-            num(v, "completed", 0),
-            num(v, "failed", 0),
-            num(v, "request_throughput", 2),
-            num(v, "output_throughput", 1),
-            num(v, "mean_ttft_ms", 2),
-            num(v, "mean_itl_ms", 2),
-            num(v, "spec_decode_acceptance_rate", 2),
-            num(v, "spec_decode_acceptance_length", 2),
+            count(v.completed),
+            count(v.failed),
+            num(v.request_throughput, 2),
+            num(v.output_throughput, 1),
+            num(v.mean_ttft_ms, 2),
+            num(v.mean_itl_ms, 2),
+            num(v.spec_decode_acceptance_rate, 2),
+            num(v.spec_decode_acceptance_length, 2),
         ]);
     }
     for i in 1..9 {
@@ -96,16 +103,10 @@ pub fn run(args: ReadArgs) -> Result<(), CollectorError> {
             args.dir.display()
         )));
     }
-    print!("{}", render(&files));
-    let has = |prefix: &str| {
-        files
-            .iter()
-            .any(|(n, _)| parse_point_name(n).is_some() && n.starts_with(prefix))
-    };
-    if has("spec-c") && has("base-c") {
-        let table = table_from_dir(&args.dir, Costs::H100_FREE_DRAFTS)?;
-        println!();
-        print!("{}", table.render());
+    let mut out = render(&files);
+    if let Some(table) = sweep_of(&files, Costs::H100_FREE_DRAFTS) {
+        out.push('\n');
+        out.push_str(&table.render());
     }
-    Ok(())
+    crate::console::print(&out)
 }

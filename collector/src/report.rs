@@ -17,17 +17,21 @@ use crate::cli::ReportArgs;
 use crate::error::CollectorError;
 use crate::history;
 use crate::serve::{resolve_web_dir, WebAssets};
-use crate::sweep::{parse_point_name, table_from_dir};
 use speclens_shared::model::Costs;
+use speclens_shared::results::{AcceptMatrix, RunList, RunListEntry, RunResult};
+use speclens_shared::sweep::SweepTable;
 
 /// The data gathered from the inputs: the dashboard's API answers, keyed by path.
 struct Collector {
     data: ReportData,
-    runs: Vec<Value>,
+    runs: Vec<RunListEntry>,
     sweeps: Vec<String>,
     accepts: Vec<String>,
     ids: BTreeSet<String>,
     skipped: Vec<String>,
+    /// Whether ids are prefixed by their input folder's name (several inputs), or relative to
+    /// the one input folder, as the dashboard serving that folder names them.
+    prefixed: bool,
 }
 
 /// A path segment as an id: plain characters only (the page puts ids in URLs).
@@ -59,8 +63,22 @@ fn folder_name(path: &Path) -> String {
     )
 }
 
+/// The id of `id` (a folder path under the input folder `base`): `base/id` when prefixed, else
+/// `id` alone; `base` for the input folder itself.
+fn join_id(prefixed: bool, base: &str, id: &str) -> String {
+    match (prefixed, id.is_empty()) {
+        (_, true) => base.to_string(),
+        (true, false) => format!("{base}/{id}"),
+        (false, false) => id.to_string(),
+    }
+}
+
+fn to_value(v: &impl serde::Serialize) -> Result<Value, CollectorError> {
+    serde_json::to_value(v).map_err(|e| CollectorError::Output(format!("cannot serialise the report data: {e}")))
+}
+
 impl Collector {
-    fn new() -> Collector {
+    fn new(prefixed: bool) -> Collector {
         let created = time::OffsetDateTime::now_utc()
             .replace_nanosecond(0)
             .unwrap_or_else(|_| time::OffsetDateTime::now_utc())
@@ -73,6 +91,7 @@ impl Collector {
             accepts: Vec::new(),
             ids: BTreeSet::new(),
             skipped: Vec::new(),
+            prefixed,
         }
     }
 
@@ -88,29 +107,32 @@ impl Collector {
         candidate
     }
 
-    fn add_run(&mut self, id: &str, result: Value) {
+    fn add_run(&mut self, id: &str, result: &RunResult) -> Result<(), CollectorError> {
         let id = self.unique("run", id);
-        self.runs.push(history::run_summary(&id, &result));
-        self.data.responses.insert(format!("/api/runs/{id}"), result);
+        self.runs.push(RunListEntry::new(&id, result));
+        self.data.responses.insert(format!("/api/runs/{id}"), to_value(result)?);
+        Ok(())
     }
 
-    fn add_sweep(&mut self, id: &str, sweep: Value) {
+    fn add_sweep(&mut self, id: &str, sweep: &SweepTable) -> Result<(), CollectorError> {
         let id = self.unique("sweep", id);
-        self.data.responses.insert(format!("/api/sweeps/{id}"), sweep);
+        self.data.responses.insert(format!("/api/sweeps/{id}"), to_value(sweep)?);
         self.sweeps.push(id);
+        Ok(())
     }
 
-    fn add_accept(&mut self, id: &str, rows: Value) {
+    fn add_accept(&mut self, id: &str, matrix: &AcceptMatrix) -> Result<(), CollectorError> {
         let id = self.unique("accept", id);
-        self.data.responses.insert(format!("/api/accept/{id}"), rows);
+        self.data.responses.insert(format!("/api/accept/{id}"), to_value(matrix)?);
         self.accepts.push(id);
+        Ok(())
     }
 
-    /// One JSON file, or a note of why it was skipped.
-    fn read_found(&mut self, path: &Path) -> Option<Value> {
-        let value = history::read_json(path).filter(Value::is_object);
+    /// One typed file, or a note of why it was skipped.
+    fn read_found<T: serde::de::DeserializeOwned>(&mut self, path: &Path, what: &str) -> Option<T> {
+        let value = history::read_json(path);
         if value.is_none() {
-            self.skipped.push(format!("{} (not a JSON object)", path.display()));
+            self.skipped.push(format!("{} (not {what})", path.display()));
         }
         value
     }
@@ -119,21 +141,7 @@ impl Collector {
     /// or up to three levels down).
     fn add_input(&mut self, path: &Path) -> Result<(), CollectorError> {
         if path.is_file() {
-            let result = history::read_json(path).filter(Value::is_object).ok_or_else(|| {
-                CollectorError::InvalidArgument(format!(
-                    "{} is not a result file (a JSON object from speclens or `vllm bench serve`)",
-                    path.display()
-                ))
-            })?;
-            let stem = path
-                .file_stem()
-                .map_or("run".into(), |s| s.to_string_lossy().into_owned());
-            let id = match (stem.as_str(), path.parent()) {
-                ("result", Some(parent)) => folder_name(parent),
-                _ => clean_id(&stem),
-            };
-            self.add_run(&id, result);
-            return Ok(());
+            return self.add_file(path);
         }
         if !path.is_dir() {
             return Err(CollectorError::InvalidArgument(format!(
@@ -142,53 +150,46 @@ impl Collector {
             )));
         }
         let base = folder_name(path);
+        let prefixed = self.prefixed;
         let before = self.data.responses.len();
         let nested = |marker| {
-            let mut found = vec![(base.clone(), path.to_path_buf())];
+            let mut found = vec![(String::new(), path.to_path_buf())];
             found.retain(|(_, p)| history::holds(p, marker));
-            found.extend(
-                history::find_folders(path, 3, marker)
-                    .into_iter()
-                    .map(|(id, p)| (format!("{base}/{id}"), p)),
-            );
+            found.extend(history::find_folders(path, 3, marker));
             found
+                .into_iter()
+                .map(|(id, p)| (join_id(prefixed, &base, &id), p))
+                .collect::<Vec<_>>()
         };
         for (id, folder) in nested("result.json") {
-            if let Some(result) = self.read_found(&folder.join("result.json")) {
-                self.add_run(&id, result);
+            if let Some(result) = self.read_found::<RunResult>(&folder.join("result.json"), "a result file") {
+                self.add_run(&id, &result)?;
             }
         }
         for (id, folder) in nested("sweep.json") {
-            if let Some(sweep) = self.read_found(&folder.join("sweep.json")) {
-                self.add_sweep(&id, sweep);
+            if let Some(sweep) = self.read_found::<SweepTable>(&folder.join("sweep.json"), "a sweep file") {
+                self.add_sweep(&id, &sweep)?;
             }
         }
         for (id, folder) in nested("accept-*") {
-            if let Some(rows) = history::accept_body(&folder) {
-                self.add_accept(&id, rows);
+            if let Some(matrix) = history::accept_body(&folder) {
+                self.add_accept(&id, &matrix)?;
             }
         }
         // Result files side by side (`vllm bench serve --save-result` files, sweep points):
         // each a run, and a sweep when both arms are there and no sweep.json says it already.
-        let loose: Vec<(String, Value)> = crate::read::result_files(path)?
+        let loose: Vec<(String, RunResult)> = crate::read::result_files(path)?
             .into_iter()
             .filter(|(name, _)| !name.contains('/') && name != "result.json" && name != "sweep.json")
             .collect();
-        let arms = |prefix: &str| {
-            loose
-                .iter()
-                .any(|(n, _)| n.starts_with(prefix) && parse_point_name(n).is_some())
-        };
-        if arms("spec-c") && arms("base-c") && !history::holds(path, "sweep.json") {
-            let table = table_from_dir(path, Costs::H100_FREE_DRAFTS)?;
-            let sweep = serde_json::to_value(&table).map_err(|e| {
-                CollectorError::Output(format!("cannot serialise the sweep of {}: {e}", path.display()))
-            })?;
-            self.add_sweep(&base, sweep);
+        if !history::holds(path, "sweep.json") {
+            if let Some(table) = crate::read::sweep_of(&loose, Costs::H100_FREE_DRAFTS) {
+                self.add_sweep(&base, &table)?;
+            }
         }
-        for (name, result) in loose {
-            let stem = name.strip_suffix(".json").unwrap_or(&name);
-            self.add_run(&format!("{base}/{}", clean_id(stem)), result);
+        for (name, result) in &loose {
+            let stem = name.strip_suffix(".json").unwrap_or(name);
+            self.add_run(&join_id(prefixed, &base, &clean_id(stem)), result)?;
         }
         if self.data.responses.len() == before {
             return Err(CollectorError::InvalidArgument(format!(
@@ -199,10 +200,29 @@ impl Collector {
         Ok(())
     }
 
-    fn finish(mut self) -> (ReportData, Vec<String>) {
-        let list = history::list_body("this report", self.runs, self.sweeps, self.accepts);
-        self.data.responses.insert("/api/runs".into(), list);
-        (self.data, self.skipped)
+    /// A result file given by name: its id is its folder's name (`…/<run>/result.json`) or its
+    /// own stem.
+    fn add_file(&mut self, path: &Path) -> Result<(), CollectorError> {
+        let result = history::read_result(path).ok_or_else(|| {
+            CollectorError::InvalidArgument(format!(
+                "{} is not a result file (a JSON object from speclens or `vllm bench serve`)",
+                path.display()
+            ))
+        })?;
+        let stem = path
+            .file_stem()
+            .map_or("run".into(), |s| s.to_string_lossy().into_owned());
+        let id = match (stem.as_str(), path.parent()) {
+            ("result", Some(parent)) => folder_name(parent),
+            _ => clean_id(&stem),
+        };
+        self.add_run(&id, &result)
+    }
+
+    fn finish(mut self) -> Result<(ReportData, Vec<String>), CollectorError> {
+        let list = RunList::new("this report", self.runs, self.sweeps, self.accepts);
+        self.data.responses.insert("/api/runs".into(), to_value(&list)?);
+        Ok((self.data, self.skipped))
     }
 }
 
@@ -338,11 +358,13 @@ pub fn run(args: ReportArgs) -> Result<(), CollectorError> {
 
 /// Write the report `args` ask for with the app in `assets`; returns the "Report: …" line.
 pub fn write(args: &ReportArgs, assets: &WebAssets) -> Result<String, CollectorError> {
-    let mut collector = Collector::new();
+    // One folder: ids relative to it, as `speclens serve` of that folder names them, so a link
+    // taken from the dashboard opens the same run here. Several: each prefixed by its name.
+    let mut collector = Collector::new(args.inputs.len() > 1);
     for input in &args.inputs {
         collector.add_input(input)?;
     }
-    let (data, skipped) = collector.finish();
+    let (data, skipped) = collector.finish()?;
     for s in &skipped {
         eprintln!("speclens report: skipped {s}");
     }

@@ -1,4 +1,4 @@
-//! Run-level aggregation of per-request spec-decode records (SPEC §2.3–2.4): AIPerf's metrics
+//! Run-level aggregation of per-request spec-decode records (docs/METRICS.md §2.6): AIPerf's metrics
 //! with avg/min/max/percentiles/std, the derived totals, the pooled histogram, and their console
 //! rows, histogram line, JSON and CSV exports.
 

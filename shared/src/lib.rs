@@ -12,6 +12,7 @@ pub mod per_request;
 pub mod prom;
 pub mod protocol;
 pub mod report;
+pub mod results;
 pub mod run;
 pub mod scrape;
 pub mod sse;

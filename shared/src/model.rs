@@ -1,4 +1,4 @@
-//! The speedup model of speculative decoding (SPEC §3): expected tokens per step E(α, k), the
+//! The speedup model of speculative decoding (docs/MODEL.md): expected tokens per step E(α, k), the
 //! implied α of a measured E, speedup S(B) under a roofline, the break-even batch, the crossing
 //! of a measured sweep, and the per-position extension that picks the best k.
 //!

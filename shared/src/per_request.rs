@@ -1,4 +1,4 @@
-//! Per-request path (SPEC §2.1–2.2): adapters that find the spec-decode stats an engine returns
+//! Per-request path (docs/METRICS.md §2): adapters that find the spec-decode stats an engine returns
 //! with each response (vLLM, TensorRT-LLM, SGLang), chosen by the payload's shape, validated and
 //! normalised into one record per request.
 //!
@@ -34,7 +34,7 @@ impl EngineKind {
     }
 }
 
-/// The normalised per-request spec-decode record (SPEC §2.2).
+/// The normalised per-request spec-decode record (docs/METRICS.md §2.4).
 ///
 /// For SGLang, `num_spec_steps` = `spec_verify_ct`, accepted = correct drafts, drafted = proposed
 /// drafts, and the length and rate are recomputed from those (SGLang's own length counts the

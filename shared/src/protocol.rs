@@ -8,6 +8,7 @@ use std::collections::BTreeMap;
 use serde::{Deserialize, Serialize};
 
 use crate::aggregate::{Bins, SpecAggregator, SpecSummary};
+use crate::results::RunResult;
 use crate::run::LatencyStats;
 
 /// Bumped whenever a message changes shape; the page refuses other versions with a message.
@@ -558,93 +559,55 @@ mod tests {
 
 /// A saved run (`result.json`) as a finished [`RunView`], so the page shows past runs with the
 /// same views as live ones. Missing keys stay empty; nothing is recomputed from token counts.
-pub fn run_view_from_result(result: &serde_json::Value) -> RunView {
-    let num = |k: &str| result.get(k).and_then(serde_json::Value::as_f64);
-    let latency = |m: &str| {
-        let mean = num(&format!("mean_{m}_ms"))?;
-        let p99 = num(&format!("p99_{m}_ms"));
-        Some(LatencyStats {
-            mean,
-            median: num(&format!("median_{m}_ms")).unwrap_or(mean),
-            std: num(&format!("std_{m}_ms")).unwrap_or(0.0),
-            percentiles: p99.map(|v| ("99".to_string(), v)).into_iter().collect(),
-        })
+pub fn run_view_from_result(result: &RunResult) -> RunView {
+    let per_s = |n: Option<u64>| {
+        let duration = result.duration.filter(|d| *d > 0.0)?;
+        Some(n? as f64 / duration)
     };
-    let spec = result.get("spec_decode");
-    let timeline: Vec<TimelinePoint> = spec
-        .and_then(|s| s.get("timeline"))
-        .and_then(|t| serde_json::from_value(t.clone()).ok())
-        .unwrap_or_default();
-    let per_request: Option<SpecSummary> = spec
-        .and_then(|s| s.get("per_request"))
-        .and_then(|p| serde_json::from_value(p.clone()).ok());
-    let mut not_available = Vec::new();
-    if let Some(scrapes) = spec.and_then(|s| s.get("scrape")).and_then(serde_json::Value::as_array) {
-        for s in scrapes {
-            if let Some(error) = s["result"]["error"].as_str() {
-                not_available.push(format!(
-                    "scrape path [{}]: {error}",
-                    s["endpoint"].as_str().unwrap_or("?")
-                ));
-            }
-        }
-    }
-    if let Some(error) = spec.and_then(|s| s["prometheus"]["result"]["error"].as_str()) {
-        not_available.push(format!("Prometheus path: {error}"));
-    }
-    if per_request.is_none() {
-        not_available.push("per-request path: no request carried spec-decode stats".into());
-    }
-    let accepted = num("spec_decode_accepted_tokens");
-    let duration = num("duration").filter(|d| *d > 0.0);
-    let output = num("total_output_tokens");
+    let accepted = result.spec_decode_accepted_tokens;
     let tiles = Tiles {
-        acceptance_rate: num("spec_decode_acceptance_rate"),
-        acceptance_length: num("spec_decode_acceptance_length"),
-        accepted_per_s: accepted.zip(duration).map(|(a, d)| a / d),
-        drafted_per_s: num("spec_decode_draft_tokens").zip(duration).map(|(a, d)| a / d),
-        drafts_per_s: num("spec_decode_num_drafts").zip(duration).map(|(a, d)| a / d),
+        acceptance_rate: result.spec_decode_acceptance_rate,
+        acceptance_length: result.spec_decode_acceptance_length,
+        accepted_per_s: per_s(accepted),
+        drafted_per_s: per_s(result.spec_decode_draft_tokens),
+        drafts_per_s: per_s(result.spec_decode_num_drafts),
         draft_share: accepted
-            .zip(output)
-            .filter(|(_, o)| *o > 0.0)
-            .map(|(a, o)| (a / o * 100.0).min(100.0)),
+            .zip(result.total_output_tokens)
+            .filter(|(_, o)| *o > 0)
+            .map(|(a, o)| (a as f64 / o as f64 * 100.0).min(100.0)),
     };
+    let spec = result.spec_decode.clone().unwrap_or_default();
     RunView {
-        label: result["label"].as_str().unwrap_or_default().to_string(),
-        model: result["model_id"].as_str().unwrap_or_default().to_string(),
-        status: if result["partial"].as_bool() == Some(true) {
+        label: result.label.clone(),
+        model: result.model_id.clone().unwrap_or_default(),
+        status: if result.partial {
             RunStatus::Partial
         } else {
             RunStatus::Finished
         },
         progress: Progress {
-            sent: result["num_prompts"].as_u64().unwrap_or(0),
-            completed: result["completed"].as_u64().unwrap_or(0),
-            failed: result["failed"].as_u64().unwrap_or(0),
-            total: result["num_prompts"].as_u64(),
-            elapsed_s: duration.unwrap_or(0.0),
+            sent: result.requests(),
+            completed: result.completed.unwrap_or(0),
+            failed: result.failed.unwrap_or(0),
+            total: result.num_prompts,
+            elapsed_s: result.duration.filter(|d| *d > 0.0).unwrap_or(0.0),
         },
         tiles,
-        timeline,
-        ttft_ms: latency("ttft"),
-        itl_ms: latency("itl"),
-        e2el_ms: latency("e2el"),
-        distributions: result
-            .get("distributions")
-            .and_then(|d| serde_json::from_value(d.clone()).ok())
-            .unwrap_or_default(),
-        per_request,
-        not_available,
-        notices: result
-            .pointer("/notices/messages")
-            .and_then(|m| serde_json::from_value(m.clone()).ok())
-            .unwrap_or_default(),
-        mean_draft_tokens: num("spec_decode_draft_tokens")
-            .zip(num("spec_decode_num_drafts"))
-            .filter(|(_, drafts)| *drafts > 0.0)
-            .map(|(tokens, drafts)| tokens / drafts)
-            .or_else(|| num("spec_decode_mean_draft_tokens")),
-        output_tokens_per_s: num("output_throughput").unwrap_or(0.0),
+        timeline: spec.timeline,
+        ttft_ms: result.latency("ttft"),
+        itl_ms: result.latency("itl"),
+        e2el_ms: result.latency("e2el"),
+        distributions: result.distributions.clone().unwrap_or_default(),
+        not_available: result.not_available(),
+        per_request: spec.per_request,
+        notices: result.notices.as_ref().map(|n| n.messages.clone()).unwrap_or_default(),
+        mean_draft_tokens: result
+            .spec_decode_draft_tokens
+            .zip(result.spec_decode_num_drafts)
+            .filter(|(_, drafts)| *drafts > 0)
+            .map(|(tokens, drafts)| tokens as f64 / drafts as f64)
+            .or(result.spec_decode_mean_draft_tokens),
+        output_tokens_per_s: result.output_throughput.unwrap_or(0.0),
     }
 }
 
@@ -660,7 +623,7 @@ mod result_tests {
             "p99_ttft_ms": 40.0, "spec_decode_acceptance_rate": 60.0, "spec_decode_acceptance_length": 2.8,
             "spec_decode_accepted_tokens": 1200, "spec_decode_draft_tokens": 2000, "spec_decode_num_drafts": 500
         });
-        let run = run_view_from_result(&v);
+        let run = run_view_from_result(&serde_json::from_value(v).unwrap());
         assert_eq!(run.status, RunStatus::Finished);
         assert_eq!((run.progress.completed, run.progress.failed), (30, 2));
         assert_eq!(run.tiles.acceptance_rate, Some(60.0));
@@ -678,7 +641,7 @@ mod result_tests {
             "spec_decode_num_drafts": 300, "spec_decode_draft_tokens": 778,
             "notices": {"messages": ["Paths disagree: …", "Drafts were shorter than k: …"], "per_request_stats_missing": false}
         });
-        let run = run_view_from_result(&v);
+        let run = run_view_from_result(&serde_json::from_value(v).unwrap());
         assert_eq!(run.notices, ["Paths disagree: …", "Drafts were shorter than k: …"]);
         assert_eq!(run.mean_draft_tokens, Some(778.0 / 300.0));
     }

@@ -1,12 +1,11 @@
-//! Request-level benchmark results (SPEC §4, as `vllm bench serve`): the per-request record,
-//! the run's latency and throughput metrics, their console layout, and the keys a `vllm bench
-//! serve` result JSON carries.
+//! Request-level benchmark results (docs/FORMATS.md, as `vllm bench serve`): the per-request
+//! record, the run's latency and throughput metrics and their console layout (the result file's
+//! keys are in `results`).
 
 use std::collections::BTreeMap;
 use std::fmt::Write;
 
 use serde::{Deserialize, Serialize};
-use serde_json::{Map, Value};
 
 use crate::aggregate::{percentile, sorted_moments};
 use crate::per_request::SpecRecord;
@@ -185,60 +184,6 @@ impl RunMetrics {
             e2el: LatencyStats::from_values(e2el, percentiles),
         }
     }
-
-    /// The keys of a `vllm bench serve` result JSON (`mean_ttft_ms`, `p99_itl_ms`, …).
-    pub fn vllm_keys(&self) -> Map<String, Value> {
-        let mut m = Map::new();
-        let mut put = |k: &str, v: Value| {
-            m.insert(k.to_string(), v);
-        };
-        put("duration", self.duration_s.into());
-        put("completed", self.completed.into());
-        put("failed", self.failed.into());
-        put("max_concurrency", self.max_concurrency.map_or(Value::Null, Value::from));
-        put(
-            "request_rate",
-            self.request_rate.map_or_else(|| "inf".into(), Value::from),
-        );
-        put("total_input_tokens", self.total_input_tokens.into());
-        put("total_output_tokens", self.total_output_tokens.into());
-        put("request_throughput", self.request_throughput.into());
-        put("output_throughput", self.output_throughput.into());
-        put("total_token_throughput", self.total_token_throughput.into());
-        put("max_concurrent_requests", self.max_concurrent_requests.into());
-        for (name, stats) in [
-            ("ttft", &self.ttft),
-            ("tpot", &self.tpot),
-            ("itl", &self.itl),
-            ("e2el", &self.e2el),
-        ] {
-            let Some(s) = stats else { continue };
-            put(&format!("mean_{name}_ms"), s.mean.into());
-            put(&format!("median_{name}_ms"), s.median.into());
-            put(&format!("std_{name}_ms"), s.std.into());
-            for (p, v) in &s.percentiles {
-                put(&format!("p{p}_{name}_ms"), (*v).into());
-            }
-        }
-        m
-    }
-}
-
-/// `vllm bench serve`'s `spec_decode_*` result keys from a scrape-path window.
-pub fn spec_decode_keys(data: &SpecDecodeData) -> Map<String, Value> {
-    let mut m = Map::new();
-    m.insert("spec_decode_acceptance_rate".into(), data.acceptance_rate.into());
-    m.insert("spec_decode_acceptance_length".into(), data.acceptance_length.into());
-    m.insert("spec_decode_num_drafts".into(), data.num_drafts.into());
-    m.insert("spec_decode_draft_tokens".into(), data.draft_tokens.into());
-    m.insert("spec_decode_accepted_tokens".into(), data.accepted_tokens.into());
-    let per_pos: Vec<Value> = data
-        .per_position_acceptance_rates
-        .values()
-        .map(|v| (*v).into())
-        .collect();
-    m.insert("spec_decode_per_position_acceptance_rates".into(), per_pos.into());
-    m
 }
 
 fn header(out: &mut String, title: &str, fill: char) {
@@ -387,7 +332,9 @@ mod tests {
             "TPOT only for requests with more than one token"
         );
         assert_eq!(m.itl.as_ref().unwrap().percentiles["99"], 30.0);
-        let keys = m.vllm_keys();
+        let mut r = crate::results::RunResult::default();
+        r.set_metrics(&m);
+        let keys = serde_json::to_value(&r).unwrap();
         assert_eq!(keys["mean_ttft_ms"], 60.0);
         assert_eq!(keys["p99_itl_ms"], 30.0);
         assert_eq!(keys["request_rate"], "inf");

@@ -1,4 +1,4 @@
-//! Server-scrape path (SPEC §1): spec-decode counters read from a `/metrics` text, their delta
+//! Server-scrape path (docs/METRICS.md §1): spec-decode counters read from a `/metrics` text, their delta
 //! over a benchmark window, reset-aware accumulation for live sampling, the AISBench-compatible
 //! result value and its console block.
 

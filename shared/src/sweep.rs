@@ -3,7 +3,43 @@
 
 use serde::{Deserialize, Serialize};
 
+use crate::results::RunResult;
 use crate::model::{break_even_batch, sweep_crossing, Costs, RatioPoint, UNCHARGED_COSTS};
+
+/// The two arms of a sweep.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Arm {
+    /// The speculative server.
+    Spec,
+    /// The plain server.
+    Base,
+}
+
+impl Arm {
+    pub fn name(self) -> &'static str {
+        match self {
+            Arm::Spec => "spec",
+            Arm::Base => "base",
+        }
+    }
+
+    /// The run id of one point (`spec-c16`), also its folder and file stem.
+    pub fn point_id(self, concurrency: u64) -> String {
+        format!("{}-c{concurrency}", self.name())
+    }
+
+    /// Arm and concurrency of a `spec-c<N>.json` / `base-c<N>.json` name.
+    pub fn parse_point_name(name: &str) -> Option<(Arm, u64)> {
+        let stem = name.strip_suffix(".json")?;
+        let (arm, c) = if let Some(c) = stem.strip_prefix("spec-c") {
+            (Arm::Spec, c)
+        } else {
+            (Arm::Base, stem.strip_prefix("base-c")?)
+        };
+        c.parse().ok().map(|c| (arm, c))
+    }
+}
 
 /// One concurrency of the sweep; an arm that was not run (or failed) is `None`.
 #[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
@@ -66,6 +102,36 @@ pub struct SweepTable {
 }
 
 impl SweepTable {
+    /// The table of measured points; the prediction uses the measured E of the
+    /// lowest-concurrency spec point that has one.
+    pub fn from_points(points: &[(Arm, u64, &RunResult)], costs: Costs) -> SweepTable {
+        let mut rows: Vec<SweepRow> = Vec::new();
+        for (arm, c, result) in points {
+            let row = match rows.iter().position(|r| r.concurrency == *c as f64) {
+                Some(i) => &mut rows[i],
+                None => {
+                    rows.push(SweepRow {
+                        concurrency: *c as f64,
+                        spec_output_tokens_per_s: None,
+                        base_output_tokens_per_s: None,
+                    });
+                    rows.last_mut().expect("just pushed")
+                }
+            };
+            match arm {
+                Arm::Spec => row.spec_output_tokens_per_s = result.output_throughput,
+                Arm::Base => row.base_output_tokens_per_s = result.output_throughput,
+            }
+        }
+        let mut spec: Vec<&(Arm, u64, &RunResult)> = points.iter().filter(|p| p.0 == Arm::Spec).collect();
+        spec.sort_by_key(|p| p.1);
+        let prediction = spec
+            .iter()
+            .find_map(|p| p.2.measured())
+            .map(|m| Prediction::new(m.e, m.k, m.draft_tokens, costs));
+        SweepTable::new(rows, prediction)
+    }
+
     pub fn new(mut rows: Vec<SweepRow>, prediction: Option<Prediction>) -> SweepTable {
         rows.sort_by(|a, b| a.concurrency.total_cmp(&b.concurrency));
         let points: Vec<RatioPoint> = rows

@@ -4,8 +4,9 @@
 
 use gloo_net::http::Request;
 use leptos::prelude::*;
-use serde_json::Value;
+use serde::de::DeserializeOwned;
 use speclens_shared::protocol::{run_view_from_result, RunView};
+use speclens_shared::results::{AcceptMatrix, RunList, RunResult};
 
 use speclens_shared::chart::draw_sweep_chart;
 use speclens_shared::sweep::SweepTable;
@@ -44,22 +45,24 @@ fn parse(fragment: &str) -> RunsView {
     RunsView::List
 }
 
-/// The collector's answer at `url`, or the report's copy of it in a static report.
-async fn fetch_json(url: String) -> Result<Value, String> {
-    if let Some(answer) = crate::report::response(&url) {
-        return answer;
-    }
-    let response = Request::get(&url).send().await.map_err(|e| e.to_string())?;
-    if !response.ok() {
-        return Err(format!("{url}: HTTP {}", response.status()));
-    }
-    response.json::<Value>().await.map_err(|e| e.to_string())
+/// The collector's answer at `url` as `T` (the shared result types), or the report's copy of
+/// it in a static report.
+async fn fetch_json<T: DeserializeOwned>(url: String) -> Result<T, String> {
+    let value = match crate::report::response(&url) {
+        Some(answer) => answer?,
+        None => {
+            let response = Request::get(&url).send().await.map_err(|e| e.to_string())?;
+            if !response.ok() {
+                return Err(format!("{url}: HTTP {}", response.status()));
+            }
+            response.json::<serde_json::Value>().await.map_err(|e| e.to_string())?
+        }
+    };
+    serde_json::from_value(value).map_err(|e| format!("{url}: {e}"))
 }
 
-fn cell(v: &Value, key: &str, decimals: usize) -> String {
-    v.get(key)
-        .and_then(Value::as_f64)
-        .map_or_else(|| "—".into(), |x| format!("{x:.decimals$}"))
+fn cell(v: Option<impl Into<f64>>, decimals: usize) -> String {
+    v.map_or_else(|| "—".into(), |x| format!("{:.decimals$}", x.into()))
 }
 
 #[component]
@@ -76,7 +79,7 @@ pub fn RunsPage() -> impl IntoView {
 
 #[component]
 fn RunList() -> impl IntoView {
-    let runs = LocalResource::new(|| fetch_json("/api/runs".into()));
+    let runs = LocalResource::new(|| fetch_json::<RunList>("/api/runs".into()));
     let (picked, set_picked) = signal(Vec::<String>::new());
     view! {
         <section class="page runs">
@@ -85,13 +88,12 @@ fn RunList() -> impl IntoView {
                 None => view! { <p class="hint">"Loading…"</p> }.into_any(),
                 Some(Err(e)) => view! { <p class="error">"Cannot list runs: " {e}</p> }.into_any(),
                 Some(Ok(v)) => {
-                    let list = v["runs"].as_array().cloned().unwrap_or_default();
-                    let dir = v["results_dir"].as_str().unwrap_or("").to_string();
-                    let links = |key: &str, kind: &'static str| -> Vec<String> {
-                        v[key].as_array().map(|a| a.iter().filter_map(|x| x.as_str().map(str::to_string)).collect::<Vec<String>>()).unwrap_or_default()
-                            .into_iter().map(|id| format!("{kind}={id}")).collect()
+                    let list = v.runs;
+                    let dir = v.results_dir;
+                    let links = |ids: Vec<String>, kind: &'static str| -> Vec<String> {
+                        ids.into_iter().map(|id| format!("{kind}={id}")).collect()
                     };
-                    let (sweeps, accepts) = (links("sweeps", "sweep"), links("accepts", "accept"));
+                    let (sweeps, accepts) = (links(v.sweeps, "sweep"), links(v.accepts, "accept"));
                     view! {
                         <p id="sweep-links">{sweeps.into_iter().map(|q| view! { <a class="pill" href=format!("#runs?{q}")>{q.replace('=', ": ")}</a> }).collect_view()}
                             {accepts.into_iter().map(|q| view! { <a class="pill" href=format!("#runs?{q}")>{q.replace('=', ": ")}</a> }).collect_view()}</p>
@@ -104,7 +106,7 @@ fn RunList() -> impl IntoView {
                             <thead><tr><th>""</th><th>"run"</th><th>"date"</th><th>"completed"</th><th>"out tok/s"</th><th>"acceptance length"</th></tr></thead>
                             <tbody>
                                 {list.into_iter().map(|r| {
-                                    let id = r["id"].as_str().unwrap_or_default().to_string();
+                                    let id = r.id.clone();
                                     let id_for_box = id.clone();
                                     view! {
                                         <tr>
@@ -118,10 +120,10 @@ fn RunList() -> impl IntoView {
                                                 });
                                             }/></td>
                                             <td><a href=format!("#runs?open={id}")>{id.clone()}</a></td>
-                                            <td>{r["date"].as_str().unwrap_or("—").to_string()}</td>
-                                            <td>{cell(&r, "completed", 0)}</td>
-                                            <td>{cell(&r, "output_throughput", 1)}</td>
-                                            <td>{cell(&r, "spec_decode_acceptance_length", 3)}</td>
+                                            <td>{r.date.clone().unwrap_or_else(|| "—".into())}</td>
+                                            <td>{cell(r.completed.map(|c| c as f64), 0)}</td>
+                                            <td>{cell(r.output_throughput, 1)}</td>
+                                            <td>{cell(r.spec_decode_acceptance_length, 3)}</td>
                                         </tr>
                                     }
                                 }).collect_view()}
@@ -137,7 +139,7 @@ fn RunList() -> impl IntoView {
 #[component]
 fn OpenRun(id: String) -> impl IntoView {
     let url = format!("/api/runs/{id}");
-    let result = LocalResource::new(move || fetch_json(url.clone()));
+    let result = LocalResource::new(move || fetch_json::<RunResult>(url.clone()));
     let run = Signal::derive(move || match result.get() {
         Some(Ok(v)) => run_view_from_result(&v),
         _ => RunView::idle(),
@@ -160,17 +162,18 @@ fn OpenRun(id: String) -> impl IntoView {
 #[component]
 fn CompareRuns(a: String, b: String) -> impl IntoView {
     let (ua, ub) = (format!("/api/runs/{a}"), format!("/api/runs/{b}"));
-    let ra = LocalResource::new(move || fetch_json(ua.clone()));
-    let rb = LocalResource::new(move || fetch_json(ub.clone()));
-    let rows: [(&str, &str, usize); 8] = [
-        ("completed requests", "completed", 0),
-        ("failed requests", "failed", 0),
-        ("output tokens/s", "output_throughput", 1),
-        ("mean TTFT (ms)", "mean_ttft_ms", 2),
-        ("mean ITL (ms)", "mean_itl_ms", 2),
-        ("mean TPOT (ms)", "mean_tpot_ms", 2),
-        ("acceptance rate (%)", "spec_decode_acceptance_rate", 2),
-        ("acceptance length", "spec_decode_acceptance_length", 3),
+    let ra = LocalResource::new(move || fetch_json::<RunResult>(ua.clone()));
+    let rb = LocalResource::new(move || fetch_json::<RunResult>(ub.clone()));
+    type Figure = fn(&RunResult) -> Option<f64>;
+    let rows: [(&str, Figure, usize); 8] = [
+        ("completed requests", |r| r.completed.map(|c| c as f64), 0),
+        ("failed requests", |r| r.failed.map(|c| c as f64), 0),
+        ("output tokens/s", |r| r.output_throughput, 1),
+        ("mean TTFT (ms)", |r| r.mean_ttft_ms, 2),
+        ("mean ITL (ms)", |r| r.mean_itl_ms, 2),
+        ("mean TPOT (ms)", |r| r.mean_tpot_ms, 2),
+        ("acceptance rate (%)", |r| r.spec_decode_acceptance_rate, 2),
+        ("acceptance length", |r| r.spec_decode_acceptance_length, 3),
     ];
     view! {
         <section class="page runs">
@@ -178,19 +181,19 @@ fn CompareRuns(a: String, b: String) -> impl IntoView {
             <p><a href="#runs">"← all runs"</a></p>
             {move || match (ra.get(), rb.get()) {
                 (Some(Ok(x)), Some(Ok(y))) => {
-                    let arm = |v: &Value| if v.get("spec_decode_acceptance_length").is_some() { "spec-arm" } else { "base-arm" };
+                    let arm = |v: &RunResult| if v.spec_decode_acceptance_length.is_some() { "spec-arm" } else { "base-arm" };
                     let (ca, cb) = (arm(&x), arm(&y));
                     view! {
                         <table class="model-table compare" id="compare">
                             <thead><tr><th>""</th>
                                 <th class=ca>{a.clone()}</th><th class=cb>{b.clone()}</th><th>"second ÷ first"</th></tr></thead>
                             <tbody>
-                                {rows.iter().map(|(label, key, d)| {
-                                    let ratio = match (x.get(*key).and_then(Value::as_f64), y.get(*key).and_then(Value::as_f64)) {
+                                {rows.iter().map(|(label, figure, d)| {
+                                    let ratio = match (figure(&x), figure(&y)) {
                                         (Some(p), Some(q)) if p != 0.0 => format!("{:.3}", q / p),
                                         _ => "—".into(),
                                     };
-                                    view! { <tr><td>{*label}</td><td class=ca>{cell(&x, key, *d)}</td><td class=cb>{cell(&y, key, *d)}</td><td>{ratio}</td></tr> }
+                                    view! { <tr><td>{*label}</td><td class=ca>{cell(figure(&x), *d)}</td><td class=cb>{cell(figure(&y), *d)}</td><td>{ratio}</td></tr> }
                                 }).collect_view()}
                             </tbody>
                         </table>
@@ -206,13 +209,8 @@ fn CompareRuns(a: String, b: String) -> impl IntoView {
 #[component]
 fn SweepView(id: String) -> impl IntoView {
     let url = format!("/api/sweeps/{id}");
-    let table = LocalResource::new(move || fetch_json(url.clone()));
-    let parsed = Signal::derive(move || {
-        table
-            .get()
-            .and_then(|r| r.ok())
-            .and_then(|v| serde_json::from_value::<SweepTable>(v).ok())
-    });
+    let table = LocalResource::new(move || fetch_json::<SweepTable>(url.clone()));
+    let parsed = Signal::derive(move || table.get().and_then(|r| r.ok()));
     let canvas = NodeRef::<leptos::html::Canvas>::new();
     Effect::new(move |_| {
         let (Some(c), Some(t)) = (canvas.get(), parsed.get()) else {
@@ -239,7 +237,7 @@ fn SweepView(id: String) -> impl IntoView {
 #[component]
 fn AcceptView(id: String) -> impl IntoView {
     let url = format!("/api/accept/{id}");
-    let rows = LocalResource::new(move || fetch_json(url.clone()));
+    let rows = LocalResource::new(move || fetch_json::<AcceptMatrix>(url.clone()));
     view! {
         <section class="page runs">
             <h1>"Acceptance by category " {id.clone()}</h1>
@@ -251,15 +249,14 @@ fn AcceptView(id: String) -> impl IntoView {
                     <table class="model-table" id="accept-matrix">
                         <thead><tr><th>"category"</th><th>"path"</th><th>"requests"</th><th>"acceptance length"</th><th>"acceptance rate %"</th><th>"per-position rates"</th></tr></thead>
                         <tbody>
-                            {v["categories"].as_array().cloned().unwrap_or_default().into_iter().map(|r| {
-                                let per_pos: Vec<String> = r["per_position_acceptance_rates"].as_object()
-                                    .map(|m| m.values().filter_map(Value::as_f64).map(|x| format!("{x:.3}")).collect()).unwrap_or_default();
+                            {v.categories.into_iter().map(|r| {
+                                let per_pos: Vec<String> = r.per_position_acceptance_rates.values().map(|x| format!("{x:.3}")).collect();
                                 view! { <tr>
-                                    <td>{r["category"].as_str().unwrap_or("").to_string()}</td>
-                                    <td>{r["path"].as_str().unwrap_or("").to_string()}</td>
-                                    <td>{cell(&r, "requests", 0)}</td>
-                                    <td>{cell(&r, "acceptance_length", 3)}</td>
-                                    <td>{cell(&r, "acceptance_rate", 2)}</td>
+                                    <td>{r.category}</td>
+                                    <td>{r.path}</td>
+                                    <td>{r.requests}</td>
+                                    <td>{format!("{:.3}", r.acceptance_length)}</td>
+                                    <td>{format!("{:.2}", r.acceptance_rate)}</td>
                                     <td>{per_pos.join(", ")}</td>
                                 </tr> }
                             }).collect_view()}

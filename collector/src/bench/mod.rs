@@ -26,6 +26,7 @@ use rand_distr::{Distribution, Exp, Gamma};
 use reqwest::header::{HeaderMap, HeaderName, HeaderValue, AUTHORIZATION};
 use speclens_shared::aggregate::SpecAggregator;
 use speclens_shared::notices::{Notices, PathFigures};
+use speclens_shared::results::RunResult;
 use speclens_shared::run::{ErrorKind, RequestRecord};
 use speclens_shared::scrape::{
     window_delta, window_result, CounterSet, ResultStatus, ScrapeFailure, SpecCounters, SpecDecodeResult,
@@ -610,13 +611,20 @@ fn assess_paths(
     })
 }
 
-/// `speclens bench`: run, print, save. Returns the results folder.
-pub async fn run(args: BenchArgs) -> Result<PathBuf, CollectorError> {
+/// A finished run: where its files are, `result.json`'s content and the window's records.
+pub struct RunOutput {
+    pub dir: PathBuf,
+    pub result: RunResult,
+    pub records: Vec<RequestRecord>,
+}
+
+/// `speclens bench`: run, print, save.
+pub async fn run(args: BenchArgs) -> Result<RunOutput, CollectorError> {
     run_with(args, None).await
 }
 
 /// A run that feeds `hub` (a dashboard another command serves) instead of its own.
-pub async fn run_with(args: BenchArgs, hub: Option<Arc<LiveHub>>) -> Result<PathBuf, CollectorError> {
+pub async fn run_with(args: BenchArgs, hub: Option<Arc<LiveHub>>) -> Result<RunOutput, CollectorError> {
     check_args(&args)?;
     let prometheus = prometheus::Prometheus::from_args(&args.prometheus)?;
     let headers = header_map(&args)?;
@@ -902,7 +910,7 @@ pub async fn run_with(args: BenchArgs, hub: Option<Arc<LiveHub>>) -> Result<Path
         rejected,
         notices,
     };
-    report::save_and_print(&settings, &outcome, &paths, &records_tmp)?;
+    let result = report::save_and_print(&settings, &outcome, &paths, &records_tmp)?;
     if let Some(d) = dashboard {
         eprintln!(
             "The dashboard keeps serving the finished run at {} — press Ctrl-C to quit.",
@@ -911,7 +919,11 @@ pub async fn run_with(args: BenchArgs, hub: Option<Arc<LiveHub>>) -> Result<Path
         let _ = tokio::signal::ctrl_c().await;
         d.stop().await?;
     }
-    Ok(settings.out_dir.clone())
+    Ok(RunOutput {
+        dir: settings.out_dir.clone(),
+        result,
+        records: outcome.records,
+    })
 }
 
 /// Serve the live dashboard on loopback for this run; prints its URL.

@@ -22,24 +22,12 @@ use tokio::sync::watch;
 
 use super::redact_url;
 use super::scrape::Timeline;
+pub use speclens_shared::results::FleetOutcome;
 use crate::cli::PrometheusArgs;
 use crate::error::CollectorError;
 
 /// The label of the Prometheus path in consoles, files and the live timeline.
 pub const LABEL: &str = "prometheus";
-
-/// What the Prometheus path found for a window.
-#[derive(Debug, Clone, Serialize)]
-pub struct FleetOutcome {
-    /// AISBench's result shape (`ok` with data, or `na` with the reason).
-    pub result: SpecDecodeResult,
-    /// The growth by instance, engine and model, when the counters were there.
-    #[serde(rename = "fleet")]
-    pub window: Option<FleetWindow>,
-    /// SGLang's gauges averaged over the window, when only they were there.
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub sglang: Option<SglangGauges>,
-}
 
 /// A configured Prometheus API.
 #[derive(Clone)]

@@ -11,7 +11,8 @@ use indicatif::{ProgressBar, ProgressDrawTarget, ProgressStyle};
 use serde_json::{json, Map, Value};
 use speclens_shared::aggregate::{MetricStats, SpecSummary, CONSOLE_COLUMNS};
 use speclens_shared::protocol::Distributions;
-use speclens_shared::run::{spec_decode_keys, vllm_summary, ErrorKind, RunMetrics};
+use speclens_shared::results::{EndpointResult, ErrorCount, Errors, RunConfig, RunResult, SpecDecodeSection};
+use speclens_shared::run::{vllm_summary, ErrorKind, RunMetrics};
 use speclens_shared::scrape::{
     console_block, derive_stats, result_file_label, SpecCounters, SpecDecodeData, SpecDecodeResult,
 };
@@ -19,9 +20,6 @@ use speclens_shared::scrape::{
 use super::{BenchSettings, LoadOutcome, ScrapeWindow, SpecPaths};
 use crate::cli::EndpointKind;
 use crate::error::CollectorError;
-
-/// Version of `result.json`'s layout; readers refuse versions they do not know.
-pub const RESULT_SCHEMA_VERSION: u32 = 1;
 
 /// `speclens-results/<UTC time>-<label>/`.
 pub fn default_out_dir(label: &str) -> PathBuf {
@@ -217,13 +215,13 @@ fn profile_export(outcome: &LoadOutcome, metrics: &RunMetrics, spec: Option<&Spe
     (Value::Object(json), csv)
 }
 
-/// Print the console report and write every file of the run.
+/// Print the console report and write every file of the run; returns `result.json`'s content.
 pub fn save_and_print(
     settings: &BenchSettings,
     outcome: &LoadOutcome,
     paths: &SpecPaths,
     records_tmp: &Path,
-) -> Result<(), CollectorError> {
+) -> Result<RunResult, CollectorError> {
     let SpecPaths {
         windows,
         timeline,
@@ -312,115 +310,107 @@ pub fn save_and_print(
     )?;
     write_atomic(&dir.join("profile_export_speclens.csv"), profile_csv.as_bytes())?;
 
-    let mut result = Map::new();
-    result.insert("schema".into(), "speclens.result".into());
-    result.insert("schema_version".into(), RESULT_SCHEMA_VERSION.into());
-    result.insert("speclens_version".into(), env!("CARGO_PKG_VERSION").into());
-    result.insert(
-        "date".into(),
-        time::OffsetDateTime::now_utc()
-            .format(&time::format_description::well_known::Rfc3339)
-            .unwrap_or_default()
-            .into(),
-    );
-    result.insert("label".into(), args.label.clone().into());
-    result.insert("partial".into(), outcome.partial.into());
-    result.insert(
-        "backend".into(),
+    let measured = || outcome.records.iter().filter(|r| !r.warmup && r.success);
+    let ttft_ms: Vec<f64> = measured().filter_map(|r| r.ttft_ms).collect();
+    let itl_ms: Vec<f64> = measured().flat_map(|r| r.itl_ms.iter().copied()).collect();
+    let e2el_ms: Vec<f64> = measured().filter_map(|r| r.e2el_ms).collect();
+    let date = time::OffsetDateTime::now_utc()
+        .format(&time::format_description::well_known::Rfc3339)
+        .unwrap_or_default();
+    let mut result = RunResult::new(env!("CARGO_PKG_VERSION"), &date, &args.label);
+    result.partial = outcome.partial;
+    result.backend = Some(
         match args.endpoint {
             EndpointKind::Chat => "openai-chat",
             EndpointKind::Completions => "openai",
         }
         .into(),
     );
-    result.insert("model_id".into(), settings.model.clone().into());
-    result.insert(
-        "num_prompts".into(),
-        (outcome.records.iter().filter(|r| !r.warmup).count() as u64).into(),
-    );
-    result.insert("burstiness".into(), args.burstiness.into());
-    result.extend(metrics.vllm_keys());
+    result.model_id = Some(settings.model.clone());
+    result.num_prompts = Some(outcome.records.iter().filter(|r| !r.warmup).count() as u64);
+    result.burstiness = Some(args.burstiness);
+    result.set_metrics(&metrics);
     if let Some(d) = &combined {
-        result.extend(spec_decode_keys(d));
+        result.set_spec_window(d);
     }
-    let errors: Map<String, Value> = failed
-        .iter()
-        .map(|(k, (count, first))| (k.as_str().to_string(), json!({"count": count, "first": first})))
-        .collect();
-    result.insert("errors".into(), Value::Object(errors));
-    result.insert("config".into(), config_json(settings));
     if let Some(d) = &notices.draft_length {
-        result.insert("spec_decode_mean_draft_tokens".into(), d.mean_draft_tokens.into());
-        result.insert("spec_decode_num_spec_tokens".into(), d.k.into());
+        result.spec_decode_mean_draft_tokens = Some(d.mean_draft_tokens);
+        result.spec_decode_num_spec_tokens = Some(d.k);
     }
-    result.insert(
-        "notices".into(),
-        serde_json::to_value(notices).map_err(|e| CollectorError::Output(e.to_string()))?,
-    );
-    let measured = || outcome.records.iter().filter(|r| !r.warmup && r.success);
-    let ttft_ms: Vec<f64> = measured().filter_map(|r| r.ttft_ms).collect();
-    let itl_ms: Vec<f64> = measured().flat_map(|r| r.itl_ms.iter().copied()).collect();
-    let e2el_ms: Vec<f64> = measured().filter_map(|r| r.e2el_ms).collect();
-    let distributions = Distributions::from_values(&ttft_ms, &itl_ms, &e2el_ms, spec);
-    result.insert(
-        "distributions".into(),
-        serde_json::to_value(&distributions).unwrap_or(Value::Null),
-    );
-    result.insert(
-        "spec_decode".into(),
-        json!({
-            "scrape": results.iter().map(|(label, r)| json!({"endpoint": label, "result": r})).collect::<Vec<_>>(),
-            "per_request": summary,
-            "per_request_rejected": rejected,
-            "prometheus": fleet,
-            "timeline": timeline.points,
-            "resets": timeline.resets,
-        }),
-    );
-    write_atomic(&dir.join("result.json"), &to_json_bytes(&Value::Object(result))?)?;
+    result.errors = Some(Errors::ByKind(
+        failed
+            .iter()
+            .map(|(k, (count, first))| {
+                (
+                    k.as_str().to_string(),
+                    ErrorCount {
+                        count: *count,
+                        first: first.clone(),
+                    },
+                )
+            })
+            .collect(),
+    ));
+    result.config = Some(run_config(settings));
+    result.notices = Some(notices.clone());
+    result.distributions = Some(Distributions::from_values(&ttft_ms, &itl_ms, &e2el_ms, spec));
+    result.spec_decode = Some(SpecDecodeSection {
+        scrape: results
+            .iter()
+            .map(|(label, r)| EndpointResult {
+                endpoint: label.clone(),
+                result: r.clone(),
+            })
+            .collect(),
+        per_request: summary,
+        per_request_rejected: rejected.clone(),
+        prometheus: fleet.clone(),
+        timeline: timeline.points.clone(),
+        resets: timeline.resets.clone(),
+    });
+    write_atomic(&dir.join("result.json"), &to_json_bytes(&result)?)?;
     std::fs::rename(records_tmp, dir.join("records.jsonl"))
         .map_err(|e| CollectorError::Output(format!("cannot move {} into place: {e}", records_tmp.display())))?;
     if !args.quiet {
         println!("Results: {}", dir.display());
     }
-    Ok(())
+    Ok(result)
 }
 
 /// The run's settings as written to `result.json`: header names only (values may be secret),
 /// never the API key.
-fn config_json(settings: &BenchSettings) -> Value {
+fn run_config(settings: &BenchSettings) -> RunConfig {
     let a = &settings.args;
-    let header_names: Vec<String> = a
-        .headers
-        .iter()
-        .filter_map(|h| h.split_once(':').map(|(n, _)| n.trim().to_string()))
-        .collect();
-    json!({
-        "urls": a.urls.iter().map(|u| super::redact_url(u)).collect::<Vec<_>>(),
-        "endpoint": format!("{:?}", a.endpoint).to_lowercase(),
-        "model": settings.model,
-        "stream": !a.no_stream,
-        "concurrency": a.concurrency,
-        "request_rate": a.request_rate.filter(|r| r.is_finite()),
-        "arrival": format!("{:?}", a.arrival).to_lowercase(),
-        "burstiness": a.burstiness,
-        "num_prompts": a.num_prompts,
-        "duration_s": a.duration,
-        "warmup": a.warmup,
-        "seed": a.seed,
-        "dataset": format!("{:?}", a.dataset).to_lowercase(),
-        "dataset_path": a.dataset_path,
-        "categories": a.categories,
-        "input_tokens": a.input_tokens,
-        "input_tokens_stddev": a.input_tokens_stddev,
-        "output_tokens": a.output_tokens,
-        "output_tokens_stddev": a.output_tokens_stddev,
-        "temperature": a.temperature,
-        "metrics_endpoints": settings.endpoints.iter().map(|e| super::redact_url(&e.url)).collect::<Vec<_>>(),
-        "scrape_interval_s": a.scrape_interval,
-        "timeout_s": a.timeout,
-        "percentiles": a.percentiles,
-        "header_names": header_names,
-        "api_key_set": a.api_key.is_some(),
-    })
+    RunConfig {
+        urls: a.urls.iter().map(|u| super::redact_url(u)).collect(),
+        endpoint: format!("{:?}", a.endpoint).to_lowercase(),
+        model: settings.model.clone(),
+        stream: !a.no_stream,
+        concurrency: a.concurrency,
+        request_rate: a.request_rate.filter(|r| r.is_finite()),
+        arrival: format!("{:?}", a.arrival).to_lowercase(),
+        burstiness: a.burstiness,
+        num_prompts: a.num_prompts,
+        duration_s: a.duration,
+        warmup: a.warmup,
+        seed: a.seed,
+        dataset: format!("{:?}", a.dataset).to_lowercase(),
+        dataset_path: a.dataset_path.as_ref().map(|p| p.display().to_string()),
+        categories: a.categories.clone(),
+        input_tokens: a.input_tokens,
+        input_tokens_stddev: a.input_tokens_stddev,
+        output_tokens: a.output_tokens,
+        output_tokens_stddev: a.output_tokens_stddev,
+        temperature: a.temperature,
+        metrics_endpoints: settings.endpoints.iter().map(|e| super::redact_url(&e.url)).collect(),
+        scrape_interval_s: a.scrape_interval,
+        timeout_s: a.timeout,
+        percentiles: a.percentiles.clone(),
+        header_names: a
+            .headers
+            .iter()
+            .filter_map(|h| h.split_once(':').map(|(n, _)| n.trim().to_string()))
+            .collect(),
+        api_key_set: a.api_key.is_some(),
+    }
 }

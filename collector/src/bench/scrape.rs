@@ -1,5 +1,5 @@
 //! The server-scrape path from the collector's side: which `/metrics` endpoints a run reads,
-//! fetching them (failures become SPEC §1.3 reasons, never errors), the settled "after"
+//! fetching them (failures become the reasons of docs/METRICS.md §1.4, never errors), the settled "after"
 //! snapshot, the live sampler that builds the timeline, and `speclens scrape`.
 
 use std::collections::BTreeMap;
@@ -62,7 +62,7 @@ pub fn endpoints(server_urls: &[String], explicit: &[String]) -> Result<Vec<Endp
     Ok(out)
 }
 
-/// Fetch a metrics text; the failure says why, in SPEC §1.3's words.
+/// Fetch a metrics text; the failure says why, in the words of docs/METRICS.md §1.4.
 pub async fn fetch_text(client: &reqwest::Client, url: &str) -> Result<String, ScrapeFailure> {
     let fail = |cause: String| ScrapeFailure::Fetch {
         url: super::redact_url(url),

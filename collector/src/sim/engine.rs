@@ -3,7 +3,7 @@
 //! decode step proposes k drafts, accepts j of them by the configured acceptance profile and
 //! emits j + 1 tokens. The Prometheus counters and each request's own stats are updated from
 //! the same events, so their sums agree exactly. Step time follows the roofline model of
-//! SPEC §3, scaled by `time_scale` (0 = no delay).
+//! docs/MODEL.md, scaled by `time_scale` (0 = no delay).
 
 use std::collections::VecDeque;
 use std::sync::atomic::{AtomicU64, Ordering};

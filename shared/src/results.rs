@@ -1,0 +1,483 @@
+//! The typed result model: what `bench`, `sweep` and `accept` write (`result.json`,
+//! `sweep.json`, `accept-<category>.json`) and what `read`, `serve` (`/api/runs`), `report` and
+//! the web app read back. One set of serde types for every writer and reader; the layout is
+//! described in `docs/FORMATS.md`. `vllm bench serve` result files read into [`RunResult`] too
+//! (every key optional; keys this model does not name land in [`RunResult::extra`]).
+
+use std::collections::BTreeMap;
+
+use serde::{Deserialize, Serialize};
+
+use crate::aggregate::SpecSummary;
+use crate::fleet::FleetWindow;
+use crate::model::Measured;
+use crate::notices::Notices;
+use crate::protocol::{Distributions, TimelinePoint};
+use crate::run::{LatencyStats, RunMetrics};
+use crate::scrape::{SglangGauges, SpecDecodeData, SpecDecodeResult};
+
+/// `schema` of a speclens `result.json`.
+pub const RESULT_SCHEMA: &str = "speclens.result";
+/// Version of `result.json`'s layout; readers refuse versions they do not know.
+pub const RESULT_SCHEMA_VERSION: u32 = 1;
+
+/// `request_rate` as `vllm bench serve` writes it: a number, or `"inf"` without a rate.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(untagged)]
+pub enum RequestRate {
+    PerSecond(f64),
+    Text(String),
+}
+
+impl RequestRate {
+    pub fn from_option(rate: Option<f64>) -> RequestRate {
+        rate.map_or_else(|| RequestRate::Text("inf".into()), RequestRate::PerSecond)
+    }
+}
+
+/// `errors`: speclens writes failures by kind; `vllm bench serve --save-detailed` writes one
+/// message per request.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(untagged)]
+pub enum Errors {
+    ByKind(BTreeMap<String, ErrorCount>),
+    PerRequest(Vec<serde_json::Value>),
+}
+
+/// Failed requests of one kind.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct ErrorCount {
+    pub count: u64,
+    /// The first failure's message.
+    pub first: String,
+}
+
+/// The run's settings as recorded: header names only (values may be secret), never the key.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct RunConfig {
+    pub urls: Vec<String>,
+    pub endpoint: String,
+    pub model: String,
+    pub stream: bool,
+    pub concurrency: Option<u64>,
+    pub request_rate: Option<f64>,
+    pub arrival: String,
+    pub burstiness: f64,
+    pub num_prompts: u64,
+    pub duration_s: Option<f64>,
+    pub warmup: u64,
+    pub seed: u64,
+    pub dataset: String,
+    pub dataset_path: Option<String>,
+    pub categories: Vec<String>,
+    pub input_tokens: u32,
+    pub input_tokens_stddev: f64,
+    pub output_tokens: u32,
+    pub output_tokens_stddev: f64,
+    pub temperature: f64,
+    pub metrics_endpoints: Vec<String>,
+    pub scrape_interval_s: f64,
+    pub timeout_s: f64,
+    pub percentiles: Vec<f64>,
+    pub header_names: Vec<String>,
+    pub api_key_set: bool,
+}
+
+/// One scraped endpoint's window, as AISBench writes it.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct EndpointResult {
+    pub endpoint: String,
+    pub result: SpecDecodeResult,
+}
+
+/// What the Prometheus path found for a window.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct FleetOutcome {
+    /// AISBench's result shape (`ok` with data, or `na` with the reason).
+    pub result: SpecDecodeResult,
+    /// The growth by instance, engine and model, when the counters were there.
+    #[serde(rename = "fleet")]
+    pub window: Option<FleetWindow>,
+    /// SGLang's gauges averaged over the window, when only they were there.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub sglang: Option<SglangGauges>,
+}
+
+/// Both spec-decode paths of a run, in full.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct SpecDecodeSection {
+    /// Direct `/metrics` windows, one per endpoint.
+    #[serde(default)]
+    pub scrape: Vec<EndpointResult>,
+    /// AIPerf's per-request figures, when requests carried stats.
+    #[serde(default)]
+    pub per_request: Option<SpecSummary>,
+    /// Per-request payloads rejected, by reason.
+    #[serde(default)]
+    pub per_request_rejected: BTreeMap<String, u64>,
+    #[serde(default)]
+    pub prometheus: Option<FleetOutcome>,
+    /// Live scrapes during the run.
+    #[serde(default)]
+    pub timeline: Vec<TimelinePoint>,
+    /// Counter resets seen during the run, as `[endpoint] what happened`.
+    #[serde(default)]
+    pub resets: Vec<String>,
+}
+
+/// A run's `result.json`: `vllm bench serve`'s keys first (so its tools read it), then
+/// speclens's own. Also reads `vllm bench serve --save-result` files.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[serde(default)]
+pub struct RunResult {
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub schema: Option<String>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub schema_version: Option<u32>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub speclens_version: Option<String>,
+    pub date: Option<String>,
+    pub label: String,
+    pub partial: bool,
+    pub backend: Option<String>,
+    pub model_id: Option<String>,
+    pub num_prompts: Option<u64>,
+    pub request_rate: Option<RequestRate>,
+    pub burstiness: Option<f64>,
+    pub max_concurrency: Option<u64>,
+    pub duration: Option<f64>,
+    pub completed: Option<u64>,
+    pub failed: Option<u64>,
+    pub total_input_tokens: Option<u64>,
+    pub total_output_tokens: Option<u64>,
+    pub request_throughput: Option<f64>,
+    pub output_throughput: Option<f64>,
+    pub total_token_throughput: Option<f64>,
+    pub max_concurrent_requests: Option<u64>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub mean_ttft_ms: Option<f64>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub median_ttft_ms: Option<f64>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub std_ttft_ms: Option<f64>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub mean_tpot_ms: Option<f64>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub median_tpot_ms: Option<f64>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub std_tpot_ms: Option<f64>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub mean_itl_ms: Option<f64>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub median_itl_ms: Option<f64>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub std_itl_ms: Option<f64>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub mean_e2el_ms: Option<f64>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub median_e2el_ms: Option<f64>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub std_e2el_ms: Option<f64>,
+    /// The scrape path's window (`vllm bench serve`'s `spec_decode_*` keys), when valid.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub spec_decode_acceptance_rate: Option<f64>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub spec_decode_acceptance_length: Option<f64>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub spec_decode_num_drafts: Option<u64>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub spec_decode_draft_tokens: Option<u64>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub spec_decode_accepted_tokens: Option<u64>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub spec_decode_per_position_acceptance_rates: Option<Vec<f64>>,
+    /// Measured draft tokens per draft and the configured k, when both paths allow it.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub spec_decode_mean_draft_tokens: Option<f64>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub spec_decode_num_spec_tokens: Option<u32>,
+    /// Failed requests by kind.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub errors: Option<Errors>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub config: Option<RunConfig>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub notices: Option<Notices>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub distributions: Option<Distributions>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub spec_decode: Option<SpecDecodeSection>,
+    /// Keys this model does not name: the latency percentiles (`p99_ttft_ms`, named by the
+    /// percentiles asked for) and, in `vllm bench serve` files, everything else it writes.
+    #[serde(flatten)]
+    pub extra: BTreeMap<String, serde_json::Value>,
+}
+
+/// The latency families `vllm bench serve` reports, as named in its keys.
+pub const LATENCY_FAMILIES: [&str; 4] = ["ttft", "tpot", "itl", "e2el"];
+
+impl RunResult {
+    /// A speclens result with its identity filled in.
+    pub fn new(speclens_version: &str, date: &str, label: &str) -> RunResult {
+        RunResult {
+            schema: Some(RESULT_SCHEMA.into()),
+            schema_version: Some(RESULT_SCHEMA_VERSION),
+            speclens_version: Some(speclens_version.into()),
+            date: Some(date.into()),
+            label: label.into(),
+            ..RunResult::default()
+        }
+    }
+
+    /// Whether speclens wrote this file (else it is a `vllm bench serve` result or similar).
+    pub fn is_speclens(&self) -> bool {
+        self.schema.as_deref() == Some(RESULT_SCHEMA)
+    }
+
+    /// A clear refusal of a speclens file of a layout this build does not know.
+    pub fn check_version(&self) -> Result<(), String> {
+        match self.schema_version {
+            Some(v) if self.is_speclens() && v > RESULT_SCHEMA_VERSION => Err(format!(
+                "written by a newer speclens (result schema {v}; this build reads up to {RESULT_SCHEMA_VERSION})"
+            )),
+            _ => Ok(()),
+        }
+    }
+
+    /// Fill `vllm bench serve`'s request-level keys.
+    pub fn set_metrics(&mut self, m: &RunMetrics) {
+        self.duration = Some(m.duration_s);
+        self.completed = Some(m.completed);
+        self.failed = Some(m.failed);
+        self.max_concurrency = m.max_concurrency;
+        self.request_rate = Some(RequestRate::from_option(m.request_rate));
+        self.total_input_tokens = Some(m.total_input_tokens);
+        self.total_output_tokens = Some(m.total_output_tokens);
+        self.request_throughput = Some(m.request_throughput);
+        self.output_throughput = Some(m.output_throughput);
+        self.total_token_throughput = Some(m.total_token_throughput);
+        self.max_concurrent_requests = Some(m.max_concurrent_requests);
+        for (family, stats) in LATENCY_FAMILIES.iter().zip([&m.ttft, &m.tpot, &m.itl, &m.e2el]) {
+            let Some(s) = stats else { continue };
+            let (mean, median, std) = self.latency_mut(family);
+            *mean = Some(s.mean);
+            *median = Some(s.median);
+            *std = Some(s.std);
+            for (p, v) in &s.percentiles {
+                self.extra.insert(format!("p{p}_{family}_ms"), (*v).into());
+            }
+        }
+    }
+
+    fn latency_mut(&mut self, family: &str) -> (&mut Option<f64>, &mut Option<f64>, &mut Option<f64>) {
+        match family {
+            "ttft" => (&mut self.mean_ttft_ms, &mut self.median_ttft_ms, &mut self.std_ttft_ms),
+            "tpot" => (&mut self.mean_tpot_ms, &mut self.median_tpot_ms, &mut self.std_tpot_ms),
+            "itl" => (&mut self.mean_itl_ms, &mut self.median_itl_ms, &mut self.std_itl_ms),
+            _ => (&mut self.mean_e2el_ms, &mut self.median_e2el_ms, &mut self.std_e2el_ms),
+        }
+    }
+
+    /// One latency family's figures (`ttft`, `tpot`, `itl`, `e2el`), percentiles included.
+    pub fn latency(&self, family: &str) -> Option<LatencyStats> {
+        let (mean, median, std) = match family {
+            "ttft" => (self.mean_ttft_ms, self.median_ttft_ms, self.std_ttft_ms),
+            "tpot" => (self.mean_tpot_ms, self.median_tpot_ms, self.std_tpot_ms),
+            "itl" => (self.mean_itl_ms, self.median_itl_ms, self.std_itl_ms),
+            "e2el" => (self.mean_e2el_ms, self.median_e2el_ms, self.std_e2el_ms),
+            _ => return None,
+        };
+        let mean = mean?;
+        let suffix = format!("_{family}_ms");
+        let percentiles = self
+            .extra
+            .iter()
+            .filter_map(|(k, v)| Some((k.strip_prefix('p')?.strip_suffix(&suffix)?.to_string(), v.as_f64()?)))
+            .collect();
+        Some(LatencyStats {
+            mean,
+            median: median.unwrap_or(mean),
+            std: std.unwrap_or(0.0),
+            percentiles,
+        })
+    }
+
+    /// Fill the scrape path's `spec_decode_*` keys from its window.
+    pub fn set_spec_window(&mut self, d: &SpecDecodeData) {
+        self.spec_decode_acceptance_rate = Some(d.acceptance_rate);
+        self.spec_decode_acceptance_length = Some(d.acceptance_length);
+        self.spec_decode_num_drafts = Some(d.num_drafts);
+        self.spec_decode_draft_tokens = Some(d.draft_tokens);
+        self.spec_decode_accepted_tokens = Some(d.accepted_tokens);
+        self.spec_decode_per_position_acceptance_rates =
+            Some(d.per_position_acceptance_rates.values().copied().collect());
+    }
+
+    /// The per-request path's figures, when the run has them.
+    pub fn per_request(&self) -> Option<&SpecSummary> {
+        self.spec_decode.as_ref()?.per_request.as_ref()
+    }
+
+    /// The measured acceptance as the model takes it: E, k and the draft tokens per draft when
+    /// the result has both counts (scrape path first, then the per-request path).
+    pub fn measured(&self) -> Option<Measured> {
+        let ratio = |num: f64, den: f64| (den > 0.0).then(|| num / den);
+        if let (Some(e), Some(rates)) = (
+            self.spec_decode_acceptance_length,
+            &self.spec_decode_per_position_acceptance_rates,
+        ) {
+            if e > 0.0 && !rates.is_empty() {
+                return Some(Measured {
+                    e,
+                    k: rates.len() as u32,
+                    draft_tokens: self
+                        .spec_decode_draft_tokens
+                        .zip(self.spec_decode_num_drafts)
+                        .and_then(|(t, d)| ratio(t as f64, d as f64)),
+                });
+            }
+        }
+        let per_request = self.per_request()?;
+        let e = per_request.spec_decode_token_weighted_acceptance_length.as_ref()?.avg;
+        let k = per_request.pooled_spec_decode_acceptance_histogram.keys().max().copied()?;
+        Some(Measured {
+            e,
+            k: self.spec_decode_num_spec_tokens.unwrap_or(k),
+            draft_tokens: ratio(
+                per_request.total_draft_tokens.avg,
+                per_request.total_spec_decode_steps.avg,
+            ),
+        })
+    }
+
+    /// Requests the window held (`num_prompts`).
+    pub fn requests(&self) -> u64 {
+        self.num_prompts.unwrap_or(0)
+    }
+
+    /// Why a path of this run has no data, in the dashboard's words.
+    pub fn not_available(&self) -> Vec<String> {
+        let mut out = Vec::new();
+        if let Some(spec) = &self.spec_decode {
+            for s in &spec.scrape {
+                if let Some(error) = &s.result.error {
+                    out.push(format!("scrape path [{}]: {error}", s.endpoint));
+                }
+            }
+            if let Some(error) = spec.prometheus.as_ref().and_then(|p| p.result.error.as_ref()) {
+                out.push(format!("Prometheus path: {error}"));
+            }
+        }
+        if self.per_request().is_none() {
+            out.push("per-request path: no request carried spec-decode stats".into());
+        }
+        out
+    }
+}
+
+/// One category of an accept matrix, as written to `accept-<category>.json`.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct CategoryAcceptance {
+    pub category: String,
+    /// `per_request` or `scrape`.
+    pub path: String,
+    pub requests: u64,
+    /// Tokens per verify step, bonus included.
+    pub acceptance_length: f64,
+    /// Percent.
+    pub acceptance_rate: f64,
+    /// Unconditional rate by draft position (0-based keys, as vLLM).
+    pub per_position_acceptance_rates: BTreeMap<u32, f64>,
+    pub num_spec_steps: u64,
+    pub accepted_tokens: u64,
+    pub draft_tokens: u64,
+    /// The bench run this was measured in.
+    pub run: String,
+}
+
+/// An accept folder's categories (`/api/accept/<id>`).
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct AcceptMatrix {
+    pub categories: Vec<CategoryAcceptance>,
+}
+
+/// One line of the run list.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct RunListEntry {
+    /// The run's folder relative to the results folder (`demo/sweep/spec-c64`): the same id on
+    /// the dashboard and in a report of that folder.
+    pub id: String,
+    pub label: String,
+    pub date: Option<String>,
+    pub model_id: Option<String>,
+    pub partial: bool,
+    pub completed: Option<u64>,
+    pub output_throughput: Option<f64>,
+    pub spec_decode_acceptance_length: Option<f64>,
+}
+
+impl RunListEntry {
+    pub fn new(id: &str, r: &RunResult) -> RunListEntry {
+        RunListEntry {
+            id: id.into(),
+            label: r.label.clone(),
+            date: r.date.clone(),
+            model_id: r.model_id.clone(),
+            partial: r.partial,
+            completed: r.completed,
+            output_throughput: r.output_throughput,
+            spec_decode_acceptance_length: r.spec_decode_acceptance_length,
+        }
+    }
+}
+
+/// The run list (`/api/runs`): runs newest first, then sweep and accept folder ids.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct RunList {
+    pub results_dir: String,
+    pub runs: Vec<RunListEntry>,
+    pub sweeps: Vec<String>,
+    pub accepts: Vec<String>,
+}
+
+impl RunList {
+    pub fn new(results_dir: &str, mut runs: Vec<RunListEntry>, sweeps: Vec<String>, accepts: Vec<String>) -> RunList {
+        runs.sort_by(|a, b| b.date.cmp(&a.date));
+        RunList {
+            results_dir: results_dir.into(),
+            runs,
+            sweeps,
+            accepts,
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_vllm_result_reads_with_its_own_keys_kept() {
+        let text = r#"{"date": "20250101-000000", "backend": "vllm", "model_id": "m", "tokenizer_id": "m",
+            "num_prompts": 10, "request_rate": "inf", "burstiness": 1.0, "max_concurrency": 4,
+            "duration": 2.0, "completed": 10, "failed": 0, "request_goodput": null,
+            "mean_ttft_ms": 20.0, "p99_ttft_ms": 40.0, "p99.9_ttft_ms": 41.0}"#;
+        let r: RunResult = serde_json::from_str(text).unwrap();
+        assert!(!r.is_speclens());
+        assert_eq!(r.request_rate, Some(RequestRate::Text("inf".into())));
+        let ttft = r.latency("ttft").unwrap();
+        assert_eq!((ttft.median, ttft.percentiles["99"], ttft.percentiles["99.9"]), (20.0, 40.0, 41.0));
+        assert!(r.extra.contains_key("tokenizer_id"));
+        assert!(r.latency("itl").is_none());
+        let detailed: RunResult = serde_json::from_str(r#"{"errors": ["", "timeout"], "completed": 1}"#).unwrap();
+        assert!(matches!(detailed.errors, Some(Errors::PerRequest(_))));
+    }
+
+    #[test]
+    fn a_newer_layout_is_refused_by_name() {
+        let mut r = RunResult::new("9", "d", "l");
+        assert!(r.check_version().is_ok());
+        r.schema_version = Some(RESULT_SCHEMA_VERSION + 1);
+        assert!(r.check_version().unwrap_err().contains("newer speclens"));
+    }
+}
