@@ -375,5 +375,50 @@ async fn past_runs_open_in_the_same_views_and_compare_side_by_side() {
             .then_some(())
     })
     .await;
+
+    // A link taken from the dashboard opens the same run in a report of the same folder: the
+    // sweep's nested point (`sweep-x/spec-c4`) has one id in both.
+    client.goto(&format!("{}#runs", server.url())).await.unwrap();
+    let link = wait_for("the sweep point's link", Duration::from_secs(30), || async {
+        let links: Value = client
+            .execute(
+                "return [...document.querySelectorAll('#run-list a')].map(a => a.getAttribute('href'))",
+                vec![],
+            )
+            .await
+            .ok()?;
+        links
+            .as_array()?
+            .iter()
+            .filter_map(Value::as_str)
+            .find(|h| h.ends_with("/spec-c4"))
+            .map(str::to_string)
+    })
+    .await;
+    assert_eq!(link, "#runs?open=sweep-x/spec-c4");
+    client.goto(&format!("{}{link}", server.url())).await.unwrap();
+    let live_status = wait_for("the point on the dashboard", Duration::from_secs(30), || async {
+        Some(text_of(&client, "#run-status").await).filter(|s| s.contains("finished"))
+    })
+    .await;
+    let report = results.path().join("report.html");
+    let (code, out, err) = crate::common::run_speclens(&[
+        "report",
+        results.path().to_str().unwrap(),
+        "--web-dir",
+        dist.to_str().unwrap(),
+        "-o",
+        report.to_str().unwrap(),
+    ]);
+    assert_eq!(code, 0, "{out}{err}");
+    client
+        .goto(&format!("file://{}{link}", report.display()))
+        .await
+        .unwrap();
+    let report_status = wait_for("the point in the report", Duration::from_secs(30), || async {
+        Some(text_of(&client, "#run-status").await).filter(|s| s.contains("finished"))
+    })
+    .await;
+    assert_eq!(report_status, live_status, "the same run, by the same link");
     client.close().await.unwrap();
 }

@@ -10,10 +10,8 @@ use comfy_table::{presets, CellAlignment, Table};
 use speclens_shared::results::{CategoryAcceptance, RunResult};
 use speclens_shared::run::RequestRecord;
 
-use std::sync::Arc;
-
 use crate::bench;
-use crate::cli::{AcceptArgs, BenchArgs};
+use crate::bench::workload::Dataset;
 use crate::error::CollectorError;
 use crate::live::LiveHub;
 
@@ -92,25 +90,47 @@ fn from_scrape(category: &str, result: &RunResult, run: &str) -> Option<Category
     })
 }
 
-fn bench_args(args: &AcceptArgs, out: PathBuf, categories: &[String], count: u64) -> BenchArgs {
-    let mut b = BenchArgs::defaults();
-    b.urls = vec![args.url.clone()];
-    b.endpoint = args.endpoint;
-    b.model = args.model.clone();
-    b.api_key = args.api_key.clone();
-    b.dataset = args.dataset;
-    b.dataset_path = Some(args.dataset_path.clone());
-    b.categories = categories.to_vec();
-    b.request_rate = Some(args.request_rate);
-    b.seed = args.seed;
-    b.num_prompts = count;
-    b.output_tokens = args.output_tokens;
-    b.temperature = args.temperature;
-    b.sglang_spec_details = args.sglang_spec_details;
-    b.prometheus = args.prometheus.clone();
-    b.out = Some(out);
-    b.quiet = true;
-    b
+/// An accept matrix: acceptance per prompt category, at an open-loop rate well below saturation.
+#[derive(Clone)]
+pub struct Plan {
+    /// Categories to measure (empty: every category in the dataset).
+    pub categories: Vec<String>,
+    pub requests_per_category: u64,
+    /// The runs' settings: the server, the dataset, the rate, the scrapes (their prompts,
+    /// labels and folders are set per run).
+    pub run: bench::Plan,
+    /// Results folder (None: `speclens-results/<time>-accept/`).
+    pub out: Option<PathBuf>,
+    /// Serve the live dashboard on this port while the runs go.
+    pub dashboard_port: Option<u16>,
+}
+
+impl Plan {
+    /// The bench run of `category`'s prompts (`count` of them, drawn from the dataset).
+    fn category_run(&self, category: &str, count: u64) -> bench::Plan {
+        let mut run = self.run.clone();
+        run.workload.categories = vec![category.to_string()];
+        run.load.prompts = count;
+        run
+    }
+
+    /// A bench run of exactly the prompts in `file`, into `out`.
+    fn file_run(&self, out: PathBuf, file: &Path, count: u64) -> bench::Plan {
+        let mut run = self.run.clone();
+        run.workload.dataset = Dataset::Jsonl(file.to_path_buf());
+        run.workload.categories.clear();
+        run.load.prompts = count;
+        if let Some(name) = out.file_name() {
+            run.output.label = format!("accept-{}", name.to_string_lossy());
+        }
+        run.output.dir = Some(out);
+        run.output.print = false;
+        run
+    }
+
+    fn url(&self) -> &str {
+        self.run.target.urls.first().map_or("", String::as_str)
+    }
 }
 
 /// The category matrix.
@@ -149,19 +169,16 @@ pub fn render(rows: &[CategoryAcceptance]) -> String {
 }
 
 /// `speclens accept`: returns the rows it measured.
-pub async fn run(args: AcceptArgs) -> Result<Vec<CategoryAcceptance>, CollectorError> {
-    run_with(args, None).await
+pub async fn run(plan: Plan) -> Result<Vec<CategoryAcceptance>, CollectorError> {
+    run_with(plan, None).await
 }
 
 /// An accept run feeding `hub` (a dashboard another command serves) when given.
-pub async fn run_with(args: AcceptArgs, hub: Option<Arc<LiveHub>>) -> Result<Vec<CategoryAcceptance>, CollectorError> {
-    if !(args.request_rate.is_finite() && args.request_rate > 0.0) {
-        return Err(CollectorError::InvalidArgument("--request-rate must be > 0".into()));
-    }
+pub async fn run_with(args: Plan, hub: Option<LiveHub>) -> Result<Vec<CategoryAcceptance>, CollectorError> {
     let out = args
         .out
         .clone()
-        .unwrap_or_else(|| bench::report::default_out_dir("accept"));
+        .unwrap_or_else(|| bench::output::default_out_dir("accept"));
     std::fs::create_dir_all(&out)
         .map_err(|e| CollectorError::Output(format!("cannot create {}: {e}", out.display())))?;
     let categories = if args.categories.is_empty() {
@@ -171,17 +188,16 @@ pub async fn run_with(args: AcceptArgs, hub: Option<Arc<LiveHub>>) -> Result<Vec
     };
     println!(
         "Acceptance by category at {} req/s open loop: {} × {} requests → {}",
-        args.request_rate,
+        args.run.load.request_rate.unwrap_or(f64::INFINITY),
         categories.len(),
         args.requests_per_category,
-        args.url
+        args.url()
     );
     let external = hub.is_some();
     let hub = hub.unwrap_or_else(|| LiveHub::new(64));
-    let dashboard = if args.dashboard && !external {
-        Some(bench::live_dashboard(args.dashboard_port, out.clone(), &hub).await?)
-    } else {
-        None
+    let dashboard = match args.dashboard_port {
+        Some(port) if !external => Some(bench::live_dashboard(port, out.clone(), &hub).await?),
+        _ => None,
     };
     // Exactly N prompts per category, written as the runs' workload.
     let plan = plan_workload(&args, &categories)?;
@@ -190,8 +206,7 @@ pub async fn run_with(args: AcceptArgs, hub: Option<Arc<LiveHub>>) -> Result<Vec
     }
     // One request first: does the server return per-request stats?
     let probe = bench::run_with(
-        workload_args(
-            &args,
+        args.file_run(
             out.join("probe"),
             &write_workload(&out, "probe", &plan.prompts[..1])?,
             1,
@@ -208,7 +223,7 @@ pub async fn run_with(args: AcceptArgs, hub: Option<Arc<LiveHub>>) -> Result<Vec
         // One run over every category: the per-request path splits it by category.
         let file = write_workload(&out, "all-categories", &plan.prompts)?;
         let run = bench::run_with(
-            workload_args(&args, out.join("all-categories"), &file, plan.prompts.len() as u64),
+            args.file_run(out.join("all-categories"), &file, plan.prompts.len() as u64),
             Some(hub.clone()),
         )
         .await?;
@@ -231,7 +246,7 @@ pub async fn run_with(args: AcceptArgs, hub: Option<Arc<LiveHub>>) -> Result<Vec
                 .collect();
             let file = write_workload(&out, &name, &prompts)?;
             let run = bench::run_with(
-                workload_args(&args, out.join(&name), &file, prompts.len() as u64),
+                args.file_run(out.join(&name), &file, prompts.len() as u64),
                 Some(hub.clone()),
             )
             .await?;
@@ -249,7 +264,7 @@ pub async fn run_with(args: AcceptArgs, hub: Option<Arc<LiveHub>>) -> Result<Vec
             "accept-{}.json",
             speclens_shared::scrape::result_file_label(&row.category)
         ));
-        bench::report::write_atomic(&path, &bench::report::to_json_bytes(row)?)?;
+        bench::output::write_atomic(&path, &bench::output::to_json_bytes(row)?)?;
     }
     print!("{}", render(&rows));
     println!("Results: {}", out.display());
@@ -278,13 +293,13 @@ fn write_workload(out: &Path, name: &str, prompts: &[bench::workload::Prompt]) -
         text.push('\n');
     }
     let path = out.join(format!("{name}.workload.jsonl"));
-    bench::report::write_atomic(&path, text.as_bytes())?;
+    bench::output::write_atomic(&path, text.as_bytes())?;
     Ok(path)
 }
 
 /// Each category's prompts shuffled by the seed and cycled to exactly N (so a category with
 /// fewer than N prompts reuses them, each in turn), every category present.
-fn plan_workload(args: &AcceptArgs, categories: &[String]) -> Result<WorkloadPlan, CollectorError> {
+fn plan_workload(args: &Plan, categories: &[String]) -> Result<WorkloadPlan, CollectorError> {
     let n = args.requests_per_category;
     if n == 0 {
         return Err(CollectorError::InvalidArgument(
@@ -295,8 +310,8 @@ fn plan_workload(args: &AcceptArgs, categories: &[String]) -> Result<WorkloadPla
     let mut prompts = Vec::new();
     let mut notes = Vec::new();
     for category in categories {
-        let b = bench_args(args, PathBuf::new(), std::slice::from_ref(category), n);
-        let chosen = bench::workload::load(&b, n as usize, &tokens)?;
+        let run = args.category_run(category, n);
+        let chosen = bench::workload::load(&run.workload, n as usize, &tokens)?;
         let unique: std::collections::BTreeSet<&str> = chosen.iter().map(|p| p.text.as_str()).collect();
         if (unique.len() as u64) < n {
             notes.push(format!(
@@ -310,21 +325,11 @@ fn plan_workload(args: &AcceptArgs, categories: &[String]) -> Result<WorkloadPla
     Ok(WorkloadPlan { prompts, notes })
 }
 
-/// A bench run of exactly the prompts in `file`.
-fn workload_args(args: &AcceptArgs, out: PathBuf, file: &Path, count: u64) -> BenchArgs {
-    let mut b = bench_args(args, out.clone(), &[], count);
-    if let Some(name) = out.file_name() {
-        b.label = format!("accept-{}", name.to_string_lossy());
-    }
-    b.dataset = crate::cli::DatasetKind::Jsonl;
-    b.dataset_path = Some(file.to_path_buf());
-    b
-}
-
 /// Every category named in the dataset file.
-fn dataset_categories(args: &AcceptArgs) -> Result<Vec<String>, CollectorError> {
-    let text = std::fs::read_to_string(&args.dataset_path)
-        .map_err(|e| CollectorError::InvalidArgument(format!("cannot read {}: {e}", args.dataset_path.display())))?;
+fn dataset_categories(args: &Plan) -> Result<Vec<String>, CollectorError> {
+    let path = args.run.workload.dataset.path().unwrap_or(Path::new(""));
+    let text = std::fs::read_to_string(path)
+        .map_err(|e| CollectorError::InvalidArgument(format!("cannot read {}: {e}", path.display())))?;
     let mut cats: Vec<String> = text
         .lines()
         .filter_map(|l| serde_json::from_str::<serde_json::Value>(l).ok())
@@ -335,7 +340,7 @@ fn dataset_categories(args: &AcceptArgs) -> Result<Vec<String>, CollectorError> 
     if cats.is_empty() {
         return Err(CollectorError::InvalidArgument(format!(
             "{} names no categories",
-            args.dataset_path.display()
+            path.display()
         )));
     }
     Ok(cats)

@@ -5,11 +5,14 @@
 
 use std::path::PathBuf;
 
-use clap::Parser;
+use speclens_shared::model::Costs;
+use speclens_shared::sweep::Arm;
 
-use crate::cli::{AcceptArgs, Cli, Command, ReportArgs, SimArgs, SweepArgs};
+use crate::bench::plan::{Load, Output, Scrape, Target};
+use crate::bench::workload::{Dataset, Workload};
 use crate::error::CollectorError;
-use crate::sim::{self, SimSettings};
+use crate::sim::{self, AcceptanceProfile, SimSettings};
+use crate::{bench, live::LiveHub};
 
 /// Prompts of the demo's Spec-Bench-style dataset, by category.
 const DEMO_PROMPTS: [(&str, &str); 12] = [
@@ -42,11 +45,81 @@ const DEMO_PROMPTS: [(&str, &str); 12] = [
     ("math", "Calculate the expected tokens per step for alpha 0.7 and k 3."),
 ];
 
-fn parse<T>(argv: &[&str], pick: impl FnOnce(Command) -> Option<T>) -> Result<T, CollectorError> {
-    let mut full = vec!["speclens"];
-    full.extend_from_slice(argv);
-    let cli = Cli::try_parse_from(full).map_err(|e| CollectorError::InvalidArgument(e.to_string()))?;
-    pick(cli.command).ok_or_else(|| CollectorError::InvalidArgument("demo: wrong subcommand".into()))
+/// The model both sims serve.
+const DEMO_MODEL: &str = "speclens/sim-8b";
+
+/// A run of the demo with `prompts` requests of 32 → 48 tokens (or the dataset's prompts),
+/// printing nothing (the demo prints its own summary).
+fn demo_run(url: &str, workload: Workload, load: Load, out: PathBuf, label: &str) -> bench::Plan {
+    let mut target = Target::new(vec![url.to_string()]);
+    target.model = Some(DEMO_MODEL.into());
+    bench::Plan {
+        target,
+        workload,
+        load,
+        scrape: Scrape::default(),
+        output: Output {
+            dir: Some(out),
+            label: label.into(),
+            percentiles: vec![99.0],
+            print: false,
+        },
+        dashboard_port: None,
+    }
+}
+
+/// 12 requests per category at 40 requests/s, 64 output tokens, from the demo's questions.
+fn accept_plan(spec_url: &str, dataset: &std::path::Path, out: PathBuf) -> crate::accept::Plan {
+    let workload = Workload {
+        dataset: Dataset::SpecBench(dataset.to_path_buf()),
+        categories: Vec::new(),
+        input_tokens: 256,
+        input_tokens_stddev: 0.0,
+        output_tokens: 64,
+        output_tokens_stddev: 0.0,
+        ignore_eos: false,
+        temperature: 0.0,
+        seed: 0,
+    };
+    let load = Load {
+        request_rate: Some(40.0),
+        ..Load::closed_loop(None, 1)
+    };
+    crate::accept::Plan {
+        categories: Vec::new(),
+        requests_per_category: 12,
+        run: demo_run(spec_url, workload, load, out.clone(), "bench"),
+        out: Some(out),
+        dashboard_port: None,
+    }
+}
+
+/// Both arms at seven concurrencies, 2 requests per slot, 32 → 48 tokens, whole responses.
+fn sweep_plan(spec_url: &str, base_url: &str, out: PathBuf) -> crate::sweep::Plan {
+    let workload = Workload {
+        dataset: Dataset::Synthetic,
+        categories: Vec::new(),
+        input_tokens: 32,
+        input_tokens_stddev: 0.0,
+        output_tokens: 48,
+        output_tokens_stddev: 0.0,
+        ignore_eos: false,
+        temperature: 0.0,
+        seed: 0,
+    };
+    let mut point = demo_run("", workload, Load::closed_loop(None, 1), out.clone(), "");
+    point.target.stream = false;
+    crate::sweep::Plan {
+        arms: vec![(Arm::Spec, spec_url.into()), (Arm::Base, base_url.into())],
+        levels: vec![1, 16, 64, 128, 192, 256, 320],
+        requests_per_slot: 2,
+        min_requests: 16,
+        point,
+        costs: Costs::H100_FREE_DRAFTS,
+        out: Some(out),
+        dry_run: false,
+        dashboard_port: None,
+    }
 }
 
 /// `speclens demo`.
@@ -54,45 +127,27 @@ pub async fn run(port: u16, web_dir: Option<PathBuf>, out: Option<PathBuf>) -> R
     // Fail early, before any measuring, if the dashboard cannot be served.
     let web_dir = crate::serve::resolve_web_dir(web_dir)?;
     let assets = web_dir.clone();
-    let out = out.unwrap_or_else(|| crate::bench::report::default_out_dir("demo"));
+    let out = out.unwrap_or_else(|| crate::bench::output::default_out_dir("demo"));
     std::fs::create_dir_all(&out)
         .map_err(|e| CollectorError::Output(format!("cannot create {}: {e}", out.display())))?;
 
-    let timing = [
-        "--time-scale",
-        "0.25",
-        "--step-ms",
-        "12",
-        "--ridge",
-        "295",
-        "--port",
-        "0",
-    ];
-    let spec_flags = [
-        &[
-            "sim",
-            "--num-spec-tokens",
-            "3",
-            "--acceptance-rates",
-            "0.82,0.62,0.45",
-            "--model",
-            "speclens/sim-8b",
-        ][..],
-        &timing[..],
-    ]
-    .concat();
-    let base_flags = [&["sim", "--model", "speclens/sim-8b"][..], &timing[..]].concat();
-    let spec_args: SimArgs = parse(&spec_flags, |c| if let Command::Sim(a) = c { Some(*a) } else { None })?;
-    let base_args: SimArgs = parse(&base_flags, |c| if let Command::Sim(a) = c { Some(*a) } else { None })?;
-    let spec = sim::start(SimSettings::from_args(spec_args)?).await?;
-    let base = sim::start(SimSettings::from_args(base_args)?).await?;
+    // Both sims timed at a quarter of real time, on free ports.
+    let sim = |settings: SimSettings| {
+        let mut s = settings;
+        s.engine.time_scale = 0.25;
+        s
+    };
+    let loopback = std::net::SocketAddr::from(([127, 0, 0, 1], 0));
+    let profile = AcceptanceProfile::from_rates(&[0.82, 0.62, 0.45]).map_err(CollectorError::InvalidArgument)?;
+    let spec = sim::start(sim(SimSettings::new(loopback, DEMO_MODEL).with_profile(profile))).await?;
+    let base = sim::start(sim(SimSettings::new(loopback, DEMO_MODEL))).await?;
     let spec_url = format!("http://{}", spec.addr);
     let base_url = format!("http://{}", base.addr);
     println!("speclens demo: a speculative sim (k = 3, per-position acceptance 0.82, 0.62, 0.45) at {spec_url}");
     println!("               and a plain sim at {base_url}, both timed at a quarter of real time.\n");
 
     // The dashboard serves from the start: the live page follows each run of the demo.
-    let hub = crate::live::LiveHub::new(64);
+    let hub = LiveHub::new(64);
     let serve = crate::serve::ServeSettings {
         addr: std::net::SocketAddr::from(([127, 0, 0, 1], port)),
         token: None,
@@ -117,70 +172,20 @@ pub async fn run(port: u16, web_dir: Option<PathBuf>, out: Option<PathBuf>) -> R
             )
         })
         .collect();
-    crate::bench::report::write_atomic(&dataset, lines.as_bytes())?;
-    let accept_dir = out.join("accept");
-    let accept_args: AcceptArgs = parse(
-        &[
-            "accept",
-            "--url",
-            &spec_url,
-            "--dataset-path",
-            &dataset.to_string_lossy(),
-            "--requests-per-category",
-            "12",
-            "--request-rate",
-            "40",
-            "--output-tokens",
-            "64",
-            "--out",
-            &accept_dir.to_string_lossy(),
-        ],
-        |c| if let Command::Accept(a) = c { Some(*a) } else { None },
-    )?;
-    let rows = crate::accept::run_with(accept_args, Some(hub.clone())).await?;
+    crate::bench::output::write_atomic(&dataset, lines.as_bytes())?;
+    let accept = accept_plan(&spec_url, &dataset, out.join("accept"));
+    let rows = crate::accept::run_with(accept, Some(hub.clone())).await?;
     println!();
-
-    let sweep_dir = out.join("sweep");
-    let sweep_args: SweepArgs = parse(
-        &[
-            "sweep",
-            "--spec-url",
-            &spec_url,
-            "--base-url",
-            &base_url,
-            "--concurrency",
-            "1,16,64,128,192,256,320",
-            "--requests-per-slot",
-            "2",
-            "--input-tokens",
-            "32",
-            "--output-tokens",
-            "48",
-            "--no-stream",
-            "--out",
-            &sweep_dir.to_string_lossy(),
-        ],
-        |c| if let Command::Sweep(a) = c { Some(*a) } else { None },
-    )?;
-    crate::sweep::run_with(sweep_args, Some(hub.clone())).await?;
+    crate::sweep::run_with(sweep_plan(&spec_url, &base_url, out.join("sweep")), Some(hub.clone())).await?;
 
     // A static report of everything measured, to open anywhere from one file.
-    let report_args: ReportArgs = parse(
-        &[
-            "report",
-            &out.to_string_lossy(),
-            "-o",
-            &out.join("report.html").to_string_lossy(),
-            "--title",
-            "speclens demo",
-        ],
-        |c| if let Command::Report(a) = c { Some(a) } else { None },
-    )?;
-    match crate::report::write(&report_args, &assets) {
-        Ok(line) => println!(
-            "
-{line}"
-        ),
+    let report = crate::report::Plan {
+        inputs: vec![out.clone()],
+        destination: crate::report::Destination::File(out.join("report.html")),
+        title: "speclens demo".into(),
+    };
+    match crate::report::write(&report, &assets) {
+        Ok(line) => println!("\n{line}"),
         Err(e) => eprintln!("speclens: the static report was not written: {e}"),
     }
 

@@ -20,6 +20,9 @@ pub enum CollectorError {
     InvalidArgument(String),
     #[error("{0}")]
     Output(String),
+    /// The server under test failed before the run could start.
+    #[error("{0}")]
+    Server(String),
     #[error("an access token must be at least 16 characters of [A-Za-z0-9_-]")]
     WeakToken,
     /// Whoever read stdout stopped reading (`| head`): not a failure of the run.

@@ -1,45 +1,135 @@
-//! The live hub between a running benchmark and its dashboards. The run folds its records and
-//! scrape points into the hub (cheap appends); a ticker turns the state into one delta a few
-//! times per second, serialised once and broadcast to every WebSocket client. A client that
-//! connects, reconnects or lags gets a fresh snapshot instead of an unbounded queue.
+//! The live hub between running benchmarks and their dashboards: one task owns the run's view
+//! and receives typed events on a bounded channel (sends, records, scrape points, findings).
+//! A few times per second it turns what changed into one delta, serialised once and broadcast
+//! to every WebSocket client; a client that connects, reconnects or lags gets a fresh snapshot
+//! instead of an unbounded queue. Latencies are kept in histograms, so a tick costs the same
+//! however long the run is.
 
-use std::sync::{Arc, Mutex, MutexGuard};
+use std::collections::BTreeMap;
 use std::time::Duration;
 
 use axum::extract::ws::Utf8Bytes;
-
-use speclens_shared::aggregate::SpecAggregator;
+use hdrhistogram::Histogram;
+use speclens_shared::aggregate::{Bins, SpecAggregator};
 use speclens_shared::notices::Notices;
 use speclens_shared::protocol::{
-    Distributions, RunStatus, RunView, ServerMessage, Tiles, TimelinePoint, PROTOCOL_VERSION,
+    Distributions, RunStatus, RunView, ServerMessage, Tiles, TimelinePoint, MAX_BINS, PROTOCOL_VERSION,
 };
-use speclens_shared::run::{LatencyStats, RequestRecord};
-use tokio::sync::broadcast;
+use speclens_shared::run::{percentile_name, LatencyStats, RequestRecord};
+use tokio::sync::{broadcast, mpsc, oneshot};
+use tokio::time::Instant;
 
 /// How often deltas go out.
 pub const TICK: Duration = Duration::from_millis(250);
 
-/// Raw accumulations the views are computed from.
-#[derive(Default)]
-struct Accumulated {
-    ttft_ms: Vec<f64>,
-    itl_ms: Vec<f64>,
-    e2el_ms: Vec<f64>,
-    output_tokens: u64,
-    spec: SpecAggregator,
+/// Events a run may queue before its sender waits for the hub.
+const EVENT_QUEUE: usize = 4096;
+
+/// Where a live scrape point comes from.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
+pub enum Source {
+    /// A server's own `/metrics`.
+    Direct,
+    /// A Prometheus API (the same servers, seen through the fleet's store).
+    Prometheus,
 }
 
-struct HubState {
+/// What a run tells the hub.
+enum Event {
+    Start {
+        label: String,
+        model: String,
+        total: Option<u64>,
+    },
+    Sent,
+    Record(Box<RequestRecord>),
+    Point(Source, TimelinePoint),
+    Findings {
+        not_available: Vec<String>,
+        notices: Notices,
+    },
+    Finish {
+        elapsed_s: f64,
+        partial: bool,
+    },
+    /// A new client: its subscription and the hello and snapshot it starts from.
+    Join(oneshot::Sender<(broadcast::Receiver<Utf8Bytes>, Vec<Utf8Bytes>)>),
+    /// Hello and snapshot again (a lagging client).
+    Snapshot(oneshot::Sender<Vec<Utf8Bytes>>),
+    Current(oneshot::Sender<RunView>),
+}
+
+/// The handle runs and WebSocket handlers hold; cloning it is cheap.
+#[derive(Clone)]
+pub struct LiveHub {
+    events: mpsc::Sender<Event>,
+}
+
+/// Latencies in milliseconds, kept as microsecond histograms (3 significant digits).
+struct Latency(Histogram<u64>);
+
+impl Latency {
+    fn new() -> Latency {
+        Latency(Histogram::new(3).expect("3 significant digits is a valid histogram"))
+    }
+
+    fn record(&mut self, ms: f64) {
+        if ms.is_finite() && ms >= 0.0 {
+            let _ = self.0.record((ms * 1e3).round() as u64);
+        }
+    }
+
+    fn stats(&self) -> Option<LatencyStats> {
+        let h = &self.0;
+        (!h.is_empty()).then(|| LatencyStats {
+            mean: h.mean() / 1e3,
+            median: h.value_at_quantile(0.5) as f64 / 1e3,
+            std: h.stdev() / 1e3,
+            percentiles: BTreeMap::from([(percentile_name(99.0), h.value_at_quantile(0.99) as f64 / 1e3)]),
+        })
+    }
+
+    fn bins(&self) -> Option<Bins> {
+        let recorded = self
+            .0
+            .iter_recorded()
+            .map(|v| (v.value_iterated_to() as f64 / 1e3, v.count_at_value()));
+        Bins::from_counted(recorded.collect::<Vec<_>>().into_iter(), MAX_BINS)
+    }
+}
+
+/// Raw accumulations the view is computed from.
+struct Accumulated {
+    ttft_ms: Latency,
+    itl_ms: Latency,
+    e2el_ms: Latency,
+    output_tokens: u64,
+    spec: SpecAggregator,
+    /// The latest scrape interval of each endpoint, by source.
+    latest: BTreeMap<(Source, String), TimelinePoint>,
+}
+
+impl Accumulated {
+    fn new() -> Accumulated {
+        Accumulated {
+            ttft_ms: Latency::new(),
+            itl_ms: Latency::new(),
+            e2el_ms: Latency::new(),
+            output_tokens: 0,
+            spec: SpecAggregator::new(),
+            latest: BTreeMap::new(),
+        }
+    }
+}
+
+/// The hub task's state: only it reads or writes this.
+struct Hub {
     view: RunView,
     acc: Accumulated,
     seq: u64,
     last_sent: RunView,
     dirty: bool,
-}
-
-/// Shared between the run, the ticker and the WebSocket handlers.
-pub struct LiveHub {
-    state: Mutex<HubState>,
+    started: Option<Instant>,
     tx: broadcast::Sender<Utf8Bytes>,
 }
 
@@ -49,198 +139,272 @@ fn to_text(message: &ServerMessage) -> Utf8Bytes {
 }
 
 impl LiveHub {
-    /// An idle hub; `capacity` bounds each client's queue (a slower client gets a snapshot).
-    pub fn new(capacity: usize) -> Arc<LiveHub> {
+    /// Start the hub task; `capacity` bounds each client's queue (a slower client gets a
+    /// snapshot). The task ends when the last handle is dropped.
+    pub fn new(capacity: usize) -> LiveHub {
         let (tx, _) = broadcast::channel(capacity.max(2));
-        Arc::new(LiveHub {
-            state: Mutex::new(HubState {
-                view: RunView::idle(),
-                acc: Accumulated::default(),
-                seq: 0,
-                last_sent: RunView::idle(),
-                dirty: false,
-            }),
+        let (events, rx) = mpsc::channel(EVENT_QUEUE);
+        let hub = Hub {
+            view: RunView::idle(),
+            acc: Accumulated::new(),
+            seq: 0,
+            last_sent: RunView::idle(),
+            dirty: false,
+            started: None,
             tx,
-        })
+        };
+        tokio::spawn(hub.run(rx));
+        LiveHub { events }
     }
 
-    fn lock(&self) -> MutexGuard<'_, HubState> {
-        self.state.lock().unwrap_or_else(|p| p.into_inner())
+    async fn send(&self, event: Event) {
+        // The task lives as long as a handle does; a send can fail only at shutdown.
+        let _ = self.events.send(event).await;
     }
 
     /// A new run begins: everything from the previous one is dropped.
-    pub fn start_run(&self, label: &str, model: &str, total: Option<u64>) {
-        let mut s = self.lock();
-        s.view = RunView::idle();
-        s.view.label = label.to_string();
-        s.view.model = model.to_string();
-        s.view.status = RunStatus::Running;
-        s.view.progress.total = total;
-        s.acc = Accumulated::default();
-        s.dirty = true;
-        // Clients rebuild from a snapshot: a new run is not a delta of the old one.
-        s.seq += 1;
-        let snapshot = ServerMessage::Snapshot {
-            seq: s.seq,
-            run: Box::new(s.view.clone()),
-        };
-        s.last_sent = s.view.clone();
-        let _ = self.tx.send(to_text(&snapshot));
+    pub async fn start_run(&self, label: &str, model: &str, total: Option<u64>) {
+        self.send(Event::Start {
+            label: label.into(),
+            model: model.into(),
+            total,
+        })
+        .await;
     }
 
-    pub fn note_sent(&self) {
-        let mut s = self.lock();
-        s.view.progress.sent += 1;
-        s.dirty = true;
+    pub async fn note_sent(&self) {
+        self.send(Event::Sent).await;
     }
 
-    /// Fold one finished request of the measured window.
-    pub fn note_record(&self, r: &RequestRecord) {
-        let mut s = self.lock();
-        if r.success {
-            s.view.progress.completed += 1;
-            s.acc.output_tokens += r.output_tokens;
-            s.acc.ttft_ms.extend(r.ttft_ms);
-            s.acc.e2el_ms.extend(r.e2el_ms);
-            s.acc.itl_ms.extend_from_slice(&r.itl_ms);
-            if let Some(spec) = &r.spec_decode_acceptance {
-                s.acc.spec.push(spec);
-            }
-        } else {
-            s.view.progress.failed += 1;
-        }
-        s.dirty = true;
+    /// One finished request of the measured window.
+    pub async fn note_record(&self, record: &RequestRecord) {
+        self.send(Event::Record(Box::new(record.clone()))).await;
     }
 
-    /// Append one live-scrape point; the tiles follow the latest interval of every endpoint.
-    pub fn note_point(&self, p: TimelinePoint) {
-        let mut s = self.lock();
-        s.view.timeline.push(p);
-        s.dirty = true;
+    /// One live-scrape point.
+    pub async fn note_point(&self, source: Source, point: TimelinePoint) {
+        self.send(Event::Point(source, point)).await;
     }
 
     /// Why a path has no data, and what the finished run noticed about its paths.
-    pub fn set_findings(&self, not_available: Vec<String>, notices: &Notices) {
-        let mut s = self.lock();
-        s.view.not_available = not_available;
-        s.view.notices = notices.messages.clone();
-        s.view.mean_draft_tokens = notices.draft_length.map(|d| d.mean_draft_tokens);
-        s.dirty = true;
-    }
-
-    fn refresh(s: &mut HubState, elapsed_s: f64) {
-        s.view.progress.elapsed_s = elapsed_s;
-        s.view.ttft_ms = LatencyStats::from_values(s.acc.ttft_ms.clone(), &[99.0]);
-        s.view.itl_ms = LatencyStats::from_values(s.acc.itl_ms.clone(), &[99.0]);
-        s.view.e2el_ms = LatencyStats::from_values(s.acc.e2el_ms.clone(), &[99.0]);
-        let acc = &s.acc;
-        s.view.distributions = Distributions::from_values(&acc.ttft_ms, &acc.itl_ms, &acc.e2el_ms, &acc.spec);
-        s.view.per_request = s.acc.spec.summary();
-        s.view.output_tokens_per_s = if elapsed_s > 0.0 {
-            s.acc.output_tokens as f64 / elapsed_s
-        } else {
-            0.0
-        };
-        s.view.tiles = tiles(&s.view.timeline, s.view.output_tokens_per_s);
-    }
-
-    /// Send what changed since the last tick (nothing when nothing changed).
-    pub fn tick(&self, elapsed_s: f64) {
-        // Without a dashboard watching, the run pays nothing for the views (they are rebuilt
-        // in full for the next client's snapshot).
-        if self.tx.receiver_count() == 0 {
-            return;
-        }
-        let mut s = self.lock();
-        if s.dirty {
-            self.send_delta(&mut s, elapsed_s);
-        }
-    }
-
-    fn send_delta(&self, s: &mut HubState, elapsed_s: f64) {
-        Self::refresh(s, elapsed_s);
-        let delta = s.view.delta_since(&s.last_sent);
-        s.seq += 1;
-        let message = ServerMessage::Delta {
-            seq: s.seq,
-            delta: Box::new(delta),
-        };
-        s.last_sent = s.view.clone();
-        s.dirty = false;
-        let _ = self.tx.send(to_text(&message));
+    pub async fn set_findings(&self, not_available: Vec<String>, notices: &Notices) {
+        self.send(Event::Findings {
+            not_available,
+            notices: notices.clone(),
+        })
+        .await;
     }
 
     /// The run ended (`partial` when stopped early).
-    pub fn finish(&self, elapsed_s: f64, partial: bool) {
-        let mut s = self.lock();
-        Self::refresh(&mut s, elapsed_s);
-        s.view.status = if partial {
+    pub async fn finish(&self, elapsed_s: f64, partial: bool) {
+        self.send(Event::Finish { elapsed_s, partial }).await;
+    }
+
+    async fn ask<T>(&self, event: impl FnOnce(oneshot::Sender<T>) -> Event) -> Option<T> {
+        let (tx, rx) = oneshot::channel();
+        self.send(event(tx)).await;
+        rx.await.ok()
+    }
+
+    /// Subscribe, then the hello and snapshot a new client starts from.
+    pub async fn join(&self) -> Option<(broadcast::Receiver<Utf8Bytes>, Vec<Utf8Bytes>)> {
+        self.ask(Event::Join).await
+    }
+
+    /// Hello + a snapshot of the last state sent (its sequence number included).
+    pub async fn snapshot(&self) -> Vec<Utf8Bytes> {
+        self.ask(Event::Snapshot).await.unwrap_or_default()
+    }
+
+    /// The view as the clients last received it.
+    pub async fn current(&self) -> RunView {
+        self.ask(Event::Current).await.unwrap_or_else(RunView::idle)
+    }
+}
+
+impl Hub {
+    async fn run(mut self, mut events: mpsc::Receiver<Event>) {
+        let mut ticker = tokio::time::interval(TICK);
+        ticker.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
+        loop {
+            tokio::select! {
+                event = events.recv() => match event {
+                    Some(event) => self.apply(event),
+                    None => return,
+                },
+                _ = ticker.tick() => self.tick(),
+            }
+        }
+    }
+
+    fn apply(&mut self, event: Event) {
+        match event {
+            Event::Start { label, model, total } => self.start(label, model, total),
+            Event::Sent => {
+                self.view.progress.sent += 1;
+                self.dirty = true;
+            }
+            Event::Record(r) => self.record(&r),
+            Event::Point(source, p) => {
+                if p.error.is_none() {
+                    self.acc.latest.insert((source, p.endpoint.clone()), p.clone());
+                }
+                self.view.timeline.push(p);
+                self.dirty = true;
+            }
+            Event::Findings { not_available, notices } => {
+                self.view.not_available = not_available;
+                self.view.notices = notices.messages.clone();
+                self.view.mean_draft_tokens = notices.draft_length.map(|d| d.mean_draft_tokens);
+                self.dirty = true;
+            }
+            Event::Finish { elapsed_s, partial } => self.finish(elapsed_s, partial),
+            Event::Join(reply) => {
+                let rx = self.tx.subscribe();
+                // Bring the view up to date (ticks skip the work while nobody watches), as a
+                // delta every earlier client receives too.
+                if self.dirty {
+                    self.send_delta();
+                }
+                let _ = reply.send((rx, self.snapshot()));
+            }
+            Event::Snapshot(reply) => {
+                let _ = reply.send(self.snapshot());
+            }
+            Event::Current(reply) => {
+                let _ = reply.send(self.last_sent.clone());
+            }
+        }
+    }
+
+    fn start(&mut self, label: String, model: String, total: Option<u64>) {
+        self.view = RunView::idle();
+        self.view.label = label;
+        self.view.model = model;
+        self.view.status = RunStatus::Running;
+        self.view.progress.total = total;
+        self.acc = Accumulated::new();
+        self.started = Some(Instant::now());
+        self.dirty = true;
+        // Clients rebuild from a snapshot: a new run is not a delta of the old one.
+        self.seq += 1;
+        let snapshot = ServerMessage::Snapshot {
+            seq: self.seq,
+            run: Box::new(self.view.clone()),
+        };
+        self.last_sent = self.view.clone();
+        let _ = self.tx.send(to_text(&snapshot));
+    }
+
+    fn record(&mut self, r: &RequestRecord) {
+        if r.success {
+            self.view.progress.completed += 1;
+            self.acc.output_tokens += r.output_tokens;
+            r.ttft_ms.into_iter().for_each(|v| self.acc.ttft_ms.record(v));
+            r.e2el_ms.into_iter().for_each(|v| self.acc.e2el_ms.record(v));
+            r.itl_ms.iter().for_each(|v| self.acc.itl_ms.record(*v));
+            if let Some(spec) = &r.spec_decode_acceptance {
+                self.acc.spec.push(spec);
+            }
+        } else {
+            self.view.progress.failed += 1;
+        }
+        self.dirty = true;
+    }
+
+    fn elapsed_s(&self) -> f64 {
+        self.started.map_or(0.0, |s| s.elapsed().as_secs_f64())
+    }
+
+    fn refresh(&mut self, elapsed_s: f64) {
+        let acc = &self.acc;
+        let view = &mut self.view;
+        view.progress.elapsed_s = elapsed_s;
+        view.ttft_ms = acc.ttft_ms.stats();
+        view.itl_ms = acc.itl_ms.stats();
+        view.e2el_ms = acc.e2el_ms.stats();
+        view.distributions = Distributions {
+            ttft_ms: acc.ttft_ms.bins(),
+            itl_ms: acc.itl_ms.bins(),
+            e2el_ms: acc.e2el_ms.bins(),
+            acceptance_length: acc.spec.acceptance_length_bins(MAX_BINS),
+        };
+        view.per_request = acc.spec.summary();
+        view.output_tokens_per_s = if elapsed_s > 0.0 {
+            acc.output_tokens as f64 / elapsed_s
+        } else {
+            0.0
+        };
+        view.tiles = tiles(&acc.latest, view.output_tokens_per_s);
+    }
+
+    /// Send what changed since the last tick; without a dashboard watching, the run pays
+    /// nothing for the views (they are rebuilt for the next client's snapshot).
+    fn tick(&mut self) {
+        if self.dirty && self.tx.receiver_count() > 0 && self.view.status == RunStatus::Running {
+            self.send_delta();
+        }
+    }
+
+    fn send_delta(&mut self) {
+        if self.view.status == RunStatus::Running {
+            self.refresh(self.elapsed_s());
+        }
+        let delta = self.view.delta_since(&self.last_sent);
+        self.seq += 1;
+        let message = ServerMessage::Delta {
+            seq: self.seq,
+            delta: Box::new(delta),
+        };
+        self.last_sent = self.view.clone();
+        self.dirty = false;
+        let _ = self.tx.send(to_text(&message));
+    }
+
+    fn finish(&mut self, elapsed_s: f64, partial: bool) {
+        self.refresh(elapsed_s);
+        self.view.status = if partial {
             RunStatus::Partial
         } else {
             RunStatus::Finished
         };
-        s.seq += 1;
+        self.seq += 1;
         let message = ServerMessage::Finished {
-            seq: s.seq,
-            run: Box::new(s.view.clone()),
+            seq: self.seq,
+            run: Box::new(self.view.clone()),
         };
-        s.last_sent = s.view.clone();
-        s.dirty = false;
+        self.last_sent = self.view.clone();
+        self.dirty = false;
         let _ = self.tx.send(to_text(&message));
     }
 
-    /// Subscribe, then the hello and snapshot a new client starts from.
-    pub fn join(&self, elapsed_s: Option<f64>) -> (broadcast::Receiver<Utf8Bytes>, Vec<Utf8Bytes>) {
-        let rx = self.tx.subscribe();
-        {
-            // Bring the views up to date (ticks skip the work while nobody watches), as a
-            // delta every earlier client receives too.
-            let mut s = self.lock();
-            if s.dirty {
-                let elapsed = elapsed_s.unwrap_or(s.view.progress.elapsed_s);
-                self.send_delta(&mut s, elapsed);
-            }
-        }
-        (rx, self.snapshot())
-    }
-
-    /// Hello + a snapshot of the last state sent (its sequence number included).
-    pub fn snapshot(&self) -> Vec<Utf8Bytes> {
-        let s = self.lock();
+    fn snapshot(&self) -> Vec<Utf8Bytes> {
         let hello = ServerMessage::Hello {
             protocol_version: PROTOCOL_VERSION,
             speclens_version: env!("CARGO_PKG_VERSION").into(),
         };
-        let run = Box::new(s.last_sent.clone());
-        let snapshot = match s.last_sent.status {
-            RunStatus::Finished | RunStatus::Partial => ServerMessage::Finished { seq: s.seq, run },
-            _ => ServerMessage::Snapshot { seq: s.seq, run },
+        let run = Box::new(self.last_sent.clone());
+        let snapshot = match self.last_sent.status {
+            RunStatus::Finished | RunStatus::Partial => ServerMessage::Finished { seq: self.seq, run },
+            _ => ServerMessage::Snapshot { seq: self.seq, run },
         };
         vec![to_text(&hello), to_text(&snapshot)]
     }
-
-    /// The view as the clients last received it.
-    pub fn current(&self) -> RunView {
-        self.lock().last_sent.clone()
-    }
 }
 
-/// Headline tiles from the latest interval of each endpoint.
-fn tiles(timeline: &[TimelinePoint], output_tokens_per_s: f64) -> Tiles {
-    let mut latest: Vec<&TimelinePoint> = Vec::new();
-    for p in timeline.iter().rev() {
-        if p.error.is_none() && !latest.iter().any(|q| q.endpoint == p.endpoint) {
-            latest.push(p);
-        }
-    }
-    // The Prometheus path sees the same servers as the direct scrapes: count it only alone.
-    let from_prometheus = |p: &&TimelinePoint| p.endpoint.starts_with(crate::bench::prometheus::LABEL);
-    if latest.iter().any(|p| !from_prometheus(p)) {
-        latest.retain(|p| !from_prometheus(p));
-    }
-    let accepted: f64 = latest.iter().map(|p| p.accepted_per_s).sum();
-    let drafted: f64 = latest.iter().map(|p| p.drafted_per_s).sum();
-    let drafts: f64 = latest.iter().map(|p| p.drafts_per_s).sum();
+/// Headline tiles from the latest interval of each endpoint. The Prometheus path sees the same
+/// servers as the direct scrapes: it counts only when it is the only source.
+fn tiles(latest: &BTreeMap<(Source, String), TimelinePoint>, output_tokens_per_s: f64) -> Tiles {
+    let direct = latest.keys().any(|(source, _)| *source == Source::Direct);
+    let counted = || {
+        latest
+            .iter()
+            .filter(move |((source, _), _)| !direct || *source == Source::Direct)
+            .map(|(_, p)| p)
+    };
+    let accepted: f64 = counted().map(|p| p.accepted_per_s).sum();
+    let drafted: f64 = counted().map(|p| p.drafted_per_s).sum();
+    let drafts: f64 = counted().map(|p| p.drafts_per_s).sum();
     if drafted <= 0.0 {
         return Tiles::default();
     }
@@ -276,42 +440,59 @@ mod tests {
 
     #[test]
     fn tiles_sum_the_latest_interval_of_each_endpoint() {
-        let t = tiles(
-            &[
-                point("a", 1.0, 1.0, 1.0),
-                point("a", 30.0, 60.0, 20.0),
-                point("b", 10.0, 20.0, 5.0),
-            ],
-            80.0,
-        );
+        let mut latest = BTreeMap::new();
+        for p in [
+            point("a", 1.0, 1.0, 1.0),
+            point("a", 30.0, 60.0, 20.0),
+            point("b", 10.0, 20.0, 5.0),
+        ] {
+            latest.insert((Source::Direct, p.endpoint.clone()), p);
+        }
+        latest.insert((Source::Prometheus, "prometheus/a".into()), point("x", 99.0, 99.0, 9.0));
+        let t = tiles(&latest, 80.0);
         assert_eq!(t.acceptance_rate, Some(50.0));
         assert_eq!(t.acceptance_length, Some(1.0 + 40.0 / 25.0));
         assert_eq!(t.draft_share, Some(50.0));
-        assert_eq!(tiles(&[], 10.0), Tiles::default(), "no traffic");
+        assert_eq!(tiles(&BTreeMap::new(), 10.0), Tiles::default(), "no traffic");
+        let only_prometheus = BTreeMap::from([((Source::Prometheus, "p".to_string()), point("p", 3.0, 6.0, 2.0))]);
+        assert_eq!(tiles(&only_prometheus, 0.0).acceptance_rate, Some(50.0));
     }
 
     #[test]
-    fn clients_rebuild_the_run_from_snapshot_and_deltas() {
+    fn latency_histograms_keep_three_digits() {
+        let mut l = Latency::new();
+        (1..=1000).for_each(|v| l.record(f64::from(v)));
+        let s = l.stats().unwrap();
+        assert!(
+            (s.mean - 500.5).abs() < 0.5 && (s.percentiles["99"] - 990.0).abs() < 1.0,
+            "{s:?}"
+        );
+        assert_eq!(l.bins().unwrap().total(), 1000);
+    }
+
+    #[tokio::test]
+    async fn clients_rebuild_the_run_from_snapshot_and_deltas() {
         let hub = LiveHub::new(8);
-        hub.start_run("r", "m", Some(3));
-        let (mut rx, hello) = hub.join(None);
+        hub.start_run("r", "m", Some(3)).await;
+        let (mut rx, hello) = hub.join().await.unwrap();
         let mut client = LiveState::default();
         for text in hello {
             client.apply(serde_json::from_str(text.as_str()).unwrap());
         }
-        hub.note_sent();
-        hub.note_point(point("a", 3.0, 6.0, 2.0));
-        hub.tick(1.0);
-        hub.tick(1.5); // nothing changed: nothing sent
-        hub.finish(2.0, false);
+        hub.note_sent().await;
+        hub.note_point(Source::Direct, point("a", 3.0, 6.0, 2.0)).await;
+        tokio::time::sleep(TICK * 3).await;
+        hub.finish(2.0, false).await;
+        let current = hub.current().await;
         while let Ok(text) = rx.try_recv() {
             assert_ne!(
                 client.apply(serde_json::from_str(text.as_str()).unwrap()),
                 Applied::NeedSnapshot
             );
         }
-        assert_eq!(client.run, hub.current());
+        assert_eq!(client.run, current);
         assert_eq!(client.run.status, RunStatus::Finished);
         assert_eq!(client.run.timeline.len(), 1);
+        assert_eq!(client.run.tiles.acceptance_rate, Some(50.0));
     }
 }

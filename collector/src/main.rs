@@ -18,7 +18,9 @@ fn main() -> ExitCode {
     match run(cli) {
         Ok(()) => ExitCode::SUCCESS,
         Err(err) => {
-            let code = err.downcast_ref::<speclens::CollectorError>().map_or(1, |e| e.exit_code());
+            let code = err
+                .downcast_ref::<speclens::CollectorError>()
+                .map_or(1, |e| e.exit_code());
             if code != 0 {
                 eprintln!("speclens: error: {err:#}");
             }
@@ -31,17 +33,17 @@ fn run(cli: Cli) -> anyhow::Result<()> {
     let runtime = tokio::runtime::Builder::new_multi_thread().enable_all().build()?;
     match cli.command {
         Command::Serve(args) => runtime.block_on(speclens::serve::run(args))?,
-        Command::Sim(args) => runtime.block_on(speclens::sim::run(*args))?,
+        Command::Sim(args) => runtime.block_on(speclens::sim::run(args.settings()?))?,
         Command::Bench(args) => {
-            runtime.block_on(speclens::bench::run(*args))?;
+            runtime.block_on(speclens::bench::run(args.plan()?))?;
         }
         Command::Demo(a) => runtime.block_on(speclens::demo::run(a.port, a.web_dir, a.out))?,
         Command::Accept(args) => {
-            runtime.block_on(speclens::accept::run(*args))?;
+            runtime.block_on(speclens::accept::run(args.plan()?))?;
         }
-        Command::Sweep(args) => runtime.block_on(speclens::sweep::run(*args))?,
+        Command::Sweep(args) => runtime.block_on(speclens::sweep::run(args.plan()?))?,
         Command::Read(args) => speclens::read::run(args)?,
-        Command::Report(args) => speclens::report::run(args)?,
+        Command::Report(args) => speclens::report::run(args.plan(), args.web_dir)?,
         Command::Model(args) => speclens::model_cmd::run(args)?,
         Command::Scrape(args) => runtime.block_on(speclens::bench::scrape::run_scrape(args))?,
     }

@@ -12,8 +12,7 @@ use serde_json::Value;
 use sha2::Digest as _;
 use speclens_shared::report::{ReportData, REPORT_ELEMENT_ID};
 
-use crate::bench::report::write_atomic;
-use crate::cli::ReportArgs;
+use crate::bench::output::write_atomic;
 use crate::error::CollectorError;
 use crate::history;
 use crate::serve::{resolve_web_dir, WebAssets};
@@ -116,14 +115,18 @@ impl Collector {
 
     fn add_sweep(&mut self, id: &str, sweep: &SweepTable) -> Result<(), CollectorError> {
         let id = self.unique("sweep", id);
-        self.data.responses.insert(format!("/api/sweeps/{id}"), to_value(sweep)?);
+        self.data
+            .responses
+            .insert(format!("/api/sweeps/{id}"), to_value(sweep)?);
         self.sweeps.push(id);
         Ok(())
     }
 
     fn add_accept(&mut self, id: &str, matrix: &AcceptMatrix) -> Result<(), CollectorError> {
         let id = self.unique("accept", id);
-        self.data.responses.insert(format!("/api/accept/{id}"), to_value(matrix)?);
+        self.data
+            .responses
+            .insert(format!("/api/accept/{id}"), to_value(matrix)?);
         self.accepts.push(id);
         Ok(())
     }
@@ -349,15 +352,32 @@ fn page(title: &str, app: &AppFiles, data_json: &str, layout: &Layout) -> Result
     ))
 }
 
+/// Where a report goes.
+#[derive(Debug, Clone)]
+pub enum Destination {
+    /// One self-contained HTML file.
+    File(std::path::PathBuf),
+    /// A folder for a static web host: `index.html` and `assets/`.
+    Folder(std::path::PathBuf),
+}
+
+/// A report to write.
+#[derive(Debug, Clone)]
+pub struct Plan {
+    /// Run folders, result files, sweep or accept folders, or results folders holding them.
+    pub inputs: Vec<std::path::PathBuf>,
+    pub destination: Destination,
+    pub title: String,
+}
+
 /// `speclens report`.
-pub fn run(args: ReportArgs) -> Result<(), CollectorError> {
-    let assets = resolve_web_dir(args.web_dir.clone())?;
-    println!("{}", write(&args, &assets)?);
-    Ok(())
+pub fn run(args: Plan, web_dir: Option<std::path::PathBuf>) -> Result<(), CollectorError> {
+    let assets = resolve_web_dir(web_dir)?;
+    crate::console::print(&format!("{}\n", write(&args, &assets)?))
 }
 
 /// Write the report `args` ask for with the app in `assets`; returns the "Report: …" line.
-pub fn write(args: &ReportArgs, assets: &WebAssets) -> Result<String, CollectorError> {
+pub fn write(args: &Plan, assets: &WebAssets) -> Result<String, CollectorError> {
     // One folder: ids relative to it, as `speclens serve` of that folder names them, so a link
     // taken from the dashboard opens the same run here. Several: each prefixed by its name.
     let mut collector = Collector::new(args.inputs.len() > 1);
@@ -375,8 +395,8 @@ pub fn write(args: &ReportArgs, assets: &WebAssets) -> Result<String, CollectorE
         .to_script_json()
         .map_err(|e| CollectorError::Output(format!("cannot serialise the report data: {e}")))?;
     let app = app_files(assets)?;
-    let written = match &args.dir {
-        None => {
+    let written = match &args.destination {
+        Destination::File(output) => {
             let packed = base64::engine::general_purpose::STANDARD.encode(gzip(&app.wasm)?);
             let html = page(
                 &args.title,
@@ -386,10 +406,10 @@ pub fn write(args: &ReportArgs, assets: &WebAssets) -> Result<String, CollectorE
                     wasm_gz_base64: &packed,
                 },
             )?;
-            write_atomic(&args.output, html.as_bytes())?;
-            args.output.clone()
+            write_atomic(output, html.as_bytes())?;
+            output.clone()
         }
-        Some(dir) => {
+        Destination::Folder(dir) => {
             let assets = dir.join("assets");
             std::fs::create_dir_all(&assets)
                 .map_err(|e| CollectorError::Output(format!("cannot create {}: {e}", assets.display())))?;

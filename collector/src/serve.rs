@@ -169,12 +169,12 @@ pub fn dashboard_url(addr: SocketAddr, token: Option<&str>) -> String {
 
 /// What the dashboard's handlers share.
 struct AppState {
-    hub: Arc<LiveHub>,
+    hub: LiveHub,
     results_dir: PathBuf,
 }
 
 /// The dashboard's routes: the live WebSocket, the run history API, and the web app's files.
-pub fn router(settings: &ServeSettings, hub: Arc<LiveHub>) -> Router {
+pub fn router(settings: &ServeSettings, hub: LiveHub) -> Router {
     let state = Arc::new(AppState {
         hub,
         results_dir: settings.results_dir.clone(),
@@ -218,7 +218,7 @@ impl Dashboard {
 }
 
 /// Bind and serve in the background; prints nothing.
-pub async fn start(settings: &ServeSettings, hub: Arc<LiveHub>) -> Result<Dashboard, CollectorError> {
+pub async fn start(settings: &ServeSettings, hub: LiveHub) -> Result<Dashboard, CollectorError> {
     let (listener, addr) = crate::net::bind(settings.addr).await?;
     let mut url = dashboard_url(addr, settings.token.as_deref());
     if let Some(fragment) = &settings.fragment {
@@ -270,8 +270,10 @@ async fn ws_upgrade(
 
 /// One dashboard client: hello and snapshot, then the broadcast deltas; a client that lags
 /// behind the bounded queue gets a fresh snapshot instead.
-async fn ws_client(mut socket: WebSocket, hub: Arc<LiveHub>) {
-    let (mut rx, first) = hub.join(None);
+async fn ws_client(mut socket: WebSocket, hub: LiveHub) {
+    let Some((mut rx, first)) = hub.join().await else {
+        return;
+    };
     for text in first {
         if socket.send(Message::Text(text)).await.is_err() {
             return;
@@ -282,7 +284,7 @@ async fn ws_client(mut socket: WebSocket, hub: Arc<LiveHub>) {
             message = rx.recv() => {
                 let texts = match message {
                     Ok(text) => vec![text],
-                    Err(broadcast::error::RecvError::Lagged(_)) => hub.snapshot(),
+                    Err(broadcast::error::RecvError::Lagged(_)) => hub.snapshot().await,
                     Err(broadcast::error::RecvError::Closed) => return,
                 };
                 for text in texts {

@@ -10,110 +10,148 @@ use speclens_shared::results::RunResult;
 use speclens_shared::sweep::{Arm, SweepTable};
 
 use crate::bench;
-use crate::cli::{BenchArgs, SweepArgs};
 use crate::error::CollectorError;
+use crate::live::LiveHub;
 
 /// File name of one point.
 pub fn point_file(arm: Arm, concurrency: u64) -> String {
     format!("{}.json", arm.point_id(concurrency))
 }
 
+/// A sweep: the same closed-loop run at each concurrency, against each arm.
+#[derive(Clone)]
+pub struct Plan {
+    /// The arms and their servers' base URLs.
+    pub arms: Vec<(Arm, String)>,
+    /// Concurrency levels.
+    pub levels: Vec<u64>,
+    /// Requests per concurrency slot at each point, and at least `min_requests`.
+    pub requests_per_slot: u64,
+    pub min_requests: u64,
+    /// Every point's run: target settings, workload, scrape and percentiles (its servers,
+    /// load, label and folder are set per point).
+    pub point: bench::Plan,
+    /// The model's costs for the prediction.
+    pub costs: Costs,
+    /// Results folder (None: `speclens-results/<time>-sweep/`).
+    pub out: Option<PathBuf>,
+    /// Print the points and run nothing.
+    pub dry_run: bool,
+    /// Serve the live dashboard on this port while the sweep runs.
+    pub dashboard_port: Option<u16>,
+}
+
+/// One point of a sweep.
+struct Point<'a> {
+    arm: Arm,
+    url: &'a str,
+    concurrency: u64,
+    requests: u64,
+}
+
+impl Plan {
+    pub fn check(&self) -> Result<(), CollectorError> {
+        if self.levels.is_empty() || self.levels.contains(&0) {
+            return Err(CollectorError::InvalidArgument("--concurrency takes levels ≥ 1".into()));
+        }
+        Ok(())
+    }
+
+    fn points(&self) -> Vec<Point<'_>> {
+        self.arms
+            .iter()
+            .flat_map(|(arm, url)| {
+                self.levels.iter().map(move |c| Point {
+                    arm: *arm,
+                    url,
+                    concurrency: *c,
+                    requests: (c * self.requests_per_slot).max(self.min_requests),
+                })
+            })
+            .collect()
+    }
+
+    /// The bench run of one point. The metrics URLs given belong to the speculative arm.
+    fn point_plan(&self, point: &Point<'_>, out: &std::path::Path) -> bench::Plan {
+        let mut plan = self.point.clone();
+        plan.target.urls = vec![point.url.to_string()];
+        plan.load = bench::plan::Load {
+            concurrency: Some(point.concurrency),
+            prompts: point.requests,
+            ..bench::plan::Load::closed_loop(None, 0)
+        };
+        plan.load.warmup = self.point.load.warmup;
+        plan.load.drain = self.point.load.drain;
+        if point.arm != Arm::Spec {
+            plan.scrape.metrics_urls.clear();
+        }
+        plan.output.label = point.arm.point_id(point.concurrency);
+        plan.output.dir = Some(out.join(point.arm.point_id(point.concurrency)));
+        plan.output.print = false;
+        plan.dashboard_port = None;
+        plan
+    }
+}
+
 /// `speclens sweep`.
-pub async fn run(args: SweepArgs) -> Result<(), CollectorError> {
-    run_with(args, None).await
+pub async fn run(plan: Plan) -> Result<(), CollectorError> {
+    run_with(plan, None).await
 }
 
 /// A sweep feeding `hub` (a dashboard another command serves) when given.
-pub async fn run_with(
-    args: SweepArgs,
-    hub: Option<std::sync::Arc<crate::live::LiveHub>>,
-) -> Result<(), CollectorError> {
-    let invalid = |m: &str| CollectorError::InvalidArgument(m.to_string());
-    let arms: Vec<(Arm, String)> = match (&args.arm, &args.url, &args.spec_url, &args.base_url) {
-        (Some(arm), Some(url), None, None) => vec![(arm.into(), url.clone())],
-        (None, None, Some(spec), Some(base)) => vec![(Arm::Spec, spec.clone()), (Arm::Base, base.clone())],
-        _ => return Err(invalid("give --spec-url and --base-url, or --arm spec|base with --url")),
-    };
-    if args.concurrency.is_empty() || args.concurrency.contains(&0) {
-        return Err(invalid("--concurrency takes levels ≥ 1"));
-    }
-    let out = args
+pub async fn run_with(plan: Plan, hub: Option<LiveHub>) -> Result<(), CollectorError> {
+    plan.check()?;
+    let out = plan
         .out
         .clone()
         .unwrap_or_else(|| PathBuf::from("speclens-results").join(sweep_stamp()));
-    let plan: Vec<(Arm, &str, u64, u64)> = arms
-        .iter()
-        .flat_map(|(arm, url)| {
-            args.concurrency.iter().map(move |c| {
-                (
-                    *arm,
-                    url.as_str(),
-                    *c,
-                    (c * args.requests_per_slot).max(args.min_requests),
-                )
-            })
-        })
-        .collect();
-    println!("Sweep plan ({} runs) into {}:", plan.len(), out.display());
-    for (arm, url, c, n) in &plan {
-        println!(
-            "  {:<4} concurrency {c:>4}: {n:>5} requests → {url}  ({})",
-            arm.name(),
-            point_file(*arm, *c)
-        );
+    let points = plan.points();
+    let mut text = format!("Sweep plan ({} runs) into {}:\n", points.len(), out.display());
+    for p in &points {
+        text.push_str(&format!(
+            "  {:<4} concurrency {:>4}: {:>5} requests → {}  ({})\n",
+            p.arm.name(),
+            p.concurrency,
+            p.requests,
+            p.url,
+            point_file(p.arm, p.concurrency)
+        ));
     }
-    if args.dry_run {
-        println!("--dry-run: nothing was sent.");
-        return Ok(());
+    crate::console::print(&text)?;
+    if plan.dry_run {
+        return crate::console::print("--dry-run: nothing was sent.\n");
     }
     std::fs::create_dir_all(&out)
         .map_err(|e| CollectorError::Output(format!("cannot create {}: {e}", out.display())))?;
     let external = hub.is_some();
-    let hub = hub.unwrap_or_else(|| crate::live::LiveHub::new(64));
-    let dashboard = if args.dashboard && !external {
-        Some(bench::live_dashboard(args.dashboard_port, out.clone(), &hub).await?)
-    } else {
-        None
+    let hub = hub.unwrap_or_else(|| LiveHub::new(64));
+    let dashboard = match plan.dashboard_port {
+        Some(port) if !external => Some(bench::live_dashboard(port, out.clone(), &hub).await?),
+        _ => None,
     };
-    let mut points: Vec<(Arm, u64, RunResult)> = Vec::new();
-    for (arm, url, c, n) in &plan {
-        let mut b = BenchArgs::defaults();
-        b.urls = vec![url.to_string()];
-        b.endpoint = args.endpoint;
-        b.model = args.model.clone();
-        b.api_key = args.api_key.clone();
-        b.concurrency = Some(*c);
-        b.num_prompts = *n;
-        b.input_tokens = args.input_tokens;
-        b.output_tokens = args.output_tokens;
-        b.timeout = args.timeout;
-        b.no_stream = args.no_stream;
-        b.prometheus = args.prometheus.clone();
-        b.label = arm.point_id(*c);
-        b.out = Some(out.join(arm.point_id(*c)));
-        b.quiet = true;
-        let result = bench::run_with(b, Some(hub.clone())).await?.result;
-        bench::report::write_atomic(&out.join(point_file(*arm, *c)), &bench::report::to_json_bytes(&result)?)?;
-        let tput = result.output_throughput.unwrap_or(0.0);
-        let failed = result.failed.unwrap_or(0);
+    let mut results: Vec<(Arm, u64, RunResult)> = Vec::new();
+    for p in &points {
+        let result = bench::run_with(plan.point_plan(p, &out), Some(hub.clone()))
+            .await?
+            .result;
+        let file = out.join(point_file(p.arm, p.concurrency));
+        bench::output::write_atomic(&file, &bench::output::to_json_bytes(&result)?)?;
         let e = result.measured().map_or(String::new(), |m| {
             format!(", acceptance length {:.2} (k = {})", m.e, m.k)
         });
-        println!("  {:<4} c = {c:>4}: {tput:>10.1} output tok/s, {failed} failed{e}", arm.name());
-        points.push((*arm, *c, result));
+        crate::console::print(&format!(
+            "  {:<4} c = {:>4}: {:>10.1} output tok/s, {} failed{e}\n",
+            p.arm.name(),
+            p.concurrency,
+            result.output_throughput.unwrap_or(0.0),
+            result.failed.unwrap_or(0),
+        ))?;
+        results.push((p.arm, p.concurrency, result));
     }
-    let points: Vec<(Arm, u64, &RunResult)> = points.iter().map(|(a, c, r)| (*a, *c, r)).collect();
-    let table = SweepTable::from_points(
-        &points,
-        Costs {
-            draft_cost: args.draft_cost,
-            ridge_tokens: args.ridge,
-        },
-    );
-    bench::report::write_atomic(&out.join("sweep.json"), &bench::report::to_json_bytes(&table)?)?;
-    println!();
-    print!("{}", table.render());
-    println!("Results: {}", out.display());
+    let measured: Vec<(Arm, u64, &RunResult)> = results.iter().map(|(a, c, r)| (*a, *c, r)).collect();
+    let table = SweepTable::from_points(&measured, plan.costs);
+    bench::output::write_atomic(&out.join("sweep.json"), &bench::output::to_json_bytes(&table)?)?;
+    crate::console::print(&format!("\n{}Results: {}\n", table.render(), out.display()))?;
     if let Some(d) = dashboard {
         eprintln!("The dashboard keeps serving at {} — press Ctrl-C to quit.", d.url);
         let _ = tokio::signal::ctrl_c().await;
@@ -123,7 +161,7 @@ pub async fn run_with(
 }
 
 fn sweep_stamp() -> String {
-    crate::bench::report::default_out_dir("sweep")
+    crate::bench::output::default_out_dir("sweep")
         .file_name()
         .map_or_else(|| "sweep".into(), |n| n.to_string_lossy().into_owned())
 }

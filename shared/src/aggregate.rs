@@ -75,9 +75,18 @@ impl Bins {
     /// Bins over the finite values: ⌈√n⌉ of them, at most `max_bins`; `None` when no value is
     /// finite. Every finite value lands in exactly one bin (the top edge is inclusive).
     pub fn from_values(values: &[f64], max_bins: usize) -> Option<Bins> {
-        let finite = || values.iter().copied().filter(|v| v.is_finite());
-        let (lo, hi, n) = finite().fold((f64::INFINITY, f64::NEG_INFINITY, 0usize), |(lo, hi, n), v| {
-            (lo.min(v), hi.max(v), n + 1)
+        Bins::from_counted(values.iter().map(|v| (*v, 1)), max_bins)
+    }
+
+    /// [`Bins::from_values`] of values given with their counts (`(value, count)`, e.g. the
+    /// buckets of a histogram): the cost follows the distinct values, not their total count.
+    pub fn from_counted<I>(values: I, max_bins: usize) -> Option<Bins>
+    where
+        I: Iterator<Item = (f64, u64)> + Clone,
+    {
+        let finite = || values.clone().filter(|(v, c)| v.is_finite() && *c > 0);
+        let (lo, hi, n) = finite().fold((f64::INFINITY, f64::NEG_INFINITY, 0u64), |(lo, hi, n), (v, c)| {
+            (lo.min(v), hi.max(v), n + c)
         });
         if n == 0 {
             return None;
@@ -90,8 +99,8 @@ impl Bins {
             (lo.abs() * 0.01).max(1e-9)
         };
         let mut counts = vec![0u64; bins];
-        for v in finite() {
-            counts[(((v - lo) / width) as usize).min(bins - 1)] += 1;
+        for (v, c) in finite() {
+            counts[(((v - lo) / width) as usize).min(bins - 1)] += c;
         }
         Some(Bins { lo, width, counts })
     }

@@ -339,7 +339,11 @@ impl RunResult {
         }
         let per_request = self.per_request()?;
         let e = per_request.spec_decode_token_weighted_acceptance_length.as_ref()?.avg;
-        let k = per_request.pooled_spec_decode_acceptance_histogram.keys().max().copied()?;
+        let k = per_request
+            .pooled_spec_decode_acceptance_histogram
+            .keys()
+            .max()
+            .copied()?;
         Some(Measured {
             e,
             k: self.spec_decode_num_spec_tokens.unwrap_or(k),
@@ -466,7 +470,10 @@ mod tests {
         assert!(!r.is_speclens());
         assert_eq!(r.request_rate, Some(RequestRate::Text("inf".into())));
         let ttft = r.latency("ttft").unwrap();
-        assert_eq!((ttft.median, ttft.percentiles["99"], ttft.percentiles["99.9"]), (20.0, 40.0, 41.0));
+        assert_eq!(
+            (ttft.median, ttft.percentiles["99"], ttft.percentiles["99.9"]),
+            (20.0, 40.0, 41.0)
+        );
         assert!(r.extra.contains_key("tokenizer_id"));
         assert!(r.latency("itl").is_none());
         let detailed: RunResult = serde_json::from_str(r#"{"errors": ["", "timeout"], "completed": 1}"#).unwrap();

@@ -3,8 +3,8 @@
 
 use serde::{Deserialize, Serialize};
 
-use crate::results::RunResult;
 use crate::model::{break_even_batch, sweep_crossing, Costs, RatioPoint, UNCHARGED_COSTS};
+use crate::results::RunResult;
 
 /// The two arms of a sweep.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]

@@ -17,7 +17,41 @@ use speclens_shared::run::ErrorKind;
 use tokio::time::Instant;
 
 use super::wire::{describe, Wire, WireError};
-use crate::cli::EndpointKind;
+
+/// Which OpenAI endpoint to load.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
+pub enum EndpointKind {
+    /// `/v1/chat/completions`
+    Chat,
+    /// `/v1/completions`
+    Completions,
+}
+
+impl EndpointKind {
+    /// The endpoint's path under a server's base URL.
+    pub fn path(self) -> &'static str {
+        match self {
+            EndpointKind::Chat => "/v1/chat/completions",
+            EndpointKind::Completions => "/v1/completions",
+        }
+    }
+
+    /// `vllm bench serve`'s backend name for it.
+    pub fn backend(self) -> &'static str {
+        match self {
+            EndpointKind::Chat => "openai-chat",
+            EndpointKind::Completions => "openai",
+        }
+    }
+
+    /// The `--endpoint` name.
+    pub fn name(self) -> &'static str {
+        match self {
+            EndpointKind::Chat => "chat",
+            EndpointKind::Completions => "completions",
+        }
+    }
+}
 
 /// Where and how to send.
 pub struct Target {

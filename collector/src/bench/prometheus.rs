@@ -5,7 +5,6 @@
 //! fails the benchmark.
 
 use std::collections::BTreeMap;
-use std::sync::{Arc, Mutex};
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
 use tokio::time::Instant;
@@ -22,12 +21,33 @@ use tokio::sync::watch;
 
 use super::redact_url;
 use super::scrape::Timeline;
-pub use speclens_shared::results::FleetOutcome;
-use crate::cli::PrometheusArgs;
 use crate::error::CollectorError;
+use crate::live::{LiveHub, Source};
+pub use speclens_shared::results::FleetOutcome;
 
 /// The label of the Prometheus path in consoles, files and the live timeline.
 pub const LABEL: &str = "prometheus";
+
+/// How to reach a Prometheus HTTP API (Thanos, Mimir and VictoriaMetrics answer the same API).
+#[derive(Debug, Clone, Default)]
+pub struct Settings {
+    /// Base URL, e.g. http://prometheus:9090.
+    pub url: String,
+    /// Series selector narrowing the counters, e.g. `{job="vllm"}`.
+    pub selector: String,
+    /// Bearer token; never written anywhere.
+    pub token: Option<String>,
+    /// Basic-auth user and password; the password is never written anywhere.
+    pub user: Option<String>,
+    pub password: Option<String>,
+    /// PEM file of a CA to trust for an https:// Prometheus (besides the system's roots).
+    pub ca_cert: Option<std::path::PathBuf>,
+    pub timeout_s: f64,
+    /// Seconds to wait after the run for a sample past the window's end.
+    pub wait_s: f64,
+    /// Range of rate() for the live timeline, in seconds.
+    pub rate_window_s: f64,
+}
 
 /// A configured Prometheus API.
 #[derive(Clone)]
@@ -49,34 +69,32 @@ pub fn unix_now_s() -> f64 {
 
 impl Prometheus {
     /// `None` without `--prometheus-url`; an error for flags that cannot work.
-    pub fn from_args(args: &PrometheusArgs) -> Result<Option<Prometheus>, CollectorError> {
-        let Some(url) = &args.prometheus_url else {
-            return Ok(None);
-        };
+    pub fn new(args: &Settings) -> Result<Prometheus, CollectorError> {
+        let url = &args.url;
         let bad = |m: String| CollectorError::InvalidArgument(m);
         let parsed = reqwest::Url::parse(url).map_err(|e| bad(format!("--prometheus-url {}: {e}", redact_url(url))))?;
         if !matches!(parsed.scheme(), "http" | "https") {
             return Err(bad("--prometheus-url must be http:// or https://".into()));
         }
         for (name, v) in [
-            ("--prometheus-timeout", args.prometheus_timeout),
-            ("--prometheus-wait", args.prometheus_wait),
-            ("--prometheus-rate-window", args.prometheus_rate_window),
+            ("--prometheus-timeout", args.timeout_s),
+            ("--prometheus-wait", args.wait_s),
+            ("--prometheus-rate-window", args.rate_window_s),
         ] {
             if !(0.0..=86_400.0).contains(&v) {
                 return Err(bad(format!("{name} must be between 0 and 86400 seconds, got {v}")));
             }
         }
-        let selector = counters_selector(&args.prometheus_selector).map_err(bad)?;
+        let selector = counters_selector(&args.selector).map_err(bad)?;
         let mut headers = HeaderMap::new();
-        let auth = match (&args.prometheus_token, &args.prometheus_user) {
+        let auth = match (&args.token, &args.user) {
             (Some(_), Some(_)) => {
                 return Err(bad("--prometheus-token and --prometheus-user exclude each other".into()))
             }
             (Some(token), None) => Some(format!("Bearer {token}")),
             (None, Some(user)) => {
                 use base64::Engine as _;
-                let pair = format!("{user}:{}", args.prometheus_password.as_deref().unwrap_or(""));
+                let pair = format!("{user}:{}", args.password.as_deref().unwrap_or(""));
                 Some(format!(
                     "Basic {}",
                     base64::engine::general_purpose::STANDARD.encode(pair)
@@ -92,8 +110,8 @@ impl Prometheus {
         }
         let mut builder = reqwest::Client::builder()
             .default_headers(headers)
-            .timeout(Duration::from_secs_f64(args.prometheus_timeout.max(0.1)));
-        if let Some(path) = &args.prometheus_ca_cert {
+            .timeout(Duration::from_secs_f64(args.timeout_s.max(0.1)));
+        if let Some(path) = &args.ca_cert {
             let pem = std::fs::read(path).map_err(|e| bad(format!("--prometheus-ca-cert {}: {e}", path.display())))?;
             let cert = reqwest::Certificate::from_pem(&pem)
                 .map_err(|e| bad(format!("--prometheus-ca-cert {}: {e}", path.display())))?;
@@ -102,14 +120,14 @@ impl Prometheus {
         let client = builder
             .build()
             .map_err(|e| bad(format!("cannot build the Prometheus client: {e}")))?;
-        Ok(Some(Prometheus {
+        Ok(Prometheus {
             client,
             base: url.trim_end_matches('/').to_string(),
             selector,
-            user_selector: args.prometheus_selector.trim().to_string(),
-            wait: Duration::from_secs_f64(args.prometheus_wait),
-            rate_window_s: args.prometheus_rate_window,
-        }))
+            user_selector: args.selector.trim().to_string(),
+            wait: Duration::from_secs_f64(args.wait_s),
+            rate_window_s: args.rate_window_s,
+        })
     }
 
     /// What the results name this source by: the redacted URL and the selector.
@@ -299,21 +317,22 @@ fn endpoint_of(instance: &str) -> String {
     format!("{LABEL}/{instance}")
 }
 
-/// Query the per-instance rates every `interval` until `stop`, appending to the timeline.
+/// Query the per-instance rates every `interval` until `stop`; each point goes to `hub` as it
+/// comes, and the whole timeline is returned.
 pub async fn sample_live(
     prometheus: Prometheus,
     interval: Duration,
     started: Instant,
-    timeline: Arc<Mutex<Timeline>>,
-    hub: Arc<crate::live::LiveHub>,
+    hub: LiveHub,
     mut stop: watch::Receiver<bool>,
-) {
+) -> Timeline {
+    let mut timeline = Timeline::default();
     let mut ticker = tokio::time::interval(interval);
     ticker.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
     loop {
         tokio::select! {
             _ = ticker.tick() => {}
-            _ = stop.changed() => return,
+            _ = stop.changed() => return timeline,
         }
         let t_s = started.elapsed().as_secs_f64();
         let point = |endpoint: String| TimelinePoint {
@@ -353,10 +372,9 @@ pub async fn sample_live(
                 })
                 .collect(),
         };
-        let mut t = timeline.lock().unwrap_or_else(|p| p.into_inner());
         for p in points {
-            hub.note_point(p.clone());
-            t.points.push(p);
+            hub.note_point(Source::Prometheus, p.clone()).await;
+            timeline.points.push(p);
         }
     }
 }

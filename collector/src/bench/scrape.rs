@@ -3,7 +3,6 @@
 //! snapshot, the live sampler that builds the timeline, and `speclens scrape`.
 
 use std::collections::BTreeMap;
-use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use speclens_shared::protocol::TimelinePoint;
@@ -14,6 +13,7 @@ use tokio::sync::watch;
 use tokio::time::Instant;
 
 use crate::error::CollectorError;
+use crate::live::{LiveHub, Source};
 
 /// One metrics endpoint: its `host:port` label and full URL.
 #[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord)]
@@ -105,24 +105,52 @@ pub async fn fetch_settled(client: &reqwest::Client, url: &str, limit: Duration)
     Ok(last)
 }
 
-/// The live sampler's shared output.
+/// A counter reset the live scrapes saw.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Reset {
+    /// The endpoint's label (`host:port`).
+    pub endpoint: String,
+    pub message: String,
+}
+
+impl std::fmt::Display for Reset {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "[{}] {}", self.endpoint, self.message)
+    }
+}
+
+/// What the live samplers saw.
 #[derive(Debug, Default)]
 pub struct Timeline {
     pub points: Vec<TimelinePoint>,
-    /// Counter resets seen during the run, per endpoint.
-    pub resets: Vec<String>,
+    /// Counter resets seen during the run.
+    pub resets: Vec<Reset>,
 }
 
-/// Scrape `endpoint` every `interval` until `stop` turns true, appending to `timeline`.
+impl Timeline {
+    /// Every sampler's timeline as one, in time order.
+    pub fn merge(parts: Vec<Timeline>) -> Timeline {
+        let mut all = Timeline::default();
+        for part in parts {
+            all.points.extend(part.points);
+            all.resets.extend(part.resets);
+        }
+        all.points.sort_by(|a, b| a.t_s.total_cmp(&b.t_s));
+        all
+    }
+}
+
+/// Scrape `endpoint` every `interval` until `stop` turns true; each point goes to `hub` as it
+/// comes, and the whole timeline is returned.
 pub async fn sample_live(
     client: reqwest::Client,
     endpoint: Endpoint,
     interval: Duration,
     started: Instant,
-    timeline: Arc<Mutex<Timeline>>,
-    hub: Arc<crate::live::LiveHub>,
+    hub: LiveHub,
     mut stop: watch::Receiver<bool>,
-) {
+) -> Timeline {
+    let mut timeline = Timeline::default();
     let mut acc = IncreaseAccumulator::default();
     let mut ticker = tokio::time::interval(interval);
     ticker.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
@@ -130,7 +158,7 @@ pub async fn sample_live(
     let mut stopping = false;
     loop {
         if stopping {
-            return;
+            return timeline;
         }
         // One last scrape when the run ends closes the final interval.
         tokio::select! {
@@ -153,19 +181,11 @@ pub async fn sample_live(
                 error: Some(e.to_string()),
             }),
             Ok(counters) => {
-                let resets_before = acc.resets.len();
                 let step = acc.observe(&counters);
-                let new_resets: Vec<String> = acc.resets[resets_before..]
-                    .iter()
-                    .map(|r| format!("[{}] {r}", endpoint.label))
-                    .collect();
-                if !new_resets.is_empty() {
-                    timeline
-                        .lock()
-                        .unwrap_or_else(|p| p.into_inner())
-                        .resets
-                        .extend(new_resets);
-                }
+                timeline.resets.extend(acc.resets.drain(..).map(|message| Reset {
+                    endpoint: endpoint.label.clone(),
+                    message,
+                }));
                 last_at.replace(at).map(|prev| {
                     let dt = (at - prev).as_secs_f64().max(1e-9);
                     let stats = derive_stats(&step).ok();
@@ -185,8 +205,8 @@ pub async fn sample_live(
             }
         };
         if let Some(p) = point {
-            hub.note_point(p.clone());
-            timeline.lock().unwrap_or_else(|p| p.into_inner()).points.push(p);
+            hub.note_point(Source::Direct, p.clone()).await;
+            timeline.points.push(p);
         }
     }
 }

@@ -1,7 +1,7 @@
 //! Workloads: the prompts a run sends (synthetic, Spec-Bench `question.jsonl`, plain JSONL),
 //! and their request bodies, serialised before the run so nothing is built on the timing path.
 
-use std::path::Path;
+use std::path::{Path, PathBuf};
 
 use axum::body::Bytes;
 use rand::rngs::SmallRng;
@@ -9,9 +9,78 @@ use rand::{Rng, SeedableRng};
 use serde::Deserialize;
 use serde_json::json;
 
+use super::client::EndpointKind;
 use super::tokens::TokenCounter;
-use crate::cli::{BenchArgs, DatasetKind, EndpointKind};
 use crate::error::CollectorError;
+
+/// Where the prompts come from (the `--dataset` flag).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
+pub enum DatasetKind {
+    /// Generated prompts with the given input/output token counts (ignore_eos set).
+    Synthetic,
+    /// Spec-Bench `question.jsonl` (`question_id`, `category`, `turns`).
+    SpecBench,
+    /// One JSON object per line: `prompt`, optional `category` and `max_tokens`.
+    Jsonl,
+}
+
+/// A dataset: generated, or a file of one of the known layouts.
+#[derive(Debug, Clone, PartialEq)]
+pub enum Dataset {
+    Synthetic,
+    SpecBench(PathBuf),
+    Jsonl(PathBuf),
+}
+
+impl Dataset {
+    /// `kind` with its file, which every kind but synthetic needs.
+    pub fn new(kind: DatasetKind, path: Option<PathBuf>) -> Result<Dataset, CollectorError> {
+        let path = || {
+            path.clone().ok_or_else(|| {
+                CollectorError::InvalidArgument("--dataset spec-bench and jsonl need --dataset-path".into())
+            })
+        };
+        Ok(match kind {
+            DatasetKind::Synthetic => Dataset::Synthetic,
+            DatasetKind::SpecBench => Dataset::SpecBench(path()?),
+            DatasetKind::Jsonl => Dataset::Jsonl(path()?),
+        })
+    }
+
+    /// The `--dataset` name, as recorded in `result.json`.
+    pub fn name(&self) -> &'static str {
+        match self {
+            Dataset::Synthetic => "synthetic",
+            Dataset::SpecBench(_) => "specbench",
+            Dataset::Jsonl(_) => "jsonl",
+        }
+    }
+
+    pub fn path(&self) -> Option<&Path> {
+        match self {
+            Dataset::Synthetic => None,
+            Dataset::SpecBench(p) | Dataset::Jsonl(p) => Some(p),
+        }
+    }
+}
+
+/// What to send: the dataset, the lengths and the sampling settings.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Workload {
+    pub dataset: Dataset,
+    /// Only prompts of these categories (all when empty).
+    pub categories: Vec<String>,
+    /// Synthetic prompt length in tokens (mean).
+    pub input_tokens: u32,
+    pub input_tokens_stddev: f64,
+    /// Output length in tokens (mean); the max_tokens of every request.
+    pub output_tokens: u32,
+    pub output_tokens_stddev: f64,
+    /// Set ignore_eos on dataset prompts too (synthetic prompts always set it).
+    pub ignore_eos: bool,
+    pub temperature: f64,
+    pub seed: u64,
+}
 
 /// One prompt to send.
 #[derive(Debug, Clone, PartialEq)]
@@ -67,7 +136,7 @@ fn synthetic_text(i: usize, target: u64, tokens: &TokenCounter) -> (String, u64)
     (text, count)
 }
 
-fn synthetic(args: &BenchArgs, count: usize, tokens: &TokenCounter) -> Vec<Prompt> {
+fn synthetic(args: &Workload, count: usize, tokens: &TokenCounter) -> Vec<Prompt> {
     let mut rng = SmallRng::seed_from_u64(args.seed);
     (0..count)
         .map(|i| {
@@ -97,7 +166,7 @@ struct JsonlLine {
     max_tokens: Option<u32>,
 }
 
-fn from_file(args: &BenchArgs, path: &Path, tokens: &TokenCounter) -> Result<Vec<Prompt>, CollectorError> {
+fn from_file(args: &Workload, path: &Path, tokens: &TokenCounter) -> Result<Vec<Prompt>, CollectorError> {
     let text = std::fs::read_to_string(path)
         .map_err(|e| CollectorError::InvalidArgument(format!("cannot read dataset {}: {e}", path.display())))?;
     let mut prompts = Vec::new();
@@ -106,7 +175,7 @@ fn from_file(args: &BenchArgs, path: &Path, tokens: &TokenCounter) -> Result<Vec
             CollectorError::InvalidArgument(format!("{}:{}: not a dataset line: {e}", path.display(), i + 1))
         };
         let (prompt, category, max_tokens) = match args.dataset {
-            DatasetKind::SpecBench => {
+            Dataset::SpecBench(_) => {
                 let l: SpecBenchLine = serde_json::from_str(line).map_err(bad)?;
                 let first = l.turns.into_iter().next().ok_or_else(|| {
                     CollectorError::InvalidArgument(format!("{}:{}: no turns", path.display(), i + 1))
@@ -144,13 +213,10 @@ fn from_file(args: &BenchArgs, path: &Path, tokens: &TokenCounter) -> Result<Vec
 }
 
 /// The prompts of a run: `count` of them (file datasets are cycled, shuffled by the seed).
-pub fn load(args: &BenchArgs, count: usize, tokens: &TokenCounter) -> Result<Vec<Prompt>, CollectorError> {
-    match args.dataset {
-        DatasetKind::Synthetic => Ok(synthetic(args, count, tokens)),
-        _ => {
-            let path = args.dataset_path.as_deref().ok_or_else(|| {
-                CollectorError::InvalidArgument("--dataset spec-bench and jsonl need --dataset-path".into())
-            })?;
+pub fn load(args: &Workload, count: usize, tokens: &TokenCounter) -> Result<Vec<Prompt>, CollectorError> {
+    match args.dataset.path() {
+        None => Ok(synthetic(args, count, tokens)),
+        Some(path) => {
             let mut pool = from_file(args, path, tokens)?;
             let mut rng = SmallRng::seed_from_u64(args.seed);
             for i in (1..pool.len()).rev() {
@@ -198,15 +264,11 @@ pub fn body(prompt: &Prompt, o: &BodyOptions<'_>) -> Bytes {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use clap::Parser;
 
-    fn args(extra: &[&str]) -> BenchArgs {
+    fn args(extra: &[&str]) -> Workload {
         let mut argv = vec!["speclens", "bench"];
         argv.extend_from_slice(extra);
-        match crate::cli::Cli::parse_from(argv).command {
-            crate::cli::Command::Bench(a) => *a,
-            _ => unreachable!(),
-        }
+        crate::cli::bench_plan_of(&argv).unwrap().workload
     }
 
     #[test]

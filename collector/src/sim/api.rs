@@ -20,7 +20,25 @@ use tokio::sync::mpsc;
 use super::engine::{FinishReason, SeqEvent, SeqSpec, SeqStats, Submission};
 use super::exposition::{self, ExpositionOptions};
 use super::SimState;
-use crate::cli::{PayloadShape, PerRequestMetrics};
+
+/// Where per-request spec-decode stats go, by engine.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
+pub enum PayloadShape {
+    /// `metrics.speculative_decoding` at the response root / on the final usage chunk.
+    Vllm,
+    /// `choices[i].speculative_decoding` on the terminal chunk.
+    Trtllm,
+    /// `sglext.spec_tokens_details`, when the request sets `return_spec_tokens_details`.
+    Sglang,
+}
+
+/// vLLM's `--per-request-spec-decode-metrics` levels.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
+pub enum PerRequestMetrics {
+    None,
+    Summary,
+    Detailed,
+}
 
 /// Words the sim "generates", one token each.
 const VOCAB: [&str; 32] = [

@@ -14,9 +14,11 @@ use std::time::{SystemTime, UNIX_EPOCH};
 
 use tokio::sync::{mpsc, oneshot};
 
-use crate::cli::{FaultArgs, PayloadShape, PerRequestMetrics, SimArgs};
 use crate::error::CollectorError;
-use engine::{AcceptanceProfile, EngineConfig, EngineCounters, EngineShared, FinishHook, StepModel, Submission};
+pub use api::{PayloadShape, PerRequestMetrics};
+pub use engine::EngineConfig;
+pub use engine::{AcceptanceProfile, StepModel};
+use engine::{EngineCounters, EngineShared, FinishHook, Submission};
 
 /// Default acceptance when speculation is on but no profile is given.
 pub const DEFAULT_ALPHA: f64 = 0.7;
@@ -53,6 +55,38 @@ pub fn detect_category(prompt: &str) -> Option<&'static str> {
     }
 }
 
+/// Faults injected for tests of everything downstream (all off by default).
+#[derive(Debug, Clone, Default)]
+pub struct Faults {
+    /// Answer this fraction of completion requests with HTTP 500.
+    pub fail_rate: f64,
+    /// Reset the connection mid-stream on this fraction of requests.
+    pub reset_rate: f64,
+    /// End the SSE stream early (no finish chunk, no `[DONE]`) on this fraction of requests.
+    pub truncate_rate: f64,
+    /// Delay the first token of this fraction of requests by --stall-ms.
+    pub stall_rate: f64,
+    pub stall_ms: u64,
+    /// Never answer this fraction of requests (the client must time out).
+    pub hang_rate: f64,
+    /// Answer this fraction of requests with an oversized body (--oversized-kib of padding).
+    pub oversized_rate: f64,
+    pub oversized_kib: u64,
+    /// `/metrics` answers HTTP 503 from the start.
+    pub metrics_down: bool,
+    /// `/metrics` answers HTTP 503 once this many requests have finished.
+    pub metrics_down_after: Option<u64>,
+    /// `/metrics` answers HTTP 503 until this many requests have finished.
+    pub metrics_down_until: Option<u64>,
+    /// Simulate a restart (all counters back to zero) before the first request that arrives
+    /// after this many have finished.
+    pub reset_counters_after: Option<u64>,
+    /// Write `/metrics` as in multiprocess mode (no `_created` gauges).
+    pub multiproc_exposition: bool,
+    /// Add malformed lines to `/metrics`.
+    pub malformed_metrics: bool,
+}
+
 /// Validated settings of one simulated server.
 #[derive(Debug, Clone)]
 pub struct SimSettings {
@@ -69,133 +103,49 @@ pub struct SimSettings {
     pub mean_output_tokens: u32,
     pub per_request: PerRequestMetrics,
     pub payload: PayloadShape,
-    pub faults: FaultArgs,
-}
-
-fn check_fraction(name: &str, v: f64) -> Result<(), CollectorError> {
-    if (0.0..=1.0).contains(&v) {
-        Ok(())
-    } else {
-        Err(CollectorError::InvalidArgument(format!(
-            "--{name} must be a fraction in [0, 1], got {v}"
-        )))
-    }
+    pub faults: Faults,
 }
 
 impl SimSettings {
-    pub fn from_args(args: SimArgs) -> Result<SimSettings, CollectorError> {
-        let invalid = |m: String| CollectorError::InvalidArgument(m);
-        if !args.host.is_loopback() && args.api_key.is_none() {
-            return Err(invalid(format!(
-                "binding {} exposes the server beyond this machine: give --api-key (clients then send it as a bearer token)",
-                args.host
-            )));
-        }
-        let k = args.num_spec_tokens;
-        let profile = match (k, &args.alpha, &args.acceptance_rates, &args.acceptance_length) {
-            (0, None, None, None) => None,
-            (0, ..) => return Err(invalid("an acceptance profile needs --num-spec-tokens ≥ 1".into())),
-            (_, Some(alpha), _, _) => Some(AcceptanceProfile::geometric(*alpha, k).map_err(invalid)?),
-            (_, _, Some(rates), _) => {
-                if rates.len() < k as usize {
-                    return Err(invalid(format!(
-                        "--acceptance-rates gives {} positions but --num-spec-tokens is {k}",
-                        rates.len()
-                    )));
-                }
-                Some(AcceptanceProfile::from_rates(&rates[..k as usize]).map_err(invalid)?)
-            }
-            (_, _, _, Some(e)) => {
-                if !(1.0..=f64::from(k) + 1.0).contains(e) {
-                    return Err(invalid(format!(
-                        "--acceptance-length must be in [1, k + 1] = [1, {}], got {e}",
-                        k + 1
-                    )));
-                }
-                let alpha = speclens_shared::model::implied_alpha(*e, k);
-                Some(AcceptanceProfile::geometric(alpha, k).map_err(invalid)?)
-            }
-            (_, None, None, None) => Some(AcceptanceProfile::geometric(DEFAULT_ALPHA, k).map_err(invalid)?),
-        };
-        let mut category_factors: Vec<(String, f64)> = DEFAULT_CATEGORY_FACTORS
-            .iter()
-            .map(|(n, f)| (n.to_string(), *f))
-            .collect();
-        for spec in &args.category_factors {
-            let (name, factor) = spec
-                .split_once('=')
-                .and_then(|(n, f)| f.trim().parse::<f64>().ok().map(|f| (n.trim().to_lowercase(), f)))
-                .filter(|(_, f)| f.is_finite() && *f >= 0.0)
-                .ok_or_else(|| {
-                    invalid(format!(
-                        "--category-factor takes NAME=FACTOR with FACTOR ≥ 0, got {spec:?}"
-                    ))
-                })?;
-            match category_factors.iter_mut().find(|(n, _)| *n == name) {
-                Some(entry) => entry.1 = factor,
-                None => category_factors.push((name, factor)),
-            }
-        }
-        let numbers = [
-            ("step-ms", args.step_ms),
-            ("draft-cost", args.draft_cost),
-            ("draft-overhead-us", args.draft_overhead_us),
-            ("time-scale", args.time_scale),
-            ("temperature-sensitivity", args.temperature_sensitivity),
-        ];
-        for (name, v) in numbers {
-            if !(v.is_finite() && v >= 0.0) {
-                return Err(invalid(format!("--{name} must be a number ≥ 0, got {v}")));
-            }
-        }
-        if !(args.ridge.is_finite() && args.ridge > 0.0) {
-            return Err(invalid(format!(
-                "--ridge must be > 0 token positions, got {}",
-                args.ridge
-            )));
-        }
-        let f = &args.faults;
-        for (name, v) in [
-            ("fail-rate", f.fail_rate),
-            ("reset-rate", f.reset_rate),
-            ("truncate-rate", f.truncate_rate),
-            ("stall-rate", f.stall_rate),
-            ("hang-rate", f.hang_rate),
-            ("oversized-rate", f.oversized_rate),
-        ] {
-            check_fraction(name, v)?;
-        }
-        if args.max_num_seqs == 0 || args.mean_output_tokens == 0 || args.max_model_len < 2 {
-            return Err(invalid(
-                "--max-num-seqs, --mean-output-tokens and --max-model-len must be positive".into(),
-            ));
-        }
-        Ok(SimSettings {
-            addr: SocketAddr::new(args.host, args.port),
-            model: args.model,
-            api_key: args.api_key,
-            engines: args.engines,
+    /// A plain server on `addr` with `speclens sim`'s defaults: one engine, 256 sequences, a
+    /// 12 ms step, an H100's ridge, real time, summary per-request stats in vLLM's shape.
+    pub fn new(addr: SocketAddr, model: &str) -> SimSettings {
+        SimSettings {
+            addr,
+            model: model.into(),
+            api_key: None,
+            engines: 1,
             engine: EngineConfig {
-                k,
-                max_num_seqs: args.max_num_seqs,
+                k: 0,
+                max_num_seqs: 256,
                 step: StepModel {
-                    base_step_s: args.step_ms / 1e3,
-                    ridge_tokens: args.ridge,
-                    draft_cost: args.draft_cost,
-                    draft_overhead_s: args.draft_overhead_us / 1e6,
+                    base_step_s: 0.012,
+                    ridge_tokens: 295.0,
+                    draft_cost: 0.0,
+                    draft_overhead_s: 0.0,
                 },
-                time_scale: args.time_scale,
-                seed: args.seed,
+                time_scale: 1.0,
+                seed: 0,
             },
-            profile,
-            temperature_sensitivity: args.temperature_sensitivity,
-            category_factors,
-            max_model_len: args.max_model_len,
-            mean_output_tokens: args.mean_output_tokens,
-            per_request: args.per_request_metrics,
-            payload: args.payload,
-            faults: args.faults,
-        })
+            profile: None,
+            temperature_sensitivity: 0.15,
+            category_factors: DEFAULT_CATEGORY_FACTORS
+                .iter()
+                .map(|(n, f)| (n.to_string(), *f))
+                .collect(),
+            max_model_len: 8192,
+            mean_output_tokens: 256,
+            per_request: PerRequestMetrics::Summary,
+            payload: PayloadShape::Vllm,
+            faults: Faults::default(),
+        }
+    }
+
+    /// Speculate with `profile` (its k drafts per step).
+    pub fn with_profile(mut self, profile: AcceptanceProfile) -> SimSettings {
+        self.engine.k = profile.k();
+        self.profile = Some(profile);
+        self
     }
 
     /// The acceptance profile for one request, lowered by temperature and scaled by category.
@@ -348,8 +298,7 @@ pub async fn start(settings: SimSettings) -> Result<SimHandle, CollectorError> {
 }
 
 /// `speclens sim`: serve until Ctrl-C.
-pub async fn run(args: SimArgs) -> Result<(), CollectorError> {
-    let settings = SimSettings::from_args(args)?;
+pub async fn run(settings: SimSettings) -> Result<(), CollectorError> {
     let describe = match &settings.profile {
         Some(p) => {
             let rates: Vec<String> = p.rates().iter().map(|r| format!("{r:.3}")).collect();

@@ -1,6 +1,7 @@
-//! The run's console report (vLLM's summary, AIPerf's "Spec Decode" table, AISBench's blocks,
-//! in that order) and its files, each written atomically: `result.json`,
-//! `performances/spec_decode_<label>.json`, `profile_export_speclens.{json,csv}`, `records.jsonl`.
+//! A finished run's output: the console report (vLLM's summary, AIPerf's "Spec Decode" table,
+//! AISBench's blocks, in that order), rendered as text for any writer, and its files, each
+//! written atomically: `result.json`, `performances/spec_decode_<label>.json`,
+//! `profile_export_speclens.{json,csv}`, `records.jsonl`.
 
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
@@ -13,12 +14,11 @@ use speclens_shared::aggregate::{MetricStats, SpecSummary, CONSOLE_COLUMNS};
 use speclens_shared::protocol::Distributions;
 use speclens_shared::results::{EndpointResult, ErrorCount, Errors, RunConfig, RunResult, SpecDecodeSection};
 use speclens_shared::run::{vllm_summary, ErrorKind, RunMetrics};
-use speclens_shared::scrape::{
-    console_block, derive_stats, result_file_label, SpecCounters, SpecDecodeData, SpecDecodeResult,
-};
+use speclens_shared::scrape::{console_block, result_file_label, SpecDecodeData, SpecDecodeResult};
 
-use super::{BenchSettings, LoadOutcome, ScrapeWindow, SpecPaths};
-use crate::cli::EndpointKind;
+use super::paths::SpecPaths;
+use super::plan::Stop;
+use super::{LoadOutcome, Prepared};
 use crate::error::CollectorError;
 
 /// `speclens-results/<UTC time>-<label>/`.
@@ -33,15 +33,15 @@ pub fn default_out_dir(label: &str) -> PathBuf {
 }
 
 /// A progress bar on stderr (drawn only when stderr is a terminal).
-pub fn progress_bar(total: u64, duration: Option<f64>) -> ProgressBar {
-    let bar = match duration {
-        Some(_) => ProgressBar::new_spinner(),
-        None => ProgressBar::new(total),
+pub fn progress_bar(total: u64, stop: Stop) -> ProgressBar {
+    let bar = match stop {
+        Stop::Until(_) => ProgressBar::new_spinner(),
+        Stop::Count => ProgressBar::new(total),
     };
     bar.set_draw_target(ProgressDrawTarget::stderr_with_hz(4));
-    let template = match duration {
-        Some(_) => "{spinner} {elapsed_precise} {pos} requests done",
-        None => "{bar:40} {pos}/{len} requests  {elapsed_precise} elapsed, {eta} left",
+    let template = match stop {
+        Stop::Until(_) => "{spinner} {elapsed_precise} {pos} requests done",
+        Stop::Count => "{bar:40} {pos}/{len} requests  {elapsed_precise} elapsed, {eta} left",
     };
     if let Ok(style) = ProgressStyle::with_template(template) {
         bar.set_style(style);
@@ -68,21 +68,6 @@ pub fn to_json_bytes(v: &impl serde::Serialize) -> Result<Vec<u8>, CollectorErro
     let mut bytes = serde_json::to_vec_pretty(v).map_err(|e| CollectorError::Output(e.to_string()))?;
     bytes.push(b'\n');
     Ok(bytes)
-}
-
-/// The scrape path summed over every endpoint whose window is valid.
-fn combined_scrape(windows: &[ScrapeWindow]) -> Option<SpecDecodeData> {
-    let mut sum = SpecCounters::default();
-    let mut any = false;
-    for d in windows.iter().filter_map(ScrapeWindow::delta) {
-        sum.add(&d);
-        any = true;
-    }
-    if any {
-        derive_stats(&sum).ok()
-    } else {
-        None
-    }
 }
 
 /// Failures by kind: count and the first message.
@@ -215,63 +200,73 @@ fn profile_export(outcome: &LoadOutcome, metrics: &RunMetrics, spec: Option<&Spe
     (Value::Object(json), csv)
 }
 
-/// Print the console report and write every file of the run; returns `result.json`'s content.
-pub fn save_and_print(
-    settings: &BenchSettings,
-    outcome: &LoadOutcome,
-    paths: &SpecPaths,
-    records_tmp: &Path,
-) -> Result<RunResult, CollectorError> {
-    let SpecPaths {
-        windows,
-        timeline,
-        fleet,
-        spec,
-        rejected,
-        notices,
-    } = paths;
-    let args = &settings.args;
-    let metrics = RunMetrics::from_records(
-        outcome.records.iter().filter(|r| !r.warmup),
-        outcome.duration_s,
-        args.concurrency,
-        args.request_rate.filter(|r| r.is_finite()),
-        outcome.max_in_flight,
-        &args.percentiles,
-    );
-    // The run's headline acceptance: the direct scrapes, else the Prometheus path.
-    let combined = combined_scrape(windows).or_else(|| fleet.as_ref().and_then(|f| f.result.data.clone()));
-    let summary = spec.summary();
-    let results: Vec<(String, SpecDecodeResult)> =
-        windows.iter().map(|w| (w.endpoint.label.clone(), w.result())).collect();
+/// What the console and the files are made of, computed once.
+struct Figures<'a> {
+    metrics: RunMetrics,
+    /// The run's headline acceptance (direct scrapes, else Prometheus).
+    headline: Option<SpecDecodeData>,
+    summary: Option<SpecSummary>,
+    /// Each scraped endpoint's window, by label.
+    results: Vec<(String, SpecDecodeResult)>,
+    failed: BTreeMap<ErrorKind, (u64, String)>,
+    outcome: &'a LoadOutcome,
+    paths: &'a SpecPaths,
+}
 
-    // Console, in order: vLLM's summary, failures, AIPerf's table, AISBench's blocks.
-    let mut console = vllm_summary(&metrics, combined.as_ref());
-    let failed = failures(outcome);
-    if !failed.is_empty() {
+impl<'a> Figures<'a> {
+    fn new(run: &Prepared, outcome: &'a LoadOutcome, paths: &'a SpecPaths) -> Figures<'a> {
+        let load = &run.plan.load;
+        Figures {
+            metrics: RunMetrics::from_records(
+                outcome.records.iter().filter(|r| !r.warmup),
+                outcome.duration_s,
+                load.concurrency,
+                load.request_rate.filter(|r| r.is_finite()),
+                outcome.max_in_flight,
+                &run.plan.output.percentiles,
+            ),
+            headline: paths.headline(),
+            summary: paths.spec.summary(),
+            results: paths
+                .windows
+                .iter()
+                .map(|w| (w.endpoint.label.clone(), w.result()))
+                .collect(),
+            failed: failures(outcome),
+            outcome,
+            paths,
+        }
+    }
+}
+
+/// The console report, in order: vLLM's summary, failures, AIPerf's table, AISBench's blocks,
+/// the notices.
+fn console(f: &Figures<'_>) -> String {
+    let mut console = vllm_summary(&f.metrics, f.headline.as_ref());
+    if !f.failed.is_empty() {
         console.push_str("Failed requests by kind:\n");
-        for (kind, (count, first)) in &failed {
+        for (kind, (count, first)) in &f.failed {
             console.push_str(&format!("  {:<14}{count:>8}   first: {first}\n", kind.as_str()));
         }
     }
-    if let Some(s) = &summary {
+    if let Some(s) = &f.summary {
         console.push('\n');
         console.push_str(&spec_table(s));
     }
-    if !rejected.is_empty() {
-        let parts: Vec<String> = rejected.iter().map(|(k, v)| format!("{k} {v}")).collect();
+    if !f.paths.rejected.is_empty() {
+        let parts: Vec<String> = f.paths.rejected.iter().map(|(k, v)| format!("{k} {v}")).collect();
         console.push_str(&format!(
             "Per-request spec-decode payloads rejected: {}\n",
             parts.join(", ")
         ));
     }
-    for (label, result) in &results {
+    for (label, result) in &f.results {
         console.push_str(&console_block(label, result));
         console.push('\n');
     }
-    if let Some(f) = fleet {
-        console.push_str(&console_block(super::prometheus::LABEL, &f.result));
-        if let Some(w) = &f.window {
+    if let Some(fleet) = &f.paths.fleet {
+        console.push_str(&console_block(super::prometheus::LABEL, &fleet.result));
+        if let Some(w) = &fleet.window {
             console.push_str(&super::prometheus::breakdown_table(w));
             for reset in &w.resets {
                 console.push_str(&format!("  {reset}\n"));
@@ -279,37 +274,65 @@ pub fn save_and_print(
         }
         console.push('\n');
     }
-    for message in &notices.messages {
+    for message in &f.paths.notices.messages {
         console.push_str(&format!("Note: {message}\n"));
     }
-    if outcome.partial {
+    if f.outcome.partial {
         console.push_str("\nThis run was stopped before its end: every file is marked partial.\n");
     }
-    if !args.quiet {
-        print!("{console}");
-    }
+    console
+}
 
-    // Files.
-    let dir = &settings.out_dir;
-    for (label, result) in &results {
+/// Print the console report and write every file of the run; returns `result.json`'s content.
+pub fn save_and_print(
+    run: &Prepared,
+    outcome: &LoadOutcome,
+    paths: &SpecPaths,
+    records_tmp: &Path,
+) -> Result<RunResult, CollectorError> {
+    let figures = Figures::new(run, outcome, paths);
+    if run.plan.output.print {
+        crate::console::print(&console(&figures))?;
+    }
+    let result = persist(run, &figures, records_tmp)?;
+    if run.plan.output.print {
+        crate::console::print(&format!("Results: {}\n", run.out_dir.display()))?;
+    }
+    Ok(result)
+}
+
+/// Write every file of the run: AISBench's per-endpoint files, AIPerf's export, `result.json`,
+/// and `records.jsonl` moved into place last.
+fn persist(run: &Prepared, f: &Figures<'_>, records_tmp: &Path) -> Result<RunResult, CollectorError> {
+    let dir = &run.out_dir;
+    for (label, result) in &f.results {
         let path = dir
             .join("performances")
             .join(format!("spec_decode_{}.json", result_file_label(label)));
         write_atomic(&path, &to_json_bytes(result)?)?;
     }
-    if let Some(f) = fleet {
+    if let Some(fleet) = &f.paths.fleet {
         let path = dir
             .join("performances")
             .join(format!("spec_decode_{}.json", super::prometheus::LABEL));
-        write_atomic(&path, &to_json_bytes(&f.result)?)?;
+        write_atomic(&path, &to_json_bytes(&fleet.result)?)?;
     }
-    let (profile_json, profile_csv) = profile_export(outcome, &metrics, summary.as_ref());
+    let (profile_json, profile_csv) = profile_export(f.outcome, &f.metrics, f.summary.as_ref());
     write_atomic(
         &dir.join("profile_export_speclens.json"),
         &to_json_bytes(&profile_json)?,
     )?;
     write_atomic(&dir.join("profile_export_speclens.csv"), profile_csv.as_bytes())?;
+    let result = run_result(run, f);
+    write_atomic(&dir.join("result.json"), &to_json_bytes(&result)?)?;
+    std::fs::rename(records_tmp, dir.join("records.jsonl"))
+        .map_err(|e| CollectorError::Output(format!("cannot move {} into place: {e}", records_tmp.display())))?;
+    Ok(result)
+}
 
+/// `result.json`'s content.
+fn run_result(run: &Prepared, f: &Figures<'_>) -> RunResult {
+    let (outcome, paths) = (f.outcome, f.paths);
     let measured = || outcome.records.iter().filter(|r| !r.warmup && r.success);
     let ttft_ms: Vec<f64> = measured().filter_map(|r| r.ttft_ms).collect();
     let itl_ms: Vec<f64> = measured().flat_map(|r| r.itl_ms.iter().copied()).collect();
@@ -317,28 +340,22 @@ pub fn save_and_print(
     let date = time::OffsetDateTime::now_utc()
         .format(&time::format_description::well_known::Rfc3339)
         .unwrap_or_default();
-    let mut result = RunResult::new(env!("CARGO_PKG_VERSION"), &date, &args.label);
+    let mut result = RunResult::new(env!("CARGO_PKG_VERSION"), &date, &run.plan.output.label);
     result.partial = outcome.partial;
-    result.backend = Some(
-        match args.endpoint {
-            EndpointKind::Chat => "openai-chat",
-            EndpointKind::Completions => "openai",
-        }
-        .into(),
-    );
-    result.model_id = Some(settings.model.clone());
+    result.backend = Some(run.plan.target.endpoint.backend().into());
+    result.model_id = Some(run.model.clone());
     result.num_prompts = Some(outcome.records.iter().filter(|r| !r.warmup).count() as u64);
-    result.burstiness = Some(args.burstiness);
-    result.set_metrics(&metrics);
-    if let Some(d) = &combined {
+    result.burstiness = Some(run.plan.load.burstiness);
+    result.set_metrics(&f.metrics);
+    if let Some(d) = &f.headline {
         result.set_spec_window(d);
     }
-    if let Some(d) = &notices.draft_length {
+    if let Some(d) = &paths.notices.draft_length {
         result.spec_decode_mean_draft_tokens = Some(d.mean_draft_tokens);
         result.spec_decode_num_spec_tokens = Some(d.k);
     }
     result.errors = Some(Errors::ByKind(
-        failed
+        f.failed
             .iter()
             .map(|(k, (count, first))| {
                 (
@@ -351,66 +368,61 @@ pub fn save_and_print(
             })
             .collect(),
     ));
-    result.config = Some(run_config(settings));
-    result.notices = Some(notices.clone());
-    result.distributions = Some(Distributions::from_values(&ttft_ms, &itl_ms, &e2el_ms, spec));
+    result.config = Some(run_config(run));
+    result.notices = Some(paths.notices.clone());
+    result.distributions = Some(Distributions::from_values(&ttft_ms, &itl_ms, &e2el_ms, &paths.spec));
     result.spec_decode = Some(SpecDecodeSection {
-        scrape: results
+        scrape: f
+            .results
             .iter()
             .map(|(label, r)| EndpointResult {
                 endpoint: label.clone(),
                 result: r.clone(),
             })
             .collect(),
-        per_request: summary,
-        per_request_rejected: rejected.clone(),
-        prometheus: fleet.clone(),
-        timeline: timeline.points.clone(),
-        resets: timeline.resets.clone(),
+        per_request: f.summary.clone(),
+        per_request_rejected: paths.rejected.clone(),
+        prometheus: paths.fleet.clone(),
+        timeline: paths.timeline.points.clone(),
+        resets: paths.timeline.resets.iter().map(ToString::to_string).collect(),
     });
-    write_atomic(&dir.join("result.json"), &to_json_bytes(&result)?)?;
-    std::fs::rename(records_tmp, dir.join("records.jsonl"))
-        .map_err(|e| CollectorError::Output(format!("cannot move {} into place: {e}", records_tmp.display())))?;
-    if !args.quiet {
-        println!("Results: {}", dir.display());
-    }
-    Ok(result)
+    result
 }
 
 /// The run's settings as written to `result.json`: header names only (values may be secret),
 /// never the API key.
-fn run_config(settings: &BenchSettings) -> RunConfig {
-    let a = &settings.args;
+fn run_config(run: &Prepared) -> RunConfig {
+    let plan = &run.plan;
+    let (target, load, workload) = (&plan.target, &plan.load, &plan.workload);
     RunConfig {
-        urls: a.urls.iter().map(|u| super::redact_url(u)).collect(),
-        endpoint: format!("{:?}", a.endpoint).to_lowercase(),
-        model: settings.model.clone(),
-        stream: !a.no_stream,
-        concurrency: a.concurrency,
-        request_rate: a.request_rate.filter(|r| r.is_finite()),
-        arrival: format!("{:?}", a.arrival).to_lowercase(),
-        burstiness: a.burstiness,
-        num_prompts: a.num_prompts,
-        duration_s: a.duration,
-        warmup: a.warmup,
-        seed: a.seed,
-        dataset: format!("{:?}", a.dataset).to_lowercase(),
-        dataset_path: a.dataset_path.as_ref().map(|p| p.display().to_string()),
-        categories: a.categories.clone(),
-        input_tokens: a.input_tokens,
-        input_tokens_stddev: a.input_tokens_stddev,
-        output_tokens: a.output_tokens,
-        output_tokens_stddev: a.output_tokens_stddev,
-        temperature: a.temperature,
-        metrics_endpoints: settings.endpoints.iter().map(|e| super::redact_url(&e.url)).collect(),
-        scrape_interval_s: a.scrape_interval,
-        timeout_s: a.timeout,
-        percentiles: a.percentiles.clone(),
-        header_names: a
-            .headers
-            .iter()
-            .filter_map(|h| h.split_once(':').map(|(n, _)| n.trim().to_string()))
-            .collect(),
-        api_key_set: a.api_key.is_some(),
+        urls: target.urls.iter().map(|u| super::redact_url(u)).collect(),
+        endpoint: target.endpoint.name().into(),
+        model: run.model.clone(),
+        stream: target.stream,
+        concurrency: load.concurrency,
+        request_rate: load.request_rate.filter(|r| r.is_finite()),
+        arrival: load.arrival.name().into(),
+        burstiness: load.burstiness,
+        num_prompts: load.prompts,
+        duration_s: match load.stop {
+            Stop::Count => None,
+            Stop::Until(d) => Some(d.as_secs_f64()),
+        },
+        warmup: load.warmup,
+        seed: workload.seed,
+        dataset: workload.dataset.name().into(),
+        dataset_path: workload.dataset.path().map(|p| p.display().to_string()),
+        categories: workload.categories.clone(),
+        input_tokens: workload.input_tokens,
+        input_tokens_stddev: workload.input_tokens_stddev,
+        output_tokens: workload.output_tokens,
+        output_tokens_stddev: workload.output_tokens_stddev,
+        temperature: workload.temperature,
+        metrics_endpoints: run.endpoints.iter().map(|e| super::redact_url(&e.url)).collect(),
+        scrape_interval_s: plan.scrape.interval.as_secs_f64(),
+        timeout_s: target.timeout.as_secs_f64(),
+        percentiles: plan.output.percentiles.clone(),
+        header_names: target.header_names.clone(),
+        api_key_set: target.api_key_set,
     }
 }

@@ -1,0 +1,439 @@
+//! The load phase: a dispatcher sends the prompts on schedule (concurrency limit, request rate
+//! with Poisson/gamma/constant gaps, a count or a deadline), each request is timed by
+//! [`client`](super::client), and one fold measures the responses as they finish, writes
+//! `records.jsonl` and feeds the live hub. Ctrl-C stops sending and drains what is in flight
+//! (bounded); what did not finish is recorded as cancelled.
+
+use std::collections::HashMap;
+use std::io::{BufWriter, Write};
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use axum::body::Bytes;
+use indicatif::ProgressBar;
+use rand::rngs::SmallRng;
+use rand::SeedableRng;
+use rand_distr::{Distribution, Exp, Gamma};
+use speclens_shared::run::{ErrorKind, RequestRecord};
+use tokio::sync::{mpsc, watch, Semaphore};
+use tokio::task::JoinSet;
+use tokio::time::Instant;
+
+use super::client::{self, exchange, Target};
+use super::plan::{Arrival, Load, Stop};
+use super::tokens::TokenCounter;
+use super::workload::Prompt;
+use crate::error::CollectorError;
+use crate::live::LiveHub;
+
+/// Messages from the dispatcher and the request tasks to the fold.
+enum Event {
+    Sent(Pending),
+    /// A request ended: its response as received, measured by the fold (not by the task).
+    Done(Box<Finished>),
+}
+
+/// A request sent and not finished yet.
+struct Pending {
+    id: u64,
+    target: usize,
+    category: Option<String>,
+    start_ms: f64,
+    /// Input length known before sending (the server's usage replaces it).
+    input_tokens: u64,
+}
+
+/// A finished request before measuring.
+struct Finished {
+    sent: Pending,
+    outcome: client::Outcome,
+}
+
+/// Gap before each request, in seconds (0 without a rate).
+pub struct Schedule {
+    rng: SmallRng,
+    rate: Option<f64>,
+    arrival: Arrival,
+    burstiness: f64,
+}
+
+impl Schedule {
+    pub fn new(load: &Load, seed: u64, with_rate: bool) -> Schedule {
+        Schedule {
+            rng: SmallRng::seed_from_u64(seed ^ 0x5eed),
+            rate: load.request_rate.filter(|_| with_rate),
+            arrival: load.arrival,
+            burstiness: load.burstiness,
+        }
+    }
+
+    pub fn next_gap_s(&mut self) -> f64 {
+        let Some(rate) = self.rate.filter(|r| r.is_finite()) else {
+            return 0.0;
+        };
+        match self.arrival {
+            Arrival::Constant => 1.0 / rate,
+            Arrival::Poisson if (self.burstiness - 1.0).abs() < 1e-12 => {
+                Exp::new(rate).map_or(1.0 / rate, |d| d.sample(&mut self.rng))
+            }
+            Arrival::Poisson => Gamma::new(self.burstiness, 1.0 / (rate * self.burstiness))
+                .map_or(1.0 / rate, |d| d.sample(&mut self.rng)),
+        }
+    }
+}
+
+/// What every request task of a run shares.
+pub struct Shared {
+    pub client: reqwest::Client,
+    pub hub: LiveHub,
+    pub tokens: TokenCounter,
+    pub targets: Vec<Target>,
+    in_flight: AtomicU64,
+    max_in_flight: AtomicU64,
+    /// When the latest response finished arriving: the run's end, whatever measuring of the
+    /// received responses is still queued behind it.
+    last_done: Mutex<Option<Instant>>,
+}
+
+impl Shared {
+    pub fn new(client: reqwest::Client, hub: LiveHub, tokens: TokenCounter, targets: Vec<Target>) -> Shared {
+        Shared {
+            client,
+            hub,
+            tokens,
+            targets,
+            in_flight: AtomicU64::new(0),
+            max_in_flight: AtomicU64::new(0),
+            last_done: Mutex::new(None),
+        }
+    }
+
+    fn note_done(&self, at: Instant) {
+        let mut last = self.last_done.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
+        *last = Some(last.map_or(at, |l| l.max(at)));
+    }
+
+    pub fn last_done(&self) -> Option<Instant> {
+        *self.last_done.lock().unwrap_or_else(std::sync::PoisonError::into_inner)
+    }
+
+    /// Most requests in flight at once so far.
+    pub fn max_in_flight(&self) -> u64 {
+        self.max_in_flight.load(Ordering::Acquire)
+    }
+}
+
+/// One phase's prompts: the warm-up or the measured window.
+pub struct Phase<'a> {
+    pub prompts: &'a [Prompt],
+    pub bodies: &'a [Bytes],
+    /// Request id of the first prompt.
+    pub first_id: u64,
+    pub warmup: bool,
+}
+
+/// What one phase produced.
+pub struct PhaseOutcome {
+    pub records: Vec<RequestRecord>,
+    /// Stopped by Ctrl-C before every request finished.
+    pub partial: bool,
+}
+
+/// Everything a phase runs with; the same for the warm-up and the window.
+pub struct Runner<'a> {
+    pub shared: &'a Arc<Shared>,
+    pub load: &'a Load,
+    pub seed: u64,
+    /// The run's clock: `start_ms` of every record counts from here.
+    pub started: Instant,
+    pub records_out: &'a mut BufWriter<std::fs::File>,
+    pub progress: &'a ProgressBar,
+    pub cancel: &'a mut watch::Receiver<bool>,
+}
+
+impl Runner<'_> {
+    /// Send the phase's prompts and fold their records; stops early on cancel.
+    pub async fn run(&mut self, phase: Phase<'_>) -> Result<PhaseOutcome, CollectorError> {
+        let (tx, mut rx) = mpsc::unbounded_channel::<Event>();
+        let dispatch = tokio::spawn(dispatch(self.dispatch_plan(&phase), tx, self.cancel.clone()));
+        let mut pending: HashMap<u64, Pending> = HashMap::new();
+        let mut records = Vec::new();
+        let mut partial = false;
+        let mut drain_deadline: Option<Instant> = None;
+        loop {
+            let next = match drain_deadline {
+                Some(deadline) => match tokio::time::timeout_at(deadline, rx.recv()).await {
+                    Ok(e) => e,
+                    Err(_) => break,
+                },
+                None => tokio::select! {
+                    e = rx.recv() => e,
+                    _ = self.cancel.changed() => {
+                        partial = true;
+                        drain_deadline = Some(Instant::now() + self.load.drain);
+                        continue;
+                    }
+                },
+            };
+            let Some(event) = next else { break };
+            self.fold(event, &mut pending, &mut records, phase.warmup).await?;
+        }
+        // Abandon what did not finish in the drain window (only after Ctrl-C).
+        if let Ok(mut tasks) = dispatch.await {
+            tasks.abort_all();
+            while tasks.join_next().await.is_some() {}
+        }
+        while let Ok(event) = rx.try_recv() {
+            self.fold(event, &mut pending, &mut records, phase.warmup).await?;
+        }
+        self.abandon(pending, &mut records, phase.warmup)?;
+        records.sort_by_key(|r| r.request_id);
+        Ok(PhaseOutcome { records, partial })
+    }
+
+    fn dispatch_plan(&self, phase: &Phase<'_>) -> Dispatch {
+        let deadline = match (phase.warmup, self.load.stop) {
+            (false, Stop::Until(d)) => Some(d),
+            _ => None,
+        };
+        Dispatch {
+            shared: self.shared.clone(),
+            prompts: phase.prompts.to_vec(),
+            bodies: phase.bodies.to_vec(),
+            first_id: phase.first_id,
+            schedule: Schedule::new(self.load, self.seed, !phase.warmup),
+            limit: Arc::new(Semaphore::new(
+                self.load.concurrency.map_or(Semaphore::MAX_PERMITS, |c| c as usize),
+            )),
+            deadline,
+            started: self.started,
+        }
+    }
+
+    /// Record as cancelled what was sent and never finished.
+    fn abandon(
+        &mut self,
+        pending: HashMap<u64, Pending>,
+        records: &mut Vec<RequestRecord>,
+        warmup: bool,
+    ) -> Result<(), CollectorError> {
+        let mut abandoned: Vec<Pending> = pending.into_values().collect();
+        abandoned.sort_by_key(|p| p.id);
+        for sent in abandoned {
+            let ex = client::Exchange {
+                error: Some((ErrorKind::Cancelled, "stopped by the user before it finished".into())),
+                ..client::Exchange::default()
+            };
+            let record = to_record(
+                &sent,
+                &self.shared.targets[sent.target],
+                warmup,
+                ex,
+                &self.shared.tokens,
+            );
+            write_record(self.records_out, &record)?;
+            records.push(record);
+        }
+        Ok(())
+    }
+
+    /// Fold one event: remember a send, or measure, write and keep a finished record (the
+    /// live hub sees the measured window only).
+    async fn fold(
+        &mut self,
+        event: Event,
+        pending: &mut HashMap<u64, Pending>,
+        records: &mut Vec<RequestRecord>,
+        warmup: bool,
+    ) -> Result<(), CollectorError> {
+        match event {
+            Event::Sent(sent) => {
+                if !warmup {
+                    self.shared.hub.note_sent().await;
+                }
+                pending.insert(sent.id, sent);
+            }
+            Event::Done(finished) => {
+                let Finished { sent, outcome } = *finished;
+                let target = &self.shared.targets[sent.target];
+                let ex = client::measure(target, outcome);
+                let record = to_record(&sent, target, warmup, ex, &self.shared.tokens);
+                pending.remove(&record.request_id);
+                write_record(self.records_out, &record)?;
+                if !warmup {
+                    self.shared.hub.note_record(&record).await;
+                }
+                self.progress.inc(1);
+                records.push(record);
+            }
+        }
+        Ok(())
+    }
+}
+
+/// What the dispatcher task owns.
+struct Dispatch {
+    shared: Arc<Shared>,
+    prompts: Vec<Prompt>,
+    bodies: Vec<Bytes>,
+    first_id: u64,
+    schedule: Schedule,
+    limit: Arc<Semaphore>,
+    /// The window ends here (a duration-bound run), else after every prompt once.
+    deadline: Option<Duration>,
+    started: Instant,
+}
+
+/// Send every prompt on schedule (or until the deadline), one task each; returns the tasks
+/// still running when it stops.
+async fn dispatch(mut d: Dispatch, tx: mpsc::UnboundedSender<Event>, mut cancel: watch::Receiver<bool>) -> JoinSet<()> {
+    let phase_start = Instant::now();
+    let mut tasks = JoinSet::new();
+    let count = if d.deadline.is_some() {
+        u64::MAX
+    } else {
+        d.prompts.len() as u64
+    };
+    // Duration-bound runs stop at the deadline, by schedule and by the clock (a run without a
+    // rate has every send scheduled at the start).
+    let ended = |at: Instant| d.deadline.is_some_and(|limit| at > phase_start + limit);
+    let mut next_at = phase_start;
+    for i in 0..count {
+        if *cancel.borrow() {
+            break;
+        }
+        next_at += Duration::try_from_secs_f64(d.schedule.next_gap_s()).unwrap_or(Duration::MAX / 4);
+        if ended(next_at) || ended(Instant::now()) {
+            break;
+        }
+        // Finished tasks leave the set as the run goes, so long runs do not grow it.
+        while tasks.try_join_next().is_some() {}
+        tokio::select! {
+            _ = tokio::time::sleep_until(next_at) => {}
+            _ = cancel.changed() => break,
+        }
+        let permit = tokio::select! {
+            p = d.limit.clone().acquire_owned() => match p { Ok(p) => p, Err(_) => break },
+            _ = cancel.changed() => break,
+        };
+        if *cancel.borrow() || ended(Instant::now()) {
+            break;
+        }
+        let idx = (i % d.prompts.len() as u64) as usize;
+        let id = d.first_id + i;
+        let sent = Pending {
+            id,
+            target: (id % d.shared.targets.len() as u64) as usize,
+            category: d.prompts[idx].category.clone(),
+            start_ms: (Instant::now() - d.started).as_secs_f64() * 1e3,
+            input_tokens: d.prompts[idx].input_tokens,
+        };
+        let task_sent = Pending {
+            category: sent.category.clone(),
+            ..sent
+        };
+        let _ = tx.send(Event::Sent(sent));
+        let (body, shared, tx) = (d.bodies[idx].clone(), d.shared.clone(), tx.clone());
+        tasks.spawn(async move {
+            let now = shared.in_flight.fetch_add(1, Ordering::AcqRel) + 1;
+            shared.max_in_flight.fetch_max(now, Ordering::AcqRel);
+            let outcome = exchange(&shared.client, &shared.targets[task_sent.target], body).await;
+            shared.note_done(Instant::now());
+            shared.in_flight.fetch_sub(1, Ordering::AcqRel);
+            drop(permit);
+            let _ = tx.send(Event::Done(Box::new(Finished {
+                sent: task_sent,
+                outcome,
+            })));
+        });
+    }
+    tasks
+}
+
+fn write_record(out: &mut BufWriter<std::fs::File>, record: &RequestRecord) -> Result<(), CollectorError> {
+    serde_json::to_writer(&mut *out, record).map_err(|e| CollectorError::Output(e.to_string()))?;
+    out.write_all(b"\n").map_err(|e| CollectorError::Output(e.to_string()))
+}
+
+/// The record of one request from what its exchange measured.
+fn to_record(
+    sent: &Pending,
+    target: &Target,
+    warmup: bool,
+    ex: client::Exchange,
+    tokens: &TokenCounter,
+) -> RequestRecord {
+    let success = ex.error.is_none();
+    let (error_kind, error) = match ex.error {
+        Some((k, m)) => (Some(k), Some(m)),
+        None => (None, None),
+    };
+    // The server's usage wins; without it, the tokenizer counts the text.
+    let output_tokens = match (success, ex.completion_tokens) {
+        (false, _) => 0,
+        (true, Some(t)) => t,
+        (true, None) => tokens.count(&ex.generated_text),
+    };
+    let spec_decode_acceptance = ex.spec.map(|mut r| {
+        r.completion_tokens = r.completion_tokens.or(ex.completion_tokens);
+        r
+    });
+    RequestRecord {
+        request_id: sent.id,
+        url: target.display_url.clone(),
+        category: sent.category.clone(),
+        warmup,
+        start_ms: sent.start_ms,
+        success,
+        ttft_ms: ex.ttft_ms.filter(|_| success),
+        e2el_ms: ex.e2el_ms,
+        itl_ms: if success { ex.itl_ms } else { Vec::new() },
+        input_tokens: ex.prompt_tokens.unwrap_or(sent.input_tokens),
+        output_tokens,
+        error_kind,
+        error,
+        spec_decode_acceptance,
+        spec_decode_rejected: ex.spec_rejected,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn gaps(arrival: Arrival, burstiness: f64) -> Vec<f64> {
+        let load = Load {
+            request_rate: Some(10.0),
+            arrival,
+            burstiness,
+            ..Load::closed_loop(None, 1)
+        };
+        let mut s = Schedule::new(&load, 3, true);
+        (0..20_000).map(|_| s.next_gap_s()).collect()
+    }
+
+    fn mean_and_cv(v: &[f64]) -> (f64, f64) {
+        let mean = v.iter().sum::<f64>() / v.len() as f64;
+        let var = v.iter().map(|x| (x - mean).powi(2)).sum::<f64>() / v.len() as f64;
+        (mean, var.sqrt() / mean)
+    }
+
+    #[test]
+    fn arrivals_have_the_asked_rate_and_shape() {
+        let (mean, cv) = mean_and_cv(&gaps(Arrival::Poisson, 1.0));
+        assert!(
+            (mean - 0.1).abs() < 0.003 && (cv - 1.0).abs() < 0.03,
+            "Poisson: mean {mean}, cv {cv}"
+        );
+        // Gamma with shape b has a coefficient of variation of 1/sqrt(b).
+        let (mean, cv) = mean_and_cv(&gaps(Arrival::Poisson, 0.25));
+        assert!(
+            (mean - 0.1).abs() < 0.005 && (cv - 2.0).abs() < 0.1,
+            "bursty: mean {mean}, cv {cv}"
+        );
+        assert!(gaps(Arrival::Constant, 1.0).iter().all(|g| (*g - 0.1).abs() < 1e-12));
+        let mut unlimited = Schedule::new(&Load::closed_loop(None, 1), 1, true);
+        assert_eq!(unlimited.next_gap_s(), 0.0);
+    }
+}

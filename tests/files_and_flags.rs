@@ -1,0 +1,429 @@
+//! The interfaces other tools and people rely on: every result file bench, sweep and accept
+//! write reads back into the shared types and writes out byte for byte; sweep and accept take
+//! the shared target/workload/scrape flags (and `--header`, `--no-scrape` take effect on a
+//! sweep); every command's `--help` matches its snapshot; the README's commands and flags parse;
+//! exit codes are ripgrep's and a closed pipe ends `read` quietly.
+
+use std::io::{BufRead, BufReader};
+use std::path::Path;
+use std::process::{Command, Stdio};
+use std::time::Duration;
+
+use clap::Parser;
+use serde::de::DeserializeOwned;
+use serde::Serialize;
+use speclens_shared::results::{CategoryAcceptance, RunList, RunResult};
+use speclens_shared::sweep::SweepTable;
+
+use crate::common::{get_text, run_speclens, run_speclens_within, workspace, Speclens};
+
+const LIMIT: Duration = Duration::from_secs(120);
+
+/// `path` read as `T` and written back the way speclens writes files: the same bytes.
+fn round_trips<T: DeserializeOwned + Serialize>(path: &Path) {
+    let text = std::fs::read_to_string(path).unwrap_or_else(|e| panic!("{}: {e}", path.display()));
+    let typed: T = serde_json::from_str(&text).unwrap_or_else(|e| panic!("{}: {e}", path.display()));
+    let mut again = serde_json::to_string_pretty(&typed).unwrap();
+    again.push('\n');
+    assert!(again == text, "{} does not round-trip:\n{again}", path.display());
+}
+
+fn json_files(dir: &Path, prefix: &str) -> Vec<std::path::PathBuf> {
+    let mut files: Vec<_> = std::fs::read_dir(dir)
+        .unwrap()
+        .flatten()
+        .map(|e| e.path())
+        .filter(|p| {
+            p.extension().is_some_and(|x| x == "json") && p.file_name().unwrap().to_string_lossy().starts_with(prefix)
+        })
+        .collect();
+    files.sort();
+    files
+}
+
+#[tokio::test]
+async fn every_result_file_reads_into_the_shared_types_and_back_byte_for_byte() {
+    let spec = Speclens::instant_spec_sim("0.7", &[]);
+    let base = Speclens::start(&["sim", "--port", "0", "--time-scale", "0"]);
+    let results = tempfile::tempdir().unwrap();
+    let run = results.path().join("run");
+    let (code, out, err) = run_speclens_within(
+        &[
+            "bench",
+            "--url",
+            &spec.url(),
+            "--num-prompts",
+            "12",
+            "--output-tokens",
+            "16",
+            "--percentiles",
+            "50,99.9",
+            "--quiet",
+            "--out",
+            run.to_str().unwrap(),
+        ],
+        LIMIT,
+    );
+    assert_eq!(code, 0, "{out}{err}");
+    round_trips::<RunResult>(&run.join("result.json"));
+    let result: RunResult = serde_json::from_str(&std::fs::read_to_string(run.join("result.json")).unwrap()).unwrap();
+    assert!(result.extra.contains_key("p99.9_ttft_ms") && result.latency("itl").is_some());
+
+    let sweep = results.path().join("sweep");
+    let (code, out, err) = run_speclens_within(
+        &[
+            "sweep",
+            "--spec-url",
+            &spec.url(),
+            "--base-url",
+            &base.url(),
+            "--concurrency",
+            "1,2",
+            "--min-requests",
+            "4",
+            "--output-tokens",
+            "16",
+            "--out",
+            sweep.to_str().unwrap(),
+        ],
+        LIMIT,
+    );
+    assert_eq!(code, 0, "{out}{err}");
+    round_trips::<SweepTable>(&sweep.join("sweep.json"));
+    let points = json_files(&sweep, "");
+    assert_eq!(points.len(), 5, "{points:?}");
+    for point in points.iter().filter(|p| !p.ends_with("sweep.json")) {
+        round_trips::<RunResult>(point);
+    }
+
+    let data = results.path().join("prompts.jsonl");
+    std::fs::write(
+        &data,
+        "{\"prompt\": \"Summarize the memo\", \"category\": \"summarization\"}\n\
+         {\"prompt\": \"Translate the note\", \"category\": \"translation\"}\n",
+    )
+    .unwrap();
+    let accept = results.path().join("accept");
+    let (code, out, err) = run_speclens_within(
+        &[
+            "accept",
+            "--url",
+            &spec.url(),
+            "--dataset",
+            "jsonl",
+            "--dataset-path",
+            data.to_str().unwrap(),
+            "--requests-per-category",
+            "3",
+            "--request-rate",
+            "200",
+            "--output-tokens",
+            "16",
+            "--out",
+            accept.to_str().unwrap(),
+        ],
+        LIMIT,
+    );
+    assert_eq!(code, 0, "{out}{err}");
+    let files = json_files(&accept, "accept-");
+    assert_eq!(files.len(), 2, "{files:?}");
+    files.iter().for_each(|f| round_trips::<CategoryAcceptance>(f));
+
+    // The run list the dashboard reads is the same shared type, ids relative to the folder.
+    let server = Speclens::start(&[
+        "serve",
+        "--port",
+        "0",
+        "--web-dir",
+        workspace().join("web/dist").to_str().unwrap(),
+        "--results-dir",
+        results.path().to_str().unwrap(),
+    ]);
+    let url = server.url();
+    let base = url.split('#').next().unwrap().trim_end_matches('/');
+    let (status, body) = get_text(&format!("{base}/api/runs")).await;
+    assert_eq!(status, 200, "{body}");
+    let list: RunList = serde_json::from_str(&body).unwrap();
+    let ids: Vec<&str> = list.runs.iter().map(|r| r.id.as_str()).collect();
+    for id in ["run", "sweep/spec-c1", "sweep/base-c2", "accept/all-categories"] {
+        assert!(ids.contains(&id), "{id} in {ids:?}");
+    }
+    assert_eq!(
+        (list.sweeps.as_slice(), list.accepts.as_slice()),
+        (&["sweep".to_string()][..], &["accept".to_string()][..])
+    );
+}
+
+#[test]
+fn a_sweep_sends_the_given_headers_and_skips_the_scrape_when_told() {
+    let key = "sweep-secret-key-123";
+    let sim = Speclens::start(&[
+        "sim",
+        "--port",
+        "0",
+        "--time-scale",
+        "0",
+        "--num-spec-tokens",
+        "2",
+        "--api-key",
+        key,
+    ]);
+    let out = tempfile::tempdir().unwrap();
+    let url = sim.url();
+    let sweep = |extra: &[&str], dir: &str| {
+        let dir = out.path().join(dir);
+        let mut args = vec![
+            "sweep",
+            "--arm",
+            "spec",
+            "--url",
+            &url,
+            "--concurrency",
+            "1",
+            "--requests-per-slot",
+            "1",
+            "--min-requests",
+            "2",
+            "--output-tokens",
+            "8",
+            "--out",
+        ];
+        let dir_text = dir.to_str().unwrap().to_string();
+        args.push(&dir_text);
+        args.extend_from_slice(extra);
+        let (code, stdout, stderr) = run_speclens_within(&args, LIMIT);
+        (code, format!("{stdout}{stderr}"), dir)
+    };
+    // Without the key the server refuses even the model list: the sweep fails and says why.
+    let (code, text, _) = sweep(&[], "refused");
+    assert_eq!(code, 1, "{text}");
+    assert!(text.contains("HTTP 401"), "{text}");
+
+    let header = format!("Authorization: Bearer {key}");
+    let (code, text, dir) = sweep(&["--header", &header, "--no-scrape"], "sent");
+    assert_eq!(code, 0, "{text}");
+    let point: RunResult = serde_json::from_str(&std::fs::read_to_string(dir.join("spec-c1.json")).unwrap()).unwrap();
+    assert_eq!(point.completed, Some(2), "the header reached the server");
+    let config = point.config.as_ref().unwrap();
+    assert_eq!(config.header_names, ["Authorization"]);
+    assert!(config.metrics_endpoints.is_empty(), "{config:?}");
+    assert!(
+        point.spec_decode.as_ref().unwrap().scrape.is_empty(),
+        "no /metrics scrape"
+    );
+    assert!(point.spec_decode_acceptance_rate.is_none(), "no scrape-path figures");
+    assert!(point.per_request().is_some(), "the per-request path still measured");
+    for file in ["spec-c1.json", "spec-c1/result.json", "spec-c1/records.jsonl"] {
+        let text = std::fs::read_to_string(dir.join(file)).unwrap();
+        assert!(!text.contains(key), "{file} holds the key");
+    }
+}
+
+/// `speclens <cmd> --help` at a fixed width.
+fn help(cmd: &str) -> String {
+    let mut args: Vec<&str> = cmd.split_whitespace().collect();
+    args.push("--help");
+    let out = Command::new(env!("CARGO_BIN_EXE_speclens"))
+        .args(&args)
+        .env_clear()
+        .env("COLUMNS", "100")
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "{cmd} --help");
+    String::from_utf8(out.stdout).unwrap()
+}
+
+const COMMANDS: [&str; 11] = [
+    "", "serve", "sim", "bench", "scrape", "model", "sweep", "read", "report", "accept", "demo",
+];
+
+#[test]
+fn every_command_s_help_matches_its_snapshot() {
+    let dir = workspace().join("tests/snapshots/help");
+    let update = std::env::var_os("SPECLENS_UPDATE_SNAPSHOTS").is_some();
+    let mut stale = Vec::new();
+    for cmd in COMMANDS {
+        let name = if cmd.is_empty() { "speclens" } else { cmd };
+        let path = dir.join(format!("{name}.txt"));
+        let text = help(cmd);
+        if update {
+            std::fs::create_dir_all(&dir).unwrap();
+            std::fs::write(&path, &text).unwrap();
+        } else if std::fs::read_to_string(&path).ok().as_deref() != Some(text.as_str()) {
+            stale.push(path.display().to_string());
+        }
+    }
+    assert!(
+        stale.is_empty(),
+        "--help changed: {stale:?}; review the change (and the README), then run the test with SPECLENS_UPDATE_SNAPSHOTS=1"
+    );
+}
+
+#[test]
+fn sweep_and_accept_take_the_shared_target_workload_and_scrape_flags() {
+    let shared = [
+        "--endpoint",
+        "--model",
+        "--api-key",
+        "--header",
+        "--timeout",
+        "--no-stream",
+        "--max-response-mib",
+        "--sglang-spec-details",
+        "--seed",
+        "--warmup",
+        "--temperature",
+        "--ignore-eos",
+        "--percentiles",
+        "--drain-timeout",
+        "--metrics-url",
+        "--no-scrape",
+        "--scrape-interval",
+        "--prometheus-url",
+        "--dashboard",
+    ];
+    for cmd in ["bench", "sweep", "accept"] {
+        let text = help(cmd);
+        let missing: Vec<&str> = shared
+            .iter()
+            .copied()
+            .filter(|flag| !text.contains(&format!("{flag} ")) && !text.contains(&format!("{flag}\n")))
+            .collect();
+        assert!(missing.is_empty(), "`speclens {cmd}` lacks {missing:?}");
+    }
+}
+
+/// A shell command line as words: quotes grouped, comments, `&` and line continuations dropped.
+fn words(line: &str) -> Vec<String> {
+    let mut out = Vec::new();
+    let mut word = String::new();
+    let mut quote: Option<char> = None;
+    let mut started = false;
+    for c in line.chars() {
+        match (quote, c) {
+            (Some(q), c) if c == q => quote = None,
+            (Some(_), c) => word.push(c),
+            (None, '\'' | '"') => {
+                quote = Some(c);
+                started = true;
+            }
+            (None, '#') if !started => break,
+            (None, c) if c.is_whitespace() => {
+                if started {
+                    out.push(std::mem::take(&mut word));
+                    started = false;
+                }
+            }
+            (None, c) => {
+                word.push(c);
+                started = true;
+            }
+        }
+    }
+    if started {
+        out.push(word);
+    }
+    out.retain(|w| w != "&" && w != "\\");
+    out
+}
+
+#[test]
+fn the_readme_s_commands_and_flags_parse() {
+    let readme = std::fs::read_to_string(workspace().join("README.md")).unwrap();
+    // Commands in code blocks, continuation lines joined.
+    let mut commands = Vec::new();
+    let mut in_block = false;
+    let mut pending = String::new();
+    for line in readme.lines() {
+        if line.starts_with("```") {
+            in_block = !in_block;
+            continue;
+        }
+        if !in_block {
+            continue;
+        }
+        pending.push_str(line.trim_end_matches('\\'));
+        pending.push(' ');
+        if line.ends_with('\\') {
+            continue;
+        }
+        let command = std::mem::take(&mut pending);
+        let argv = words(&command);
+        // `speclens …`, or `cargo run … -p speclens -- …`.
+        let args = match argv.first().map(String::as_str) {
+            Some("speclens") => Some(&argv[1..]),
+            Some("cargo") => argv.iter().position(|w| w == "--").map(|i| &argv[i + 1..]),
+            _ => None,
+        };
+        if let Some(args) = args {
+            let mut full = vec!["speclens".to_string()];
+            full.extend(args.iter().cloned());
+            commands.push(full);
+        }
+    }
+    assert!(commands.len() >= 5, "{commands:?}");
+    for argv in &commands {
+        if let Err(e) = speclens::cli::Cli::try_parse_from(argv) {
+            panic!("README command {argv:?} does not parse: {e}");
+        }
+    }
+    // Flags named in each command's bullet exist on that command.
+    for bullet in readme.split("\n- `speclens ").skip(1) {
+        let cmd: String = bullet.chars().take_while(|c| c.is_ascii_alphabetic()).collect();
+        if !COMMANDS.contains(&cmd.as_str()) || cmd.is_empty() {
+            continue;
+        }
+        let text = help(&cmd);
+        let bullet = bullet.split("\n- ").next().unwrap_or(bullet);
+        // Flags are the code spans that start with one (`--url`, `--gpu h100|h200`).
+        for flag in bullet
+            .split('`')
+            .skip(1)
+            .step_by(2)
+            .filter(|span| span.starts_with("--"))
+            .filter_map(|span| span.split([' ', '=']).next())
+        {
+            assert!(
+                text.contains(flag),
+                "the README names {flag} for `speclens {cmd}`, which has no such flag"
+            );
+        }
+    }
+}
+
+#[test]
+fn usage_errors_exit_2_and_a_closed_pipe_ends_read_quietly() {
+    let (code, _, err) = run_speclens(&["bench", "--concurrency", "0", "--url", "http://127.0.0.1:9"]);
+    assert_eq!(code, 2, "{err}");
+    assert!(err.contains("--concurrency must be at least 1"), "{err}");
+    let (code, _, err) = run_speclens(&["bench", "--no-such-flag"]);
+    assert_eq!(code, 2, "{err}");
+
+    // Enough result files that the table outgrows the pipe's buffer.
+    let dir = tempfile::tempdir().unwrap();
+    let sample = workspace().join("tests/fixtures/vllm_bench_results/spec-c16.json");
+    let text: String = std::fs::read_to_string(sample)
+        .unwrap()
+        .lines()
+        .filter(|l| !l.starts_with("//"))
+        .collect();
+    for i in 0..800 {
+        std::fs::write(dir.path().join(format!("run-{i:04}.json")), &text).unwrap();
+    }
+    let mut child = Command::new(env!("CARGO_BIN_EXE_speclens"))
+        .args(["read", dir.path().to_str().unwrap()])
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let mut first = String::new();
+    BufReader::new(child.stdout.take().unwrap())
+        .read_line(&mut first)
+        .unwrap();
+    // The reader is gone: `read` must end without a panic or an error message.
+    let out = child.wait_with_output().unwrap();
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(first.starts_with('┌'), "{first}");
+    assert_eq!(out.status.code(), Some(0), "{stderr}");
+    assert!(stderr.is_empty(), "{stderr}");
+}
