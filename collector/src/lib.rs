@@ -12,6 +12,7 @@ pub mod model_cmd;
 pub mod net;
 pub mod read;
 pub mod report;
+pub mod scrape_cmd;
 pub mod serve;
 pub mod sim;
 pub mod sweep;

@@ -421,7 +421,7 @@ fn tiles(latest: &BTreeMap<(Source, String), TimelinePoint>, output_tokens_per_s
 #[cfg(test)]
 mod tests {
     use super::*;
-    use speclens_shared::protocol::{Applied, LiveState};
+    use speclens_shared::live_state::{Applied, LiveState};
 
     fn point(endpoint: &str, accepted: f64, drafted: f64, drafts: f64) -> TimelinePoint {
         TimelinePoint {

@@ -32,7 +32,7 @@ fn main() -> ExitCode {
 fn run(cli: Cli) -> anyhow::Result<()> {
     let runtime = tokio::runtime::Builder::new_multi_thread().enable_all().build()?;
     match cli.command {
-        Command::Serve(args) => runtime.block_on(speclens::serve::run(args))?,
+        Command::Serve(args) => runtime.block_on(speclens::serve::run(args.settings()?))?,
         Command::Sim(args) => runtime.block_on(speclens::sim::run(args.settings()?))?,
         Command::Bench(args) => {
             runtime.block_on(speclens::bench::run(args.plan()?))?;
@@ -42,10 +42,10 @@ fn run(cli: Cli) -> anyhow::Result<()> {
             runtime.block_on(speclens::accept::run(args.plan()?))?;
         }
         Command::Sweep(args) => runtime.block_on(speclens::sweep::run(args.plan()?))?,
-        Command::Read(args) => speclens::read::run(args)?,
+        Command::Read(args) => speclens::read::run(&args.dir)?,
         Command::Report(args) => speclens::report::run(args.plan(), args.web_dir)?,
-        Command::Model(args) => speclens::model_cmd::run(args)?,
-        Command::Scrape(args) => runtime.block_on(speclens::bench::scrape::run_scrape(args))?,
+        Command::Model(args) => speclens::model_cmd::run(&args.report()?, args.json)?,
+        Command::Scrape(args) => runtime.block_on(speclens::scrape_cmd::run(&args.url, args.watch, args.interval))?,
     }
     Ok(())
 }

@@ -9,7 +9,6 @@ use speclens_shared::model::Costs;
 use speclens_shared::results::RunResult;
 use speclens_shared::sweep::{Arm, SweepTable};
 
-use crate::cli::ReadArgs;
 use crate::error::CollectorError;
 use crate::history::read_result;
 
@@ -95,12 +94,12 @@ pub fn render(files: &[(String, RunResult)]) -> String {
 }
 
 /// `speclens read DIR`.
-pub fn run(args: ReadArgs) -> Result<(), CollectorError> {
-    let files = result_files(&args.dir)?;
+pub fn run(dir: &Path) -> Result<(), CollectorError> {
+    let files = result_files(dir)?;
     if files.is_empty() {
         return Err(CollectorError::InvalidArgument(format!(
             "{} holds no result files (JSON with `completed` and `output_throughput`)",
-            args.dir.display()
+            dir.display()
         )));
     }
     let mut out = render(&files);

@@ -10,7 +10,7 @@ use std::path::Path;
 use base64::Engine as _;
 use serde_json::Value;
 use sha2::Digest as _;
-use speclens_shared::report::{ReportData, REPORT_ELEMENT_ID};
+use speclens_shared::report_data::{ReportData, REPORT_ELEMENT_ID};
 
 use crate::bench::output::write_atomic;
 use crate::error::CollectorError;

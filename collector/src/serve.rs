@@ -19,7 +19,6 @@ use tokio::sync::{broadcast, oneshot};
 use tower_http::compression::CompressionLayer;
 use tower_http::services::ServeDir;
 
-use crate::cli::ServeArgs;
 use crate::error::CollectorError;
 use crate::history;
 use crate::live::LiveHub;
@@ -40,21 +39,26 @@ pub struct ServeSettings {
 }
 
 impl ServeSettings {
-    /// Validate the flags: find the assets, require (or generate) a token off loopback.
-    pub fn from_args(args: ServeArgs) -> Result<ServeSettings, CollectorError> {
-        let web_dir = resolve_web_dir(args.web_dir)?;
-        let token = match args.token {
+    /// Find the assets and require (or generate) a token off loopback.
+    pub fn new(
+        addr: SocketAddr,
+        token: Option<String>,
+        web_dir: Option<PathBuf>,
+        results_dir: PathBuf,
+    ) -> Result<ServeSettings, CollectorError> {
+        let web_dir = resolve_web_dir(web_dir)?;
+        let token = match token {
             Some(t) if is_strong_token(&t) => Some(t),
             Some(_) => return Err(CollectorError::WeakToken),
-            None if args.host.is_loopback() => None,
+            None if addr.ip().is_loopback() => None,
             None => Some(generate_token()?),
         };
         Ok(ServeSettings {
-            addr: SocketAddr::new(args.host, args.port),
+            addr,
             token,
             web_dir,
-            fragment: args.fragment,
-            results_dir: args.results_dir,
+            fragment: None,
+            results_dir,
         })
     }
 }
@@ -243,8 +247,7 @@ pub async fn start(settings: &ServeSettings, hub: LiveHub) -> Result<Dashboard, 
 }
 
 /// `speclens serve`: bind, print the URL on stdout, serve until Ctrl-C.
-pub async fn run(args: ServeArgs) -> Result<(), CollectorError> {
-    let settings = ServeSettings::from_args(args)?;
+pub async fn run(settings: ServeSettings) -> Result<(), CollectorError> {
     let dashboard = start(&settings, LiveHub::new(64)).await?;
     println!("speclens dashboard: {}", dashboard.url);
     eprintln!("serving {} — press Ctrl-C to stop", settings.web_dir);

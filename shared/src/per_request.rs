@@ -341,13 +341,63 @@ fn ratio_or(num: u64, den: u64, empty: f64) -> f64 {
     }
 }
 
+/// One engine's stats as read, before the checks that they hold together.
+struct Raw {
+    length: f64,
+    rate: f64,
+    /// Steps that accepted exactly j drafts, by j.
+    hist: Vec<u64>,
+    accepted: u64,
+    drafted: u64,
+    steps: u64,
+    k: Option<u32>,
+    per_step: Option<(Vec<u64>, Vec<u64>)>,
+}
+
 /// Validate one engine's stats object into a record.
 fn adapt(
     engine: EngineKind,
     map: &Map<String, Value>,
     completion_tokens: Option<u64>,
 ) -> Result<SpecRecord, Rejection> {
-    let f = Fields { engine, map };
+    let raw = read_fields(engine, &Fields { engine, map })?;
+    check_consistency(engine, &raw)?;
+    let Raw {
+        length,
+        rate,
+        hist,
+        accepted,
+        drafted,
+        steps,
+        k,
+        per_step,
+    } = raw;
+    let (per_step_accepted, per_step_drafted) = match per_step {
+        Some((a, d)) => (Some(a), Some(d)),
+        None => (None, None),
+    };
+    Ok(SpecRecord {
+        engine,
+        mean_acceptance_length: length,
+        draft_acceptance_rate: rate,
+        acceptance_histogram: hist
+            .iter()
+            .enumerate()
+            .filter(|(_, c)| **c > 0)
+            .map(|(j, c)| (j as u32, *c))
+            .collect(),
+        num_accepted_draft_tokens: accepted,
+        num_draft_tokens: drafted,
+        num_spec_steps: steps,
+        num_spec_tokens: k,
+        completion_tokens,
+        per_step_accepted,
+        per_step_drafted,
+    })
+}
+
+/// The engine's fields, by its names.
+fn read_fields(engine: EngineKind, f: &Fields<'_>) -> Result<Raw, Rejection> {
     let (length, rate, hist, accepted, drafted, steps, k, per_step) = match engine {
         EngineKind::Vllm => {
             let per_step = match (
@@ -410,7 +460,31 @@ fn adapt(
             )
         }
     };
-    if let Some(k) = k {
+    Ok(Raw {
+        length,
+        rate,
+        hist,
+        accepted,
+        drafted,
+        steps,
+        k,
+        per_step,
+    })
+}
+
+/// The histogram, the totals and the per-step lists must tell the same story.
+fn check_consistency(engine: EngineKind, raw: &Raw) -> Result<(), Rejection> {
+    let Raw {
+        hist,
+        accepted,
+        drafted,
+        steps,
+        k,
+        per_step,
+        ..
+    } = raw;
+    let (accepted, drafted, steps) = (*accepted, *drafted, *steps);
+    if let Some(k) = *k {
         if hist.len() != k as usize + 1 {
             return Err(Rejection::HistogramLength {
                 engine,
@@ -444,31 +518,10 @@ fn adapt(
             drafted,
         });
     }
-    if let Some((acc, dra)) = &per_step {
+    if let Some((acc, dra)) = per_step {
         check_per_step(acc, dra, steps, accepted, drafted).map_err(|problem| Rejection::PerStep { engine, problem })?;
     }
-    let (per_step_accepted, per_step_drafted) = match per_step {
-        Some((a, d)) => (Some(a), Some(d)),
-        None => (None, None),
-    };
-    Ok(SpecRecord {
-        engine,
-        mean_acceptance_length: length,
-        draft_acceptance_rate: rate,
-        acceptance_histogram: hist
-            .iter()
-            .enumerate()
-            .filter(|(_, c)| **c > 0)
-            .map(|(j, c)| (j as u32, *c))
-            .collect(),
-        num_accepted_draft_tokens: accepted,
-        num_draft_tokens: drafted,
-        num_spec_steps: steps,
-        num_spec_tokens: k,
-        completion_tokens,
-        per_step_accepted,
-        per_step_drafted,
-    })
+    Ok(())
 }
 
 fn check_per_step(accepted: &[u64], drafted: &[u64], steps: u64, total_acc: u64, total_dra: u64) -> Result<(), String> {

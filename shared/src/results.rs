@@ -12,7 +12,7 @@ use crate::aggregate::SpecSummary;
 use crate::fleet::FleetWindow;
 use crate::model::Measured;
 use crate::notices::Notices;
-use crate::protocol::{Distributions, TimelinePoint};
+use crate::protocol::{Distributions, Progress, RunStatus, RunView, Tiles, TimelinePoint};
 use crate::run::{LatencyStats, RunMetrics};
 use crate::scrape::{SglangGauges, SpecDecodeData, SpecDecodeResult};
 
@@ -456,6 +456,60 @@ impl RunList {
     }
 }
 
+/// A saved run (`result.json`) as a finished [`RunView`], so the page shows past runs with the
+/// same views as live ones. Missing keys stay empty; nothing is recomputed from token counts.
+pub fn run_view_from_result(result: &RunResult) -> RunView {
+    let per_s = |n: Option<u64>| {
+        let duration = result.duration.filter(|d| *d > 0.0)?;
+        Some(n? as f64 / duration)
+    };
+    let accepted = result.spec_decode_accepted_tokens;
+    let tiles = Tiles {
+        acceptance_rate: result.spec_decode_acceptance_rate,
+        acceptance_length: result.spec_decode_acceptance_length,
+        accepted_per_s: per_s(accepted),
+        drafted_per_s: per_s(result.spec_decode_draft_tokens),
+        drafts_per_s: per_s(result.spec_decode_num_drafts),
+        draft_share: accepted
+            .zip(result.total_output_tokens)
+            .filter(|(_, o)| *o > 0)
+            .map(|(a, o)| (a as f64 / o as f64 * 100.0).min(100.0)),
+    };
+    let spec = result.spec_decode.clone().unwrap_or_default();
+    RunView {
+        label: result.label.clone(),
+        model: result.model_id.clone().unwrap_or_default(),
+        status: if result.partial {
+            RunStatus::Partial
+        } else {
+            RunStatus::Finished
+        },
+        progress: Progress {
+            sent: result.requests(),
+            completed: result.completed.unwrap_or(0),
+            failed: result.failed.unwrap_or(0),
+            total: result.num_prompts,
+            elapsed_s: result.duration.filter(|d| *d > 0.0).unwrap_or(0.0),
+        },
+        tiles,
+        timeline: spec.timeline,
+        ttft_ms: result.latency("ttft"),
+        itl_ms: result.latency("itl"),
+        e2el_ms: result.latency("e2el"),
+        distributions: result.distributions.clone().unwrap_or_default(),
+        not_available: result.not_available(),
+        per_request: spec.per_request,
+        notices: result.notices.as_ref().map(|n| n.messages.clone()).unwrap_or_default(),
+        mean_draft_tokens: result
+            .spec_decode_draft_tokens
+            .zip(result.spec_decode_num_drafts)
+            .filter(|(_, drafts)| *drafts > 0)
+            .map(|(tokens, drafts)| tokens as f64 / drafts as f64)
+            .or(result.spec_decode_mean_draft_tokens),
+        output_tokens_per_s: result.output_throughput.unwrap_or(0.0),
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -486,5 +540,41 @@ mod tests {
         assert!(r.check_version().is_ok());
         r.schema_version = Some(RESULT_SCHEMA_VERSION + 1);
         assert!(r.check_version().unwrap_err().contains("newer speclens"));
+    }
+}
+
+#[cfg(test)]
+mod view_tests {
+    use super::*;
+
+    #[test]
+    fn a_vllm_result_becomes_a_finished_view() {
+        let v = serde_json::json!({
+            "label": "spec-c16", "model_id": "m", "completed": 30, "failed": 2, "num_prompts": 32, "duration": 2.0,
+            "total_output_tokens": 3000, "output_throughput": 1500.0, "mean_ttft_ms": 20.0, "median_ttft_ms": 19.0,
+            "p99_ttft_ms": 40.0, "spec_decode_acceptance_rate": 60.0, "spec_decode_acceptance_length": 2.8,
+            "spec_decode_accepted_tokens": 1200, "spec_decode_draft_tokens": 2000, "spec_decode_num_drafts": 500
+        });
+        let run = run_view_from_result(&serde_json::from_value(v).unwrap());
+        assert_eq!(run.status, RunStatus::Finished);
+        assert_eq!((run.progress.completed, run.progress.failed), (30, 2));
+        assert_eq!(run.tiles.acceptance_rate, Some(60.0));
+        assert_eq!(run.tiles.accepted_per_s, Some(600.0));
+        assert_eq!(run.tiles.draft_share, Some(40.0));
+        assert_eq!(run.ttft_ms.unwrap().percentiles["99"], 40.0);
+        assert_eq!(run.not_available.len(), 1);
+        assert_eq!(run.mean_draft_tokens, Some(4.0), "2000 draft tokens in 500 drafts");
+        assert!(run.notices.is_empty());
+    }
+
+    #[test]
+    fn a_runs_notices_reach_its_view() {
+        let v = serde_json::json!({
+            "spec_decode_num_drafts": 300, "spec_decode_draft_tokens": 778,
+            "notices": {"messages": ["Paths disagree: …", "Drafts were shorter than k: …"], "per_request_stats_missing": false}
+        });
+        let run = run_view_from_result(&serde_json::from_value(v).unwrap());
+        assert_eq!(run.notices, ["Paths disagree: …", "Drafts were shorter than k: …"]);
+        assert_eq!(run.mean_draft_tokens, Some(778.0 / 300.0));
     }
 }

@@ -8,7 +8,7 @@ use speclens_shared::chart::{draw_speedup_chart, SpeedupChart};
 use web_sys::HtmlCanvasElement;
 
 /// Milliseconds since the page's navigation started (`performance.now()`), for timings the
-/// web benchmark reads (`bench/web.sh`).
+/// web benchmark reads (`perf/web.sh`).
 pub fn now_ms() -> f64 {
     web_sys::window().and_then(|w| w.performance()).map_or(0.0, |p| p.now())
 }

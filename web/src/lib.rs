@@ -5,7 +5,7 @@
 
 mod canvas;
 mod live_page;
-mod report;
+mod report_data;
 mod runs_page;
 mod whatif_page;
 
@@ -47,7 +47,7 @@ fn current_fragment() -> String {
 pub fn App() -> impl IntoView {
     // The runs views read their state from the fragment when they mount, so any change of
     // fragment there re-renders; the what-if page follows its own fragment changes.
-    let report = report::embedded();
+    let report = report_data::embedded();
     if let Some(Err(message)) = report {
         return view! {
             <header class="topbar"><span class="brand">"speclens"</span><span class="tagline">"static report"</span></header>
@@ -57,7 +57,7 @@ pub fn App() -> impl IntoView {
     }
     let in_report = report.is_some();
     if in_report && current_fragment().trim_start_matches('#').is_empty() {
-        if let Some(id) = report::only_run() {
+        if let Some(id) = report_data::only_run() {
             let _ = window().location().set_hash(&format!("runs?open={id}"));
         }
     }

@@ -11,7 +11,8 @@ use speclens_shared::aggregate::Bins;
 use speclens_shared::chart::{
     colors, draw_histograms, draw_per_position, draw_series_chart, HistogramPanel, Positions, Series,
 };
-use speclens_shared::protocol::{Applied, LiveState, RunStatus, RunView, ServerMessage};
+use speclens_shared::live_state::{Applied, LiveState};
+use speclens_shared::protocol::{RunStatus, RunView, ServerMessage};
 use speclens_shared::run::LatencyStats;
 use wasm_bindgen::closure::Closure;
 use wasm_bindgen::JsCast;

@@ -5,8 +5,8 @@
 use gloo_net::http::Request;
 use leptos::prelude::*;
 use serde::de::DeserializeOwned;
-use speclens_shared::protocol::{run_view_from_result, RunView};
-use speclens_shared::results::{AcceptMatrix, RunList, RunResult};
+use speclens_shared::protocol::RunView;
+use speclens_shared::results::{run_view_from_result, AcceptMatrix, RunList, RunResult};
 
 use speclens_shared::chart::draw_sweep_chart;
 use speclens_shared::sweep::SweepTable;
@@ -48,7 +48,7 @@ fn parse(fragment: &str) -> RunsView {
 /// The collector's answer at `url` as `T` (the shared result types), or the report's copy of
 /// it in a static report.
 async fn fetch_json<T: DeserializeOwned>(url: String) -> Result<T, String> {
-    let value = match crate::report::response(&url) {
+    let value = match crate::report_data::response(&url) {
         Some(answer) => answer?,
         None => {
             let response = Request::get(&url).send().await.map_err(|e| e.to_string())?;

@@ -149,19 +149,7 @@ pub fn WhatIfPage() -> impl IntoView {
         set_draw_error.set(result.err());
     });
 
-    let set = move |f: Box<dyn Fn(&mut WhatIf)>| set_state.update(|w| f(w));
     let measured_e = move || matches!(state.with(|w| w.acceptance), Acceptance::MeasuredE(_));
-    let e_input = NodeRef::<Input>::new();
-    bind_value(e_input, move || match state.with(|w| w.acceptance) {
-        Acceptance::MeasuredE(e) => e.to_string(),
-        Acceptance::Alpha(_) => String::new(),
-    });
-    let alpha_text = move || {
-        format!("{:.4}", state.with(WhatIf::alpha))
-            .trim_end_matches('0')
-            .trim_end_matches('.')
-            .to_string()
-    };
 
     view! {
         <section class="page whatif">
@@ -176,6 +164,64 @@ pub fn WhatIfPage() -> impl IntoView {
                     {load_errors.join("; ")}
                 </div>
             })}
+            <WhatIfInputs state=state set_state=set_state/>
+
+            <div class="problems">
+                {move || state.with(WhatIf::problems).into_iter().map(|p| view! { <p class="warning">{p}</p> }).collect_view()}
+            </div>
+
+            <div class="tiles">
+                {move || {
+                    let row = state.with(WhatIf::selected_row);
+                    let tiles = vec![
+                        ("tile-e", "E (tokens / step)", format!("{:.3}", row.expected_tokens)),
+                        ("tile-alpha", if measured_e() { "implied α" } else { "α" }, format!("{:.4}", row.alpha)),
+                        ("tile-s1", "S at batch 1", fmt_speedup(row.speedup_batch1)),
+                        ("tile-sinf", "S asymptotic", fmt_speedup(row.speedup_asymptotic)),
+                        ("tile-bstar", "break-even B*", if row.pays_at_batch1() { format!("{:.1}", row.break_even_batch) } else { "never".into() }),
+                    ];
+                    tiles.into_iter().map(|(id, label, value)| view! {
+                        <div class="tile" id=id><div class="tile-label">{label}</div><div class="tile-value">{value}</div></div>
+                    }).collect_view()
+                }}
+            </div>
+
+            <div class="chart-box">
+                <canvas id="speedup-chart" node_ref=canvas_ref aria-label="speedup S(B) against batch size"></canvas>
+                {move || draw_error.get().map(|e| view! { <p class="error">"chart: " {e}</p> })}
+            </div>
+
+            <ModelTable state=state set_state=set_state/>
+
+            <BestK state=state set_state=set_state/>
+
+            <footer class="disclaimer">
+                <p><strong>{NOTHING_MEASURED}</strong>" Costs the model does not charge, each of which moves the real crossing to smaller batches:"</p>
+                <ul>{UNCHARGED_COSTS.iter().map(|c| view! { <li>{*c}</li> }).collect_view()}</ul>
+            </footer>
+        </section>
+    }
+}
+
+/// The model's inputs: acceptance (α or a measured E), k, the measured draft length, and the
+/// costs (proposer, GPU ridge, chart range).
+#[component]
+fn WhatIfInputs(state: ReadSignal<WhatIf>, set_state: WriteSignal<WhatIf>) -> impl IntoView {
+    let set = move |f: Box<dyn Fn(&mut WhatIf)>| set_state.update(|w| f(w));
+    let measured_e = move || matches!(state.with(|w| w.acceptance), Acceptance::MeasuredE(_));
+    let e_input = NodeRef::<Input>::new();
+    bind_value(e_input, move || match state.with(|w| w.acceptance) {
+        Acceptance::MeasuredE(e) => e.to_string(),
+        Acceptance::Alpha(_) => String::new(),
+    });
+    let alpha_text = move || {
+        format!("{:.4}", state.with(WhatIf::alpha))
+            .trim_end_matches('0')
+            .trim_end_matches('.')
+            .to_string()
+    };
+    view! {
+        <>
             <form class="inputs" on:submit=|ev| ev.prevent_default()>
                 <fieldset>
                     <legend>"Acceptance"</legend>
@@ -231,81 +277,17 @@ pub fn WhatIfPage() -> impl IntoView {
                         />
                     </label>
                 </fieldset>
-                <fieldset>
-                    <legend>"Costs"</legend>
-                    <label class="field" for="proposer">
-                        <span>"proposer"</span>
-                        <select id="proposer"
-                            prop:value=move || state.with(|w| w.proposer.key()).to_string()
-                            on:change=move |ev| {
-                                let key = event_target_value(&ev);
-                                set_state.update(|w| w.proposer = match key.as_str() {
-                                    "1b-draft" => Proposer::Drafter1b,
-                                    "custom" => Proposer::Custom(w.proposer.draft_cost()),
-                                    _ => Proposer::Ngram,
-                                });
-                            }>
-                            <option value="ngram">"n-gram (c = 0)"</option>
-                            <option value="1b-draft">"1B drafter for an 8B target (c = 0.165)"</option>
-                            <option value="custom">"custom c"</option>
-                        </select>
-                    </label>
-                    {number_input("c", "draft cost c (draft step ÷ target step)", "0.005",
-                        move || state.with(|w| w.proposer.draft_cost()).to_string(),
-                        move || !matches!(state.with(|w| w.proposer), Proposer::Custom(_)),
-                        move |c| if c >= 0.0 { set(Box::new(move |w| w.proposer = Proposer::Custom(c))) })}
-                    <label class="field" for="gpu">
-                        <span>"GPU (roofline ridge)"</span>
-                        <select id="gpu"
-                            prop:value=move || match state.with(|w| w.gpu) { Gpu::Preset(k) => k.to_string(), Gpu::Ridge(_) => "custom".into() }
-                            on:change=move |ev| {
-                                let key = event_target_value(&ev);
-                                set_state.update(|w| w.gpu = match GPU_PRESETS.iter().find(|g| g.key == key) {
-                                    Some(g) => Gpu::Preset(g.key),
-                                    None => Gpu::Ridge(w.gpu.ridge_tokens()),
-                                });
-                            }>
-                            {GPU_PRESETS.iter().map(|g| view! {
-                                <option value=g.key>{format!("{} — T* = {}", g.name, g.ridge_tokens)}</option>
-                            }).collect_view()}
-                            <option value="custom">"custom ridge"</option>
-                        </select>
-                    </label>
-                    {number_input("ridge", "ridge T* (token positions)", "1",
-                        move || state.with(|w| w.gpu.ridge_tokens()).to_string(),
-                        move || !matches!(state.with(|w| w.gpu), Gpu::Ridge(_)),
-                        move |t| if t > 0.0 { set(Box::new(move |w| w.gpu = Gpu::Ridge(t))) })}
-                    {number_input("bmax", "chart up to batch", "1",
-                        move || state.with(|w| w.batch_max).to_string(), || false,
-                        move |b| if (2.0..=65536.0).contains(&b) { set(Box::new(move |w| w.batch_max = b as u32)) })}
-                </fieldset>
+                <CostInputs state=state set_state=set_state/>
             </form>
+        </>
+    }
+}
 
-            <div class="problems">
-                {move || state.with(WhatIf::problems).into_iter().map(|p| view! { <p class="warning">{p}</p> }).collect_view()}
-            </div>
-
-            <div class="tiles">
-                {move || {
-                    let row = state.with(WhatIf::selected_row);
-                    let tiles = vec![
-                        ("tile-e", "E (tokens / step)", format!("{:.3}", row.expected_tokens)),
-                        ("tile-alpha", if measured_e() { "implied α" } else { "α" }, format!("{:.4}", row.alpha)),
-                        ("tile-s1", "S at batch 1", fmt_speedup(row.speedup_batch1)),
-                        ("tile-sinf", "S asymptotic", fmt_speedup(row.speedup_asymptotic)),
-                        ("tile-bstar", "break-even B*", if row.pays_at_batch1() { format!("{:.1}", row.break_even_batch) } else { "never".into() }),
-                    ];
-                    tiles.into_iter().map(|(id, label, value)| view! {
-                        <div class="tile" id=id><div class="tile-label">{label}</div><div class="tile-value">{value}</div></div>
-                    }).collect_view()
-                }}
-            </div>
-
-            <div class="chart-box">
-                <canvas id="speedup-chart" node_ref=canvas_ref aria-label="speedup S(B) against batch size"></canvas>
-                {move || draw_error.get().map(|e| view! { <p class="error">"chart: " {e}</p> })}
-            </div>
-
+/// The model table over the chosen α rows and k columns, the selected cell highlighted.
+#[component]
+fn ModelTable(state: ReadSignal<WhatIf>, set_state: WriteSignal<WhatIf>) -> impl IntoView {
+    view! {
+        <>
             <h2>"Model table"</h2>
             <div class="inputs row">
                 {list_input("alphas", "α rows", "0.4, 0.6, 0.8",
@@ -348,7 +330,16 @@ pub fn WhatIfPage() -> impl IntoView {
                     }}
                 </tbody>
             </table>
+        </>
+    }
+}
 
+/// The best k from measured per-position rates at a batch size.
+#[component]
+fn BestK(state: ReadSignal<WhatIf>, set_state: WriteSignal<WhatIf>) -> impl IntoView {
+    let set = move |f: Box<dyn Fn(&mut WhatIf)>| set_state.update(|w| f(w));
+    view! {
+        <>
             <h2>"Best k from measured per-position rates"</h2>
             <p class="hint">
                 "Real acceptance decays faster by position than the geometric model assumes, so the best k is usually smaller than the table suggests. "
@@ -381,11 +372,62 @@ pub fn WhatIfPage() -> impl IntoView {
                     }
                 }))}
             </div>
+        </>
+    }
+}
 
-            <footer class="disclaimer">
-                <p><strong>{NOTHING_MEASURED}</strong>" Costs the model does not charge, each of which moves the real crossing to smaller batches:"</p>
-                <ul>{UNCHARGED_COSTS.iter().map(|c| view! { <li>{*c}</li> }).collect_view()}</ul>
-            </footer>
-        </section>
+/// The costs: proposer (draft cost c), GPU ridge, and how far the chart reaches.
+#[component]
+fn CostInputs(state: ReadSignal<WhatIf>, set_state: WriteSignal<WhatIf>) -> impl IntoView {
+    let set = move |f: Box<dyn Fn(&mut WhatIf)>| set_state.update(|w| f(w));
+    view! {
+        <fieldset>
+            <legend>"Costs"</legend>
+            <label class="field" for="proposer">
+                <span>"proposer"</span>
+                <select id="proposer"
+                    prop:value=move || state.with(|w| w.proposer.key()).to_string()
+                    on:change=move |ev| {
+                        let key = event_target_value(&ev);
+                        set_state.update(|w| w.proposer = match key.as_str() {
+                            "1b-draft" => Proposer::Drafter1b,
+                            "custom" => Proposer::Custom(w.proposer.draft_cost()),
+                            _ => Proposer::Ngram,
+                        });
+                    }>
+                    <option value="ngram">"n-gram (c = 0)"</option>
+                    <option value="1b-draft">"1B drafter for an 8B target (c = 0.165)"</option>
+                    <option value="custom">"custom c"</option>
+                </select>
+            </label>
+            {number_input("c", "draft cost c (draft step ÷ target step)", "0.005",
+                move || state.with(|w| w.proposer.draft_cost()).to_string(),
+                move || !matches!(state.with(|w| w.proposer), Proposer::Custom(_)),
+                move |c| if c >= 0.0 { set(Box::new(move |w| w.proposer = Proposer::Custom(c))) })}
+            <label class="field" for="gpu">
+                <span>"GPU (roofline ridge)"</span>
+                <select id="gpu"
+                    prop:value=move || match state.with(|w| w.gpu) { Gpu::Preset(k) => k.to_string(), Gpu::Ridge(_) => "custom".into() }
+                    on:change=move |ev| {
+                        let key = event_target_value(&ev);
+                        set_state.update(|w| w.gpu = match GPU_PRESETS.iter().find(|g| g.key == key) {
+                            Some(g) => Gpu::Preset(g.key),
+                            None => Gpu::Ridge(w.gpu.ridge_tokens()),
+                        });
+                    }>
+                    {GPU_PRESETS.iter().map(|g| view! {
+                        <option value=g.key>{format!("{} — T* = {}", g.name, g.ridge_tokens)}</option>
+                    }).collect_view()}
+                    <option value="custom">"custom ridge"</option>
+                </select>
+            </label>
+            {number_input("ridge", "ridge T* (token positions)", "1",
+                move || state.with(|w| w.gpu.ridge_tokens()).to_string(),
+                move || !matches!(state.with(|w| w.gpu), Gpu::Ridge(_)),
+                move |t| if t > 0.0 { set(Box::new(move |w| w.gpu = Gpu::Ridge(t))) })}
+            {number_input("bmax", "chart up to batch", "1",
+                move || state.with(|w| w.batch_max).to_string(), || false,
+                move |b| if (2.0..=65536.0).contains(&b) { set(Box::new(move |w| w.batch_max = b as u32)) })}
+        </fieldset>
     }
 }

@@ -6,9 +6,7 @@ use std::collections::BTreeMap;
 use std::time::Duration;
 
 use speclens_shared::protocol::TimelinePoint;
-use speclens_shared::scrape::{
-    counters_from_text, derive_stats, parse_metrics, CounterSet, IncreaseAccumulator, ScrapeFailure,
-};
+use speclens_shared::scrape::{counters_from_text, derive_stats, CounterSet, IncreaseAccumulator, ScrapeFailure};
 use tokio::sync::watch;
 use tokio::time::Instant;
 
@@ -207,79 +205,6 @@ pub async fn sample_live(
         if let Some(p) = point {
             hub.note_point(Source::Direct, p.clone()).await;
             timeline.points.push(p);
-        }
-    }
-}
-
-/// `speclens scrape URL [--watch]`.
-pub async fn run_scrape(args: crate::cli::ScrapeArgs) -> Result<(), CollectorError> {
-    let url = if args.url.trim_end_matches('/').ends_with("/metrics") {
-        args.url.clone()
-    } else {
-        let (label, scheme) = host_port(&args.url)?;
-        format!("{scheme}://{label}/metrics")
-    };
-    let client = reqwest::Client::builder()
-        .timeout(Duration::from_secs(10))
-        .build()
-        .map_err(|e| CollectorError::InvalidArgument(e.to_string()))?;
-    let mut acc = IncreaseAccumulator::default();
-    let mut last: Option<Instant> = None;
-    loop {
-        let at = Instant::now();
-        match fetch_text(&client, &url)
-            .await
-            .and_then(|t| parse_metrics(&t).map_err(ScrapeFailure::Invalid))
-        {
-            Err(e) => println!("{url}: {e}"),
-            Ok(snapshot) => {
-                if let Some(c) = &snapshot.counters {
-                    let t = &c.total;
-                    println!(
-                        "{url}: drafts {} · draft tokens {} · accepted {} · per position {:?}",
-                        t.num_drafts, t.num_draft_tokens, t.num_accepted_tokens, t.accepted_per_pos
-                    );
-                    match derive_stats(t) {
-                        Ok(d) => println!(
-                            "  since start: acceptance rate {:.2} % · acceptance length {:.2}",
-                            d.acceptance_rate, d.acceptance_length
-                        ),
-                        Err(reason) => println!("  since start: {reason}"),
-                    }
-                    let step = acc.observe(c);
-                    if let Some(prev) = last {
-                        let dt = (at - prev).as_secs_f64();
-                        match derive_stats(&step) {
-                            Ok(d) => println!(
-                                "  last {dt:.1} s: {:.1} accepted/s · {:.1} drafted/s · rate {:.2} % · length {:.2}",
-                                step.num_accepted_tokens as f64 / dt,
-                                step.num_draft_tokens as f64 / dt,
-                                d.acceptance_rate,
-                                d.acceptance_length
-                            ),
-                            Err(_) => println!("  last {dt:.1} s: No traffic"),
-                        }
-                    }
-                    for r in acc.resets.drain(..) {
-                        println!("  reset: {r}");
-                    }
-                } else if let Some(g) = &snapshot.sglang {
-                    println!(
-                        "{url}: SGLang gauges: accept length {:?} · accept rate {:?} · verify calls {:?}",
-                        g.accept_length, g.accept_rate, g.verify_calls_total
-                    );
-                } else {
-                    println!("{url}: {}", ScrapeFailure::NoSpecMetrics);
-                }
-            }
-        }
-        last = Some(at);
-        if !args.watch {
-            return Ok(());
-        }
-        tokio::select! {
-            _ = tokio::time::sleep(Duration::from_secs_f64(args.interval.max(0.1))) => {}
-            _ = tokio::signal::ctrl_c() => return Ok(()),
         }
     }
 }

@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Side-by-side client performance: `speclens bench` and the clients users would pick instead —
 # AIPerf, GuideLLM, `vllm bench serve` (when the vllm package installs) and genai-perf (when its
-# perf_analyzer is available) — against one neutral mock OpenAI server (bench/mock_openai, not
+# perf_analyzer is available) — against one neutral mock OpenAI server (perf/mock_openai, not
 # `speclens sim`), 128-token streams, concurrency 1, 16, 64, 256.
 #
 # Measures, per client and concurrency: completed requests/s and output tokens/s (each tool's
@@ -13,7 +13,7 @@
 # downloaded: tiktoken's o200k_base and GPT-2's vocabulary come from the tiktoken-rs crate that
 # speclens already depends on. Writes target/peers/results.md (paste it into docs/PERFORMANCE.md).
 #
-# Usage: bash bench/peers.sh [--quick]   (--quick: fewer requests, for a smoke run)
+# Usage: bash perf/peers.sh [--quick]   (--quick: fewer requests, for a smoke run)
 source "$(dirname "${BASH_SOURCE[0]}")/../scripts/lib.sh"
 cd "$ROOT"
 
@@ -28,9 +28,9 @@ mkdir -p "$OUT"
 # --- builds -------------------------------------------------------------------------------
 say "building speclens and the mock server (release)"
 cargo build --release -q -p speclens || die "speclens did not build"
-cargo build --release -q --manifest-path bench/mock_openai/Cargo.toml || die "the mock server did not build"
+cargo build --release -q --manifest-path perf/mock_openai/Cargo.toml || die "the mock server did not build"
 SPECLENS="$ROOT/target/release/speclens"
-MOCK="$ROOT/bench/mock_openai/target/release/mock-openai"
+MOCK="$ROOT/perf/mock_openai/target/release/mock-openai"
 
 # --- peers --------------------------------------------------------------------------------
 venv() { # venv DIR PACKAGE… : create and install when missing; prints nothing on success
@@ -214,9 +214,9 @@ done
 
 # --- the table ----------------------------------------------------------------------------
 {
-  echo "### Clients side by side (bench/peers.sh, $(date -u +%Y-%m-%d), $(nproc) cores)"
+  echo "### Clients side by side (perf/peers.sh, $(date -u +%Y-%m-%d), $(nproc) cores)"
   echo
-  echo "Neutral mock server (bench/mock_openai), chat completions, 128-token streams, zero server delay."
+  echo "Neutral mock server (perf/mock_openai), chat completions, 128-token streams, zero server delay."
   echo "req/s and tok/s from each tool's own export; CPU = user + sys seconds per 1,000 requests;"
   echo "RSS = peak resident memory of the largest process. Ratio = speclens ÷ peer (req/s)."
   echo

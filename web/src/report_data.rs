@@ -5,7 +5,7 @@
 use std::sync::OnceLock;
 
 use leptos::prelude::*;
-use speclens_shared::report::{ReportData, REPORT_ELEMENT_ID};
+use speclens_shared::report_data::{ReportData, REPORT_ELEMENT_ID};
 
 static REPORT: OnceLock<Option<Result<ReportData, String>>> = OnceLock::new();
 

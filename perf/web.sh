@@ -8,7 +8,7 @@
 # draws a chart, and `data-redraw-ms` / `data-points` on the what-if canvas after each redraw.
 # This script drives Chromium through chromedriver's WebDriver API (Python's standard library).
 #
-# Usage: bash bench/web.sh   (builds the release binary and the dashboard when missing)
+# Usage: bash perf/web.sh   (builds the release binary and the dashboard when missing)
 source "$(dirname "${BASH_SOURCE[0]}")/../scripts/lib.sh"
 cd "$ROOT"
 

@@ -5,7 +5,7 @@
 # first response segment at least 20 ms later on its connection, i.e. the first token after the
 # response head), and the one speclens reports. The mock runs on core 0, speclens on core 1.
 #
-# Usage: bash bench/ttft_capture.sh [CONCURRENCY] [REQUESTS]   (needs tshark: apt install tshark)
+# Usage: bash perf/ttft_capture.sh [CONCURRENCY] [REQUESTS]   (needs tshark: apt install tshark)
 source "$(dirname "${BASH_SOURCE[0]}")/../scripts/lib.sh"
 cd "$ROOT"
 C="${1:-256}"
@@ -13,9 +13,9 @@ N="${2:-1024}"
 PORT=18703
 command -v tshark >/dev/null || die "tshark is needed (apt-get install tshark)"
 cargo build --release -q -p speclens || die "speclens did not build"
-cargo build --release -q --manifest-path bench/mock_openai/Cargo.toml || die "the mock server did not build"
+cargo build --release -q --manifest-path perf/mock_openai/Cargo.toml || die "the mock server did not build"
 WORK="$(mktemp -d)"
-taskset -c 0 bench/mock_openai/target/release/mock-openai --port "$PORT" --ttft-ms 50 --itl-ms 10 >/dev/null 2>&1 &
+taskset -c 0 perf/mock_openai/target/release/mock-openai --port "$PORT" --ttft-ms 50 --itl-ms 10 >/dev/null 2>&1 &
 MOCK=$!
 tshark -q -i lo -f "tcp port $PORT" -w "$WORK/cap.pcap" >/dev/null 2>&1 &
 SHARK=$!

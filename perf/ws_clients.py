@@ -1,7 +1,7 @@
 """Hold N dashboard WebSocket clients on a live run and count what they receive.
 
 Used for the "50 clients" figure in docs/PERFORMANCE.md. Needs the `websockets` package
-(`pip install websockets`). Usage: python3 bench/ws_clients.py ws://127.0.0.1:PORT/ws 50 SECONDS
+(`pip install websockets`). Usage: python3 perf/ws_clients.py ws://127.0.0.1:PORT/ws 50 SECONDS
 """
 import asyncio
 import sys

@@ -1,0 +1,283 @@
+//! Command-line interface: raw arguments parsed by clap, turned into the plans the commands run.
+//! No other module sees clap's argument types. `load` holds the flags of the commands that send
+//! requests (bench, sweep, accept) and their shared groups; `sim` the simulated server's.
+
+mod load;
+mod sim;
+
+use std::net::{IpAddr, SocketAddr};
+use std::path::PathBuf;
+
+use clap::{Args, Parser, Subcommand, ValueEnum};
+use speclens_shared::model::{gpu_preset, Costs, Measured, ModelReport, Proposer};
+
+pub use load::{
+    bench_plan_of, AcceptArgs, ArmArg, BenchArgs, DashboardArgs, PrometheusArgs, ScrapeFlags, SweepArgs, TargetArgs,
+    WorkloadArgs,
+};
+pub use sim::{FaultArgs, SimArgs};
+
+use crate::error::CollectorError;
+use crate::report;
+use crate::serve::ServeSettings;
+
+/// Measure speculative decoding: acceptance, where it stops paying, and what the model predicts.
+#[derive(Debug, Parser)]
+#[command(name = "speclens", version, about, long_about = None)]
+pub struct Cli {
+    #[command(subcommand)]
+    pub command: Command,
+}
+
+#[derive(Debug, Subcommand)]
+pub enum Command {
+    /// Serve the dashboard (the in-page what-if model) on 127.0.0.1.
+    Serve(ServeArgs),
+    /// Run a simulated vLLM-compatible server with speculative decoding (no GPU needed).
+    Sim(Box<SimArgs>),
+    /// Benchmark OpenAI-compatible servers and collect speculative-decoding acceptance.
+    Bench(Box<BenchArgs>),
+    /// Print a server's spec-decode counters and derived rates (once, or --watch).
+    Scrape(ScrapeArgs),
+    /// The speedup model's table (no server needed): E(α, k), S(1), S(∞), break-even batch.
+    Model(ModelArgs),
+    /// The same concurrency sweep against a speculative and a plain server: where speculation
+    /// stops paying.
+    Sweep(Box<SweepArgs>),
+    /// Tabulate the result files in a folder (ours and `vllm bench serve`'s).
+    Read(ReadArgs),
+    /// Write a static report: one self-contained HTML file (or a folder) with the dashboard's
+    /// views of runs, sweeps and accept matrices and a live what-if model.
+    Report(ReportArgs),
+    /// Mean acceptance length (and rate, per-position rates) per workload category.
+    Accept(Box<AcceptArgs>),
+    /// The whole product on simulated engines: acceptance, sweep, model, dashboard.
+    Demo(DemoArgs),
+}
+
+/// Flags of `speclens serve`.
+#[derive(Debug, Clone, Args)]
+pub struct ServeArgs {
+    /// Address to bind. Anything but a loopback address requires an access token.
+    #[arg(long, default_value = "127.0.0.1")]
+    pub host: IpAddr,
+    /// Port to bind (0 picks a free one).
+    #[arg(long, default_value_t = 8321)]
+    pub port: u16,
+    /// Access token required by every page and API request. Generated when binding a
+    /// non-loopback address without one.
+    #[arg(long, env = "SPECLENS_TOKEN", hide_env_values = true)]
+    pub token: Option<String>,
+    /// Folder holding the built dashboard (index.html, .js, .wasm).
+    #[arg(long, env = "SPECLENS_WEB_DIR")]
+    pub web_dir: Option<PathBuf>,
+    /// Folder of past runs the page can open.
+    #[arg(long, default_value = "speclens-results")]
+    pub results_dir: PathBuf,
+}
+
+/// Flags of `speclens demo`.
+#[derive(Debug, Clone, Args)]
+pub struct DemoArgs {
+    /// Dashboard port (0 picks a free one).
+    #[arg(long, default_value_t = 8321)]
+    pub port: u16,
+    #[arg(long, env = "SPECLENS_WEB_DIR")]
+    pub web_dir: Option<PathBuf>,
+    /// Results folder (default: speclens-results/<time>-demo/).
+    #[arg(long)]
+    pub out: Option<PathBuf>,
+}
+
+/// Flags of `speclens read`.
+#[derive(Debug, Clone, Args)]
+pub struct ReadArgs {
+    /// Folder of result files (`*.json`, and `result.json` one level down).
+    pub dir: std::path::PathBuf,
+}
+
+/// Flags of `speclens report`.
+#[derive(Debug, Clone, Args)]
+pub struct ReportArgs {
+    /// Run folders, result JSON files (speclens's or `vllm bench serve`'s), sweep or accept
+    /// folders, or a results folder holding many of them.
+    #[arg(required = true)]
+    pub inputs: Vec<std::path::PathBuf>,
+    /// The report file (opens from file://, an attachment or any static host).
+    #[arg(short = 'o', long, default_value = "speclens-report.html")]
+    pub output: std::path::PathBuf,
+    /// Write a folder instead (index.html with the data, and assets/) for a static web host.
+    #[arg(long, conflicts_with = "output")]
+    pub dir: Option<std::path::PathBuf>,
+    /// The page title.
+    #[arg(long, default_value = "speclens report")]
+    pub title: String,
+    /// Folder holding the built dashboard (default: the one built into this binary).
+    #[arg(long, env = "SPECLENS_WEB_DIR")]
+    pub web_dir: Option<std::path::PathBuf>,
+}
+
+/// Flags of `speclens scrape`.
+#[derive(Debug, Clone, Args)]
+pub struct ScrapeArgs {
+    /// A server's base URL or its full /metrics URL.
+    pub url: String,
+    /// Scrape again every --interval seconds and print the rates between scrapes.
+    #[arg(long)]
+    pub watch: bool,
+    #[arg(long, default_value_t = 5.0)]
+    pub interval: f64,
+}
+
+/// Draft proposers with a known cost fraction.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub enum ProposerArg {
+    /// Prompt-lookup n-gram, c = 0.
+    Ngram,
+    /// A 1B draft model for an 8B target, c = 0.165.
+    #[value(name = "1b-draft")]
+    Drafter1b,
+}
+
+/// Flags of `speclens model`.
+#[derive(Debug, Clone, Args)]
+pub struct ModelArgs {
+    /// Per-token acceptance values (table rows).
+    #[arg(long, value_delimiter = ',', default_value = "0.4,0.6,0.8")]
+    pub alpha: Vec<f64>,
+    /// Draft lengths k (table columns).
+    #[arg(long, alias = "k", value_delimiter = ',', default_value = "1,2,3,4,5")]
+    pub kappa: Vec<u32>,
+    #[arg(long, value_enum, default_value_t = ProposerArg::Ngram)]
+    pub proposer: ProposerArg,
+    /// Draft cost fraction c (overrides --proposer).
+    #[arg(long)]
+    pub draft_cost: Option<f64>,
+    /// GPU preset for the roofline ridge: h100, h200, a100.
+    #[arg(long, default_value = "h100")]
+    pub gpu: String,
+    /// Ridge T* in token positions (overrides --gpu).
+    #[arg(long)]
+    pub ridge: Option<f64>,
+    /// A measured mean acceptance length E (bonus included).
+    #[arg(long = "measured-E", alias = "measured-e")]
+    pub measured_e: Option<f64>,
+    /// k of the measured E (default: the last --kappa).
+    #[arg(long)]
+    pub measured_k: Option<u32>,
+    /// Measured draft tokens per draft (draft tokens ÷ drafts) with --measured-E: n-gram and
+    /// suffix proposers draft fewer than k tokens when their match is short, and the costs
+    /// charge what was drafted (default: full k-token drafts).
+    #[arg(long)]
+    pub draft_tokens: Option<f64>,
+    /// Measured unconditional per-position acceptance rates (position 1 first): best k.
+    #[arg(long, value_delimiter = ',')]
+    pub rates: Option<Vec<f64>>,
+    /// Batch size at which the best k is chosen.
+    #[arg(long, default_value_t = 64.0)]
+    pub batch: f64,
+    /// Print JSON instead of text.
+    #[arg(long)]
+    pub json: bool,
+}
+
+impl ReportArgs {
+    /// The report these flags ask for.
+    pub fn plan(&self) -> report::Plan {
+        report::Plan {
+            inputs: self.inputs.clone(),
+            destination: match &self.dir {
+                Some(dir) => report::Destination::Folder(dir.clone()),
+                None => report::Destination::File(self.output.clone()),
+            },
+            title: self.title.clone(),
+        }
+    }
+}
+
+impl ModelArgs {
+    /// The model's report these flags ask for (checked).
+    pub fn report(&self) -> Result<ModelReport, CollectorError> {
+        let args = self;
+        let invalid = |m: String| CollectorError::InvalidArgument(m);
+        if args.alpha.is_empty() || args.alpha.iter().any(|a| !(0.0..=1.0).contains(a)) {
+            return Err(invalid("--alpha takes values in [0, 1]".into()));
+        }
+        if args.kappa.is_empty() || args.kappa.iter().any(|k| !(1..=32).contains(k)) {
+            return Err(invalid("--kappa takes whole numbers from 1 to 32".into()));
+        }
+        let (draft_cost, proposer) = match (args.draft_cost, args.proposer) {
+            (Some(c), _) if c.is_finite() && c >= 0.0 => (c, "custom".to_string()),
+            (Some(c), _) => return Err(invalid(format!("--draft-cost must be ≥ 0, got {c}"))),
+            (None, ProposerArg::Ngram) => (Proposer::Ngram.draft_cost(), Proposer::Ngram.key().to_string()),
+            (None, ProposerArg::Drafter1b) => (Proposer::Drafter1b.draft_cost(), Proposer::Drafter1b.key().to_string()),
+        };
+        let (ridge_tokens, gpu) = match args.ridge {
+            Some(t) if t.is_finite() && t > 0.0 => (t, "custom ridge".to_string()),
+            Some(t) => return Err(invalid(format!("--ridge must be > 0, got {t}"))),
+            None => {
+                let g = gpu_preset(&args.gpu)
+                    .ok_or_else(|| invalid(format!("unknown --gpu {:?}: use h100, h200, a100 or --ridge", args.gpu)))?;
+                (g.ridge_tokens, g.name.to_string())
+            }
+        };
+        let measured = match args.measured_e {
+            None => None,
+            Some(e) => {
+                let k = args.measured_k.or(args.kappa.last().copied()).unwrap_or(1);
+                if !(e.is_finite() && e >= 1.0 && e <= f64::from(k) + 1.0) {
+                    return Err(invalid(format!(
+                        "--measured-E must be in [1, k + 1] = [1, {}], got {e}",
+                        k + 1
+                    )));
+                }
+                if let Some(d) = args.draft_tokens {
+                    if !(d.is_finite() && d > 0.0 && d <= f64::from(k)) {
+                        return Err(invalid(format!("--draft-tokens must be in (0, k] = (0, {k}], got {d}")));
+                    }
+                }
+                Some(Measured {
+                    e,
+                    k,
+                    draft_tokens: args.draft_tokens,
+                })
+            }
+        };
+        if args.draft_tokens.is_some() && args.measured_e.is_none() {
+            return Err(invalid("--draft-tokens goes with --measured-E".into()));
+        }
+        if let Some(rates) = &args.rates {
+            if rates.is_empty() || rates.iter().any(|r| !(0.0..=1.0).contains(r)) {
+                return Err(invalid("--rates takes fractions in [0, 1]".into()));
+            }
+        }
+        if !(args.batch.is_finite() && args.batch >= 1.0) {
+            return Err(invalid("--batch must be ≥ 1".into()));
+        }
+        let costs = Costs {
+            draft_cost,
+            ridge_tokens,
+        };
+        Ok(ModelReport::new(
+            &args.alpha,
+            &args.kappa,
+            costs,
+            &proposer,
+            &gpu,
+            measured,
+            args.rates.as_deref().map(|r| (r, args.batch)),
+        ))
+    }
+}
+
+impl ServeArgs {
+    /// The dashboard server these flags ask for.
+    pub fn settings(&self) -> Result<ServeSettings, CollectorError> {
+        ServeSettings::new(
+            SocketAddr::new(self.host, self.port),
+            self.token.clone(),
+            self.web_dir.clone(),
+            self.results_dir.clone(),
+        )
+    }
+}

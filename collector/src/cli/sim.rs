@@ -1,0 +1,284 @@
+//! The flags of `speclens sim` and the simulated server's settings they turn into.
+
+use std::net::{IpAddr, SocketAddr};
+
+use clap::Args;
+
+use crate::error::CollectorError;
+use crate::sim::{
+    AcceptanceProfile, EngineConfig, Faults, PayloadShape, PerRequestMetrics, SimSettings, StepModel, DEFAULT_ALPHA,
+    DEFAULT_CATEGORY_FACTORS,
+};
+
+/// Flags of `speclens sim`.
+#[derive(Debug, Clone, Args)]
+pub struct SimArgs {
+    /// Address to bind. Anything but a loopback address requires --api-key.
+    #[arg(long, default_value = "127.0.0.1")]
+    pub host: IpAddr,
+    /// Port to bind (0 picks a free one).
+    #[arg(long, default_value_t = 8000)]
+    pub port: u16,
+    /// Model name served (`/v1/models`, the `model_name` label).
+    #[arg(long, default_value = "speclens/sim-8b")]
+    pub model: String,
+    /// Require `Authorization: Bearer <key>` on /v1 endpoints, as vLLM's --api-key.
+    #[arg(long, env = "SPECLENS_SIM_API_KEY", hide_env_values = true)]
+    pub api_key: Option<String>,
+    /// Data-parallel engines (one `engine` label set each); requests are spread across them.
+    #[arg(long, default_value_t = 1, value_parser = clap::value_parser!(u32).range(1..=64))]
+    pub engines: u32,
+    /// Sequences running at once per engine; more wait.
+    #[arg(long, default_value_t = 256)]
+    pub max_num_seqs: usize,
+    /// Longest prompt + output, in tokens.
+    #[arg(long, default_value_t = 8192)]
+    pub max_model_len: u32,
+    /// Draft tokens proposed per step (0: a plain server, the "base" arm).
+    #[arg(long, default_value_t = 0, value_parser = clap::value_parser!(u32).range(0..=16))]
+    pub num_spec_tokens: u32,
+    /// Geometric acceptance: each draft accepted with probability α given the earlier ones.
+    #[arg(long, conflicts_with_all = ["acceptance_rates", "acceptance_length"])]
+    pub alpha: Option<f64>,
+    /// Unconditional per-position acceptance rates, position 1 first (as vLLM reports them).
+    #[arg(long, value_delimiter = ',', conflicts_with = "acceptance_length")]
+    pub acceptance_rates: Option<Vec<f64>>,
+    /// Target mean acceptance length E (bonus included); geometric α implied.
+    #[arg(long)]
+    pub acceptance_length: Option<f64>,
+    /// How much sampling temperature lowers acceptance: each conditional rate is multiplied by
+    /// max(0, 1 − s·T).
+    #[arg(long, default_value_t = 0.15)]
+    pub temperature_sensitivity: f64,
+    /// Acceptance multiplier for a prompt category, NAME=FACTOR (repeatable); categories are
+    /// recognised from the prompt text. Defaults: summarization 1.15, coding 1.05, qa 1.0,
+    /// math 0.95, writing 0.85, translation 0.8.
+    #[arg(long = "category-factor", value_name = "NAME=FACTOR")]
+    pub category_factors: Vec<String>,
+    /// Time of one decode step at small batch, in milliseconds (bandwidth-bound).
+    #[arg(long, default_value_t = 12.0)]
+    pub step_ms: f64,
+    /// Roofline ridge T* in token positions (H100 SXM bf16: 295).
+    #[arg(long, default_value_t = 295.0)]
+    pub ridge: f64,
+    /// Draft cost c: a draft step's cost as a fraction of a target step (n-gram 0, 1B drafter 0.165).
+    #[arg(long, default_value_t = 0.0)]
+    pub draft_cost: f64,
+    /// Extra time per draft token per sequence per step, in microseconds (costs the speedup
+    /// model does not charge).
+    #[arg(long, default_value_t = 0.0)]
+    pub draft_overhead_us: f64,
+    /// Multiplies every step time; 0 runs without any delay (tests).
+    #[arg(long, default_value_t = 1.0)]
+    pub time_scale: f64,
+    /// Mean output length when a request does not set ignore_eos (EOS drawn geometrically).
+    #[arg(long, default_value_t = 256)]
+    pub mean_output_tokens: u32,
+    /// Per-request spec-decode stats in responses.
+    #[arg(long, alias = "per-request-spec-decode-metrics", value_enum, default_value_t = PerRequestMetrics::Summary)]
+    pub per_request_metrics: PerRequestMetrics,
+    /// Which engine's payload shape the per-request stats take.
+    #[arg(long, value_enum, default_value_t = PayloadShape::Vllm)]
+    pub payload: PayloadShape,
+    /// Seed for acceptance draws, output lengths and faults.
+    #[arg(long, default_value_t = 0)]
+    pub seed: u64,
+    #[command(flatten)]
+    pub faults: FaultArgs,
+}
+
+/// Fault injection for tests of everything downstream.
+#[derive(Debug, Clone, Default, Args)]
+pub struct FaultArgs {
+    /// Answer this fraction of completion requests with HTTP 500.
+    #[arg(long, default_value_t = 0.0)]
+    pub fail_rate: f64,
+    /// Reset the connection mid-stream on this fraction of requests.
+    #[arg(long, default_value_t = 0.0)]
+    pub reset_rate: f64,
+    /// End the SSE stream early (no finish chunk, no `[DONE]`) on this fraction of requests.
+    #[arg(long, default_value_t = 0.0)]
+    pub truncate_rate: f64,
+    /// Delay the first token of this fraction of requests by --stall-ms.
+    #[arg(long, default_value_t = 0.0)]
+    pub stall_rate: f64,
+    #[arg(long, default_value_t = 2000)]
+    pub stall_ms: u64,
+    /// Never answer this fraction of requests (the client must time out).
+    #[arg(long, default_value_t = 0.0)]
+    pub hang_rate: f64,
+    /// Answer this fraction of requests with an oversized body (--oversized-kib of padding).
+    #[arg(long, default_value_t = 0.0)]
+    pub oversized_rate: f64,
+    #[arg(long, default_value_t = 128 * 1024)]
+    pub oversized_kib: u64,
+    /// `/metrics` answers HTTP 503 from the start.
+    #[arg(long)]
+    pub metrics_down: bool,
+    /// `/metrics` answers HTTP 503 once this many requests have finished.
+    #[arg(long)]
+    pub metrics_down_after: Option<u64>,
+    /// `/metrics` answers HTTP 503 until this many requests have finished.
+    #[arg(long)]
+    pub metrics_down_until: Option<u64>,
+    /// Simulate a restart (all counters back to zero) before the first request that arrives
+    /// after this many have finished.
+    #[arg(long)]
+    pub reset_counters_after: Option<u64>,
+    /// Write `/metrics` as in multiprocess mode (no `_created` gauges).
+    #[arg(long)]
+    pub multiproc_exposition: bool,
+    /// Add malformed lines to `/metrics`.
+    #[arg(long)]
+    pub malformed_metrics: bool,
+}
+
+fn check_fraction(name: &str, v: f64) -> Result<(), CollectorError> {
+    if (0.0..=1.0).contains(&v) {
+        Ok(())
+    } else {
+        Err(CollectorError::InvalidArgument(format!(
+            "--{name} must be a fraction in [0, 1], got {v}"
+        )))
+    }
+}
+
+impl SimArgs {
+    /// The simulated server these flags ask for.
+    pub fn settings(self) -> Result<SimSettings, CollectorError> {
+        let args = self;
+        let invalid = |m: String| CollectorError::InvalidArgument(m);
+        if !args.host.is_loopback() && args.api_key.is_none() {
+            return Err(invalid(format!(
+                "binding {} exposes the server beyond this machine: give --api-key (clients then send it as a bearer token)",
+                args.host
+            )));
+        }
+        let k = args.num_spec_tokens;
+        let profile = match (k, &args.alpha, &args.acceptance_rates, &args.acceptance_length) {
+            (0, None, None, None) => None,
+            (0, ..) => return Err(invalid("an acceptance profile needs --num-spec-tokens ≥ 1".into())),
+            (_, Some(alpha), _, _) => Some(AcceptanceProfile::geometric(*alpha, k).map_err(invalid)?),
+            (_, _, Some(rates), _) => {
+                if rates.len() < k as usize {
+                    return Err(invalid(format!(
+                        "--acceptance-rates gives {} positions but --num-spec-tokens is {k}",
+                        rates.len()
+                    )));
+                }
+                Some(AcceptanceProfile::from_rates(&rates[..k as usize]).map_err(invalid)?)
+            }
+            (_, _, _, Some(e)) => {
+                if !(1.0..=f64::from(k) + 1.0).contains(e) {
+                    return Err(invalid(format!(
+                        "--acceptance-length must be in [1, k + 1] = [1, {}], got {e}",
+                        k + 1
+                    )));
+                }
+                let alpha = speclens_shared::model::implied_alpha(*e, k);
+                Some(AcceptanceProfile::geometric(alpha, k).map_err(invalid)?)
+            }
+            (_, None, None, None) => Some(AcceptanceProfile::geometric(DEFAULT_ALPHA, k).map_err(invalid)?),
+        };
+        let mut category_factors: Vec<(String, f64)> = DEFAULT_CATEGORY_FACTORS
+            .iter()
+            .map(|(n, f)| (n.to_string(), *f))
+            .collect();
+        for spec in &args.category_factors {
+            let (name, factor) = spec
+                .split_once('=')
+                .and_then(|(n, f)| f.trim().parse::<f64>().ok().map(|f| (n.trim().to_lowercase(), f)))
+                .filter(|(_, f)| f.is_finite() && *f >= 0.0)
+                .ok_or_else(|| {
+                    invalid(format!(
+                        "--category-factor takes NAME=FACTOR with FACTOR ≥ 0, got {spec:?}"
+                    ))
+                })?;
+            match category_factors.iter_mut().find(|(n, _)| *n == name) {
+                Some(entry) => entry.1 = factor,
+                None => category_factors.push((name, factor)),
+            }
+        }
+        let numbers = [
+            ("step-ms", args.step_ms),
+            ("draft-cost", args.draft_cost),
+            ("draft-overhead-us", args.draft_overhead_us),
+            ("time-scale", args.time_scale),
+            ("temperature-sensitivity", args.temperature_sensitivity),
+        ];
+        for (name, v) in numbers {
+            if !(v.is_finite() && v >= 0.0) {
+                return Err(invalid(format!("--{name} must be a number ≥ 0, got {v}")));
+            }
+        }
+        if !(args.ridge.is_finite() && args.ridge > 0.0) {
+            return Err(invalid(format!(
+                "--ridge must be > 0 token positions, got {}",
+                args.ridge
+            )));
+        }
+        let f = &args.faults;
+        for (name, v) in [
+            ("fail-rate", f.fail_rate),
+            ("reset-rate", f.reset_rate),
+            ("truncate-rate", f.truncate_rate),
+            ("stall-rate", f.stall_rate),
+            ("hang-rate", f.hang_rate),
+            ("oversized-rate", f.oversized_rate),
+        ] {
+            check_fraction(name, v)?;
+        }
+        if args.max_num_seqs == 0 || args.mean_output_tokens == 0 || args.max_model_len < 2 {
+            return Err(invalid(
+                "--max-num-seqs, --mean-output-tokens and --max-model-len must be positive".into(),
+            ));
+        }
+        Ok(SimSettings {
+            addr: SocketAddr::new(args.host, args.port),
+            model: args.model,
+            api_key: args.api_key,
+            engines: args.engines,
+            engine: EngineConfig {
+                k,
+                max_num_seqs: args.max_num_seqs,
+                step: StepModel {
+                    base_step_s: args.step_ms / 1e3,
+                    ridge_tokens: args.ridge,
+                    draft_cost: args.draft_cost,
+                    draft_overhead_s: args.draft_overhead_us / 1e6,
+                },
+                time_scale: args.time_scale,
+                seed: args.seed,
+            },
+            profile,
+            temperature_sensitivity: args.temperature_sensitivity,
+            category_factors,
+            max_model_len: args.max_model_len,
+            mean_output_tokens: args.mean_output_tokens,
+            per_request: args.per_request_metrics,
+            payload: args.payload,
+            faults: Faults::from(&args.faults),
+        })
+    }
+}
+
+impl From<&FaultArgs> for Faults {
+    fn from(f: &FaultArgs) -> Faults {
+        Faults {
+            fail_rate: f.fail_rate,
+            reset_rate: f.reset_rate,
+            truncate_rate: f.truncate_rate,
+            stall_rate: f.stall_rate,
+            stall_ms: f.stall_ms,
+            hang_rate: f.hang_rate,
+            oversized_rate: f.oversized_rate,
+            oversized_kib: f.oversized_kib,
+            metrics_down: f.metrics_down,
+            metrics_down_after: f.metrics_down_after,
+            metrics_down_until: f.metrics_down_until,
+            reset_counters_after: f.reset_counters_after,
+            multiproc_exposition: f.multiproc_exposition,
+            malformed_metrics: f.malformed_metrics,
+        }
+    }
+}

@@ -1,0 +1,218 @@
+//! The sweep's chart: both arms' throughput by concurrency, and their ratio with the 1.0 line,
+//! the measured crossing and the predicted B*.
+
+use plotters::coord::Shift;
+use plotters::prelude::*;
+
+use super::{chart_error, colors};
+use crate::error::Error;
+use crate::sweep::SweepTable;
+
+/// Both arms' output throughput against concurrency (base grey, speculative coloured), the
+/// ratio on a second panel with the 1.0 line, the measured crossing and the predicted B*.
+pub fn draw_sweep_chart<DB: DrawingBackend>(
+    root: &DrawingArea<DB, Shift>,
+    table: &SweepTable,
+    scale: f64,
+) -> Result<(), Error> {
+    root.fill(&WHITE).map_err(chart_error)?;
+    let (top, bottom) = root.split_vertically(root.dim_in_pixel().1 * 3 / 5);
+    let x_max = table.rows.iter().map(|r| r.concurrency).fold(1.0f64, f64::max) * 1.05;
+    draw_throughput(&top, table, x_max, scale)?;
+    draw_ratio(&bottom, table, x_max, scale)?;
+    root.present().map_err(chart_error)?;
+    Ok(())
+}
+
+/// The upper panel: each arm's output throughput by concurrency.
+fn draw_throughput<DB: DrawingBackend>(
+    top: &DrawingArea<DB, Shift>,
+    table: &SweepTable,
+    x_max: f64,
+    scale: f64,
+) -> Result<(), Error> {
+    let px = |v: f64| (v * scale).round().max(1.0) as u32;
+    let font = |size: f64| ("sans-serif", size * scale).into_font();
+    let y_max = table
+        .rows
+        .iter()
+        .flat_map(|r| [r.spec_output_tokens_per_s, r.base_output_tokens_per_s])
+        .flatten()
+        .fold(1.0f64, f64::max)
+        * 1.15;
+    let mut chart = ChartBuilder::on(top)
+        .margin(px(10.0))
+        .x_label_area_size(px(30.0))
+        .y_label_area_size(px(64.0))
+        .build_cartesian_2d(0f64..x_max, 0f64..y_max)
+        .map_err(chart_error)?;
+    chart
+        .configure_mesh()
+        .y_desc("output tokens/s")
+        .label_style(font(12.0))
+        .axis_desc_style(font(13.0))
+        .light_line_style(RGBColor(0xee, 0xee, 0xee))
+        .draw()
+        .map_err(chart_error)?;
+    let arms = [
+        (
+            "speculative",
+            colors::SPECULATIVE,
+            table
+                .rows
+                .iter()
+                .filter_map(|r| r.spec_output_tokens_per_s.map(|v| (r.concurrency, v)))
+                .collect::<Vec<_>>(),
+        ),
+        (
+            "base",
+            colors::BASE,
+            table
+                .rows
+                .iter()
+                .filter_map(|r| r.base_output_tokens_per_s.map(|v| (r.concurrency, v)))
+                .collect(),
+        ),
+    ];
+    for (label, color, points) in arms {
+        let style = color.stroke_width(px(2.5));
+        chart
+            .draw_series(LineSeries::new(points.iter().copied(), style))
+            .map_err(chart_error)?
+            .label(label)
+            .legend(move |(x, y)| PathElement::new([(x, y), (x + px(18.0) as i32, y)], style));
+        chart
+            .draw_series(points.iter().map(|p| Circle::new(*p, px(3.5), color.filled())))
+            .map_err(chart_error)?;
+    }
+    chart
+        .configure_series_labels()
+        .position(SeriesLabelPosition::UpperLeft)
+        .background_style(WHITE.mix(0.85))
+        .border_style(RGBColor(0xcc, 0xcc, 0xcc))
+        .label_font(font(12.0))
+        .draw()
+        .map_err(chart_error)
+}
+
+/// The lower panel: spec ÷ base by concurrency, the 1.0 line, the measured crossing and the
+/// model's B*.
+fn draw_ratio<DB: DrawingBackend>(
+    bottom: &DrawingArea<DB, Shift>,
+    table: &SweepTable,
+    x_max: f64,
+    scale: f64,
+) -> Result<(), Error> {
+    let px = |v: f64| (v * scale).round().max(1.0) as u32;
+    let font = |size: f64| ("sans-serif", size * scale).into_font();
+    let ratios: Vec<(f64, f64)> = table
+        .rows
+        .iter()
+        .filter_map(|r| r.ratio().map(|x| (r.concurrency, x)))
+        .collect();
+    let r_max = ratios.iter().map(|p| p.1).fold(1.2f64, f64::max) * 1.1;
+    let mut lower = ChartBuilder::on(bottom)
+        .margin(px(10.0))
+        .x_label_area_size(px(36.0))
+        .y_label_area_size(px(64.0))
+        .build_cartesian_2d(0f64..x_max, 0f64..r_max)
+        .map_err(chart_error)?;
+    lower
+        .configure_mesh()
+        .x_desc("concurrency")
+        .y_desc("spec ÷ base")
+        .label_style(font(12.0))
+        .axis_desc_style(font(13.0))
+        .light_line_style(RGBColor(0xee, 0xee, 0xee))
+        .draw()
+        .map_err(chart_error)?;
+    lower
+        .draw_series(DashedLineSeries::new(
+            [(0.0, 1.0), (x_max, 1.0)],
+            px(6.0),
+            px(4.0),
+            colors::REFERENCE.stroke_width(px(1.0)),
+        ))
+        .map_err(chart_error)?;
+    lower
+        .draw_series(LineSeries::new(
+            ratios.iter().copied(),
+            colors::SPECULATIVE.stroke_width(px(2.5)),
+        ))
+        .map_err(chart_error)?;
+    lower
+        .draw_series(
+            ratios
+                .iter()
+                .map(|p| Circle::new(*p, px(3.5), colors::SPECULATIVE.filled())),
+        )
+        .map_err(chart_error)?;
+    if let Some(b) = table.crossing {
+        lower
+            .draw_series([Circle::new((b, 1.0), px(6.0), colors::REJECTED.filled())])
+            .map_err(chart_error)?;
+        lower
+            .draw_series([Text::new(
+                format!("measured B* = {b:.1}"),
+                (b, 1.0 + r_max * 0.08),
+                font(13.0),
+            )])
+            .map_err(chart_error)?;
+    }
+    if let Some(p) = &table.prediction {
+        let b = p.break_even_batch;
+        if b > 0.0 && b < x_max {
+            lower
+                .draw_series(DashedLineSeries::new(
+                    [(b, 0.0), (b, r_max)],
+                    px(4.0),
+                    px(4.0),
+                    colors::PROPOSED.stroke_width(px(1.5)),
+                ))
+                .map_err(chart_error)?;
+            lower
+                .draw_series([Text::new(format!("model B* = {b:.1}"), (b, r_max * 0.9), font(12.0))])
+                .map_err(chart_error)?;
+        }
+    }
+    Ok(())
+}
+
+#[cfg(test)]
+mod sweep_chart_tests {
+    use super::*;
+    use crate::sweep::SweepRow;
+
+    #[test]
+    fn sweep_chart_marks_the_crossing_and_the_prediction() {
+        let rows = [
+            (16.0, 4000.0, 2000.0),
+            (128.0, 9000.0, 8000.0),
+            (256.0, 9500.0, 14000.0),
+        ]
+        .map(|(c, s, b)| SweepRow {
+            concurrency: c,
+            spec_output_tokens_per_s: Some(s),
+            base_output_tokens_per_s: Some(b),
+        });
+        let pred = crate::sweep::Prediction::new(
+            2.5,
+            3,
+            None,
+            crate::model::Costs {
+                draft_cost: 0.0,
+                ridge_tokens: 295.0,
+            },
+        );
+        let table = SweepTable::new(rows.to_vec(), Some(pred));
+        let mut out = String::new();
+        {
+            let root = SVGBackend::with_string(&mut out, (800, 600)).into_drawing_area();
+            draw_sweep_chart(&root, &table, 1.0).unwrap();
+        }
+        assert!(
+            out.contains("measured B* = ") && out.contains("model B* = 184.4"),
+            "labels"
+        );
+    }
+}

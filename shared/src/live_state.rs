@@ -1,0 +1,114 @@
+//! The page's side of the live protocol: its copy of the run, rebuilt from a snapshot and the
+//! deltas that follow it in sequence; a gap or a new protocol version asks for a snapshot or
+//! says why it cannot follow.
+
+use crate::protocol::{RunView, ServerMessage, PROTOCOL_VERSION};
+
+/// The page's copy of the run, fed message by message.
+#[derive(Debug, Clone, PartialEq)]
+pub struct LiveState {
+    pub run: RunView,
+    pub seq: Option<u64>,
+    /// Set when the server speaks another protocol version.
+    pub incompatible: Option<String>,
+}
+
+/// What the client must do after a message.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Applied {
+    Updated,
+    /// A delta did not follow the last sequence number: reconnect for a fresh snapshot.
+    NeedSnapshot,
+    Ignored,
+}
+
+impl Default for LiveState {
+    fn default() -> Self {
+        LiveState {
+            run: RunView::idle(),
+            seq: None,
+            incompatible: None,
+        }
+    }
+}
+
+impl LiveState {
+    pub fn apply(&mut self, message: ServerMessage) -> Applied {
+        match message {
+            ServerMessage::Hello {
+                protocol_version,
+                speclens_version,
+            } => {
+                if protocol_version != PROTOCOL_VERSION {
+                    self.incompatible = Some(format!(
+                        "the collector (speclens {speclens_version}) speaks protocol {protocol_version}, this page speaks {PROTOCOL_VERSION}: reload the page"
+                    ));
+                }
+                Applied::Ignored
+            }
+            ServerMessage::Snapshot { seq, run } | ServerMessage::Finished { seq, run } => {
+                self.run = *run;
+                self.seq = Some(seq);
+                Applied::Updated
+            }
+            ServerMessage::Delta { seq, delta } => match self.seq {
+                Some(last) if seq == last + 1 => {
+                    self.run.apply(*delta);
+                    self.seq = Some(seq);
+                    Applied::Updated
+                }
+                Some(last) if seq <= last => Applied::Ignored,
+                _ => Applied::NeedSnapshot,
+            },
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::protocol::tests::point;
+    use crate::protocol::*;
+
+    #[test]
+    fn snapshot_then_deltas_rebuild_the_run_and_gaps_ask_for_a_snapshot() {
+        let mut server = RunView::idle();
+        server.status = RunStatus::Running;
+        let mut client = LiveState::default();
+        assert_eq!(
+            client.apply(ServerMessage::Snapshot {
+                seq: 7,
+                run: Box::new(server.clone())
+            }),
+            Applied::Updated
+        );
+        let before = server.clone();
+        server.timeline.push(point(1.0));
+        server.progress.completed = 3;
+        let d = server.delta_since(&before);
+        assert_eq!(d.timeline_append.len(), 1);
+        assert_eq!(
+            client.apply(ServerMessage::Delta {
+                seq: 8,
+                delta: Box::new(d.clone())
+            }),
+            Applied::Updated
+        );
+        assert_eq!(client.run, server);
+        assert_eq!(
+            client.apply(ServerMessage::Delta {
+                seq: 8,
+                delta: Box::new(d.clone())
+            }),
+            Applied::Ignored
+        );
+        assert_eq!(
+            client.apply(ServerMessage::Delta {
+                seq: 10,
+                delta: Box::new(d)
+            }),
+            Applied::NeedSnapshot
+        );
+        assert_eq!(client.run, server, "a gap never corrupts the state");
+    }
+}
