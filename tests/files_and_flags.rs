@@ -427,3 +427,32 @@ fn usage_errors_exit_2_and_a_closed_pipe_ends_read_quietly() {
     assert_eq!(out.status.code(), Some(0), "{stderr}");
     assert!(stderr.is_empty(), "{stderr}");
 }
+
+#[test]
+fn a_result_file_that_does_not_read_is_named_not_dropped() {
+    let dir = tempfile::tempdir().unwrap();
+    let sample = workspace().join("tests/fixtures/vllm_bench_results/spec-c16.json");
+    let text: String = std::fs::read_to_string(sample)
+        .unwrap()
+        .lines()
+        .filter(|l| !l.starts_with("//"))
+        .collect();
+    std::fs::write(dir.path().join("good.json"), &text).unwrap();
+    std::fs::write(
+        dir.path().join("odd.json"),
+        text.replace("\"completed\": ", "\"completed\": \"many\", \"x\": "),
+    )
+    .unwrap();
+    std::fs::write(dir.path().join("notes.json"), "{\"not\": \"a result\"}").unwrap();
+    let (code, out, err) = run_speclens(&["read", dir.path().to_str().unwrap()]);
+    assert_eq!(code, 0, "{err}");
+    assert!(out.contains("good.json") && !out.contains("odd.json"), "{out}");
+    assert!(
+        err.contains("skipped") && err.contains("odd.json") && err.contains("invalid type"),
+        "{err}"
+    );
+    assert!(
+        !err.contains("notes.json"),
+        "a file that is no result file is not one to name: {err}"
+    );
+}

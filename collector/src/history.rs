@@ -80,7 +80,13 @@ fn files_starting(dir: &Path, prefix: &str) -> Vec<PathBuf> {
 pub fn list_results(results_dir: &Path) -> RunList {
     let runs = find_folders(results_dir, 3, "result.json")
         .into_iter()
-        .filter_map(|(id, path)| Some(RunListEntry::new(&id, &read_result(&path.join("result.json"))?)))
+        .filter_map(|(id, path)| match read_result(&path.join("result.json")) {
+            Ok(result) => Some(RunListEntry::new(&id, &result?)),
+            Err(why) => {
+                tracing::warn!("run list: skipped {why}");
+                None
+            }
+        })
         .collect();
     let ids = |marker| {
         find_folders(results_dir, 3, marker)
@@ -101,12 +107,19 @@ pub fn read_json<T: serde::de::DeserializeOwned>(path: &Path) -> Option<T> {
     serde_json::from_str(&std::fs::read_to_string(path).ok()?).ok()
 }
 
-/// A result file (ours or `vllm bench serve`'s): a JSON object with its request counts.
-pub fn read_result(path: &Path) -> Option<RunResult> {
-    let value: serde_json::Value = read_json(path)?;
-    let looks_like_a_result = value.get("completed").is_some() && value.get("output_throughput").is_some();
-    let result: RunResult = serde_json::from_value(value).ok()?;
-    (looks_like_a_result && result.check_version().is_ok()).then_some(result)
+/// A result file (ours or `vllm bench serve`'s): a JSON object with its request counts. `None`
+/// when the file is not one; an error, naming the file and why, when it looks like one but does
+/// not read.
+pub fn read_result(path: &Path) -> Result<Option<RunResult>, String> {
+    let Some(value) = read_json::<serde_json::Value>(path) else {
+        return Ok(None);
+    };
+    if value.get("completed").is_none() || value.get("output_throughput").is_none() {
+        return Ok(None);
+    }
+    let result: RunResult = serde_json::from_value(value).map_err(|e| format!("{}: {e}", path.display()))?;
+    result.check_version().map_err(|e| format!("{}: {e}", path.display()))?;
+    Ok(Some(result))
 }
 
 /// An accept folder's per-category rows (`/api/accept/<id>`); `None` when it has none.

@@ -12,8 +12,15 @@ use speclens_shared::sweep::{Arm, SweepTable};
 use crate::error::CollectorError;
 use crate::history::read_result;
 
+/// The result files of a folder, by name relative to it, and why each file that looked like one
+/// could not be read.
+pub struct Found {
+    pub files: Vec<(String, RunResult)>,
+    pub skipped: Vec<String>,
+}
+
 /// Result files in `dir`: `*.json` holding `vllm bench serve` keys, and `*/result.json`.
-pub fn result_files(dir: &Path) -> Result<Vec<(String, RunResult)>, CollectorError> {
+pub fn result_files(dir: &Path) -> Result<Found, CollectorError> {
     let mut paths: Vec<PathBuf> = Vec::new();
     let entries =
         std::fs::read_dir(dir).map_err(|e| CollectorError::Output(format!("cannot read {}: {e}", dir.display())))?;
@@ -29,13 +36,15 @@ pub fn result_files(dir: &Path) -> Result<Vec<(String, RunResult)>, CollectorErr
         }
     }
     paths.sort();
-    Ok(paths
-        .into_iter()
-        .filter_map(|path| {
-            let result = read_result(&path)?;
-            Some((path.strip_prefix(dir).unwrap_or(&path).display().to_string(), result))
-        })
-        .collect())
+    let (mut files, mut skipped) = (Vec::new(), Vec::new());
+    for path in paths {
+        match read_result(&path) {
+            Ok(Some(result)) => files.push((path.strip_prefix(dir).unwrap_or(&path).display().to_string(), result)),
+            Ok(None) => {}
+            Err(why) => skipped.push(why),
+        }
+    }
+    Ok(Found { files, skipped })
 }
 
 fn num(v: Option<impl Into<f64>>, decimals: usize) -> String {
@@ -95,7 +104,10 @@ pub fn render(files: &[(String, RunResult)]) -> String {
 
 /// `speclens read DIR`.
 pub fn run(dir: &Path) -> Result<(), CollectorError> {
-    let files = result_files(dir)?;
+    let Found { files, skipped } = result_files(dir)?;
+    for why in &skipped {
+        eprintln!("speclens read: skipped {why}");
+    }
     if files.is_empty() {
         return Err(CollectorError::InvalidArgument(format!(
             "{} holds no result files (JSON with `completed` and `output_throughput`)",

@@ -181,7 +181,10 @@ impl Collector {
         }
         // Result files side by side (`vllm bench serve --save-result` files, sweep points):
         // each a run, and a sweep when both arms are there and no sweep.json says it already.
-        let loose: Vec<(String, RunResult)> = crate::read::result_files(path)?
+        let found = crate::read::result_files(path)?;
+        self.skipped.extend(found.skipped);
+        let loose: Vec<(String, RunResult)> = found
+            .files
             .into_iter()
             .filter(|(name, _)| !name.contains('/') && name != "result.json" && name != "sweep.json")
             .collect();
@@ -206,12 +209,14 @@ impl Collector {
     /// A result file given by name: its id is its folder's name (`…/<run>/result.json`) or its
     /// own stem.
     fn add_file(&mut self, path: &Path) -> Result<(), CollectorError> {
-        let result = history::read_result(path).ok_or_else(|| {
-            CollectorError::InvalidArgument(format!(
-                "{} is not a result file (a JSON object from speclens or `vllm bench serve`)",
-                path.display()
-            ))
-        })?;
+        let result = history::read_result(path)
+            .map_err(CollectorError::InvalidArgument)?
+            .ok_or_else(|| {
+                CollectorError::InvalidArgument(format!(
+                    "{} is not a result file (a JSON object from speclens or `vllm bench serve`)",
+                    path.display()
+                ))
+            })?;
         let stem = path
             .file_stem()
             .map_or("run".into(), |s| s.to_string_lossy().into_owned());

@@ -137,7 +137,10 @@ pub struct RunResult {
     #[serde(skip_serializing_if = "Option::is_none")]
     pub speclens_version: Option<String>,
     pub date: Option<String>,
+    /// `vllm bench serve` writes null without `--label`.
+    #[serde(deserialize_with = "null_as_default")]
     pub label: String,
+    #[serde(deserialize_with = "null_as_default")]
     pub partial: bool,
     pub backend: Option<String>,
     pub model_id: Option<String>,
@@ -211,6 +214,15 @@ pub struct RunResult {
     /// percentiles asked for) and, in `vllm bench serve` files, everything else it writes.
     #[serde(flatten)]
     pub extra: BTreeMap<String, serde_json::Value>,
+}
+
+/// A value, or its default when the file holds null.
+fn null_as_default<'de, D, T>(d: D) -> Result<T, D::Error>
+where
+    D: serde::Deserializer<'de>,
+    T: Default + Deserialize<'de>,
+{
+    Ok(Option::<T>::deserialize(d)?.unwrap_or_default())
 }
 
 /// The latency families `vllm bench serve` reports, as named in its keys.
@@ -516,7 +528,7 @@ mod tests {
 
     #[test]
     fn a_vllm_result_reads_with_its_own_keys_kept() {
-        let text = r#"{"date": "20250101-000000", "backend": "vllm", "model_id": "m", "tokenizer_id": "m",
+        let text = r#"{"date": "20250101-000000", "backend": "vllm", "label": null, "model_id": "m", "tokenizer_id": "m",
             "num_prompts": 10, "request_rate": "inf", "burstiness": 1.0, "max_concurrency": 4,
             "duration": 2.0, "completed": 10, "failed": 0, "request_goodput": null,
             "mean_ttft_ms": 20.0, "p99_ttft_ms": 40.0, "p99.9_ttft_ms": 41.0}"#;
