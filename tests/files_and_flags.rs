@@ -456,3 +456,40 @@ fn a_result_file_that_does_not_read_is_named_not_dropped() {
         "a file that is no result file is not one to name: {err}"
     );
 }
+
+#[test]
+fn arms_swept_one_at_a_time_into_one_folder_make_one_table() {
+    let spec = Speclens::instant_spec_sim("0.7", &[]);
+    let base = Speclens::start(&["sim", "--port", "0", "--time-scale", "0"]);
+    let out = tempfile::tempdir().unwrap();
+    let dir = out.path().to_str().unwrap();
+    for (arm, url) in [("spec", spec.url()), ("base", base.url())] {
+        let (code, stdout, stderr) = run_speclens_within(
+            &[
+                "sweep",
+                "--arm",
+                arm,
+                "--url",
+                &url,
+                "--concurrency",
+                "1,2",
+                "--min-requests",
+                "2",
+                "--output-tokens",
+                "8",
+                "--out",
+                dir,
+            ],
+            LIMIT,
+        );
+        assert_eq!(code, 0, "{stdout}{stderr}");
+        if arm == "base" {
+            assert!(stdout.contains("with points measured earlier in"), "{stdout}");
+        }
+    }
+    let table: SweepTable =
+        serde_json::from_str(&std::fs::read_to_string(out.path().join("sweep.json")).unwrap()).unwrap();
+    assert_eq!(table.rows.len(), 2);
+    assert!(table.rows.iter().all(|r| r.ratio().is_some()), "{table:?}");
+    assert!(table.prediction.is_some(), "the spec arm's E feeds the model");
+}

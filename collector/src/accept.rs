@@ -128,6 +128,16 @@ impl Plan {
         run
     }
 
+    /// What does not hold together, before anything is sent.
+    pub fn check(&self) -> Result<(), CollectorError> {
+        if self.requests_per_category == 0 {
+            return Err(CollectorError::InvalidArgument(
+                "--requests-per-category must be ≥ 1".into(),
+            ));
+        }
+        self.run.check()
+    }
+
     fn url(&self) -> &str {
         self.run.target.urls.first().map_or("", String::as_str)
     }
@@ -175,6 +185,7 @@ pub async fn run(plan: Plan) -> Result<Vec<CategoryAcceptance>, CollectorError> 
 
 /// An accept run feeding `hub` (a dashboard another command serves) when given.
 pub async fn run_with(args: Plan, hub: Option<LiveHub>) -> Result<Vec<CategoryAcceptance>, CollectorError> {
+    args.check()?;
     let out = args
         .out
         .clone()
@@ -186,7 +197,7 @@ pub async fn run_with(args: Plan, hub: Option<LiveHub>) -> Result<Vec<CategoryAc
     } else {
         args.categories.clone()
     };
-    println!(
+    crate::statusln!(
         "Acceptance by category at {} req/s open loop: {} × {} requests → {}",
         args.run.load.request_rate.unwrap_or(f64::INFINITY),
         categories.len(),
@@ -202,7 +213,7 @@ pub async fn run_with(args: Plan, hub: Option<LiveHub>) -> Result<Vec<CategoryAc
     // Exactly N prompts per category, written as the runs' workload.
     let plan = plan_workload(&args, &categories)?;
     for note in &plan.notes {
-        println!("  {note}");
+        crate::statusln!("  {note}");
     }
     // One request first: does the server return per-request stats?
     let probe = bench::run_with(
@@ -229,13 +240,13 @@ pub async fn run_with(args: Plan, hub: Option<LiveHub>) -> Result<Vec<CategoryAc
         .await?;
         rows = by_category(&run.records, "all-categories");
         for category in categories.iter().filter(|c| !rows.iter().any(|r| &r.category == *c)) {
-            println!(
+            crate::statusln!(
                 "  {category}: no drafts in its {} requests, so no acceptance to report (no file)",
                 args.requests_per_category
             );
         }
     } else {
-        println!("The server returned no per-request stats: measuring by scrape, one run per category.");
+        crate::statusln!("The server returned no per-request stats: measuring by scrape, one run per category.");
         for category in &categories {
             let name = format!("category-{}", speclens_shared::scrape::result_file_label(category));
             let prompts: Vec<_> = plan
@@ -252,7 +263,7 @@ pub async fn run_with(args: Plan, hub: Option<LiveHub>) -> Result<Vec<CategoryAc
             .await?;
             match from_scrape(category, &run.result, &name) {
                 Some(row) => rows.push(row),
-                None => println!(
+                None => crate::statusln!(
                     "  {category}: no spec-decode figures ({})",
                     run.result.not_available().join("; ")
                 ),
@@ -266,8 +277,8 @@ pub async fn run_with(args: Plan, hub: Option<LiveHub>) -> Result<Vec<CategoryAc
         ));
         bench::output::write_atomic(&path, &bench::output::to_json_bytes(row)?)?;
     }
-    print!("{}", render(&rows));
-    println!("Results: {}", out.display());
+    crate::console::status(&render(&rows));
+    crate::statusln!("Results: {}", out.display());
     if let Some(d) = dashboard {
         eprintln!("The dashboard keeps serving at {} — press Ctrl-C to quit.", d.url);
         let _ = tokio::signal::ctrl_c().await;

@@ -1,4 +1,6 @@
-//! Console output that ends quietly when the reader goes away (`speclens read DIR | head`).
+//! Console output. Commands that only show something (`read`, `model`, `report`, `scrape`) end
+//! quietly when the reader goes away (`speclens read DIR | head`); commands that measure keep
+//! measuring and write their files, printing what they can ([`status`]).
 
 use std::io::Write;
 
@@ -14,4 +16,28 @@ pub fn print(text: &str) -> Result<(), CollectorError> {
             std::io::ErrorKind::BrokenPipe => CollectorError::ClosedPipe,
             _ => CollectorError::Output(format!("cannot write to stdout: {e}")),
         })
+}
+
+/// `println!` through [`print`]: evaluates to its `Result`, so a closed pipe ends the command
+/// quietly instead of panicking.
+#[macro_export]
+macro_rules! outln {
+    ($($arg:tt)*) => {
+        $crate::console::print(&format!("{}\n", format_args!($($arg)*)))
+    };
+}
+
+/// Progress and reports of a command that measures: written when stdout takes them; a closed or
+/// failing stdout never stops the run (its files are what count).
+pub fn status(text: &str) {
+    let mut out = std::io::stdout().lock();
+    let _ = out.write_all(text.as_bytes()).and_then(|()| out.flush());
+}
+
+/// `println!` through [`status`].
+#[macro_export]
+macro_rules! statusln {
+    ($($arg:tt)*) => {
+        $crate::console::status(&format!("{}\n", format_args!($($arg)*)))
+    };
 }

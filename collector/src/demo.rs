@@ -143,8 +143,10 @@ pub async fn run(port: u16, web_dir: Option<PathBuf>, out: Option<PathBuf>) -> R
     let base = sim::start(sim(SimSettings::new(loopback, DEMO_MODEL))).await?;
     let spec_url = format!("http://{}", spec.addr);
     let base_url = format!("http://{}", base.addr);
-    println!("speclens demo: a speculative sim (k = 3, per-position acceptance 0.82, 0.62, 0.45) at {spec_url}");
-    println!("               and a plain sim at {base_url}, both timed at a quarter of real time.\n");
+    crate::statusln!(
+        "speclens demo: a speculative sim (k = 3, per-position acceptance 0.82, 0.62, 0.45) at {spec_url}"
+    );
+    crate::statusln!("               and a plain sim at {base_url}, both timed at a quarter of real time.\n");
 
     // The dashboard serves from the start: the live page follows each run of the demo.
     let hub = LiveHub::new(64);
@@ -156,7 +158,7 @@ pub async fn run(port: u16, web_dir: Option<PathBuf>, out: Option<PathBuf>) -> R
         results_dir: out.clone(),
     };
     let dashboard = crate::serve::start(&serve, hub.clone()).await?;
-    println!(
+    crate::statusln!(
         "speclens dashboard: {}  (live while the demo measures)\n",
         dashboard.url
     );
@@ -175,7 +177,7 @@ pub async fn run(port: u16, web_dir: Option<PathBuf>, out: Option<PathBuf>) -> R
     crate::bench::output::write_atomic(&dataset, lines.as_bytes())?;
     let accept = accept_plan(&spec_url, &dataset, out.join("accept"));
     let rows = crate::accept::run_with(accept, Some(hub.clone())).await?;
-    println!();
+    crate::console::status("\n");
     crate::sweep::run_with(sweep_plan(&spec_url, &base_url, out.join("sweep")), Some(hub.clone())).await?;
 
     // A static report of everything measured, to open anywhere from one file.
@@ -185,7 +187,7 @@ pub async fn run(port: u16, web_dir: Option<PathBuf>, out: Option<PathBuf>) -> R
         title: "speclens demo".into(),
     };
     match crate::report::write(&report, &assets) {
-        Ok(line) => println!("\n{line}"),
+        Ok(line) => crate::statusln!("\n{line}"),
         Err(e) => eprintln!("speclens: the static report was not written: {e}"),
     }
 
@@ -209,9 +211,9 @@ pub async fn run(port: u16, web_dir: Option<PathBuf>, out: Option<PathBuf>) -> R
         fragment.push_str("k=3");
     }
     let base_url = dashboard.url.split('#').next().unwrap_or(&dashboard.url).to_string();
-    println!("\nThe what-if page, seeded with the measured acceptance:");
-    println!("speclens what-if: {base_url}#{fragment}");
-    println!("(past runs: {base_url}#runs) — press Ctrl-C to stop.");
+    crate::statusln!("\nThe what-if page, seeded with the measured acceptance:");
+    crate::statusln!("speclens what-if: {base_url}#{fragment}");
+    crate::statusln!("(past runs: {base_url}#runs) — press Ctrl-C to stop.");
     let _ = tokio::signal::ctrl_c().await;
     let served = dashboard.stop().await;
     let _ = spec.stop().await;

@@ -122,13 +122,32 @@ pub fn read_result(path: &Path) -> Result<Option<RunResult>, String> {
     Ok(Some(result))
 }
 
-/// An accept folder's per-category rows (`/api/accept/<id>`); `None` when it has none.
-pub fn accept_body(folder: &Path) -> Option<AcceptMatrix> {
+/// An accept folder's per-category rows (`/api/accept/<id>`), and why each `accept-*.json` that
+/// did not read was left out; `None` when the folder has no such file.
+pub fn accept_files(folder: &Path) -> Option<(AcceptMatrix, Vec<String>)> {
     let files = files_starting(folder, "accept-");
     if files.is_empty() {
         return None;
     }
-    Some(AcceptMatrix {
-        categories: files.iter().filter_map(|p| read_json(p)).collect(),
-    })
+    let mut matrix = AcceptMatrix::default();
+    let mut skipped = Vec::new();
+    for path in files {
+        let read = std::fs::read_to_string(&path)
+            .map_err(|e| e.to_string())
+            .and_then(|text| serde_json::from_str(&text).map_err(|e| e.to_string()));
+        match read {
+            Ok(row) => matrix.categories.push(row),
+            Err(why) => skipped.push(format!("{}: {why}", path.display())),
+        }
+    }
+    Some((matrix, skipped))
+}
+
+/// [`accept_files`] for the dashboard: what did not read is logged.
+pub fn accept_body(folder: &Path) -> Option<AcceptMatrix> {
+    let (matrix, skipped) = accept_files(folder)?;
+    for why in skipped {
+        tracing::warn!("accept matrix: skipped {why}");
+    }
+    Some(matrix)
 }

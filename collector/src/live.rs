@@ -2,8 +2,9 @@
 //! and receives typed events on a bounded channel (sends, records, scrape points, findings).
 //! A few times per second it turns what changed into one delta, serialised once and broadcast
 //! to every WebSocket client; a client that connects, reconnects or lags gets a fresh snapshot
-//! instead of an unbounded queue. Latencies are kept in histograms, so a tick costs the same
-//! however long the run is.
+//! instead of an unbounded queue. Latencies are kept in histograms, so a tick's cost does not
+//! grow with the run's requests and tokens (only the scrape timeline, one point per endpoint per
+//! interval, and the per-request summary grow).
 
 use std::collections::BTreeMap;
 use std::time::Duration;

@@ -16,7 +16,8 @@ use crate::history::read_result;
 /// could not be read.
 pub struct Found {
     pub files: Vec<(String, RunResult)>,
-    pub skipped: Vec<String>,
+    /// By name: why it did not read.
+    pub skipped: Vec<(String, String)>,
 }
 
 /// Result files in `dir`: `*.json` holding `vllm bench serve` keys, and `*/result.json`.
@@ -41,7 +42,7 @@ pub fn result_files(dir: &Path) -> Result<Found, CollectorError> {
         match read_result(&path) {
             Ok(Some(result)) => files.push((path.strip_prefix(dir).unwrap_or(&path).display().to_string(), result)),
             Ok(None) => {}
-            Err(why) => skipped.push(why),
+            Err(why) => skipped.push((path.strip_prefix(dir).unwrap_or(&path).display().to_string(), why)),
         }
     }
     Ok(Found { files, skipped })
@@ -105,7 +106,7 @@ pub fn render(files: &[(String, RunResult)]) -> String {
 /// `speclens read DIR`.
 pub fn run(dir: &Path) -> Result<(), CollectorError> {
     let Found { files, skipped } = result_files(dir)?;
-    for why in &skipped {
+    for (_, why) in &skipped {
         eprintln!("speclens read: skipped {why}");
     }
     if files.is_empty() {

@@ -131,13 +131,28 @@ impl Collector {
         Ok(())
     }
 
-    /// One typed file, or a note of why it was skipped.
-    fn read_found<T: serde::de::DeserializeOwned>(&mut self, path: &Path, what: &str) -> Option<T> {
-        let value = history::read_json(path);
-        if value.is_none() {
-            self.skipped.push(format!("{} (not {what})", path.display()));
+    /// A sweep file, or a note of why it was skipped.
+    fn read_sweep(&mut self, path: &Path) -> Option<SweepTable> {
+        let read = std::fs::read_to_string(path)
+            .map_err(|e| e.to_string())
+            .and_then(|text| serde_json::from_str(&text).map_err(|e| e.to_string()));
+        read.map_err(|why| self.skipped.push(format!("{}: {why}", path.display())))
+            .ok()
+    }
+
+    /// A run's `result.json`, or a note of why it was skipped.
+    fn read_run(&mut self, path: &Path) -> Option<RunResult> {
+        match history::read_result(path) {
+            Ok(Some(result)) => Some(result),
+            Ok(None) => {
+                self.skipped.push(format!("{} (not a result file)", path.display()));
+                None
+            }
+            Err(why) => {
+                self.skipped.push(why);
+                None
+            }
         }
-        value
     }
 
     /// One input: a result file, or a folder holding runs, sweeps or accept matrices (itself
@@ -165,24 +180,32 @@ impl Collector {
                 .collect::<Vec<_>>()
         };
         for (id, folder) in nested("result.json") {
-            if let Some(result) = self.read_found::<RunResult>(&folder.join("result.json"), "a result file") {
+            if let Some(result) = self.read_run(&folder.join("result.json")) {
                 self.add_run(&id, &result)?;
             }
         }
         for (id, folder) in nested("sweep.json") {
-            if let Some(sweep) = self.read_found::<SweepTable>(&folder.join("sweep.json"), "a sweep file") {
+            if let Some(sweep) = self.read_sweep(&folder.join("sweep.json")) {
                 self.add_sweep(&id, &sweep)?;
             }
         }
         for (id, folder) in nested("accept-*") {
-            if let Some(matrix) = history::accept_body(&folder) {
+            if let Some((matrix, skipped)) = history::accept_files(&folder) {
+                self.skipped.extend(skipped);
                 self.add_accept(&id, &matrix)?;
             }
         }
         // Result files side by side (`vllm bench serve --save-result` files, sweep points):
         // each a run, and a sweep when both arms are there and no sweep.json says it already.
         let found = crate::read::result_files(path)?;
-        self.skipped.extend(found.skipped);
+        // Run folders' `result.json` were read (and named when bad) above.
+        self.skipped.extend(
+            found
+                .skipped
+                .into_iter()
+                .filter(|(name, _)| !name.contains('/'))
+                .map(|(_, why)| why),
+        );
         let loose: Vec<(String, RunResult)> = found
             .files
             .into_iter()

@@ -29,45 +29,51 @@ pub async fn run(url: &str, watch: bool, interval_s: f64) -> Result<(), Collecto
             .await
             .and_then(|t| parse_metrics(&t).map_err(ScrapeFailure::Invalid))
         {
-            Err(e) => println!("{url}: {e}"),
+            Err(e) => crate::outln!("{url}: {e}")?,
             Ok(snapshot) => {
                 if let Some(c) = &snapshot.counters {
                     let t = &c.total;
-                    println!(
+                    crate::outln!(
                         "{url}: drafts {} · draft tokens {} · accepted {} · per position {:?}",
-                        t.num_drafts, t.num_draft_tokens, t.num_accepted_tokens, t.accepted_per_pos
-                    );
+                        t.num_drafts,
+                        t.num_draft_tokens,
+                        t.num_accepted_tokens,
+                        t.accepted_per_pos
+                    )?;
                     match derive_stats(t) {
-                        Ok(d) => println!(
+                        Ok(d) => crate::outln!(
                             "  since start: acceptance rate {:.2} % · acceptance length {:.2}",
-                            d.acceptance_rate, d.acceptance_length
-                        ),
-                        Err(reason) => println!("  since start: {reason}"),
+                            d.acceptance_rate,
+                            d.acceptance_length
+                        )?,
+                        Err(reason) => crate::outln!("  since start: {reason}")?,
                     }
                     let step = acc.observe(c);
                     if let Some(prev) = last {
                         let dt = (at - prev).as_secs_f64();
                         match derive_stats(&step) {
-                            Ok(d) => println!(
+                            Ok(d) => crate::outln!(
                                 "  last {dt:.1} s: {:.1} accepted/s · {:.1} drafted/s · rate {:.2} % · length {:.2}",
                                 step.num_accepted_tokens as f64 / dt,
                                 step.num_draft_tokens as f64 / dt,
                                 d.acceptance_rate,
                                 d.acceptance_length
-                            ),
-                            Err(_) => println!("  last {dt:.1} s: No traffic"),
+                            )?,
+                            Err(_) => crate::outln!("  last {dt:.1} s: No traffic")?,
                         }
                     }
                     for r in acc.resets.drain(..) {
-                        println!("  reset: {r}");
+                        crate::outln!("  reset: {r}")?;
                     }
                 } else if let Some(g) = &snapshot.sglang {
-                    println!(
+                    crate::outln!(
                         "{url}: SGLang gauges: accept length {:?} · accept rate {:?} · verify calls {:?}",
-                        g.accept_length, g.accept_rate, g.verify_calls_total
-                    );
+                        g.accept_length,
+                        g.accept_rate,
+                        g.verify_calls_total
+                    )?;
                 } else {
-                    println!("{url}: {}", ScrapeFailure::NoSpecMetrics);
+                    crate::outln!("{url}: {}", ScrapeFailure::NoSpecMetrics)?;
                 }
             }
         }

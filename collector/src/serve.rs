@@ -249,7 +249,7 @@ pub async fn start(settings: &ServeSettings, hub: LiveHub) -> Result<Dashboard, 
 /// `speclens serve`: bind, print the URL on stdout, serve until Ctrl-C.
 pub async fn run(settings: ServeSettings) -> Result<(), CollectorError> {
     let dashboard = start(&settings, LiveHub::new(64)).await?;
-    println!("speclens dashboard: {}", dashboard.url);
+    crate::outln!("speclens dashboard: {}", dashboard.url)?;
     eprintln!("serving {} — press Ctrl-C to stop", settings.web_dir);
     let _ = tokio::signal::ctrl_c().await;
     dashboard.stop().await

@@ -51,10 +51,19 @@ struct Point<'a> {
 
 impl Plan {
     pub fn check(&self) -> Result<(), CollectorError> {
+        let invalid = |m: &str| Err(CollectorError::InvalidArgument(m.into()));
         if self.levels.is_empty() || self.levels.contains(&0) {
-            return Err(CollectorError::InvalidArgument("--concurrency takes levels ≥ 1".into()));
+            return invalid("--concurrency takes levels ≥ 1");
         }
-        Ok(())
+        if self.requests_per_slot == 0 && self.min_requests == 0 {
+            return invalid("--requests-per-slot or --min-requests must be at least 1");
+        }
+        let c = &self.costs;
+        if !(c.draft_cost.is_finite() && c.draft_cost >= 0.0 && c.ridge_tokens.is_finite() && c.ridge_tokens > 0.0) {
+            return invalid("--draft-cost must be a finite number ≥ 0 and --ridge one > 0");
+        }
+        // Every point's run: the same settings, checked once before anything is sent.
+        self.point.check_settings()
     }
 
     fn points(&self) -> Vec<Point<'_>> {
@@ -117,9 +126,10 @@ pub async fn run_with(plan: Plan, hub: Option<LiveHub>) -> Result<(), CollectorE
             point_file(p.arm, p.concurrency)
         ));
     }
-    crate::console::print(&text)?;
+    crate::console::status(&text);
     if plan.dry_run {
-        return crate::console::print("--dry-run: nothing was sent.\n");
+        crate::console::status("--dry-run: nothing was sent.\n");
+        return Ok(());
     }
     std::fs::create_dir_all(&out)
         .map_err(|e| CollectorError::Output(format!("cannot create {}: {e}", out.display())))?;
@@ -139,25 +149,54 @@ pub async fn run_with(plan: Plan, hub: Option<LiveHub>) -> Result<(), CollectorE
         let e = result.measured().map_or(String::new(), |m| {
             format!(", acceptance length {:.2} (k = {})", m.e, m.k)
         });
-        crate::console::print(&format!(
+        crate::console::status(&format!(
             "  {:<4} c = {:>4}: {:>10.1} output tok/s, {} failed{e}\n",
             p.arm.name(),
             p.concurrency,
             result.output_throughput.unwrap_or(0.0),
             result.failed.unwrap_or(0),
-        ))?;
+        ));
         results.push((p.arm, p.concurrency, result));
     }
-    let measured: Vec<(Arm, u64, &RunResult)> = results.iter().map(|(a, c, r)| (*a, *c, r)).collect();
+    // Points this folder holds from earlier runs (`--arm spec`, then `--arm base`) join the table.
+    let earlier = earlier_points(&out, &results)?;
+    if !earlier.is_empty() {
+        let names: Vec<String> = earlier.iter().map(|(a, c, _)| a.point_id(*c)).collect();
+        crate::console::status(&format!(
+            "  with points measured earlier in {}: {}\n",
+            out.display(),
+            names.join(", ")
+        ));
+    }
+    let measured: Vec<(Arm, u64, &RunResult)> = results.iter().chain(&earlier).map(|(a, c, r)| (*a, *c, r)).collect();
     let table = SweepTable::from_points(&measured, plan.costs);
     bench::output::write_atomic(&out.join("sweep.json"), &bench::output::to_json_bytes(&table)?)?;
-    crate::console::print(&format!("\n{}Results: {}\n", table.render(), out.display()))?;
+    crate::console::status(&format!("\n{}Results: {}\n", table.render(), out.display()));
     if let Some(d) = dashboard {
         eprintln!("The dashboard keeps serving at {} — press Ctrl-C to quit.", d.url);
         let _ = tokio::signal::ctrl_c().await;
         d.stop().await?;
     }
     Ok(())
+}
+
+/// The point files in `out` that this run did not measure again.
+fn earlier_points(
+    out: &std::path::Path,
+    ran: &[(Arm, u64, RunResult)],
+) -> Result<Vec<(Arm, u64, RunResult)>, CollectorError> {
+    let found = crate::read::result_files(out)?;
+    for (_, why) in &found.skipped {
+        eprintln!("speclens sweep: skipped {why}");
+    }
+    Ok(found
+        .files
+        .into_iter()
+        .filter_map(|(name, result)| {
+            let (arm, c) = Arm::parse_point_name(&name)?;
+            (!ran.iter().any(|(a, rc, _)| (*a, *rc) == (arm, c))).then_some((arm, c, result))
+        })
+        .collect())
 }
 
 fn sweep_stamp() -> String {

@@ -380,12 +380,13 @@ impl RunResult {
                     out.push(format!("scrape path [{}]: {error}", s.endpoint));
                 }
             }
-            if let Some(error) = spec.prometheus.as_ref().and_then(|p| p.result.error.as_ref()) {
-                out.push(format!("Prometheus path: {error}"));
-            }
         }
         if self.per_request().is_none() {
             out.push("per-request path: no request carried spec-decode stats".into());
+        }
+        let prometheus = self.spec_decode.as_ref().and_then(|s| s.prometheus.as_ref());
+        if let Some(error) = prometheus.and_then(|p| p.result.error.as_ref()) {
+            out.push(format!("Prometheus path: {error}"));
         }
         out
     }

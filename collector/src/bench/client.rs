@@ -19,7 +19,7 @@ use tokio::time::Instant;
 use super::wire::{describe, Wire, WireError};
 
 /// Which OpenAI endpoint to load.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum EndpointKind {
     /// `/v1/chat/completions`
     Chat,

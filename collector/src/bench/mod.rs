@@ -1,5 +1,5 @@
 //! `speclens bench`: the load generator, in stages. [`prepare`] resolves the model, the
-//! endpoints and the workload; [`measure`] runs the warm-up and the window (see [`load`]) with
+//! endpoints and the workload; `measure` runs the warm-up and the window (see [`load`]) with
 //! the live scrapes around them; [`paths::SpecPaths`] puts both spec-decode paths together; and
 //! [`output`] prints the console report and writes the files. Ctrl-C stops sending, drains
 //! what is in flight (bounded) and saves a partial run.
@@ -97,9 +97,9 @@ pub async fn run_with(plan: Plan, hub: Option<LiveHub>) -> Result<RunOutput, Col
         measured.fleet,
         &measured.outcome.records,
     );
-    hub.set_findings(paths.not_available(), &paths.notices).await;
-    hub.finish(measured.outcome.duration_s, measured.outcome.partial).await;
     let result = output::save_and_print(&prepared, &measured.outcome, &paths, &records_tmp)?;
+    hub.set_findings(result.not_available(), &paths.notices).await;
+    hub.finish(measured.outcome.duration_s, measured.outcome.partial).await;
     if let Some(d) = dashboard {
         eprintln!(
             "The dashboard keeps serving the finished run at {} — press Ctrl-C to quit.",
@@ -222,11 +222,12 @@ async fn measure(p: &Prepared, hub: &LiveHub, records_tmp: &std::path::Path) -> 
     let before: Vec<_> =
         futures_util::future::join_all(p.endpoints.iter().map(|e| scrape::fetch(client, &e.url))).await;
     let window_start_unix_s = prometheus::unix_now_s();
+    // The hub starts the run first, so the samplers' first points belong to it.
+    hub.start_run(&plan.output.label, &p.model, plan.window_requests())
+        .await;
     let (stop_tx, stop_rx) = watch::channel(false);
     let samplers = start_samplers(p, hub, started, stop_rx);
     let window_start = Instant::now();
-    hub.start_run(&plan.output.label, &p.model, plan.window_requests())
-        .await;
     let mut partial = warm.partial;
     if !partial {
         let window = runner
@@ -410,7 +411,7 @@ pub async fn live_dashboard(
         results_dir,
     };
     let dashboard = crate::serve::start(&serve, hub.clone()).await?;
-    println!("speclens dashboard: {}", dashboard.url);
+    crate::statusln!("speclens dashboard: {}", dashboard.url);
     Ok(dashboard)
 }
 

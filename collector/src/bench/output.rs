@@ -291,12 +291,10 @@ pub fn save_and_print(
     records_tmp: &Path,
 ) -> Result<RunResult, CollectorError> {
     let figures = Figures::new(run, outcome, paths);
-    if run.plan.output.print {
-        crate::console::print(&console(&figures))?;
-    }
+    // The files first: whatever happens to stdout, the run is saved.
     let result = persist(run, &figures, records_tmp)?;
     if run.plan.output.print {
-        crate::console::print(&format!("Results: {}\n", run.out_dir.display()))?;
+        crate::console::status(&format!("{}Results: {}\n", console(&figures), run.out_dir.display()));
     }
     Ok(result)
 }

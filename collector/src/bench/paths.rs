@@ -123,26 +123,6 @@ impl SpecPaths {
         }
     }
 
-    /// Why a path has no data, in the dashboard's words.
-    pub fn not_available(&self) -> Vec<String> {
-        let mut out: Vec<String> = self
-            .windows
-            .iter()
-            .filter_map(|w| {
-                w.result()
-                    .error
-                    .map(|e| format!("scrape path [{}]: {e}", w.endpoint.label))
-            })
-            .collect();
-        if self.spec.records() == 0 {
-            out.push("per-request path: no request carried spec-decode stats".into());
-        }
-        if let Some(e) = self.fleet.as_ref().and_then(|f| f.result.error.as_ref()) {
-            out.push(format!("Prometheus path: {e}"));
-        }
-        out
-    }
-
     /// The run's headline acceptance: the direct scrapes summed over every endpoint whose
     /// window is valid, else the Prometheus path.
     pub fn headline(&self) -> Option<SpecDecodeData> {

@@ -13,7 +13,7 @@ use super::workload::Workload;
 use crate::error::CollectorError;
 
 /// Inter-arrival times when a request rate is set.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Arrival {
     /// Exponential gaps (a Poisson process); gamma when the burstiness is not 1.
     Poisson,
@@ -187,9 +187,24 @@ pub struct Plan {
 impl Plan {
     /// What does not hold together, before anything is sent.
     pub fn check(&self) -> Result<(), CollectorError> {
-        let invalid = |m: String| Err(CollectorError::InvalidArgument(m));
         if self.target.urls.is_empty() {
-            return invalid("give at least one --url".into());
+            return Err(CollectorError::InvalidArgument("give at least one --url".into()));
+        }
+        self.check_settings()
+    }
+
+    /// [`Plan::check`] but the servers: what a sweep or accept checks of its runs' template.
+    pub fn check_settings(&self) -> Result<(), CollectorError> {
+        let invalid = |m: String| Err(CollectorError::InvalidArgument(m));
+        let w = &self.workload;
+        for (name, v) in [
+            ("--temperature", w.temperature),
+            ("--input-tokens-stddev", w.input_tokens_stddev),
+            ("--output-tokens-stddev", w.output_tokens_stddev),
+        ] {
+            if !(v.is_finite() && v >= 0.0) {
+                return invalid(format!("{name} must be a finite number ≥ 0, got {v}"));
+            }
         }
         if let Some(r) = self.load.request_rate {
             if !(r.is_infinite() && r > 0.0 || r.is_finite() && r >= 1e-6) {

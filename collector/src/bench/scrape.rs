@@ -1,6 +1,6 @@
 //! The server-scrape path from the collector's side: which `/metrics` endpoints a run reads,
-//! fetching them (failures become the reasons of docs/METRICS.md §1.4, never errors), the settled "after"
-//! snapshot, the live sampler that builds the timeline, and `speclens scrape`.
+//! fetching them (failures become the reasons of docs/METRICS.md §1.4, never errors), the
+//! settled "after" snapshot, and the live sampler that builds the timeline.
 
 use std::collections::BTreeMap;
 use std::time::Duration;

@@ -13,17 +13,6 @@ use super::client::EndpointKind;
 use super::tokens::TokenCounter;
 use crate::error::CollectorError;
 
-/// Where the prompts come from (the `--dataset` flag).
-#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
-pub enum DatasetKind {
-    /// Generated prompts with the given input/output token counts (ignore_eos set).
-    Synthetic,
-    /// Spec-Bench `question.jsonl` (`question_id`, `category`, `turns`).
-    SpecBench,
-    /// One JSON object per line: `prompt`, optional `category` and `max_tokens`.
-    Jsonl,
-}
-
 /// A dataset: generated, or a file of one of the known layouts.
 #[derive(Debug, Clone, PartialEq)]
 pub enum Dataset {
@@ -33,21 +22,7 @@ pub enum Dataset {
 }
 
 impl Dataset {
-    /// `kind` with its file, which every kind but synthetic needs.
-    pub fn new(kind: DatasetKind, path: Option<PathBuf>) -> Result<Dataset, CollectorError> {
-        let path = || {
-            path.clone().ok_or_else(|| {
-                CollectorError::InvalidArgument("--dataset spec-bench and jsonl need --dataset-path".into())
-            })
-        };
-        Ok(match kind {
-            DatasetKind::Synthetic => Dataset::Synthetic,
-            DatasetKind::SpecBench => Dataset::SpecBench(path()?),
-            DatasetKind::Jsonl => Dataset::Jsonl(path()?),
-        })
-    }
-
-    /// The `--dataset` name, as recorded in `result.json`.
+    /// The dataset's kind as `result.json` records it (`synthetic`, `specbench`, `jsonl`).
     pub fn name(&self) -> &'static str {
         match self {
             Dataset::Synthetic => "synthetic",

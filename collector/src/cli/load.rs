@@ -12,9 +12,53 @@ use super::{Cli, Command};
 use crate::bench::client::EndpointKind;
 use crate::bench::plan::{seconds, Arrival, Load, Output, Scrape, Stop, Target};
 use crate::bench::prometheus::{self, Prometheus};
-use crate::bench::workload::{Dataset, DatasetKind, Workload};
+use crate::bench::workload::{Dataset, Workload};
 use crate::error::CollectorError;
 use crate::{accept, bench, sweep};
+
+/// Which OpenAI endpoint to load.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub enum EndpointArg {
+    /// `/v1/chat/completions`
+    Chat,
+    /// `/v1/completions`
+    Completions,
+}
+
+/// Inter-arrival times when a request rate is set.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub enum ArrivalArg {
+    /// Exponential gaps (a Poisson process); gamma when --burstiness is not 1.
+    Poisson,
+    /// Equal gaps.
+    Constant,
+}
+
+/// Where the prompts come from.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub enum DatasetArg {
+    /// Generated prompts with the given input/output token counts (ignore_eos set).
+    Synthetic,
+    /// Spec-Bench `question.jsonl` (`question_id`, `category`, `turns`).
+    SpecBench,
+    /// One JSON object per line: `prompt`, optional `category` and `max_tokens`.
+    Jsonl,
+}
+
+impl DatasetArg {
+    /// The dataset with its file, which every kind but synthetic needs.
+    fn with_path(self, path: Option<PathBuf>) -> Result<Dataset, CollectorError> {
+        let path = || {
+            path.clone()
+                .map_or_else(|| invalid("--dataset spec-bench and jsonl need --dataset-path"), Ok)
+        };
+        Ok(match self {
+            DatasetArg::Synthetic => Dataset::Synthetic,
+            DatasetArg::SpecBench => Dataset::SpecBench(path()?),
+            DatasetArg::Jsonl => Dataset::Jsonl(path()?),
+        })
+    }
+}
 
 /// Reading the spec-decode counters through a Prometheus server (fleets of replicas).
 #[derive(Debug, Clone, Default, Args)]
@@ -54,8 +98,8 @@ pub struct PrometheusArgs {
 #[derive(Debug, Clone, Args)]
 pub struct TargetArgs {
     /// Which OpenAI endpoint to load.
-    #[arg(long, value_enum, default_value_t = EndpointKind::Chat)]
-    pub endpoint: EndpointKind,
+    #[arg(long, value_enum, default_value_t = EndpointArg::Chat)]
+    pub endpoint: EndpointArg,
     /// Model to request (default: the first one the server lists in /v1/models).
     #[arg(long)]
     pub model: Option<String>,
@@ -150,8 +194,8 @@ pub struct BenchArgs {
     /// Requests per second (default: all at once, limited by --concurrency).
     #[arg(long)]
     pub request_rate: Option<f64>,
-    #[arg(long, value_enum, default_value_t = Arrival::Poisson)]
-    pub arrival: Arrival,
+    #[arg(long, value_enum, default_value_t = ArrivalArg::Poisson)]
+    pub arrival: ArrivalArg,
     /// Gamma shape of the inter-arrival times: 1 is Poisson, below 1 burstier, above smoother.
     #[arg(long, default_value_t = 1.0)]
     pub burstiness: f64,
@@ -161,8 +205,8 @@ pub struct BenchArgs {
     /// Send for this many seconds instead of a fixed number of prompts.
     #[arg(long)]
     pub duration: Option<f64>,
-    #[arg(long, value_enum, default_value_t = DatasetKind::Synthetic)]
-    pub dataset: DatasetKind,
+    #[arg(long, value_enum, default_value_t = DatasetArg::Synthetic)]
+    pub dataset: DatasetArg,
     /// File for --dataset spec-bench or jsonl.
     #[arg(long)]
     pub dataset_path: Option<PathBuf>,
@@ -269,8 +313,8 @@ pub struct AcceptArgs {
     /// Categories to measure (default: every category in the dataset).
     #[arg(long, num_args = 1..)]
     pub categories: Vec<String>,
-    #[arg(long, value_enum, default_value_t = DatasetKind::SpecBench)]
-    pub dataset: DatasetKind,
+    #[arg(long, value_enum, default_value_t = DatasetArg::SpecBench)]
+    pub dataset: DatasetArg,
     /// Spec-Bench `question.jsonl`, or a JSONL of prompts with categories.
     #[arg(long)]
     pub dataset_path: PathBuf,
@@ -306,7 +350,10 @@ impl TargetArgs {
     /// The target `urls` with these settings; headers are parsed here, once.
     pub fn target(&self, urls: Vec<String>) -> Result<Target, CollectorError> {
         let mut target = Target::new(urls);
-        target.endpoint = self.endpoint;
+        target.endpoint = match self.endpoint {
+            EndpointArg::Chat => EndpointKind::Chat,
+            EndpointArg::Completions => EndpointKind::Completions,
+        };
         target.model = self.model.clone();
         target.stream = !self.no_stream;
         target.max_response_bytes = (self.max_response_mib as usize).saturating_mul(1 << 20);
@@ -420,14 +467,17 @@ impl BenchArgs {
         let plan = bench::Plan {
             target: self.target.target(self.urls.clone())?,
             workload: self.workload.workload(
-                Dataset::new(self.dataset, self.dataset_path.clone())?,
+                self.dataset.with_path(self.dataset_path.clone())?,
                 self.categories.clone(),
                 self.input_tokens,
                 self.output_tokens,
             ),
             load: Load {
                 request_rate: self.request_rate,
-                arrival: self.arrival,
+                arrival: match self.arrival {
+                    ArrivalArg::Poisson => Arrival::Poisson,
+                    ArrivalArg::Constant => Arrival::Constant,
+                },
                 burstiness: self.burstiness,
                 stop,
                 ..self.workload.closed_loop(self.concurrency, prompts)?
@@ -494,7 +544,10 @@ impl AcceptArgs {
         if !(self.request_rate.is_finite() && self.request_rate > 0.0) {
             return invalid("--request-rate must be > 0");
         }
-        let dataset = Dataset::new(self.dataset, Some(self.dataset_path.clone()))?;
+        if self.dataset == DatasetArg::Synthetic {
+            return invalid("accept measures a dataset's categories: --dataset spec-bench or jsonl");
+        }
+        let dataset = self.dataset.with_path(Some(self.dataset_path.clone()))?;
         let run = bench::Plan {
             target: self.target.target(vec![self.url.clone()])?,
             workload: self.workload.workload(dataset, Vec::new(), 256, self.output_tokens),
@@ -511,13 +564,15 @@ impl AcceptArgs {
             },
             dashboard_port: None,
         };
-        Ok(accept::Plan {
+        let plan = accept::Plan {
             categories: self.categories.clone(),
             requests_per_category: self.requests_per_category,
             run,
             out: self.out.clone(),
             dashboard_port: self.dashboard.port(),
-        })
+        };
+        plan.check()?;
+        Ok(plan)
     }
 }
 

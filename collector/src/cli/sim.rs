@@ -2,13 +2,32 @@
 
 use std::net::{IpAddr, SocketAddr};
 
-use clap::Args;
+use clap::{Args, ValueEnum};
 
 use crate::error::CollectorError;
 use crate::sim::{
     AcceptanceProfile, EngineConfig, Faults, PayloadShape, PerRequestMetrics, SimSettings, StepModel, DEFAULT_ALPHA,
     DEFAULT_CATEGORY_FACTORS,
 };
+
+/// Where per-request spec-decode stats go, by engine.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub enum PayloadArg {
+    /// `metrics.speculative_decoding` at the response root / on the final usage chunk.
+    Vllm,
+    /// `choices[i].speculative_decoding` on the terminal chunk.
+    Trtllm,
+    /// `sglext.spec_tokens_details`, when the request sets `return_spec_tokens_details`.
+    Sglang,
+}
+
+/// vLLM's `--per-request-spec-decode-metrics` levels.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub enum PerRequestArg {
+    None,
+    Summary,
+    Detailed,
+}
 
 /// Flags of `speclens sim`.
 #[derive(Debug, Clone, Args)]
@@ -75,11 +94,11 @@ pub struct SimArgs {
     #[arg(long, default_value_t = 256)]
     pub mean_output_tokens: u32,
     /// Per-request spec-decode stats in responses.
-    #[arg(long, alias = "per-request-spec-decode-metrics", value_enum, default_value_t = PerRequestMetrics::Summary)]
-    pub per_request_metrics: PerRequestMetrics,
+    #[arg(long, alias = "per-request-spec-decode-metrics", value_enum, default_value_t = PerRequestArg::Summary)]
+    pub per_request_metrics: PerRequestArg,
     /// Which engine's payload shape the per-request stats take.
-    #[arg(long, value_enum, default_value_t = PayloadShape::Vllm)]
-    pub payload: PayloadShape,
+    #[arg(long, value_enum, default_value_t = PayloadArg::Vllm)]
+    pub payload: PayloadArg,
     /// Seed for acceptance draws, output lengths and faults.
     #[arg(long, default_value_t = 0)]
     pub seed: u64,
@@ -255,8 +274,16 @@ impl SimArgs {
             category_factors,
             max_model_len: args.max_model_len,
             mean_output_tokens: args.mean_output_tokens,
-            per_request: args.per_request_metrics,
-            payload: args.payload,
+            per_request: match args.per_request_metrics {
+                PerRequestArg::None => PerRequestMetrics::None,
+                PerRequestArg::Summary => PerRequestMetrics::Summary,
+                PerRequestArg::Detailed => PerRequestMetrics::Detailed,
+            },
+            payload: match args.payload {
+                PayloadArg::Vllm => PayloadShape::Vllm,
+                PayloadArg::Trtllm => PayloadShape::Trtllm,
+                PayloadArg::Sglang => PayloadShape::Sglang,
+            },
             faults: Faults::from(&args.faults),
         })
     }

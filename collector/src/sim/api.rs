@@ -22,7 +22,7 @@ use super::exposition::{self, ExpositionOptions};
 use super::SimState;
 
 /// Where per-request spec-decode stats go, by engine.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum PayloadShape {
     /// `metrics.speculative_decoding` at the response root / on the final usage chunk.
     Vllm,
@@ -33,7 +33,7 @@ pub enum PayloadShape {
 }
 
 /// vLLM's `--per-request-spec-decode-metrics` levels.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum PerRequestMetrics {
     None,
     Summary,

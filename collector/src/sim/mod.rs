@@ -313,7 +313,7 @@ pub async fn run(settings: SimSettings) -> Result<(), CollectorError> {
     let engines = settings.engines;
     let model = settings.model.clone();
     let handle = start(settings).await?;
-    println!("speclens sim: http://{}", handle.addr);
+    crate::outln!("speclens sim: http://{}", handle.addr)?;
     eprintln!("serving {model} on {engines} engine(s), {describe} — press Ctrl-C to stop");
     let _ = tokio::signal::ctrl_c().await;
     handle.stop().await
