@@ -166,7 +166,7 @@ fn real_truncated_detailed_capture_is_a_clear_json_error_and_its_totals_are_cons
     let err = serde_json::from_str::<serde_json::Value>(&body).unwrap_err();
     assert!(
         err.is_eof(),
-        "the stored capture is cut inside per_step_accepted: {err}"
+        "the capture is cut inside per_step_accepted: {err}"
     );
     // The complete fields before the cut satisfy every rule of docs/METRICS.md §2.5 for vLLM's summary.
     let summary = body.split(", \"per_step_accepted\"").next().unwrap().to_string() + "}";
