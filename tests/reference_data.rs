@@ -164,10 +164,7 @@ fn real_truncated_detailed_capture_is_a_clear_json_error_and_its_totals_are_cons
     let text = read_fixture("real_vllm_per_request_spec_decode_detailed_syv66.txt");
     let body: String = text.lines().filter(|l| !l.starts_with('#')).collect();
     let err = serde_json::from_str::<serde_json::Value>(&body).unwrap_err();
-    assert!(
-        err.is_eof(),
-        "the capture is cut inside per_step_accepted: {err}"
-    );
+    assert!(err.is_eof(), "the capture is cut inside per_step_accepted: {err}");
     // The complete fields before the cut satisfy every rule of docs/METRICS.md §2.5 for vLLM's summary.
     let summary = body.split(", \"per_step_accepted\"").next().unwrap().to_string() + "}";
     let stats: serde_json::Value = serde_json::from_str(&summary).unwrap();

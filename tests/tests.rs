@@ -7,6 +7,7 @@ mod browser_report;
 mod browser_whatif;
 mod common;
 mod dashboard_server;
+mod engines;
 mod files_and_flags;
 mod fleet;
 mod real_vllm;

@@ -81,6 +81,10 @@ pub struct RunConfig {
     pub percentiles: Vec<f64>,
     pub header_names: Vec<String>,
     pub api_key_set: bool,
+    /// The engine serving the target (`vllm`, `sglang`, `trtllm`, `llamacpp`), detected from its
+    /// `/v1/models` or named with `--engine`; absent when unknown.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub engine: Option<String>,
 }
 
 /// One scraped endpoint's window, as AISBench writes it.

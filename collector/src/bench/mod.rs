@@ -5,6 +5,7 @@
 //! what is in flight (bounded) and saves a partial run.
 
 pub mod client;
+pub mod engine;
 pub mod load;
 pub mod output;
 pub mod paths;
@@ -29,6 +30,7 @@ use tokio::time::Instant;
 use crate::error::CollectorError;
 use crate::live::LiveHub;
 use client::Target as Server;
+use engine::{Engine, RequestFields};
 use load::{Phase, Runner, Shared};
 use paths::SpecPaths;
 pub use plan::Plan;
@@ -47,6 +49,8 @@ pub struct Prepared {
     pub plan: Plan,
     /// The model asked for.
     pub model: String,
+    /// The engine serving it, as detected or named (None: not known).
+    pub engine: Option<Engine>,
     pub out_dir: PathBuf,
     /// Metrics endpoints scraped directly (none with scraping off).
     pub endpoints: Vec<Endpoint>,
@@ -119,7 +123,11 @@ pub async fn run_with(plan: Plan, hub: Option<LiveHub>) -> Result<RunOutput, Col
 /// results folder, the prompts and their bodies, the connections.
 pub async fn prepare(plan: Plan, hub: LiveHub) -> Result<Prepared, CollectorError> {
     let client = http_client(&plan)?;
-    let model = resolve_model(&client, &plan.target).await?;
+    let (model, engine) = resolve_model(&client, &plan.target).await?;
+    let fields = RequestFields::decide(engine, plan.target.sglang_spec_details);
+    if let Some(note) = &fields.note {
+        eprintln!("speclens: {note}");
+    }
     let endpoints = if plan.scrape.enabled {
         scrape::endpoints(&plan.target.urls, &plan.scrape.metrics_urls)?
     } else {
@@ -140,7 +148,7 @@ pub async fn prepare(plan: Plan, hub: LiveHub) -> Result<Prepared, CollectorErro
         model: &model,
         stream: plan.target.stream,
         temperature: plan.workload.temperature,
-        sglang_spec_details: plan.target.sglang_spec_details,
+        sglang_spec_details: fields.sglang_spec_details,
     };
     let warmup_bodies = warmup.iter().map(|p| workload::body(p, &opts)).collect();
     let window_bodies = window.iter().map(|p| workload::body(p, &opts)).collect();
@@ -149,6 +157,7 @@ pub async fn prepare(plan: Plan, hub: LiveHub) -> Result<Prepared, CollectorErro
     Ok(Prepared {
         plan,
         model,
+        engine,
         out_dir,
         endpoints,
         warmup,
@@ -349,27 +358,45 @@ fn http_client(plan: &Plan) -> Result<reqwest::Client, CollectorError> {
 }
 
 /// The model to ask for: `--model`, else the first one the first server lists.
-async fn resolve_model(client: &reqwest::Client, target: &plan::Target) -> Result<String, CollectorError> {
-    if let Some(m) = &target.model {
-        return Ok(m.clone());
-    }
+/// The first server's model list (`/v1/models`).
+async fn list_models(client: &reqwest::Client, target: &plan::Target) -> Result<serde_json::Value, String> {
     let url = format!("{}/v1/models", server_base(&target.urls[0]));
-    let fail = |why: String| CollectorError::Server(format!("cannot list models at {url} ({why}); pass --model"));
     let response = client
         .get(&url)
         .headers(target.headers.clone())
         .timeout(Duration::from_secs(30))
         .send()
         .await
-        .map_err(|e| fail(e.to_string()))?;
+        .map_err(|e| e.to_string())?;
     if !response.status().is_success() {
-        return Err(fail(format!("HTTP {}", response.status().as_u16())));
+        return Err(format!("HTTP {}", response.status().as_u16()));
     }
-    let v: serde_json::Value = response.json().await.map_err(|e| fail(e.to_string()))?;
-    v["data"][0]["id"]
+    response.json().await.map_err(|e| e.to_string())
+}
+
+/// The model to ask for (`--model`, else the first one listed) and the engine (`--engine`, else
+/// the listing's `owned_by`). Without `--model`, the list must answer.
+async fn resolve_model(
+    client: &reqwest::Client,
+    target: &plan::Target,
+) -> Result<(String, Option<Engine>), CollectorError> {
+    let listed = list_models(client, target).await;
+    let owned_by = listed
+        .as_ref()
+        .ok()
+        .and_then(|v| v["data"][0]["owned_by"].as_str().and_then(Engine::from_owned_by));
+    let engine = target.engine.or(owned_by);
+    if let Some(m) = &target.model {
+        return Ok((m.clone(), engine));
+    }
+    let url = format!("{}/v1/models", server_base(&target.urls[0]));
+    let fail = |why: String| CollectorError::Server(format!("cannot list models at {url} ({why}); pass --model"));
+    let v = listed.map_err(fail)?;
+    let model = v["data"][0]["id"]
         .as_str()
         .map(str::to_string)
-        .ok_or_else(|| fail("no model listed".into()))
+        .ok_or_else(|| fail("no model listed".into()))?;
+    Ok((model, engine))
 }
 
 /// A URL fit for files and logs: user, password and query removed (they may hold secrets).

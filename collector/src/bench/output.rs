@@ -422,5 +422,6 @@ fn run_config(run: &Prepared) -> RunConfig {
         percentiles: plan.output.percentiles.clone(),
         header_names: target.header_names.clone(),
         api_key_set: target.api_key_set,
+        engine: run.engine.map(|e| e.name().to_string()),
     }
 }

@@ -8,6 +8,7 @@ use std::time::Duration;
 use reqwest::header::{HeaderMap, HeaderName, HeaderValue, AUTHORIZATION, CONTENT_TYPE};
 
 use super::client::EndpointKind;
+use super::engine::Engine;
 use super::prometheus::Prometheus;
 use super::workload::Workload;
 use crate::error::CollectorError;
@@ -46,8 +47,10 @@ pub struct Target {
     pub timeout: Duration,
     pub stream: bool,
     pub max_response_bytes: usize,
-    /// Ask SGLang servers for per-request stats.
+    /// Ask for SGLang's per-request stats even when the server is not known as SGLang.
     pub sglang_spec_details: bool,
+    /// The engine, when the user names it (None: from the server's `/v1/models`).
+    pub engine: Option<Engine>,
 }
 
 impl Target {
@@ -66,6 +69,7 @@ impl Target {
             stream: true,
             max_response_bytes: 64 << 20,
             sglang_spec_details: false,
+            engine: None,
         }
     }
 

@@ -10,6 +10,7 @@ use speclens_shared::sweep::Arm;
 
 use super::{Cli, Command};
 use crate::bench::client::EndpointKind;
+use crate::bench::engine::Engine;
 use crate::bench::plan::{seconds, Arrival, Load, Output, Scrape, Stop, Target};
 use crate::bench::prometheus::{self, Prometheus};
 use crate::bench::workload::{Dataset, Workload};
@@ -23,6 +24,17 @@ pub enum EndpointArg {
     Chat,
     /// `/v1/completions`
     Completions,
+}
+
+/// The serving engine.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub enum EngineArg {
+    /// From the server's /v1/models `owned_by`.
+    Auto,
+    Vllm,
+    Sglang,
+    Trtllm,
+    Llamacpp,
 }
 
 /// Inter-arrival times when a request rate is set.
@@ -118,9 +130,14 @@ pub struct TargetArgs {
     /// A response larger than this many MiB is abandoned as a bad response.
     #[arg(long, default_value_t = 64, value_parser = clap::value_parser!(u64).range(1..=65_536))]
     pub max_response_mib: u64,
-    /// Ask SGLang servers for per-request stats (`return_spec_tokens_details`).
+    /// Ask for SGLang's per-request stats (`return_spec_tokens_details`) whatever the engine
+    /// (sent by default to a server that is SGLang; never to TensorRT-LLM).
     #[arg(long)]
     pub sglang_spec_details: bool,
+    /// The serving engine (default: from the server's /v1/models `owned_by`); decides which
+    /// engine-specific request fields are sent.
+    #[arg(long, value_enum, default_value_t = EngineArg::Auto)]
+    pub engine: EngineArg,
 }
 
 /// The requests' shape beyond their lengths: flags shared by `bench`, `sweep` and `accept`.
@@ -358,6 +375,13 @@ impl TargetArgs {
         target.stream = !self.no_stream;
         target.max_response_bytes = (self.max_response_mib as usize).saturating_mul(1 << 20);
         target.sglang_spec_details = self.sglang_spec_details;
+        target.engine = match self.engine {
+            EngineArg::Auto => None,
+            EngineArg::Vllm => Some(Engine::Vllm),
+            EngineArg::Sglang => Some(Engine::Sglang),
+            EngineArg::Trtllm => Some(Engine::Trtllm),
+            EngineArg::Llamacpp => Some(Engine::LlamaCpp),
+        };
         target.timeout = match seconds(self.timeout, 0.001) {
             Some(t) => t,
             None => return invalid("--timeout must be finite seconds in [0.001, 1e7]"),

@@ -32,6 +32,39 @@ pub enum PayloadShape {
     Sglang,
 }
 
+impl PayloadShape {
+    /// The engine's `owned_by` in `/v1/models`.
+    pub fn owned_by(self) -> &'static str {
+        match self {
+            PayloadShape::Vllm => "vllm",
+            PayloadShape::Trtllm => "tensorrt_llm",
+            PayloadShape::Sglang => "sglang",
+        }
+    }
+}
+
+/// Request fields trtllm-serve's request models know; it answers HTTP 400 to any other (its
+/// pydantic models forbid extra fields), where vLLM and SGLang ignore them.
+const TRTLLM_FIELDS: [&str; 17] = [
+    "model",
+    "messages",
+    "prompt",
+    "max_tokens",
+    "max_completion_tokens",
+    "temperature",
+    "top_p",
+    "top_k",
+    "n",
+    "stream",
+    "stream_options",
+    "stop",
+    "seed",
+    "ignore_eos",
+    "frequency_penalty",
+    "presence_penalty",
+    "user",
+];
+
 /// vLLM's `--per-request-spec-decode-metrics` levels.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum PerRequestMetrics {
@@ -151,7 +184,7 @@ async fn models(State(state): State<Arc<SimState>>, headers: HeaderMap) -> Respo
     let s = &state.settings;
     axum::Json(json!({
         "object": "list",
-        "data": [{"id": s.model, "object": "model", "created": super::unix_now() as u64, "owned_by": "vllm",
+        "data": [{"id": s.model, "object": "model", "created": super::unix_now() as u64, "owned_by": s.payload.owned_by(),
                   "root": s.model, "parent": null, "max_model_len": s.max_model_len}]
     }))
     .into_response()
@@ -294,6 +327,15 @@ async fn completions(State(state): State<Arc<SimState>>, headers: HeaderMap, bod
         Err(e) => return bad_request(format!("invalid JSON body: {e}")),
     };
     let s = &state.settings;
+    if s.payload == PayloadShape::Trtllm {
+        let fields: Value = serde_json::from_slice(&body).unwrap_or(Value::Null);
+        if let Some(extra) = fields
+            .as_object()
+            .and_then(|o| o.keys().find(|k| !TRTLLM_FIELDS.contains(&k.as_str())))
+        {
+            return bad_request(format!("{extra}: Extra inputs are not permitted"));
+        }
+    }
     if let Some(model) = &req.model {
         if *model != s.model {
             return bad_request(format!("The model `{model}` does not exist."));
