@@ -15,7 +15,7 @@ use serde::Serialize;
 use speclens_shared::results::{CategoryAcceptance, RunList, RunResult};
 use speclens_shared::sweep::SweepTable;
 
-use crate::common::{get_text, run_speclens, run_speclens_within, workspace, Speclens};
+use crate::common::{get_text, json_fixture_text, run_speclens, run_speclens_within, workspace, Speclens};
 
 const LIMIT: Duration = Duration::from_secs(120);
 
@@ -401,12 +401,7 @@ fn usage_errors_exit_2_and_a_closed_pipe_ends_read_quietly() {
 
     // Enough result files that the table outgrows the pipe's buffer.
     let dir = tempfile::tempdir().unwrap();
-    let sample = workspace().join("tests/fixtures/vllm_bench_results/spec-c16.json");
-    let text: String = std::fs::read_to_string(sample)
-        .unwrap()
-        .lines()
-        .filter(|l| !l.starts_with("//"))
-        .collect();
+    let text = json_fixture_text("vllm_bench_results/spec-c16.json");
     for i in 0..800 {
         std::fs::write(dir.path().join(format!("run-{i:04}.json")), &text).unwrap();
     }
@@ -431,12 +426,7 @@ fn usage_errors_exit_2_and_a_closed_pipe_ends_read_quietly() {
 #[test]
 fn a_result_file_that_does_not_read_is_named_not_dropped() {
     let dir = tempfile::tempdir().unwrap();
-    let sample = workspace().join("tests/fixtures/vllm_bench_results/spec-c16.json");
-    let text: String = std::fs::read_to_string(sample)
-        .unwrap()
-        .lines()
-        .filter(|l| !l.starts_with("//"))
-        .collect();
+    let text = json_fixture_text("vllm_bench_results/spec-c16.json");
     std::fs::write(dir.path().join("good.json"), &text).unwrap();
     std::fs::write(
         dir.path().join("odd.json"),

@@ -102,16 +102,19 @@ pub fn list_results(results_dir: &Path) -> RunList {
     )
 }
 
-/// A JSON file as `T`, or `None` when it cannot be read or parsed.
-pub fn read_json<T: serde::de::DeserializeOwned>(path: &Path) -> Option<T> {
-    serde_json::from_str(&std::fs::read_to_string(path).ok()?).ok()
+/// A JSON file as `T`; the error names the file and why it did not read.
+pub fn read_json<T: serde::de::DeserializeOwned>(path: &Path) -> Result<T, String> {
+    std::fs::read_to_string(path)
+        .map_err(|e| e.to_string())
+        .and_then(|text| serde_json::from_str(&text).map_err(|e| e.to_string()))
+        .map_err(|why| format!("{}: {why}", path.display()))
 }
 
 /// A result file (ours or `vllm bench serve`'s): a JSON object with its request counts. `None`
 /// when the file is not one; an error, naming the file and why, when it looks like one but does
 /// not read.
 pub fn read_result(path: &Path) -> Result<Option<RunResult>, String> {
-    let Some(value) = read_json::<serde_json::Value>(path) else {
+    let Ok(value) = read_json::<serde_json::Value>(path) else {
         return Ok(None);
     };
     if value.get("completed").is_none() || value.get("output_throughput").is_none() {
@@ -132,12 +135,9 @@ pub fn accept_files(folder: &Path) -> Option<(AcceptMatrix, Vec<String>)> {
     let mut matrix = AcceptMatrix::default();
     let mut skipped = Vec::new();
     for path in files {
-        let read = std::fs::read_to_string(&path)
-            .map_err(|e| e.to_string())
-            .and_then(|text| serde_json::from_str(&text).map_err(|e| e.to_string()));
-        match read {
+        match read_json(&path) {
             Ok(row) => matrix.categories.push(row),
-            Err(why) => skipped.push(format!("{}: {why}", path.display())),
+            Err(why) => skipped.push(why),
         }
     }
     Some((matrix, skipped))

@@ -133,11 +133,7 @@ impl Collector {
 
     /// A sweep file, or a note of why it was skipped.
     fn read_sweep(&mut self, path: &Path) -> Option<SweepTable> {
-        let read = std::fs::read_to_string(path)
-            .map_err(|e| e.to_string())
-            .and_then(|text| serde_json::from_str(&text).map_err(|e| e.to_string()));
-        read.map_err(|why| self.skipped.push(format!("{}: {why}", path.display())))
-            .ok()
+        history::read_json(path).map_err(|why| self.skipped.push(why)).ok()
     }
 
     /// A run's `result.json`, or a note of why it was skipped.
