@@ -78,3 +78,166 @@ async fn a_tensorrt_llm_server_never_gets_sglang_s_field() {
         "{stderr}"
     );
 }
+
+/// The run's records (warm-up left out) of a `bench` into `dir`.
+fn bench_records(url: &str, extra: &[&str]) -> (String, serde_json::Value, Vec<speclens_shared::run::RequestRecord>) {
+    let out = tempfile::tempdir().unwrap();
+    let dir = out.path().join("run");
+    let mut full = vec!["bench", "--url", url, "--num-prompts", "8"];
+    if !extra.contains(&"--output-tokens") {
+        full.extend(["--output-tokens", "24"]);
+    }
+    full.extend_from_slice(extra);
+    full.extend(["--quiet", "--out", dir.to_str().unwrap()]);
+    let (code, stdout, stderr) = run_speclens_within(&full, LIMIT);
+    assert_eq!(code, 0, "{stdout}{stderr}");
+    let result = serde_json::from_str(&std::fs::read_to_string(dir.join("result.json")).unwrap()).unwrap();
+    (stderr, result, crate::common::read_records(&dir))
+}
+
+#[test]
+fn a_released_tensorrt_llm_is_scraped_at_its_prometheus_path() {
+    let sim = Speclens::instant_spec_sim("0.7", &["--payload", "trtllm"]);
+    let (_, result, records) = bench_records(&sim.url(), &[]);
+    let window = &result["spec_decode"]["scrape"][0]["result"];
+    assert_eq!(window["status"], "ok", "{window}");
+    assert!(
+        window["url"].as_str().unwrap().ends_with("/prometheus/metrics"),
+        "{window}"
+    );
+    let data = &window["data"];
+    assert!(data["num_drafts"].is_null(), "TensorRT-LLM counts no drafts: {data}");
+    let (drafted, accepted) = (
+        data["draft_tokens"].as_u64().unwrap(),
+        data["accepted_tokens"].as_u64().unwrap(),
+    );
+    assert!(drafted > 0 && accepted <= drafted, "{data}");
+    assert_eq!(
+        result["spec_decode_acceptance_rate"].as_f64(),
+        Some(accepted as f64 / drafted as f64 * 100.0)
+    );
+    let length = result["spec_decode_acceptance_length"]
+        .as_f64()
+        .expect("a length from the gauges");
+    assert!((1.0..=4.0).contains(&length), "{length}");
+    // Per request: the released length-only figure, from every response.
+    let partial: Vec<f64> = records
+        .iter()
+        .filter_map(|r| r.spec_decode_partial.as_ref()?.mean_acceptance_length)
+        .collect();
+    assert_eq!(partial.len(), 8, "every response carried avg_decoded_tokens_per_iter");
+    assert!(records.iter().all(|r| r.spec_decode_acceptance.is_none()));
+    assert_eq!(
+        result["spec_decode"]["per_request"]["spec_decode_reported_acceptance_length"]["count"],
+        8
+    );
+}
+
+#[test]
+fn a_tensorrt_llm_without_its_metrics_options_is_named_in_the_reason() {
+    for (flag, option) in [
+        ("--no-perf-metrics", "return_perf_metrics"),
+        ("--no-iter-perf-stats", "enable_iter_perf_stats"),
+    ] {
+        let sim = Speclens::instant_spec_sim("0.7", &["--payload", "trtllm", flag]);
+        let (_, result, _) = bench_records(&sim.url(), &[]);
+        let reason = result["spec_decode"]["scrape"][0]["result"]["error"]
+            .as_str()
+            .unwrap()
+            .to_string();
+        assert!(reason.contains(option), "{flag}: {reason}");
+        assert_eq!(result["completed"], 8, "a failed scrape never fails the run");
+    }
+}
+
+#[test]
+fn the_pending_tensorrt_llm_shape_gives_full_records() {
+    let sim = Speclens::instant_spec_sim("0.7", &["--payload", "trtllm-pr19311"]);
+    let (_, _, records) = bench_records(&sim.url(), &["--no-stream"]);
+    assert!(
+        records.iter().all(|r| r.spec_decode_acceptance.is_some()),
+        "PR #19311's per-choice object"
+    );
+}
+
+#[test]
+fn sglang_s_counters_give_the_length_its_requests_add_up_to() {
+    let sim = Speclens::instant_spec_sim("0.7", &["--payload", "sglang"]);
+    let (_, result, records) = bench_records(&sim.url(), &[]);
+    let window = &result["spec_decode"]["scrape"][0]["result"]["data"];
+    let steps: u64 = records
+        .iter()
+        .map(|r| {
+            r.spec_decode_acceptance
+                .as_ref()
+                .expect("SGLang's details, sent by detection")
+                .num_spec_steps
+        })
+        .sum();
+    let output: u64 = records.iter().map(|r| r.output_tokens).sum();
+    let want = (output - records.len() as u64) as f64 / steps as f64;
+    let got = result["spec_decode_acceptance_length"].as_f64().unwrap();
+    assert!(
+        (got - want).abs() < 1e-9,
+        "window {got} vs the requests' {want}: {window}"
+    );
+    assert_eq!(
+        window["num_drafts"].as_u64(),
+        Some(steps),
+        "verify calls = the requests' steps"
+    );
+    assert!(window["draft_tokens"].is_null(), "{window}");
+    let notes = result["spec_decode"]["per_request"]["notes"].to_string();
+    assert!(notes.contains("configured"), "{notes}");
+}
+
+#[tokio::test]
+async fn sglang_n_above_one_is_a_list_and_no_steps_no_field() {
+    let sim = Speclens::instant_spec_sim("0.7", &["--payload", "sglang"]);
+    let url = format!("{}/v1/chat/completions", sim.url());
+    let (status, body) = post_json(
+        &url,
+        &json!({"messages": [{"role": "user", "content": "hi"}], "max_tokens": 12, "n": 2, "ignore_eos": true,
+                "return_spec_tokens_details": true}),
+    )
+    .await;
+    assert_eq!(status, 200, "{body}");
+    assert_eq!(
+        body["sglext"]["spec_tokens_details"].as_array().map(Vec::len),
+        Some(2),
+        "{body}"
+    );
+    // One token: prefill only, no verify step, no field; a run counts it as zero-step.
+    let (_, one) = post_json(
+        &url,
+        &json!({"messages": [{"role": "user", "content": "hi"}], "max_tokens": 1, "return_spec_tokens_details": true}),
+    )
+    .await;
+    assert!(one.get("sglext").is_none(), "{one}");
+    let (_, result, _) = bench_records(&sim.url(), &["--output-tokens", "1", "--ignore-eos"]);
+    assert_eq!(
+        result["spec_decode"]["per_request"]["spec_decode_zero_step_requests"]["avg"], 8.0,
+        "{}",
+        result["spec_decode"]["per_request"]
+    );
+}
+
+#[test]
+fn llama_cpp_rounded_counters_are_flagged_and_its_timings_give_a_rate() {
+    let sim = Speclens::instant_spec_sim("0.7", &["--payload", "llamacpp", "--counter-start", "2000000"]);
+    let (_, result, records) = bench_records(&sim.url(), &[]);
+    let data = &result["spec_decode"]["scrape"][0]["result"]["data"];
+    assert!(data["notes"].to_string().contains("6 significant digits"), "{data}");
+    let rates = data["per_position_acceptance_rates"].as_object().unwrap();
+    assert!(rates.values().all(|r| r.as_f64().unwrap() <= 1.0), "{data}");
+    let partial: Vec<_> = records.iter().filter_map(|r| r.spec_decode_partial.as_ref()).collect();
+    assert_eq!(partial.len(), 8, "every response carried timings.draft_n");
+    let (accepted, drafted) = partial.iter().fold((0, 0), |(a, d), p| {
+        (
+            a + p.num_accepted_draft_tokens.unwrap(),
+            d + p.num_draft_tokens.unwrap(),
+        )
+    });
+    let overall = &result["spec_decode"]["per_request"]["spec_decode_overall_draft_acceptance_rate"]["avg"];
+    assert_eq!(overall.as_f64(), Some(accepted as f64 / drafted as f64 * 100.0));
+}

@@ -3,10 +3,11 @@
 
 use std::collections::BTreeMap;
 
-use speclens_shared::per_request::{adapt_response, EngineKind, PayloadOutcome};
+use speclens_shared::per_request::{adapt_response, EngineKind, PayloadOutcome, PayloadScan};
 use speclens_shared::prom;
 use speclens_shared::scrape::{
-    counters_from_text, parse_metrics, window_result, CounterSet, ResultStatus, ScrapeFailure, SpecCounters,
+    counters_from_text, parse_metrics, window_result, window_result_with, CounterSet, GaugeMeans, ResultStatus, Schema,
+    ScrapeFailure, SpecCounters,
 };
 use speclens_shared::Error;
 
@@ -35,7 +36,7 @@ fn every_prom_fixture_is_valid_exposition_text() {
         assert!(!samples.is_empty(), "{}", path.display());
         checked += 1;
     }
-    assert_eq!(checked, 8, "all eight .prom fixtures were read");
+    assert_eq!(checked, 11, "all eleven .prom fixtures were read");
 }
 
 #[test]
@@ -91,7 +92,195 @@ fn sglang_gauges_are_reported_as_gauges_without_a_delta() {
     assert_eq!(g.num_steps, Some(3.0));
     assert_eq!(g.num_draft_tokens, Some(4.0));
     assert_eq!(g.verify_calls_total, Some(2729.0));
-    assert_eq!(counters_from_text(&text).unwrap_err(), ScrapeFailure::GaugesOnly);
+    // Older SGLang: no request counter, so no window delta, and the reason names it.
+    let failure = counters_from_text(&text).unwrap_err();
+    assert_eq!(
+        failure,
+        ScrapeFailure::GaugesOnly {
+            missing: vec!["sglang:num_requests_total".into()]
+        }
+    );
+    assert!(failure.to_string().contains("sglang:num_requests_total"), "{failure}");
+}
+
+/// The window of a server from a zero "before" to the fixture's counters and gauges.
+fn window_from_zero(text: &str) -> speclens_shared::scrape::SpecDecodeResult {
+    let after = counters(text);
+    let gauges = GaugeMeans::over([&after.gauges]);
+    window_result_with("http://h:1/metrics", Ok(after.zeroed()), Ok(after), &gauges)
+}
+
+#[test]
+fn tensorrt_llm_counters_give_a_rate_and_its_gauge_the_length() {
+    let text = read_fixture("written_trtllm_prometheus_metrics.prom");
+    let c = counters(&text);
+    assert_eq!(
+        (c.schema(), c.total.num_draft_tokens, c.total.num_accepted_tokens),
+        (Schema::Trtllm, 9000, 5400)
+    );
+    let r = window_from_zero(&text);
+    let d = r.data.expect("a window");
+    assert_eq!(
+        (d.num_drafts, d.draft_tokens, d.accepted_tokens),
+        (None, Some(9000), 5400)
+    );
+    assert_eq!(d.acceptance_rate, Some(60.0));
+    assert_eq!(
+        d.acceptance_length,
+        Some(2.8),
+        "the acceptance-length gauge, not a delta"
+    );
+    assert!(
+        d.notes
+            .iter()
+            .any(|n| n.contains("trtllm_spec_decode_acceptance_length")),
+        "{:?}",
+        d.notes
+    );
+    let json = serde_json::to_value(&d).unwrap();
+    assert!(json["num_drafts"].is_null(), "no drafts counter: null, never 0");
+    // Its /metrics is JSON; without enable_iter_perf_stats the text has no spec families.
+    assert_eq!(
+        counters_from_text("[{\"iter\": 1}]").unwrap_err(),
+        ScrapeFailure::JsonBody
+    );
+    let plain = "trtllm_request_success_total{engine_type=\"pytorch\",model_name=\"m\"} 3\n";
+    let failure = counters_from_text(plain).unwrap_err();
+    assert_eq!(failure, ScrapeFailure::TrtllmNoSpec);
+    assert!(failure.to_string().contains("enable_iter_perf_stats"));
+    assert!(ScrapeFailure::TrtllmNotMounted
+        .to_string()
+        .contains("return_perf_metrics"));
+}
+
+#[test]
+fn sglang_counters_give_the_window_length_in_both_conventions() {
+    let text = read_fixture("written_sglang_spec_counters.prom");
+    let c = counters(&text);
+    assert_eq!(c.schema(), Schema::Sglang);
+    assert_eq!(
+        (c.total.num_drafts, c.total.generation_tokens, c.total.requests),
+        (1000, Some(3100), Some(100))
+    );
+    let d = window_from_zero(&text).data.expect("a window");
+    // (3100 − 100) / 1000 in ours; 3100 / 1000 in SGLang's.
+    assert_eq!(d.acceptance_length, Some(3.0));
+    assert_eq!(
+        (d.num_drafts, d.draft_tokens, d.accepted_tokens),
+        (Some(1000), None, 2000)
+    );
+    assert!(d.notes.iter().any(|n| n.contains("gives 3.10")), "{:?}", d.notes);
+    assert!(
+        (d.acceptance_rate.unwrap() - 65.0).abs() < 1e-9,
+        "mean of the rate gauges"
+    );
+    // A counter that went down is a restart, named by its SGLang name.
+    let mut before = c.clone();
+    before.series.get_mut("").unwrap().generation_tokens = Some(5000);
+    let reason = window_result("u", Ok(before), Ok(c)).error.unwrap();
+    assert!(reason.contains("sglang:generation_tokens_total"), "{reason}");
+}
+
+#[test]
+fn llama_cpp_rounded_counters_are_flagged_and_no_rate_exceeds_one() {
+    let text = read_fixture("written_llamacpp_metrics.prom");
+    let after = counters(&text);
+    assert_eq!((after.schema(), after.rounded_max), (Schema::LlamaCpp, Some(3_703_700)));
+    // One more draft, fully accepted at position 0, looks like nothing at 6 digits, while
+    // position 1 grew by a rounding step: its rate would read 10 / 0.
+    let mut before = after.clone();
+    let series = before.series.get_mut("").unwrap();
+    series.num_drafts -= 10;
+    series.num_draft_tokens -= 30;
+    series.num_accepted_tokens -= 10;
+    series.accepted_per_pos.insert(1, 617_264);
+    before.total = series.clone();
+    let r = window_result("u", Ok(before), Ok(after));
+    let d = r.data.expect("a window");
+    assert!(
+        d.notes.iter().any(|n| n.contains("6 significant digits")),
+        "{:?}",
+        d.notes
+    );
+    assert!(
+        d.per_position_acceptance_rates.values().all(|r| *r <= 1.0),
+        "{:?}",
+        d.per_position_acceptance_rates
+    );
+    assert!(d.notes.iter().any(|n| n.contains("above 1")), "{:?}", d.notes);
+    // Before the first draft llama.cpp has no spec families: the window starts from zero.
+    let from_nothing = window_result_with(
+        "u",
+        Err(ScrapeFailure::NoSpecMetrics),
+        Ok(counters(&text)),
+        &GaugeMeans::default(),
+    );
+    assert_eq!(from_nothing.status, ResultStatus::Ok);
+}
+
+#[test]
+fn impossible_vllm_counters_are_not_a_rate_above_100() {
+    let before = single_vllm(spec(0, 0, 0, &[]));
+    let after = single_vllm(spec(10, 10, 50, &[]));
+    let r = window_result("u", Ok(before), Ok(after));
+    assert_eq!(r.status, ResultStatus::Na);
+    assert!(r.error.unwrap().contains("Impossible counters"));
+}
+
+fn single_vllm(c: SpecCounters) -> CounterSet {
+    let text = format!(
+        "vllm:spec_decode_num_drafts_total {}\nvllm:spec_decode_num_draft_tokens_total {}\nvllm:spec_decode_num_accepted_tokens_total {}\n",
+        c.num_drafts, c.num_draft_tokens, c.num_accepted_tokens
+    );
+    counters(&text)
+}
+
+#[test]
+fn released_engines_per_request_figures_are_partial_records() {
+    let payloads: serde_json::Value = serde_json::from_str(&json_fixture_text("written_engine_payloads.json")).unwrap();
+    let PayloadOutcome::Partial(trt) = adapt_response(&payloads["trtllm_released"]) else {
+        panic!("TensorRT-LLM's avg_decoded_tokens_per_iter is a partial record")
+    };
+    assert_eq!(
+        (trt.engine, trt.mean_acceptance_length, trt.num_draft_tokens),
+        (EngineKind::Trtllm, Some(2.75), None)
+    );
+    let PayloadOutcome::Partial(llama) = adapt_response(&payloads["llamacpp"]) else {
+        panic!("llama.cpp's timings are a partial record")
+    };
+    assert_eq!(
+        (
+            llama.engine,
+            llama.num_accepted_draft_tokens,
+            llama.num_draft_tokens,
+            llama.mean_acceptance_length
+        ),
+        (EngineKind::LlamaCpp, Some(51), Some(96), None)
+    );
+    let PayloadOutcome::Record(both) = adapt_response(&payloads["sglang_n2"]) else {
+        panic!("SGLang's n > 1 list is one record")
+    };
+    assert_eq!(
+        (
+            both.num_spec_steps,
+            both.num_accepted_draft_tokens,
+            both.num_draft_tokens
+        ),
+        (8, 9, 24)
+    );
+    assert_eq!(both.mean_acceptance_length, 2.125);
+    assert_eq!(
+        both.acceptance_histogram,
+        [(0, 3), (1, 2), (2, 2), (3, 1)].into_iter().collect()
+    );
+    let mut scan = PayloadScan::new();
+    scan.push(&serde_json::json!({"choices": [{"delta": {"content": "x"}}]}));
+    scan.push(&payloads["sglang_stream_chunk"]);
+    scan.push(&serde_json::json!({"choices": [], "usage": {"completion_tokens": 20}}));
+    let PayloadOutcome::Record(streamed) = scan.finish() else {
+        panic!("SGLang's own chunk carries the record")
+    };
+    assert_eq!((streamed.num_spec_steps, streamed.completion_tokens), (4, Some(20)));
 }
 
 #[test]

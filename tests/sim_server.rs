@@ -335,8 +335,8 @@ async fn with_timing_on_speculation_wins_at_low_concurrency_and_loses_at_high() 
 #[tokio::test]
 async fn payload_shapes_and_levels() {
     let spec = ["--num-spec-tokens", "3", "--alpha", "0.6"];
-    // TensorRT-LLM: on the terminal chunk's choice; absent when nothing was drafted.
-    let (_trt, url) = sim(&[&spec[..], &["--payload", "trtllm"]].concat());
+    // TensorRT-LLM (PR #19311): on the terminal chunk's choice; absent when nothing was drafted.
+    let (_trt, url) = sim(&[&spec[..], &["--payload", "trtllm-pr19311"]].concat());
     let chunks = post_sse(&format!("{url}/v1/chat/completions"), &chat(20, true))
         .await
         .chunks();
@@ -350,11 +350,14 @@ async fn payload_shapes_and_levels() {
     };
     assert_eq!(r.engine, EngineKind::Trtllm);
     let (_, body) = post_json(&format!("{url}/v1/chat/completions"), &chat(1, false)).await;
-    assert_eq!(
-        adapt_response(&body),
-        PayloadOutcome::NoStats,
-        "zero-step request: TensorRT-LLM sends nothing"
+    assert!(
+        body["choices"][0].get("speculative_decoding").is_none(),
+        "zero-step request: PR #19311 sends nothing"
     );
+    let PayloadOutcome::Partial(p) = adapt_response(&body) else {
+        panic!("released TensorRT-LLM's per-choice length stays: {body}")
+    };
+    assert_eq!(p.mean_acceptance_length, Some(1.0));
 
     // SGLang: only when the request asks.
     let (_sgl, url) = sim(&[&spec[..], &["--payload", "sglang"]].concat());

@@ -3,10 +3,12 @@
 
 use std::time::Duration;
 
-use speclens_shared::scrape::{derive_stats, parse_metrics, IncreaseAccumulator, ScrapeFailure};
+use speclens_shared::scrape::{
+    derive, derive_since_start, parse_metrics, GaugeMeans, IncreaseAccumulator, Schema, ScrapeFailure, SpecCounters,
+};
 use tokio::time::Instant;
 
-use crate::bench::scrape::{fetch_text, host_port};
+use crate::bench::scrape::{fetch_text, host_port, resolve_url};
 use crate::error::CollectorError;
 
 /// `speclens scrape URL [--watch]`.
@@ -21,6 +23,10 @@ pub async fn run(url: &str, watch: bool, interval_s: f64) -> Result<(), Collecto
         .timeout(Duration::from_secs(10))
         .build()
         .map_err(|e| CollectorError::InvalidArgument(e.to_string()))?;
+    let (url, note) = resolve_url(&client, &url).await;
+    if let Some(note) = note {
+        crate::statusln!("speclens: {note}");
+    }
     let mut acc = IncreaseAccumulator::default();
     let mut last: Option<Instant> = None;
     loop {
@@ -33,31 +39,30 @@ pub async fn run(url: &str, watch: bool, interval_s: f64) -> Result<(), Collecto
             Ok(snapshot) => {
                 if let Some(c) = &snapshot.counters {
                     let t = &c.total;
-                    crate::outln!(
-                        "{url}: drafts {} · draft tokens {} · accepted {} · per position {:?}",
-                        t.num_drafts,
-                        t.num_draft_tokens,
-                        t.num_accepted_tokens,
-                        t.accepted_per_pos
-                    )?;
-                    match derive_stats(t) {
+                    crate::outln!("{url}: {}", counters_line(c.schema(), t))?;
+                    if let Some(largest) = c.rounded_max {
+                        crate::outln!(
+                            "  note: llama.cpp printed counters up to {largest} with 6 significant digits (rounded)"
+                        )?;
+                    }
+                    match derive_since_start(c) {
                         Ok(d) => crate::outln!(
-                            "  since start: acceptance rate {:.2} % · acceptance length {:.2}",
-                            d.acceptance_rate,
-                            d.acceptance_length
+                            "  since start: acceptance rate {} % · acceptance length {}",
+                            d.rate_text(),
+                            d.length_text()
                         )?,
                         Err(reason) => crate::outln!("  since start: {reason}")?,
                     }
                     let step = acc.observe(c);
                     if let Some(prev) = last {
                         let dt = (at - prev).as_secs_f64();
-                        match derive_stats(&step) {
+                        match derive(c.schema(), &step, &GaugeMeans::over([&c.gauges]), c.rounded_max) {
                             Ok(d) => crate::outln!(
-                                "  last {dt:.1} s: {:.1} accepted/s · {:.1} drafted/s · rate {:.2} % · length {:.2}",
+                                "  last {dt:.1} s: {:.1} accepted/s · {:.1} drafted/s · rate {} % · length {}",
                                 step.num_accepted_tokens as f64 / dt,
                                 step.num_draft_tokens as f64 / dt,
-                                d.acceptance_rate,
-                                d.acceptance_length
+                                d.rate_text(),
+                                d.length_text()
                             )?,
                             Err(_) => crate::outln!("  last {dt:.1} s: No traffic")?,
                         }
@@ -72,6 +77,9 @@ pub async fn run(url: &str, watch: bool, interval_s: f64) -> Result<(), Collecto
                         g.accept_rate,
                         g.verify_calls_total
                     )?;
+                    if !snapshot.sglang_missing.is_empty() {
+                        crate::outln!("  no window delta: {} missing", snapshot.sglang_missing.join(", "))?;
+                    }
                 } else {
                     crate::outln!("{url}: {}", ScrapeFailure::NoSpecMetrics)?;
                 }
@@ -85,5 +93,25 @@ pub async fn run(url: &str, watch: bool, interval_s: f64) -> Result<(), Collecto
             _ = tokio::time::sleep(Duration::from_secs_f64(interval_s.max(0.1))) => {}
             _ = tokio::signal::ctrl_c() => return Ok(()),
         }
+    }
+}
+
+/// One scrape's counters in the engine's own terms.
+fn counters_line(schema: Schema, t: &SpecCounters) -> String {
+    match schema {
+        Schema::Vllm | Schema::LlamaCpp => format!(
+            "drafts {} · draft tokens {} · accepted {} · per position {:?}",
+            t.num_drafts, t.num_draft_tokens, t.num_accepted_tokens, t.accepted_per_pos
+        ),
+        Schema::Trtllm => format!(
+            "draft tokens {} · accepted {} (TensorRT-LLM counts no drafts)",
+            t.num_draft_tokens, t.num_accepted_tokens
+        ),
+        Schema::Sglang => format!(
+            "verify calls {} · generation tokens {} · requests {}",
+            t.num_drafts,
+            t.generation_tokens.unwrap_or(0),
+            t.requests.unwrap_or(0)
+        ),
     }
 }

@@ -6,7 +6,7 @@ use std::collections::BTreeMap;
 
 use serde::{Deserialize, Serialize};
 
-use crate::per_request::SpecRecord;
+use crate::per_request::{EngineKind, PartialSpecRecord, SpecRecord};
 
 /// Percentiles exported for every per-request metric.
 pub const EXPORT_PERCENTILES: [u32; 9] = [1, 5, 10, 25, 50, 75, 90, 95, 99];
@@ -182,6 +182,15 @@ pub struct SpecAggregator {
     pooled: BTreeMap<u32, u64>,
     /// The largest k the records named.
     num_spec_tokens: Option<u32>,
+    /// Released engines' partial records: TensorRT-LLM's per-request lengths, llama.cpp's
+    /// per-request rates (%) and their summed accepted and drafted tokens.
+    reported_length: Vec<f64>,
+    partial_rate_pct: Vec<f64>,
+    partial_accepted: u64,
+    partial_drafted: u64,
+    partial_records: u64,
+    /// The engines the records came from.
+    engines: std::collections::BTreeSet<EngineKind>,
 }
 
 /// The run's spec-decode figures, exported under AIPerf's names.
@@ -211,6 +220,12 @@ pub struct SpecSummary {
     pub total_draft_tokens: DerivedValue,
     /// `{j: steps that accepted exactly j}` summed over records; counts sum to Σsteps.
     pub pooled_spec_decode_acceptance_histogram: BTreeMap<u32, u64>,
+    /// TensorRT-LLM's per-request `avg_decoded_tokens_per_iter` (a length without counts).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub spec_decode_reported_acceptance_length: Option<MetricStats>,
+    /// What the figures are, where an engine gives less than vLLM (one sentence each).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub notes: Vec<String>,
 }
 
 fn derived(unit: &str, avg: f64) -> DerivedValue {
@@ -225,9 +240,27 @@ impl SpecAggregator {
         Self::default()
     }
 
+    /// Fold in a released engine's partial record of one successful request.
+    pub fn push_partial(&mut self, r: &PartialSpecRecord) {
+        self.records += 1;
+        self.partial_records += 1;
+        self.engines.insert(r.engine);
+        if let Some(length) = r.mean_acceptance_length {
+            self.reported_length.push(length);
+        }
+        if let (Some(accepted), Some(drafted)) = (r.num_accepted_draft_tokens, r.num_draft_tokens) {
+            if drafted > 0 {
+                self.partial_rate_pct.push(accepted as f64 / drafted as f64 * 100.0);
+            }
+            self.partial_accepted = self.partial_accepted.saturating_add(accepted);
+            self.partial_drafted = self.partial_drafted.saturating_add(drafted);
+        }
+    }
+
     /// Fold in the record of one successful request.
     pub fn push(&mut self, r: &SpecRecord) {
         self.records += 1;
+        self.engines.insert(r.engine);
         self.num_spec_tokens = self.num_spec_tokens.max(r.num_spec_tokens);
         if r.num_spec_steps == 0 {
             self.zero_step_requests += 1;
@@ -255,9 +288,10 @@ impl SpecAggregator {
         self.records
     }
 
-    /// The summed steps (drafts), draft tokens and accepted tokens, when any record was folded.
+    /// The summed steps (drafts), draft tokens and accepted tokens, when any full record was
+    /// folded (partial records count no steps, so they cannot be set against the counters).
     pub fn totals(&self) -> Option<crate::notices::SpecTotals> {
-        (self.records > 0).then_some(crate::notices::SpecTotals {
+        (self.records > self.partial_records).then_some(crate::notices::SpecTotals {
             drafts: self.total_steps,
             draft_tokens: self.total_drafted,
             accepted_tokens: self.total_accepted,
@@ -276,27 +310,53 @@ impl SpecAggregator {
         Bins::from_values(&self.acceptance_length, max_bins)
     }
 
+    /// One sentence per engine whose figures are not vLLM's.
+    fn notes(&self) -> Vec<String> {
+        self.engines
+            .iter()
+            .filter_map(|e| match e {
+                EngineKind::Sglang => Some("SGLang: drafted tokens are its configured verify steps × (draft tokens − 1), not measured; requests without details count as zero-step"),
+                EngineKind::Trtllm if !self.reported_length.is_empty() => Some("TensorRT-LLM (released): only avg_decoded_tokens_per_iter per request, a length that may count the context-phase token; no counts, so no rate"),
+                EngineKind::LlamaCpp => Some("llama.cpp: timings give drafted and accepted tokens but no steps: a rate, no length"),
+                _ => None,
+            })
+            .map(str::to_string)
+            .collect()
+    }
+
     pub fn summary(&self) -> Option<SpecSummary> {
         if self.records == 0 {
             return None;
         }
         let stats = |unit: &str, v: &Vec<f64>| MetricStats::from_values(unit, v.clone());
+        let rates = if self.draft_acceptance_rate_pct.is_empty() {
+            &self.partial_rate_pct
+        } else {
+            &self.draft_acceptance_rate_pct
+        };
+        let (accepted, drafted) = if self.total_drafted > 0 {
+            (self.total_accepted, self.total_drafted)
+        } else {
+            (self.partial_accepted, self.partial_drafted)
+        };
         Some(SpecSummary {
             spec_decode_acceptance_length: stats("ratio", &self.acceptance_length),
-            spec_decode_draft_acceptance_rate: stats("%", &self.draft_acceptance_rate_pct),
+            spec_decode_draft_acceptance_rate: stats("%", rates),
             spec_decode_accepted_per_verified: stats("ratio", &self.accepted_per_verified),
             spec_decode_steps: stats("count", &self.steps),
             spec_decode_accepted_draft_tokens: stats("tokens", &self.accepted),
             spec_decode_draft_tokens: stats("tokens", &self.drafted),
             spec_decode_token_weighted_acceptance_length: (self.total_steps > 0)
                 .then(|| derived("ratio", 1.0 + self.total_accepted as f64 / self.total_steps as f64)),
-            spec_decode_overall_draft_acceptance_rate: (self.total_drafted > 0)
-                .then(|| derived("%", self.total_accepted as f64 / self.total_drafted as f64 * 100.0)),
+            spec_decode_overall_draft_acceptance_rate: (drafted > 0)
+                .then(|| derived("%", accepted as f64 / drafted as f64 * 100.0)),
             spec_decode_zero_step_requests: derived("requests", self.zero_step_requests as f64),
             total_spec_decode_steps: derived("count", self.total_steps as f64),
-            total_accepted_draft_tokens: derived("tokens", self.total_accepted as f64),
-            total_draft_tokens: derived("tokens", self.total_drafted as f64),
+            total_accepted_draft_tokens: derived("tokens", accepted as f64),
+            total_draft_tokens: derived("tokens", drafted as f64),
             pooled_spec_decode_acceptance_histogram: self.pooled.clone(),
+            spec_decode_reported_acceptance_length: stats("ratio", &self.reported_length),
+            notes: self.notes(),
         })
     }
 }
@@ -367,6 +427,12 @@ impl SpecSummary {
             rows.push(derived_row(
                 "Zero-Step Requests (requests)",
                 Some(self.spec_decode_zero_step_requests.avg),
+            ));
+        }
+        if self.spec_decode_reported_acceptance_length.is_some() {
+            rows.push(per_request(
+                "Reported Decoded Tokens per Iteration (ratio)",
+                &self.spec_decode_reported_acceptance_length,
             ));
         }
         rows

@@ -208,6 +208,8 @@ pub fn fleet_window(series: &[ApiSeries], start_s: f64, end_s: f64) -> Result<Fl
                 };
                 c.accepted_per_pos.insert(pos, n);
             }
+            // SGLang's counters are not among the families this path queries.
+            Family::Generation | Family::Requests => continue,
         }
         w.total.add(&c);
         w.by_instance

@@ -1,6 +1,8 @@
 //! Per-request path (docs/METRICS.md §2): adapters that find the spec-decode stats an engine returns
-//! with each response (vLLM, TensorRT-LLM, SGLang), chosen by the payload's shape, validated and
-//! normalised into one record per request.
+//! with each response (vLLM, TensorRT-LLM's pending PR #19311, SGLang), chosen by the payload's
+//! shape, validated and normalised into one record per request; and the partial figures the
+//! released engines give (TensorRT-LLM's `avg_decoded_tokens_per_iter`, a length; llama.cpp's
+//! `timings.draft_n` / `draft_n_accepted`, a rate).
 //!
 //! Feed every parsed response body or stream chunk to a [`PayloadScan`], then call
 //! [`PayloadScan::finish`]. A payload that breaks a rule gives a [`Rejection`] (counted by the
@@ -22,6 +24,9 @@ pub enum EngineKind {
     Trtllm,
     /// `sglext.spec_tokens_details` at the response root; normalised (see [`SpecRecord`]).
     Sglang,
+    /// llama.cpp's `timings.draft_n` / `draft_n_accepted` (partial records only).
+    #[serde(rename = "llamacpp")]
+    LlamaCpp,
 }
 
 impl EngineKind {
@@ -30,6 +35,42 @@ impl EngineKind {
             EngineKind::Vllm => "vllm",
             EngineKind::Trtllm => "trtllm",
             EngineKind::Sglang => "sglang",
+            EngineKind::LlamaCpp => "llamacpp",
+        }
+    }
+}
+
+/// What a released engine returns per request when it is less than a full record:
+/// TensorRT-LLM's `avg_decoded_tokens_per_iter` (a length, no counts) or llama.cpp's `timings`
+/// (drafted and accepted tokens, no steps: a rate, no length).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct PartialSpecRecord {
+    pub engine: EngineKind,
+    /// Tokens per decoding iteration as the engine reports it (TensorRT-LLM; may count the
+    /// context-phase token).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub mean_acceptance_length: Option<f64>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub num_accepted_draft_tokens: Option<u64>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub num_draft_tokens: Option<u64>,
+}
+
+impl SpecRecord {
+    /// The record of a request that never verified a draft (SGLang sends no details then).
+    pub fn zero_steps(engine: EngineKind) -> SpecRecord {
+        SpecRecord {
+            engine,
+            mean_acceptance_length: 1.0,
+            draft_acceptance_rate: 0.0,
+            acceptance_histogram: BTreeMap::new(),
+            num_accepted_draft_tokens: 0,
+            num_draft_tokens: 0,
+            num_spec_steps: 0,
+            num_spec_tokens: None,
+            completion_tokens: None,
+            per_step_accepted: None,
+            per_step_drafted: None,
         }
     }
 }
@@ -185,6 +226,8 @@ impl fmt::Display for Rejection {
 #[derive(Debug, Clone, PartialEq)]
 pub enum PayloadOutcome {
     Record(SpecRecord),
+    /// Only a released engine's partial figures were there.
+    Partial(PartialSpecRecord),
     /// The response carried no spec-decode stats (a plain server, n>1, nothing drafted).
     NoStats,
     Rejected(Rejection),
@@ -193,9 +236,17 @@ pub enum PayloadOutcome {
 /// Folds the chunks of one response (or its single body) one at a time.
 #[derive(Debug, Default)]
 pub struct PayloadScan {
-    carriers: Vec<(EngineKind, Map<String, Value>)>,
+    /// Each place stats were found: the engine and its objects (several for SGLang's n > 1
+    /// list, one otherwise).
+    carriers: Vec<(EngineKind, Vec<Map<String, Value>>)>,
     ambiguous: Option<Vec<EngineKind>>,
     completion_tokens: Option<u64>,
+    /// TensorRT-LLM's `avg_decoded_tokens_per_iter`, one per choice that had it.
+    decoded_per_iter: Vec<f64>,
+    /// llama.cpp's `timings` draft counts (the last chunk that had them).
+    llamacpp_drafts: Option<(u64, u64)>,
+    /// A partial figure that is not the type it should be.
+    partial_rejected: Option<Rejection>,
 }
 
 impl PayloadScan {
@@ -211,34 +262,92 @@ impl PayloadScan {
                 self.completion_tokens = Some(tokens);
             }
         }
-        let mut found: Vec<(EngineKind, &Map<String, Value>)> = Vec::new();
+        let mut found: Vec<(EngineKind, Vec<&Map<String, Value>>)> = Vec::new();
         if let Some(stats) = root
             .get("metrics")
             .and_then(|m| m.get("speculative_decoding"))
             .and_then(Value::as_object)
         {
-            found.push((EngineKind::Vllm, stats));
+            found.push((EngineKind::Vllm, vec![stats]));
         }
         if let Some(choices) = root.get("choices").and_then(Value::as_array) {
             for choice in choices {
                 if let Some(stats) = choice.get("speculative_decoding").and_then(Value::as_object) {
-                    found.push((EngineKind::Trtllm, stats));
+                    found.push((EngineKind::Trtllm, vec![stats]));
                 }
+                self.note_decoded_per_iter(choice.get("avg_decoded_tokens_per_iter"));
             }
         }
-        if let Some(stats) = root
-            .get("sglext")
-            .and_then(|s| s.get("spec_tokens_details"))
-            .and_then(Value::as_object)
-        {
-            found.push((EngineKind::Sglang, stats));
+        match root.get("sglext").and_then(|s| s.get("spec_tokens_details")) {
+            Some(Value::Object(stats)) => found.push((EngineKind::Sglang, vec![stats])),
+            // n > 1: one entry per choice that verified.
+            Some(Value::Array(list)) => {
+                let objects: Vec<&Map<String, Value>> = list.iter().filter_map(Value::as_object).collect();
+                if objects.len() == list.len() && !objects.is_empty() {
+                    found.push((EngineKind::Sglang, objects));
+                } else if !list.is_empty() {
+                    self.partial_rejected.get_or_insert(Rejection::WrongType {
+                        engine: EngineKind::Sglang,
+                        field: "spec_tokens_details",
+                        expected: "an object or a list of objects",
+                    });
+                }
+            }
+            _ => {}
+        }
+        if let Some(timings) = root.get("timings").and_then(Value::as_object) {
+            self.note_llamacpp(timings);
         }
         let mut kinds: Vec<EngineKind> = found.iter().map(|(k, _)| *k).collect();
         kinds.dedup();
         if kinds.len() > 1 {
             self.ambiguous.get_or_insert(kinds);
         }
-        self.carriers.extend(found.into_iter().map(|(k, m)| (k, m.clone())));
+        self.carriers.extend(
+            found
+                .into_iter()
+                .map(|(k, maps)| (k, maps.into_iter().cloned().collect())),
+        );
+    }
+
+    fn note_decoded_per_iter(&mut self, value: Option<&Value>) {
+        match value {
+            None | Some(Value::Null) => {}
+            Some(v) => match v.as_f64() {
+                Some(x) if x.is_finite() && x >= 1.0 => self.decoded_per_iter.push(x),
+                _ => {
+                    self.partial_rejected.get_or_insert(Rejection::WrongType {
+                        engine: EngineKind::Trtllm,
+                        field: "avg_decoded_tokens_per_iter",
+                        expected: "a number ≥ 1",
+                    });
+                }
+            },
+        }
+    }
+
+    fn note_llamacpp(&mut self, timings: &Map<String, Value>) {
+        // Only when something was drafted does llama.cpp add the two fields.
+        if !(timings.contains_key("draft_n") && timings.contains_key("draft_n_accepted")) {
+            return;
+        }
+        let f = Fields {
+            engine: EngineKind::LlamaCpp,
+            map: timings,
+        };
+        match (f.count("draft_n"), f.count("draft_n_accepted")) {
+            (Ok(d), Ok(a)) if a <= d => self.llamacpp_drafts = Some((d, a)),
+            (Ok(d), Ok(a)) => {
+                self.partial_rejected.get_or_insert(Rejection::AcceptedExceedsDrafted {
+                    engine: EngineKind::LlamaCpp,
+                    accepted: a,
+                    drafted: d,
+                });
+            }
+            (Err(e), _) | (_, Err(e)) => {
+                self.partial_rejected.get_or_insert(e);
+            }
+        }
     }
 
     /// The response's record, or why there is none.
@@ -247,17 +356,69 @@ impl PayloadScan {
             return PayloadOutcome::Rejected(Rejection::AmbiguousShape(kinds));
         }
         match self.carriers.len() {
-            0 => PayloadOutcome::NoStats,
+            0 => self.partial(),
             1 => {
                 let (engine, stats) = &self.carriers[0];
-                match adapt(*engine, stats, self.completion_tokens) {
-                    Ok(record) => PayloadOutcome::Record(record),
+                let records: Result<Vec<SpecRecord>, Rejection> = stats
+                    .iter()
+                    .map(|map| adapt(*engine, map, self.completion_tokens))
+                    .collect();
+                match records {
+                    Ok(records) => PayloadOutcome::Record(combine(records)),
                     Err(rejection) => PayloadOutcome::Rejected(rejection),
                 }
             }
             n => PayloadOutcome::Rejected(Rejection::MultipleCarriers(n)),
         }
     }
+
+    /// A released engine's partial figures, when there are any.
+    fn partial(self) -> PayloadOutcome {
+        if let Some(rejection) = self.partial_rejected {
+            return PayloadOutcome::Rejected(rejection);
+        }
+        if let Some((drafted, accepted)) = self.llamacpp_drafts {
+            return PayloadOutcome::Partial(PartialSpecRecord {
+                engine: EngineKind::LlamaCpp,
+                mean_acceptance_length: None,
+                num_accepted_draft_tokens: Some(accepted),
+                num_draft_tokens: Some(drafted),
+            });
+        }
+        if !self.decoded_per_iter.is_empty() {
+            let n = self.decoded_per_iter.len() as f64;
+            return PayloadOutcome::Partial(PartialSpecRecord {
+                engine: EngineKind::Trtllm,
+                mean_acceptance_length: Some(self.decoded_per_iter.iter().sum::<f64>() / n),
+                num_accepted_draft_tokens: None,
+                num_draft_tokens: None,
+            });
+        }
+        PayloadOutcome::NoStats
+    }
+}
+
+/// One record for a response whose choices each had one (SGLang's n > 1 list): the counts and
+/// histograms summed, the length and rate recomputed from the sums.
+fn combine(mut records: Vec<SpecRecord>) -> SpecRecord {
+    if records.len() == 1 {
+        return records.remove(0);
+    }
+    let mut all = records.remove(0);
+    all.per_step_accepted = None;
+    all.per_step_drafted = None;
+    for r in records {
+        all.num_accepted_draft_tokens += r.num_accepted_draft_tokens;
+        all.num_draft_tokens += r.num_draft_tokens;
+        all.num_spec_steps += r.num_spec_steps;
+        for (j, c) in r.acceptance_histogram {
+            *all.acceptance_histogram.entry(j).or_default() += c;
+        }
+        all.num_spec_tokens = all.num_spec_tokens.max(r.num_spec_tokens);
+    }
+    all.mean_acceptance_length = 1.0 + ratio_or(all.num_accepted_draft_tokens, all.num_spec_steps, 0.0);
+    all.draft_acceptance_rate = ratio_or(all.num_accepted_draft_tokens, all.num_draft_tokens, 0.0);
+    all
 }
 
 /// Convenience for a non-streaming response body.
@@ -441,6 +602,13 @@ fn read_fields(engine: EngineKind, f: &Fields<'_>) -> Result<Raw, Rejection> {
                 f.optional_k("num_spec_tokens")?,
             );
             (length, rate, hist, accepted, drafted, steps, k, None)
+        }
+        EngineKind::LlamaCpp => {
+            // llama.cpp's timings give partial records only (see `PayloadScan::partial`).
+            return Err(Rejection::MissingField {
+                engine,
+                field: "num_spec_steps",
+            });
         }
         EngineKind::Sglang => {
             let accepted = f.count("spec_num_correct_drafts")?;

@@ -320,10 +320,10 @@ impl RunResult {
 
     /// Fill the scrape path's `spec_decode_*` keys from its window.
     pub fn set_spec_window(&mut self, d: &SpecDecodeData) {
-        self.spec_decode_acceptance_rate = Some(d.acceptance_rate);
-        self.spec_decode_acceptance_length = Some(d.acceptance_length);
-        self.spec_decode_num_drafts = Some(d.num_drafts);
-        self.spec_decode_draft_tokens = Some(d.draft_tokens);
+        self.spec_decode_acceptance_rate = d.acceptance_rate;
+        self.spec_decode_acceptance_length = d.acceptance_length;
+        self.spec_decode_num_drafts = d.num_drafts;
+        self.spec_decode_draft_tokens = d.draft_tokens;
         self.spec_decode_accepted_tokens = Some(d.accepted_tokens);
         self.spec_decode_per_position_acceptance_rates =
             Some(d.per_position_acceptance_rates.values().copied().collect());

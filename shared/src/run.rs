@@ -8,7 +8,7 @@ use std::fmt::Write;
 use serde::{Deserialize, Serialize};
 
 use crate::aggregate::{percentile, sorted_moments};
-use crate::per_request::SpecRecord;
+use crate::per_request::{PartialSpecRecord, SpecRecord};
 use crate::scrape::SpecDecodeData;
 
 /// How a request failed, for counting by kind.
@@ -72,6 +72,10 @@ pub struct RequestRecord {
     pub error: Option<String>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub spec_decode_acceptance: Option<SpecRecord>,
+    /// A released engine's partial per-request figures (TensorRT-LLM's length, llama.cpp's
+    /// draft counts), when that is all the response had.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub spec_decode_partial: Option<PartialSpecRecord>,
     /// Why the request's spec-decode payload was rejected, when it was.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub spec_decode_rejected: Option<String>,
@@ -246,10 +250,12 @@ pub fn vllm_summary(m: &RunMetrics, spec: Option<&SpecDecodeData>) -> String {
     }
     if let Some(d) = spec {
         header(&mut out, "Speculative Decoding", '-');
-        row_f(&mut out, "Acceptance rate (%):", d.acceptance_rate);
-        row_f(&mut out, "Acceptance length:", d.acceptance_length);
-        row(&mut out, "Drafts:", d.num_drafts);
-        row(&mut out, "Draft tokens:", d.draft_tokens);
+        // A figure the engine does not count reads N/A (the notes say why).
+        let count = |v: Option<u64>| v.map_or_else(|| "N/A".to_string(), |v| v.to_string());
+        row(&mut out, "Acceptance rate (%):", d.rate_text());
+        row(&mut out, "Acceptance length:", d.length_text());
+        row(&mut out, "Drafts:", count(d.num_drafts));
+        row(&mut out, "Draft tokens:", count(d.draft_tokens));
         row(&mut out, "Accepted tokens:", d.accepted_tokens);
         let _ = writeln!(out, "Per-position acceptance (%):");
         for (pos, rate) in &d.per_position_acceptance_rates {
@@ -268,12 +274,13 @@ mod tests {
     fn speculative_section_matches_vllm_byte_for_byte() {
         // tests/fixtures/real_vllm_bench_serve_spec_section_pr48892.txt, MTP k=1.
         let data = SpecDecodeData {
-            num_drafts: 26407,
-            draft_tokens: 26407,
+            num_drafts: Some(26407),
+            draft_tokens: Some(26407),
             accepted_tokens: 22021,
-            acceptance_rate: 22021.0 / 26407.0 * 100.0,
-            acceptance_length: 1.0 + 22021.0 / 26407.0,
+            acceptance_rate: Some(22021.0 / 26407.0 * 100.0),
+            acceptance_length: Some(1.0 + 22021.0 / 26407.0),
             per_position_acceptance_rates: [(0, 22021.0 / 26407.0)].into_iter().collect(),
+            notes: Vec::new(),
         };
         let m = RunMetrics::from_records([], 1.0, None, None, 0, &[99.0]);
         let text = vllm_summary(&m, Some(&data));
@@ -304,6 +311,7 @@ mod tests {
             error_kind: None,
             error: None,
             spec_decode_acceptance: None,
+            spec_decode_partial: None,
             spec_decode_rejected: None,
         }
     }

@@ -1,6 +1,7 @@
-//! Server-scrape path (docs/METRICS.md §1): spec-decode counters read from a `/metrics` text, their delta
-//! over a benchmark window, reset-aware accumulation for live sampling, the AISBench-compatible
-//! result value and its console block.
+//! Server-scrape path (docs/METRICS.md §1): spec-decode counters read from a `/metrics` text (vLLM's
+//! and llama.cpp's four families, TensorRT-LLM's two `trtllm_` counters and gauges, SGLang's verify,
+//! generation and request counters), their delta over a benchmark window, reset-aware accumulation
+//! for live sampling, the AISBench-compatible result value and its console block.
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::fmt;
@@ -13,13 +14,62 @@ use crate::prom::{self, Sample};
 /// Reason given when the window saw no drafted tokens (AISBench's wording).
 pub const NO_ACTIVITY: &str = "No spec decode activity detected during benchmark window";
 
-/// Prefixes under which the vLLM spec-decode counter schema is exposed (llama.cpp copies it).
-pub const COUNTER_PREFIXES: [&str; 2] = ["vllm:", "llamacpp:"];
+/// Prefixes of the spec-decode counters, one per engine (llama.cpp copies vLLM's families).
+pub const COUNTER_PREFIXES: [&str; 4] = ["vllm:", "llamacpp:", "trtllm_", "sglang:"];
 
 const DRAFTS: &str = "spec_decode_num_drafts_total";
 const DRAFT_TOKENS: &str = "spec_decode_num_draft_tokens_total";
 const ACCEPTED: &str = "spec_decode_num_accepted_tokens_total";
 const PER_POS: &str = "spec_decode_num_accepted_tokens_per_pos_total";
+const VERIFY_CALLS: &str = "spec_verify_calls_total";
+const GENERATION: &str = "generation_tokens_total";
+const REQUESTS: &str = "num_requests_total";
+
+/// The engine gauges a window averages (TensorRT-LLM's and SGLang's), by full metric name.
+pub const ENGINE_GAUGES: [&str; 7] = [
+    "trtllm_spec_decode_acceptance_length",
+    "trtllm_avg_decoded_tokens_per_iter",
+    "trtllm_spec_decode_draft_overhead",
+    "sglang:spec_accept_length",
+    "sglang:spec_accept_rate",
+    "sglang:spec_num_steps",
+    "sglang:spec_num_draft_tokens",
+];
+
+/// Which engine's counter schema a scrape follows; it decides which figures are measured.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Schema {
+    /// `vllm:spec_decode_*`: drafts, draft tokens, accepted tokens, per position.
+    Vllm,
+    /// `llamacpp:spec_decode_*`: vLLM's families, values printed with 6 significant digits.
+    LlamaCpp,
+    /// `trtllm_spec_decode_*`: draft and accepted tokens (no drafts counter), length gauges.
+    Trtllm,
+    /// `sglang:spec_verify_calls_total`, `generation_tokens_total`, `num_requests_total`.
+    Sglang,
+}
+
+impl Schema {
+    fn of_prefix(prefix: &str) -> Schema {
+        match prefix {
+            "llamacpp:" => Schema::LlamaCpp,
+            "trtllm_" => Schema::Trtllm,
+            "sglang:" => Schema::Sglang,
+            _ => Schema::Vllm,
+        }
+    }
+
+    /// The engine's name as `result.json` records it.
+    pub fn engine(self) -> &'static str {
+        match self {
+            Schema::Vllm => "vllm",
+            Schema::LlamaCpp => "llamacpp",
+            Schema::Trtllm => "trtllm",
+            Schema::Sglang => "sglang",
+        }
+    }
+}
 
 /// The four spec-decode counters of one label set, or their sum over label sets.
 ///
@@ -31,6 +81,13 @@ pub struct SpecCounters {
     pub num_accepted_tokens: u64,
     /// Drafts whose first `i + 1` tokens were all accepted, by 0-based position `i`.
     pub accepted_per_pos: BTreeMap<u32, u64>,
+    /// SGLang only: `sglang:generation_tokens_total` (every output token, each request's first
+    /// included). With SGLang, `num_drafts` holds `sglang:spec_verify_calls_total`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub generation_tokens: Option<u64>,
+    /// SGLang only: `sglang:num_requests_total` (finished requests).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub requests: Option<u64>,
 }
 
 impl SpecCounters {
@@ -41,6 +98,8 @@ impl SpecCounters {
             num_draft_tokens,
             num_accepted_tokens,
             accepted_per_pos: per_pos.iter().enumerate().map(|(i, v)| (i as u32, *v)).collect(),
+            generation_tokens: None,
+            requests: None,
         }
     }
 
@@ -54,22 +113,59 @@ impl SpecCounters {
             let slot = self.accepted_per_pos.entry(*pos).or_default();
             *slot = slot.saturating_add(*v);
         }
+        let add = |mine: Option<u64>, theirs: Option<u64>| match (mine, theirs) {
+            (None, None) => None,
+            (a, b) => Some(a.unwrap_or(0).saturating_add(b.unwrap_or(0))),
+        };
+        self.generation_tokens = add(self.generation_tokens, other.generation_tokens);
+        self.requests = add(self.requests, other.requests);
     }
 }
 
 /// Spec-decode counters of one scrape: the server-level sum and the per-label-set split.
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
 pub struct CounterSet {
-    /// `vllm:` or `llamacpp:`.
+    /// `vllm:`, `llamacpp:`, `trtllm_` or `sglang:`.
     pub prefix: String,
     /// Sum over all label sets (the server-level figure).
     pub total: SpecCounters,
     /// Per label set (every label but `position`), keyed by its canonical text
-    /// `engine="0",model_name="Qwen/Qwen3-8B"`.
+    /// `engine="0",model_name="Qwen/Qwen3-8B"`. SGLang's families carry different labels, so
+    /// its counters are one series under the empty key.
     pub series: BTreeMap<String, SpecCounters>,
+    /// The engine gauges of [`ENGINE_GAUGES`] present in this scrape, each the mean over its
+    /// label sets.
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    pub gauges: BTreeMap<String, f64>,
+    /// llama.cpp only: the largest counter value, when one is ≥ 1e6 and so printed with 6
+    /// significant digits (rounded).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub rounded_max: Option<u64>,
 }
 
 impl CounterSet {
+    /// The same series, every counter at zero (a server before its first draft).
+    pub fn zeroed(&self) -> CounterSet {
+        let zero = |c: &SpecCounters| SpecCounters {
+            accepted_per_pos: c.accepted_per_pos.keys().map(|p| (*p, 0)).collect(),
+            generation_tokens: c.generation_tokens.map(|_| 0),
+            requests: c.requests.map(|_| 0),
+            ..SpecCounters::default()
+        };
+        CounterSet {
+            prefix: self.prefix.clone(),
+            total: zero(&self.total),
+            series: self.series.iter().map(|(k, c)| (k.clone(), zero(c))).collect(),
+            gauges: BTreeMap::new(),
+            rounded_max: None,
+        }
+    }
+
+    /// The engine schema the counters follow.
+    pub fn schema(&self) -> Schema {
+        Schema::of_prefix(&self.prefix)
+    }
+
     /// Sum the series by the value of one label (`engine`, `model_name`, `instance`…);
     /// series without the label are grouped under the empty string.
     pub fn by_label(&self, label: &str) -> BTreeMap<String, SpecCounters> {
@@ -81,12 +177,12 @@ impl CounterSet {
         out
     }
 
-    fn counter_name(&self, family: &str, series: &str) -> String {
-        format!("{}{}{{{}}}", self.prefix, family, series)
+    fn counter_name(&self, family: Family, series: &str) -> String {
+        format!("{}{}{{{}}}", self.prefix, family_name(self.schema(), family), series)
     }
 }
 
-/// SGLang's spec-decode gauges (no cumulative counters exist there, so no delta is possible).
+/// SGLang's spec-decode gauges, each the mean over label sets (ranks).
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
 pub struct SglangGauges {
     /// `sglang:spec_accept_length`, mean over label sets (ranks).
@@ -106,6 +202,13 @@ pub struct SglangGauges {
 pub struct MetricsSnapshot {
     pub counters: Option<CounterSet>,
     pub sglang: Option<SglangGauges>,
+    /// The engine whose metric names the text holds (`vllm:`, `sglang:`, `trtllm_`,
+    /// `llamacpp:`), spec-decode or not: it names the server option a missing family needs.
+    #[serde(default)]
+    pub engine: Option<Schema>,
+    /// SGLang's counters a window needs that the text lacks (it then has only gauges).
+    #[serde(default)]
+    pub sglang_missing: Vec<String>,
 }
 
 #[derive(Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
@@ -114,8 +217,11 @@ pub(crate) enum Family {
     DraftTokens,
     Accepted,
     PerPos,
+    Generation,
+    Requests,
 }
 
+/// A spec-decode counter family of vLLM's schema under any prefix (the Prometheus path's view).
 pub(crate) fn family_of(name: &str) -> Option<(&'static str, Family)> {
     let (prefix, rest) = COUNTER_PREFIXES
         .iter()
@@ -128,6 +234,43 @@ pub(crate) fn family_of(name: &str) -> Option<(&'static str, Family)> {
         _ => return None,
     };
     Some((prefix, family))
+}
+
+/// Any engine's counter family: vLLM's schema under `vllm:`, `llamacpp:` and `trtllm_`, and
+/// SGLang's verify, generation and request counters.
+fn counter_family(name: &str) -> Option<(&'static str, Family)> {
+    if let Some(rest) = name.strip_prefix("sglang:") {
+        let family = match rest {
+            VERIFY_CALLS => Family::Drafts,
+            GENERATION => Family::Generation,
+            REQUESTS => Family::Requests,
+            _ => return None,
+        };
+        return Some(("sglang:", family));
+    }
+    family_of(name)
+}
+
+/// The family's metric name (without prefix) in a schema.
+fn family_name(schema: Schema, family: Family) -> &'static str {
+    match (schema, family) {
+        (Schema::Sglang, Family::Drafts) => VERIFY_CALLS,
+        (_, Family::Drafts) => DRAFTS,
+        (_, Family::DraftTokens) => DRAFT_TOKENS,
+        (_, Family::Accepted) => ACCEPTED,
+        (_, Family::PerPos) => PER_POS,
+        (_, Family::Generation) => GENERATION,
+        (_, Family::Requests) => REQUESTS,
+    }
+}
+
+/// The families a schema must have for a window; the others are optional.
+fn required(schema: Schema) -> &'static [Family] {
+    match schema {
+        Schema::Vllm | Schema::LlamaCpp => &[Family::Drafts, Family::DraftTokens, Family::Accepted],
+        Schema::Trtllm => &[Family::DraftTokens, Family::Accepted],
+        Schema::Sglang => &[Family::Drafts, Family::Generation, Family::Requests],
+    }
 }
 
 /// Canonical text of a sample's labels minus `position`: sorted by name, values escaped as in
@@ -212,43 +355,58 @@ impl GaugeMean {
     }
 }
 
+/// The engine whose metric names a sample carries.
+fn engine_of_name(name: &str) -> Option<Schema> {
+    ["vllm:", "llamacpp:", "trtllm_", "sglang:"]
+        .iter()
+        .find(|p| name.starts_with(**p))
+        .map(|p| Schema::of_prefix(p))
+}
+
+/// llama.cpp prints counters with 6 significant digits: from 1e6 on, a value is rounded.
+const LLAMACPP_EXACT_BELOW: u64 = 1_000_000;
+
 /// Parse a Prometheus text exposition into its spec-decode snapshot.
 ///
-/// Only `_total` samples of the four counter families are read (the `_created` gauges that
-/// follow them are not counters); every other line is checked for syntax and ignored.
+/// Only `_total` samples of the counter families are read (the `_created` gauges that follow
+/// them are not counters); every other line is checked for syntax and ignored, but for the
+/// engine gauges of [`ENGINE_GAUGES`].
 pub fn parse_metrics(text: &str) -> Result<MetricsSnapshot, Error> {
     let mut series: BTreeMap<String, SpecCounters> = BTreeMap::new();
     let mut seen: BTreeSet<(Family, String, u32)> = BTreeSet::new();
     let mut families: BTreeSet<Family> = BTreeSet::new();
     let mut prefix: Option<&'static str> = None;
-    let mut gauges: [GaugeMean; 4] = Default::default();
-    let mut verify_calls: Option<f64> = None;
+    let mut gauges: BTreeMap<&'static str, GaugeMean> = BTreeMap::new();
+    let mut engine: Option<Schema> = None;
+    let mut largest = 0u64;
 
     for sample in prom::samples(text) {
         let sample = sample?;
-        if let Some(gauge) = sample.name.strip_prefix("sglang:") {
-            match gauge {
-                "spec_accept_length" => gauges[0].push(sample.value),
-                "spec_accept_rate" => gauges[1].push(sample.value),
-                "spec_num_steps" => gauges[2].push(sample.value),
-                "spec_num_draft_tokens" => gauges[3].push(sample.value),
-                "spec_verify_calls_total" if sample.value.is_finite() => {
-                    *verify_calls.get_or_insert(0.0) += sample.value
-                }
-                _ => {}
-            }
+        if engine.is_none() {
+            engine = engine_of_name(sample.name);
+        }
+        if let Some(name) = ENGINE_GAUGES.iter().find(|g| **g == sample.name) {
+            gauges.entry(name).or_default().push(sample.value);
             continue;
         }
-        let Some((this_prefix, family)) = family_of(sample.name) else {
+        let Some((this_prefix, family)) = counter_family(sample.name) else {
             continue;
         };
         if *prefix.get_or_insert(this_prefix) != this_prefix {
             return Err(Error::Exposition {
                 line: sample.line,
-                message: "both vllm: and llamacpp: spec decode counters in one exposition".into(),
+                message: format!(
+                    "spec decode counters of two engines ({} and {this_prefix}) in one exposition",
+                    prefix.unwrap_or_default()
+                ),
             });
         }
-        let key = series_key(&sample);
+        // SGLang's families carry different labels: they are summed into one series.
+        let key = if this_prefix == "sglang:" {
+            String::new()
+        } else {
+            series_key(&sample)
+        };
         let position = match family {
             Family::PerPos => {
                 let Some(pos) = sample.label("position") else {
@@ -264,7 +422,7 @@ pub fn parse_metrics(text: &str) -> Result<MetricsSnapshot, Error> {
             }
             _ => 0,
         };
-        if !seen.insert((family, key.clone(), position)) {
+        if this_prefix != "sglang:" && !seen.insert((family, key.clone(), position)) {
             let labels = match family {
                 Family::PerPos => with_position(&key, position),
                 _ => key,
@@ -277,96 +435,332 @@ pub fn parse_metrics(text: &str) -> Result<MetricsSnapshot, Error> {
         let Some(value) = counter_value(&sample, &key)? else {
             continue;
         };
+        largest = largest.max(value);
         families.insert(family);
         let entry = series.entry(key).or_default();
+        let add = |slot: &mut Option<u64>| *slot = Some(slot.unwrap_or(0).saturating_add(value));
         match family {
+            Family::Drafts if this_prefix == "sglang:" => entry.num_drafts = entry.num_drafts.saturating_add(value),
             Family::Drafts => entry.num_drafts = value,
             Family::DraftTokens => entry.num_draft_tokens = value,
             Family::Accepted => entry.num_accepted_tokens = value,
             Family::PerPos => {
                 entry.accepted_per_pos.insert(position, value);
             }
+            Family::Generation => add(&mut entry.generation_tokens),
+            Family::Requests => add(&mut entry.requests),
         }
     }
 
+    let gauge_means: BTreeMap<String, f64> = gauges
+        .iter()
+        .filter_map(|(name, g)| g.mean().map(|m| (name.to_string(), m)))
+        .collect();
+    let gauge = |name: &str| gauge_means.get(name).copied();
+    let sglang = SglangGauges {
+        accept_length: gauge("sglang:spec_accept_length"),
+        accept_rate: gauge("sglang:spec_accept_rate"),
+        num_steps: gauge("sglang:spec_num_steps"),
+        num_draft_tokens: gauge("sglang:spec_num_draft_tokens"),
+        verify_calls_total: series
+            .get("")
+            .filter(|_| prefix == Some("sglang:") && families.contains(&Family::Drafts))
+            .map(|c| c.num_drafts as f64),
+    };
+    let sglang = (sglang != SglangGauges::default()).then_some(sglang);
+
+    let mut sglang_missing = Vec::new();
     let counters = match prefix {
         Some(prefix) if !families.is_empty() => {
-            let missing: Vec<String> = [
-                (Family::Drafts, DRAFTS),
-                (Family::DraftTokens, DRAFT_TOKENS),
-                (Family::Accepted, ACCEPTED),
-            ]
-            .iter()
-            .filter(|(f, _)| !families.contains(f))
-            .map(|(_, name)| format!("{prefix}{name}"))
-            .collect();
-            if !missing.is_empty() {
+            let schema = Schema::of_prefix(prefix);
+            let missing: Vec<String> = required(schema)
+                .iter()
+                .filter(|f| !families.contains(f))
+                .map(|f| format!("{prefix}{}", family_name(schema, *f)))
+                .collect();
+            if schema == Schema::Sglang && !families.contains(&Family::Drafts) {
+                // Generation and request counters alone: a plain SGLang server.
+                None
+            } else if schema == Schema::Sglang && !missing.is_empty() {
+                sglang_missing = missing;
+                None
+            } else if !missing.is_empty() {
                 return Err(Error::IncompleteCounters {
                     missing: missing.join(", "),
                 });
+            } else {
+                let mut total = SpecCounters::default();
+                for counters in series.values() {
+                    total.add(counters);
+                }
+                let rounded_max = (schema == Schema::LlamaCpp && largest >= LLAMACPP_EXACT_BELOW).then_some(largest);
+                let schema_gauges = gauge_means
+                    .iter()
+                    .filter(|(name, _)| name.starts_with(prefix))
+                    .map(|(n, v)| (n.clone(), *v))
+                    .collect();
+                Some(CounterSet {
+                    prefix: prefix.to_string(),
+                    total,
+                    series,
+                    gauges: schema_gauges,
+                    rounded_max,
+                })
             }
-            let mut total = SpecCounters::default();
-            for counters in series.values() {
-                total.add(counters);
-            }
-            Some(CounterSet {
-                prefix: prefix.to_string(),
-                total,
-                series,
-            })
         }
         _ => None,
     };
-    let [length, rate, steps, draft_tokens] = gauges;
-    let sglang = SglangGauges {
-        accept_length: length.mean(),
-        accept_rate: rate.mean(),
-        num_steps: steps.mean(),
-        num_draft_tokens: draft_tokens.mean(),
-        verify_calls_total: verify_calls,
-    };
-    let sglang = (sglang != SglangGauges::default()).then_some(sglang);
-    Ok(MetricsSnapshot { counters, sglang })
+    Ok(MetricsSnapshot {
+        counters,
+        sglang,
+        engine,
+        sglang_missing,
+    })
 }
 
 /// Derived stats of one window, as AISBench's `data` and `vllm bench serve`'s `spec_decode_*`.
+///
+/// vLLM's and llama.cpp's counters measure every field. TensorRT-LLM has no drafts counter
+/// (`num_drafts` null, the length from its gauges); SGLang has no draft-token counter
+/// (`draft_tokens` null, the rate from its gauge). `notes` says where such a figure comes from.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct SpecDecodeData {
-    pub num_drafts: u64,
-    pub draft_tokens: u64,
+    /// Verify steps (SGLang: `spec_verify_calls_total`); null where the engine counts none.
+    pub num_drafts: Option<u64>,
+    /// Null where the engine counts none.
+    pub draft_tokens: Option<u64>,
     pub accepted_tokens: u64,
-    /// Percent (bonus token excluded).
-    pub acceptance_rate: f64,
-    /// Tokens per verify step, bonus included; 0.0 when there were no drafts.
-    pub acceptance_length: f64,
+    /// Percent (bonus token excluded); null when the counters cannot give one.
+    pub acceptance_rate: Option<f64>,
+    /// Tokens per verify step, bonus included; 0.0 when there were no drafts (AISBench).
+    pub acceptance_length: Option<f64>,
     /// Fraction of drafts whose first `i + 1` tokens were all accepted, by position `i`.
     pub per_position_acceptance_rates: BTreeMap<u32, f64>,
+    /// Where a figure comes from when it is not a counter delta, and why one is missing.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub notes: Vec<String>,
 }
 
-/// Derive the window's stats from a counter delta, or the reason there are none.
+impl SpecDecodeData {
+    /// The acceptance rate (%) with two decimals, or `N/A`.
+    pub fn rate_text(&self) -> String {
+        self.acceptance_rate
+            .map_or_else(|| "N/A".to_string(), |v| format!("{v:.2}"))
+    }
+
+    /// The acceptance length with two decimals, or `N/A`.
+    pub fn length_text(&self) -> String {
+        self.acceptance_length
+            .map_or_else(|| "N/A".to_string(), |v| format!("{v:.2}"))
+    }
+}
+
+/// A scrape's own stats since the server started: its counters as a delta from zero, its
+/// gauges as they are now.
+pub fn derive_since_start(c: &CounterSet) -> Result<SpecDecodeData, String> {
+    derive(c.schema(), &c.total, &GaugeMeans::over([&c.gauges]), c.rounded_max)
+}
+
+/// Engine gauges averaged over a window's scrapes.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct GaugeMeans {
+    /// Mean of each gauge over the scrapes that had it, by metric name.
+    pub means: BTreeMap<String, f64>,
+    /// Scrapes averaged.
+    pub scrapes: usize,
+}
+
+impl GaugeMeans {
+    /// The mean of each gauge over the given scrapes.
+    pub fn over<'a>(scrapes: impl IntoIterator<Item = &'a BTreeMap<String, f64>>) -> GaugeMeans {
+        let mut sums: BTreeMap<String, GaugeMean> = BTreeMap::new();
+        let mut n = 0;
+        for gauges in scrapes {
+            n += 1;
+            for (name, v) in gauges {
+                sums.entry(name.clone()).or_default().push(*v);
+            }
+        }
+        GaugeMeans {
+            means: sums
+                .iter()
+                .filter_map(|(k, g)| g.mean().map(|m| (k.clone(), m)))
+                .collect(),
+            scrapes: n,
+        }
+    }
+
+    fn get(&self, name: &str) -> Option<f64> {
+        self.means.get(name).copied()
+    }
+
+    fn described(&self, name: &str) -> String {
+        let n = self.scrapes;
+        format!(
+            "mean of the gauge {name} over {n} scrape{} in the window (the engine's recent iterations, not a count over the window)",
+            if n == 1 { "" } else { "s" }
+        )
+    }
+}
+
+/// Derive the window's stats from a delta of vLLM's (or llama.cpp's) counters, or the reason
+/// there are none.
 pub fn derive_stats(delta: &SpecCounters) -> Result<SpecDecodeData, String> {
+    derive(Schema::Vllm, delta, &GaugeMeans::default(), None)
+}
+
+/// Derive the window's stats of any engine from its counters' delta and its gauges' means.
+///
+/// `rounded_max`: llama.cpp's largest counter value, when it was printed rounded.
+pub fn derive(
+    schema: Schema,
+    delta: &SpecCounters,
+    gauges: &GaugeMeans,
+    rounded_max: Option<u64>,
+) -> Result<SpecDecodeData, String> {
+    match schema {
+        Schema::Vllm | Schema::LlamaCpp => derive_vllm(delta, rounded_max),
+        Schema::Trtllm => derive_trtllm(delta, gauges),
+        Schema::Sglang => derive_sglang(delta, gauges),
+    }
+}
+
+fn derive_vllm(delta: &SpecCounters, rounded_max: Option<u64>) -> Result<SpecDecodeData, String> {
     if delta.num_draft_tokens == 0 {
         return Err(NO_ACTIVITY.to_string());
     }
     let drafts = delta.num_drafts as f64;
     let accepted = delta.num_accepted_tokens as f64;
-    let (acceptance_length, per_position_acceptance_rates) = if delta.num_drafts == 0 {
+    let mut notes = Vec::new();
+    let mut acceptance_rate = Some(accepted / delta.num_draft_tokens as f64 * 100.0);
+    let (acceptance_length, mut per_position_acceptance_rates) = if delta.num_drafts == 0 {
         (0.0, BTreeMap::new())
     } else {
-        let per_pos = delta
+        let per_pos: BTreeMap<u32, f64> = delta
             .accepted_per_pos
             .iter()
             .map(|(p, v)| (*p, *v as f64 / drafts))
             .collect();
         (1.0 + accepted / drafts, per_pos)
     };
+    if let Some(largest) = rounded_max {
+        // A value v ≥ 1e6 printed with 6 significant digits is off by up to half its last digit.
+        let digits = (largest as f64).log10().floor() as i32;
+        let error = 10f64.powi(digits - 5) / 2.0;
+        notes.push(format!(
+            "llama.cpp prints its counters with 6 significant digits: values from 1e6 on are rounded (here up to ±{error:.0}), so each delta is uncertain by up to ±{:.0} tokens",
+            2.0 * error
+        ));
+        let before = per_position_acceptance_rates.len();
+        per_position_acceptance_rates.retain(|_, r| *r <= 1.0);
+        if per_position_acceptance_rates.len() < before {
+            notes.push("per-position rates above 1 (an artefact of the rounding) are left out".into());
+        }
+        if acceptance_rate.is_some_and(|r| r > 100.0) {
+            acceptance_rate = None;
+            notes.push("the acceptance rate came out above 100 % from rounded counters and is left out".into());
+        }
+    } else if delta.num_accepted_tokens > delta.num_draft_tokens {
+        return Err(format!(
+            "Impossible counters: {} accepted tokens exceed {} draft tokens in the window",
+            delta.num_accepted_tokens, delta.num_draft_tokens
+        ));
+    }
     Ok(SpecDecodeData {
-        num_drafts: delta.num_drafts,
-        draft_tokens: delta.num_draft_tokens,
+        num_drafts: Some(delta.num_drafts),
+        draft_tokens: Some(delta.num_draft_tokens),
         accepted_tokens: delta.num_accepted_tokens,
-        acceptance_rate: accepted / delta.num_draft_tokens as f64 * 100.0,
-        acceptance_length,
+        acceptance_rate,
+        acceptance_length: Some(acceptance_length),
         per_position_acceptance_rates,
+        notes,
+    })
+}
+
+fn derive_trtllm(delta: &SpecCounters, gauges: &GaugeMeans) -> Result<SpecDecodeData, String> {
+    if delta.num_draft_tokens == 0 {
+        return Err(NO_ACTIVITY.to_string());
+    }
+    if delta.num_accepted_tokens > delta.num_draft_tokens {
+        return Err(format!(
+            "Impossible counters: {} accepted tokens exceed {} draft tokens in the window",
+            delta.num_accepted_tokens, delta.num_draft_tokens
+        ));
+    }
+    let mut notes = vec![
+        "TensorRT-LLM counts no drafts (verify steps): no per-position rates, and the length comes from its gauges"
+            .to_string(),
+    ];
+    let length = [
+        "trtllm_spec_decode_acceptance_length",
+        "trtllm_avg_decoded_tokens_per_iter",
+    ]
+    .iter()
+    .find_map(|name| gauges.get(name).map(|v| (name, v)));
+    let acceptance_length = match length {
+        Some((name, v)) => {
+            notes.push(format!("acceptance length: {}", gauges.described(name)));
+            Some(v)
+        }
+        None => {
+            notes.push(
+                "acceptance length: no trtllm_spec_decode_acceptance_length gauge was scraped in the window".into(),
+            );
+            None
+        }
+    };
+    Ok(SpecDecodeData {
+        num_drafts: None,
+        draft_tokens: Some(delta.num_draft_tokens),
+        accepted_tokens: delta.num_accepted_tokens,
+        acceptance_rate: Some(delta.num_accepted_tokens as f64 / delta.num_draft_tokens as f64 * 100.0),
+        acceptance_length,
+        per_position_acceptance_rates: BTreeMap::new(),
+        notes,
+    })
+}
+
+fn derive_sglang(delta: &SpecCounters, gauges: &GaugeMeans) -> Result<SpecDecodeData, String> {
+    let verify = delta.num_drafts;
+    if verify == 0 {
+        return Err(NO_ACTIVITY.to_string());
+    }
+    let generation = delta.generation_tokens.unwrap_or(0);
+    let requests = delta.requests.unwrap_or(0);
+    // Every request's first token comes from prefill; each verify step gives accepted + 1.
+    let Some(accepted) = generation.checked_sub(requests).and_then(|t| t.checked_sub(verify)) else {
+        return Err(format!(
+            "Inconsistent counters: {generation} generated tokens are fewer than {requests} requests plus {verify} verify calls in the window"
+        ));
+    };
+    let mut notes = vec![
+        format!(
+            "acceptance length = (Δ sglang:generation_tokens_total − Δ sglang:num_requests_total) / Δ sglang:spec_verify_calls_total; SGLang's own convention (Δgeneration / Δverify, the first token counted) gives {:.2}",
+            generation as f64 / verify as f64
+        ),
+        "SGLang counts no draft tokens: no draft-token total and no per-position rates".to_string(),
+    ];
+    let acceptance_rate = match gauges.get("sglang:spec_accept_rate") {
+        Some(rate) => {
+            notes.push(format!(
+                "acceptance rate: {}",
+                gauges.described("sglang:spec_accept_rate")
+            ));
+            Some(rate * 100.0)
+        }
+        None => {
+            notes.push("acceptance rate: no sglang:spec_accept_rate gauge was scraped in the window".into());
+            None
+        }
+    };
+    Ok(SpecDecodeData {
+        num_drafts: Some(verify),
+        draft_tokens: None,
+        accepted_tokens: accepted,
+        acceptance_rate,
+        acceptance_length: Some((generation - requests) as f64 / verify as f64),
+        per_position_acceptance_rates: BTreeMap::new(),
+        notes,
     })
 }
 
@@ -374,31 +768,29 @@ pub fn derive_stats(delta: &SpecCounters) -> Result<SpecDecodeData, String> {
 /// trusted: a counter that went down (or a label set that vanished) means the server restarted
 /// inside the window, and the figure would be wrong.
 pub fn window_delta(before: &CounterSet, after: &CounterSet) -> Result<SpecCounters, String> {
+    if before.prefix != after.prefix {
+        return Err(format!(
+            "The server's counters changed engine during the window ({} before, {} after)",
+            before.prefix, after.prefix
+        ));
+    }
     for (key, b) in &before.series {
         let Some(a) = after.series.get(key) else {
             return Err(format!(
                 "Counter reset detected: {} is missing after the benchmark window (server restarted?)",
-                before.counter_name(DRAFTS, key)
+                before.counter_name(Family::Drafts, key)
             ));
         };
-        let scalars = [
-            (DRAFTS, b.num_drafts, a.num_drafts),
-            (DRAFT_TOKENS, b.num_draft_tokens, a.num_draft_tokens),
-            (ACCEPTED, b.num_accepted_tokens, a.num_accepted_tokens),
-        ];
-        let per_pos = b
-            .accepted_per_pos
-            .iter()
-            .filter_map(|(pos, bv)| a.accepted_per_pos.get(pos).map(|av| (*pos, *bv, *av)));
-        let went_down = scalars
-            .iter()
+        let went_down = scalars(b, a)
+            .into_iter()
             .find(|(_, bv, av)| av < bv)
-            .map(|(family, bv, av)| (before.counter_name(family, key), *bv, *av))
+            .map(|(family, bv, av)| (before.counter_name(family, key), bv, av))
             .or_else(|| {
-                per_pos
-                    .clone()
+                b.accepted_per_pos
+                    .iter()
+                    .filter_map(|(pos, bv)| a.accepted_per_pos.get(pos).map(|av| (*pos, *bv, *av)))
                     .find(|(_, bv, av)| av < bv)
-                    .map(|(pos, bv, av)| (before.counter_name(PER_POS, &with_position(key, pos)), bv, av))
+                    .map(|(pos, bv, av)| (before.counter_name(Family::PerPos, &with_position(key, pos)), bv, av))
             });
         if let Some((name, bv, av)) = went_down {
             return Err(format!(
@@ -406,25 +798,45 @@ pub fn window_delta(before: &CounterSet, after: &CounterSet) -> Result<SpecCount
             ));
         }
     }
+    let (b, a) = (&before.total, &after.total);
+    let grown = |bv: Option<u64>, av: Option<u64>| av.map(|av| av.saturating_sub(bv.unwrap_or(0)));
     let mut delta = SpecCounters {
-        num_drafts: after.total.num_drafts - before.total.num_drafts,
-        num_draft_tokens: after.total.num_draft_tokens - before.total.num_draft_tokens,
-        num_accepted_tokens: after.total.num_accepted_tokens - before.total.num_accepted_tokens,
+        num_drafts: a.num_drafts.saturating_sub(b.num_drafts),
+        num_draft_tokens: a.num_draft_tokens.saturating_sub(b.num_draft_tokens),
+        num_accepted_tokens: a.num_accepted_tokens.saturating_sub(b.num_accepted_tokens),
         accepted_per_pos: BTreeMap::new(),
+        generation_tokens: grown(b.generation_tokens, a.generation_tokens),
+        requests: grown(b.requests, a.requests),
     };
-    let positions: BTreeSet<u32> = before
-        .total
+    let positions: BTreeSet<u32> = b
         .accepted_per_pos
         .keys()
-        .chain(after.total.accepted_per_pos.keys())
+        .chain(a.accepted_per_pos.keys())
         .copied()
         .collect();
     for pos in positions {
-        let b = before.total.accepted_per_pos.get(&pos).copied().unwrap_or(0);
-        let a = after.total.accepted_per_pos.get(&pos).copied().unwrap_or(b);
-        delta.accepted_per_pos.insert(pos, a.saturating_sub(b));
+        let bv = b.accepted_per_pos.get(&pos).copied().unwrap_or(0);
+        let av = a.accepted_per_pos.get(&pos).copied().unwrap_or(bv);
+        delta.accepted_per_pos.insert(pos, av.saturating_sub(bv));
     }
     Ok(delta)
+}
+
+/// The scalar counters of one series before and after, by family (the SGLang-only ones when
+/// present).
+fn scalars(b: &SpecCounters, a: &SpecCounters) -> Vec<(Family, u64, u64)> {
+    let mut out = vec![
+        (Family::Drafts, b.num_drafts, a.num_drafts),
+        (Family::DraftTokens, b.num_draft_tokens, a.num_draft_tokens),
+        (Family::Accepted, b.num_accepted_tokens, a.num_accepted_tokens),
+    ];
+    if let (Some(bv), Some(av)) = (b.generation_tokens, a.generation_tokens) {
+        out.push((Family::Generation, bv, av));
+    }
+    if let (Some(bv), Some(av)) = (b.requests, a.requests) {
+        out.push((Family::Requests, bv, av));
+    }
+    out
 }
 
 /// Why one phase's scrape produced no counters.
@@ -438,8 +850,14 @@ pub enum ScrapeFailure {
     Invalid(Error),
     /// The text parsed but holds no spec-decode metrics.
     NoSpecMetrics,
-    /// Only SGLang's gauges are there: no window delta is possible.
-    GaugesOnly,
+    /// Only SGLang's gauges are there (the named counters are missing): no window delta.
+    GaugesOnly { missing: Vec<String> },
+    /// The endpoint answered JSON, not Prometheus text (TensorRT-LLM's `/metrics`).
+    JsonBody,
+    /// TensorRT-LLM's Prometheus endpoint is not mounted.
+    TrtllmNotMounted,
+    /// TensorRT-LLM's Prometheus text has no `trtllm_spec_decode_*` counters.
+    TrtllmNoSpec,
 }
 
 impl fmt::Display for ScrapeFailure {
@@ -449,8 +867,22 @@ impl fmt::Display for ScrapeFailure {
             ScrapeFailure::Fetch { url, cause } => write!(f, "Failed to fetch metrics from {url}: {cause}"),
             ScrapeFailure::Invalid(err) => write!(f, "Invalid metrics text: {err}"),
             ScrapeFailure::NoSpecMetrics => f.write_str("No spec decode metrics found on server"),
-            ScrapeFailure::GaugesOnly => f.write_str(
-                "No spec decode counters on server (SGLang exposes only gauges, so no window delta is possible)",
+            ScrapeFailure::GaugesOnly { missing } if missing.is_empty() => f.write_str(
+                "No spec decode counters on server (only SGLang's gauges, so no window delta is possible)",
+            ),
+            ScrapeFailure::GaugesOnly { missing } => write!(
+                f,
+                "No window delta: SGLang's {} missing (only its gauges are there; SGLang versions with sglang:spec_verify_calls_total have them)",
+                missing.join(", ")
+            ),
+            ScrapeFailure::JsonBody => f.write_str(
+                "Metrics endpoint answered JSON, not Prometheus text (TensorRT-LLM's /metrics gives iteration stats; its Prometheus text is at /prometheus/metrics)",
+            ),
+            ScrapeFailure::TrtllmNotMounted => f.write_str(
+                "TensorRT-LLM's /prometheus/metrics is not there (HTTP 404): start trtllm-serve with `return_perf_metrics: true` in --extra_llm_api_options, and `enable_iter_perf_stats: true` for the spec decode metrics",
+            ),
+            ScrapeFailure::TrtllmNoSpec => f.write_str(
+                "No trtllm_spec_decode_* counters on TensorRT-LLM's /prometheus/metrics: set `enable_iter_perf_stats: true` in --extra_llm_api_options (beside `return_perf_metrics: true`)",
             ),
         }
     }
@@ -458,10 +890,24 @@ impl fmt::Display for ScrapeFailure {
 
 /// Turn a fetched body into counters, or the failure to report for that phase.
 pub fn counters_from_text(text: &str) -> Result<CounterSet, ScrapeFailure> {
+    let body = text.trim_start_matches('\u{feff}').trim_start();
+    if body.starts_with('{') || body.starts_with('[') {
+        return Err(ScrapeFailure::JsonBody);
+    }
     let snapshot = parse_metrics(text).map_err(ScrapeFailure::Invalid)?;
     match snapshot {
         MetricsSnapshot { counters: Some(c), .. } => Ok(c),
-        MetricsSnapshot { sglang: Some(_), .. } => Err(ScrapeFailure::GaugesOnly),
+        MetricsSnapshot {
+            sglang: Some(_),
+            sglang_missing,
+            ..
+        } => Err(ScrapeFailure::GaugesOnly {
+            missing: sglang_missing,
+        }),
+        MetricsSnapshot {
+            engine: Some(Schema::Trtllm),
+            ..
+        } => Err(ScrapeFailure::TrtllmNoSpec),
         _ => Err(ScrapeFailure::NoSpecMetrics),
     }
 }
@@ -491,18 +937,38 @@ pub struct SpecDecodeResult {
     pub raw: RawPhases,
 }
 
-/// Combine the two phases' scrapes of one server into its window result.
+/// Combine the two phases' scrapes of one server into its window result (vLLM's schema, or
+/// one whose gauges are not needed).
 pub fn window_result(
     url: &str,
     before: Result<CounterSet, ScrapeFailure>,
     after: Result<CounterSet, ScrapeFailure>,
 ) -> SpecDecodeResult {
+    window_result_with(url, before, after, &GaugeMeans::default())
+}
+
+/// Combine the two phases' scrapes of one server, and its gauges over the window, into its
+/// window result.
+pub fn window_result_with(
+    url: &str,
+    before: Result<CounterSet, ScrapeFailure>,
+    after: Result<CounterSet, ScrapeFailure>,
+    gauges: &GaugeMeans,
+) -> SpecDecodeResult {
+    // llama.cpp adds its spec-decode families once something was drafted: none before the
+    // window means zero then.
+    let before = match (before, &after) {
+        (Err(ScrapeFailure::NoSpecMetrics), Ok(a)) if a.schema() == Schema::LlamaCpp => Ok(a.zeroed()),
+        (before, _) => before,
+    };
     let raw = RawPhases {
         before: before.as_ref().ok().map(|c| c.total.clone()),
         after: after.as_ref().ok().map(|c| c.total.clone()),
     };
     let outcome = match (&before, &after) {
-        (Ok(b), Ok(a)) => window_delta(b, a).and_then(|d| derive_stats(&d)),
+        (Ok(b), Ok(a)) => {
+            window_delta(b, a).and_then(|d| derive(a.schema(), &d, gauges, a.rounded_max.max(b.rounded_max)))
+        }
         _ => {
             let mut reasons = Vec::new();
             if let Err(e) = &before {
@@ -554,10 +1020,11 @@ pub fn console_block(host_port: &str, result: &SpecDecodeResult) -> String {
     let mut row = |label: &str, value: String| out.push_str(&format!("{label:<45} {value}\n"));
     match &result.data {
         Some(d) => {
-            row("Acceptance rate (%)", format!("{:.2}", d.acceptance_rate));
-            row("Acceptance length", format!("{:.2}", d.acceptance_length));
-            row("Drafts", d.num_drafts.to_string());
-            row("Draft tokens", d.draft_tokens.to_string());
+            let or_na = |v: Option<String>| v.unwrap_or_else(|| "N/A".to_string());
+            row("Acceptance rate (%)", d.rate_text());
+            row("Acceptance length", d.length_text());
+            row("Drafts", or_na(d.num_drafts.map(|v| v.to_string())));
+            row("Draft tokens", or_na(d.draft_tokens.map(|v| v.to_string())));
             row("Accepted tokens", d.accepted_tokens.to_string());
             let per_pos: Vec<String> = d
                 .per_position_acceptance_rates
@@ -565,6 +1032,9 @@ pub fn console_block(host_port: &str, result: &SpecDecodeResult) -> String {
                 .map(|(p, r)| format!("{p}: {r:.4}"))
                 .collect();
             row("Per-position acceptance rates", format!("{{{}}}", per_pos.join(", ")));
+            for note in &d.notes {
+                row("Note", note.clone());
+            }
         }
         None => {
             row("Status", "N/A".to_string());
@@ -611,13 +1081,23 @@ impl IncreaseAccumulator {
                         now
                     }
                 };
-                let scalar = |family: &'static str| move || next.counter_name(family, key);
-                step.num_drafts = grow(&scalar(DRAFTS), was.num_drafts, now.num_drafts);
-                step.num_draft_tokens = grow(&scalar(DRAFT_TOKENS), was.num_draft_tokens, now.num_draft_tokens);
-                step.num_accepted_tokens = grow(&scalar(ACCEPTED), was.num_accepted_tokens, now.num_accepted_tokens);
+                let scalar = |family: Family| move || next.counter_name(family, key);
+                step.num_drafts = grow(&scalar(Family::Drafts), was.num_drafts, now.num_drafts);
+                step.num_draft_tokens = grow(&scalar(Family::DraftTokens), was.num_draft_tokens, now.num_draft_tokens);
+                step.num_accepted_tokens = grow(
+                    &scalar(Family::Accepted),
+                    was.num_accepted_tokens,
+                    now.num_accepted_tokens,
+                );
+                if let (Some(w), Some(n)) = (was.generation_tokens, now.generation_tokens) {
+                    step.generation_tokens = Some(grow(&scalar(Family::Generation), w, n));
+                }
+                if let (Some(w), Some(n)) = (was.requests, now.requests) {
+                    step.requests = Some(grow(&scalar(Family::Requests), w, n));
+                }
                 for (pos, v) in &now.accepted_per_pos {
                     let w = was.accepted_per_pos.get(pos).copied().unwrap_or(0);
-                    let name = || next.counter_name(PER_POS, &with_position(key, *pos));
+                    let name = || next.counter_name(Family::PerPos, &with_position(key, *pos));
                     step.accepted_per_pos.insert(*pos, grow(&name, w, *v));
                 }
                 self.series.entry(key.clone()).or_default().add(&step);
@@ -643,6 +1123,8 @@ mod tests {
             prefix: "vllm:".into(),
             total: c.clone(),
             series: [("engine=\"0\"".to_string(), c)].into_iter().collect(),
+            gauges: BTreeMap::new(),
+            rounded_max: None,
         }
     }
 
@@ -652,9 +1134,12 @@ mod tests {
         let after = single(counters(15520, 77600, 50415, &[15520, 13968, 11640, 7760, 4656]));
         let delta = window_delta(&before, &after).unwrap();
         let d = derive_stats(&delta).unwrap();
-        assert_eq!((d.num_drafts, d.draft_tokens, d.accepted_tokens), (15420, 77100, 50115));
-        assert!((d.acceptance_rate - 65.0).abs() < 1e-12);
-        assert!((d.acceptance_length - 4.25).abs() < 1e-12);
+        assert_eq!(
+            (d.num_drafts, d.draft_tokens, d.accepted_tokens),
+            (Some(15420), Some(77100), 50115)
+        );
+        assert!((d.acceptance_rate.unwrap() - 65.0).abs() < 1e-12);
+        assert!((d.acceptance_length.unwrap() - 4.25).abs() < 1e-12);
         let want = [1.0, 0.9, 0.75, 0.5, 0.3];
         for (i, w) in want.iter().enumerate() {
             assert!((d.per_position_acceptance_rates[&(i as u32)] - w).abs() < 1e-12);
@@ -664,15 +1149,15 @@ mod tests {
     #[test]
     fn aisbench_documentation_example() {
         let d = derive_stats(&counters(163, 815, 809, &[])).unwrap();
-        assert_eq!(format!("{:.2}", d.acceptance_rate), "99.26");
-        assert_eq!(format!("{:.2}", d.acceptance_length), "5.96");
+        assert_eq!(format!("{:.2}", d.acceptance_rate.unwrap()), "99.26");
+        assert_eq!(format!("{:.2}", d.acceptance_length.unwrap()), "5.96");
     }
 
     #[test]
     fn no_draft_tokens_is_na_and_no_drafts_gives_zero_length() {
         assert_eq!(derive_stats(&counters(0, 0, 0, &[0])).unwrap_err(), NO_ACTIVITY);
         let d = derive_stats(&counters(0, 10, 4, &[3])).unwrap();
-        assert_eq!(d.acceptance_length, 0.0);
+        assert_eq!(d.acceptance_length, Some(0.0));
         assert!(d.per_position_acceptance_rates.is_empty());
     }
 
@@ -825,7 +1310,7 @@ Per-position acceptance rates                 {0: 1.0000, 1: 0.9000, 2: 0.7500, 
         );
         assert_eq!(
             counters_from_text("sglang:spec_accept_length{tp_rank=\"0\"} 3.1\n"),
-            Err(ScrapeFailure::GaugesOnly)
+            Err(ScrapeFailure::GaugesOnly { missing: vec![] })
         );
         assert!(matches!(counters_from_text("garbage{"), Err(ScrapeFailure::Invalid(_))));
     }

@@ -12,7 +12,7 @@ use std::borrow::Cow;
 use serde::de::IgnoredAny;
 use serde::Deserialize;
 use serde_json::Value;
-use speclens_shared::per_request::{PayloadOutcome, PayloadScan, SpecRecord};
+use speclens_shared::per_request::{PartialSpecRecord, PayloadOutcome, PayloadScan, SpecRecord};
 use speclens_shared::run::ErrorKind;
 use tokio::time::Instant;
 
@@ -81,6 +81,7 @@ pub struct Exchange {
     pub generated_text: String,
     pub error: Option<(ErrorKind, String)>,
     pub spec: Option<SpecRecord>,
+    pub spec_partial: Option<PartialSpecRecord>,
     pub spec_rejected: Option<String>,
 }
 
@@ -292,6 +293,7 @@ fn note_usage(ex: &mut Exchange, v: &Value) {
 fn finish_scan(ex: &mut Exchange, scan: PayloadScan) {
     match scan.finish() {
         PayloadOutcome::Record(r) => ex.spec = Some(r),
+        PayloadOutcome::Partial(p) => ex.spec_partial = Some(p),
         PayloadOutcome::NoStats => {}
         PayloadOutcome::Rejected(r) => ex.spec_rejected = Some(format!("{}: {r}", r.kind())),
     }
@@ -317,11 +319,14 @@ struct Skim<'a> {
     usage: Option<IgnoredAny>,
     #[serde(default)]
     error: Option<Value>,
-    // Spec-decode payloads (vLLM, SGLang); TensorRT-LLM's sits in each choice.
+    // Spec-decode payloads (vLLM, SGLang, llama.cpp); TensorRT-LLM's sits in each choice.
     #[serde(default)]
     metrics: Option<IgnoredAny>,
     #[serde(default)]
     sglext: Option<IgnoredAny>,
+    /// llama.cpp's draft counts ride its `timings`.
+    #[serde(default)]
+    timings: Option<IgnoredAny>,
 }
 
 #[derive(Deserialize)]
@@ -332,6 +337,9 @@ struct SkimChoice<'a> {
     text: Option<Cow<'a, str>>,
     #[serde(default)]
     speculative_decoding: Option<IgnoredAny>,
+    /// Released TensorRT-LLM's per-choice length.
+    #[serde(default)]
+    avg_decoded_tokens_per_iter: Option<IgnoredAny>,
 }
 
 #[derive(Deserialize)]
@@ -371,7 +379,10 @@ fn read_event(data: &str, endpoint: EndpointKind) -> Result<Event<'_>, String> {
         let carries_payload = skim.usage.is_some()
             || skim.metrics.is_some()
             || skim.sglext.is_some()
-            || choices.iter().any(|c| c.speculative_decoding.is_some());
+            || skim.timings.is_some()
+            || choices
+                .iter()
+                .any(|c| c.speculative_decoding.is_some() || c.avg_decoded_tokens_per_iter.is_some());
         let whole = if carries_payload {
             Some(serde_json::from_str::<Value>(data).map_err(|e| format!("an SSE event is not JSON: {e}"))?)
         } else {

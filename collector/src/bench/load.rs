@@ -394,6 +394,7 @@ fn to_record(
         error_kind,
         error,
         spec_decode_acceptance,
+        spec_decode_partial: ex.spec_partial,
         spec_decode_rejected: ex.spec_rejected,
     }
 }

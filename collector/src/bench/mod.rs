@@ -22,6 +22,7 @@ use std::time::Duration;
 
 use axum::body::Bytes;
 use indicatif::ProgressBar;
+use speclens_shared::per_request::EngineKind;
 use speclens_shared::results::RunResult;
 use speclens_shared::run::RequestRecord;
 use tokio::sync::watch;
@@ -95,11 +96,14 @@ pub async fn run_with(plan: Plan, hub: Option<LiveHub>) -> Result<RunOutput, Col
     };
     let records_tmp = prepared.out_dir.join(".records.jsonl.tmp");
     let measured = measure(&prepared, &hub, &records_tmp).await?;
+    // SGLang leaves the details out of a request that never verified: a zero-step request.
+    let absent_means_zero_steps = (prepared.engine == Some(Engine::Sglang)).then_some(EngineKind::Sglang);
     let paths = SpecPaths::new(
         measured.scrapes,
         measured.timeline,
         measured.fleet,
         &measured.outcome.records,
+        absent_means_zero_steps,
     );
     let result = output::save_and_print(&prepared, &measured.outcome, &paths, &records_tmp)?;
     hub.set_findings(result.not_available(), &paths.notices).await;
@@ -128,11 +132,19 @@ pub async fn prepare(plan: Plan, hub: LiveHub) -> Result<Prepared, CollectorErro
     if let Some(note) = &fields.note {
         eprintln!("speclens: {note}");
     }
-    let endpoints = if plan.scrape.enabled {
+    let mut endpoints = if plan.scrape.enabled {
         scrape::endpoints(&plan.target.urls, &plan.scrape.metrics_urls)?
     } else {
         Vec::new()
     };
+    // TensorRT-LLM answers `/metrics` with JSON: its Prometheus text is elsewhere.
+    for endpoint in &mut endpoints {
+        let (url, note) = scrape::resolve_url(&client, &endpoint.url).await;
+        if let (Some(note), true) = (note, plan.output.print) {
+            eprintln!("speclens: {note}");
+        }
+        endpoint.url = url;
+    }
     let out_dir = match &plan.output.dir {
         Some(dir) => dir.clone(),
         None => output::default_out_dir(&plan.output.label),

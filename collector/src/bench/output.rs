@@ -103,6 +103,9 @@ pub fn spec_table(summary: &SpecSummary) -> String {
         out.push_str(&line);
         out.push('\n');
     }
+    for note in &summary.notes {
+        out.push_str(&format!("  Note: {note}\n"));
+    }
     out
 }
 

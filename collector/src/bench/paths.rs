@@ -6,10 +6,11 @@ use std::collections::BTreeMap;
 
 use speclens_shared::aggregate::SpecAggregator;
 use speclens_shared::notices::{Notices, PathFigures};
+use speclens_shared::per_request::{EngineKind, SpecRecord};
 use speclens_shared::run::RequestRecord;
 use speclens_shared::scrape::{
-    derive_stats, window_delta, window_result, CounterSet, ResultStatus, ScrapeFailure, SpecCounters, SpecDecodeData,
-    SpecDecodeResult,
+    derive, window_delta, window_result_with, CounterSet, GaugeMeans, ResultStatus, Schema, ScrapeFailure,
+    SpecCounters, SpecDecodeData, SpecDecodeResult,
 };
 
 use super::prometheus::FleetOutcome;
@@ -30,13 +31,20 @@ pub struct ScrapeWindow {
     pub after: Result<CounterSet, ScrapeFailure>,
     /// Restarts the live scrapes saw on this endpoint during the window.
     pub live_resets: Vec<String>,
+    /// The engine gauges of each scrape in the window (the live ones, then "after").
+    pub gauges: Vec<BTreeMap<String, f64>>,
 }
 
 impl ScrapeWindow {
     /// The window's result. A restart seen by the live scrapes makes it N/A even when the two
     /// snapshots alone look fine: after a restart, "after" holds only the growth since it.
     pub fn result(&self) -> SpecDecodeResult {
-        let mut r = window_result(&redact_url(&self.endpoint.url), self.before.clone(), self.after.clone());
+        let mut r = window_result_with(
+            &redact_url(&self.endpoint.url),
+            self.before.clone(),
+            self.after.clone(),
+            &GaugeMeans::over(&self.gauges),
+        );
         if let (Some(first), ResultStatus::Ok) = (self.live_resets.first(), r.status) {
             r.status = ResultStatus::Na;
             r.data = None;
@@ -45,6 +53,17 @@ impl ScrapeWindow {
             ));
         }
         r
+    }
+
+    /// The schema of the counters read after the window.
+    fn schema(&self) -> Option<Schema> {
+        self.after.as_ref().ok().map(CounterSet::schema)
+    }
+
+    /// llama.cpp's largest rounded counter value in either snapshot.
+    fn rounded_max(&self) -> Option<u64> {
+        let of = |r: &Result<CounterSet, ScrapeFailure>| r.as_ref().ok().and_then(|c| c.rounded_max);
+        of(&self.before).max(of(&self.after))
     }
 
     /// The counters' growth over the window, when its result is valid.
@@ -82,6 +101,7 @@ impl SpecPaths {
         timeline: Timeline,
         fleet: Option<FleetOutcome>,
         records: &[RequestRecord],
+        absent_means_zero_steps: Option<EngineKind>,
     ) -> SpecPaths {
         let resets_of = |label: &str| -> Vec<String> {
             timeline
@@ -93,11 +113,25 @@ impl SpecPaths {
         };
         let windows: Vec<ScrapeWindow> = endpoints
             .into_iter()
-            .map(|s| ScrapeWindow {
-                live_resets: resets_of(&s.endpoint.label),
-                endpoint: s.endpoint,
-                before: s.before,
-                after: s.after,
+            .map(|s| {
+                let mut gauges: Vec<BTreeMap<String, f64>> = timeline
+                    .gauges
+                    .iter()
+                    .filter(|(label, _)| *label == s.endpoint.label)
+                    .map(|(_, g)| g.clone())
+                    .collect();
+                if let Ok(after) = &s.after {
+                    if !after.gauges.is_empty() {
+                        gauges.push(after.gauges.clone());
+                    }
+                }
+                ScrapeWindow {
+                    live_resets: resets_of(&s.endpoint.label),
+                    gauges,
+                    endpoint: s.endpoint,
+                    before: s.before,
+                    after: s.after,
+                }
             })
             .collect();
         let mut spec = SpecAggregator::new();
@@ -105,6 +139,10 @@ impl SpecPaths {
         for r in records.iter().filter(|r| !r.warmup && r.success) {
             if let Some(rec) = &r.spec_decode_acceptance {
                 spec.push(rec);
+            } else if let Some(partial) = &r.spec_decode_partial {
+                spec.push_partial(partial);
+            } else if let (Some(engine), None) = (absent_means_zero_steps, &r.spec_decode_rejected) {
+                spec.push(&SpecRecord::zero_steps(engine));
             }
             if let Some(reason) = &r.spec_decode_rejected {
                 *rejected
@@ -124,15 +162,20 @@ impl SpecPaths {
     }
 
     /// The run's headline acceptance: the direct scrapes summed over every endpoint whose
-    /// window is valid, else the Prometheus path.
+    /// window is valid (of the first such endpoint's engine), else the Prometheus path.
     pub fn headline(&self) -> Option<SpecDecodeData> {
-        let mut sum = SpecCounters::default();
-        let mut any = false;
-        for d in self.windows.iter().filter_map(ScrapeWindow::delta) {
-            sum.add(&d);
-            any = true;
-        }
-        let direct = if any { derive_stats(&sum).ok() } else { None };
+        let valid: Vec<(&ScrapeWindow, SpecCounters)> =
+            self.windows.iter().filter_map(|w| w.delta().map(|d| (w, d))).collect();
+        let direct = valid.first().and_then(|(first, _)| {
+            let schema = first.schema()?;
+            let same: Vec<&(&ScrapeWindow, SpecCounters)> =
+                valid.iter().filter(|(w, _)| w.schema() == Some(schema)).collect();
+            let mut sum = SpecCounters::default();
+            same.iter().for_each(|(_, d)| sum.add(d));
+            let gauges = GaugeMeans::over(same.iter().flat_map(|(w, _)| w.gauges.iter()));
+            let rounded = same.iter().filter_map(|(w, _)| w.rounded_max()).max();
+            derive(schema, &sum, &gauges, rounded).ok()
+        });
         direct.or_else(|| self.fleet.as_ref().and_then(|f| f.result.data.clone()))
     }
 }
@@ -146,20 +189,31 @@ fn assess(
     records: &[RequestRecord],
 ) -> Notices {
     let deltas: Vec<SpecCounters> = windows.iter().filter_map(ScrapeWindow::delta).collect();
-    let counters = if !windows.is_empty() && deltas.len() == windows.len() {
+    // Only vLLM's schema counts what the per-request path counts (drafts, draft tokens and
+    // accepted tokens); TensorRT-LLM's and SGLang's counters cannot be set against it.
+    let comparable = windows
+        .iter()
+        .all(|w| matches!(w.schema(), Some(Schema::Vllm | Schema::LlamaCpp)));
+    let other_engine = !deltas.is_empty() && !comparable;
+    let counters = if !windows.is_empty() && deltas.len() == windows.len() && comparable {
         let mut sum = SpecCounters::default();
         deltas.iter().for_each(|d| sum.add(d));
         Some(sum)
     } else {
-        fleet
-            .and_then(|f| f.result.data.as_ref())
-            .map(|d| SpecCounters::new(d.num_drafts, d.draft_tokens, d.accepted_tokens, &[]))
+        fleet.and_then(|f| f.result.data.as_ref()).and_then(|d| {
+            Some(SpecCounters::new(
+                d.num_drafts?,
+                d.draft_tokens?,
+                d.accepted_tokens,
+                &[],
+            ))
+        })
     };
     let plain = !windows.is_empty()
         && windows
             .iter()
             .all(|w| matches!(w.after, Err(ScrapeFailure::NoSpecMetrics)));
-    let server_speculates = if counters.is_some() {
+    let server_speculates = if counters.is_some() || other_engine {
         Some(true)
     } else if plain {
         Some(false)
@@ -173,7 +227,9 @@ fn assess(
         per_request_k: spec.num_spec_tokens(),
         requests: window().count() as u64,
         successful: window().filter(|r| r.success).count() as u64,
-        with_stats: window().filter(|r| r.spec_decode_acceptance.is_some()).count() as u64,
+        with_stats: window()
+            .filter(|r| r.spec_decode_acceptance.is_some() || r.spec_decode_partial.is_some())
+            .count() as u64,
         server_speculates,
     })
 }

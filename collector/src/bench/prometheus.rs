@@ -401,10 +401,7 @@ pub fn breakdown_table(w: &FleetWindow) -> String {
     for (by, map) in groups {
         for (key, c) in map {
             let (rate, length) = derive_stats(c).map_or(("—".to_string(), "—".to_string()), |d| {
-                (
-                    format!("{:.2}", d.acceptance_rate),
-                    format!("{:.2}", d.acceptance_length),
-                )
+                (d.rate_text(), d.length_text())
             });
             table.add_row(vec![
                 by.to_string(),

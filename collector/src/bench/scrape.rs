@@ -6,7 +6,7 @@ use std::collections::BTreeMap;
 use std::time::Duration;
 
 use speclens_shared::protocol::TimelinePoint;
-use speclens_shared::scrape::{counters_from_text, derive_stats, CounterSet, IncreaseAccumulator, ScrapeFailure};
+use speclens_shared::scrape::{counters_from_text, derive, CounterSet, GaugeMeans, IncreaseAccumulator, ScrapeFailure};
 use tokio::sync::watch;
 use tokio::time::Instant;
 
@@ -73,10 +73,35 @@ pub async fn fetch_text(client: &reqwest::Client, url: &str) -> Result<String, S
         .send()
         .await
         .map_err(|e| fail(e.to_string()))?;
+    if response.status() == reqwest::StatusCode::NOT_FOUND && url.ends_with(TRTLLM_PROMETHEUS_PATH) {
+        return Err(ScrapeFailure::TrtllmNotMounted);
+    }
     if !response.status().is_success() {
         return Err(ScrapeFailure::Http(response.status().as_u16()));
     }
     response.text().await.map_err(|e| fail(e.to_string()))
+}
+
+/// Where trtllm-serve mounts its Prometheus text (its `/metrics` answers JSON).
+const TRTLLM_PROMETHEUS_PATH: &str = "/prometheus/metrics";
+
+/// The URL to scrape for `url`: itself, or TensorRT-LLM's `/prometheus/metrics` on the same
+/// server when `url` answers JSON; the note says when it changed.
+pub async fn resolve_url(client: &reqwest::Client, url: &str) -> (String, Option<String>) {
+    if !matches!(fetch(client, url).await, Err(ScrapeFailure::JsonBody)) {
+        return (url.to_string(), None);
+    }
+    let Ok(mut prometheus) = reqwest::Url::parse(url) else {
+        return (url.to_string(), None);
+    };
+    prometheus.set_path(TRTLLM_PROMETHEUS_PATH);
+    prometheus.set_query(None);
+    let note = format!(
+        "{} answers JSON (TensorRT-LLM's iteration stats): scraping {} instead",
+        super::redact_url(url),
+        super::redact_url(prometheus.as_str())
+    );
+    (prometheus.to_string(), Some(note))
 }
 
 /// Fetch and parse one snapshot of the spec-decode counters.
@@ -123,6 +148,9 @@ pub struct Timeline {
     pub points: Vec<TimelinePoint>,
     /// Counter resets seen during the run.
     pub resets: Vec<Reset>,
+    /// The engine gauges of each scrape in the window, by endpoint label (TensorRT-LLM's and
+    /// SGLang's; a window averages them).
+    pub gauges: Vec<(String, BTreeMap<String, f64>)>,
 }
 
 impl Timeline {
@@ -132,6 +160,7 @@ impl Timeline {
         for part in parts {
             all.points.extend(part.points);
             all.resets.extend(part.resets);
+            all.gauges.extend(part.gauges);
         }
         all.points.sort_by(|a, b| a.t_s.total_cmp(&b.t_s));
         all
@@ -184,9 +213,13 @@ pub async fn sample_live(
                     endpoint: endpoint.label.clone(),
                     message,
                 }));
+                let gauges = GaugeMeans::over([&counters.gauges]);
+                if last_at.is_some() && !counters.gauges.is_empty() {
+                    timeline.gauges.push((endpoint.label.clone(), counters.gauges.clone()));
+                }
                 last_at.replace(at).map(|prev| {
                     let dt = (at - prev).as_secs_f64().max(1e-9);
-                    let stats = derive_stats(&step).ok();
+                    let stats = derive(counters.schema(), &step, &gauges, counters.rounded_max).ok();
                     TimelinePoint {
                         endpoint: endpoint.label.clone(),
                         t_s,
@@ -194,8 +227,8 @@ pub async fn sample_live(
                         accepted_per_s: step.num_accepted_tokens as f64 / dt,
                         drafted_per_s: step.num_draft_tokens as f64 / dt,
                         drafts_per_s: step.num_drafts as f64 / dt,
-                        acceptance_rate: stats.as_ref().map(|s| s.acceptance_rate),
-                        acceptance_length: stats.as_ref().map(|s| s.acceptance_length),
+                        acceptance_rate: stats.as_ref().and_then(|s| s.acceptance_rate),
+                        acceptance_length: stats.as_ref().and_then(|s| s.acceptance_length),
                         per_position: stats.map(|s| s.per_position_acceptance_rates).unwrap_or_default(),
                         error: None,
                     }

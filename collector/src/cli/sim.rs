@@ -13,12 +13,19 @@ use crate::sim::{
 /// Where per-request spec-decode stats go, by engine.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
 pub enum PayloadArg {
-    /// `metrics.speculative_decoding` at the response root / on the final usage chunk.
+    /// vLLM: `metrics.speculative_decoding` at the response root / on the final usage chunk.
     Vllm,
-    /// `choices[i].speculative_decoding` on the terminal chunk.
+    /// TensorRT-LLM as released: `avg_decoded_tokens_per_iter` per choice, JSON `/metrics`,
+    /// Prometheus text at `/prometheus/metrics`.
     Trtllm,
-    /// `sglext.spec_tokens_details`, when the request sets `return_spec_tokens_details`.
+    /// TensorRT-LLM with the still-open PR #19311: `choices[i].speculative_decoding` as well.
+    #[value(name = "trtllm-pr19311")]
+    TrtllmPr19311,
+    /// SGLang: `sglext.spec_tokens_details` when the request sets `return_spec_tokens_details`;
+    /// SGLang's gauges and counters on `/metrics`.
     Sglang,
+    /// llama.cpp's server: `timings.draft_n` / `draft_n_accepted`, `llamacpp:` counters.
+    Llamacpp,
 }
 
 /// vLLM's `--per-request-spec-decode-metrics` levels.
@@ -96,9 +103,14 @@ pub struct SimArgs {
     /// Per-request spec-decode stats in responses.
     #[arg(long, alias = "per-request-spec-decode-metrics", value_enum, default_value_t = PerRequestArg::Summary)]
     pub per_request_metrics: PerRequestArg,
-    /// Which engine's payload shape the per-request stats take.
+    /// Which engine the server imitates: its per-request stats, its metrics endpoints, its
+    /// `owned_by`.
     #[arg(long, value_enum, default_value_t = PayloadArg::Vllm)]
     pub payload: PayloadArg,
+    /// Start the spec-decode counters at this many drafts, as on a server that has been up
+    /// for long (large and, in llama.cpp's shape, rounded values).
+    #[arg(long, default_value_t = 0)]
+    pub counter_start: u64,
     /// Seed for acceptance draws, output lengths and faults.
     #[arg(long, default_value_t = 0)]
     pub seed: u64,
@@ -150,6 +162,13 @@ pub struct FaultArgs {
     /// Add malformed lines to `/metrics`.
     #[arg(long)]
     pub malformed_metrics: bool,
+    /// TensorRT-LLM shape: no `/prometheus/metrics`, as trtllm-serve without
+    /// `return_perf_metrics`.
+    #[arg(long)]
+    pub no_perf_metrics: bool,
+    /// TensorRT-LLM shape: no spec-decode metrics there, as without `enable_iter_perf_stats`.
+    #[arg(long)]
+    pub no_iter_perf_stats: bool,
 }
 
 fn check_fraction(name: &str, v: f64) -> Result<(), CollectorError> {
@@ -282,8 +301,11 @@ impl SimArgs {
             payload: match args.payload {
                 PayloadArg::Vllm => PayloadShape::Vllm,
                 PayloadArg::Trtllm => PayloadShape::Trtllm,
+                PayloadArg::TrtllmPr19311 => PayloadShape::TrtllmPr19311,
                 PayloadArg::Sglang => PayloadShape::Sglang,
+                PayloadArg::Llamacpp => PayloadShape::LlamaCpp,
             },
+            counter_start: args.counter_start,
             faults: Faults::from(&args.faults),
         })
     }
@@ -306,6 +328,8 @@ impl From<&FaultArgs> for Faults {
             reset_counters_after: f.reset_counters_after,
             multiproc_exposition: f.multiproc_exposition,
             malformed_metrics: f.malformed_metrics,
+            no_perf_metrics: f.no_perf_metrics,
+            no_iter_perf_stats: f.no_iter_perf_stats,
         }
     }
 }

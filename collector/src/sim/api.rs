@@ -26,10 +26,17 @@ use super::SimState;
 pub enum PayloadShape {
     /// `metrics.speculative_decoding` at the response root / on the final usage chunk.
     Vllm,
-    /// `choices[i].speculative_decoding` on the terminal chunk.
+    /// TensorRT-LLM as released: `avg_decoded_tokens_per_iter` on every choice, JSON
+    /// `/metrics`, Prometheus text at `/prometheus/metrics`.
     Trtllm,
-    /// `sglext.spec_tokens_details`, when the request sets `return_spec_tokens_details`.
+    /// TensorRT-LLM with the still-open PR #19311: `choices[i].speculative_decoding` on the
+    /// terminal chunk as well.
+    TrtllmPr19311,
+    /// `sglext.spec_tokens_details`, when the request sets `return_spec_tokens_details`; SGLang's
+    /// gauges and counters on `/metrics`.
     Sglang,
+    /// llama.cpp's server: `timings.draft_n` / `draft_n_accepted`, `llamacpp:` counters.
+    LlamaCpp,
 }
 
 impl PayloadShape {
@@ -37,9 +44,14 @@ impl PayloadShape {
     pub fn owned_by(self) -> &'static str {
         match self {
             PayloadShape::Vllm => "vllm",
-            PayloadShape::Trtllm => "tensorrt_llm",
+            PayloadShape::Trtllm | PayloadShape::TrtllmPr19311 => "tensorrt_llm",
             PayloadShape::Sglang => "sglang",
+            PayloadShape::LlamaCpp => "llamacpp",
         }
+    }
+
+    fn trtllm(self) -> bool {
+        matches!(self, PayloadShape::Trtllm | PayloadShape::TrtllmPr19311)
     }
 }
 
@@ -125,6 +137,7 @@ pub(super) fn router(state: Arc<SimState>) -> Router {
         .route("/v1/models", get(models))
         .route("/health", get(|| async { StatusCode::OK }))
         .route("/metrics", get(metrics))
+        .route("/prometheus/metrics", get(trtllm_prometheus))
         .fallback(|| async { (StatusCode::NOT_FOUND, axum::Json(json!({"detail": "Not Found"}))) })
         .method_not_allowed_fallback(|| async {
             (
@@ -190,33 +203,80 @@ async fn models(State(state): State<Arc<SimState>>, headers: HeaderMap) -> Respo
     .into_response()
 }
 
+/// `/metrics` in the engine's own form, or the fault's answer.
 async fn metrics(State(state): State<Arc<SimState>>) -> Response {
-    let f = &state.settings.faults;
-    let finished = state.finished_requests();
-    let down = f.metrics_down
-        || f.metrics_down_after.is_some_and(|n| finished >= n)
-        || f.metrics_down_until.is_some_and(|n| finished < n);
-    if down {
-        return (
-            StatusCode::SERVICE_UNAVAILABLE,
-            "metrics endpoint down (simulated fault)\n",
-        )
-            .into_response();
+    if let Some(down) = metrics_fault(&state) {
+        return down;
     }
-    let opts = ExpositionOptions {
-        model_name: state.settings.model.clone(),
-        speculative: state.settings.engine.k > 0,
-        multiprocess: f.multiproc_exposition,
+    let engines = state.engine_counters();
+    let opts = exposition_options(&state);
+    let s = &state.settings;
+    let mut text = match s.payload {
+        PayloadShape::Vllm => exposition::render(&engines, &opts),
+        PayloadShape::Sglang => exposition::render_sglang(&engines, &opts, s.engine.k, state.recent_gauges(&engines)),
+        PayloadShape::LlamaCpp => exposition::render_llamacpp(&engines, &opts),
+        PayloadShape::Trtllm | PayloadShape::TrtllmPr19311 => {
+            let iteration = engines.iter().map(|c| c.num_drafts + c.requests_finished).sum();
+            let json = exposition::render_trtllm_iteration_stats(&engines, iteration, state.recent_gauges(&engines));
+            return ([(header::CONTENT_TYPE, "application/json")], json).into_response();
+        }
     };
-    let mut text = exposition::render(&state.engine_counters(), &opts);
-    if f.malformed_metrics {
+    if s.faults.malformed_metrics {
         text.push_str("vllm:spec_decode_num_drafts_total{engine=\"0\" 12\nthis is not a metric line\n");
     }
+    prometheus_text(text)
+}
+
+/// TensorRT-LLM's `/prometheus/metrics` (404 on every other engine, as on a trtllm-serve
+/// started without `return_perf_metrics`).
+async fn trtllm_prometheus(State(state): State<Arc<SimState>>) -> Response {
+    if !state.settings.payload.trtllm() || state.settings.faults.no_perf_metrics {
+        return (StatusCode::NOT_FOUND, "Not Found").into_response();
+    }
+    if let Some(down) = metrics_fault(&state) {
+        return down;
+    }
+    let engines = state.engine_counters();
+    let mut opts = exposition_options(&state);
+    // `enable_iter_perf_stats` off: no spec-decode families.
+    opts.speculative &= !state.settings.faults.no_iter_perf_stats;
+    prometheus_text(exposition::render_trtllm(
+        &engines,
+        &opts,
+        state.recent_gauges(&engines),
+    ))
+}
+
+fn exposition_options(state: &SimState) -> ExpositionOptions {
+    ExpositionOptions {
+        model_name: state.settings.model.clone(),
+        speculative: state.settings.engine.k > 0,
+        multiprocess: state.settings.faults.multiproc_exposition,
+    }
+}
+
+fn prometheus_text(text: String) -> Response {
     (
         [(header::CONTENT_TYPE, "text/plain; version=0.0.4; charset=utf-8")],
         text,
     )
         .into_response()
+}
+
+/// The 503 of `--metrics-down*`, when it applies now.
+fn metrics_fault(state: &SimState) -> Option<Response> {
+    let f = &state.settings.faults;
+    let finished = state.finished_requests();
+    let down = f.metrics_down
+        || f.metrics_down_after.is_some_and(|n| finished >= n)
+        || f.metrics_down_until.is_some_and(|n| finished < n);
+    down.then(|| {
+        (
+            StatusCode::SERVICE_UNAVAILABLE,
+            "metrics endpoint down (simulated fault)\n",
+        )
+            .into_response()
+    })
 }
 
 #[derive(Debug, Deserialize)]
@@ -327,7 +387,7 @@ async fn completions(State(state): State<Arc<SimState>>, headers: HeaderMap, bod
         Err(e) => return bad_request(format!("invalid JSON body: {e}")),
     };
     let s = &state.settings;
-    if s.payload == PayloadShape::Trtllm {
+    if s.payload.trtllm() {
         let fields: Value = serde_json::from_slice(&body).unwrap_or(Value::Null);
         if let Some(extra) = fields
             .as_object()
@@ -499,9 +559,21 @@ impl Reply {
         v
     }
 
-    /// TensorRT-LLM's per-choice object; absent when nothing was drafted.
+    /// TensorRT-LLM's per-choice additions: `avg_decoded_tokens_per_iter` as released, and the
+    /// pending PR #19311's `speculative_decoding` (absent when nothing was drafted).
+    fn trtllm_choice(&self, choice: &mut Value, stats: &SeqStats) {
+        if !self.payload.trtllm() || self.k == 0 {
+            return;
+        }
+        choice["avg_decoded_tokens_per_iter"] = json!(1.0 + ratio(stats.accepted, stats.steps, 0.0));
+        if let Some(spec) = self.trtllm_stats(stats) {
+            choice["speculative_decoding"] = spec;
+        }
+    }
+
+    /// PR #19311's per-choice object; absent when nothing was drafted.
     fn trtllm_stats(&self, stats: &SeqStats) -> Option<Value> {
-        (self.speculative() && self.payload == PayloadShape::Trtllm && stats.drafted > 0).then(|| {
+        (self.speculative() && self.payload == PayloadShape::TrtllmPr19311 && stats.drafted > 0).then(|| {
             json!({
                 "acceptance_rate": ratio(stats.accepted, stats.drafted, 0.0),
                 "total_accepted_draft_tokens": stats.accepted,
@@ -513,23 +585,49 @@ impl Reply {
         })
     }
 
-    /// SGLang's `sglext.spec_tokens_details` (its length counts the prefill token too).
-    fn sglang_stats(&self, stats: &SeqStats) -> Value {
-        json!({"spec_tokens_details": {
-            "spec_accept_rate": ratio(stats.accepted, stats.steps * u64::from(self.k), 0.0),
-            "spec_accept_length": ratio(stats.accepted + stats.steps + 1, stats.steps + 1, 1.0),
-            "spec_num_correct_drafts": stats.accepted,
-            "spec_num_proposed_drafts": stats.drafted,
-            "spec_verify_ct": stats.steps,
-            "spec_correct_drafts_histogram": stats.histogram,
-        }})
+    /// SGLang's `sglext` for the choices (its length counts the prefill token too; drafted is
+    /// verify steps × (draft tokens − 1), from the configuration). A choice that never verified
+    /// gets no entry; with n > 1 the details are a list. `None` when nothing is left.
+    fn sglang_stats(&self, all: &[&SeqStats]) -> Option<Value> {
+        if !(self.speculative() && self.payload == PayloadShape::Sglang && self.sglang_details) {
+            return None;
+        }
+        let one = |stats: &SeqStats| {
+            json!({
+                "spec_accept_rate": ratio(stats.accepted, stats.steps * u64::from(self.k), 0.0),
+                "spec_accept_length": ratio(stats.accepted + stats.steps + 1, stats.steps + 1, 1.0),
+                "spec_num_correct_drafts": stats.accepted,
+                "spec_num_proposed_drafts": stats.steps * u64::from(self.k),
+                "spec_verify_ct": stats.steps,
+                "spec_correct_drafts_histogram": stats.histogram,
+            })
+        };
+        let details: Vec<Value> = all.iter().filter(|s| s.steps > 0).map(|s| one(s)).collect();
+        match (self.n, details.len()) {
+            (_, 0) => None,
+            (1, _) => Some(json!({"spec_tokens_details": details[0]})),
+            _ => Some(json!({"spec_tokens_details": details})),
+        }
+    }
+
+    /// llama.cpp's `timings` (the draft fields only when something was drafted).
+    fn llamacpp_timings(&self, stats: &SeqStats, completion_tokens: u64) -> Option<Value> {
+        if self.payload != PayloadShape::LlamaCpp {
+            return None;
+        }
+        let mut timings = json!({"prompt_n": self.prompt_tokens, "predicted_n": completion_tokens});
+        if stats.drafted > 0 {
+            timings["draft_n"] = json!(stats.drafted);
+            timings["draft_n_accepted"] = json!(stats.accepted);
+        }
+        Some(timings)
     }
 
     /// Root-level additions to the final object (vLLM metrics, SGLang sglext). A whole vLLM
     /// response always has `metrics`: null without per-request stats, else the request's
     /// timing fields (null, as vLLM 0.32 sends them) beside `speculative_decoding`.
-    fn root_stats(&self, body: &mut Value, first: Option<&SeqStats>, streamed: bool) {
-        let stats = first.filter(|_| self.speculative());
+    fn root_stats(&self, body: &mut Value, all: &[&SeqStats], streamed: bool) {
+        let stats = all.first().copied().filter(|_| self.speculative());
         match (self.payload, stats) {
             (PayloadShape::Vllm, Some(stats)) if streamed => {
                 body["metrics"] = json!({"speculative_decoding": self.vllm_stats(stats, true)})
@@ -542,7 +640,11 @@ impl Reply {
                 })
             }
             (PayloadShape::Vllm, None) if !streamed => body["metrics"] = Value::Null,
-            (PayloadShape::Sglang, Some(stats)) if self.sglang_details => body["sglext"] = self.sglang_stats(stats),
+            (PayloadShape::Sglang, Some(_)) if !streamed => {
+                if let Some(sglext) = self.sglang_stats(all) {
+                    body["sglext"] = sglext;
+                }
+            }
             _ => {}
         }
     }
@@ -595,9 +697,7 @@ impl Reply {
             Kind::Completion => json!({"index": index, "text": "", "logprobs": null, "finish_reason": reason.as_str(),
                                        "stop_reason": null, "prompt_token_ids": null, "token_ids": null}),
         };
-        if let Some(spec) = self.trtllm_stats(stats) {
-            choice["speculative_decoding"] = spec;
-        }
+        self.trtllm_choice(&mut choice, stats);
         choice.to_string()
     }
 }
@@ -675,9 +775,7 @@ async fn full_response(reply: Reply, mut rx: mpsc::UnboundedReceiver<SeqEvent>, 
                     "finish_reason": reason.as_str(), "stop_reason": null, "token_ids": null, "prompt_logprobs": null,
                     "prompt_token_ids": null, "routed_experts": null}),
             };
-            if let Some(spec) = reply.trtllm_stats(stats) {
-                choice["speculative_decoding"] = spec;
-            }
+            reply.trtllm_choice(&mut choice, stats);
             choice
         })
         .collect();
@@ -693,8 +791,14 @@ async fn full_response(reply: Reply, mut rx: mpsc::UnboundedReceiver<SeqEvent>, 
             body[key] = Value::Null;
         }
     }
-    let first_stats = progress.finished[0].as_ref().map(|(_, s)| s);
-    reply.root_stats(&mut body, first_stats, false);
+    let all: Vec<&SeqStats> = progress.finished.iter().flatten().map(|(_, s)| s).collect();
+    reply.root_stats(&mut body, &all, false);
+    if let Some(timings) = all
+        .first()
+        .and_then(|s| reply.llamacpp_timings(s, progress.completion_tokens()))
+    {
+        body["timings"] = timings;
+    }
     axum::Json(body).into_response()
 }
 
@@ -745,7 +849,12 @@ impl StreamState {
                     out.push_str(&r.sse(&r.content_choice(index, &text), ""));
                 }
                 SeqEvent::Finished { index, reason, stats } => {
-                    out.push_str(&r.sse(&r.finish_choice(index, reason, &stats), ""));
+                    // llama.cpp's timings ride the chunk that finishes the (only) choice.
+                    let timings = r
+                        .llamacpp_timings(&stats, self.progress.tokens[index as usize])
+                        .map(|t| format!(",\"timings\":{t}"))
+                        .unwrap_or_default();
+                    out.push_str(&r.sse(&r.finish_choice(index, reason, &stats), &timings));
                     self.progress.finished[index as usize] = Some((reason, stats));
                 }
             }
@@ -769,22 +878,20 @@ impl StreamState {
         }
         if self.progress.done() {
             self.ended = true;
-            let first_stats = self.progress.finished[0].as_ref().map(|(_, s)| s);
+            let all: Vec<&SeqStats> = self.progress.finished.iter().flatten().map(|(_, s)| s).collect();
+            // SGLang sends its details in a chunk of their own, before the usage chunk.
+            if let Some(sglext) = r.sglang_stats(&all) {
+                out.push_str(&r.sse("", &format!(",\"sglext\":{sglext}")));
+            }
             if r.include_usage {
                 let mut tail = json!({"usage": r.usage(self.progress.completion_tokens(), true),
                                       "system_fingerprint": SYSTEM_FINGERPRINT});
-                r.root_stats(&mut tail, first_stats, true);
+                r.root_stats(&mut tail, &all, true);
                 let extra: String = tail
                     .as_object()
                     .map(|m| m.iter().map(|(k, v)| format!(",\"{k}\":{v}")).collect())
                     .unwrap_or_default();
                 out.push_str(&r.sse("", &extra));
-            } else if r.payload == PayloadShape::Sglang && r.sglang_details {
-                let mut tail = json!({});
-                r.root_stats(&mut tail, first_stats, true);
-                if let Some(sglext) = tail.get("sglext") {
-                    out.push_str(&r.sse("", &format!(",\"sglext\":{sglext}")));
-                }
             }
             out.push_str("data: [DONE]\n\n");
         }

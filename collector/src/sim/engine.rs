@@ -204,6 +204,11 @@ pub struct EngineCounters {
     pub success_abort: u64,
     pub running: u64,
     pub waiting: u64,
+    /// SGLang's counters, added when a sequence finishes: its verify steps, its output tokens
+    /// and one request (each choice is one request to SGLang).
+    pub verify_calls_finished: u64,
+    pub generation_finished: u64,
+    pub requests_finished: u64,
     /// Unix time the counters were created (reset by a simulated restart).
     pub created_unix_s: f64,
 }
@@ -215,6 +220,25 @@ impl EngineCounters {
             created_unix_s,
             ..EngineCounters::default()
         }
+    }
+}
+
+impl EngineCounters {
+    /// The counters of a server that has already verified `drafts` drafts of k tokens, each
+    /// position accepted half as often as the one before.
+    pub fn start_at(&mut self, drafts: u64) {
+        let k = self.accepted_per_pos.len() as u64;
+        if drafts == 0 || k == 0 {
+            return;
+        }
+        self.num_drafts = drafts;
+        self.num_draft_tokens = drafts * k;
+        for (i, slot) in self.accepted_per_pos.iter_mut().enumerate() {
+            *slot = drafts >> (i + 1).min(63);
+        }
+        self.num_accepted_tokens = self.accepted_per_pos.iter().sum();
+        self.verify_calls_finished = drafts;
+        self.generation_finished = drafts + self.num_accepted_tokens;
     }
 }
 
@@ -401,6 +425,7 @@ fn advance(seq: &mut Seq, config: &EngineConfig, rng: &mut SmallRng, c: &mut Eng
         .is_err()
     {
         c.success_abort += 1;
+        finish_counts(seq, c);
         return false;
     }
     if seq.generated < limit {
@@ -417,12 +442,20 @@ fn advance(seq: &mut Seq, config: &EngineConfig, rng: &mut SmallRng, c: &mut Eng
         c.success_length += 1;
         FinishReason::Length
     };
+    finish_counts(seq, c);
     let _ = seq.events.send(SeqEvent::Finished {
         index,
         reason,
         stats: std::mem::take(&mut seq.stats),
     });
     false
+}
+
+/// What SGLang adds to its counters when a request finishes.
+fn finish_counts(seq: &Seq, c: &mut EngineCounters) {
+    c.verify_calls_finished += seq.stats.steps;
+    c.generation_finished += u64::from(seq.generated);
+    c.requests_finished += 1;
 }
 
 #[cfg(test)]

@@ -1,6 +1,8 @@
-//! The simulated engine's `/metrics` text, written as vLLM's Prometheus client writes it:
-//! HELP/TYPE lines, sorted labels, `_created` gauges after each counter family (omitted in
-//! multiprocess mode), and the client's float formatting (`15420.0`, `6.491797e+06`).
+//! The simulated engine's metrics, as each engine writes them: vLLM's `/metrics` (HELP/TYPE
+//! lines, sorted labels, `_created` gauges after each counter family, omitted in multiprocess
+//! mode, and the Python client's floats `15420.0`, `6.491797e+06`); SGLang's gauges and
+//! finish-time counters; TensorRT-LLM's JSON iteration stats and its `trtllm_` Prometheus text;
+//! llama.cpp's unlabelled counters printed with 6 significant digits (`1.23457e+06`).
 
 use std::fmt::Write;
 
@@ -45,6 +47,272 @@ fn python_repr(v: f64) -> String {
     } else {
         format!("{s}.0")
     }
+}
+
+/// C's `%g`: 6 significant digits, exponent form from 1e6 up (`1.23457e+06`), as llama.cpp's
+/// server prints its metrics.
+pub fn c_general(v: f64) -> String {
+    if v == 0.0 || !v.is_finite() {
+        return go_float(v).trim_end_matches(".0").to_string();
+    }
+    let sci = format!("{v:.5e}");
+    let (mantissa, exp) = sci.split_once('e').unwrap_or((&sci, "0"));
+    let exp: i32 = exp.parse().unwrap_or(0);
+    let trim = |t: &str| -> String {
+        if t.contains('.') {
+            t.trim_end_matches('0').trim_end_matches('.').to_string()
+        } else {
+            t.to_string()
+        }
+    };
+    if !(-4..6).contains(&exp) {
+        let sign = if exp < 0 { '-' } else { '+' };
+        format!("{}e{sign}{:02}", trim(mantissa), exp.abs())
+    } else {
+        trim(&format!("{v:.*}", (5 - exp) as usize))
+    }
+}
+
+/// The engine gauges of the latest interval with speculation (what SGLang's and TensorRT-LLM's
+/// gauges hold: recent iterations, not a count since start).
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct RecentGauges {
+    /// Tokens per verify step, the bonus token included.
+    pub acceptance_length: f64,
+    /// Accepted / drafted tokens, a fraction.
+    pub acceptance_rate: f64,
+}
+
+/// All engines' counters summed.
+fn summed(engines: &[EngineCounters]) -> EngineCounters {
+    let mut sum = EngineCounters::default();
+    for c in engines {
+        sum.num_drafts += c.num_drafts;
+        sum.num_draft_tokens += c.num_draft_tokens;
+        sum.num_accepted_tokens += c.num_accepted_tokens;
+        sum.prompt_tokens += c.prompt_tokens;
+        sum.generation_tokens += c.generation_tokens;
+        sum.verify_calls_finished += c.verify_calls_finished;
+        sum.generation_finished += c.generation_finished;
+        sum.requests_finished += c.requests_finished;
+        sum.running += c.running;
+        sum.waiting += c.waiting;
+        sum.created_unix_s = c.created_unix_s;
+        if sum.accepted_per_pos.len() < c.accepted_per_pos.len() {
+            sum.accepted_per_pos.resize(c.accepted_per_pos.len(), 0);
+        }
+        for (slot, v) in sum.accepted_per_pos.iter_mut().zip(&c.accepted_per_pos) {
+            *slot += v;
+        }
+    }
+    sum
+}
+
+/// SGLang's `/metrics` (`--enable-metrics`, multiprocess collector: no `_created`): the
+/// scheduler's spec gauges per rank and the finish-time counters.
+pub fn render_sglang(
+    engines: &[EngineCounters],
+    opts: &ExpositionOptions,
+    k: u32,
+    recent: Option<RecentGauges>,
+) -> String {
+    let model = escape_label(&opts.model_name);
+    let counter_labels = format!("engine_type=\"unified\",model_name=\"{model}\"");
+    let mut out = String::with_capacity(2048);
+    let sum = summed(engines);
+    if opts.speculative {
+        let rank = |i: usize| {
+            format!("engine_type=\"unified\",model_name=\"{model}\",moe_ep_rank=\"0\",pp_rank=\"0\",tp_rank=\"{i}\"")
+        };
+        let per_rank = |v: f64| -> Vec<(String, f64)> { (0..engines.len()).map(|i| (rank(i), v)).collect() };
+        if let Some(g) = recent {
+            write_gauge(
+                &mut out,
+                "sglang:spec_accept_length",
+                "Mean acceptance length of speculative decoding (accepted drafts + bonus token per forward).",
+                &per_rank(g.acceptance_length),
+            );
+            write_gauge(
+                &mut out,
+                "sglang:spec_accept_rate",
+                "Speculative acceptance rate (`accepted drafts / proposed drafts` in batch).",
+                &per_rank(g.acceptance_rate),
+            );
+        }
+        write_gauge(
+            &mut out,
+            "sglang:spec_num_steps",
+            "Currently active speculative_num_steps.",
+            &per_rank(f64::from(k)),
+        );
+        write_gauge(
+            &mut out,
+            "sglang:spec_num_draft_tokens",
+            "Currently active speculative_num_draft_tokens (decouples from steps under topk>1).",
+            &per_rank(f64::from(k + 1)),
+        );
+        let verify = Family {
+            name: "sglang:spec_verify_calls_total",
+            help: "Number of speculative decoding verification calls.",
+            series: vec![(
+                counter_labels.clone(),
+                sum.verify_calls_finished as f64,
+                sum.created_unix_s,
+            )],
+        };
+        write_counter(&mut out, &verify, true);
+    }
+    for (name, help, value) in [
+        (
+            "sglang:generation_tokens_total",
+            "Number of generation tokens processed.",
+            sum.generation_finished,
+        ),
+        (
+            "sglang:num_requests_total",
+            "Number of requests processed.",
+            sum.requests_finished,
+        ),
+        (
+            "sglang:prompt_tokens_total",
+            "Number of prefill tokens processed.",
+            sum.prompt_tokens,
+        ),
+    ] {
+        let family = Family {
+            name,
+            help,
+            series: vec![(counter_labels.clone(), value as f64, sum.created_unix_s)],
+        };
+        write_counter(&mut out, &family, true);
+    }
+    out
+}
+
+/// TensorRT-LLM's `/prometheus/metrics` (with `return_perf_metrics` and
+/// `enable_iter_perf_stats`): two spec-decode counters and the length gauges.
+pub fn render_trtllm(engines: &[EngineCounters], opts: &ExpositionOptions, recent: Option<RecentGauges>) -> String {
+    let model = escape_label(&opts.model_name);
+    let labels = format!("engine_type=\"pytorch\",model_name=\"{model}\"");
+    let sum = summed(engines);
+    let mut out = String::with_capacity(2048);
+    let requests = Family {
+        name: "trtllm_request_success_total",
+        help: "Count of successfully processed requests.",
+        series: vec![(labels.clone(), sum.requests_finished as f64, sum.created_unix_s)],
+    };
+    write_counter(&mut out, &requests, opts.multiprocess);
+    if !opts.speculative {
+        return out;
+    }
+    for (name, help, value) in [
+        (
+            "trtllm_spec_decode_num_draft_tokens_total",
+            "Total number of draft tokens.",
+            sum.num_draft_tokens,
+        ),
+        (
+            "trtllm_spec_decode_num_accepted_tokens_total",
+            "Total number of accepted draft tokens.",
+            sum.num_accepted_tokens,
+        ),
+    ] {
+        let family = Family {
+            name,
+            help,
+            series: vec![(labels.clone(), value as f64, sum.created_unix_s)],
+        };
+        write_counter(&mut out, &family, opts.multiprocess);
+    }
+    if let Some(g) = recent {
+        let one = |v: f64| vec![(labels.clone(), v)];
+        write_gauge(
+            &mut out,
+            "trtllm_spec_decode_acceptance_length",
+            "Acceptance length of speculative decoding.",
+            &one(g.acceptance_length),
+        );
+        write_gauge(
+            &mut out,
+            "trtllm_avg_decoded_tokens_per_iter",
+            "Average decoded tokens per iteration.",
+            &one(g.acceptance_length),
+        );
+    }
+    out
+}
+
+/// TensorRT-LLM's `/metrics`: JSON iteration stats, not Prometheus text.
+pub fn render_trtllm_iteration_stats(
+    engines: &[EngineCounters],
+    iteration: u64,
+    recent: Option<RecentGauges>,
+) -> String {
+    let sum = summed(engines);
+    let spec = recent.map(|g| {
+        serde_json::json!({"numDraftTokens": sum.num_draft_tokens, "numAcceptedTokens": sum.num_accepted_tokens,
+                           "acceptanceLength": g.acceptance_length})
+    });
+    serde_json::json!([{
+        "iter": iteration,
+        "numActiveRequests": sum.running,
+        "numQueuedRequests": sum.waiting,
+        "specDecodingStats": spec,
+    }])
+    .to_string()
+}
+
+/// llama.cpp's `/metrics` (`--metrics`): unlabelled counters, C's `%g` values, the spec-decode
+/// families once something was drafted.
+pub fn render_llamacpp(engines: &[EngineCounters], opts: &ExpositionOptions) -> String {
+    let sum = summed(engines);
+    let mut out = String::with_capacity(2048);
+    let mut counter = |name: &str, help: &str, samples: &[(String, u64)]| {
+        let _ = writeln!(out, "# HELP llamacpp:{name} {help}");
+        let _ = writeln!(out, "# TYPE llamacpp:{name} counter");
+        for (labels, v) in samples {
+            let _ = writeln!(out, "llamacpp:{name}{labels} {}", c_general(*v as f64));
+        }
+    };
+    counter(
+        "prompt_tokens_total",
+        "Number of prompt tokens processed.",
+        &[(String::new(), sum.prompt_tokens)],
+    );
+    counter(
+        "tokens_predicted_total",
+        "Number of generation tokens processed.",
+        &[(String::new(), sum.generation_tokens)],
+    );
+    if opts.speculative && sum.num_drafts > 0 {
+        counter(
+            "spec_decode_num_drafts_total",
+            "Number of spec decoding drafts.",
+            &[(String::new(), sum.num_drafts)],
+        );
+        counter(
+            "spec_decode_num_draft_tokens_total",
+            "Number of draft tokens.",
+            &[(String::new(), sum.num_draft_tokens)],
+        );
+        counter(
+            "spec_decode_num_accepted_tokens_total",
+            "Number of accepted tokens.",
+            &[(String::new(), sum.num_accepted_tokens)],
+        );
+        let per_pos: Vec<(String, u64)> = sum
+            .accepted_per_pos
+            .iter()
+            .enumerate()
+            .map(|(pos, v)| (format!("{{position=\"{pos}\"}}"), *v))
+            .collect();
+        counter(
+            "spec_decode_num_accepted_tokens_per_pos_total",
+            "Accepted tokens per draft position.",
+            &per_pos,
+        );
+    }
+    out
 }
 
 /// What the text should look like.
@@ -221,6 +489,16 @@ mod tests {
         assert_eq!(go_float(3.09), "3.09");
         assert_eq!(go_float(1e-5), "1e-05");
         assert_eq!(go_float(f64::INFINITY), "+Inf");
+    }
+
+    #[test]
+    fn llamacpp_values_have_six_significant_digits() {
+        assert_eq!(c_general(0.0), "0");
+        assert_eq!(c_general(123_456.0), "123456");
+        assert_eq!(c_general(999_999.0), "999999");
+        assert_eq!(c_general(1_234_567.0), "1.23457e+06");
+        assert_eq!(c_general(1_000_000.0), "1e+06");
+        assert_eq!(c_general(12.5), "12.5");
     }
 
     #[test]

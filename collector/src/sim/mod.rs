@@ -85,6 +85,10 @@ pub struct Faults {
     pub multiproc_exposition: bool,
     /// Add malformed lines to `/metrics`.
     pub malformed_metrics: bool,
+    /// TensorRT-LLM shape: no `/prometheus/metrics` (trtllm-serve without `return_perf_metrics`).
+    pub no_perf_metrics: bool,
+    /// TensorRT-LLM shape: no spec-decode families there (without `enable_iter_perf_stats`).
+    pub no_iter_perf_stats: bool,
 }
 
 /// Validated settings of one simulated server.
@@ -103,6 +107,8 @@ pub struct SimSettings {
     pub mean_output_tokens: u32,
     pub per_request: PerRequestMetrics,
     pub payload: PayloadShape,
+    /// Spec-decode counters start at this many drafts (see `EngineCounters::started_at`).
+    pub counter_start: u64,
     pub faults: Faults,
 }
 
@@ -137,6 +143,7 @@ impl SimSettings {
             mean_output_tokens: 256,
             per_request: PerRequestMetrics::Summary,
             payload: PayloadShape::Vllm,
+            counter_start: 0,
             faults: Faults::default(),
         }
     }
@@ -203,6 +210,9 @@ impl Lifecycle {
 /// Everything the HTTP handlers share.
 pub(crate) struct SimState {
     pub settings: SimSettings,
+    /// The spec counters at the last scrape and the gauges of the latest interval with drafts
+    /// (SGLang's and TensorRT-LLM's gauges hold recent iterations).
+    recent: std::sync::Mutex<((u64, u64, u64), Option<exposition::RecentGauges>)>,
     lifecycle: Arc<Lifecycle>,
     submit: Vec<mpsc::UnboundedSender<Submission>>,
     next_engine: AtomicUsize,
@@ -222,6 +232,29 @@ impl SimState {
 
     fn engine_counters(&self) -> Vec<EngineCounters> {
         self.lifecycle.engines.iter().map(|e| e.counters().clone()).collect()
+    }
+
+    /// The engine gauges now: acceptance over the drafts since the previous scrape, or the
+    /// last such figure when there were none.
+    fn recent_gauges(&self, engines: &[EngineCounters]) -> Option<exposition::RecentGauges> {
+        let now = engines.iter().fold((0u64, 0u64, 0u64), |(d, t, a), c| {
+            (d + c.num_drafts, t + c.num_draft_tokens, a + c.num_accepted_tokens)
+        });
+        let mut recent = self.recent.lock().unwrap_or_else(|p| p.into_inner());
+        let (last, gauges) = &mut *recent;
+        let (drafts, tokens, accepted) = (
+            now.0.saturating_sub(last.0),
+            now.1.saturating_sub(last.1),
+            now.2.saturating_sub(last.2),
+        );
+        if drafts > 0 && tokens > 0 {
+            *gauges = Some(exposition::RecentGauges {
+                acceptance_length: 1.0 + accepted as f64 / drafts as f64,
+                acceptance_rate: accepted as f64 / tokens as f64,
+            });
+        }
+        *last = now;
+        *gauges
     }
 }
 
@@ -253,6 +286,9 @@ pub async fn start(settings: SimSettings) -> Result<SimHandle, CollectorError> {
     let engines: Vec<Arc<EngineShared>> = (0..settings.engines)
         .map(|_| Arc::new(EngineShared::new(k, created)))
         .collect();
+    for engine in &engines {
+        engine.counters().start_at(settings.counter_start);
+    }
     let lifecycle = Arc::new(Lifecycle {
         k,
         engines: engines.clone(),
@@ -271,6 +307,7 @@ pub async fn start(settings: SimSettings) -> Result<SimHandle, CollectorError> {
         tokio::spawn(engine::run_engine(config, shared.clone(), rx, lifecycle.clone()));
     }
     let state = Arc::new(SimState {
+        recent: std::sync::Mutex::new(((0, 0, 0), None)),
         settings,
         lifecycle,
         submit,
