@@ -444,56 +444,62 @@ fn walk(dir: &Path) -> Vec<std::path::PathBuf> {
 }
 
 #[test]
-fn ctrl_c_saves_a_valid_partial_run() {
+fn a_signal_saves_a_valid_partial_run_and_exits_as_the_shell_reports_it() {
     let (_sim, url) = sim(&["--step-ms", "20", "--num-spec-tokens", "2"]);
-    let dir = tempfile::tempdir().unwrap();
-    let out = dir.path().join("run");
-    let mut child = Command::new(env!("CARGO_BIN_EXE_speclens"))
-        .args([
-            "bench",
-            "--url",
-            &url,
-            "--num-prompts",
-            "500",
-            "--concurrency",
-            "4",
-            "--output-tokens",
-            "200",
-            "--drain-timeout",
-            "0.3",
-            "--out",
-            out.to_str().unwrap(),
-        ])
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .unwrap();
-    std::thread::sleep(Duration::from_millis(1500));
-    let status = Command::new("kill")
-        .args(["-INT", &child.id().to_string()])
-        .status()
-        .unwrap();
-    assert!(status.success());
-    let deadline = std::time::Instant::now() + Duration::from_secs(30);
-    let exit = loop {
-        if let Some(s) = child.try_wait().unwrap() {
-            break s;
-        }
-        assert!(std::time::Instant::now() < deadline, "bench did not stop after Ctrl-C");
-        std::thread::sleep(Duration::from_millis(50));
-    };
-    assert!(exit.success(), "a stopped run still exits cleanly");
-    let result: Value = serde_json::from_str(&std::fs::read_to_string(out.join("result.json")).unwrap()).unwrap();
-    assert_eq!(result["partial"], true);
-    let recs = records(dir.path());
-    assert!(!recs.is_empty() && recs.len() < 500, "{} records", recs.len());
-    let ids: BTreeSet<u64> = recs.iter().map(|r| r.request_id).collect();
-    assert_eq!(ids.len(), recs.len(), "no record twice");
-    assert_eq!(ids, (0..recs.len() as u64).collect(), "every sent request is recorded");
-    assert_eq!(
-        result["completed"].as_u64().unwrap() + result["failed"].as_u64().unwrap(),
-        recs.len() as u64
-    );
+    // Ctrl-C and what `timeout`, `docker stop` and a cancelled CI job send.
+    for (signal, code) in [("-INT", 130), ("-TERM", 143)] {
+        let dir = tempfile::tempdir().unwrap();
+        let out = dir.path().join("run");
+        let mut child = Command::new(env!("CARGO_BIN_EXE_speclens"))
+            .args([
+                "bench",
+                "--url",
+                &url,
+                "--num-prompts",
+                "500",
+                "--concurrency",
+                "4",
+                "--output-tokens",
+                "200",
+                "--drain-timeout",
+                "0.3",
+                "--out",
+                out.to_str().unwrap(),
+            ])
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped())
+            .spawn()
+            .unwrap();
+        std::thread::sleep(Duration::from_millis(1500));
+        let status = Command::new("kill")
+            .args([signal, &child.id().to_string()])
+            .status()
+            .unwrap();
+        assert!(status.success());
+        let deadline = std::time::Instant::now() + Duration::from_secs(30);
+        let exit = loop {
+            if let Some(s) = child.try_wait().unwrap() {
+                break s;
+            }
+            assert!(
+                std::time::Instant::now() < deadline,
+                "bench did not stop after {signal}"
+            );
+            std::thread::sleep(Duration::from_millis(50));
+        };
+        assert_eq!(exit.code(), Some(code), "{signal}");
+        let result: Value = serde_json::from_str(&std::fs::read_to_string(out.join("result.json")).unwrap()).unwrap();
+        assert_eq!(result["partial"], true);
+        let recs = records(dir.path());
+        assert!(!recs.is_empty() && recs.len() < 500, "{} records", recs.len());
+        let ids: BTreeSet<u64> = recs.iter().map(|r| r.request_id).collect();
+        assert_eq!(ids.len(), recs.len(), "no record twice");
+        assert_eq!(ids, (0..recs.len() as u64).collect(), "every sent request is recorded");
+        assert_eq!(
+            result["completed"].as_u64().unwrap() + result["failed"].as_u64().unwrap(),
+            recs.len() as u64
+        );
+    }
 }
 
 #[test]

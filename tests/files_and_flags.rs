@@ -483,3 +483,108 @@ fn arms_swept_one_at_a_time_into_one_folder_make_one_table() {
     assert!(table.rows.iter().all(|r| r.ratio().is_some()), "{table:?}");
     assert!(table.prediction.is_some(), "the spec arm's E feeds the model");
 }
+
+#[test]
+fn exit_codes_tell_a_ci_job_what_happened() {
+    // Nothing listens: the model list says so and how to fix it.
+    let port = std::net::TcpListener::bind("127.0.0.1:0")
+        .unwrap()
+        .local_addr()
+        .unwrap()
+        .port();
+    let dead = format!("http://127.0.0.1:{port}");
+    let (code, _, err) = run_speclens(&["bench", "--url", &dead, "--num-prompts", "2", "--quiet"]);
+    assert_eq!(code, 1, "{err}");
+    assert!(
+        err.contains("Connection refused") && err.contains("is the server running"),
+        "{err}"
+    );
+    // Every request fails (the model named, so the run starts): exit 1, files saved.
+    let out = tempfile::tempdir().unwrap();
+    let run = out.path().join("run");
+    let (code, _, err) = run_speclens(&[
+        "bench",
+        "--url",
+        &dead,
+        "--model",
+        "m",
+        "--num-prompts",
+        "3",
+        "--quiet",
+        "--out",
+        run.to_str().unwrap(),
+    ]);
+    assert_eq!(code, 1, "{err}");
+    assert!(err.contains("no request succeeded"), "{err}");
+    let result: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(run.join("result.json")).unwrap()).unwrap();
+    assert_eq!(result["failed"], 3);
+    let reason = result["spec_decode"]["scrape"][0]["result"]["error"]
+        .as_str()
+        .unwrap()
+        .to_string();
+    assert!(
+        reason.contains("Connection refused"),
+        "the cause, not only the URL: {reason}"
+    );
+    // `scrape` of an unreachable server.
+    let (code, _, err) = run_speclens(&["scrape", &dead]);
+    assert_eq!(code, 1, "{err}");
+
+    // A server failing 70 % of requests: above the default --max-error-rate; allowed with 1.
+    let sim = Speclens::instant_spec_sim("0.7", &["--fail-rate", "0.7", "--seed", "3"]);
+    let sim_url = sim.url();
+    let flaky = |extra: &[&str], dir: &str| {
+        let dir = out.path().join(dir);
+        let mut args = vec![
+            "bench",
+            "--url",
+            &sim_url,
+            "--num-prompts",
+            "20",
+            "--output-tokens",
+            "8",
+            "--quiet",
+        ];
+        args.extend_from_slice(extra);
+        args.extend(["--out", dir.to_str().unwrap()]);
+        run_speclens(&args)
+    };
+    let (code, _, err) = flaky(&[], "a");
+    assert_eq!(code, 1, "{err}");
+    assert!(err.contains("--max-error-rate"), "{err}");
+    let (code, _, err) = flaky(&["--max-error-rate", "1"], "b");
+    assert_eq!(code, 0, "{err}");
+
+    // Gates: checked on the saved result; one that holds exits 3, one that does not passes.
+    let sim = Speclens::instant_spec_sim("0.7", &[]);
+    let gate = |gate: &str, dir: &str| {
+        run_speclens(&[
+            "bench",
+            "--url",
+            &sim.url(),
+            "--num-prompts",
+            "8",
+            "--output-tokens",
+            "16",
+            "--quiet",
+            "--fail-if",
+            gate,
+            "--out",
+            out.path().join(dir).to_str().unwrap(),
+        ])
+    };
+    let (code, _, err) = gate("acceptance_length<10", "g1");
+    assert_eq!(code, 3, "{err}");
+    assert!(err.contains("acceptance_length<10 (measured"), "{err}");
+    assert!(
+        out.path().join("g1/result.json").exists(),
+        "saved before the gate is checked"
+    );
+    let (code, _, err) = gate("acceptance_length<1", "g2");
+    assert_eq!(code, 0, "{err}");
+    let (code, _, err) = gate("goodput_tokens_per_s>1", "g3");
+    assert_eq!(code, 3, "a figure the run lacks fails the gate: {err}");
+    let (code, _, err) = run_speclens(&["bench", "--url", &sim.url(), "--fail-if", "acceptance_length"]);
+    assert_eq!(code, 2, "a malformed gate is a usage error: {err}");
+}

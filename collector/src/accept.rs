@@ -281,7 +281,7 @@ pub async fn run_with(args: Plan, hub: Option<LiveHub>) -> Result<Vec<CategoryAc
     crate::statusln!("Results: {}", out.display());
     if let Some(d) = dashboard {
         eprintln!("The dashboard keeps serving at {} — press Ctrl-C to quit.", d.url);
-        let _ = tokio::signal::ctrl_c().await;
+        let _ = crate::net::stop_signal().await;
         d.stop().await?;
     }
     Ok(rows)

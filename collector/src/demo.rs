@@ -64,6 +64,7 @@ fn demo_run(url: &str, workload: Workload, load: Load, out: PathBuf, label: &str
             percentiles: vec![99.0],
             print: false,
         },
+        checks: bench::Checks::default(),
         dashboard_port: None,
     }
 }
@@ -214,7 +215,7 @@ pub async fn run(port: u16, web_dir: Option<PathBuf>, out: Option<PathBuf>) -> R
     crate::statusln!("\nThe what-if page, seeded with the measured acceptance:");
     crate::statusln!("speclens what-if: {base_url}#{fragment}");
     crate::statusln!("(past runs: {base_url}#runs) — press Ctrl-C to stop.");
-    let _ = tokio::signal::ctrl_c().await;
+    let _ = crate::net::stop_signal().await;
     let served = dashboard.stop().await;
     let _ = spec.stop().await;
     let _ = base.stop().await;

@@ -1,5 +1,6 @@
 //! `speclens` binary entry point: parse the command line, set up logging, run, map errors to
-//! an exit code (0 success, 1 the run or check failed, 2 usage errors, as ripgrep's).
+//! an exit code (0 success, 1 the run failed, 2 usage errors, 3 a `--fail-if` gate held,
+//! 130 / 143 a signal stopped the run).
 
 use std::process::ExitCode;
 

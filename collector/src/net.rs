@@ -1,10 +1,11 @@
-//! Small network helpers shared by the collector's servers.
+//! Small helpers shared by the collector's servers and clients: binding, secrets compared in
+//! constant time, errors with their causes, and the signals that stop a command.
 
 use std::net::SocketAddr;
 
 use tokio::net::TcpListener;
 
-use crate::error::CollectorError;
+use crate::error::{CollectorError, Signal};
 
 /// Bind `addr` and return the listener with the address it really got (port 0 resolved).
 pub async fn bind(addr: SocketAddr) -> Result<(TcpListener, SocketAddr), CollectorError> {
@@ -18,6 +19,68 @@ pub async fn bind(addr: SocketAddr) -> Result<(TcpListener, SocketAddr), Collect
 /// Compare secrets in constant time, so a token cannot be guessed byte by byte from timings.
 pub fn same_secret(a: &str, b: &str) -> bool {
     a.len() == b.len() && a.bytes().zip(b.bytes()).fold(0u8, |acc, (x, y)| acc | (x ^ y)) == 0
+}
+
+/// An error with its chain of sources, `: `-separated.
+pub fn describe(e: &dyn std::error::Error) -> String {
+    let mut text = e.to_string();
+    let mut source = e.source();
+    while let Some(s) = source {
+        text.push_str(": ");
+        text.push_str(&s.to_string());
+        source = s.source();
+    }
+    text
+}
+
+/// A reqwest error with its causes ("Connection refused") and without its URL (which may hold
+/// a password or a key; callers name the redacted URL themselves).
+pub fn describe_http(e: reqwest::Error) -> String {
+    let what = if e.is_timeout() {
+        "timed out"
+    } else if e.is_connect() {
+        "cannot connect"
+    } else if e.is_decode() {
+        "the body does not decode"
+    } else if e.is_body() {
+        "reading the body failed"
+    } else {
+        "the request failed"
+    };
+    let e = e.without_url();
+    let mut causes = Vec::new();
+    let mut source = std::error::Error::source(&e);
+    while let Some(s) = source {
+        causes.push(s.to_string());
+        source = s.source();
+    }
+    if causes.is_empty() {
+        format!("{what}: {e}")
+    } else {
+        format!("{what}: {}", causes.join(": "))
+    }
+}
+
+/// The first SIGINT (Ctrl-C) or SIGTERM. Once a command listens for SIGTERM it no longer ends
+/// the process by itself, so every wait for "stop" in the collector goes through here.
+pub async fn stop_signal() -> Signal {
+    let interrupt = async {
+        if tokio::signal::ctrl_c().await.is_err() {
+            std::future::pending::<()>().await;
+        }
+    };
+    #[cfg(unix)]
+    {
+        use tokio::signal::unix::{signal, SignalKind};
+        if let Ok(mut terminate) = signal(SignalKind::terminate()) {
+            return tokio::select! {
+                _ = interrupt => Signal::Interrupt,
+                _ = terminate.recv() => Signal::Terminate,
+            };
+        }
+    }
+    interrupt.await;
+    Signal::Interrupt
 }
 
 #[cfg(test)]

@@ -4,7 +4,7 @@
 use std::time::Duration;
 
 use speclens_shared::scrape::{
-    derive, derive_since_start, parse_metrics, GaugeMeans, IncreaseAccumulator, Schema, ScrapeFailure, SpecCounters,
+    derive, derive_since_start, parse_metrics, IncreaseAccumulator, Schema, ScrapeFailure, SpecCounters, WindowFacts,
 };
 use tokio::time::Instant;
 
@@ -35,6 +35,13 @@ pub async fn run(url: &str, watch: bool, interval_s: f64) -> Result<(), Collecto
             .await
             .and_then(|t| parse_metrics(&t).map_err(ScrapeFailure::Invalid))
         {
+            // One scrape that fails is the command failing; a watch keeps trying.
+            Err(e) if !watch => {
+                return Err(CollectorError::Server(format!(
+                    "{}: {e}",
+                    crate::bench::redact_url(&url)
+                )))
+            }
             Err(e) => crate::outln!("{url}: {e}")?,
             Ok(snapshot) => {
                 if let Some(c) = &snapshot.counters {
@@ -56,7 +63,7 @@ pub async fn run(url: &str, watch: bool, interval_s: f64) -> Result<(), Collecto
                     let step = acc.observe(c);
                     if let Some(prev) = last {
                         let dt = (at - prev).as_secs_f64();
-                        match derive(c.schema(), &step, &GaugeMeans::over([&c.gauges]), c.rounded_max) {
+                        match derive(c.schema(), &step, &WindowFacts::of(c)) {
                             Ok(d) => crate::outln!(
                                 "  last {dt:.1} s: {:.1} accepted/s · {:.1} drafted/s · rate {} % · length {}",
                                 step.num_accepted_tokens as f64 / dt,
@@ -91,7 +98,7 @@ pub async fn run(url: &str, watch: bool, interval_s: f64) -> Result<(), Collecto
         }
         tokio::select! {
             _ = tokio::time::sleep(Duration::from_secs_f64(interval_s.max(0.1))) => {}
-            _ = tokio::signal::ctrl_c() => return Ok(()),
+            _ = crate::net::stop_signal() => return Ok(()),
         }
     }
 }

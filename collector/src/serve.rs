@@ -251,7 +251,7 @@ pub async fn run(settings: ServeSettings) -> Result<(), CollectorError> {
     let dashboard = start(&settings, LiveHub::new(64)).await?;
     crate::outln!("speclens dashboard: {}", dashboard.url)?;
     eprintln!("serving {} — press Ctrl-C to stop", settings.web_dir);
-    let _ = tokio::signal::ctrl_c().await;
+    let _ = crate::net::stop_signal().await;
     dashboard.stop().await
 }
 

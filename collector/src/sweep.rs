@@ -174,7 +174,7 @@ pub async fn run_with(plan: Plan, hub: Option<LiveHub>) -> Result<(), CollectorE
     crate::console::status(&format!("\n{}Results: {}\n", table.render(), out.display()));
     if let Some(d) = dashboard {
         eprintln!("The dashboard keeps serving at {} — press Ctrl-C to quit.", d.url);
-        let _ = tokio::signal::ctrl_c().await;
+        let _ = crate::net::stop_signal().await;
         d.stop().await?;
     }
     Ok(())

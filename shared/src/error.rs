@@ -27,6 +27,9 @@ pub enum Error {
     /// A Prometheus HTTP API answer is an error or not the shape it documents.
     #[error("Prometheus API: {0}")]
     PrometheusApi(String),
+    /// A `--fail-if` gate is not well formed.
+    #[error("invalid --fail-if gate {0}")]
+    Gate(String),
     /// A model input is outside its domain.
     #[error("invalid model input: {0}")]
     ModelInput(String),

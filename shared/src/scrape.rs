@@ -141,6 +141,10 @@ pub struct CounterSet {
     /// significant digits (rounded).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub rounded_max: Option<u64>,
+    /// Counter families of the schema the server does not expose (an older vLLM): the figures
+    /// that need them are left out, the others stand.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub missing: Vec<String>,
 }
 
 impl CounterSet {
@@ -158,6 +162,7 @@ impl CounterSet {
             series: self.series.iter().map(|(k, c)| (k.clone(), zero(c))).collect(),
             gauges: BTreeMap::new(),
             rounded_max: None,
+            missing: self.missing.clone(),
         }
     }
 
@@ -484,7 +489,12 @@ pub fn parse_metrics(text: &str) -> Result<MetricsSnapshot, Error> {
             } else if schema == Schema::Sglang && !missing.is_empty() {
                 sglang_missing = missing;
                 None
-            } else if !missing.is_empty() {
+            } else if match schema {
+                // Without accepted tokens no figure of vLLM's schema stands; the others need all.
+                Schema::Vllm | Schema::LlamaCpp => !families.contains(&Family::Accepted),
+                Schema::Trtllm | Schema::Sglang => !missing.is_empty(),
+            } {
+                // Without accepted tokens no figure stands.
                 return Err(Error::IncompleteCounters {
                     missing: missing.join(", "),
                 });
@@ -505,6 +515,7 @@ pub fn parse_metrics(text: &str) -> Result<MetricsSnapshot, Error> {
                     series,
                     gauges: schema_gauges,
                     rounded_max,
+                    missing,
                 })
             }
         }
@@ -531,10 +542,13 @@ pub struct SpecDecodeData {
     pub draft_tokens: Option<u64>,
     pub accepted_tokens: u64,
     /// Percent (bonus token excluded); null when the counters cannot give one.
+    #[serde(serialize_with = "crate::pyfloat::option")]
     pub acceptance_rate: Option<f64>,
     /// Tokens per verify step, bonus included; 0.0 when there were no drafts (AISBench).
+    #[serde(serialize_with = "crate::pyfloat::option")]
     pub acceptance_length: Option<f64>,
     /// Fraction of drafts whose first `i + 1` tokens were all accepted, by position `i`.
+    #[serde(serialize_with = "crate::pyfloat::map")]
     pub per_position_acceptance_rates: BTreeMap<u32, f64>,
     /// Where a figure comes from when it is not a counter delta, and why one is missing.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
@@ -558,7 +572,44 @@ impl SpecDecodeData {
 /// A scrape's own stats since the server started: its counters as a delta from zero, its
 /// gauges as they are now.
 pub fn derive_since_start(c: &CounterSet) -> Result<SpecDecodeData, String> {
-    derive(c.schema(), &c.total, &GaugeMeans::over([&c.gauges]), c.rounded_max)
+    derive(c.schema(), &c.total, &WindowFacts::of(c))
+}
+
+/// What a window's figures depend on besides the counters' delta.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct WindowFacts {
+    /// The engine gauges averaged over the window.
+    pub gauges: GaugeMeans,
+    /// llama.cpp's largest counter value, when it was printed rounded.
+    pub rounded_max: Option<u64>,
+    /// Counter families the server lacks.
+    pub missing: Vec<String>,
+}
+
+impl WindowFacts {
+    /// The facts of one scrape.
+    pub fn of(c: &CounterSet) -> WindowFacts {
+        WindowFacts {
+            gauges: GaugeMeans::over([&c.gauges]),
+            rounded_max: c.rounded_max,
+            missing: c.missing.clone(),
+        }
+    }
+
+    /// The facts of a window between two scrapes, with its gauges.
+    pub fn between(before: &CounterSet, after: &CounterSet, gauges: &GaugeMeans) -> WindowFacts {
+        let mut missing = after.missing.clone();
+        missing.extend(before.missing.iter().filter(|m| !after.missing.contains(m)).cloned());
+        WindowFacts {
+            gauges: gauges.clone(),
+            rounded_max: after.rounded_max.max(before.rounded_max),
+            missing,
+        }
+    }
+
+    fn lacks(&self, family: &str) -> Option<&String> {
+        self.missing.iter().find(|m| m.ends_with(family))
+    }
 }
 
 /// Engine gauges averaged over a window's scrapes.
@@ -606,33 +657,34 @@ impl GaugeMeans {
 /// Derive the window's stats from a delta of vLLM's (or llama.cpp's) counters, or the reason
 /// there are none.
 pub fn derive_stats(delta: &SpecCounters) -> Result<SpecDecodeData, String> {
-    derive(Schema::Vllm, delta, &GaugeMeans::default(), None)
+    derive(Schema::Vllm, delta, &WindowFacts::default())
 }
 
-/// Derive the window's stats of any engine from its counters' delta and its gauges' means.
-///
-/// `rounded_max`: llama.cpp's largest counter value, when it was printed rounded.
-pub fn derive(
-    schema: Schema,
-    delta: &SpecCounters,
-    gauges: &GaugeMeans,
-    rounded_max: Option<u64>,
-) -> Result<SpecDecodeData, String> {
+/// Derive the window's stats of any engine from its counters' delta and the facts around it.
+pub fn derive(schema: Schema, delta: &SpecCounters, facts: &WindowFacts) -> Result<SpecDecodeData, String> {
     match schema {
-        Schema::Vllm | Schema::LlamaCpp => derive_vllm(delta, rounded_max),
-        Schema::Trtllm => derive_trtllm(delta, gauges),
-        Schema::Sglang => derive_sglang(delta, gauges),
+        Schema::Vllm | Schema::LlamaCpp => derive_vllm(delta, facts),
+        Schema::Trtllm => derive_trtllm(delta, &facts.gauges),
+        Schema::Sglang => derive_sglang(delta, &facts.gauges),
     }
 }
 
-fn derive_vllm(delta: &SpecCounters, rounded_max: Option<u64>) -> Result<SpecDecodeData, String> {
-    if delta.num_draft_tokens == 0 {
+fn derive_vllm(delta: &SpecCounters, facts: &WindowFacts) -> Result<SpecDecodeData, String> {
+    let no_drafts = facts.lacks(DRAFTS);
+    let no_draft_tokens = facts.lacks(DRAFT_TOKENS);
+    let active = match no_draft_tokens {
+        None => delta.num_draft_tokens > 0,
+        Some(_) => delta.num_drafts > 0 || delta.num_accepted_tokens > 0,
+    };
+    if !active {
         return Err(NO_ACTIVITY.to_string());
     }
+    let rounded_max = facts.rounded_max;
     let drafts = delta.num_drafts as f64;
     let accepted = delta.num_accepted_tokens as f64;
     let mut notes = Vec::new();
-    let mut acceptance_rate = Some(accepted / delta.num_draft_tokens as f64 * 100.0);
+    let mut acceptance_rate = (no_draft_tokens.is_none() && delta.num_draft_tokens > 0)
+        .then(|| accepted / delta.num_draft_tokens as f64 * 100.0);
     let (acceptance_length, mut per_position_acceptance_rates) = if delta.num_drafts == 0 {
         (0.0, BTreeMap::new())
     } else {
@@ -660,18 +712,31 @@ fn derive_vllm(delta: &SpecCounters, rounded_max: Option<u64>) -> Result<SpecDec
             acceptance_rate = None;
             notes.push("the acceptance rate came out above 100 % from rounded counters and is left out".into());
         }
-    } else if delta.num_accepted_tokens > delta.num_draft_tokens {
+    } else if no_draft_tokens.is_none() && delta.num_accepted_tokens > delta.num_draft_tokens {
         return Err(format!(
             "Impossible counters: {} accepted tokens exceed {} draft tokens in the window",
             delta.num_accepted_tokens, delta.num_draft_tokens
         ));
     }
+    let mut acceptance_length = Some(acceptance_length);
+    if let Some(name) = no_draft_tokens {
+        notes.push(format!(
+            "{name} is not on the server: no draft-token total and no acceptance rate"
+        ));
+    }
+    if let Some(name) = no_drafts {
+        notes.push(format!(
+            "{name} is not on the server: no drafts, no acceptance length, no per-position rates"
+        ));
+        acceptance_length = None;
+        per_position_acceptance_rates.clear();
+    }
     Ok(SpecDecodeData {
-        num_drafts: Some(delta.num_drafts),
-        draft_tokens: Some(delta.num_draft_tokens),
+        num_drafts: no_drafts.is_none().then_some(delta.num_drafts),
+        draft_tokens: no_draft_tokens.is_none().then_some(delta.num_draft_tokens),
         accepted_tokens: delta.num_accepted_tokens,
         acceptance_rate,
-        acceptance_length: Some(acceptance_length),
+        acceptance_length,
         per_position_acceptance_rates,
         notes,
     })
@@ -966,9 +1031,7 @@ pub fn window_result_with(
         after: after.as_ref().ok().map(|c| c.total.clone()),
     };
     let outcome = match (&before, &after) {
-        (Ok(b), Ok(a)) => {
-            window_delta(b, a).and_then(|d| derive(a.schema(), &d, gauges, a.rounded_max.max(b.rounded_max)))
-        }
+        (Ok(b), Ok(a)) => window_delta(b, a).and_then(|d| derive(a.schema(), &d, &WindowFacts::between(b, a, gauges))),
         _ => {
             let mut reasons = Vec::new();
             if let Err(e) = &before {
@@ -1125,6 +1188,7 @@ mod tests {
             series: [("engine=\"0\"".to_string(), c)].into_iter().collect(),
             gauges: BTreeMap::new(),
             rounded_max: None,
+            missing: Vec::new(),
         }
     }
 
@@ -1292,6 +1356,45 @@ Per-position acceptance rates                 {0: 1.0000, 1: 0.9000, 2: 0.7500, 
         assert!(err.contains("vllm:spec_decode_num_draft_tokens_total"), "{err}");
         let mixed = "vllm:spec_decode_num_drafts_total 1\nllamacpp:spec_decode_num_drafts_total 1\n";
         assert!(parse_metrics(mixed).is_err());
+    }
+
+    #[test]
+    fn a_missing_family_voids_only_the_figures_that_need_it() {
+        let no_drafts = "vllm:spec_decode_num_draft_tokens_total 30\nvllm:spec_decode_num_accepted_tokens_total 12\n";
+        let c = parse_metrics(no_drafts).unwrap().counters.unwrap();
+        assert_eq!(c.missing, vec!["vllm:spec_decode_num_drafts_total".to_string()]);
+        let d = derive_since_start(&c).unwrap();
+        assert_eq!(
+            (d.num_drafts, d.draft_tokens, d.acceptance_rate, d.acceptance_length),
+            (None, Some(30), Some(40.0), None)
+        );
+        assert!(
+            d.notes[0].contains("vllm:spec_decode_num_drafts_total"),
+            "{:?}",
+            d.notes
+        );
+        let no_tokens = "vllm:spec_decode_num_drafts_total 10\nvllm:spec_decode_num_accepted_tokens_total 12\n";
+        let c = parse_metrics(no_tokens).unwrap().counters.unwrap();
+        let d = derive_since_start(&c).unwrap();
+        assert_eq!(
+            (d.num_drafts, d.draft_tokens, d.acceptance_rate, d.acceptance_length),
+            (Some(10), None, None, Some(2.2))
+        );
+        // The window between two such scrapes keeps the reason.
+        let r = window_result("u", Ok(c.zeroed()), Ok(c));
+        assert!(r.data.unwrap().notes[0].contains("num_draft_tokens_total"));
+    }
+
+    #[test]
+    fn small_rates_are_written_as_python_writes_them() {
+        let d = derive_stats(&counters(100_000, 300_000, 3, &[1, 0])).unwrap();
+        let json = serde_json::to_string(&d).unwrap();
+        assert!(
+            json.contains(r#""per_position_acceptance_rates":{"0":1e-05,"1":0.0}"#),
+            "{json}"
+        );
+        let back: SpecDecodeData = serde_json::from_str(&json).unwrap();
+        assert_eq!(back, d);
     }
 
     #[test]

@@ -22,18 +22,20 @@ use std::time::Duration;
 
 use axum::body::Bytes;
 use indicatif::ProgressBar;
+use speclens_shared::gates::GateOutcome;
 use speclens_shared::per_request::EngineKind;
 use speclens_shared::results::RunResult;
 use speclens_shared::run::RequestRecord;
 use tokio::sync::watch;
 use tokio::time::Instant;
 
-use crate::error::CollectorError;
+use crate::error::{CollectorError, Signal};
 use crate::live::LiveHub;
 use client::Target as Server;
 use engine::{Engine, RequestFields};
 use load::{Phase, Runner, Shared};
 use paths::SpecPaths;
+pub use plan::Checks;
 pub use plan::Plan;
 use scrape::{Endpoint, Timeline};
 use workload::{BodyOptions, Prompt};
@@ -43,6 +45,8 @@ pub struct RunOutput {
     pub dir: PathBuf,
     pub result: RunResult,
     pub records: Vec<RequestRecord>,
+    /// The signal that stopped the run early, if one did.
+    pub interrupted: Option<Signal>,
 }
 
 /// A run ready to send: the plan with what was resolved before the first request.
@@ -69,6 +73,8 @@ pub struct LoadOutcome {
     pub duration_s: f64,
     pub max_in_flight: u64,
     pub partial: bool,
+    /// The signal that stopped the run early, if one did.
+    pub interrupted: Option<Signal>,
 }
 
 /// The measured window with the scrapes around it.
@@ -81,7 +87,64 @@ struct Measured {
 
 /// `speclens bench`: run, print, save.
 pub async fn run(plan: Plan) -> Result<RunOutput, CollectorError> {
-    run_with(plan, None).await
+    let checks = plan.checks.clone();
+    let output = run_with(plan, None).await?;
+    verdict(&output, &checks)?;
+    Ok(output)
+}
+
+/// Whether a saved run passes `bench`'s checks, in order: not stopped by a signal, some
+/// request succeeded, failures within `--max-error-rate`, no `--fail-if` gate holding.
+pub fn verdict(out: &RunOutput, checks: &Checks) -> Result<(), CollectorError> {
+    let dir = out.dir.display();
+    if let Some(signal) = out.interrupted {
+        return Err(CollectorError::Interrupted {
+            message: format!("stopped by {}: the partial run is saved in {dir}", signal.name()),
+            signal,
+        });
+    }
+    let window: Vec<&RequestRecord> = out.records.iter().filter(|r| !r.warmup).collect();
+    let failed = window.iter().filter(|r| !r.success).count();
+    let first_error = window
+        .iter()
+        .find_map(|r| r.error.as_deref())
+        .map(|e| format!("; the first: {e}"))
+        .unwrap_or_default();
+    if !window.is_empty() && failed == window.len() {
+        return Err(CollectorError::RunFailed(format!(
+            "no request succeeded ({failed} failed{first_error}); the results are saved in {dir}"
+        )));
+    }
+    let rate = if window.is_empty() {
+        0.0
+    } else {
+        failed as f64 / window.len() as f64
+    };
+    if rate > checks.max_error_rate {
+        return Err(CollectorError::RunFailed(format!(
+            "{failed} of {} requests failed ({:.1} %, above --max-error-rate {}{first_error}); the results are saved in {dir}",
+            window.len(),
+            rate * 100.0,
+            checks.max_error_rate
+        )));
+    }
+    let result = serde_json::to_value(&out.result).map_err(|e| CollectorError::Output(e.to_string()))?;
+    let mut tripped = Vec::new();
+    for gate in &checks.gates {
+        match gate.check(&result) {
+            GateOutcome::Passed { .. } => {}
+            GateOutcome::Tripped { value } => tripped.push(format!("{gate} (measured {value})")),
+            GateOutcome::Missing => tripped.push(format!("{gate} (the run has no {})", gate.metric)),
+        }
+    }
+    if tripped.is_empty() {
+        Ok(())
+    } else {
+        Err(CollectorError::GateTripped(format!(
+            "--fail-if: {}; the results are saved in {dir}",
+            tripped.join(", ")
+        )))
+    }
 }
 
 /// A run that feeds `hub` (a dashboard another command serves) instead of its own.
@@ -113,12 +176,13 @@ pub async fn run_with(plan: Plan, hub: Option<LiveHub>) -> Result<RunOutput, Col
             "The dashboard keeps serving the finished run at {} — press Ctrl-C to quit.",
             d.url
         );
-        let _ = tokio::signal::ctrl_c().await;
+        let _ = crate::net::stop_signal().await;
         d.stop().await?;
     }
     Ok(RunOutput {
         dir: prepared.out_dir,
         result,
+        interrupted: measured.outcome.interrupted,
         records: measured.outcome.records,
     })
 }
@@ -211,7 +275,8 @@ async fn measure(p: &Prepared, hub: &LiveHub, records_tmp: &std::path::Path) -> 
     // The sender stays alive for the whole run (a dropped sender would read as a change).
     let (cancel_tx, mut cancel) = watch::channel(false);
     let cancel_tx = Arc::new(cancel_tx);
-    let ctrl_c = tokio::spawn(stop_on_ctrl_c(cancel_tx.clone()));
+    let caught: Arc<std::sync::OnceLock<Signal>> = Arc::default();
+    let ctrl_c = tokio::spawn(stop_on_signal(cancel_tx.clone(), caught.clone()));
     let file = std::fs::File::create(records_tmp)
         .map_err(|e| CollectorError::Output(format!("cannot write {}: {e}", records_tmp.display())))?;
     let mut records_out = std::io::BufWriter::new(file);
@@ -313,6 +378,7 @@ async fn measure(p: &Prepared, hub: &LiveHub, records_tmp: &std::path::Path) -> 
             duration_s: (window_end - window_start).as_secs_f64(),
             max_in_flight: p.shared.max_in_flight(),
             partial,
+            interrupted: caught.get().copied(),
         },
         scrapes,
         timeline,
@@ -354,11 +420,15 @@ fn start_samplers(
     samplers
 }
 
-async fn stop_on_ctrl_c(cancel: Arc<watch::Sender<bool>>) {
-    if tokio::signal::ctrl_c().await.is_ok() {
-        eprintln!("\nspeclens: stopping — waiting for requests in flight, then saving a partial run");
-        let _ = cancel.send(true);
-    }
+/// On SIGINT or SIGTERM: note which, and stop sending (what is in flight is waited for).
+async fn stop_on_signal(cancel: Arc<watch::Sender<bool>>, caught: Arc<std::sync::OnceLock<Signal>>) {
+    let signal = crate::net::stop_signal().await;
+    let _ = caught.set(signal);
+    eprintln!(
+        "\nspeclens: {} — stopping: waiting for requests in flight, then saving a partial run",
+        signal.name()
+    );
+    let _ = cancel.send(true);
 }
 
 fn http_client(plan: &Plan) -> Result<reqwest::Client, CollectorError> {
@@ -373,17 +443,37 @@ fn http_client(plan: &Plan) -> Result<reqwest::Client, CollectorError> {
 /// The first server's model list (`/v1/models`).
 async fn list_models(client: &reqwest::Client, target: &plan::Target) -> Result<serde_json::Value, String> {
     let url = format!("{}/v1/models", server_base(&target.urls[0]));
+    let shown = redact_url(&url);
     let response = client
         .get(&url)
         .headers(target.headers.clone())
         .timeout(Duration::from_secs(30))
         .send()
         .await
-        .map_err(|e| e.to_string())?;
-    if !response.status().is_success() {
-        return Err(format!("HTTP {}", response.status().as_u16()));
+        .map_err(|e| {
+            let fix = if e.is_connect() {
+                "is the server running, and is --url its address?"
+            } else {
+                "is --url an OpenAI-compatible server?"
+            };
+            format!("{shown}: {} — {fix}", crate::net::describe_http(e))
+        })?;
+    let status = response.status();
+    if !status.is_success() {
+        let fix = match status.as_u16() {
+            401 | 403 => "the server wants a key: pass it with --api-key",
+            404 => "no model list there: is --url the server's base URL (no /v1/chat/completions)? Or name the model with --model",
+            _ => "name the model with --model to skip the listing",
+        };
+        return Err(format!("{shown} answered HTTP {} — {fix}", status.as_u16()));
     }
-    response.json().await.map_err(|e| e.to_string())
+    let body = response
+        .bytes()
+        .await
+        .map_err(|e| format!("{shown}: {}", crate::net::describe_http(e)))?;
+    serde_json::from_slice(&body).map_err(|e| {
+        format!("{shown} answered something that is not JSON ({e}) — is --url an OpenAI-compatible server? Or name the model with --model")
+    })
 }
 
 /// The model to ask for (`--model`, else the first one listed) and the engine (`--engine`, else
@@ -401,13 +491,13 @@ async fn resolve_model(
     if let Some(m) = &target.model {
         return Ok((m.clone(), engine));
     }
-    let url = format!("{}/v1/models", server_base(&target.urls[0]));
-    let fail = |why: String| CollectorError::Server(format!("cannot list models at {url} ({why}); pass --model"));
-    let v = listed.map_err(fail)?;
-    let model = v["data"][0]["id"]
-        .as_str()
-        .map(str::to_string)
-        .ok_or_else(|| fail("no model listed".into()))?;
+    let v = listed.map_err(|why| CollectorError::Server(format!("cannot list the models: {why}")))?;
+    let model = v["data"][0]["id"].as_str().map(str::to_string).ok_or_else(|| {
+        CollectorError::Server(format!(
+            "{}/v1/models lists no model: name one with --model",
+            redact_url(server_base(&target.urls[0]))
+        ))
+    })?;
     Ok((model, engine))
 }
 

@@ -10,7 +10,7 @@ use speclens_shared::per_request::{EngineKind, SpecRecord};
 use speclens_shared::run::RequestRecord;
 use speclens_shared::scrape::{
     derive, window_delta, window_result_with, CounterSet, GaugeMeans, ResultStatus, Schema, ScrapeFailure,
-    SpecCounters, SpecDecodeData, SpecDecodeResult,
+    SpecCounters, SpecDecodeData, SpecDecodeResult, WindowFacts,
 };
 
 use super::prometheus::FleetOutcome;
@@ -172,9 +172,25 @@ impl SpecPaths {
                 valid.iter().filter(|(w, _)| w.schema() == Some(schema)).collect();
             let mut sum = SpecCounters::default();
             same.iter().for_each(|(_, d)| sum.add(d));
-            let gauges = GaugeMeans::over(same.iter().flat_map(|(w, _)| w.gauges.iter()));
-            let rounded = same.iter().filter_map(|(w, _)| w.rounded_max()).max();
-            derive(schema, &sum, &gauges, rounded).ok()
+            let mut missing: Vec<String> = Vec::new();
+            for (w, _) in &same {
+                if let Ok(after) = &w.after {
+                    missing.extend(
+                        after
+                            .missing
+                            .iter()
+                            .filter(|m| !missing.contains(m))
+                            .cloned()
+                            .collect::<Vec<_>>(),
+                    );
+                }
+            }
+            let facts = WindowFacts {
+                gauges: GaugeMeans::over(same.iter().flat_map(|(w, _)| w.gauges.iter())),
+                rounded_max: same.iter().filter_map(|(w, _)| w.rounded_max()).max(),
+                missing,
+            };
+            derive(schema, &sum, &facts).ok()
         });
         direct.or_else(|| self.fleet.as_ref().and_then(|f| f.result.data.clone()))
     }

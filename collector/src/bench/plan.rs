@@ -6,6 +6,7 @@ use std::path::PathBuf;
 use std::time::Duration;
 
 use reqwest::header::{HeaderMap, HeaderName, HeaderValue, AUTHORIZATION, CONTENT_TYPE};
+use speclens_shared::gates::Gate;
 
 use super::client::EndpointKind;
 use super::engine::Engine;
@@ -176,6 +177,25 @@ pub struct Output {
     pub print: bool,
 }
 
+/// What a finished `bench` run must pass for exit code 0 (sweep and accept points check
+/// nothing: their commands judge the whole).
+#[derive(Clone, Debug)]
+pub struct Checks {
+    /// Fail when more than this fraction of the window's requests failed (1: never).
+    pub max_error_rate: f64,
+    /// `--fail-if` conditions on `result.json`'s figures.
+    pub gates: Vec<Gate>,
+}
+
+impl Default for Checks {
+    fn default() -> Checks {
+        Checks {
+            max_error_rate: 1.0,
+            gates: Vec::new(),
+        }
+    }
+}
+
 /// One benchmark run.
 #[derive(Clone)]
 pub struct Plan {
@@ -184,6 +204,7 @@ pub struct Plan {
     pub load: Load,
     pub scrape: Scrape,
     pub output: Output,
+    pub checks: Checks,
     /// Serve the live dashboard on this port during the run (and after it, until Ctrl-C).
     pub dashboard_port: Option<u16>,
 }

@@ -6,7 +6,9 @@ use std::collections::BTreeMap;
 use std::time::Duration;
 
 use speclens_shared::protocol::TimelinePoint;
-use speclens_shared::scrape::{counters_from_text, derive, CounterSet, GaugeMeans, IncreaseAccumulator, ScrapeFailure};
+use speclens_shared::scrape::{
+    counters_from_text, derive, CounterSet, IncreaseAccumulator, ScrapeFailure, WindowFacts,
+};
 use tokio::sync::watch;
 use tokio::time::Instant;
 
@@ -72,14 +74,14 @@ pub async fn fetch_text(client: &reqwest::Client, url: &str) -> Result<String, S
         .timeout(Duration::from_secs(5))
         .send()
         .await
-        .map_err(|e| fail(e.to_string()))?;
+        .map_err(|e| fail(crate::net::describe_http(e)))?;
     if response.status() == reqwest::StatusCode::NOT_FOUND && url.ends_with(TRTLLM_PROMETHEUS_PATH) {
         return Err(ScrapeFailure::TrtllmNotMounted);
     }
     if !response.status().is_success() {
         return Err(ScrapeFailure::Http(response.status().as_u16()));
     }
-    response.text().await.map_err(|e| fail(e.to_string()))
+    response.text().await.map_err(|e| fail(crate::net::describe_http(e)))
 }
 
 /// Where trtllm-serve mounts its Prometheus text (its `/metrics` answers JSON).
@@ -213,13 +215,12 @@ pub async fn sample_live(
                     endpoint: endpoint.label.clone(),
                     message,
                 }));
-                let gauges = GaugeMeans::over([&counters.gauges]);
                 if last_at.is_some() && !counters.gauges.is_empty() {
                     timeline.gauges.push((endpoint.label.clone(), counters.gauges.clone()));
                 }
                 last_at.replace(at).map(|prev| {
                     let dt = (at - prev).as_secs_f64().max(1e-9);
-                    let stats = derive(counters.schema(), &step, &gauges, counters.rounded_max).ok();
+                    let stats = derive(counters.schema(), &step, &WindowFacts::of(&counters)).ok();
                     TimelinePoint {
                         endpoint: endpoint.label.clone(),
                         t_s,

@@ -247,17 +247,7 @@ impl Wire {
     }
 }
 
-/// An error with its chain of sources, `: `-separated.
-pub fn describe(e: &dyn std::error::Error) -> String {
-    let mut text = e.to_string();
-    let mut source = e.source();
-    while let Some(s) = source {
-        text.push_str(": ");
-        text.push_str(&s.to_string());
-        source = s.source();
-    }
-    text
-}
+pub use crate::net::describe;
 
 /// A TCP stream that stamps its first write after each `arm` and the arrival of each read.
 struct TimedStream {

@@ -5,6 +5,7 @@ use std::path::PathBuf;
 use std::time::Duration;
 
 use clap::{Args, Parser, ValueEnum};
+use speclens_shared::gates::Gate;
 use speclens_shared::model::Costs;
 use speclens_shared::sweep::Arm;
 
@@ -251,6 +252,15 @@ pub struct BenchArgs {
     pub quiet: bool,
     #[command(flatten)]
     pub dashboard: DashboardArgs,
+    /// Exit 1 when more than this fraction of the requests failed (1 never; a run where none
+    /// succeeded always fails).
+    #[arg(long, default_value_t = 0.5)]
+    pub max_error_rate: f64,
+    /// Exit 3 when this holds of the saved result, e.g. "acceptance_length<2.5" or
+    /// "p99_ttft_ms>500" (a `result.json` key, `spec_decode_` optional; repeatable; a figure
+    /// the run lacks fails too).
+    #[arg(long = "fail-if", value_name = "FIGURE<N")]
+    pub fail_if: Vec<String>,
 }
 
 /// Which arm of a sweep to run alone.
@@ -513,10 +523,33 @@ impl BenchArgs {
                 percentiles: self.workload.percentiles.clone(),
                 print: !self.quiet,
             },
+            checks: self.checks()?,
             dashboard_port: self.dashboard.port(),
         };
         plan.check()?;
         Ok(plan)
+    }
+}
+
+impl BenchArgs {
+    /// The exit-code checks: `--max-error-rate` and the `--fail-if` gates, parsed now so a
+    /// malformed gate stops the command before any request.
+    fn checks(&self) -> Result<bench::Checks, CollectorError> {
+        if !(0.0..=1.0).contains(&self.max_error_rate) {
+            return invalid(format!(
+                "--max-error-rate must be a fraction in [0, 1], got {}",
+                self.max_error_rate
+            ));
+        }
+        let gates = self
+            .fail_if
+            .iter()
+            .map(|g| Gate::parse(g).map_err(|e| CollectorError::InvalidArgument(e.to_string())))
+            .collect::<Result<_, _>>()?;
+        Ok(bench::Checks {
+            max_error_rate: self.max_error_rate,
+            gates,
+        })
     }
 }
 
@@ -541,6 +574,7 @@ impl SweepArgs {
                 percentiles: self.workload.percentiles.clone(),
                 print: false,
             },
+            checks: bench::Checks::default(),
             dashboard_port: None,
         };
         let plan = sweep::Plan {
@@ -586,6 +620,7 @@ impl AcceptArgs {
                 percentiles: self.workload.percentiles.clone(),
                 print: false,
             },
+            checks: bench::Checks::default(),
             dashboard_port: None,
         };
         let plan = accept::Plan {

@@ -17,7 +17,7 @@ pub fn go_float(v: f64) -> String {
     if v.is_infinite() {
         return if v > 0.0 { "+Inf".into() } else { "-Inf".into() };
     }
-    let s = python_repr(v);
+    let s = speclens_shared::pyfloat::repr(v);
     if let Some(dot) = s.find('.') {
         if v > 0.0 && dot > 6 && !s.contains('e') {
             let (int, frac) = s.split_at(dot);
@@ -28,25 +28,6 @@ pub fn go_float(v: f64) -> String {
         }
     }
     s
-}
-
-/// Python's `repr(float)`: shortest round-trip digits, `.0` on whole numbers, exponent form
-/// from 1e16 up and below 1e-4 (`1e+16`, `1e-05`).
-fn python_repr(v: f64) -> String {
-    let abs = v.abs();
-    if abs != 0.0 && !(1e-4..1e16).contains(&abs) {
-        let s = format!("{v:e}");
-        let (mantissa, exp) = s.split_once('e').unwrap_or((&s, "0"));
-        let exp: i32 = exp.parse().unwrap_or(0);
-        let sign = if exp < 0 { '-' } else { '+' };
-        return format!("{mantissa}e{sign}{:02}", exp.abs());
-    }
-    let s = format!("{v:?}");
-    if s.contains('.') || s.contains("inf") || s.contains("NaN") {
-        s
-    } else {
-        format!("{s}.0")
-    }
 }
 
 /// C's `%g`: 6 significant digits, exponent form from 1e6 up (`1.23457e+06`), as llama.cpp's

@@ -352,7 +352,7 @@ pub async fn run(settings: SimSettings) -> Result<(), CollectorError> {
     let handle = start(settings).await?;
     crate::outln!("speclens sim: http://{}", handle.addr)?;
     eprintln!("serving {model} on {engines} engine(s), {describe} — press Ctrl-C to stop");
-    let _ = tokio::signal::ctrl_c().await;
+    let _ = crate::net::stop_signal().await;
     handle.stop().await
 }
 
