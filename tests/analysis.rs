@@ -2,9 +2,11 @@
 //! (where speculation stops paying, against timed sims), `accept` (acceptance per category) and
 //! `read` (tables of result files, ours and `vllm bench serve`'s).
 
+use std::time::Duration;
+
 use serde_json::Value;
 
-use crate::common::{run_speclens, workspace, Speclens};
+use crate::common::{run_speclens, run_speclens_within, workspace, Speclens};
 
 #[test]
 fn model_matches_the_worked_values_in_text_and_json() {
@@ -60,8 +62,11 @@ fn prediction_of(text: &str) -> Option<f64> {
 }
 
 /// Sweep a timed spec sim (k = 3, α = 0.7) against a timed base sim, in real time (12 ms
-/// steps): a faster clock would let the client's own speed shape the waves. Eight waves per
-/// point around the crossing, so one slow wave does not move it.
+/// steps): a faster clock would let the client's own speed shape the waves. The ridge is half
+/// an H100's (148 tokens), so the crossing and the tokens per second are half the demo's: the
+/// sims and the client (debug builds, beside other tests) keep up with the model instead of
+/// measuring their own CPU. Four waves per point, each point three times: the steady windows'
+/// medians.
 fn sweep(extra_spec: &[&str]) -> (String, tempfile::TempDir) {
     let timing = [
         "--time-scale",
@@ -69,7 +74,7 @@ fn sweep(extra_spec: &[&str]) -> (String, tempfile::TempDir) {
         "--step-ms",
         "12",
         "--ridge",
-        "295",
+        "148",
         "--mean-output-tokens",
         "1000",
     ];
@@ -79,24 +84,29 @@ fn sweep(extra_spec: &[&str]) -> (String, tempfile::TempDir) {
     let spec = Speclens::start(&spec_args);
     let base = Speclens::start(&[&["sim", "--port", "0"][..], &timing[..]].concat());
     let dir = tempfile::tempdir().unwrap();
-    let (code, out, err) = run_speclens(&[
-        "sweep",
-        "--spec-url",
-        &spec.url(),
-        "--base-url",
-        &base.url(),
-        "--concurrency",
-        "128,160,192,224,256",
-        "--requests-per-slot",
-        "8",
-        "--input-tokens",
-        "8",
-        "--output-tokens",
-        "32",
-        "--no-stream",
-        "--out",
-        dir.path().to_str().unwrap(),
-    ]);
+    let (code, out, err) = run_speclens_within(
+        &[
+            "sweep",
+            "--spec-url",
+            &spec.url(),
+            "--base-url",
+            &base.url(),
+            "--concurrency",
+            "64,80,96,112,128",
+            "--requests-per-slot",
+            "4",
+            "--ridge",
+            "148",
+            "--input-tokens",
+            "8",
+            "--output-tokens",
+            "32",
+            "--no-stream",
+            "--out",
+            dir.path().to_str().unwrap(),
+        ],
+        Duration::from_secs(240),
+    );
     assert_eq!(code, 0, "{out}\n{err}");
     (out, dir)
 }
@@ -106,13 +116,13 @@ fn a_sweep_finds_the_crossing_the_model_predicts_and_extra_costs_move_it_left() 
     let (out, dir) = sweep(&[]);
     let measured = crossing_of(&out).unwrap_or_else(|| panic!("no crossing:\n{out}"));
     let predicted = prediction_of(&out).unwrap();
-    // The model at the sim's parameters: B* = 295 · E / 4 with E ≈ 2.53.
-    assert!((predicted - 186.8).abs() < 8.0, "prediction {predicted}\n{out}");
+    // The model at the sim's parameters: B* = 148 · E / 4 with E ≈ 2.53.
+    assert!((predicted - 93.7).abs() < 4.0, "prediction {predicted}\n{out}");
     assert!(
         (measured - predicted).abs() / predicted < 0.10,
         "measured {measured} vs predicted {predicted}\n{out}"
     );
-    for c in [128, 256] {
+    for c in [64, 128] {
         assert!(
             dir.path().join(format!("spec-c{c}.json")).is_file()
                 && dir.path().join(format!("base-c{c}.json")).is_file()
@@ -133,6 +143,9 @@ fn a_sweep_finds_the_crossing_the_model_predicts_and_extra_costs_move_it_left() 
         "spec_decode_acceptance_rate",
         "spec_decode_acceptance_length",
         "spec_decode_per_position_acceptance_rates",
+        // speclens's own key: what the sweep compares (a `vllm bench serve` file has only
+        // output_throughput, which `read` then uses).
+        "steady_output_throughput",
     ];
     for entry in std::fs::read_dir(dir.path()).unwrap().flatten() {
         let name = entry.file_name().to_string_lossy().into_owned();
@@ -303,7 +316,7 @@ async fn the_demo_measures_then_serves_the_seeded_what_if() {
         out.path().join("sweep/sweep.json").is_file(),
         "the sweep table is saved for the dashboard"
     );
-    assert!(out.path().join("sweep/spec-c1.json").is_file() && out.path().join("sweep/base-c320.json").is_file());
+    assert!(out.path().join("sweep/spec-c1.json").is_file() && out.path().join("sweep/base-c160.json").is_file());
     assert!(
         demo.earlier.contains("Report: ") && out.path().join("report.html").is_file(),
         "the demo writes its static report: {}",

@@ -1,5 +1,5 @@
 //! `speclens demo`: the whole product on one machine without a GPU. Starts a speculative and a
-//! plain `speclens sim` in-process (timed, a quarter of real time), measures acceptance per
+//! plain `speclens sim` in-process (timed, half of real time), measures acceptance per
 //! category, sweeps concurrency to find where speculation stops paying, prints the reports and
 //! leaves the dashboard serving the what-if page seeded with what was measured.
 
@@ -48,6 +48,17 @@ const DEMO_PROMPTS: [(&str, &str); 12] = [
 /// The model both sims serve.
 const DEMO_MODEL: &str = "speclens/sim-8b";
 
+/// The sims' clock: half of real time (6 ms steps).
+const DEMO_TIME_SCALE: f64 = 0.5;
+
+/// The sims' GPU: half an H100's roofline ridge, so the crossing (and every point's tokens per
+/// second) is half an H100's. The demo's client and both sims share this machine's CPU; at an
+/// H100's rates on a busy 2-core machine they would measure their own CPU, not the model.
+const DEMO_COSTS: Costs = Costs {
+    draft_cost: 0.0,
+    ridge_tokens: 148.0,
+};
+
 /// A run of the demo with `prompts` requests of 32 → 48 tokens (or the dataset's prompts),
 /// printing nothing (the demo prints its own summary).
 fn demo_run(url: &str, workload: Workload, load: Load, out: PathBuf, label: &str) -> bench::Plan {
@@ -95,14 +106,16 @@ fn accept_plan(spec_url: &str, dataset: &std::path::Path, out: PathBuf) -> crate
     }
 }
 
-/// Both arms at seven concurrencies, 2 requests per slot, 32 → 48 tokens, whole responses.
+/// Both arms at six concurrencies around the crossing, 4 requests per slot (so each point has a steady window),
+/// 32 → 24 tokens, whole responses (streaming 320 requests from sims in the same process
+/// would make the client's own CPU shape the result), each point run three times.
 fn sweep_plan(spec_url: &str, base_url: &str, out: PathBuf) -> crate::sweep::Plan {
     let workload = Workload {
         dataset: Dataset::Synthetic,
         categories: Vec::new(),
         input_tokens: 32,
         input_tokens_stddev: 0.0,
-        output_tokens: 48,
+        output_tokens: 24,
         output_tokens_stddev: 0.0,
         ignore_eos: false,
         temperature: 0.0,
@@ -112,11 +125,12 @@ fn sweep_plan(spec_url: &str, base_url: &str, out: PathBuf) -> crate::sweep::Pla
     point.target.stream = false;
     crate::sweep::Plan {
         arms: vec![(Arm::Spec, spec_url.into()), (Arm::Base, base_url.into())],
-        levels: vec![1, 16, 64, 128, 192, 256, 320],
-        requests_per_slot: 2,
+        levels: vec![1, 32, 64, 96, 128, 160],
+        requests_per_slot: 4,
         min_requests: 16,
+        repeats: 3,
         point,
-        costs: Costs::H100_FREE_DRAFTS,
+        costs: DEMO_COSTS,
         out: Some(out),
         dry_run: false,
         dashboard_port: None,
@@ -132,10 +146,11 @@ pub async fn run(port: u16, web_dir: Option<PathBuf>, out: Option<PathBuf>) -> R
     std::fs::create_dir_all(&out)
         .map_err(|e| CollectorError::Output(format!("cannot create {}: {e}", out.display())))?;
 
-    // Both sims timed at a quarter of real time, on free ports.
+    // Both sims timed at half of real time on the demo's GPU, on free ports.
     let sim = |settings: SimSettings| {
         let mut s = settings;
-        s.engine.time_scale = 0.25;
+        s.engine.time_scale = DEMO_TIME_SCALE;
+        s.engine.step.ridge_tokens = DEMO_COSTS.ridge_tokens;
         s
     };
     let loopback = std::net::SocketAddr::from(([127, 0, 0, 1], 0));
@@ -147,7 +162,10 @@ pub async fn run(port: u16, web_dir: Option<PathBuf>, out: Option<PathBuf>) -> R
     crate::statusln!(
         "speclens demo: a speculative sim (k = 3, per-position acceptance 0.82, 0.62, 0.45) at {spec_url}"
     );
-    crate::statusln!("               and a plain sim at {base_url}, both timed at a quarter of real time.\n");
+    crate::statusln!(
+        "               and a plain sim at {base_url}, both timed at half real time on a GPU whose ridge is T* = {} token positions.\n",
+        DEMO_COSTS.ridge_tokens
+    );
 
     // The dashboard serves from the start: the live page follows each run of the demo.
     let hub = LiveHub::new(64);
@@ -207,9 +225,13 @@ pub async fn run(port: u16, web_dir: Option<PathBuf>, out: Option<PathBuf>) -> R
             }
         }
         let rates: Vec<String> = rates.iter().map(|r| format!("{r:.3}")).collect();
-        fragment.push_str(&format!("e={e:.3}&k=3&rates={}&batch=64", rates.join(",")));
+        fragment.push_str(&format!(
+            "e={e:.3}&k=3&rates={}&batch=64&ridge={}",
+            rates.join(","),
+            DEMO_COSTS.ridge_tokens
+        ));
     } else {
-        fragment.push_str("k=3");
+        fragment.push_str(&format!("k=3&ridge={}", DEMO_COSTS.ridge_tokens));
     }
     let base_url = dashboard.url.split('#').next().unwrap_or(&dashboard.url).to_string();
     crate::statusln!("\nThe what-if page, seeded with the measured acceptance:");

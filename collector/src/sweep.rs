@@ -1,13 +1,14 @@
-//! `speclens sweep`: the same concurrency sweep against a speculative and a plain server, one
-//! `speclens bench` run per arm and point (`spec-c<N>.json`, `base-c<N>.json`, readable as
-//! `vllm bench serve` results), then the ratio table, the measured crossing and the model's
-//! prediction from the measured acceptance length.
+//! `speclens sweep`: the same concurrency sweep against a speculative and a plain server,
+//! `--repeats` `speclens bench` runs per arm and point (the median's result is
+//! `spec-c<N>.json` / `base-c<N>.json`, readable as `vllm bench serve` results), then the ratio
+//! table of steady-state throughputs with the repeats' spread, the measured crossing with its
+//! interval, and the model's prediction from the measured acceptance length.
 
 use std::path::PathBuf;
 
 use speclens_shared::model::Costs;
 use speclens_shared::results::RunResult;
-use speclens_shared::sweep::{Arm, SweepTable};
+use speclens_shared::sweep::{throughput, Arm, SweepTable};
 
 use crate::bench;
 use crate::error::CollectorError;
@@ -28,6 +29,8 @@ pub struct Plan {
     /// Requests per concurrency slot at each point, and at least `min_requests`.
     pub requests_per_slot: u64,
     pub min_requests: u64,
+    /// Runs per point; the median counts, the others give its spread.
+    pub repeats: u32,
     /// Every point's run: target settings, workload, scrape and percentiles (its servers,
     /// load, label and folder are set per point).
     pub point: bench::Plan,
@@ -58,6 +61,9 @@ impl Plan {
         if self.requests_per_slot == 0 && self.min_requests == 0 {
             return invalid("--requests-per-slot or --min-requests must be at least 1");
         }
+        if self.repeats == 0 {
+            return invalid("--repeats must be at least 1");
+        }
         let c = &self.costs;
         if !(c.draft_cost.is_finite() && c.draft_cost >= 0.0 && c.ridge_tokens.is_finite() && c.ridge_tokens > 0.0) {
             return invalid("--draft-cost must be a finite number ≥ 0 and --ridge one > 0");
@@ -80,8 +86,9 @@ impl Plan {
             .collect()
     }
 
-    /// The bench run of one point. The metrics URLs given belong to the speculative arm.
-    fn point_plan(&self, point: &Point<'_>, out: &std::path::Path) -> bench::Plan {
+    /// The bench run of one point's `repeat` (1-based). The metrics URLs given belong to the
+    /// speculative arm.
+    fn point_plan(&self, point: &Point<'_>, repeat: u32, out: &std::path::Path) -> bench::Plan {
         let mut plan = self.point.clone();
         plan.target.urls = vec![point.url.to_string()];
         plan.load = bench::plan::Load {
@@ -94,8 +101,13 @@ impl Plan {
         if point.arm != Arm::Spec {
             plan.scrape.metrics_urls.clear();
         }
-        plan.output.label = point.arm.point_id(point.concurrency);
-        plan.output.dir = Some(out.join(point.arm.point_id(point.concurrency)));
+        let id = point.arm.point_id(point.concurrency);
+        plan.output.label = id.clone();
+        plan.output.dir = Some(if self.repeats == 1 {
+            out.join(id)
+        } else {
+            out.join(format!("{id}-r{repeat}"))
+        });
         plan.output.print = false;
         plan.dashboard_port = None;
         plan
@@ -140,20 +152,47 @@ pub async fn run_with(plan: Plan, hub: Option<LiveHub>) -> Result<(), CollectorE
         _ => None,
     };
     let mut results: Vec<(Arm, u64, RunResult)> = Vec::new();
-    for p in &points {
-        let result = bench::run_with(plan.point_plan(p, &out), Some(hub.clone()))
-            .await?
-            .result;
+    let mut spreads: Vec<(Arm, u64, f64, f64)> = Vec::new();
+    let mut stopped = None;
+    'points: for p in &points {
+        let mut repeats: Vec<(PathBuf, RunResult)> = Vec::new();
+        for repeat in 1..=plan.repeats {
+            let run = bench::run_with(plan.point_plan(p, repeat, &out), Some(hub.clone())).await?;
+            // A stopped point is left out: the sweep ends with the points it finished.
+            if let Some(signal) = run.interrupted {
+                stopped = Some(signal);
+                break 'points;
+            }
+            repeats.push((run.dir, run.result));
+        }
+        let (dir, result, spread) = median_run(repeats);
+        // The median's folder is the point's (`spec-c16/`, as with one repeat); the others
+        // keep their `-r<N>` names.
+        let point_dir = out.join(p.arm.point_id(p.concurrency));
+        if dir != point_dir {
+            if point_dir.exists() {
+                std::fs::remove_dir_all(&point_dir)
+                    .map_err(|e| CollectorError::Output(format!("cannot replace {}: {e}", point_dir.display())))?;
+            }
+            std::fs::rename(&dir, &point_dir)
+                .map_err(|e| CollectorError::Output(format!("cannot rename {}: {e}", dir.display())))?;
+        }
+        if let Some((lo, hi)) = spread {
+            spreads.push((p.arm, p.concurrency, lo, hi));
+        }
         let file = out.join(point_file(p.arm, p.concurrency));
         bench::output::write_atomic(&file, &bench::output::to_json_bytes(&result)?)?;
         let e = result.measured().map_or(String::new(), |m| {
             format!(", acceptance length {:.2} (k = {})", m.e, m.k)
         });
+        let spread = spread.map_or(String::new(), |(lo, hi)| {
+            format!(" (median of {}: {lo:.1}–{hi:.1})", plan.repeats)
+        });
         crate::console::status(&format!(
-            "  {:<4} c = {:>4}: {:>10.1} output tok/s, {} failed{e}\n",
+            "  {:<4} c = {:>4}: {:>10.1} output tok/s{spread}, {} failed{e}\n",
             p.arm.name(),
             p.concurrency,
-            result.output_throughput.unwrap_or(0.0),
+            throughput(&result).unwrap_or(0.0),
             result.failed.unwrap_or(0),
         ));
         results.push((p.arm, p.concurrency, result));
@@ -169,15 +208,36 @@ pub async fn run_with(plan: Plan, hub: Option<LiveHub>) -> Result<(), CollectorE
         ));
     }
     let measured: Vec<(Arm, u64, &RunResult)> = results.iter().chain(&earlier).map(|(a, c, r)| (*a, *c, r)).collect();
-    let table = SweepTable::from_points(&measured, plan.costs);
+    let table = SweepTable::from_points(&measured, plan.costs).with_spreads(&spreads);
     bench::output::write_atomic(&out.join("sweep.json"), &bench::output::to_json_bytes(&table)?)?;
     crate::console::status(&format!("\n{}Results: {}\n", table.render(), out.display()));
+    if let Some(signal) = stopped {
+        return Err(CollectorError::Interrupted {
+            message: format!(
+                "stopped by {}: the sweep's finished points and their table are saved in {}",
+                signal.name(),
+                out.display()
+            ),
+            signal,
+        });
+    }
     if let Some(d) = dashboard {
         eprintln!("The dashboard keeps serving at {} — press Ctrl-C to quit.", d.url);
         let _ = crate::net::stop_signal().await;
         d.stop().await?;
     }
     Ok(())
+}
+
+/// The repeat of median throughput (a run that happened, never an average) with its folder,
+/// and the repeats' (min, max) when there were several.
+fn median_run(mut repeats: Vec<(PathBuf, RunResult)>) -> (PathBuf, RunResult, Option<(f64, f64)>) {
+    let of = |r: &RunResult| throughput(r).unwrap_or(0.0);
+    repeats.sort_by(|a, b| of(&a.1).total_cmp(&of(&b.1)));
+    let spread = (repeats.len() > 1).then(|| (of(&repeats[0].1), of(&repeats[repeats.len() - 1].1)));
+    let middle = (repeats.len() - 1) / 2;
+    let (dir, result) = repeats.swap_remove(middle);
+    (dir, result, spread)
 }
 
 /// The point files in `out` that this run did not measure again.

@@ -20,6 +20,7 @@ pub mod results;
 pub mod run;
 pub mod scrape;
 pub mod sse;
+pub mod steady;
 pub mod sweep;
 pub mod whatif;
 

@@ -161,6 +161,13 @@ pub struct RunResult {
     pub output_throughput: Option<f64>,
     pub total_token_throughput: Option<f64>,
     pub max_concurrent_requests: Option<u64>,
+    /// Output tokens per second in the closed loop's steady window (`steady::steady_state`):
+    /// what a sweep compares; absent when the run never reached one.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub steady_output_throughput: Option<f64>,
+    /// That window's length in seconds.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub steady_window_s: Option<f64>,
     #[serde(skip_serializing_if = "Option::is_none")]
     pub mean_ttft_ms: Option<f64>,
     #[serde(skip_serializing_if = "Option::is_none")]

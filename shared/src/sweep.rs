@@ -45,17 +45,50 @@ impl Arm {
 #[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
 pub struct SweepRow {
     pub concurrency: f64,
+    /// Output tokens per second: the steady window's, else the whole run's; the median of the
+    /// repeats when the point was run several times.
     pub spec_output_tokens_per_s: Option<f64>,
     pub base_output_tokens_per_s: Option<f64>,
+    /// The repeats' (min, max), when the point was run more than once.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub spec_spread: Option<(f64, f64)>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub base_spread: Option<(f64, f64)>,
+}
+
+/// What a sweep compares of a run: output tokens per second in its steady window, else over
+/// the whole run (a `vllm bench serve` file, or a run that never got steady).
+pub fn throughput(result: &RunResult) -> Option<f64> {
+    result.steady_output_throughput.or(result.output_throughput)
 }
 
 impl SweepRow {
+    /// An empty row at `concurrency`.
+    pub fn at(concurrency: f64) -> SweepRow {
+        SweepRow {
+            concurrency,
+            spec_output_tokens_per_s: None,
+            base_output_tokens_per_s: None,
+            spec_spread: None,
+            base_spread: None,
+        }
+    }
+
     /// spec ÷ base output throughput.
     pub fn ratio(&self) -> Option<f64> {
         match (self.spec_output_tokens_per_s, self.base_output_tokens_per_s) {
             (Some(s), Some(b)) if b > 0.0 => Some(s / b),
             _ => None,
         }
+    }
+
+    /// The lowest and highest ratio the repeats allow (spec's worst over base's best, and the
+    /// other way round); the ratio itself for points run once.
+    pub fn ratio_bounds(&self) -> Option<(f64, f64)> {
+        let (s, b) = (self.spec_output_tokens_per_s?, self.base_output_tokens_per_s?);
+        let (s_lo, s_hi) = self.spec_spread.unwrap_or((s, s));
+        let (b_lo, b_hi) = self.base_spread.unwrap_or((b, b));
+        (b_lo > 0.0).then(|| (s_lo / b_hi, s_hi / b_lo))
     }
 }
 
@@ -98,6 +131,10 @@ pub struct SweepTable {
     pub rows: Vec<SweepRow>,
     /// Interpolated concurrency where spec/base falls through 1.0.
     pub crossing: Option<f64>,
+    /// Where the crossing can lie given the repeats' spread: the crossing of the lowest
+    /// ratios to that of the highest (only when points were repeated and both exist).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub crossing_interval: Option<(f64, f64)>,
     pub prediction: Option<Prediction>,
 }
 
@@ -110,17 +147,13 @@ impl SweepTable {
             let row = match rows.iter().position(|r| r.concurrency == *c as f64) {
                 Some(i) => &mut rows[i],
                 None => {
-                    rows.push(SweepRow {
-                        concurrency: *c as f64,
-                        spec_output_tokens_per_s: None,
-                        base_output_tokens_per_s: None,
-                    });
+                    rows.push(SweepRow::at(*c as f64));
                     rows.last_mut().expect("just pushed")
                 }
             };
             match arm {
-                Arm::Spec => row.spec_output_tokens_per_s = result.output_throughput,
-                Arm::Base => row.base_output_tokens_per_s = result.output_throughput,
+                Arm::Spec => row.spec_output_tokens_per_s = throughput(result),
+                Arm::Base => row.base_output_tokens_per_s = throughput(result),
             }
         }
         let mut spec: Vec<&(Arm, u64, &RunResult)> = points.iter().filter(|p| p.0 == Arm::Spec).collect();
@@ -143,11 +176,42 @@ impl SweepTable {
                 })
             })
             .collect();
+        let bounds = |pick: fn((f64, f64)) -> f64| -> Vec<RatioPoint> {
+            rows.iter()
+                .filter_map(|r| {
+                    r.ratio_bounds().map(|b| RatioPoint {
+                        concurrency: r.concurrency,
+                        ratio: pick(b),
+                    })
+                })
+                .collect()
+        };
+        let repeated = rows.iter().any(|r| r.spec_spread.is_some() || r.base_spread.is_some());
+        let crossing_interval = if repeated {
+            sweep_crossing(&bounds(|b| b.0)).zip(sweep_crossing(&bounds(|b| b.1)))
+        } else {
+            None
+        };
         SweepTable {
             crossing: sweep_crossing(&points),
+            crossing_interval,
             rows,
             prediction,
         }
+    }
+
+    /// The table with each point's repeats' spread, `(arm, concurrency, min, max)`.
+    pub fn with_spreads(self, spreads: &[(Arm, u64, f64, f64)]) -> SweepTable {
+        let mut rows = self.rows;
+        for (arm, c, lo, hi) in spreads {
+            if let Some(row) = rows.iter_mut().find(|r| r.concurrency == *c as f64) {
+                match arm {
+                    Arm::Spec => row.spec_spread = Some((*lo, *hi)),
+                    Arm::Base => row.base_spread = Some((*lo, *hi)),
+                }
+            }
+        }
+        SweepTable::new(rows, self.prediction)
     }
 
     /// The console table, crossing and prediction.
@@ -168,11 +232,14 @@ impl SweepTable {
                 ratio
             ));
         }
-        match self.crossing {
-            Some(b) => out.push_str(&format!(
+        match (self.crossing, self.crossing_interval) {
+            (Some(b), Some((lo, hi))) => out.push_str(&format!(
+                "\nMeasured crossing: B* = {b:.1} concurrent requests (interpolated; {lo:.1}–{hi:.1} within the repeats' spread)\n"
+            )),
+            (Some(b), None) => out.push_str(&format!(
                 "\nMeasured crossing: B* = {b:.1} concurrent requests (interpolated)\n"
             )),
-            None => out.push_str("\nMeasured crossing: no crossing inside the swept range\n"),
+            (None, _) => out.push_str("\nMeasured crossing: no crossing inside the swept range\n"),
         }
         if let Some(p) = &self.prediction {
             out.push_str(&format!(
@@ -205,9 +272,9 @@ mod tests {
     fn crossing_and_prediction() {
         let rows =
             [(64.0, 1300.0, 1000.0), (256.0, 1800.0, 2000.0), (128.0, 1500.0, 1400.0)].map(|(c, s, b)| SweepRow {
-                concurrency: c,
                 spec_output_tokens_per_s: Some(s),
                 base_output_tokens_per_s: Some(b),
+                ..SweepRow::at(c)
             });
         let pred = Prediction::new(
             2.533,
@@ -228,12 +295,31 @@ mod tests {
         assert!(text.contains("left of the prediction"), "{text}");
         let none = SweepTable::new(
             vec![SweepRow {
-                concurrency: 1.0,
                 spec_output_tokens_per_s: Some(2.0),
-                base_output_tokens_per_s: None,
+                ..SweepRow::at(1.0)
             }],
             None,
         );
         assert!(none.render().contains("no crossing inside the swept range"));
+    }
+
+    #[test]
+    fn repeats_give_the_crossing_an_interval() {
+        let rows =
+            [(64.0, 1300.0, 1000.0), (128.0, 1500.0, 1400.0), (256.0, 1800.0, 2000.0)].map(|(c, s, b)| SweepRow {
+                spec_output_tokens_per_s: Some(s),
+                base_output_tokens_per_s: Some(b),
+                ..SweepRow::at(c)
+            });
+        let t = SweepTable::new(rows.to_vec(), None);
+        assert_eq!(t.crossing_interval, None, "points run once: no interval");
+        let t = t.with_spreads(&[(Arm::Spec, 128, 1450.0, 1550.0), (Arm::Base, 128, 1380.0, 1420.0)]);
+        let (lo, hi) = t.crossing_interval.expect("an interval");
+        let b = t.crossing.unwrap();
+        assert!(lo < b && b < hi, "{lo} < {b} < {hi}");
+        // Lowest ratio at 128: 1450 / 1420; highest: 1550 / 1380.
+        let r_lo = 1450.0 / 1420.0;
+        assert!((lo - (128.0 + 128.0 * (r_lo - 1.0) / (r_lo - 0.9))).abs() < 1e-9);
+        assert!(t.render().contains("within the repeats' spread"), "{}", t.render());
     }
 }

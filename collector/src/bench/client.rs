@@ -117,6 +117,13 @@ pub struct Received {
     cut: Option<(ErrorKind, String)>,
 }
 
+impl Received {
+    /// When the response's last bytes arrived (the send time for an empty body).
+    pub fn last_arrival(&self) -> Instant {
+        self.chunks.last().map_or(self.sent, |(at, _)| *at)
+    }
+}
+
 fn too_large(target: &Target) -> (ErrorKind, String) {
     (
         ErrorKind::BadResponse,

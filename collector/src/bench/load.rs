@@ -339,7 +339,9 @@ async fn dispatch(mut d: Dispatch, tx: mpsc::UnboundedSender<Event>, mut cancel:
             let now = shared.in_flight.fetch_add(1, Ordering::AcqRel) + 1;
             shared.max_in_flight.fetch_max(now, Ordering::AcqRel);
             let outcome = exchange(&shared.client, &shared.targets[task_sent.target], body).await;
-            shared.note_done(Instant::now());
+            // The response's arrival, not when this task is next scheduled: on a busy machine
+            // the two are far apart, and the run's duration ends here.
+            shared.note_done(outcome.as_ref().map_or_else(|_| Instant::now(), |r| r.last_arrival()));
             shared.in_flight.fetch_sub(1, Ordering::AcqRel);
             drop(permit);
             let _ = tx.send(Event::Done(Box::new(Finished {

@@ -348,6 +348,14 @@ fn run_result(run: &Prepared, f: &Figures<'_>) -> RunResult {
     result.num_prompts = Some(outcome.records.iter().filter(|r| !r.warmup).count() as u64);
     result.burstiness = Some(run.plan.load.burstiness);
     result.set_metrics(&f.metrics);
+    // A closed loop's steady window (an open loop has no "full" state to measure).
+    let load = &run.plan.load;
+    if let (Some(c), None) = (load.concurrency, load.request_rate) {
+        if let Some(s) = speclens_shared::steady::steady_state(&outcome.records, c) {
+            result.steady_output_throughput = Some(s.output_tokens_per_s);
+            result.steady_window_s = Some((s.end_ms - s.start_ms) / 1e3);
+        }
+    }
     if let Some(d) = &f.headline {
         result.set_spec_window(d);
     }

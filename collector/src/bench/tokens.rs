@@ -2,20 +2,31 @@
 //! `tiktoken-rs` crate. Used to size synthetic prompts and to count text when a server sends
 //! no `usage`; the server's own counts win whenever it reports them.
 
+use std::sync::OnceLock;
+
 use tiktoken_rs::CoreBPE;
 
 use crate::error::CollectorError;
 
-/// A loaded tokenizer (building it parses the vocabulary once, ~0.1 s).
+/// The tokenizer, built once per process (parsing the vocabulary takes ~0.1 s of CPU, which a
+/// sweep of many short runs would otherwise pay each time).
+static BPE: OnceLock<CoreBPE> = OnceLock::new();
+
+/// A loaded tokenizer.
 pub struct TokenCounter {
-    bpe: CoreBPE,
+    bpe: &'static CoreBPE,
 }
 
 impl TokenCounter {
     pub fn new() -> Result<TokenCounter, CollectorError> {
-        let bpe = tiktoken_rs::cl100k_base()
+        if let Some(bpe) = BPE.get() {
+            return Ok(TokenCounter { bpe });
+        }
+        let built = tiktoken_rs::cl100k_base()
             .map_err(|e| CollectorError::InvalidArgument(format!("cannot load the cl100k_base tokenizer: {e}")))?;
-        Ok(TokenCounter { bpe })
+        Ok(TokenCounter {
+            bpe: BPE.get_or_init(|| built),
+        })
     }
 
     /// Tokens in `text` (special-token strings counted as ordinary text).

@@ -303,6 +303,10 @@ pub struct SweepArgs {
     /// At least this many requests per point.
     #[arg(long, default_value_t = 16)]
     pub min_requests: u64,
+    /// Runs per point: the median's throughput counts, the others give its spread and the
+    /// crossing's interval.
+    #[arg(long, default_value_t = 3)]
+    pub repeats: u32,
     /// Synthetic prompt length in tokens (mean).
     #[arg(long, default_value_t = 128)]
     pub input_tokens: u32,
@@ -582,6 +586,7 @@ impl SweepArgs {
             levels: self.concurrency.clone(),
             requests_per_slot: self.requests_per_slot,
             min_requests: self.min_requests,
+            repeats: self.repeats,
             point,
             costs: Costs {
                 draft_cost: self.draft_cost,

@@ -476,7 +476,14 @@ async fn completions(State(state): State<Arc<SimState>>, headers: HeaderMap, bod
         })
         .collect();
     let (tx, rx) = mpsc::unbounded_channel();
-    if state.submit(Submission { seqs, events: tx }).is_err() {
+    if state
+        .submit(Submission {
+            seqs,
+            events: tx,
+            stream: req.stream,
+        })
+        .is_err()
+    {
         return error(
             StatusCode::SERVICE_UNAVAILABLE,
             "ServiceUnavailableError",
@@ -735,7 +742,20 @@ async fn full_response(reply: Reply, mut rx: mpsc::UnboundedReceiver<SeqEvent>, 
                 progress.text[index as usize].push_str(&text_of(reply.salt + u64::from(index), first, count));
                 progress.tokens[index as usize] += u64::from(count);
             }
-            SeqEvent::Finished { index, reason, stats } => progress.finished[index as usize] = Some((reason, stats)),
+            SeqEvent::Finished {
+                index,
+                reason,
+                stats,
+                tokens,
+            } => {
+                // A whole response gets no per-step events: its text is made at the end.
+                let i = index as usize;
+                if progress.tokens[i] == 0 && tokens > 0 {
+                    progress.text[i] = text_of(reply.salt + u64::from(index), 0, tokens);
+                    progress.tokens[i] = u64::from(tokens);
+                }
+                progress.finished[i] = Some((reason, stats));
+            }
         }
         if progress.done() {
             break;
@@ -848,7 +868,9 @@ impl StreamState {
                     let text = text_of(r.salt + u64::from(index), first, count);
                     out.push_str(&r.sse(&r.content_choice(index, &text), ""));
                 }
-                SeqEvent::Finished { index, reason, stats } => {
+                SeqEvent::Finished {
+                    index, reason, stats, ..
+                } => {
                     // llama.cpp's timings ride the chunk that finishes the (only) choice.
                     let timings = r
                         .llamacpp_timings(&stats, self.progress.tokens[index as usize])

@@ -164,10 +164,12 @@ impl FinishReason {
 pub enum SeqEvent {
     /// `count` new tokens for choice `index`, starting at token position `first`.
     Tokens { index: u32, first: u32, count: u32 },
+    /// Choice `index` is done after `tokens` tokens in all.
     Finished {
         index: u32,
         reason: FinishReason,
         stats: SeqStats,
+        tokens: u32,
     },
 }
 
@@ -187,6 +189,9 @@ pub struct SeqSpec {
 pub struct Submission {
     pub seqs: Vec<SeqSpec>,
     pub events: mpsc::UnboundedSender<SeqEvent>,
+    /// Streamed: every step's tokens are sent as they come. A whole response needs only the
+    /// end, and not waking its handler each step keeps the sim's CPU per step low.
+    pub stream: bool,
 }
 
 /// Cumulative counters of one engine, as its `/metrics` exposes them.
@@ -284,6 +289,7 @@ struct Seq {
     prefilled: bool,
     stats: SeqStats,
     events: mpsc::UnboundedSender<SeqEvent>,
+    stream: bool,
     /// Shared by the choices of one request: how many are still running.
     open_choices: Arc<AtomicU64>,
 }
@@ -328,6 +334,7 @@ pub async fn run_engine(
                     generated: 0,
                     prefilled: false,
                     events: sub.events.clone(),
+                    stream: sub.stream,
                     open_choices: open.clone(),
                 });
             }
@@ -415,15 +422,18 @@ fn advance(seq: &mut Seq, config: &EngineConfig, rng: &mut SmallRng, c: &mut Eng
     seq.generated += emitted;
     c.generation_tokens += u64::from(emitted);
     let index = seq.spec.index;
-    if seq
-        .events
-        .send(SeqEvent::Tokens {
-            index,
-            first,
-            count: emitted,
-        })
-        .is_err()
-    {
+    let gone = if seq.stream {
+        seq.events
+            .send(SeqEvent::Tokens {
+                index,
+                first,
+                count: emitted,
+            })
+            .is_err()
+    } else {
+        seq.events.is_closed()
+    };
+    if gone {
         c.success_abort += 1;
         finish_counts(seq, c);
         return false;
@@ -446,6 +456,7 @@ fn advance(seq: &mut Seq, config: &EngineConfig, rng: &mut SmallRng, c: &mut Eng
     let _ = seq.events.send(SeqEvent::Finished {
         index,
         reason,
+        tokens: seq.generated,
         stats: std::mem::take(&mut seq.stats),
     });
     false

@@ -36,7 +36,14 @@ fn draw_throughput<DB: DrawingBackend>(
     let y_max = table
         .rows
         .iter()
-        .flat_map(|r| [r.spec_output_tokens_per_s, r.base_output_tokens_per_s])
+        .flat_map(|r| {
+            [
+                r.spec_output_tokens_per_s,
+                r.base_output_tokens_per_s,
+                r.spec_spread.map(|s| s.1),
+                r.base_spread.map(|s| s.1),
+            ]
+        })
         .flatten()
         .fold(1.0f64, f64::max)
         * 1.15;
@@ -85,6 +92,20 @@ fn draw_throughput<DB: DrawingBackend>(
             .draw_series(points.iter().map(|p| Circle::new(*p, px(3.5), color.filled())))
             .map_err(chart_error)?;
     }
+    // The repeats' spread, min to max, at each point run more than once.
+    let spreads = table.rows.iter().flat_map(|r| {
+        [
+            (r.spec_output_tokens_per_s, r.spec_spread, colors::SPECULATIVE),
+            (r.base_output_tokens_per_s, r.base_spread, colors::BASE),
+        ]
+        .into_iter()
+        .filter_map(move |(v, spread, color)| Some((r.concurrency, v?, spread?, color)))
+    });
+    chart
+        .draw_series(
+            spreads.map(|(c, _, (lo, hi), color)| PathElement::new([(c, lo), (c, hi)], color.stroke_width(px(2.0)))),
+        )
+        .map_err(chart_error)?;
     chart
         .configure_series_labels()
         .position(SeriesLabelPosition::UpperLeft)
@@ -110,7 +131,13 @@ fn draw_ratio<DB: DrawingBackend>(
         .iter()
         .filter_map(|r| r.ratio().map(|x| (r.concurrency, x)))
         .collect();
-    let r_max = ratios.iter().map(|p| p.1).fold(1.2f64, f64::max) * 1.1;
+    let r_max = table
+        .rows
+        .iter()
+        .filter_map(|r| r.ratio_bounds().map(|b| b.1))
+        .chain(ratios.iter().map(|p| p.1))
+        .fold(1.2f64, f64::max)
+        * 1.1;
     let mut lower = ChartBuilder::on(bottom)
         .margin(px(10.0))
         .x_label_area_size(px(36.0))
@@ -133,6 +160,17 @@ fn draw_ratio<DB: DrawingBackend>(
             px(4.0),
             colors::REFERENCE.stroke_width(px(1.0)),
         ))
+        .map_err(chart_error)?;
+    lower
+        .draw_series(table.rows.iter().filter_map(|r| {
+            let (lo, hi) = r
+                .ratio_bounds()
+                .filter(|_| r.spec_spread.is_some() || r.base_spread.is_some())?;
+            Some(PathElement::new(
+                [(r.concurrency, lo), (r.concurrency, hi)],
+                colors::SPECULATIVE.stroke_width(px(2.0)),
+            ))
+        }))
         .map_err(chart_error)?;
     lower
         .draw_series(LineSeries::new(
@@ -191,9 +229,9 @@ mod sweep_chart_tests {
             (256.0, 9500.0, 14000.0),
         ]
         .map(|(c, s, b)| SweepRow {
-            concurrency: c,
             spec_output_tokens_per_s: Some(s),
             base_output_tokens_per_s: Some(b),
+            ..SweepRow::at(c)
         });
         let pred = crate::sweep::Prediction::new(
             2.5,

@@ -1,0 +1,147 @@
+//! Steady-state throughput of a closed-loop run: output tokens counted only while every slot
+//! is busy with staggered requests, from the end of the first wave (the c-th response: the
+//! synchronised ramp-up is over) to the last send (after it slots empty one by one: the drain).
+//! `vllm bench serve`'s `output_throughput` divides all tokens by the whole duration, ramp-up
+//! and stragglers included; at high concurrency with few waves those dominate and make a sweep's
+//! crossing wander (docs/METRICS.md §5).
+
+use serde::{Deserialize, Serialize};
+
+use crate::run::RequestRecord;
+
+/// The steady window of one run and what arrived in it.
+#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
+pub struct SteadyState {
+    /// Window start and end, milliseconds after the run started.
+    pub start_ms: f64,
+    pub end_ms: f64,
+    /// Output tokens that arrived inside the window.
+    pub output_tokens: f64,
+    pub output_tokens_per_s: f64,
+}
+
+/// The arrival time and token count of each piece of a response: its chunks when streamed
+/// (the tokens spread evenly over them), else the whole answer at its end.
+fn arrivals(r: &RequestRecord) -> Vec<(f64, f64)> {
+    let tokens = r.output_tokens as f64;
+    match (r.ttft_ms, r.e2el_ms) {
+        (Some(ttft), _) if !r.itl_ms.is_empty() => {
+            let per_chunk = tokens / (r.itl_ms.len() + 1) as f64;
+            let mut at = r.start_ms + ttft;
+            let mut out = vec![(at, per_chunk)];
+            for gap in &r.itl_ms {
+                at += gap;
+                out.push((at, per_chunk));
+            }
+            out
+        }
+        (_, Some(e2el)) => vec![(r.start_ms + e2el, tokens)],
+        _ => Vec::new(),
+    }
+}
+
+/// The steady window of a closed-loop run at `concurrency`, or `None` when the run never got
+/// there (fewer responses than slots, or its last send before the first wave ended: too few
+/// requests per slot).
+pub fn steady_state<'a>(records: impl IntoIterator<Item = &'a RequestRecord>, concurrency: u64) -> Option<SteadyState> {
+    let window: Vec<&RequestRecord> = records.into_iter().filter(|r| !r.warmup).collect();
+    let mut ends: Vec<f64> = window
+        .iter()
+        .filter_map(|r| r.e2el_ms.map(|e| r.start_ms + e))
+        .filter(|t| t.is_finite())
+        .collect();
+    let c = usize::try_from(concurrency).ok().filter(|c| *c >= 1)?;
+    if ends.len() < c {
+        return None;
+    }
+    ends.sort_by(f64::total_cmp);
+    let start_ms = ends[c - 1];
+    let end_ms = window.iter().map(|r| r.start_ms).fold(f64::NEG_INFINITY, f64::max);
+    if end_ms <= start_ms {
+        return None;
+    }
+    let output_tokens: f64 = window
+        .iter()
+        .filter(|r| r.success)
+        .flat_map(|r| arrivals(r))
+        .filter(|(at, _)| *at > start_ms && *at <= end_ms)
+        .map(|(_, tokens)| tokens)
+        .sum();
+    Some(SteadyState {
+        start_ms,
+        end_ms,
+        output_tokens,
+        output_tokens_per_s: output_tokens / ((end_ms - start_ms) / 1e3),
+    })
+}
+
+/// The median of some values and their spread (min, max); `None` for none.
+pub fn median_and_spread(values: &[f64]) -> Option<(f64, f64, f64)> {
+    let mut v: Vec<f64> = values.iter().copied().filter(|x| x.is_finite()).collect();
+    if v.is_empty() {
+        return None;
+    }
+    v.sort_by(f64::total_cmp);
+    let n = v.len();
+    let median = if n % 2 == 1 {
+        v[n / 2]
+    } else {
+        (v[n / 2 - 1] + v[n / 2]) / 2.0
+    };
+    Some((median, v[0], v[n - 1]))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn record(start_ms: f64, e2el_ms: f64, tokens: u64, itl: Vec<f64>) -> RequestRecord {
+        RequestRecord {
+            request_id: 0,
+            url: "u".into(),
+            category: None,
+            warmup: false,
+            start_ms,
+            success: true,
+            ttft_ms: Some(e2el_ms - itl.iter().sum::<f64>()),
+            e2el_ms: Some(e2el_ms),
+            itl_ms: itl,
+            input_tokens: 10,
+            output_tokens: tokens,
+            error_kind: None,
+            error: None,
+            spec_decode_acceptance: None,
+            spec_decode_partial: None,
+            spec_decode_rejected: None,
+        }
+    }
+
+    #[test]
+    fn the_window_runs_from_the_first_wave_to_the_last_send() {
+        // Two slots, each request 100 ms, 10 tokens in 10 chunks 10 ms apart (first at 10 ms).
+        let gaps = vec![10.0; 9];
+        let runs = [
+            record(0.0, 100.0, 10, gaps.clone()),
+            record(0.0, 100.0, 10, gaps.clone()),
+            record(100.0, 100.0, 10, gaps.clone()),
+            record(100.0, 100.0, 10, gaps.clone()),
+            record(200.0, 100.0, 10, gaps.clone()),
+            record(200.0, 100.0, 10, gaps.clone()),
+        ];
+        let s = steady_state(&runs, 2).unwrap();
+        assert_eq!((s.start_ms, s.end_ms), (100.0, 200.0));
+        // Inside (100, 200]: the second wave's 10 chunks from each slot.
+        assert!((s.output_tokens - 20.0).abs() < 1e-9, "{s:?}");
+        assert!((s.output_tokens_per_s - 200.0).abs() < 1e-9);
+        // One wave only: no steady window.
+        assert_eq!(steady_state(&runs[..2], 2), None);
+        assert_eq!(steady_state(&runs, 7), None);
+    }
+
+    #[test]
+    fn medians_and_spreads() {
+        assert_eq!(median_and_spread(&[3.0, 1.0, 2.0]), Some((2.0, 1.0, 3.0)));
+        assert_eq!(median_and_spread(&[4.0, 1.0]), Some((2.5, 1.0, 4.0)));
+        assert_eq!(median_and_spread(&[]), None);
+    }
+}
