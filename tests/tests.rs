@@ -10,6 +10,7 @@ mod dashboard_server;
 mod engines;
 mod files_and_flags;
 mod fleet;
+mod real_llamacpp;
 mod real_vllm;
 mod reference_data;
 mod sim_server;

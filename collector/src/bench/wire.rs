@@ -85,6 +85,8 @@ struct Conn {
     /// request it never took fails at once instead of waiting for the caller's timeout.
     driver: Option<Driver>,
     stamps: Shared,
+    /// The socket, to look for the peer's close before reuse (valid while `driver` is).
+    socket: kernel::Socket,
 }
 
 impl Conn {
@@ -107,11 +109,19 @@ impl Conn {
         .await
     }
 
-    /// Whether an idle connection can take another request (without waiting).
+    /// Whether an idle connection can take another request (without waiting). The socket
+    /// itself is asked whether the server closed it: a server may close right after a response
+    /// (llama-server does after a streamed one, whatever its Keep-Alive header says), and the
+    /// runtime may not have seen that yet.
     async fn usable(&mut self) -> bool {
         poll_fn(|cx| {
             self.poll_driver(cx);
-            Poll::Ready(self.driver.is_some() && !self.sender.is_closed() && self.sender.is_ready())
+            Poll::Ready(
+                self.driver.is_some()
+                    && !self.sender.is_closed()
+                    && self.sender.is_ready()
+                    && !kernel::peer_closed(self.socket),
+            )
         })
         .await
     }
@@ -155,6 +165,7 @@ impl Wire {
         tcp.set_nodelay(true)
             .map_err(|e| WireError::Connect(format!("cannot set TCP_NODELAY: {e}")))?;
         let stamps = Shared::default();
+        let socket = kernel::socket_of(&tcp);
         let io = TokioIo::new(TimedStream::new(tcp, stamps.clone()));
         let (sender, conn) = http1::handshake(io)
             .await
@@ -163,6 +174,7 @@ impl Wire {
             sender,
             driver: Some(Box::pin(conn)),
             stamps,
+            socket,
         })
     }
 
@@ -186,8 +198,11 @@ impl Wire {
     }
 
     /// POST `body` and read the whole response, stamping as it arrives; the caller bounds the
-    /// time. A reused connection the server had closed before it took the request is replaced
-    /// once (as any keep-alive client does); a failure after the request was written is not.
+    /// time. A reused connection is replaced once, and the request sent again on a new one, when
+    /// the server closed it before taking the request: nothing was written, or the server closed
+    /// without a byte of answer (the keep-alive race RFC 9112 §9.3.1 describes: llama-server
+    /// closes each connection just after a streamed response, so the next request on it can be
+    /// written before the close arrives, and is never read). Any other failure is the request's.
     pub async fn post(
         &self,
         headers: &HeaderMap,
@@ -201,14 +216,21 @@ impl Wire {
                 .map_err(|e| WireError::Request(format!("cannot build the request: {e}")))?;
             *request.headers_mut() = headers.clone();
             request.headers_mut().insert(HOST, self.host_header.clone());
-            lock(&conn.stamps).first_write = None;
+            {
+                let mut stamps = lock(&conn.stamps);
+                stamps.first_write = None;
+                stamps.last_read = None;
+            }
             let queued_at = Instant::now();
             let sent = conn.sender.send_request(request);
             let outcome = conn.drive(sent).await;
-            let written = lock(&conn.stamps).first_write;
+            let (written, answered) = {
+                let stamps = lock(&conn.stamps);
+                (stamps.first_write, stamps.last_read.is_some())
+            };
             match outcome {
                 Ok(r) => break (written.unwrap_or(queued_at), r),
-                Err(_) if reused && written.is_none() => {
+                Err(e) if reused && (written.is_none() || (e.is_incomplete_message() && !answered)) => {
                     conn = self.connect().await?;
                     reused = false;
                 }
@@ -355,6 +377,23 @@ mod kernel {
     use tokio::net::TcpStream;
     use tokio::time::Instant;
 
+    /// A connection's socket, by descriptor.
+    pub type Socket = std::os::fd::RawFd;
+
+    pub fn socket_of(tcp: &TcpStream) -> Socket {
+        tcp.as_raw_fd()
+    }
+
+    /// Whether the peer closed (or sent something unasked, which makes the connection unfit
+    /// for another request): a non-blocking peek at the socket.
+    pub fn peer_closed(socket: Socket) -> bool {
+        let mut byte = [0u8; 1];
+        !matches!(
+            nix::sys::socket::recv(socket, &mut byte, MsgFlags::MSG_PEEK | MsgFlags::MSG_DONTWAIT),
+            Err(nix::errno::Errno::EAGAIN)
+        )
+    }
+
     /// Ask the kernel to stamp this socket's packets; false when it will not.
     pub fn enable(tcp: &TcpStream) -> bool {
         setsockopt(tcp, sockopt::ReceiveTimestampns, &true).is_ok()
@@ -402,6 +441,15 @@ mod kernel {
 #[cfg(not(target_os = "linux"))]
 mod kernel {
     use tokio::net::TcpStream;
+
+    pub type Socket = ();
+
+    pub fn socket_of(_tcp: &TcpStream) -> Socket {}
+
+    /// Not known here: hyper sees the close when it reads.
+    pub fn peer_closed(_socket: Socket) -> bool {
+        false
+    }
 
     pub fn enable(_tcp: &TcpStream) -> bool {
         false
@@ -527,6 +575,43 @@ mod tests {
             assert_eq!(d.status, 200);
             assert_eq!(&d.chunks[0].1[..], b"ok");
         }
+    }
+
+    /// Answers the first request of each connection, keeps it open, then reads the next request
+    /// and closes without a byte of answer (what a reuse racing llama-server's close meets).
+    async fn closes_after_reading_the_second_request() -> (String, Arc<std::sync::atomic::AtomicU64>) {
+        let listener = TcpListener::bind("127.0.0.1:0").await.unwrap();
+        let url = format!("http://{}/v1/completions", listener.local_addr().unwrap());
+        let connections = Arc::new(std::sync::atomic::AtomicU64::new(0));
+        let seen = connections.clone();
+        tokio::spawn(async move {
+            loop {
+                let (mut socket, _) = listener.accept().await.unwrap();
+                seen.fetch_add(1, std::sync::atomic::Ordering::SeqCst);
+                tokio::spawn(async move {
+                    if read_head(&mut socket).await {
+                        let reply = "HTTP/1.1 200 OK\r\ncontent-length: 2\r\n\r\nok";
+                        socket.write_all(reply.as_bytes()).await.unwrap();
+                        read_head(&mut socket).await;
+                    }
+                });
+            }
+        });
+        (url, connections)
+    }
+
+    #[tokio::test]
+    async fn a_request_the_server_closed_on_unanswered_is_sent_again_on_a_new_connection() {
+        let (url, connections) = closes_after_reading_the_second_request().await;
+        let wire = Wire::for_url(&url).unwrap();
+        for round in 0..3 {
+            let d = wire
+                .post(&HeaderMap::new(), Bytes::from_static(b"{}"), 1 << 20)
+                .await
+                .unwrap_or_else(|e| panic!("round {round}: {e:?}"));
+            assert_eq!((d.status.as_u16(), &d.chunks[0].1[..]), (200, &b"ok"[..]));
+        }
+        assert_eq!(connections.load(std::sync::atomic::Ordering::SeqCst), 3);
     }
 
     #[test]
