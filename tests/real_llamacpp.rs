@@ -37,7 +37,9 @@ impl Counters {
         assert_eq!(status, 200, "{url}/metrics (is --metrics set?)");
         let mut c = Counters::default();
         for line in text.lines().filter(|l| !l.starts_with('#')) {
-            let Some((name, value)) = line.split_once(' ') else { continue };
+            let Some((name, value)) = line.split_once(' ') else {
+                continue;
+            };
             // Six significant digits: exact below a million, which these runs stay under.
             let value = value.trim().parse::<f64>().unwrap_or_else(|e| panic!("{line}: {e}")) as u64;
             match name {
@@ -119,10 +121,16 @@ async fn real_llamacpp_window_and_per_request_timings_agree_with_its_counters() 
             "{what}"
         );
         let length = result["spec_decode_acceptance_length"].as_f64().unwrap();
-        assert!((length - (1.0 + hand.accepted as f64 / hand.drafts as f64)).abs() < 1e-9, "{what}");
+        assert!(
+            (length - (1.0 + hand.accepted as f64 / hand.drafts as f64)).abs() < 1e-9,
+            "{what}"
+        );
         let per_position = result["spec_decode_per_position_acceptance_rates"].as_array().unwrap();
         assert_eq!(per_position.len(), 3, "k = 3: {what}");
-        assert!(per_position.iter().all(|r| (0.0..=1.0).contains(&r.as_f64().unwrap())), "{what}");
+        assert!(
+            per_position.iter().all(|r| (0.0..=1.0).contains(&r.as_f64().unwrap())),
+            "{what}"
+        );
 
         // The per-request path: each response's timings, summed, = the hand delta.
         let records = read_records(&out);

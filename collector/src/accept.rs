@@ -15,8 +15,9 @@ use crate::bench::workload::Dataset;
 use crate::error::CollectorError;
 use crate::live::LiveHub;
 
-/// Per-category figures from records carrying per-request stats.
-pub fn by_category(records: &[RequestRecord], run: &str) -> Vec<CategoryAcceptance> {
+/// Per-category figures from the records (streamed from a run's `records.jsonl`) carrying
+/// per-request stats.
+pub fn by_category(records: &Path, run: &str) -> Result<Vec<CategoryAcceptance>, CollectorError> {
     struct Sums {
         requests: u64,
         steps: u64,
@@ -25,9 +26,12 @@ pub fn by_category(records: &[RequestRecord], run: &str) -> Vec<CategoryAcceptan
         at_least: BTreeMap<u32, u64>,
     }
     let mut sums: BTreeMap<String, Sums> = BTreeMap::new();
-    for r in records.iter().filter(|r| r.success && !r.warmup) {
+    crate::history::for_each_record(records, |r: &RequestRecord| {
+        if !r.success || r.warmup {
+            return;
+        }
         let (Some(category), Some(spec)) = (&r.category, &r.spec_decode_acceptance) else {
-            continue;
+            return;
         };
         let s = sums.entry(category.clone()).or_insert(Sums {
             requests: 0,
@@ -47,8 +51,10 @@ pub fn by_category(records: &[RequestRecord], run: &str) -> Vec<CategoryAcceptan
             let hits: u64 = spec.acceptance_histogram.range(pos + 1..).map(|(_, c)| c).sum();
             *s.at_least.entry(pos).or_default() += hits;
         }
-    }
-    sums.into_iter()
+    })
+    .map_err(CollectorError::Output)?;
+    Ok(sums
+        .into_iter()
         .filter(|(_, s)| s.steps > 0)
         .map(|(category, s)| CategoryAcceptance {
             category,
@@ -70,7 +76,7 @@ pub fn by_category(records: &[RequestRecord], run: &str) -> Vec<CategoryAcceptan
             draft_tokens: s.drafted,
             run: run.to_string(),
         })
-        .collect()
+        .collect())
 }
 
 /// The scrape path's figures of one run, for one category.
@@ -225,10 +231,7 @@ pub async fn run_with(args: Plan, hub: Option<LiveHub>) -> Result<Vec<CategoryAc
         Some(hub.clone()),
     )
     .await?;
-    let per_request = probe
-        .records
-        .iter()
-        .any(|r| r.success && r.spec_decode_acceptance.is_some());
+    let per_request = probe.tally.spec.totals().is_some();
     let mut rows = Vec::new();
     if per_request {
         // One run over every category: the per-request path splits it by category.
@@ -238,7 +241,7 @@ pub async fn run_with(args: Plan, hub: Option<LiveHub>) -> Result<Vec<CategoryAc
             Some(hub.clone()),
         )
         .await?;
-        rows = by_category(&run.records, "all-categories");
+        rows = by_category(&run.dir.join("records.jsonl"), "all-categories")?;
         for category in categories.iter().filter(|c| !rows.iter().any(|r| &r.category == *c)) {
             crate::statusln!(
                 "  {category}: no drafts in its {} requests, so no acceptance to report (no file)",

@@ -5,6 +5,7 @@
 use std::path::{Path, PathBuf};
 
 use speclens_shared::results::{AcceptMatrix, RunList, RunListEntry, RunResult};
+use speclens_shared::run::RequestRecord;
 
 /// A run id is a relative folder path of plain names: no `..`, no root, no odd characters.
 pub fn run_folder(results_dir: &Path, id: &str) -> Option<PathBuf> {
@@ -108,6 +109,23 @@ pub fn read_json<T: serde::de::DeserializeOwned>(path: &Path) -> Result<T, Strin
         .map_err(|e| e.to_string())
         .and_then(|text| serde_json::from_str(&text).map_err(|e| e.to_string()))
         .map_err(|why| format!("{}: {why}", path.display()))
+}
+
+/// Each record of a `records.jsonl` in turn, read as a stream (a run's records are never all in
+/// memory); `f` sees every one. The error names the file, and the line that did not read.
+pub fn for_each_record(path: &Path, mut f: impl FnMut(&RequestRecord)) -> Result<(), String> {
+    use std::io::BufRead;
+    let file = std::fs::File::open(path).map_err(|e| format!("{}: {e}", path.display()))?;
+    for (i, line) in std::io::BufReader::new(file).lines().enumerate() {
+        let line = line.map_err(|e| format!("{}: {e}", path.display()))?;
+        if line.trim().is_empty() {
+            continue;
+        }
+        let record: RequestRecord =
+            serde_json::from_str(&line).map_err(|e| format!("{}:{}: {e}", path.display(), i + 1))?;
+        f(&record);
+    }
+    Ok(())
 }
 
 /// A result file (ours or `vllm bench serve`'s): a JSON object with its request counts. `None`

@@ -7,6 +7,7 @@ use std::collections::BTreeMap;
 use serde::{Deserialize, Serialize};
 
 use crate::per_request::{EngineKind, PartialSpecRecord, SpecRecord};
+use crate::sample::Sample;
 
 /// Percentiles exported for every per-request metric.
 pub const EXPORT_PERCENTILES: [u32; 9] = [1, 5, 10, 25, 50, 75, 90, 95, 99];
@@ -44,21 +45,6 @@ pub fn percentile(sorted: &[f64], q: f64) -> Option<f64> {
     let hi = idx.ceil() as usize;
     let frac = idx - lo as f64;
     Some(sorted[lo] + frac * (sorted[hi] - sorted[lo]))
-}
-
-/// `values` sorted, with their sum, mean and population standard deviation (numpy's default, as
-/// vLLM and AIPerf); `None` when empty. The one place both latency and spec-decode statistics
-/// start from.
-pub(crate) fn sorted_moments(mut values: Vec<f64>) -> Option<(Vec<f64>, f64, f64, f64)> {
-    if values.is_empty() {
-        return None;
-    }
-    values.sort_by(f64::total_cmp);
-    let n = values.len() as f64;
-    let sum: f64 = values.iter().sum();
-    let mean = sum / n;
-    let std = (values.iter().map(|v| (v - mean) * (v - mean)).sum::<f64>() / n).sqrt();
-    Some((values, sum, mean, std))
 }
 
 /// A distribution as equal-width bins, for charts: a few dozen numbers however many values.
@@ -105,6 +91,11 @@ impl Bins {
         Some(Bins { lo, width, counts })
     }
 
+    /// Bins of a folded sample.
+    pub fn of(sample: &Sample, max_bins: usize) -> Option<Bins> {
+        Bins::from_counted(sample.counted().into_iter(), max_bins)
+    }
+
     /// An integer histogram `{j: count}` as unit-wide bins centred on 0, 1, … max j.
     pub fn from_counts(hist: &BTreeMap<u32, u64>) -> Option<Bins> {
         let max = *hist.keys().max()?;
@@ -128,25 +119,31 @@ impl Bins {
 impl MetricStats {
     /// Statistics of `values` (any order); `None` when empty.
     pub fn from_values(unit: &str, values: Vec<f64>) -> Option<MetricStats> {
-        let (values, sum, avg, std) = sorted_moments(values)?;
-        let p = |q: f64| percentile(&values, q).unwrap_or(f64::NAN);
+        MetricStats::from_sample(unit, &Sample::of(values))
+    }
+
+    /// Statistics of a folded sample; `None` when empty.
+    pub fn from_sample(unit: &str, sample: &Sample) -> Option<MetricStats> {
+        let m = sample.moments()?;
+        let qs = EXPORT_PERCENTILES.map(f64::from);
+        let p = sample.percentiles(&qs);
         Some(MetricStats {
             unit: unit.to_string(),
-            avg,
-            p1: p(1.0),
-            p5: p(5.0),
-            p10: p(10.0),
-            p25: p(25.0),
-            p50: p(50.0),
-            p75: p(75.0),
-            p90: p(90.0),
-            p95: p(95.0),
-            p99: p(99.0),
-            min: values[0],
-            max: values[values.len() - 1],
-            std,
-            count: values.len() as u64,
-            sum,
+            avg: m.mean,
+            p1: p[0],
+            p5: p[1],
+            p10: p[2],
+            p25: p[3],
+            p50: p[4],
+            p75: p[5],
+            p90: p[6],
+            p95: p[7],
+            p99: p[8],
+            min: m.min,
+            max: m.max,
+            std: m.std,
+            count: sample.len(),
+            sum: m.sum,
         })
     }
 
@@ -168,12 +165,12 @@ pub struct DerivedValue {
 /// Folds records one at a time; [`SpecAggregator::summary`] computes the run's figures.
 #[derive(Debug, Clone, Default)]
 pub struct SpecAggregator {
-    acceptance_length: Vec<f64>,
-    draft_acceptance_rate_pct: Vec<f64>,
-    accepted_per_verified: Vec<f64>,
-    steps: Vec<f64>,
-    accepted: Vec<f64>,
-    drafted: Vec<f64>,
+    acceptance_length: Sample,
+    draft_acceptance_rate_pct: Sample,
+    accepted_per_verified: Sample,
+    steps: Sample,
+    accepted: Sample,
+    drafted: Sample,
     records: u64,
     zero_step_requests: u64,
     total_steps: u64,
@@ -184,8 +181,8 @@ pub struct SpecAggregator {
     num_spec_tokens: Option<u32>,
     /// Released engines' partial records: TensorRT-LLM's per-request lengths, llama.cpp's
     /// per-request rates (%) and their summed accepted and drafted tokens.
-    reported_length: Vec<f64>,
-    partial_rate_pct: Vec<f64>,
+    reported_length: Sample,
+    partial_rate_pct: Sample,
     partial_accepted: u64,
     partial_drafted: u64,
     partial_records: u64,
@@ -307,7 +304,7 @@ impl SpecAggregator {
     /// exported about spec decode).
     /// The per-request acceptance-length distribution (requests that took steps).
     pub fn acceptance_length_bins(&self, max_bins: usize) -> Option<Bins> {
-        Bins::from_values(&self.acceptance_length, max_bins)
+        Bins::of(&self.acceptance_length, max_bins)
     }
 
     /// One sentence per engine whose figures are not vLLM's.
@@ -328,7 +325,7 @@ impl SpecAggregator {
         if self.records == 0 {
             return None;
         }
-        let stats = |unit: &str, v: &Vec<f64>| MetricStats::from_values(unit, v.clone());
+        let stats = MetricStats::from_sample;
         let rates = if self.draft_acceptance_rate_pct.is_empty() {
             &self.partial_rate_pct
         } else {

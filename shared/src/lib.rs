@@ -18,6 +18,7 @@ pub mod pyfloat;
 pub mod report_data;
 pub mod results;
 pub mod run;
+pub mod sample;
 pub mod scrape;
 pub mod sse;
 pub mod steady;

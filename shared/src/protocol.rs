@@ -7,8 +7,8 @@ use std::collections::BTreeMap;
 
 use serde::{Deserialize, Serialize};
 
-use crate::aggregate::{Bins, SpecAggregator, SpecSummary};
-use crate::run::LatencyStats;
+use crate::aggregate::{Bins, SpecSummary};
+use crate::run::{LatencyStats, RunTally};
 
 /// Bumped whenever a message changes shape; the page refuses other versions with a message.
 pub const PROTOCOL_VERSION: u32 = 3;
@@ -91,12 +91,13 @@ pub struct Distributions {
 }
 
 impl Distributions {
-    pub fn from_values(ttft_ms: &[f64], itl_ms: &[f64], e2el_ms: &[f64], spec: &SpecAggregator) -> Distributions {
+    /// The window's distributions, from its folded records.
+    pub fn of(tally: &RunTally) -> Distributions {
         Distributions {
-            ttft_ms: Bins::from_values(ttft_ms, MAX_BINS),
-            itl_ms: Bins::from_values(itl_ms, MAX_BINS),
-            e2el_ms: Bins::from_values(e2el_ms, MAX_BINS),
-            acceptance_length: spec.acceptance_length_bins(MAX_BINS),
+            ttft_ms: Bins::of(&tally.ttft_ms, MAX_BINS),
+            itl_ms: Bins::of(&tally.itl_ms, MAX_BINS),
+            e2el_ms: Bins::of(&tally.e2el_ms, MAX_BINS),
+            acceptance_length: tally.spec.acceptance_length_bins(MAX_BINS),
         }
     }
 }

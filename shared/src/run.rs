@@ -7,8 +7,9 @@ use std::fmt::Write;
 
 use serde::{Deserialize, Serialize};
 
-use crate::aggregate::{percentile, sorted_moments};
-use crate::per_request::{PartialSpecRecord, SpecRecord};
+use crate::aggregate::SpecAggregator;
+use crate::per_request::{EngineKind, PartialSpecRecord, SpecRecord};
+use crate::sample::Sample;
 use crate::scrape::SpecDecodeData;
 
 /// How a request failed, for counting by kind.
@@ -95,14 +96,23 @@ pub struct LatencyStats {
 impl LatencyStats {
     /// Statistics of `values`; `None` when there are none.
     pub fn from_values(values: Vec<f64>, percentiles: &[f64]) -> Option<LatencyStats> {
-        let (values, _, mean, std) = sorted_moments(values)?;
+        LatencyStats::from_sample(&Sample::of(values), percentiles)
+    }
+
+    /// Statistics of a folded sample; `None` when empty.
+    pub fn from_sample(sample: &Sample, percentiles: &[f64]) -> Option<LatencyStats> {
+        let m = sample.moments()?;
+        let mut qs = vec![50.0];
+        qs.extend_from_slice(percentiles);
+        let values = sample.percentiles(&qs);
         Some(LatencyStats {
-            mean,
-            median: percentile(&values, 50.0).unwrap_or(mean),
-            std,
+            mean: m.mean,
+            median: values[0],
+            std: m.std,
             percentiles: percentiles
                 .iter()
-                .filter_map(|p| percentile(&values, *p).map(|v| (percentile_name(*p), v)))
+                .zip(&values[1..])
+                .map(|(p, v)| (percentile_name(*p), *v))
                 .collect(),
         })
     }
@@ -138,54 +148,123 @@ pub struct RunMetrics {
     pub e2el: Option<LatencyStats>,
 }
 
-impl RunMetrics {
-    /// Compute from the window's records (warm-up excluded by the caller).
-    pub fn from_records<'a>(
-        records: impl IntoIterator<Item = &'a RequestRecord>,
+/// The measured window's records folded one at a time as they finish (warm-up ones left out):
+/// every figure a run reports, in memory that does not grow with the run (each distribution
+/// is a [`Sample`]; the records themselves go to `records.jsonl`).
+#[derive(Debug, Clone, Default)]
+pub struct RunTally {
+    /// Requests of the window, failed ones included.
+    pub requests: u64,
+    pub completed: u64,
+    pub failed: u64,
+    pub input_tokens: u64,
+    pub output_tokens: u64,
+    /// Of successful requests.
+    pub ttft_ms: Sample,
+    pub tpot_ms: Sample,
+    pub itl_ms: Sample,
+    pub e2el_ms: Sample,
+    pub input_lens: Sample,
+    pub output_lens: Sample,
+    /// Failures by kind: how many and the first one's message.
+    pub failures: BTreeMap<ErrorKind, (u64, String)>,
+    /// The first failure's message, in the order they finished.
+    pub first_error: Option<String>,
+    /// Successful requests that carried per-request spec-decode stats (full or partial).
+    pub with_stats: u64,
+    /// The per-request spec-decode path.
+    pub spec: SpecAggregator,
+    /// Per-request payloads rejected, by reason.
+    pub rejected: BTreeMap<String, u64>,
+    /// The engine whose successful requests without details took no step (SGLang leaves the
+    /// details out of a request that never verified).
+    absent_means_zero_steps: Option<EngineKind>,
+}
+
+impl RunTally {
+    pub fn new(absent_means_zero_steps: Option<EngineKind>) -> RunTally {
+        RunTally {
+            absent_means_zero_steps,
+            ..RunTally::default()
+        }
+    }
+
+    /// Fold in one finished request (a warm-up one counts for nothing).
+    pub fn push(&mut self, r: &RequestRecord) {
+        if r.warmup {
+            return;
+        }
+        self.requests += 1;
+        if !r.success {
+            self.failed += 1;
+            if let (Some(kind), Some(message)) = (r.error_kind, &r.error) {
+                self.failures.entry(kind).or_insert_with(|| (0, message.clone())).0 += 1;
+            }
+            if self.first_error.is_none() {
+                self.first_error = r.error.clone();
+            }
+            return;
+        }
+        self.completed += 1;
+        self.input_tokens += r.input_tokens;
+        self.output_tokens += r.output_tokens;
+        self.input_lens.push(r.input_tokens as f64);
+        self.output_lens.push(r.output_tokens as f64);
+        if let Some(t) = r.ttft_ms {
+            self.ttft_ms.push(t);
+            if let Some(e) = r.e2el_ms.filter(|_| r.output_tokens > 1) {
+                self.tpot_ms.push((e - t) / (r.output_tokens - 1) as f64);
+            }
+        }
+        r.itl_ms.iter().for_each(|gap| self.itl_ms.push(*gap));
+        if let Some(e) = r.e2el_ms {
+            self.e2el_ms.push(e);
+        }
+        if r.spec_decode_acceptance.is_some() || r.spec_decode_partial.is_some() {
+            self.with_stats += 1;
+        }
+        if let Some(rec) = &r.spec_decode_acceptance {
+            self.spec.push(rec);
+        } else if let Some(partial) = &r.spec_decode_partial {
+            self.spec.push_partial(partial);
+        } else if let (Some(engine), None) = (self.absent_means_zero_steps, &r.spec_decode_rejected) {
+            self.spec.push(&SpecRecord::zero_steps(engine));
+        }
+        if let Some(reason) = &r.spec_decode_rejected {
+            *self
+                .rejected
+                .entry(reason.split(':').next().unwrap_or(reason).to_string())
+                .or_default() += 1;
+        }
+    }
+
+    /// `vllm bench serve`'s figures of the window.
+    pub fn metrics(
+        &self,
         duration_s: f64,
         max_concurrency: Option<u64>,
         request_rate: Option<f64>,
         max_concurrent_requests: u64,
         percentiles: &[f64],
     ) -> RunMetrics {
-        let (mut completed, mut failed, mut input, mut output) = (0u64, 0u64, 0u64, 0u64);
-        let (mut ttft, mut tpot, mut itl, mut e2el) = (Vec::new(), Vec::new(), Vec::new(), Vec::new());
-        for r in records {
-            if !r.success {
-                failed += 1;
-                continue;
-            }
-            completed += 1;
-            input += r.input_tokens;
-            output += r.output_tokens;
-            if let Some(t) = r.ttft_ms {
-                ttft.push(t);
-                if let Some(e) = r.e2el_ms.filter(|_| r.output_tokens > 1) {
-                    tpot.push((e - t) / (r.output_tokens - 1) as f64);
-                }
-            }
-            itl.extend_from_slice(&r.itl_ms);
-            if let Some(e) = r.e2el_ms {
-                e2el.push(e);
-            }
-        }
         let per_s = |v: f64| if duration_s > 0.0 { v / duration_s } else { 0.0 };
+        let stats = |s: &Sample| LatencyStats::from_sample(s, percentiles);
         RunMetrics {
             duration_s,
-            completed,
-            failed,
+            completed: self.completed,
+            failed: self.failed,
             max_concurrency,
             request_rate,
-            total_input_tokens: input,
-            total_output_tokens: output,
-            request_throughput: per_s(completed as f64),
-            output_throughput: per_s(output as f64),
-            total_token_throughput: per_s((input + output) as f64),
+            total_input_tokens: self.input_tokens,
+            total_output_tokens: self.output_tokens,
+            request_throughput: per_s(self.completed as f64),
+            output_throughput: per_s(self.output_tokens as f64),
+            total_token_throughput: per_s((self.input_tokens + self.output_tokens) as f64),
             max_concurrent_requests,
-            ttft: LatencyStats::from_values(ttft, percentiles),
-            tpot: LatencyStats::from_values(tpot, percentiles),
-            itl: LatencyStats::from_values(itl, percentiles),
-            e2el: LatencyStats::from_values(e2el, percentiles),
+            ttft: stats(&self.ttft_ms),
+            tpot: stats(&self.tpot_ms),
+            itl: stats(&self.itl_ms),
+            e2el: stats(&self.e2el_ms),
         }
     }
 }
@@ -282,7 +361,7 @@ mod tests {
             per_position_acceptance_rates: [(0, 22021.0 / 26407.0)].into_iter().collect(),
             notes: Vec::new(),
         };
-        let m = RunMetrics::from_records([], 1.0, None, None, 0, &[99.0]);
+        let m = RunTally::default().metrics(1.0, None, None, 0, &[99.0]);
         let text = vllm_summary(&m, Some(&data));
         let fixture = include_str!("../../tests/fixtures/real_vllm_bench_serve_spec_section_pr48892.txt");
         let start = fixture.find("---------------Speculative Decoding").unwrap();
@@ -325,7 +404,9 @@ mod tests {
             record(70.0, 70.0, vec![], 1),
             failed,
         ];
-        let m = RunMetrics::from_records(&records, 2.0, Some(8), None, 2, &[99.0]);
+        let mut tally = RunTally::default();
+        records.iter().for_each(|r| tally.push(r));
+        let m = tally.metrics(2.0, Some(8), None, 2, &[99.0]);
         assert_eq!(
             (m.completed, m.failed, m.total_output_tokens, m.total_input_tokens),
             (2, 1, 5, 20)

@@ -42,37 +42,115 @@ fn arrivals(r: &RequestRecord) -> Vec<(f64, f64)> {
 
 /// The steady window of a closed-loop run at `concurrency`, or `None` when the run never got
 /// there (fewer responses than slots, or its last send before the first wave ended: too few
-/// requests per slot).
-pub fn steady_state<'a>(records: impl IntoIterator<Item = &'a RequestRecord>, concurrency: u64) -> Option<SteadyState> {
-    let window: Vec<&RequestRecord> = records.into_iter().filter(|r| !r.warmup).collect();
-    let mut ends: Vec<f64> = window
-        .iter()
-        .filter_map(|r| r.e2el_ms.map(|e| r.start_ms + e))
-        .filter(|t| t.is_finite())
-        .collect();
-    let c = usize::try_from(concurrency).ok().filter(|c| *c >= 1)?;
-    if ends.len() < c {
-        return None;
+/// requests per slot). Two passes over the records: [`SteadyScan`] and [`SteadyCount`].
+pub fn steady_state<'a, I>(records: I, concurrency: u64) -> Option<SteadyState>
+where
+    I: IntoIterator<Item = &'a RequestRecord>,
+    I::IntoIter: Clone,
+{
+    let records = records.into_iter();
+    let mut scan = SteadyScan::new(concurrency)?;
+    records.clone().for_each(|r| scan.observe(r));
+    let mut count = scan.window()?;
+    records.for_each(|r| count.count(r));
+    Some(count.finish())
+}
+
+/// A finite time that orders totally (for the heap of earliest ends).
+#[derive(Debug, Clone, Copy, PartialEq)]
+struct At(f64);
+
+impl Eq for At {}
+
+impl PartialOrd for At {
+    fn partial_cmp(&self, other: &At) -> Option<std::cmp::Ordering> {
+        Some(self.cmp(other))
     }
-    ends.sort_by(f64::total_cmp);
-    let start_ms = ends[c - 1];
-    let end_ms = window.iter().map(|r| r.start_ms).fold(f64::NEG_INFINITY, f64::max);
-    if end_ms <= start_ms {
-        return None;
+}
+
+impl Ord for At {
+    fn cmp(&self, other: &At) -> std::cmp::Ordering {
+        self.0.total_cmp(&other.0)
     }
-    let output_tokens: f64 = window
-        .iter()
-        .filter(|r| r.success)
-        .flat_map(|r| arrivals(r))
-        .filter(|(at, _)| *at > start_ms && *at <= end_ms)
-        .map(|(_, tokens)| tokens)
-        .sum();
-    Some(SteadyState {
-        start_ms,
-        end_ms,
-        output_tokens,
-        output_tokens_per_s: output_tokens / ((end_ms - start_ms) / 1e3),
-    })
+}
+
+/// The first pass: the window's ends from the records, in memory bounded by the concurrency
+/// (the `c` earliest response ends and the latest send).
+#[derive(Debug, Clone)]
+pub struct SteadyScan {
+    slots: usize,
+    /// The `slots` earliest ends seen so far (a max-heap: the latest of them on top).
+    earliest_ends: std::collections::BinaryHeap<At>,
+    last_send_ms: f64,
+}
+
+impl SteadyScan {
+    /// A scan for a closed loop of `concurrency` slots (`None` for none).
+    pub fn new(concurrency: u64) -> Option<SteadyScan> {
+        let slots = usize::try_from(concurrency).ok().filter(|c| *c >= 1)?;
+        Some(SteadyScan {
+            slots,
+            earliest_ends: std::collections::BinaryHeap::with_capacity(slots + 1),
+            last_send_ms: f64::NEG_INFINITY,
+        })
+    }
+
+    pub fn observe(&mut self, r: &RequestRecord) {
+        if r.warmup {
+            return;
+        }
+        self.last_send_ms = self.last_send_ms.max(r.start_ms);
+        if let Some(end) = r.e2el_ms.map(|e| r.start_ms + e).filter(|t| t.is_finite()) {
+            self.earliest_ends.push(At(end));
+            if self.earliest_ends.len() > self.slots {
+                self.earliest_ends.pop();
+            }
+        }
+    }
+
+    /// The window (from the c-th response to the last send) and its second pass; `None` when
+    /// the run never filled its slots.
+    pub fn window(&self) -> Option<SteadyCount> {
+        if self.earliest_ends.len() < self.slots {
+            return None;
+        }
+        let start_ms = self.earliest_ends.peek()?.0;
+        (self.last_send_ms > start_ms).then_some(SteadyCount {
+            start_ms,
+            end_ms: self.last_send_ms,
+            output_tokens: 0.0,
+        })
+    }
+}
+
+/// The second pass: the output tokens that arrived inside the window.
+#[derive(Debug, Clone)]
+pub struct SteadyCount {
+    start_ms: f64,
+    end_ms: f64,
+    output_tokens: f64,
+}
+
+impl SteadyCount {
+    pub fn count(&mut self, r: &RequestRecord) {
+        if r.warmup || !r.success {
+            return;
+        }
+        self.output_tokens += arrivals(r)
+            .into_iter()
+            .filter(|(at, _)| *at > self.start_ms && *at <= self.end_ms)
+            .map(|(_, tokens)| tokens)
+            .sum::<f64>();
+    }
+
+    pub fn finish(self) -> SteadyState {
+        SteadyState {
+            start_ms: self.start_ms,
+            end_ms: self.end_ms,
+            output_tokens: self.output_tokens,
+            output_tokens_per_s: self.output_tokens / ((self.end_ms - self.start_ms) / 1e3),
+        }
+    }
 }
 
 /// The median of some values and their spread (min, max); `None` for none.

@@ -10,12 +10,11 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
-use axum::body::Bytes;
 use indicatif::ProgressBar;
 use rand::rngs::SmallRng;
 use rand::SeedableRng;
 use rand_distr::{Distribution, Exp, Gamma};
-use speclens_shared::run::{ErrorKind, RequestRecord};
+use speclens_shared::run::{ErrorKind, RequestRecord, RunTally};
 use tokio::sync::{mpsc, watch, Semaphore};
 use tokio::task::JoinSet;
 use tokio::time::Instant;
@@ -23,7 +22,7 @@ use tokio::time::Instant;
 use super::client::{self, exchange, Target};
 use super::plan::{Arrival, Load, Stop};
 use super::tokens::TokenCounter;
-use super::workload::Prompt;
+use super::workload::Feed;
 use crate::error::CollectorError;
 use crate::live::LiveHub;
 
@@ -124,21 +123,26 @@ impl Shared {
     }
 }
 
-/// One phase's prompts: the warm-up or the measured window.
-pub struct Phase<'a> {
-    pub prompts: &'a [Prompt],
-    pub bodies: &'a [Bytes],
+/// One phase's requests: the warm-up or the measured window.
+pub struct Phase {
+    pub feed: Feed,
+    /// Requests to send (a duration-bound window sends until its deadline instead).
+    pub count: u64,
     /// Request id of the first prompt.
     pub first_id: u64,
     pub warmup: bool,
 }
 
-/// What one phase produced.
+/// What one phase produced (its records went to the file and the tally).
 pub struct PhaseOutcome {
-    pub records: Vec<RequestRecord>,
     /// Stopped by Ctrl-C before every request finished.
     pub partial: bool,
 }
+
+/// Events (sends and finished responses) waiting for the fold at most: when measuring and
+/// writing records falls this far behind, sending waits for it, so a client that cannot keep
+/// up shows as a slower run, not as memory that grows with the run.
+const EVENTS_AHEAD: usize = 4096;
 
 /// Everything a phase runs with; the same for the warm-up and the window.
 pub struct Runner<'a> {
@@ -148,17 +152,18 @@ pub struct Runner<'a> {
     /// The run's clock: `start_ms` of every record counts from here.
     pub started: Instant,
     pub records_out: &'a mut BufWriter<std::fs::File>,
+    /// Where every finished record is folded.
+    pub tally: &'a mut RunTally,
     pub progress: &'a ProgressBar,
     pub cancel: &'a mut watch::Receiver<bool>,
 }
 
 impl Runner<'_> {
-    /// Send the phase's prompts and fold their records; stops early on cancel.
-    pub async fn run(&mut self, phase: Phase<'_>) -> Result<PhaseOutcome, CollectorError> {
-        let (tx, mut rx) = mpsc::unbounded_channel::<Event>();
+    /// Send the phase's prompts, write and fold their records; stops early on cancel.
+    pub async fn run(&mut self, phase: Phase) -> Result<PhaseOutcome, CollectorError> {
+        let (tx, mut rx) = mpsc::channel::<Event>(EVENTS_AHEAD);
         let dispatch = tokio::spawn(dispatch(self.dispatch_plan(&phase), tx, self.cancel.clone()));
         let mut pending: HashMap<u64, Pending> = HashMap::new();
-        let mut records = Vec::new();
         let mut partial = false;
         let mut drain_deadline: Option<Instant> = None;
         loop {
@@ -177,7 +182,7 @@ impl Runner<'_> {
                 },
             };
             let Some(event) = next else { break };
-            self.fold(event, &mut pending, &mut records, phase.warmup).await?;
+            self.fold(event, &mut pending, phase.warmup).await?;
         }
         // Abandon what did not finish in the drain window (only after Ctrl-C).
         if let Ok(mut tasks) = dispatch.await {
@@ -185,22 +190,21 @@ impl Runner<'_> {
             while tasks.join_next().await.is_some() {}
         }
         while let Ok(event) = rx.try_recv() {
-            self.fold(event, &mut pending, &mut records, phase.warmup).await?;
+            self.fold(event, &mut pending, phase.warmup).await?;
         }
-        self.abandon(pending, &mut records, phase.warmup)?;
-        records.sort_by_key(|r| r.request_id);
-        Ok(PhaseOutcome { records, partial })
+        self.abandon(pending, phase.warmup)?;
+        Ok(PhaseOutcome { partial })
     }
 
-    fn dispatch_plan(&self, phase: &Phase<'_>) -> Dispatch {
+    fn dispatch_plan(&self, phase: &Phase) -> Dispatch {
         let deadline = match (phase.warmup, self.load.stop) {
             (false, Stop::Until(d)) => Some(d),
             _ => None,
         };
         Dispatch {
             shared: self.shared.clone(),
-            prompts: phase.prompts.to_vec(),
-            bodies: phase.bodies.to_vec(),
+            feed: phase.feed.clone(),
+            count: phase.count,
             first_id: phase.first_id,
             schedule: Schedule::new(self.load, self.seed, !phase.warmup),
             limit: Arc::new(Semaphore::new(
@@ -212,12 +216,7 @@ impl Runner<'_> {
     }
 
     /// Record as cancelled what was sent and never finished.
-    fn abandon(
-        &mut self,
-        pending: HashMap<u64, Pending>,
-        records: &mut Vec<RequestRecord>,
-        warmup: bool,
-    ) -> Result<(), CollectorError> {
+    fn abandon(&mut self, pending: HashMap<u64, Pending>, warmup: bool) -> Result<(), CollectorError> {
         let mut abandoned: Vec<Pending> = pending.into_values().collect();
         abandoned.sort_by_key(|p| p.id);
         for sent in abandoned {
@@ -233,18 +232,17 @@ impl Runner<'_> {
                 &self.shared.tokens,
             );
             write_record(self.records_out, &record)?;
-            records.push(record);
+            self.tally.push(&record);
         }
         Ok(())
     }
 
-    /// Fold one event: remember a send, or measure, write and keep a finished record (the
+    /// Fold one event: remember a send, or measure, write and fold a finished record (the
     /// live hub sees the measured window only).
     async fn fold(
         &mut self,
         event: Event,
         pending: &mut HashMap<u64, Pending>,
-        records: &mut Vec<RequestRecord>,
         warmup: bool,
     ) -> Result<(), CollectorError> {
         match event {
@@ -265,7 +263,7 @@ impl Runner<'_> {
                     self.shared.hub.note_record(&record).await;
                 }
                 self.progress.inc(1);
-                records.push(record);
+                self.tally.push(&record);
             }
         }
         Ok(())
@@ -275,8 +273,8 @@ impl Runner<'_> {
 /// What the dispatcher task owns.
 struct Dispatch {
     shared: Arc<Shared>,
-    prompts: Vec<Prompt>,
-    bodies: Vec<Bytes>,
+    feed: Feed,
+    count: u64,
     first_id: u64,
     schedule: Schedule,
     limit: Arc<Semaphore>,
@@ -285,16 +283,12 @@ struct Dispatch {
     started: Instant,
 }
 
-/// Send every prompt on schedule (or until the deadline), one task each; returns the tasks
-/// still running when it stops.
-async fn dispatch(mut d: Dispatch, tx: mpsc::UnboundedSender<Event>, mut cancel: watch::Receiver<bool>) -> JoinSet<()> {
+/// Send every request of the phase on schedule (or until the deadline), one task each; returns
+/// the tasks still running when it stops.
+async fn dispatch(mut d: Dispatch, tx: mpsc::Sender<Event>, mut cancel: watch::Receiver<bool>) -> JoinSet<()> {
     let phase_start = Instant::now();
     let mut tasks = JoinSet::new();
-    let count = if d.deadline.is_some() {
-        u64::MAX
-    } else {
-        d.prompts.len() as u64
-    };
+    let count = if d.deadline.is_some() { u64::MAX } else { d.count };
     // Duration-bound runs stop at the deadline, by schedule and by the clock (a run without a
     // rate has every send scheduled at the start).
     let ended = |at: Instant| d.deadline.is_some_and(|limit| at > phase_start + limit);
@@ -320,21 +314,25 @@ async fn dispatch(mut d: Dispatch, tx: mpsc::UnboundedSender<Event>, mut cancel:
         if *cancel.borrow() || ended(Instant::now()) {
             break;
         }
-        let idx = (i % d.prompts.len() as u64) as usize;
+        let Some(ready) = d.feed.get(i).await else { break };
         let id = d.first_id + i;
         let sent = Pending {
             id,
             target: (id % d.shared.targets.len() as u64) as usize,
-            category: d.prompts[idx].category.clone(),
+            category: ready.category.clone(),
             start_ms: (Instant::now() - d.started).as_secs_f64() * 1e3,
-            input_tokens: d.prompts[idx].input_tokens,
+            input_tokens: ready.input_tokens,
         };
         let task_sent = Pending {
-            category: sent.category.clone(),
+            category: ready.category,
             ..sent
         };
-        let _ = tx.send(Event::Sent(sent));
-        let (body, shared, tx) = (d.bodies[idx].clone(), d.shared.clone(), tx.clone());
+        // The fold may be behind (the channel full); a stop must not wait for it.
+        tokio::select! {
+            _ = tx.send(Event::Sent(sent)) => {}
+            _ = cancel.wait_for(|stop| *stop) => break,
+        }
+        let (body, shared, tx) = (ready.body, d.shared.clone(), tx.clone());
         tasks.spawn(async move {
             let now = shared.in_flight.fetch_add(1, Ordering::AcqRel) + 1;
             shared.max_in_flight.fetch_max(now, Ordering::AcqRel);
@@ -344,10 +342,12 @@ async fn dispatch(mut d: Dispatch, tx: mpsc::UnboundedSender<Event>, mut cancel:
             shared.note_done(outcome.as_ref().map_or_else(|_| Instant::now(), |r| r.last_arrival()));
             shared.in_flight.fetch_sub(1, Ordering::AcqRel);
             drop(permit);
-            let _ = tx.send(Event::Done(Box::new(Finished {
-                sent: task_sent,
-                outcome,
-            })));
+            let _ = tx
+                .send(Event::Done(Box::new(Finished {
+                    sent: task_sent,
+                    outcome,
+                })))
+                .await;
         });
     }
     tasks

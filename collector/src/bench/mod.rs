@@ -20,12 +20,12 @@ use std::path::PathBuf;
 use std::sync::Arc;
 use std::time::Duration;
 
-use axum::body::Bytes;
 use indicatif::ProgressBar;
 use speclens_shared::gates::GateOutcome;
 use speclens_shared::per_request::EngineKind;
 use speclens_shared::results::RunResult;
-use speclens_shared::run::RequestRecord;
+use speclens_shared::run::RunTally;
+use speclens_shared::steady::{SteadyScan, SteadyState};
 use tokio::sync::watch;
 use tokio::time::Instant;
 
@@ -38,13 +38,14 @@ use paths::SpecPaths;
 pub use plan::Checks;
 pub use plan::Plan;
 use scrape::{Endpoint, Timeline};
-use workload::{BodyOptions, Prompt};
+use workload::{BodySettings, Feed};
 
-/// A finished run: where its files are, `result.json`'s content and the window's records.
+/// A finished run: where its files are, `result.json`'s content and the window's figures (its
+/// records are in the folder's `records.jsonl`).
 pub struct RunOutput {
     pub dir: PathBuf,
     pub result: RunResult,
-    pub records: Vec<RequestRecord>,
+    pub tally: RunTally,
     /// The signal that stopped the run early, if one did.
     pub interrupted: Option<Signal>,
 }
@@ -59,16 +60,19 @@ pub struct Prepared {
     pub out_dir: PathBuf,
     /// Metrics endpoints scraped directly (none with scraping off).
     pub endpoints: Vec<Endpoint>,
-    warmup: Vec<Prompt>,
-    window: Vec<Prompt>,
-    warmup_bodies: Vec<Bytes>,
-    window_bodies: Vec<Bytes>,
+    /// Warm-up requests, and each phase's requests in sending order.
+    warmup_count: u64,
+    warmup: Feed,
+    window: Feed,
     shared: Arc<Shared>,
 }
 
 /// What the load phase produced.
 pub struct LoadOutcome {
-    pub records: Vec<RequestRecord>,
+    /// The window's records, folded.
+    pub tally: RunTally,
+    /// The closed loop's steady window (none for an open loop, or one that never filled).
+    pub steady: Option<SteadyState>,
     /// Seconds from the window's first send to its last completion.
     pub duration_s: f64,
     pub max_in_flight: u64,
@@ -103,27 +107,27 @@ pub fn verdict(out: &RunOutput, checks: &Checks) -> Result<(), CollectorError> {
             signal,
         });
     }
-    let window: Vec<&RequestRecord> = out.records.iter().filter(|r| !r.warmup).collect();
-    let failed = window.iter().filter(|r| !r.success).count();
-    let first_error = window
-        .iter()
-        .find_map(|r| r.error.as_deref())
+    let (requests, failed) = (out.tally.requests, out.tally.failed);
+    let first_error = out
+        .tally
+        .first_error
+        .as_deref()
         .map(|e| format!("; the first: {e}"))
         .unwrap_or_default();
-    if !window.is_empty() && failed == window.len() {
+    if requests > 0 && failed == requests {
         return Err(CollectorError::RunFailed(format!(
             "no request succeeded ({failed} failed{first_error}); the results are saved in {dir}"
         )));
     }
-    let rate = if window.is_empty() {
+    let rate = if requests == 0 {
         0.0
     } else {
-        failed as f64 / window.len() as f64
+        failed as f64 / requests as f64
     };
     if rate > checks.max_error_rate {
         return Err(CollectorError::RunFailed(format!(
             "{failed} of {} requests failed ({:.1} %, above --max-error-rate {}{first_error}); the results are saved in {dir}",
-            window.len(),
+            requests,
             rate * 100.0,
             checks.max_error_rate
         )));
@@ -159,14 +163,11 @@ pub async fn run_with(plan: Plan, hub: Option<LiveHub>) -> Result<RunOutput, Col
     };
     let records_tmp = prepared.out_dir.join(".records.jsonl.tmp");
     let measured = measure(&prepared, &hub, &records_tmp).await?;
-    // SGLang leaves the details out of a request that never verified: a zero-step request.
-    let absent_means_zero_steps = (prepared.engine == Some(Engine::Sglang)).then_some(EngineKind::Sglang);
     let paths = SpecPaths::new(
         measured.scrapes,
         measured.timeline,
         measured.fleet,
-        &measured.outcome.records,
-        absent_means_zero_steps,
+        &measured.outcome.tally,
     );
     let result = output::save_and_print(&prepared, &measured.outcome, &paths, &records_tmp)?;
     hub.set_findings(result.not_available(), &paths.notices).await;
@@ -183,7 +184,7 @@ pub async fn run_with(plan: Plan, hub: Option<LiveHub>) -> Result<RunOutput, Col
         dir: prepared.out_dir,
         result,
         interrupted: measured.outcome.interrupted,
-        records: measured.outcome.records,
+        tally: measured.outcome.tally,
     })
 }
 
@@ -216,18 +217,23 @@ pub async fn prepare(plan: Plan, hub: LiveHub) -> Result<Prepared, CollectorErro
     std::fs::create_dir_all(out_dir.join("performances"))
         .map_err(|e| CollectorError::Output(format!("cannot create {}: {e}", out_dir.display())))?;
     let token_counter = tokens::TokenCounter::new()?;
-    let warm = plan.load.warmup as usize;
-    let mut window = workload::load(&plan.workload, plan.load.prompts as usize + warm, &token_counter)?;
-    let warmup: Vec<Prompt> = window.drain(..warm).collect();
-    let opts = BodyOptions {
+    let settings = BodySettings {
         endpoint: plan.target.endpoint,
-        model: &model,
+        model: model.clone(),
         stream: plan.target.stream,
         temperature: plan.workload.temperature,
         sglang_spec_details: fields.sglang_spec_details,
     };
-    let warmup_bodies = warmup.iter().map(|p| workload::body(p, &opts)).collect();
-    let window_bodies = window.iter().map(|p| workload::body(p, &opts)).collect();
+    let warmup_count = plan.load.warmup;
+    let (warmup, window) = workload::feeds(
+        &plan.workload,
+        plan.load.warmup as usize,
+        plan.load.prompts as usize,
+        matches!(plan.load.stop, plan::Stop::Until(_)),
+        settings,
+        token_counter,
+    )
+    .await?;
     let servers = servers(&plan.target);
     let shared = Arc::new(Shared::new(client, hub, token_counter, servers));
     Ok(Prepared {
@@ -236,10 +242,9 @@ pub async fn prepare(plan: Plan, hub: LiveHub) -> Result<Prepared, CollectorErro
         engine,
         out_dir,
         endpoints,
+        warmup_count,
         warmup,
         window,
-        warmup_bodies,
-        window_bodies,
         shared,
     })
 }
@@ -280,14 +285,17 @@ async fn measure(p: &Prepared, hub: &LiveHub, records_tmp: &std::path::Path) -> 
     let file = std::fs::File::create(records_tmp)
         .map_err(|e| CollectorError::Output(format!("cannot write {}: {e}", records_tmp.display())))?;
     let mut records_out = std::io::BufWriter::new(file);
-    let total = p.warmup.len() as u64 + plan.window_requests().unwrap_or(0);
+    let total = p.warmup_count + plan.window_requests().unwrap_or(0);
     let progress = if plan.output.print {
         output::progress_bar(total, plan.load.stop)
     } else {
         ProgressBar::hidden()
     };
     let started = Instant::now();
+    // SGLang leaves the details out of a request that never verified: a zero-step request.
+    let mut tally = RunTally::new((p.engine == Some(Engine::Sglang)).then_some(EngineKind::Sglang));
     let mut runner = Runner {
+        tally: &mut tally,
         shared: &p.shared,
         load: &plan.load,
         seed: plan.workload.seed,
@@ -298,13 +306,12 @@ async fn measure(p: &Prepared, hub: &LiveHub, records_tmp: &std::path::Path) -> 
     };
     let warm = runner
         .run(Phase {
-            prompts: &p.warmup,
-            bodies: &p.warmup_bodies,
+            feed: p.warmup.clone(),
+            count: p.warmup_count,
             first_id: 0,
             warmup: true,
         })
         .await?;
-    let mut records = warm.records;
     let before: Vec<_> =
         futures_util::future::join_all(p.endpoints.iter().map(|e| scrape::fetch(client, &e.url))).await;
     let window_start_unix_s = prometheus::unix_now_s();
@@ -318,13 +325,12 @@ async fn measure(p: &Prepared, hub: &LiveHub, records_tmp: &std::path::Path) -> 
     if !partial {
         let window = runner
             .run(Phase {
-                prompts: &p.window,
-                bodies: &p.window_bodies,
-                first_id: p.warmup.len() as u64,
+                feed: p.window.clone(),
+                count: plan.load.prompts,
+                first_id: p.warmup_count,
                 warmup: false,
             })
             .await?;
-        records.extend(window.records);
         partial = window.partial;
     }
     // First send to last completion (not to the end of measuring what arrived).
@@ -361,6 +367,13 @@ async fn measure(p: &Prepared, hub: &LiveHub, records_tmp: &std::path::Path) -> 
     ctrl_c.abort();
     use std::io::Write as _;
     records_out.flush().map_err(|e| CollectorError::Output(e.to_string()))?;
+    drop(records_out);
+    let steady = match (plan.load.concurrency, plan.load.request_rate) {
+        // A closed loop's steady window (an open loop has no "full" state to measure): two
+        // passes over the records just written.
+        (Some(c), None) => steady_window(records_tmp, c)?,
+        _ => None,
+    };
     let scrapes = p
         .endpoints
         .iter()
@@ -374,7 +387,8 @@ async fn measure(p: &Prepared, hub: &LiveHub, records_tmp: &std::path::Path) -> 
         .collect();
     Ok(Measured {
         outcome: LoadOutcome {
-            records,
+            tally,
+            steady,
             duration_s: (window_end - window_start).as_secs_f64(),
             max_in_flight: p.shared.max_in_flight(),
             partial,
@@ -384,6 +398,19 @@ async fn measure(p: &Prepared, hub: &LiveHub, records_tmp: &std::path::Path) -> 
         timeline,
         fleet,
     })
+}
+
+/// The steady window of a closed loop of `c` slots, from its records file.
+fn steady_window(records: &std::path::Path, c: u64) -> Result<Option<SteadyState>, CollectorError> {
+    let Some(mut scan) = SteadyScan::new(c) else {
+        return Ok(None);
+    };
+    crate::history::for_each_record(records, |r| scan.observe(r)).map_err(CollectorError::Output)?;
+    let Some(mut count) = scan.window() else {
+        return Ok(None);
+    };
+    crate::history::for_each_record(records, |r| count.count(r)).map_err(CollectorError::Output)?;
+    Ok(Some(count.finish()))
 }
 
 /// One live sampler per endpoint, and one for Prometheus when configured.

@@ -3,7 +3,6 @@
 //! written atomically: `result.json`, `performances/spec_decode_<label>.json`,
 //! `profile_export_speclens.{json,csv}`, `records.jsonl`.
 
-use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 
@@ -13,7 +12,7 @@ use serde_json::{json, Map, Value};
 use speclens_shared::aggregate::{MetricStats, SpecSummary, CONSOLE_COLUMNS};
 use speclens_shared::protocol::Distributions;
 use speclens_shared::results::{EndpointResult, ErrorCount, Errors, RunConfig, RunResult, SpecDecodeSection};
-use speclens_shared::run::{vllm_summary, ErrorKind, RunMetrics};
+use speclens_shared::run::{vllm_summary, RunMetrics, RunTally};
 use speclens_shared::scrape::{console_block, result_file_label, SpecDecodeData, SpecDecodeResult};
 
 use super::paths::SpecPaths;
@@ -70,17 +69,6 @@ pub fn to_json_bytes(v: &impl serde::Serialize) -> Result<Vec<u8>, CollectorErro
     Ok(bytes)
 }
 
-/// Failures by kind: count and the first message.
-fn failures(outcome: &LoadOutcome) -> BTreeMap<ErrorKind, (u64, String)> {
-    let mut out: BTreeMap<ErrorKind, (u64, String)> = BTreeMap::new();
-    for r in outcome.records.iter().filter(|r| !r.warmup) {
-        if let (Some(kind), Some(message)) = (r.error_kind, &r.error) {
-            out.entry(kind).or_insert_with(|| (0, message.clone())).0 += 1;
-        }
-    }
-    out
-}
-
 /// AIPerf's "Spec Decode" console table and its histogram line.
 pub fn spec_table(summary: &SpecSummary) -> String {
     let mut table = Table::new();
@@ -109,49 +97,47 @@ pub fn spec_table(summary: &SpecSummary) -> String {
     out
 }
 
-fn request_stats(outcome: &LoadOutcome) -> Vec<(&'static str, &'static str, &'static str, Option<MetricStats>)> {
-    let window = || outcome.records.iter().filter(|r| !r.warmup && r.success);
-    let stats = |unit: &str, v: Vec<f64>| MetricStats::from_values(unit, v);
+fn request_stats(tally: &RunTally) -> Vec<(&'static str, &'static str, &'static str, Option<MetricStats>)> {
     vec![
         (
             "time_to_first_token",
             "Time to First Token",
             "ms",
-            stats("ms", window().filter_map(|r| r.ttft_ms).collect()),
+            MetricStats::from_sample("ms", &tally.ttft_ms),
         ),
         (
             "inter_token_latency",
             "Inter Token Latency",
             "ms",
-            stats("ms", window().flat_map(|r| r.itl_ms.iter().copied()).collect()),
+            MetricStats::from_sample("ms", &tally.itl_ms),
         ),
         (
             "request_latency",
             "Request Latency",
             "ms",
-            stats("ms", window().filter_map(|r| r.e2el_ms).collect()),
+            MetricStats::from_sample("ms", &tally.e2el_ms),
         ),
         (
             "input_sequence_length",
             "Input Sequence Length",
             "tokens",
-            stats("tokens", window().map(|r| r.input_tokens as f64).collect()),
+            MetricStats::from_sample("tokens", &tally.input_lens),
         ),
         (
             "output_sequence_length",
             "Output Sequence Length",
             "tokens",
-            stats("tokens", window().map(|r| r.output_tokens as f64).collect()),
+            MetricStats::from_sample("tokens", &tally.output_lens),
         ),
     ]
 }
 
 /// AIPerf-named export: request metrics, then the spec-decode figures when any request
 /// carried stats.
-fn profile_export(outcome: &LoadOutcome, metrics: &RunMetrics, spec: Option<&SpecSummary>) -> (Value, String) {
+fn profile_export(tally: &RunTally, metrics: &RunMetrics, spec: Option<&SpecSummary>) -> (Value, String) {
     let mut json = Map::new();
     let mut csv = String::from("Metric,avg,min,max,sum,p1,p5,p10,p25,p50,p75,p90,p95,p99,std\n");
-    for (key, name, unit, stats) in request_stats(outcome) {
+    for (key, name, unit, stats) in request_stats(tally) {
         let Some(s) = stats else { continue };
         let mut cells = vec![format!("{name} ({unit})")];
         cells.extend([s.avg, s.min, s.max, s.sum].iter().map(|v| format!("{v:.2}")));
@@ -211,7 +197,6 @@ struct Figures<'a> {
     summary: Option<SpecSummary>,
     /// Each scraped endpoint's window, by label.
     results: Vec<(String, SpecDecodeResult)>,
-    failed: BTreeMap<ErrorKind, (u64, String)>,
     outcome: &'a LoadOutcome,
     paths: &'a SpecPaths,
 }
@@ -220,8 +205,7 @@ impl<'a> Figures<'a> {
     fn new(run: &Prepared, outcome: &'a LoadOutcome, paths: &'a SpecPaths) -> Figures<'a> {
         let load = &run.plan.load;
         Figures {
-            metrics: RunMetrics::from_records(
-                outcome.records.iter().filter(|r| !r.warmup),
+            metrics: outcome.tally.metrics(
                 outcome.duration_s,
                 load.concurrency,
                 load.request_rate.filter(|r| r.is_finite()),
@@ -235,7 +219,6 @@ impl<'a> Figures<'a> {
                 .iter()
                 .map(|w| (w.endpoint.label.clone(), w.result()))
                 .collect(),
-            failed: failures(outcome),
             outcome,
             paths,
         }
@@ -246,9 +229,10 @@ impl<'a> Figures<'a> {
 /// the notices.
 fn console(f: &Figures<'_>) -> String {
     let mut console = vllm_summary(&f.metrics, f.headline.as_ref());
-    if !f.failed.is_empty() {
+    let failures = &f.outcome.tally.failures;
+    if !failures.is_empty() {
         console.push_str("Failed requests by kind:\n");
-        for (kind, (count, first)) in &f.failed {
+        for (kind, (count, first)) in failures {
             console.push_str(&format!("  {:<14}{count:>8}   first: {first}\n", kind.as_str()));
         }
     }
@@ -318,7 +302,7 @@ fn persist(run: &Prepared, f: &Figures<'_>, records_tmp: &Path) -> Result<RunRes
             .join(format!("spec_decode_{}.json", super::prometheus::LABEL));
         write_atomic(&path, &to_json_bytes(&fleet.result)?)?;
     }
-    let (profile_json, profile_csv) = profile_export(f.outcome, &f.metrics, f.summary.as_ref());
+    let (profile_json, profile_csv) = profile_export(&f.outcome.tally, &f.metrics, f.summary.as_ref());
     write_atomic(
         &dir.join("profile_export_speclens.json"),
         &to_json_bytes(&profile_json)?,
@@ -334,10 +318,6 @@ fn persist(run: &Prepared, f: &Figures<'_>, records_tmp: &Path) -> Result<RunRes
 /// `result.json`'s content.
 fn run_result(run: &Prepared, f: &Figures<'_>) -> RunResult {
     let (outcome, paths) = (f.outcome, f.paths);
-    let measured = || outcome.records.iter().filter(|r| !r.warmup && r.success);
-    let ttft_ms: Vec<f64> = measured().filter_map(|r| r.ttft_ms).collect();
-    let itl_ms: Vec<f64> = measured().flat_map(|r| r.itl_ms.iter().copied()).collect();
-    let e2el_ms: Vec<f64> = measured().filter_map(|r| r.e2el_ms).collect();
     let date = time::OffsetDateTime::now_utc()
         .format(&time::format_description::well_known::Rfc3339)
         .unwrap_or_default();
@@ -345,16 +325,12 @@ fn run_result(run: &Prepared, f: &Figures<'_>) -> RunResult {
     result.partial = outcome.partial;
     result.backend = Some(run.plan.target.endpoint.backend().into());
     result.model_id = Some(run.model.clone());
-    result.num_prompts = Some(outcome.records.iter().filter(|r| !r.warmup).count() as u64);
+    result.num_prompts = Some(outcome.tally.requests);
     result.burstiness = Some(run.plan.load.burstiness);
     result.set_metrics(&f.metrics);
-    // A closed loop's steady window (an open loop has no "full" state to measure).
-    let load = &run.plan.load;
-    if let (Some(c), None) = (load.concurrency, load.request_rate) {
-        if let Some(s) = speclens_shared::steady::steady_state(&outcome.records, c) {
-            result.steady_output_throughput = Some(s.output_tokens_per_s);
-            result.steady_window_s = Some((s.end_ms - s.start_ms) / 1e3);
-        }
+    if let Some(s) = &outcome.steady {
+        result.steady_output_throughput = Some(s.output_tokens_per_s);
+        result.steady_window_s = Some((s.end_ms - s.start_ms) / 1e3);
     }
     if let Some(d) = &f.headline {
         result.set_spec_window(d);
@@ -364,7 +340,9 @@ fn run_result(run: &Prepared, f: &Figures<'_>) -> RunResult {
         result.spec_decode_num_spec_tokens = Some(d.k);
     }
     result.errors = Some(Errors::ByKind(
-        f.failed
+        outcome
+            .tally
+            .failures
             .iter()
             .map(|(k, (count, first))| {
                 (
@@ -379,7 +357,7 @@ fn run_result(run: &Prepared, f: &Figures<'_>) -> RunResult {
     ));
     result.config = Some(run_config(run));
     result.notices = Some(paths.notices.clone());
-    result.distributions = Some(Distributions::from_values(&ttft_ms, &itl_ms, &e2el_ms, &paths.spec));
+    result.distributions = Some(Distributions::of(&outcome.tally));
     result.spec_decode = Some(SpecDecodeSection {
         scrape: f
             .results

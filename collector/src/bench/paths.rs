@@ -6,8 +6,7 @@ use std::collections::BTreeMap;
 
 use speclens_shared::aggregate::SpecAggregator;
 use speclens_shared::notices::{Notices, PathFigures};
-use speclens_shared::per_request::{EngineKind, SpecRecord};
-use speclens_shared::run::RequestRecord;
+use speclens_shared::run::RunTally;
 use speclens_shared::scrape::{
     derive, window_delta, window_result_with, CounterSet, GaugeMeans, ResultStatus, Schema, ScrapeFailure,
     SpecCounters, SpecDecodeData, SpecDecodeResult, WindowFacts,
@@ -95,13 +94,12 @@ pub struct SpecPaths {
 }
 
 impl SpecPaths {
-    /// Put the paths together from the scrapes and the window's records.
+    /// Put the paths together from the scrapes and the window's folded records.
     pub fn new(
         endpoints: Vec<Scrapes>,
         timeline: Timeline,
         fleet: Option<FleetOutcome>,
-        records: &[RequestRecord],
-        absent_means_zero_steps: Option<EngineKind>,
+        tally: &RunTally,
     ) -> SpecPaths {
         let resets_of = |label: &str| -> Vec<String> {
             timeline
@@ -134,29 +132,13 @@ impl SpecPaths {
                 }
             })
             .collect();
-        let mut spec = SpecAggregator::new();
-        let mut rejected: BTreeMap<String, u64> = BTreeMap::new();
-        for r in records.iter().filter(|r| !r.warmup && r.success) {
-            if let Some(rec) = &r.spec_decode_acceptance {
-                spec.push(rec);
-            } else if let Some(partial) = &r.spec_decode_partial {
-                spec.push_partial(partial);
-            } else if let (Some(engine), None) = (absent_means_zero_steps, &r.spec_decode_rejected) {
-                spec.push(&SpecRecord::zero_steps(engine));
-            }
-            if let Some(reason) = &r.spec_decode_rejected {
-                *rejected
-                    .entry(reason.split(':').next().unwrap_or(reason).to_string())
-                    .or_default() += 1;
-            }
-        }
-        let notices = assess(&windows, fleet.as_ref(), &spec, records);
+        let notices = assess(&windows, fleet.as_ref(), tally);
         SpecPaths {
             windows,
             timeline,
             fleet,
-            spec,
-            rejected,
+            spec: tally.spec.clone(),
+            rejected: tally.rejected.clone(),
             notices,
         }
     }
@@ -198,12 +180,7 @@ impl SpecPaths {
 
 /// The two paths side by side (see `speclens_shared::notices`): the counters' window, when every
 /// scraped endpoint's is valid (else the Prometheus path's), against the run's per-request totals.
-fn assess(
-    windows: &[ScrapeWindow],
-    fleet: Option<&FleetOutcome>,
-    spec: &SpecAggregator,
-    records: &[RequestRecord],
-) -> Notices {
+fn assess(windows: &[ScrapeWindow], fleet: Option<&FleetOutcome>, tally: &RunTally) -> Notices {
     let deltas: Vec<SpecCounters> = windows.iter().filter_map(ScrapeWindow::delta).collect();
     // Only vLLM's schema counts what the per-request path counts (drafts, draft tokens and
     // accepted tokens); TensorRT-LLM's and SGLang's counters cannot be set against it.
@@ -236,16 +213,13 @@ fn assess(
     } else {
         None
     };
-    let window = || records.iter().filter(|r| !r.warmup);
     Notices::assess(&PathFigures {
         counters: counters.as_ref(),
-        per_request: spec.totals(),
-        per_request_k: spec.num_spec_tokens(),
-        requests: window().count() as u64,
-        successful: window().filter(|r| r.success).count() as u64,
-        with_stats: window()
-            .filter(|r| r.spec_decode_acceptance.is_some() || r.spec_decode_partial.is_some())
-            .count() as u64,
+        per_request: tally.spec.totals(),
+        per_request_k: tally.spec.num_spec_tokens(),
+        requests: tally.requests,
+        successful: tally.completed,
+        with_stats: tally.with_stats,
         server_speculates,
     })
 }

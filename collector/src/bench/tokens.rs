@@ -13,6 +13,7 @@ use crate::error::CollectorError;
 static BPE: OnceLock<CoreBPE> = OnceLock::new();
 
 /// A loaded tokenizer.
+#[derive(Clone, Copy)]
 pub struct TokenCounter {
     bpe: &'static CoreBPE,
 }

@@ -2,12 +2,14 @@
 //! and their request bodies, serialised before the run so nothing is built on the timing path.
 
 use std::path::{Path, PathBuf};
+use std::sync::Arc;
 
 use axum::body::Bytes;
 use rand::rngs::SmallRng;
 use rand::{Rng, SeedableRng};
 use serde::Deserialize;
 use serde_json::json;
+use tokio::sync::mpsc;
 
 use super::client::EndpointKind;
 use super::tokens::TokenCounter;
@@ -111,21 +113,42 @@ fn synthetic_text(i: usize, target: u64, tokens: &TokenCounter) -> (String, u64)
     (text, count)
 }
 
-fn synthetic(args: &Workload, count: usize, tokens: &TokenCounter) -> Vec<Prompt> {
-    let mut rng = SmallRng::seed_from_u64(args.seed);
-    (0..count)
-        .map(|i| {
-            let len = draw_length(&mut rng, args.input_tokens, args.input_tokens_stddev);
-            let (text, input_tokens) = synthetic_text(i, u64::from(len), tokens);
-            Prompt {
-                text,
-                category: None,
-                max_tokens: draw_length(&mut rng, args.output_tokens, args.output_tokens_stddev),
-                ignore_eos: true,
-                input_tokens,
-            }
+/// Synthetic prompts in order, each drawn from one seeded generator: the same sequence however
+/// it is consumed (all before the run, or as the run goes).
+struct Synthetic<'a> {
+    args: &'a Workload,
+    tokens: TokenCounter,
+    rng: SmallRng,
+    next: usize,
+}
+
+impl<'a> Synthetic<'a> {
+    fn new(args: &'a Workload, tokens: TokenCounter) -> Synthetic<'a> {
+        Synthetic {
+            args,
+            tokens,
+            rng: SmallRng::seed_from_u64(args.seed),
+            next: 0,
+        }
+    }
+}
+
+impl Iterator for Synthetic<'_> {
+    type Item = Prompt;
+
+    fn next(&mut self) -> Option<Prompt> {
+        let i = self.next;
+        self.next += 1;
+        let len = draw_length(&mut self.rng, self.args.input_tokens, self.args.input_tokens_stddev);
+        let (text, input_tokens) = synthetic_text(i, u64::from(len), &self.tokens);
+        Some(Prompt {
+            text,
+            category: None,
+            max_tokens: draw_length(&mut self.rng, self.args.output_tokens, self.args.output_tokens_stddev),
+            ignore_eos: true,
+            input_tokens,
         })
-        .collect()
+    }
 }
 
 #[derive(Deserialize)]
@@ -190,14 +213,190 @@ fn from_file(args: &Workload, path: &Path, tokens: &TokenCounter) -> Result<Vec<
 /// The prompts of a run: `count` of them (file datasets are cycled, shuffled by the seed).
 pub fn load(args: &Workload, count: usize, tokens: &TokenCounter) -> Result<Vec<Prompt>, CollectorError> {
     match args.dataset.path() {
-        None => Ok(synthetic(args, count, tokens)),
+        None => Ok(Synthetic::new(args, *tokens).take(count).collect()),
         Some(path) => {
-            let mut pool = from_file(args, path, tokens)?;
-            let mut rng = SmallRng::seed_from_u64(args.seed);
-            for i in (1..pool.len()).rev() {
-                pool.swap(i, rng.random_range(0..=i));
-            }
+            let pool = shuffled_file(args, path, tokens)?;
             Ok((0..count).map(|i| pool[i % pool.len()].clone()).collect())
+        }
+    }
+}
+
+/// A dataset file's prompts in the order a run sends them (shuffled by the seed, then cycled).
+fn shuffled_file(args: &Workload, path: &Path, tokens: &TokenCounter) -> Result<Vec<Prompt>, CollectorError> {
+    let mut pool = from_file(args, path, tokens)?;
+    let mut rng = SmallRng::seed_from_u64(args.seed);
+    for i in (1..pool.len()).rev() {
+        pool.swap(i, rng.random_range(0..=i));
+    }
+    Ok(pool)
+}
+
+/// Requests built before the run at most: a longer synthetic run is generated as it goes, by a
+/// thread that keeps this many ready ahead of the sender, so memory does not grow with the run.
+pub const BUILT_AHEAD: usize = 8192;
+
+/// One request ready to send.
+#[derive(Debug, Clone)]
+pub struct Ready {
+    pub category: Option<String>,
+    /// Input length when known before sending (the server's `usage` replaces it).
+    pub input_tokens: u64,
+    pub body: Bytes,
+}
+
+impl Ready {
+    fn of(prompt: &Prompt, opts: &BodyOptions<'_>) -> Ready {
+        Ready {
+            category: prompt.category.clone(),
+            input_tokens: prompt.input_tokens,
+            body: body(prompt, opts),
+        }
+    }
+}
+
+/// What the bodies share, owned (for the generating thread).
+#[derive(Debug, Clone)]
+pub struct BodySettings {
+    pub endpoint: EndpointKind,
+    pub model: String,
+    pub stream: bool,
+    pub temperature: f64,
+    pub sglang_spec_details: bool,
+}
+
+impl BodySettings {
+    fn options(&self) -> BodyOptions<'_> {
+        BodyOptions {
+            endpoint: self.endpoint,
+            model: &self.model,
+            stream: self.stream,
+            temperature: self.temperature,
+            sglang_spec_details: self.sglang_spec_details,
+        }
+    }
+}
+
+/// A phase's requests in sending order: request `j` of the phase is `get(j)`.
+#[derive(Clone)]
+pub enum Feed {
+    /// Built before the run: request `j` is `pool[(offset + j % len) % pool.len()]` (a
+    /// duration-bound window cycles its `len` prompts; a dataset file cycles its pool).
+    Built {
+        pool: Arc<[Ready]>,
+        offset: usize,
+        len: usize,
+    },
+    /// Generated as the run goes, in order, by a thread that stays [`BUILT_AHEAD`] ahead.
+    Generated(Arc<tokio::sync::Mutex<mpsc::Receiver<Ready>>>),
+}
+
+impl Feed {
+    /// Request `j` of the phase; `None` when the generator is gone.
+    pub async fn get(&self, j: u64) -> Option<Ready> {
+        match self {
+            Feed::Built { pool, offset, len } => {
+                let j = (j % (*len).max(1) as u64) as usize;
+                pool.get((offset + j) % pool.len().max(1)).cloned()
+            }
+            Feed::Generated(rx) => rx.lock().await.recv().await,
+        }
+    }
+}
+
+/// The warm-up's and the window's requests: `warmup` then `window` prompts, the window's
+/// cycled without end when `cycle` (a duration-bound run). Everything is built now when it is
+/// a dataset file or at most [`BUILT_AHEAD`] synthetic prompts; otherwise a thread generates
+/// them, and this returns once it has [`BUILT_AHEAD`] ready.
+pub async fn feeds(
+    args: &Workload,
+    warmup: usize,
+    window: usize,
+    cycle: bool,
+    settings: BodySettings,
+    tokens: TokenCounter,
+) -> Result<(Feed, Feed), CollectorError> {
+    let built = |pool: Vec<Ready>| {
+        let pool: Arc<[Ready]> = pool.into();
+        (
+            Feed::Built {
+                pool: pool.clone(),
+                offset: 0,
+                len: warmup,
+            },
+            Feed::Built {
+                pool,
+                offset: warmup,
+                len: window,
+            },
+        )
+    };
+    let opts = settings.options();
+    if let Some(path) = args.dataset.path() {
+        let pool = shuffled_file(args, path, &tokens)?;
+        return Ok(built(pool.iter().map(|p| Ready::of(p, &opts)).collect()));
+    }
+    if warmup + window <= BUILT_AHEAD {
+        return Ok(built(
+            Synthetic::new(args, tokens)
+                .take(warmup + window)
+                .map(|p| Ready::of(&p, &opts))
+                .collect(),
+        ));
+    }
+    let (tx, rx) = mpsc::channel(BUILT_AHEAD);
+    let (primed_tx, primed) = tokio::sync::oneshot::channel();
+    let args = args.clone();
+    std::thread::Builder::new()
+        .name("speclens-prompts".into())
+        .spawn(move || generate(&args, warmup, window, cycle, &settings, tokens, &tx, primed_tx))
+        .map_err(|e| CollectorError::InvalidArgument(format!("cannot start the prompt generator: {e}")))?;
+    // The first BUILT_AHEAD are ready before the first send (or the generator stopped).
+    let _ = primed.await;
+    let feed = Feed::Generated(Arc::new(tokio::sync::Mutex::new(rx)));
+    Ok((feed.clone(), feed))
+}
+
+/// The generating thread: the warm-up's prompts, then the window's (again and again when
+/// `cycle`), until the run stops taking them.
+#[allow(clippy::too_many_arguments)]
+fn generate(
+    args: &Workload,
+    warmup: usize,
+    window: usize,
+    cycle: bool,
+    settings: &BodySettings,
+    tokens: TokenCounter,
+    tx: &mpsc::Sender<Ready>,
+    primed: tokio::sync::oneshot::Sender<()>,
+) {
+    let opts = settings.options();
+    let mut primed = Some(primed);
+    let mut sent = 0usize;
+    let mut send = |prompt: Prompt| {
+        if tx.blocking_send(Ready::of(&prompt, &opts)).is_err() {
+            return false;
+        }
+        sent += 1;
+        if sent == BUILT_AHEAD {
+            primed.take().map(|p| p.send(()));
+        }
+        true
+    };
+    let mut prompts = Synthetic::new(args, tokens);
+    for _ in 0..warmup + window {
+        if !prompts.next().is_some_and(&mut send) {
+            return;
+        }
+    }
+    if !cycle {
+        return;
+    }
+    loop {
+        let again = Synthetic::new(args, tokens).skip(warmup).take(window);
+        for prompt in again {
+            if !send(prompt) {
+                return;
+            }
         }
     }
 }
@@ -268,6 +467,56 @@ mod tests {
             load(&spread, 5, &t).unwrap(),
             "the seed makes it reproducible"
         );
+    }
+
+    #[tokio::test]
+    async fn a_long_run_generated_as_it_goes_sends_what_a_short_one_builds_first() {
+        let t = TokenCounter::new().unwrap();
+        let a = args(&[
+            "--input-tokens",
+            "3",
+            "--output-tokens",
+            "4",
+            "--output-tokens-stddev",
+            "2",
+        ]);
+        let settings = BodySettings {
+            endpoint: EndpointKind::Completions,
+            model: "m".into(),
+            stream: true,
+            temperature: 0.0,
+            sglang_spec_details: false,
+        };
+        let (warm, window) = (2, BUILT_AHEAD + 10);
+        let want: Vec<Bytes> = load(&a, warm + window, &t)
+            .unwrap()
+            .iter()
+            .map(|p| body(p, &settings.options()))
+            .collect();
+        for cycle in [false, true] {
+            let (warm_feed, window_feed) = feeds(&a, warm, window, cycle, settings.clone(), t).await.unwrap();
+            assert!(
+                matches!(window_feed, Feed::Generated(_)),
+                "past BUILT_AHEAD it is generated"
+            );
+            let mut got = Vec::new();
+            for j in 0..warm {
+                got.push(warm_feed.get(j as u64).await.unwrap().body);
+            }
+            for j in 0..window {
+                got.push(window_feed.get(j as u64).await.unwrap().body);
+            }
+            assert!(got == want, "cycle={cycle}: the same requests in the same order");
+            if cycle {
+                // A duration-bound window starts its prompts over.
+                let again = window_feed.get(window as u64).await.unwrap().body;
+                assert_eq!(again, want[warm]);
+            }
+        }
+        // A short run is built before it starts.
+        let (_, short) = feeds(&a, 0, 10, false, settings, t).await.unwrap();
+        assert!(matches!(short, Feed::Built { .. }));
+        assert_eq!(short.get(3).await.unwrap().body, want[3]);
     }
 
     #[test]
