@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Is the break-even reproducible on a busy machine? Three identical standalone sweeps — a
 # speculative sim (k = 3, α = 0.7) against a plain one, both in real time (12 ms steps, an H100's
-# ridge), concurrency 1,64,128,192,256,320, 4 requests per slot, 64 streamed output tokens, each
+# ridge), concurrency 1,64,128,192,256,320, 4 requests per slot, 8 → 64 streamed tokens (prefill
+# about free, as the model assumes), each
 # point run three times — while `yes > /dev/null` keeps one of the two cores busy. Prints each
 # sweep's measured crossing, the model's, and how far each crossing is from their median.
 # About 15 minutes.
@@ -24,7 +25,7 @@ crossings=()
 for run in $(seq 1 "$RUNS"); do
   start=$(date +%s)
   target/release/speclens sweep --spec-url http://127.0.0.1:18721 --base-url http://127.0.0.1:18722 \
-    --concurrency 1,64,128,192,256,320 --requests-per-slot 4 --output-tokens 64 \
+    --concurrency 1,64,128,192,256,320 --requests-per-slot 4 --input-tokens 8 --output-tokens 64 \
     --out "$WORK/sweep-$run" >"$WORK/out-$run.txt" 2>&1 || { cat "$WORK/out-$run.txt"; die "sweep $run failed"; }
   measured="$(sed -n 's/.*Measured crossing: B\* = \([0-9.]*\).*/\1/p' "$WORK/out-$run.txt" | head -n 1)"
   model="$(sed -n 's/.*Model prediction: B\* = \([0-9.]*\).*/\1/p' "$WORK/out-$run.txt" | head -n 1)"

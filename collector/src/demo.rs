@@ -1,5 +1,5 @@
 //! `speclens demo`: the whole product on one machine without a GPU. Starts a speculative and a
-//! plain `speclens sim` in-process (timed, half of real time), measures acceptance per
+//! plain `speclens sim` in-process (each on its own thread; timed, half of real time), measures acceptance per
 //! category, sweeps concurrency to find where speculation stops paying, prints the reports and
 //! leaves the dashboard serving the what-if page seeded with what was measured.
 
@@ -51,12 +51,13 @@ const DEMO_MODEL: &str = "speclens/sim-8b";
 /// The sims' clock: half of real time (6 ms steps).
 const DEMO_TIME_SCALE: f64 = 0.5;
 
-/// The sims' GPU: half an H100's roofline ridge, so the crossing (and every point's tokens per
-/// second) is half an H100's. The demo's client and both sims share this machine's CPU; at an
-/// H100's rates on a busy 2-core machine they would measure their own CPU, not the model.
+/// The sims' GPU: a quarter of an H100's roofline ridge, so the crossing (and every point's
+/// tokens per second) is a quarter of an H100's. The demo's client and both sims share this
+/// machine's CPU, and every streamed token is an event each of them handles: at an H100's rates
+/// on a busy 2-core machine they would measure their own CPU, not the model.
 const DEMO_COSTS: Costs = Costs {
     draft_cost: 0.0,
-    ridge_tokens: 148.0,
+    ridge_tokens: 74.0,
 };
 
 /// A run of the demo with `prompts` requests of 32 → 48 tokens (or the dataset's prompts),
@@ -106,14 +107,14 @@ fn accept_plan(spec_url: &str, dataset: &std::path::Path, out: PathBuf) -> crate
     }
 }
 
-/// Both arms at six concurrencies around the crossing, 4 requests per slot (so each point has a steady window),
-/// 32 → 24 tokens, whole responses (streaming 320 requests from sims in the same process
-/// would make the client's own CPU shape the result), each point run three times.
+/// Both arms at six concurrencies around the crossing, 4 requests per slot (so each point has a
+/// steady window; 4 requests at concurrency 1), 8 → 24 streamed tokens (so ITL exists; prefill
+/// about free, as the model assumes), each point run three times.
 fn sweep_plan(spec_url: &str, base_url: &str, out: PathBuf) -> crate::sweep::Plan {
     let workload = Workload {
         dataset: Dataset::Synthetic,
         categories: Vec::new(),
-        input_tokens: 32,
+        input_tokens: 8,
         input_tokens_stddev: 0.0,
         output_tokens: 24,
         output_tokens_stddev: 0.0,
@@ -121,13 +122,12 @@ fn sweep_plan(spec_url: &str, base_url: &str, out: PathBuf) -> crate::sweep::Pla
         temperature: 0.0,
         seed: 0,
     };
-    let mut point = demo_run("", workload, Load::closed_loop(None, 1), out.clone(), "");
-    point.target.stream = false;
+    let point = demo_run("", workload, Load::closed_loop(None, 1), out.clone(), "");
     crate::sweep::Plan {
         arms: vec![(Arm::Spec, spec_url.into()), (Arm::Base, base_url.into())],
-        levels: vec![1, 32, 64, 96, 128, 160],
+        levels: vec![1, 16, 32, 48, 64, 80],
         requests_per_slot: 4,
-        min_requests: 16,
+        min_requests: 4,
         repeats: 3,
         point,
         costs: DEMO_COSTS,
@@ -146,7 +146,8 @@ pub async fn run(port: u16, web_dir: Option<PathBuf>, out: Option<PathBuf>) -> R
     std::fs::create_dir_all(&out)
         .map_err(|e| CollectorError::Output(format!("cannot create {}: {e}", out.display())))?;
 
-    // Both sims timed at half of real time on the demo's GPU, on free ports.
+    // Both sims timed at half of real time on the demo's GPU, on free ports, each on a thread
+    // and runtime of its own (as separate servers: the client's work never delays their steps).
     let sim = |settings: SimSettings| {
         let mut s = settings;
         s.engine.time_scale = DEMO_TIME_SCALE;
@@ -155,8 +156,8 @@ pub async fn run(port: u16, web_dir: Option<PathBuf>, out: Option<PathBuf>) -> R
     };
     let loopback = std::net::SocketAddr::from(([127, 0, 0, 1], 0));
     let profile = AcceptanceProfile::from_rates(&[0.82, 0.62, 0.45]).map_err(CollectorError::InvalidArgument)?;
-    let spec = sim::start(sim(SimSettings::new(loopback, DEMO_MODEL).with_profile(profile))).await?;
-    let base = sim::start(sim(SimSettings::new(loopback, DEMO_MODEL))).await?;
+    let spec = sim::start_on_own_thread(sim(SimSettings::new(loopback, DEMO_MODEL).with_profile(profile))).await?;
+    let base = sim::start_on_own_thread(sim(SimSettings::new(loopback, DEMO_MODEL))).await?;
     let spec_url = format!("http://{}", spec.addr);
     let base_url = format!("http://{}", base.addr);
     crate::statusln!(

@@ -377,6 +377,25 @@ impl RunResult {
         })
     }
 
+    /// The run's spec-decode counts: (drafts, accepted tokens, draft tokens), from the window's
+    /// counters, else the per-request totals; `None` when neither counted drafts.
+    pub fn spec_counts(&self) -> Option<(f64, f64, Option<f64>)> {
+        if let (Some(drafts), Some(accepted)) = (self.spec_decode_num_drafts, self.spec_decode_accepted_tokens) {
+            return (drafts > 0).then_some((
+                drafts as f64,
+                accepted as f64,
+                self.spec_decode_draft_tokens.map(|t| t as f64),
+            ));
+        }
+        let p = self.per_request()?;
+        let drafts = p.total_spec_decode_steps.avg;
+        (drafts > 0.0).then_some((
+            drafts,
+            p.total_accepted_draft_tokens.avg,
+            Some(p.total_draft_tokens.avg),
+        ))
+    }
+
     /// Requests the window held (`num_prompts`).
     pub fn requests(&self) -> u64 {
         self.num_prompts.unwrap_or(0)

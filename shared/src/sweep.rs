@@ -139,8 +139,10 @@ pub struct SweepTable {
 }
 
 impl SweepTable {
-    /// The table of measured points; the prediction uses the measured E of the
-    /// lowest-concurrency spec point that has one.
+    /// The table of measured points. The prediction uses E pooled over every spec point
+    /// (1 + Σaccepted ÷ Σdrafts: acceptance does not depend on the batch, and the pool holds
+    /// far more steps than any one point), with k from the lowest-concurrency spec point that
+    /// names it; that point's own E when no point counted drafts.
     pub fn from_points(points: &[(Arm, u64, &RunResult)], costs: Costs) -> SweepTable {
         let mut rows: Vec<SweepRow> = Vec::new();
         for (arm, c, result) in points {
@@ -158,10 +160,29 @@ impl SweepTable {
         }
         let mut spec: Vec<&(Arm, u64, &RunResult)> = points.iter().filter(|p| p.0 == Arm::Spec).collect();
         spec.sort_by_key(|p| p.1);
-        let prediction = spec
-            .iter()
-            .find_map(|p| p.2.measured())
-            .map(|m| Prediction::new(m.e, m.k, m.draft_tokens, costs));
+        let (mut drafts, mut accepted, mut draft_tokens, mut all_draft_tokens) = (0.0, 0.0, 0.0, true);
+        for (_, _, result) in &spec {
+            if let Some((d, a, t)) = result.spec_counts() {
+                drafts += d;
+                accepted += a;
+                match t {
+                    Some(t) => draft_tokens += t,
+                    None => all_draft_tokens = false,
+                }
+            }
+        }
+        let prediction = spec.iter().find_map(|p| p.2.measured()).map(|m| {
+            if drafts > 0.0 {
+                let per_draft = if all_draft_tokens {
+                    Some(draft_tokens / drafts)
+                } else {
+                    m.draft_tokens
+                };
+                Prediction::new(1.0 + accepted / drafts, m.k, per_draft, costs)
+            } else {
+                Prediction::new(m.e, m.k, m.draft_tokens, costs)
+            }
+        });
         SweepTable::new(rows, prediction)
     }
 
@@ -301,6 +322,42 @@ mod tests {
             None,
         );
         assert!(none.render().contains("no crossing inside the swept range"));
+    }
+
+    #[test]
+    fn the_prediction_pools_every_spec_point_s_counts() {
+        let point = |drafts: u64, accepted: u64, tokens: f64| {
+            let mut r = RunResult {
+                spec_decode_acceptance_length: Some(1.0 + accepted as f64 / drafts as f64),
+                spec_decode_per_position_acceptance_rates: Some(vec![0.8, 0.6, 0.4]),
+                spec_decode_num_drafts: Some(drafts),
+                spec_decode_draft_tokens: Some(drafts * 3),
+                spec_decode_accepted_tokens: Some(accepted),
+                steady_output_throughput: Some(tokens),
+                ..RunResult::default()
+            };
+            r.output_throughput = Some(tokens);
+            r
+        };
+        // A short first point (E = 3.0 from 10 drafts) and a long one (E = 2.5 from 990).
+        let (low, high) = (point(10, 20, 100.0), point(990, 1485, 1000.0));
+        let costs = Costs {
+            draft_cost: 0.0,
+            ridge_tokens: 295.0,
+        };
+        let t = SweepTable::from_points(&[(Arm::Spec, 1, &low), (Arm::Spec, 64, &high)], costs);
+        let p = t.prediction.unwrap();
+        assert!(
+            (p.measured_e - (1.0 + 1505.0 / 1000.0)).abs() < 1e-12,
+            "{}",
+            p.measured_e
+        );
+        assert_eq!(p.k, 3);
+        // Without counted drafts, the lowest point's own E.
+        let mut bare = low.clone();
+        bare.spec_decode_num_drafts = None;
+        let t = SweepTable::from_points(&[(Arm::Spec, 1, &bare)], costs);
+        assert_eq!(t.prediction.unwrap().measured_e, 3.0);
     }
 
     #[test]

@@ -334,6 +334,53 @@ pub async fn start(settings: SimSettings) -> Result<SimHandle, CollectorError> {
     })
 }
 
+/// [`start`] on a runtime of its own, on a thread of its own: how the demo runs its sims in the
+/// same process without sharing a runtime with the load generator, so the client's work never
+/// delays an engine's step (as two separate processes would not).
+pub async fn start_on_own_thread(settings: SimSettings) -> Result<SimHandle, CollectorError> {
+    let (ready_tx, ready_rx) = oneshot::channel::<Result<SocketAddr, CollectorError>>();
+    let (shutdown_tx, shutdown_rx) = oneshot::channel::<()>();
+    let (done_tx, done_rx) = oneshot::channel::<Result<(), CollectorError>>();
+    std::thread::Builder::new()
+        .name("speclens-sim".into())
+        .spawn(move || {
+            let runtime = match tokio::runtime::Builder::new_current_thread().enable_all().build() {
+                Ok(r) => r,
+                Err(e) => {
+                    let _ = ready_tx.send(Err(CollectorError::Serve(e)));
+                    return;
+                }
+            };
+            runtime.block_on(async move {
+                match start(settings).await {
+                    Ok(sim) => {
+                        let _ = ready_tx.send(Ok(sim.addr));
+                        let _ = shutdown_rx.await;
+                        let _ = done_tx.send(sim.stop().await);
+                    }
+                    Err(e) => {
+                        let _ = ready_tx.send(Err(e));
+                    }
+                }
+            });
+        })
+        .map_err(CollectorError::Serve)?;
+    let addr = ready_rx
+        .await
+        .map_err(|_| CollectorError::Serve(std::io::Error::other("the sim's thread ended before it served")))??;
+    let task = tokio::spawn(async move {
+        match done_rx.await {
+            Ok(Err(e)) => Err(std::io::Error::other(e.to_string())),
+            _ => Ok(()),
+        }
+    });
+    Ok(SimHandle {
+        addr,
+        shutdown: Some(shutdown_tx),
+        task,
+    })
+}
+
 /// `speclens sim`: serve until Ctrl-C.
 pub async fn run(settings: SimSettings) -> Result<(), CollectorError> {
     let describe = match &settings.profile {
