@@ -7,19 +7,20 @@
 # sweep's measured crossing, the model's, and how far each crossing is from their median.
 # About 15 minutes.
 #
-# Usage: bash perf/sweep_repro.sh [RUNS]   (default 3)
+# Usage: bash perf/sweep_repro.sh [RUNS]   (default 3; SWEEP_REPRO_KEEP=DIR keeps the sweeps there)
 source "$(dirname "${BASH_SOURCE[0]}")/../scripts/lib.sh"
 cd "$ROOT"
 RUNS="${1:-3}"
 cargo build --release -q -p speclens || die "speclens did not build"
-WORK="$(mktemp -d)"
+WORK="${SWEEP_REPRO_KEEP:-$(mktemp -d)}"
+mkdir -p "$WORK"
 target/release/speclens sim --port 18721 --num-spec-tokens 3 --alpha 0.7 >/dev/null 2>&1 &
 SPEC=$!
 target/release/speclens sim --port 18722 >/dev/null 2>&1 &
 BASE=$!
 yes >/dev/null &
 BUSY=$!
-trap 'kill $SPEC $BASE $BUSY 2>/dev/null || true; rm -rf "$WORK"' EXIT
+trap 'kill $SPEC $BASE $BUSY 2>/dev/null || true; [ -n "${SWEEP_REPRO_KEEP:-}" ] || rm -rf "$WORK"' EXIT
 sleep 1
 crossings=()
 for run in $(seq 1 "$RUNS"); do
