@@ -231,7 +231,7 @@ pub async fn run_with(args: Plan, hub: Option<LiveHub>) -> Result<Vec<CategoryAc
         Some(hub.clone()),
     )
     .await?;
-    let per_request = probe.tally.spec.totals().is_some();
+    let per_request = probe.tally.with_full_stats > 0;
     let mut rows = Vec::new();
     if per_request {
         // One run over every category: the per-request path splits it by category.

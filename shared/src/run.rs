@@ -172,6 +172,9 @@ pub struct RunTally {
     pub first_error: Option<String>,
     /// Successful requests that carried per-request spec-decode stats (full or partial).
     pub with_stats: u64,
+    /// Successful requests that carried a full per-request record (not one SGLang's absence
+    /// stands for, nor a released engine's partial one).
+    pub with_full_stats: u64,
     /// The per-request spec-decode path.
     pub spec: SpecAggregator,
     /// Per-request payloads rejected, by reason.
@@ -224,6 +227,7 @@ impl RunTally {
             self.with_stats += 1;
         }
         if let Some(rec) = &r.spec_decode_acceptance {
+            self.with_full_stats += 1;
             self.spec.push(rec);
         } else if let Some(partial) = &r.spec_decode_partial {
             self.spec.push_partial(partial);

@@ -315,6 +315,13 @@ async fn dispatch(mut d: Dispatch, tx: mpsc::Sender<Event>, mut cancel: watch::R
             break;
         }
         let Some(ready) = d.feed.get(i).await else { break };
+        // A slot for the send's event first: the fold may be behind (the channel full), and
+        // the send is stamped once nothing but the request itself stands before it; a stop
+        // must not wait for the fold.
+        let slot = tokio::select! {
+            slot = tx.reserve() => match slot { Ok(slot) => slot, Err(_) => break },
+            _ = cancel.wait_for(|stop| *stop) => break,
+        };
         let id = d.first_id + i;
         let sent = Pending {
             id,
@@ -327,11 +334,7 @@ async fn dispatch(mut d: Dispatch, tx: mpsc::Sender<Event>, mut cancel: watch::R
             category: ready.category,
             ..sent
         };
-        // The fold may be behind (the channel full); a stop must not wait for it.
-        tokio::select! {
-            _ = tx.send(Event::Sent(sent)) => {}
-            _ = cancel.wait_for(|stop| *stop) => break,
-        }
+        slot.send(Event::Sent(sent));
         let (body, shared, tx) = (ready.body, d.shared.clone(), tx.clone());
         tasks.spawn(async move {
             let now = shared.in_flight.fetch_add(1, Ordering::AcqRel) + 1;

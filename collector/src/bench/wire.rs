@@ -200,7 +200,8 @@ impl Wire {
     /// POST `body` and read the whole response, stamping as it arrives; the caller bounds the
     /// time. A reused connection is replaced once, and the request sent again on a new one, when
     /// the server closed it before taking the request: nothing was written, or the server closed
-    /// without a byte of answer (the keep-alive race RFC 9112 §9.3.1 describes: llama-server
+    /// without a byte of answer right after the write ([`closed_unread`]; the keep-alive race
+    /// RFC 9112 §9.3.1 describes: llama-server
     /// closes each connection just after a streamed response, so the next request on it can be
     /// written before the close arrives, and is never read). Any other failure is the request's.
     pub async fn post(
@@ -230,7 +231,7 @@ impl Wire {
             };
             match outcome {
                 Ok(r) => break (written.unwrap_or(queued_at), r),
-                Err(e) if reused && (written.is_none() || (e.is_incomplete_message() && !answered)) => {
+                Err(e) if reused && (written.is_none() || closed_unread(&e, answered, written)) => {
                     conn = self.connect().await?;
                     reused = false;
                 }
@@ -267,6 +268,18 @@ impl Wire {
             cut,
         })
     }
+}
+
+/// How soon after the write a close without answer still means the server never read the
+/// request: llama-server's close follows its previous response within a millisecond; a server
+/// that read the request and then died takes longer than this to do it.
+const UNREAD_CLOSE: std::time::Duration = std::time::Duration::from_millis(20);
+
+/// Whether a reused connection's failure is the keep-alive race (RFC 9112 §9.3.1): the server
+/// closed it without a byte of answer, right after the request was written, so it closed
+/// without reading it; a close any later may follow a request it processed, and is not retried.
+fn closed_unread(e: &hyper::Error, answered: bool, written: Option<Instant>) -> bool {
+    e.is_incomplete_message() && !answered && written.is_some_and(|at| at.elapsed() < UNREAD_CLOSE)
 }
 
 pub use crate::net::describe;
@@ -579,7 +592,9 @@ mod tests {
 
     /// Answers the first request of each connection, keeps it open, then reads the next request
     /// and closes without a byte of answer (what a reuse racing llama-server's close meets).
-    async fn closes_after_reading_the_second_request() -> (String, Arc<std::sync::atomic::AtomicU64>) {
+    async fn closes_after_reading_the_second_request(
+        close_after_ms: u64,
+    ) -> (String, Arc<std::sync::atomic::AtomicU64>) {
         let listener = TcpListener::bind("127.0.0.1:0").await.unwrap();
         let url = format!("http://{}/v1/completions", listener.local_addr().unwrap());
         let connections = Arc::new(std::sync::atomic::AtomicU64::new(0));
@@ -593,6 +608,7 @@ mod tests {
                         let reply = "HTTP/1.1 200 OK\r\ncontent-length: 2\r\n\r\nok";
                         socket.write_all(reply.as_bytes()).await.unwrap();
                         read_head(&mut socket).await;
+                        tokio::time::sleep(Duration::from_millis(close_after_ms)).await;
                     }
                 });
             }
@@ -602,7 +618,7 @@ mod tests {
 
     #[tokio::test]
     async fn a_request_the_server_closed_on_unanswered_is_sent_again_on_a_new_connection() {
-        let (url, connections) = closes_after_reading_the_second_request().await;
+        let (url, connections) = closes_after_reading_the_second_request(0).await;
         let wire = Wire::for_url(&url).unwrap();
         for round in 0..3 {
             let d = wire
@@ -612,6 +628,19 @@ mod tests {
             assert_eq!((d.status.as_u16(), &d.chunks[0].1[..]), (200, &b"ok"[..]));
         }
         assert_eq!(connections.load(std::sync::atomic::Ordering::SeqCst), 3);
+        // A close long after the request was written may follow a request the server worked
+        // on: the failure is the request's, never sent twice.
+        let (url, connections) = closes_after_reading_the_second_request(200).await;
+        let wire = Wire::for_url(&url).unwrap();
+        assert!(wire
+            .post(&HeaderMap::new(), Bytes::from_static(b"{}"), 1 << 20)
+            .await
+            .is_ok());
+        assert!(wire
+            .post(&HeaderMap::new(), Bytes::from_static(b"{}"), 1 << 20)
+            .await
+            .is_err());
+        assert_eq!(connections.load(std::sync::atomic::Ordering::SeqCst), 1);
     }
 
     #[test]
