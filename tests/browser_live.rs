@@ -356,10 +356,12 @@ async fn past_runs_open_in_the_same_views_and_compare_side_by_side() {
         .unwrap();
     let table = wait_for("the sweep table", Duration::from_secs(30), || async {
         let t = text_of(&client, "#sweep-table").await;
-        t.contains("Concurrency").then_some(t)
+        t.contains("spec ÷ plain").then_some(t)
     })
     .await;
-    assert!(table.contains("Model prediction: B* = "), "{table}");
+    assert!(table.contains("concurrency"), "{table}");
+    let findings = text_of(&client, "#sweep-findings").await;
+    assert!(findings.contains("Model prediction: B* = "), "{findings}");
     wait_for("the sweep chart", Duration::from_secs(30), || async {
         canvas_ink(&client, "sweep-chart").await.filter(|(ink, _)| *ink > 2000)
     })

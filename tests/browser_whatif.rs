@@ -9,9 +9,10 @@ use serde_json::Value;
 
 use crate::common::browser::{open_browser, start_chromedriver, text_of, value_of};
 use crate::common::{wait_for, workspace, Speclens};
+use speclens_shared::whatif::WhatIf;
 
 /// What the chart canvas holds now: draw count, inked pixels, pixels in the selected-curve
-/// colour, and a hash of every pixel.
+/// colour (Okabe–Ito reddish purple), and a hash of every pixel.
 const CANVAS_PROBE: &str = r#"
 const c = document.getElementById('speedup-chart');
 if (!c || !c.width || !c.dataset.draws) return null;
@@ -20,7 +21,7 @@ let ink = 0, purple = 0, hash = 0;
 for (let i = 0; i < d.length; i += 4) {
   const r = d[i], g = d[i + 1], b = d[i + 2];
   if (r < 245 || g < 245 || b < 245) ink++;
-  if (Math.abs(r - 0x6a) < 16 && Math.abs(g - 0x3d) < 16 && Math.abs(b - 0x9a) < 16) purple++;
+  if (Math.abs(r - 0xcc) < 16 && Math.abs(g - 0x79) < 16 && Math.abs(b - 0xa7) < 16) purple++;
   hash = (Math.imul(hash, 31) + r + 7 * g + 13 * b) >>> 0;
 }
 return {draws: Number(c.dataset.draws), ink, purple, hash, pixels: d.length / 4};
@@ -102,6 +103,43 @@ async fn what_if_chart_redraws_on_input_and_the_url_reproduces_it() {
     .await;
     let after_k = redrawn(&client, Some(after_alpha)).await;
     assert_eq!(text_of(&client, "#tile-bstar .tile-value").await, "217.7");
+
+    // Out-of-range typed values get the same notice a bad link value gets, and change nothing.
+    type_into(&client, "#k", "40").await;
+    let notice = wait_for("the notice for k = 40", Duration::from_secs(20), || async {
+        Some(text_of(&client, "#notice-k").await).filter(|t| !t.is_empty())
+    })
+    .await;
+    assert!(
+        notice.contains("k must be a whole number from 1 to 16") && notice.contains("The model keeps 3"),
+        "{notice}"
+    );
+    type_into(&client, "#alpha", "1.5").await;
+    let notice = wait_for("the notice for α = 1.5", Duration::from_secs(20), || async {
+        Some(text_of(&client, "#notice-alpha").await).filter(|t| !t.is_empty())
+    })
+    .await;
+    assert!(notice.contains("α must be a number in [0, 1]"), "{notice}");
+    assert_eq!(
+        text_of(&client, "#tile-e .tile-value").await,
+        "2.952",
+        "nothing changed"
+    );
+    let bad_link = WhatIf::from_fragment("#whatif?k=40").1;
+    assert!(
+        bad_link[0].contains("k must be a whole number from 1 to 16"),
+        "the same words: {bad_link:?}"
+    );
+    type_into(&client, "#k", "3").await;
+    type_into(&client, "#alpha", "0.8").await;
+    wait_for("the notices to clear", Duration::from_secs(20), || async {
+        let gone: Value = client
+            .execute("return document.querySelectorAll('.input-notice').length === 0", vec![])
+            .await
+            .ok()?;
+        gone.as_bool().filter(|g| *g)
+    })
+    .await;
 
     let url = client.current_url().await.unwrap().to_string();
     assert!(

@@ -4,6 +4,7 @@ mod analysis;
 mod bench_run;
 mod browser_live;
 mod browser_report;
+mod browser_story;
 mod browser_whatif;
 mod common;
 mod dashboard_server;

@@ -234,7 +234,9 @@ pub async fn run(port: u16, web_dir: Option<PathBuf>, out: Option<PathBuf>) -> R
     } else {
         fragment.push_str(&format!("k=3&ridge={}", DEMO_COSTS.ridge_tokens));
     }
+    hub.end_session().await;
     let base_url = dashboard.url.split('#').next().unwrap_or(&dashboard.url).to_string();
+    crate::statusln!("\nThe overview of everything measured: {base_url}#overview");
     crate::statusln!("\nThe what-if page, seeded with the measured acceptance:");
     crate::statusln!("speclens what-if: {base_url}#{fragment}");
     crate::statusln!("(past runs: {base_url}#runs) — press Ctrl-C to stop.");

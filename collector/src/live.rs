@@ -12,10 +12,10 @@ use std::time::Duration;
 use axum::extract::ws::Utf8Bytes;
 use hdrhistogram::Histogram;
 use speclens_shared::aggregate::{Bins, SpecAggregator};
-use speclens_shared::notices::Notices;
 use speclens_shared::protocol::{
-    Distributions, RunStatus, RunView, ServerMessage, Tiles, TimelinePoint, MAX_BINS, PROTOCOL_VERSION,
+    draft_share_pct, Distributions, RunStatus, RunView, ServerMessage, Tiles, TimelinePoint, MAX_BINS, PROTOCOL_VERSION,
 };
+use speclens_shared::results::{run_view_from_result, RunResult};
 use speclens_shared::run::{percentile_name, LatencyStats, RequestRecord};
 use tokio::sync::{broadcast, mpsc, oneshot};
 use tokio::time::Instant;
@@ -45,14 +45,10 @@ enum Event {
     Sent,
     Record(Box<RequestRecord>),
     Point(Source, TimelinePoint),
-    Findings {
-        not_available: Vec<String>,
-        notices: Notices,
-    },
-    Finish {
-        elapsed_s: f64,
-        partial: bool,
-    },
+    /// The run ended: its saved result as the clients will show it.
+    Finish(Box<RunView>),
+    /// The command has measured all it will.
+    SessionOver,
     /// A new client: its subscription and the hello and snapshot it starts from.
     Join(oneshot::Sender<(broadcast::Receiver<Utf8Bytes>, Vec<Utf8Bytes>)>),
     /// Hello and snapshot again (a lagging client).
@@ -131,6 +127,7 @@ struct Hub {
     last_sent: RunView,
     dirty: bool,
     started: Option<Instant>,
+    session_over: bool,
     tx: broadcast::Sender<Utf8Bytes>,
 }
 
@@ -152,6 +149,7 @@ impl LiveHub {
             last_sent: RunView::idle(),
             dirty: false,
             started: None,
+            session_over: false,
             tx,
         };
         tokio::spawn(hub.run(rx));
@@ -187,18 +185,17 @@ impl LiveHub {
         self.send(Event::Point(source, point)).await;
     }
 
-    /// Why a path has no data, and what the finished run noticed about its paths.
-    pub async fn set_findings(&self, not_available: Vec<String>, notices: &Notices) {
-        self.send(Event::Findings {
-            not_available,
-            notices: notices.clone(),
-        })
-        .await;
+    /// The run ended and its result is saved: from now on the clients show the saved result
+    /// (`run_view_from_result`), whole-run figures equal to `result.json`'s, instead of the
+    /// last scrape interval.
+    pub async fn finish(&self, result: &RunResult) {
+        self.send(Event::Finish(Box::new(run_view_from_result(result)))).await;
     }
 
-    /// The run ended (`partial` when stopped early).
-    pub async fn finish(&self, elapsed_s: f64, partial: bool) {
-        self.send(Event::Finish { elapsed_s, partial }).await;
+    /// The command feeding this hub has measured all it will (the demo's end): pages that
+    /// watched it move on to the overview, and later visitors are told so.
+    pub async fn end_session(&self) {
+        self.send(Event::SessionOver).await;
     }
 
     async fn ask<T>(&self, event: impl FnOnce(oneshot::Sender<T>) -> Event) -> Option<T> {
@@ -253,13 +250,11 @@ impl Hub {
                 self.view.timeline.push(p);
                 self.dirty = true;
             }
-            Event::Findings { not_available, notices } => {
-                self.view.not_available = not_available;
-                self.view.notices = notices.messages.clone();
-                self.view.mean_draft_tokens = notices.draft_length.map(|d| d.mean_draft_tokens);
-                self.dirty = true;
+            Event::Finish(view) => self.finish(*view),
+            Event::SessionOver => {
+                self.session_over = true;
+                let _ = self.tx.send(to_text(&ServerMessage::SessionOver));
             }
-            Event::Finish { elapsed_s, partial } => self.finish(elapsed_s, partial),
             Event::Join(reply) => {
                 let rx = self.tx.subscribe();
                 // Bring the view up to date (ticks skip the work while nobody watches), as a
@@ -336,7 +331,7 @@ impl Hub {
         } else {
             0.0
         };
-        view.tiles = tiles(&acc.latest, view.output_tokens_per_s);
+        view.tiles = tiles(&acc.latest);
     }
 
     /// Send what changed since the last tick; without a dashboard watching, the run pays
@@ -362,13 +357,8 @@ impl Hub {
         let _ = self.tx.send(to_text(&message));
     }
 
-    fn finish(&mut self, elapsed_s: f64, partial: bool) {
-        self.refresh(elapsed_s);
-        self.view.status = if partial {
-            RunStatus::Partial
-        } else {
-            RunStatus::Finished
-        };
+    fn finish(&mut self, view: RunView) {
+        self.view = view;
         self.seq += 1;
         let message = ServerMessage::Finished {
             seq: self.seq,
@@ -389,13 +379,18 @@ impl Hub {
             RunStatus::Finished | RunStatus::Partial => ServerMessage::Finished { seq: self.seq, run },
             _ => ServerMessage::Snapshot { seq: self.seq, run },
         };
-        vec![to_text(&hello), to_text(&snapshot)]
+        let mut messages = vec![to_text(&hello), to_text(&snapshot)];
+        if self.session_over {
+            messages.push(to_text(&ServerMessage::SessionOver));
+        }
+        messages
     }
 }
 
-/// Headline tiles from the latest interval of each endpoint. The Prometheus path sees the same
-/// servers as the direct scrapes: it counts only when it is the only source.
-fn tiles(latest: &BTreeMap<(Source, String), TimelinePoint>, output_tokens_per_s: f64) -> Tiles {
+/// Headline tiles of a running run: the latest interval of each endpoint (the page labels them
+/// so). The Prometheus path sees the same servers as the direct scrapes: it counts only when it
+/// is the only source.
+fn tiles(latest: &BTreeMap<(Source, String), TimelinePoint>) -> Tiles {
     let direct = latest.keys().any(|(source, _)| *source == Source::Direct);
     let counted = || {
         latest
@@ -415,7 +410,7 @@ fn tiles(latest: &BTreeMap<(Source, String), TimelinePoint>, output_tokens_per_s
         accepted_per_s: Some(accepted),
         drafted_per_s: Some(drafted),
         drafts_per_s: Some(drafts),
-        draft_share: (output_tokens_per_s > 0.0).then(|| (accepted / output_tokens_per_s * 100.0).min(100.0)),
+        draft_share: draft_share_pct(accepted, drafts),
     }
 }
 
@@ -450,13 +445,17 @@ mod tests {
             latest.insert((Source::Direct, p.endpoint.clone()), p);
         }
         latest.insert((Source::Prometheus, "prometheus/a".into()), point("x", 99.0, 99.0, 9.0));
-        let t = tiles(&latest, 80.0);
+        let t = tiles(&latest);
         assert_eq!(t.acceptance_rate, Some(50.0));
         assert_eq!(t.acceptance_length, Some(1.0 + 40.0 / 25.0));
-        assert_eq!(t.draft_share, Some(50.0));
-        assert_eq!(tiles(&BTreeMap::new(), 10.0), Tiles::default(), "no traffic");
+        assert_eq!(
+            t.draft_share,
+            Some(40.0 / 65.0 * 100.0),
+            "accepted / (accepted + drafts) of one interval"
+        );
+        assert_eq!(tiles(&BTreeMap::new()), Tiles::default(), "no traffic");
         let only_prometheus = BTreeMap::from([((Source::Prometheus, "p".to_string()), point("p", 3.0, 6.0, 2.0))]);
-        assert_eq!(tiles(&only_prometheus, 0.0).acceptance_rate, Some(50.0));
+        assert_eq!(tiles(&only_prometheus).acceptance_rate, Some(50.0));
     }
 
     #[test]
@@ -483,7 +482,12 @@ mod tests {
         hub.note_sent().await;
         hub.note_point(Source::Direct, point("a", 3.0, 6.0, 2.0)).await;
         tokio::time::sleep(TICK * 3).await;
-        hub.finish(2.0, false).await;
+        let mut saved = RunResult::new("9", "d", "r");
+        saved.spec_decode_accepted_tokens = Some(90);
+        saved.spec_decode_draft_tokens = Some(120);
+        saved.spec_decode_num_drafts = Some(40);
+        saved.spec_decode_acceptance_rate = Some(75.0);
+        hub.finish(&saved).await;
         let current = hub.current().await;
         while let Ok(text) = rx.try_recv() {
             assert_ne!(
@@ -493,7 +497,12 @@ mod tests {
         }
         assert_eq!(client.run, current);
         assert_eq!(client.run.status, RunStatus::Finished);
-        assert_eq!(client.run.timeline.len(), 1);
-        assert_eq!(client.run.tiles.acceptance_rate, Some(50.0));
+        assert_eq!(client.run, run_view_from_result(&saved));
+        assert_eq!(
+            client.run.tiles.acceptance_rate,
+            Some(75.0),
+            "the finished run shows the saved whole-run figures, not the last interval's 50 %"
+        );
+        assert_eq!(client.run.tiles.draft_share, Some(90.0 / 130.0 * 100.0));
     }
 }

@@ -10,6 +10,7 @@ pub mod gates;
 pub mod live_state;
 pub mod model;
 pub mod notices;
+pub mod overview;
 pub mod per_request;
 pub mod positions;
 pub mod prom;

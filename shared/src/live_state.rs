@@ -2,7 +2,7 @@
 //! deltas that follow it in sequence; a gap or a new protocol version asks for a snapshot or
 //! says why it cannot follow.
 
-use crate::protocol::{RunView, ServerMessage, PROTOCOL_VERSION};
+use crate::protocol::{RunStatus, RunView, ServerMessage, PROTOCOL_VERSION};
 
 /// The page's copy of the run, fed message by message.
 #[derive(Debug, Clone, PartialEq)]
@@ -11,6 +11,10 @@ pub struct LiveState {
     pub seq: Option<u64>,
     /// Set when the server speaks another protocol version.
     pub incompatible: Option<String>,
+    /// This page saw a run in progress (it was watching, not visiting afterwards).
+    pub seen_running: bool,
+    /// The server said its command measured all it will.
+    pub session_over: bool,
 }
 
 /// What the client must do after a message.
@@ -28,6 +32,8 @@ impl Default for LiveState {
             run: RunView::idle(),
             seq: None,
             incompatible: None,
+            seen_running: false,
+            session_over: false,
         }
     }
 }
@@ -49,17 +55,23 @@ impl LiveState {
             ServerMessage::Snapshot { seq, run } | ServerMessage::Finished { seq, run } => {
                 self.run = *run;
                 self.seq = Some(seq);
+                self.seen_running |= self.run.status == RunStatus::Running;
                 Applied::Updated
             }
             ServerMessage::Delta { seq, delta } => match self.seq {
                 Some(last) if seq == last + 1 => {
                     self.run.apply(*delta);
                     self.seq = Some(seq);
+                    self.seen_running |= self.run.status == RunStatus::Running;
                     Applied::Updated
                 }
                 Some(last) if seq <= last => Applied::Ignored,
                 _ => Applied::NeedSnapshot,
             },
+            ServerMessage::SessionOver => {
+                self.session_over = true;
+                Applied::Updated
+            }
         }
     }
 }

@@ -46,8 +46,18 @@ pub struct Tiles {
     pub accepted_per_s: Option<f64>,
     pub drafted_per_s: Option<f64>,
     pub drafts_per_s: Option<f64>,
-    /// Share of output tokens that came from accepted drafts, percent.
+    /// Share of the drafting steps' output that came from accepted drafts, percent: see
+    /// [`draft_share_pct`].
     pub draft_share: Option<f64>,
+}
+
+/// "Output from drafts": of the tokens the drafting steps emitted, the percentage that were
+/// accepted drafts. Each step emits its accepted drafts plus one token of the target's own, so
+/// over one window (an interval or the whole run) that is accepted / (accepted + drafts): both
+/// counters come from the same scrape window, so the share never mixes an interval with the
+/// run. `None` without drafts.
+pub fn draft_share_pct(accepted_tokens: f64, drafts: f64) -> Option<f64> {
+    (drafts > 0.0 && accepted_tokens >= 0.0).then(|| accepted_tokens / (accepted_tokens + drafts) * 100.0)
 }
 
 /// One live-scrape interval of one endpoint.
@@ -242,6 +252,9 @@ pub enum ServerMessage {
         seq: u64,
         run: Box<RunView>,
     },
+    /// The command feeding this dashboard has measured all it will (the demo's end): a page
+    /// that watched it run moves on to the overview.
+    SessionOver,
 }
 
 #[cfg(test)]

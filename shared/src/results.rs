@@ -12,7 +12,7 @@ use crate::aggregate::SpecSummary;
 use crate::fleet::FleetWindow;
 use crate::model::Measured;
 use crate::notices::Notices;
-use crate::protocol::{Distributions, Progress, RunStatus, RunView, Tiles, TimelinePoint};
+use crate::protocol::{draft_share_pct, Distributions, Progress, RunStatus, RunView, Tiles, TimelinePoint};
 use crate::run::{LatencyStats, RunMetrics};
 use crate::scrape::{SglangGauges, SpecDecodeData, SpecDecodeResult};
 
@@ -514,9 +514,8 @@ pub fn run_view_from_result(result: &RunResult) -> RunView {
         drafted_per_s: per_s(result.spec_decode_draft_tokens),
         drafts_per_s: per_s(result.spec_decode_num_drafts),
         draft_share: accepted
-            .zip(result.total_output_tokens)
-            .filter(|(_, o)| *o > 0)
-            .map(|(a, o)| (a as f64 / o as f64 * 100.0).min(100.0)),
+            .zip(result.spec_decode_num_drafts)
+            .and_then(|(a, d)| draft_share_pct(a as f64, d as f64)),
     };
     let spec = result.spec_decode.clone().unwrap_or_default();
     RunView {
@@ -603,7 +602,11 @@ mod view_tests {
         assert_eq!((run.progress.completed, run.progress.failed), (30, 2));
         assert_eq!(run.tiles.acceptance_rate, Some(60.0));
         assert_eq!(run.tiles.accepted_per_s, Some(600.0));
-        assert_eq!(run.tiles.draft_share, Some(40.0));
+        assert_eq!(
+            run.tiles.draft_share,
+            Some(1200.0 / 1700.0 * 100.0),
+            "accepted / (accepted + drafts)"
+        );
         assert_eq!(run.ttft_ms.unwrap().percentiles["99"], 40.0);
         assert_eq!(run.not_available.len(), 1);
         assert_eq!(run.mean_draft_tokens, Some(4.0), "2000 draft tokens in 500 drafts");

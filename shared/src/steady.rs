@@ -82,6 +82,9 @@ pub struct SteadyScan {
     /// The `slots` earliest ends seen so far (a max-heap: the latest of them on top).
     earliest_ends: std::collections::BinaryHeap<At>,
     last_send_ms: f64,
+    /// Σ e2el and how many, for the mean request time.
+    e2el_sum_ms: f64,
+    e2el_count: u64,
 }
 
 impl SteadyScan {
@@ -92,6 +95,8 @@ impl SteadyScan {
             slots,
             earliest_ends: std::collections::BinaryHeap::with_capacity(slots + 1),
             last_send_ms: f64::NEG_INFINITY,
+            e2el_sum_ms: 0.0,
+            e2el_count: 0,
         })
     }
 
@@ -100,6 +105,10 @@ impl SteadyScan {
             return;
         }
         self.last_send_ms = self.last_send_ms.max(r.start_ms);
+        if let Some(e2el) = r.e2el_ms.filter(|e| e.is_finite()) {
+            self.e2el_sum_ms += e2el;
+            self.e2el_count += 1;
+        }
         if let Some(end) = r.e2el_ms.map(|e| r.start_ms + e).filter(|t| t.is_finite()) {
             self.earliest_ends.push(At(end));
             if self.earliest_ends.len() > self.slots {
@@ -109,13 +118,17 @@ impl SteadyScan {
     }
 
     /// The window (from the c-th response to the last send) and its second pass; `None` when
-    /// the run never filled its slots.
+    /// the run never filled its slots, or when the window is shorter than a mean request: then
+    /// no slot finishes a whole request inside it, and the count would measure where its edges
+    /// fall between responses (two requests per slot in lockstep give a window of a few
+    /// microseconds between the waves) rather than the server.
     pub fn window(&self) -> Option<SteadyCount> {
-        if self.earliest_ends.len() < self.slots {
+        if self.earliest_ends.len() < self.slots || self.e2el_count == 0 {
             return None;
         }
         let start_ms = self.earliest_ends.peek()?.0;
-        (self.last_send_ms > start_ms).then_some(SteadyCount {
+        let mean_e2el_ms = self.e2el_sum_ms / self.e2el_count as f64;
+        (self.last_send_ms - start_ms >= mean_e2el_ms).then_some(SteadyCount {
             start_ms,
             end_ms: self.last_send_ms,
             output_tokens: 0.0,
@@ -214,6 +227,20 @@ mod tests {
         // One wave only: no steady window.
         assert_eq!(steady_state(&runs[..2], 2), None);
         assert_eq!(steady_state(&runs, 7), None);
+    }
+
+    #[test]
+    fn a_window_shorter_than_a_request_is_no_window() {
+        // Two requests per slot, nearly in lockstep: the window (101, 101.5] holds a sliver of
+        // one chunk, which would read as 20,000 tokens/s or as nothing.
+        let gaps = vec![10.0; 9];
+        let runs = [
+            record(0.0, 100.0, 10, gaps.clone()),
+            record(0.0, 101.0, 10, gaps.clone()),
+            record(100.0, 100.0, 10, gaps.clone()),
+            record(101.5, 100.0, 10, gaps.clone()),
+        ];
+        assert_eq!(steady_state(&runs, 2), None);
     }
 
     #[test]

@@ -235,16 +235,57 @@ impl SweepTable {
         SweepTable::new(rows, self.prediction)
     }
 
+    /// A row's ratio and verdict as the console and the page print them.
+    pub fn verdict(row: &SweepRow) -> (String, &'static str) {
+        match row.ratio() {
+            Some(x) if x > 1.0 => (format!("{x:.3}"), "speculation pays"),
+            Some(x) => (format!("{x:.3}"), "speculation loses"),
+            None => ("—".into(), "one arm missing"),
+        }
+    }
+
+    /// The lines under the table: the measured crossing, the model's prediction, and why they
+    /// differ when the prediction lies outside what the measurement allows (its interval from
+    /// the repeats, else 5 %).
+    pub fn findings(&self) -> Vec<String> {
+        let mut lines = vec![match (self.crossing, self.crossing_interval) {
+            (Some(b), Some((lo, hi))) => format!(
+                "Measured crossing: B* = {b:.1} concurrent requests (interpolated; {lo:.1}–{hi:.1} within the repeats' spread)"
+            ),
+            (Some(b), None) => format!("Measured crossing: B* = {b:.1} concurrent requests (interpolated)"),
+            (None, _) => "Measured crossing: no crossing inside the swept range".to_string(),
+        }];
+        if let Some(p) = &self.prediction {
+            lines.push(format!(
+                "Model prediction: B* = {:.1} from measured E = {:.3} (k = {}, {}, c = {}, ridge T* = {})",
+                p.break_even_batch,
+                p.measured_e,
+                p.k,
+                p.draft_tokens_phrase(),
+                p.costs.draft_cost,
+                p.costs.ridge_tokens
+            ));
+            let beyond = match (self.crossing, self.crossing_interval) {
+                (Some(_), Some((_, hi))) => p.break_even_batch > hi,
+                (Some(b), None) => b < p.break_even_batch * 0.95,
+                (None, _) => false,
+            };
+            if beyond {
+                lines.push(format!(
+                    "The measured crossing is left of the prediction: costs the model does not charge ({}).",
+                    UNCHARGED_COSTS.join("; ")
+                ));
+            }
+        }
+        lines
+    }
+
     /// The console table, crossing and prediction.
     pub fn render(&self) -> String {
         let cell = |v: Option<f64>| v.map_or_else(|| "—".to_string(), |v| format!("{v:.1}"));
         let mut out = String::from("Concurrency   spec out tok/s   base out tok/s    ratio   verdict\n");
         for r in &self.rows {
-            let (ratio, verdict) = match r.ratio() {
-                Some(x) if x > 1.0 => (format!("{x:.3}"), "speculation pays"),
-                Some(x) => (format!("{x:.3}"), "speculation loses"),
-                None => ("—".into(), "one arm missing"),
-            };
+            let (ratio, verdict) = SweepTable::verdict(r);
             out.push_str(&format!(
                 "{:>11}   {:>14}   {:>14}   {:>6}   {verdict}\n",
                 r.concurrency,
@@ -253,33 +294,10 @@ impl SweepTable {
                 ratio
             ));
         }
-        match (self.crossing, self.crossing_interval) {
-            (Some(b), Some((lo, hi))) => out.push_str(&format!(
-                "\nMeasured crossing: B* = {b:.1} concurrent requests (interpolated; {lo:.1}–{hi:.1} within the repeats' spread)\n"
-            )),
-            (Some(b), None) => out.push_str(&format!(
-                "\nMeasured crossing: B* = {b:.1} concurrent requests (interpolated)\n"
-            )),
-            (None, _) => out.push_str("\nMeasured crossing: no crossing inside the swept range\n"),
-        }
-        if let Some(p) = &self.prediction {
-            out.push_str(&format!(
-                "Model prediction: B* = {:.1} from measured E = {:.3} (k = {}, {}, c = {}, ridge T* = {})\n",
-                p.break_even_batch,
-                p.measured_e,
-                p.k,
-                p.draft_tokens_phrase(),
-                p.costs.draft_cost,
-                p.costs.ridge_tokens
-            ));
-            if let Some(b) = self.crossing {
-                if b < p.break_even_batch {
-                    out.push_str(&format!(
-                        "The measured crossing is left of the prediction: costs the model does not charge ({}).\n",
-                        UNCHARGED_COSTS.join("; ")
-                    ));
-                }
-            }
+        for (i, line) in self.findings().iter().enumerate() {
+            out.push_str(if i == 0 { "\n" } else { "" });
+            out.push_str(line);
+            out.push('\n');
         }
         out
     }
@@ -313,6 +331,13 @@ mod tests {
         assert!((t.crossing.unwrap() - want).abs() < 1e-9);
         let text = t.render();
         assert!(text.contains("Measured crossing: B* = "), "{text}");
+        assert!(
+            !text.contains("left of the prediction"),
+            "181 against 186 is within 5 %: no story to tell\n{text}"
+        );
+        let far = Prediction::new(3.2, 3, None, pred.costs);
+        assert!(far.break_even_batch > t.crossing.unwrap() / 0.95);
+        let text = SweepTable::new(rows.to_vec(), Some(far)).render();
         assert!(text.contains("left of the prediction"), "{text}");
         let none = SweepTable::new(
             vec![SweepRow {

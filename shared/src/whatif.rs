@@ -224,40 +224,21 @@ impl WhatIf {
             let value = percent_decode(value);
             let mut bad = |what: &str| errors.push(format!("ignored {key}={value:?}: {what}"));
             match key {
-                "alpha" => match value.parse::<f64>() {
-                    Ok(a) if (0.0..=1.0).contains(&a) => w.acceptance = Acceptance::Alpha(a),
-                    _ => bad("α must be a number in [0, 1]"),
-                },
-                "e" => match value.parse::<f64>() {
-                    Ok(e) if e.is_finite() && e >= 1.0 => w.acceptance = Acceptance::MeasuredE(e),
-                    _ => bad("E must be a number ≥ 1"),
-                },
-                "k" => match value.parse::<u32>() {
-                    Ok(k) if (1..=MAX_K).contains(&k) => w.k = k,
-                    _ => bad("k must be a whole number from 1 to 16"),
-                },
-                "d" => match value.parse::<f64>() {
-                    Ok(d) if d.is_finite() && d > 0.0 => w.draft_tokens = Some(d),
-                    _ => bad("draft tokens per draft must be a number > 0"),
+                "alpha" | "e" | "k" | "d" | "c" | "ridge" | "bmax" | "batch" => match parse_input(key, &value) {
+                    Ok(v) => match key {
+                        "alpha" => w.acceptance = Acceptance::Alpha(v),
+                        "e" => w.acceptance = Acceptance::MeasuredE(v),
+                        "k" => w.k = v as u32,
+                        "d" => w.draft_tokens = Some(v),
+                        "c" => custom_c = Some(v),
+                        "ridge" => ridge = Some(v),
+                        "bmax" => w.batch_max = v as u32,
+                        _ => w.batch = v as u32,
+                    },
+                    Err(rule) => bad(rule),
                 },
                 "proposer" => proposer_key = Some(value),
-                "c" => match value.parse::<f64>() {
-                    Ok(c) if c.is_finite() && c >= 0.0 => custom_c = Some(c),
-                    _ => bad("c must be a number ≥ 0"),
-                },
                 "gpu" => gpu_key = Some(value),
-                "ridge" => match value.parse::<f64>() {
-                    Ok(t) if t.is_finite() && t > 0.0 => ridge = Some(t),
-                    _ => bad("the ridge must be a number > 0"),
-                },
-                "bmax" => match value.parse::<u32>() {
-                    Ok(b) if (2..=MAX_BATCH).contains(&b) => w.batch_max = b,
-                    _ => bad("the batch axis must end between 2 and 65536"),
-                },
-                "batch" => match value.parse::<u32>() {
-                    Ok(b) if (1..=MAX_BATCH).contains(&b) => w.batch = b,
-                    _ => bad("the batch must be between 1 and 65536"),
-                },
                 "alphas" => match parse_list(&value, |a: &f64| (0.0..=1.0).contains(a)) {
                     Some(v) if !v.is_empty() => w.table_alphas = v,
                     _ => bad("a list of α values in [0, 1]"),
@@ -298,6 +279,32 @@ impl WhatIf {
         }
         (w, errors)
     }
+}
+
+/// The rule for one numeric input (`alpha`, `e`, `k`, `d`, `c`, `ridge`, `bmax`, `batch`),
+/// shared by the URL and the page's inputs so both refuse the same values in the same words:
+/// the number, or the rule it breaks.
+pub fn parse_input(key: &str, text: &str) -> Result<f64, &'static str> {
+    let v = text.trim().parse::<f64>().ok().filter(|v| v.is_finite());
+    let whole = |lo: u32, hi: u32| v.filter(|v| v.fract() == 0.0 && (f64::from(lo)..=f64::from(hi)).contains(v));
+    let (value, rule) = match key {
+        "alpha" => (v.filter(|a| (0.0..=1.0).contains(a)), "α must be a number in [0, 1]"),
+        "e" => (v.filter(|e| *e >= 1.0), "E must be a number ≥ 1"),
+        "k" => (whole(1, MAX_K), "k must be a whole number from 1 to 16"),
+        "d" => (v.filter(|d| *d > 0.0), "draft tokens per draft must be a number > 0"),
+        "c" => (v.filter(|c| *c >= 0.0), "c must be a number ≥ 0"),
+        "ridge" => (v.filter(|t| *t > 0.0), "the ridge must be a number > 0"),
+        "bmax" => (
+            whole(2, MAX_BATCH),
+            "the batch axis must end at a whole number between 2 and 65536",
+        ),
+        "batch" => (
+            whole(1, MAX_BATCH),
+            "the batch must be a whole number between 1 and 65536",
+        ),
+        _ => (None, "not an input of the model"),
+    };
+    value.ok_or(rule)
 }
 
 /// Shortest decimal text that reads back as the same number.

@@ -169,3 +169,53 @@ pub async fn canvas_ink(client: &Client, id: &str) -> Option<(u64, u64)> {
     let v: serde_json::Value = client.execute(&script, vec![]).await.ok()?;
     Some((v[0].as_u64()?, v[1].as_u64()?))
 }
+
+/// Save what the browser shows as `<name>.png` under `target/screenshots` (every run) and, when
+/// `SPECLENS_UPDATE_SCREENSHOTS` is set, under `docs/screenshots` (the README links those).
+pub async fn screenshot(client: &Client, name: &str) {
+    let png = client.screenshot().await.expect("a screenshot");
+    let mut dirs = vec![crate::common::workspace().join("target/screenshots")];
+    if std::env::var_os("SPECLENS_UPDATE_SCREENSHOTS").is_some() {
+        dirs.push(crate::common::workspace().join("docs/screenshots"));
+    }
+    for dir in dirs {
+        std::fs::create_dir_all(&dir).unwrap();
+        std::fs::write(dir.join(format!("{name}.png")), &png).unwrap();
+    }
+}
+
+/// Make the page's viewport `width` CSS pixels wide (the window is the viewport when headless).
+pub async fn set_width(client: &Client, width: u32) {
+    client.set_window_size(width, 1000).await.expect("a window size");
+}
+
+/// The page's horizontal overflow in CSS pixels (0: no sideways scroll).
+pub async fn sideways_overflow(client: &Client) -> i64 {
+    let v: serde_json::Value = client
+        .execute(
+            "return document.documentElement.scrollWidth - document.documentElement.clientWidth;",
+            vec![],
+        )
+        .await
+        .expect("the page's widths");
+    v.as_i64().unwrap_or(i64::MAX)
+}
+
+/// Tables cut off on the page: for each table, its id when its box scrolls or it reaches past
+/// the viewport's right edge.
+pub async fn clipped_tables(client: &Client) -> Vec<String> {
+    let v: serde_json::Value = client
+        .execute(
+            "return [...document.querySelectorAll('table')].filter(t => { \
+               const box = t.closest('.table-box') || t.parentElement; \
+               return box.scrollWidth > box.clientWidth + 1 \
+                 || t.getBoundingClientRect().right > document.documentElement.clientWidth + 1; \
+             }).map(t => t.id || t.className);",
+            vec![],
+        )
+        .await
+        .expect("the tables' widths");
+    v.as_array()
+        .map(|a| a.iter().filter_map(|t| t.as_str().map(str::to_string)).collect())
+        .unwrap_or_default()
+}

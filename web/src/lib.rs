@@ -3,13 +3,16 @@
 //! in the URL fragment (`#live`, `#whatif?…`). The same app is the static report when the page
 //! carries a report's data (`speclens report`).
 
+mod backend;
 mod canvas;
 mod live_page;
+mod overview_page;
 mod report_data;
 mod runs_page;
 mod whatif_page;
 
 pub use live_page::LivePage;
+pub use overview_page::OverviewPage;
 pub use runs_page::RunsPage;
 pub use whatif_page::WhatIfPage;
 
@@ -19,16 +22,20 @@ use leptos::prelude::*;
 /// The page's views.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum View {
+    Overview,
     Live,
     WhatIf,
     Runs,
 }
 
 impl View {
-    /// `#live` (or nothing) is the live run; any other fragment is a what-if state.
+    /// Nothing or `#overview` is the overview, `#live` the live run, `#runs…` the history; any
+    /// other fragment is a what-if state.
     pub fn from_fragment(fragment: &str) -> View {
         let f = fragment.trim_start_matches('#');
-        if f.is_empty() || f == "live" || f.starts_with("live?") {
+        if f.is_empty() || f == "overview" {
+            View::Overview
+        } else if f == "live" || f.starts_with("live?") {
             View::Live
         } else if f == "runs" || f.starts_with("runs?") {
             View::Runs
@@ -62,9 +69,9 @@ pub fn App() -> impl IntoView {
         }
     }
     let (fragment, set_fragment) = signal(current_fragment());
-    // A report has no live run: its default view is the run list.
+    // A report has no live run: a live link opens its overview.
     let view = Memo::new(move |_| match View::from_fragment(&fragment.get()) {
-        View::Live if in_report => View::Runs,
+        View::Live if in_report => View::Overview,
         v => v,
     });
     let tagline = match report {
@@ -80,6 +87,7 @@ pub fn App() -> impl IntoView {
         <header class="topbar">
             <span class="brand">"speclens"</span>
             <nav>
+                <a href="#overview" class:active=move || view.get() == View::Overview>"Overview"</a>
                 {(!in_report).then(|| view! { <a href="#live" class:active=move || view.get() == View::Live>"Live run"</a> })}
                 <a href="#whatif" class:active=move || view.get() == View::WhatIf>"What-if"</a>
                 <a href="#runs" class:active=move || view.get() == View::Runs>"Runs"</a>
@@ -88,6 +96,7 @@ pub fn App() -> impl IntoView {
         </header>
         <main>
             {move || match view.get() {
+                View::Overview => view! { <OverviewPage/> }.into_any(),
                 View::Live => view! { <LivePage/> }.into_any(),
                 View::WhatIf => view! { <WhatIfPage/> }.into_any(),
                 View::Runs => {

@@ -4,21 +4,26 @@
 //! per-request path and its acceptance distributions, acceptance by draft position for each
 //! path beside the geometric curve, and why a path has no data.
 
-use leptos::html::Canvas;
+use std::cell::{Cell, RefCell};
+use std::rc::Rc;
+
 use leptos::prelude::*;
 use plotters::style::RGBColor;
+use send_wrapper::SendWrapper;
 use speclens_shared::aggregate::Bins;
 use speclens_shared::chart::{
-    colors, draw_histograms, draw_per_position, draw_series_chart, HistogramPanel, Positions, Series,
+    colors, draw_histograms, draw_per_position, draw_series_chart, draw_series_panels, HistogramPanel, Positions,
+    Series, SeriesPanel,
 };
 use speclens_shared::live_state::{Applied, LiveState};
-use speclens_shared::protocol::{RunStatus, RunView, ServerMessage};
+use speclens_shared::protocol::{RunStatus, RunView, ServerMessage, TimelinePoint};
 use speclens_shared::run::LatencyStats;
+use speclens_shared::Error;
 use wasm_bindgen::closure::Closure;
 use wasm_bindgen::JsCast;
-use web_sys::{HtmlCanvasElement, MessageEvent, WebSocket};
+use web_sys::{MessageEvent, WebSocket};
 
-use crate::canvas::draw_on;
+use crate::canvas::{chart_canvas, Draw, Root};
 
 /// Connection state shown on the page.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -38,67 +43,141 @@ fn ws_url() -> Option<String> {
     Some(format!("{scheme}://{}/ws", location.host().ok()?))
 }
 
-/// Open the socket; on close, try again after a capped exponential backoff.
-fn connect(set_live: WriteSignal<LiveState>, set_link: WriteSignal<Link>, attempt: u32, live: ReadSignal<LiveState>) {
-    let Some(url) = ws_url() else { return };
-    let Ok(socket) = WebSocket::new(&url) else {
-        retry(set_live, set_link, attempt, live);
-        return;
-    };
-    set_link.set(Link::Connecting);
-    // Exposed for debugging and for the browser tests that cut the connection on purpose.
-    let _ = js_sys::Reflect::set(&window(), &"speclensSocket".into(), &socket);
-    let on_open = Closure::<dyn FnMut()>::new(move || set_link.set(Link::Open));
-    socket.set_onopen(Some(on_open.as_ref().unchecked_ref()));
-    on_open.forget();
-    let sock = socket.clone();
-    let on_message = Closure::<dyn FnMut(MessageEvent)>::new(move |e: MessageEvent| {
-        let Some(text) = e.data().as_string() else { return };
-        let Ok(message) = serde_json::from_str::<ServerMessage>(&text) else {
-            return;
-        };
-        let mut need_snapshot = false;
-        set_live.update(|state| need_snapshot = state.apply(message) == Applied::NeedSnapshot);
-        if need_snapshot {
-            // Closing makes the server send a fresh snapshot on the next connection.
-            let _ = sock.close();
-        }
-    });
-    socket.set_onmessage(Some(on_message.as_ref().unchecked_ref()));
-    on_message.forget();
-    let on_close = Closure::<dyn FnMut()>::new(move || {
-        let finished = matches!(
-            live.with_untracked(|l| l.run.status),
-            RunStatus::Finished | RunStatus::Partial
-        );
-        if finished {
-            set_link.set(Link::Retrying);
-        }
-        retry(
-            set_live,
-            set_link,
-            if finished { attempt.max(3) } else { attempt },
-            live,
-        );
-    });
-    socket.set_onclose(Some(on_close.as_ref().unchecked_ref()));
-    on_close.forget();
+/// The live view's one WebSocket. It reconnects with a capped backoff while the view is shown;
+/// when the view is left it detaches its handlers, closes, and never reconnects, so going back
+/// and forth between views leaves one socket open (the handlers are owned here, not leaked).
+struct LiveSocket {
+    set_live: WriteSignal<LiveState>,
+    set_link: WriteSignal<Link>,
+    live: ReadSignal<LiveState>,
+    socket: RefCell<Option<WebSocket>>,
+    handlers: RefCell<Vec<Handler>>,
+    left: Cell<bool>,
 }
 
-fn retry(set_live: WriteSignal<LiveState>, set_link: WriteSignal<Link>, attempt: u32, live: ReadSignal<LiveState>) {
-    set_link.set(Link::Retrying);
-    let delay_ms = (250u64 << attempt.min(5)).min(5_000);
-    set_timeout(
-        move || connect(set_live, set_link, attempt + 1, live),
-        std::time::Duration::from_millis(delay_ms),
-    );
+/// A JS callback attached to the socket (kept alive while it is attached).
+enum Handler {
+    Event(#[allow(dead_code)] Closure<dyn FnMut()>),
+    Message(#[allow(dead_code)] Closure<dyn FnMut(MessageEvent)>),
+}
+
+impl LiveSocket {
+    /// Connect now; the returned handle closes the socket for good when dropped by [`leave`].
+    fn start(
+        set_live: WriteSignal<LiveState>,
+        set_link: WriteSignal<Link>,
+        live: ReadSignal<LiveState>,
+    ) -> Rc<LiveSocket> {
+        let me = Rc::new(LiveSocket {
+            set_live,
+            set_link,
+            live,
+            socket: RefCell::new(None),
+            handlers: RefCell::new(Vec::new()),
+            left: Cell::new(false),
+        });
+        LiveSocket::connect(&me, 0);
+        me
+    }
+
+    /// Open a socket (after detaching the previous one's handlers). Called at start and from a
+    /// timer, never from inside one of the socket's own handlers.
+    fn connect(me: &Rc<LiveSocket>, attempt: u32) {
+        if me.left.get() {
+            return;
+        }
+        me.detach();
+        let Some(url) = ws_url() else { return };
+        let Ok(socket) = WebSocket::new(&url) else {
+            LiveSocket::retry(me, attempt);
+            return;
+        };
+        me.set_link.set(Link::Connecting);
+        // Exposed for debugging and for the browser tests that cut the connection on purpose.
+        let _ = js_sys::Reflect::set(&window(), &"speclensSocket".into(), &socket);
+        let set_link = me.set_link;
+        let on_open = Closure::<dyn FnMut()>::new(move || set_link.set(Link::Open));
+        socket.set_onopen(Some(on_open.as_ref().unchecked_ref()));
+        let (set_live, sock) = (me.set_live, socket.clone());
+        let on_message = Closure::<dyn FnMut(MessageEvent)>::new(move |e: MessageEvent| {
+            let Some(text) = e.data().as_string() else { return };
+            let Ok(message) = serde_json::from_str::<ServerMessage>(&text) else {
+                return;
+            };
+            let (mut need_snapshot, mut moved_on) = (false, false);
+            set_live.update(|state| {
+                let was_over = state.session_over;
+                need_snapshot = state.apply(message) == Applied::NeedSnapshot;
+                moved_on = !was_over && state.session_over && state.seen_running;
+            });
+            if need_snapshot {
+                // Closing makes the server send a fresh snapshot on the next connection.
+                let _ = sock.close();
+            }
+            if moved_on {
+                // The page watched the measurements to their end: show what they found.
+                let _ = window().location().set_hash("overview");
+            }
+        });
+        socket.set_onmessage(Some(on_message.as_ref().unchecked_ref()));
+        let weak = Rc::downgrade(me);
+        let on_close = Closure::<dyn FnMut()>::new(move || {
+            let Some(me) = weak.upgrade() else { return };
+            let finished = matches!(
+                me.live.with_untracked(|l| l.run.status),
+                RunStatus::Finished | RunStatus::Partial
+            );
+            LiveSocket::retry(&me, if finished { attempt.max(3) } else { attempt });
+        });
+        socket.set_onclose(Some(on_close.as_ref().unchecked_ref()));
+        *me.handlers.borrow_mut() = vec![
+            Handler::Event(on_open),
+            Handler::Message(on_message),
+            Handler::Event(on_close),
+        ];
+        *me.socket.borrow_mut() = Some(socket);
+    }
+
+    fn retry(me: &Rc<LiveSocket>, attempt: u32) {
+        if me.left.get() {
+            return;
+        }
+        me.set_link.set(Link::Retrying);
+        let delay_ms = (250u64 << attempt.min(5)).min(5_000);
+        let weak = Rc::downgrade(me);
+        set_timeout(
+            move || {
+                if let Some(me) = weak.upgrade() {
+                    LiveSocket::connect(&me, attempt + 1);
+                }
+            },
+            std::time::Duration::from_millis(delay_ms),
+        );
+    }
+
+    /// Take the handlers off the current socket (if any) and close it.
+    fn detach(&self) {
+        if let Some(socket) = self.socket.borrow_mut().take() {
+            socket.set_onopen(None);
+            socket.set_onmessage(None);
+            socket.set_onclose(None);
+            let _ = socket.close();
+        }
+        self.handlers.borrow_mut().clear();
+    }
+
+    /// The view is gone: close for good.
+    fn leave(&self) {
+        self.left.set(true);
+        self.detach();
+    }
 }
 
 fn fmt(v: Option<f64>, decimals: usize) -> String {
     v.map_or_else(|| "No traffic".to_string(), |x| format!("{x:.decimals$}"))
 }
 
-fn latency_row(name: &'static str, stats: Option<LatencyStats>) -> impl IntoView {
+pub fn latency_row(name: &'static str, stats: Option<LatencyStats>) -> impl IntoView {
     let cells = match stats {
         Some(s) => [s.mean, s.median, s.percentiles.get("99").copied().unwrap_or(f64::NAN)].map(|v| format!("{v:.2}")),
         None => [(); 3].map(|_| "—".to_string()),
@@ -106,80 +185,68 @@ fn latency_row(name: &'static str, stats: Option<LatencyStats>) -> impl IntoView
     view! { <tr><td>{name}</td><td>{cells[0].clone()}</td><td>{cells[1].clone()}</td><td>{cells[2].clone()}</td></tr> }
 }
 
-/// Redraw `canvas` whenever the run changes.
-fn chart_effect(
-    canvas: NodeRef<Canvas>,
-    run: Signal<RunView>,
-    draw: fn(&HtmlCanvasElement, &RunView) -> Result<(), String>,
-) {
-    Effect::new(move |_| {
-        let Some(c) = canvas.get() else { return };
-        run.with(|r| {
-            let result = draw(&c, r);
-            let draws = c
-                .get_attribute("data-draws")
-                .and_then(|d| d.parse::<u64>().ok())
-                .unwrap_or(0)
-                + 1;
-            let _ = c.set_attribute("data-draws", &draws.to_string());
-            let _ = c.set_attribute("data-error", &result.err().unwrap_or_default());
-        });
-    });
-}
+/// Acceptance over time: the rate (percent) and the length (tokens per step), each on its own
+/// axis, one point per scrape interval.
+struct AcceptanceOverTime;
 
-fn draw_acceptance(c: &HtmlCanvasElement, run: &RunView) -> Result<(), String> {
-    let rate: Vec<(f64, f64)> = run
-        .timeline
-        .iter()
-        .filter_map(|p| p.acceptance_rate.map(|r| (p.t_s, r / 100.0)))
-        .collect();
-    let length: Vec<(f64, f64)> = run
-        .timeline
-        .iter()
-        .filter_map(|p| p.acceptance_length.map(|l| (p.t_s, l)))
-        .collect();
-    let series = [
-        Series {
-            label: "acceptance rate (fraction)".into(),
-            color: colors::ACCEPTED,
-            points: rate,
-        },
-        Series {
-            label: "acceptance length (tokens/step)".into(),
-            color: colors::SPECULATIVE,
-            points: length,
-        },
-    ];
-    draw_on(c, |root, scale| {
-        draw_series_chart(root, &series, "rate · length", scale)
-    })
-}
-
-fn draw_flow(c: &HtmlCanvasElement, run: &RunView) -> Result<(), String> {
-    let t = &run.timeline;
-    let series = [
-        Series {
-            label: "proposed/s".into(),
-            color: colors::PROPOSED,
-            points: t.iter().map(|p| (p.t_s, p.drafted_per_s)).collect(),
-        },
-        Series {
-            label: "accepted/s".into(),
-            color: colors::ACCEPTED,
-            points: t.iter().map(|p| (p.t_s, p.accepted_per_s)).collect(),
-        },
-        Series {
-            label: "rejected/s".into(),
-            color: colors::REJECTED,
-            points: t
+impl Draw<RunView> for AcceptanceOverTime {
+    fn draw(run: &RunView, root: &Root, scale: f64) -> Result<(), Error> {
+        let of = |pick: fn(&TimelinePoint) -> Option<f64>| -> Vec<(f64, f64)> {
+            run.timeline
                 .iter()
-                .map(|p| (p.t_s, (p.drafted_per_s - p.accepted_per_s).max(0.0)))
-                .collect(),
-        },
-    ];
-    draw_on(c, |root, scale| {
+                .filter_map(|p| pick(p).map(|v| (p.t_s, v)))
+                .collect()
+        };
+        let panels = [
+            SeriesPanel {
+                y_desc: "acceptance rate (%)".into(),
+                series: vec![Series {
+                    label: "acceptance rate (%)".into(),
+                    color: colors::ACCEPTED,
+                    points: of(|p| p.acceptance_rate),
+                }],
+            },
+            SeriesPanel {
+                y_desc: "length (tokens/step)".into(),
+                series: vec![Series {
+                    label: "acceptance length (tokens/step)".into(),
+                    color: colors::SPECULATIVE,
+                    points: of(|p| p.acceptance_length),
+                }],
+            },
+        ];
+        draw_series_panels(root, &panels, scale)
+    }
+}
+
+/// Draft tokens proposed, accepted and rejected per second.
+struct TokenFlow;
+
+impl Draw<RunView> for TokenFlow {
+    fn draw(run: &RunView, root: &Root, scale: f64) -> Result<(), Error> {
+        let t = &run.timeline;
+        let series = [
+            Series {
+                label: "proposed/s".into(),
+                color: colors::PROPOSED,
+                points: t.iter().map(|p| (p.t_s, p.drafted_per_s)).collect(),
+            },
+            Series {
+                label: "accepted/s".into(),
+                color: colors::ACCEPTED,
+                points: t.iter().map(|p| (p.t_s, p.accepted_per_s)).collect(),
+            },
+            Series {
+                label: "rejected/s".into(),
+                color: colors::REJECTED,
+                points: t
+                    .iter()
+                    .map(|p| (p.t_s, (p.drafted_per_s - p.accepted_per_s).max(0.0)))
+                    .collect(),
+            },
+        ];
         draw_series_chart(root, &series, "draft tokens/s", scale)
-    })
+    }
 }
 
 /// Path colours in the per-position chart: per-request first, then each scraped endpoint.
@@ -190,54 +257,69 @@ const PATH_COLORS: [RGBColor; 4] = [
     colors::REJECTED,
 ];
 
-fn draw_positions(c: &HtmlCanvasElement, run: &RunView) -> Result<(), String> {
-    let paths = run.positions_by_path();
-    let e = paths.first().map_or(1.0, |p| p.acceptance_length);
-    let measured: Vec<Positions> = paths
-        .into_iter()
-        .zip(PATH_COLORS.iter().cycle())
-        .map(|(p, color)| Positions {
-            label: p.label,
-            color: *color,
-            rates: p.rates,
-        })
-        .collect();
-    draw_on(c, |root, scale| draw_per_position(root, &measured, e, scale))
+/// Acceptance by draft position for each path, beside the geometric curve of the same E.
+struct PositionsChart;
+
+impl Draw<RunView> for PositionsChart {
+    fn draw(run: &RunView, root: &Root, scale: f64) -> Result<(), Error> {
+        let paths = run.positions_by_path();
+        let e = paths.first().map_or(1.0, |p| p.acceptance_length);
+        let measured: Vec<Positions> = paths
+            .into_iter()
+            .zip(PATH_COLORS.iter().cycle())
+            .map(|(p, color)| Positions {
+                label: p.label,
+                color: *color,
+                rates: p.rates,
+            })
+            .collect();
+        draw_per_position(root, &measured, e, scale)
+    }
 }
 
-fn draw_latency_distributions(c: &HtmlCanvasElement, run: &RunView) -> Result<(), String> {
-    let d = &run.distributions;
-    let panels = [
-        ("TTFT (ms)", d.ttft_ms.as_ref()),
-        ("ITL (ms)", d.itl_ms.as_ref()),
-        ("E2E latency (ms)", d.e2el_ms.as_ref()),
-    ]
-    .map(|(x_desc, bins)| HistogramPanel {
-        x_desc,
-        color: colors::PROPOSED,
-        bins,
-    });
-    draw_on(c, |root, scale| draw_histograms(root, &panels, scale))
+/// TTFT, ITL and E2E latency histograms side by side.
+struct LatencyDistributions;
+
+impl Draw<RunView> for LatencyDistributions {
+    fn draw(run: &RunView, root: &Root, scale: f64) -> Result<(), Error> {
+        let d = &run.distributions;
+        let panels = [
+            ("TTFT (ms)", d.ttft_ms.as_ref()),
+            ("ITL (ms)", d.itl_ms.as_ref()),
+            ("E2E latency (ms)", d.e2el_ms.as_ref()),
+        ]
+        .map(|(x_desc, bins)| HistogramPanel {
+            x_desc,
+            color: colors::PROPOSED,
+            bins,
+        });
+        draw_histograms(root, &panels, scale)
+    }
 }
 
-fn draw_acceptance_distributions(c: &HtmlCanvasElement, run: &RunView) -> Result<(), String> {
-    let pooled = run
-        .per_request
-        .as_ref()
-        .and_then(|s| Bins::from_counts(&s.pooled_spec_decode_acceptance_histogram));
-    let panels = [
-        HistogramPanel {
-            x_desc: "acceptance length per request",
-            color: colors::SPECULATIVE,
-            bins: run.distributions.acceptance_length.as_ref(),
-        },
-        HistogramPanel {
-            x_desc: "drafts accepted per step (pooled)",
-            color: colors::ACCEPTED,
-            bins: pooled.as_ref(),
-        },
-    ];
-    draw_on(c, |root, scale| draw_histograms(root, &panels, scale))
+/// Per-request acceptance length and the pooled drafts accepted per step.
+struct AcceptanceDistributions;
+
+impl Draw<RunView> for AcceptanceDistributions {
+    fn draw(run: &RunView, root: &Root, scale: f64) -> Result<(), Error> {
+        let pooled = run
+            .per_request
+            .as_ref()
+            .and_then(|s| Bins::from_counts(&s.pooled_spec_decode_acceptance_histogram));
+        let panels = [
+            HistogramPanel {
+                x_desc: "acceptance length per request",
+                color: colors::SPECULATIVE,
+                bins: run.distributions.acceptance_length.as_ref(),
+            },
+            HistogramPanel {
+                x_desc: "drafts accepted per step (pooled)",
+                color: colors::ACCEPTED,
+                bins: pooled.as_ref(),
+            },
+        ];
+        draw_histograms(root, &panels, scale)
+    }
 }
 
 /// "over N requests · M steps" under the acceptance distributions.
@@ -254,20 +336,18 @@ fn acceptance_counts(run: &RunView) -> String {
 /// opened from the history).
 #[component]
 pub fn RunPanel(run: Signal<RunView>) -> impl IntoView {
-    let acceptance = NodeRef::<Canvas>::new();
-    let flow = NodeRef::<Canvas>::new();
-    let positions = NodeRef::<Canvas>::new();
-    let latency_dist = NodeRef::<Canvas>::new();
-    let acceptance_dist = NodeRef::<Canvas>::new();
-    chart_effect(acceptance, run, draw_acceptance);
-    chart_effect(flow, run, draw_flow);
-    chart_effect(positions, run, draw_positions);
-    chart_effect(latency_dist, run, draw_latency_distributions);
-    chart_effect(acceptance_dist, run, draw_acceptance_distributions);
     let tile = move |id: &'static str, label: &'static str, value: Box<dyn Fn() -> String + Send + Sync>| {
         view! { <div class="tile" id=id><div class="tile-label">{label}</div><div class="tile-value">{value}</div></div> }
     };
+    let scope = move || {
+        run.with(|r| match r.status {
+            RunStatus::Running => "Last scrape interval of each endpoint, updated as the run goes; the whole run's figures replace them when it ends.",
+            RunStatus::Finished | RunStatus::Partial => "Whole run, as saved in result.json.",
+            RunStatus::Idle => "",
+        })
+    };
     view! {
+        <p class="hint tiles-scope" id="tiles-scope">{scope}</p>
         <div class="tiles">
             {tile("tile-acceptance-rate", "Acceptance rate (%)", Box::new(move || fmt(run.with(|r| r.tiles.acceptance_rate), 2)))}
             {tile("tile-acceptance-length", "Acceptance length", Box::new(move || fmt(run.with(|r| r.tiles.acceptance_length), 2)))}
@@ -277,20 +357,20 @@ pub fn RunPanel(run: Signal<RunView>) -> impl IntoView {
             {tile("tile-draft-share", "Output from drafts (%)", Box::new(move || fmt(run.with(|r| r.tiles.draft_share), 1)))}
         </div>
         <div class="grid2">
-            <div class="chart-box"><h3>"Acceptance over time"</h3><canvas id="live-acceptance" class="small-chart" node_ref=acceptance></canvas></div>
-            <div class="chart-box"><h3>"Token flow"</h3><canvas id="live-flow" class="small-chart" node_ref=flow></canvas></div>
+            <div class="chart-box"><h3>"Acceptance over time"</h3>{chart_canvas::<_, AcceptanceOverTime>("live-acceptance", "small-chart", "speclens-acceptance-over-time".into(), run)}</div>
+            <div class="chart-box"><h3>"Token flow"</h3>{chart_canvas::<_, TokenFlow>("live-flow", "small-chart", "speclens-token-flow".into(), run)}</div>
         </div>
         <div class="grid2">
             <div>
                 <h3>"Latency (ms)"</h3>
-                <table class="model-table" id="latency">
+                <div class="table-box"><table class="model-table" id="latency">
                     <thead><tr><th>""</th><th>"mean"</th><th>"median"</th><th>"p99"</th></tr></thead>
                     <tbody>
                         {move || latency_row("TTFT", run.with(|r| r.ttft_ms.clone()))}
                         {move || latency_row("ITL", run.with(|r| r.itl_ms.clone()))}
                         {move || latency_row("E2E", run.with(|r| r.e2el_ms.clone()))}
                     </tbody>
-                </table>
+                </table></div>
                 <p id="output-throughput">{move || format!("Output: {:.1} tokens/s", run.with(|r| r.output_tokens_per_s))}</p>
                 <h3>"Per-request path"</h3>
                 <div id="per-request">
@@ -312,7 +392,7 @@ pub fn RunPanel(run: Signal<RunView>) -> impl IntoView {
                     let rows = run.with(|r| r.acceptance_by_endpoint());
                     (!rows.is_empty()).then(|| view! {
                         <h3>"Per replica (live scrapes)"</h3>
-                        <table class="model-table" id="per-replica">
+                        <div class="table-box"><table class="model-table" id="per-replica">
                             <thead><tr><th>"endpoint"</th><th>"acceptance rate (%)"</th><th>"acceptance length"</th><th>"drafts"</th></tr></thead>
                             <tbody>
                                 {rows.into_iter().map(|e| view! {
@@ -324,7 +404,7 @@ pub fn RunPanel(run: Signal<RunView>) -> impl IntoView {
                                     </tr>
                                 }).collect_view()}
                             </tbody>
-                        </table>
+                        </table></div>
                     })
                 }}
                 <div id="not-available">
@@ -334,12 +414,12 @@ pub fn RunPanel(run: Signal<RunView>) -> impl IntoView {
                     {move || run.with(|r| r.notices.clone()).into_iter().map(|r| view! { <p class="notice">{r}</p> }).collect_view()}
                 </div>
             </div>
-            <div class="chart-box"><h3>"Acceptance by draft position"</h3><canvas id="live-positions" class="small-chart" node_ref=positions></canvas>
+            <div class="chart-box"><h3>"Acceptance by draft position"</h3>{chart_canvas::<_, PositionsChart>("live-positions", "small-chart", "speclens-acceptance-by-position".into(), run)}
                 <p class="hint">"A draft is accepted only if all earlier ones were, so rates fall with position; when they fall faster than the geometric curve, the best k is smaller than the geometric table suggests."</p>
             </div>
         </div>
-        <div class="chart-box"><h3>"Latency distributions"</h3><canvas id="live-latency-dist" class="wide-chart" node_ref=latency_dist></canvas></div>
-        <div class="chart-box"><h3>"Acceptance distributions"</h3><canvas id="live-acceptance-dist" class="wide-chart" node_ref=acceptance_dist></canvas>
+        <div class="chart-box"><h3>"Latency distributions"</h3>{chart_canvas::<_, LatencyDistributions>("live-latency-dist", "wide-chart", "speclens-latency-distributions".into(), run)}</div>
+        <div class="chart-box"><h3>"Acceptance distributions"</h3>{chart_canvas::<_, AcceptanceDistributions>("live-acceptance-dist", "wide-chart", "speclens-acceptance-distributions".into(), run)}
             <p class="hint" id="acceptance-dist-counts">{move || run.with(acceptance_counts)}</p>
         </div>
     }
@@ -369,7 +449,8 @@ pub fn whatif_fragment(run: &RunView) -> Option<String> {
 pub fn LivePage() -> impl IntoView {
     let (live, set_live) = signal(LiveState::default());
     let (link, set_link) = signal(Link::Connecting);
-    connect(set_live, set_link, 0, live);
+    let socket = SendWrapper::new(LiveSocket::start(set_live, set_link, live));
+    on_cleanup(move || socket.leave());
     let run = Signal::derive(move || live.with(|l| l.run.clone()));
     view! {
         <section class="page live">
@@ -382,6 +463,18 @@ pub fn LivePage() -> impl IntoView {
                 {move || status_line(&run.get())}
             </p>
             {move || run.with(whatif_fragment).map(|f| view! { <p><a id="whatif-from-run" href=format!("#{f}")>"What-if with this run's measured acceptance →"</a></p> })}
+            {move || (run.with(|r| r.status) == RunStatus::Idle).then(|| view! {
+                <div class="empty" id="live-empty">
+                    <p>"No run is being measured by this server."</p>
+                    <p class="hint">"This page follows a run while it goes: start one with "
+                        <code>"speclens bench --url http://127.0.0.1:8000 --dashboard"</code>
+                        " or " <code>"speclens demo"</code> ". Saved runs are in the "
+                        <a href="#overview">"overview"</a> " and the " <a href="#runs">"run list"</a> "."</p>
+                </div>
+            })}
+            {move || (live.with(|l| l.session_over) && run.with(|r| r.status) != RunStatus::Running).then(|| view! {
+                <p class="notice" id="session-over">"The measurements are done. " <a href="#overview">"See the overview →"</a></p>
+            })}
             <RunPanel run=run/>
         </section>
     }

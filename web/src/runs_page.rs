@@ -10,9 +10,19 @@ use speclens_shared::results::{run_view_from_result, AcceptMatrix, RunList, RunR
 
 use speclens_shared::chart::draw_sweep_chart;
 use speclens_shared::sweep::SweepTable;
+use speclens_shared::Error;
 
-use crate::canvas::draw_on;
+use crate::canvas::{chart_canvas, Draw, Root};
 use crate::live_page::{status_line, whatif_fragment, RunPanel};
+
+/// The sweep: both arms' throughput by concurrency, their ratio, the crossing and the model's.
+pub struct SweepChart;
+
+impl Draw<SweepTable> for SweepChart {
+    fn draw(t: &SweepTable, root: &Root, scale: f64) -> Result<(), Error> {
+        draw_sweep_chart(root, t, scale)
+    }
+}
 
 /// What the fragment asks the page to show.
 #[derive(Debug, Clone, PartialEq)]
@@ -47,7 +57,7 @@ fn parse(fragment: &str) -> RunsView {
 
 /// The collector's answer at `url` as `T` (the shared result types), or the report's copy of
 /// it in a static report.
-async fn fetch_json<T: DeserializeOwned>(url: String) -> Result<T, String> {
+pub async fn fetch_json<T: DeserializeOwned>(url: String) -> Result<T, String> {
     let value = match crate::report_data::response(&url) {
         Some(answer) => answer?,
         None => {
@@ -102,7 +112,7 @@ fn RunList() -> impl IntoView {
                             let p = picked.get();
                             (p.len() == 2).then(|| view! { <a id="compare-link" href=format!("#runs?compare={},{}", p[0], p[1])>"Compare the two ticked runs →"</a> })
                         }}</p>
-                        <table class="model-table" id="run-list">
+                        <div class="table-box"><table class="model-table" id="run-list">
                             <thead><tr><th>""</th><th>"run"</th><th>"date"</th><th>"completed"</th><th>"out tok/s"</th><th>"acceptance length"</th></tr></thead>
                             <tbody>
                                 {list.into_iter().map(|r| {
@@ -128,7 +138,7 @@ fn RunList() -> impl IntoView {
                                     }
                                 }).collect_view()}
                             </tbody>
-                        </table>
+                        </table></div>
                     }.into_any()
                 }
             }}
@@ -184,7 +194,7 @@ fn CompareRuns(a: String, b: String) -> impl IntoView {
                     let arm = |v: &RunResult| if v.spec_decode_acceptance_length.is_some() { "spec-arm" } else { "base-arm" };
                     let (ca, cb) = (arm(&x), arm(&y));
                     view! {
-                        <table class="model-table compare" id="compare">
+                        <div class="table-box"><table class="model-table compare" id="compare">
                             <thead><tr><th>""</th>
                                 <th class=ca>{a.clone()}</th><th class=cb>{b.clone()}</th><th>"second ÷ first"</th></tr></thead>
                             <tbody>
@@ -196,7 +206,7 @@ fn CompareRuns(a: String, b: String) -> impl IntoView {
                                     view! { <tr><td>{*label}</td><td class=ca>{cell(figure(&x), *d)}</td><td class=cb>{cell(figure(&y), *d)}</td><td>{ratio}</td></tr> }
                                 }).collect_view()}
                             </tbody>
-                        </table>
+                        </table></div>
                     }.into_any()
                 }
                 (Some(Err(e)), _) | (_, Some(Err(e))) => view! { <p class="error">"Cannot open a run: " {e}</p> }.into_any(),
@@ -211,15 +221,6 @@ fn SweepView(id: String) -> impl IntoView {
     let url = format!("/api/sweeps/{id}");
     let table = LocalResource::new(move || fetch_json::<SweepTable>(url.clone()));
     let parsed = Signal::derive(move || table.get().and_then(|r| r.ok()));
-    let canvas = NodeRef::<leptos::html::Canvas>::new();
-    Effect::new(move |_| {
-        let (Some(c), Some(t)) = (canvas.get(), parsed.get()) else {
-            return;
-        };
-        let result = draw_on(&c, |root, scale| draw_sweep_chart(root, &t, scale));
-        let _ = c.set_attribute("data-draws", "1");
-        let _ = c.set_attribute("data-error", &result.err().unwrap_or_default());
-    });
     view! {
         <section class="page runs">
             <h1>"Sweep " {id.clone()}</h1>
@@ -228,8 +229,37 @@ fn SweepView(id: String) -> impl IntoView {
                 Some(Err(e)) => Some(view! { <p class="error">"Cannot open the sweep: " {e}</p> }),
                 _ => None,
             }}
-            <div class="chart-box"><canvas id="sweep-chart" class="tall-chart" node_ref=canvas></canvas></div>
-            <pre id="sweep-table">{move || parsed.get().map(|t| t.render()).unwrap_or_default()}</pre>
+            {move || parsed.get().map(|t| view! {
+                <div class="chart-box">{chart_canvas::<_, SweepChart>("sweep-chart", "tall-chart", "speclens-sweep".into(), Signal::stored(t))}</div>
+            })}
+            {move || parsed.get().map(|t| {
+                let spread = |v: Option<f64>, s: Option<(f64, f64)>| match (v, s) {
+                    (Some(v), Some((lo, hi))) => format!("{v:.1} ({lo:.1}–{hi:.1})"),
+                    (v, _) => cell(v, 1),
+                };
+                view! {
+                    <div class="findings" id="sweep-findings">
+                        {t.findings().into_iter().map(|line| view! { <p>{line}</p> }).collect_view()}
+                    </div>
+                    <div class="table-box">
+                        <table class="model-table" id="sweep-table">
+                            <thead><tr><th>"concurrency"</th><th>"spec output tok/s (repeats' range)"</th><th>"plain output tok/s (repeats' range)"</th><th>"spec ÷ plain"</th><th>"verdict"</th></tr></thead>
+                            <tbody>
+                                {t.rows.iter().map(|r| {
+                                    let (ratio, verdict) = SweepTable::verdict(r);
+                                    view! { <tr>
+                                        <td>{format!("{:.0}", r.concurrency)}</td>
+                                        <td>{spread(r.spec_output_tokens_per_s, r.spec_spread)}</td>
+                                        <td>{spread(r.base_output_tokens_per_s, r.base_spread)}</td>
+                                        <td>{ratio}</td>
+                                        <td>{verdict}</td>
+                                    </tr> }
+                                }).collect_view()}
+                            </tbody>
+                        </table>
+                    </div>
+                }
+            })}
         </section>
     }
 }
@@ -246,7 +276,7 @@ fn AcceptView(id: String) -> impl IntoView {
                 None => view! { <p class="hint">"Loading…"</p> }.into_any(),
                 Some(Err(e)) => view! { <p class="error">"Cannot open: " {e}</p> }.into_any(),
                 Some(Ok(v)) => view! {
-                    <table class="model-table" id="accept-matrix">
+                    <div class="table-box"><table class="model-table" id="accept-matrix">
                         <thead><tr><th>"category"</th><th>"path"</th><th>"requests"</th><th>"acceptance length"</th><th>"acceptance rate %"</th><th>"per-position rates"</th></tr></thead>
                         <tbody>
                             {v.categories.into_iter().map(|r| {
@@ -261,7 +291,7 @@ fn AcceptView(id: String) -> impl IntoView {
                                 </tr> }
                             }).collect_view()}
                         </tbody>
-                    </table>
+                    </table></div>
                 }.into_any(),
             }}
         </section>

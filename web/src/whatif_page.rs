@@ -3,14 +3,24 @@
 //! measured per-position rates. Every change redraws at once and is written to the URL fragment.
 
 use leptos::ev;
-use leptos::html::{Canvas, Input};
+use leptos::html::Input;
 use leptos::prelude::*;
-use speclens_shared::chart::speedup_chart;
+use speclens_shared::chart::{draw_speedup_chart, speedup_chart};
 use speclens_shared::model::{Proposer, GPU_PRESETS, NOTHING_MEASURED, UNCHARGED_COSTS};
-use speclens_shared::whatif::{parse_number_list, Acceptance, Gpu, WhatIf, MAX_K};
+use speclens_shared::whatif::{parse_input, parse_number_list, Acceptance, Gpu, WhatIf, MAX_K};
+use speclens_shared::Error;
 use wasm_bindgen::JsValue;
 
-use crate::canvas::{draw_speedup, now_ms};
+use crate::canvas::{chart_canvas, Draw, Root};
+
+/// S(B) for each k of the what-if state.
+struct SpeedupCurves;
+
+impl Draw<WhatIf> for SpeedupCurves {
+    fn draw(w: &WhatIf, root: &Root, scale: f64) -> Result<(), Error> {
+        draw_speedup_chart(root, &speedup_chart(w), scale)
+    }
+}
 
 fn current_fragment() -> String {
     window().location().hash().unwrap_or_default()
@@ -42,16 +52,43 @@ fn fmt_speedup(s: f64) -> String {
     format!("{s:.2}×")
 }
 
-/// A labelled number input bound to one field of the state.
+/// The notice under an input whose typed value breaks its rule (the same words as a bad link
+/// value gets), or nothing.
+fn input_notice(id: &'static str, notice: ReadSignal<Option<String>>) -> impl IntoView {
+    move || {
+        notice
+            .get()
+            .map(|text| view! { <p class="notice input-notice" role="alert" id=format!("notice-{id}")>{text}</p> })
+    }
+}
+
+/// What a typed value means: `Ok(Some(v))` a value to apply, `Ok(None)` nothing yet (the field
+/// is empty), `Err` the notice to show (the value is ignored and the model keeps `kept`).
+fn typed(key: &str, label: &str, text: &str, kept: &str) -> Result<Option<f64>, String> {
+    let text = text.trim();
+    if text.is_empty() {
+        return Ok(None);
+    }
+    parse_input(key, text)
+        .map(Some)
+        .map_err(|rule| format!("Ignored {label} = {text}: {rule}. The model keeps {kept}."))
+}
+
+/// A labelled number input bound to one field of the state (`id` is its key in the URL, so a
+/// typed value obeys the same rule as a linked one, and a broken rule gets the same notice).
 fn number_input(
     id: &'static str,
     label: &'static str,
     step: &'static str,
-    value: impl Fn() -> String + 'static,
+    value: impl Fn() -> String + Copy + 'static,
     disabled: impl Fn() -> bool + Send + Sync + 'static,
     on_value: impl Fn(f64) + 'static,
 ) -> impl IntoView {
     let input = NodeRef::<Input>::new();
+    let (notice, set_notice) = signal(None::<String>);
+    // The value when the user started typing: a broken rule restores it (typing "40" passes
+    // through "4", which must not stay in force).
+    let (before, set_before) = signal(None::<String>);
     bind_value(input, value);
     view! {
         <label class="field" for=id>
@@ -62,14 +99,28 @@ fn number_input(
                 type="number"
                 step=step
                 prop:disabled=disabled
+                on:focus=move |_| set_before.set(Some(value()))
                 on:input=move |ev| {
-                    if let Ok(v) = event_target_value(&ev).trim().parse::<f64>() {
-                        if v.is_finite() {
-                            on_value(v);
+                    // The input's own text (`value` is empty while the text is not a number).
+                    let text = input.get_untracked().map(|el| el.value()).unwrap_or_else(|| event_target_value(&ev));
+                    let kept = before.get_untracked().unwrap_or_else(value);
+                    match typed(id, label, &text, &kept) {
+                        Ok(v) => {
+                            set_notice.set(None);
+                            if let Some(v) = v {
+                                on_value(v);
+                            }
+                        }
+                        Err(message) => {
+                            set_notice.set(Some(message));
+                            if let Ok(v) = parse_input(id, &kept) {
+                                on_value(v);
+                            }
                         }
                     }
                 }
             />
+            {input_notice(id, notice)}
         </label>
     }
 }
@@ -110,9 +161,6 @@ fn join(values: &[f64]) -> String {
 pub fn WhatIfPage() -> impl IntoView {
     let (initial, load_errors) = WhatIf::from_fragment(&current_fragment());
     let (state, set_state) = signal(initial);
-    let (draw_error, set_draw_error) = signal(None::<String>);
-    let (resize_tick, set_resize_tick) = signal(0u32);
-    let canvas_ref = NodeRef::<Canvas>::new();
 
     // URL ← state.
     Effect::new(move |_| state.with(|w| write_fragment(&w.to_fragment())));
@@ -123,30 +171,13 @@ pub fn WhatIfPage() -> impl IntoView {
             set_state.set(next);
         }
     });
-    let resize_listener = window_event_listener(ev::resize, move |_| set_resize_tick.update(|t| *t += 1));
-    on_cleanup(move || {
-        hash_listener.remove();
-        resize_listener.remove();
-    });
-    // Chart ← state.
+    on_cleanup(move || hash_listener.remove());
+    // The chart's size in points, for the web benchmark (the chart itself follows the state).
     Effect::new(move |_| {
-        resize_tick.track();
-        let Some(canvas) = canvas_ref.get() else { return };
-        // State to pixels, timed: the curves' points are computed and drawn here.
-        let started_ms = now_ms();
-        let data = state.with(speedup_chart);
-        let result = draw_speedup(&canvas, &data);
-        let redraw_ms = now_ms() - started_ms;
-        let points: usize = data.curves.iter().map(|c| c.points.len()).sum();
-        let _ = canvas.set_attribute("data-redraw-ms", &format!("{redraw_ms:.3}"));
-        let _ = canvas.set_attribute("data-points", &points.to_string());
-        let draws = canvas
-            .get_attribute("data-draws")
-            .and_then(|d| d.parse::<u64>().ok())
-            .unwrap_or(0)
-            + 1;
-        let _ = canvas.set_attribute("data-draws", &draws.to_string());
-        set_draw_error.set(result.err());
+        let points: usize = state.with(|w| speedup_chart(w).curves.iter().map(|c| c.points.len()).sum());
+        if let Some(canvas) = document().get_element_by_id("speedup-chart") {
+            let _ = canvas.set_attribute("data-points", &points.to_string());
+        }
     });
 
     let measured_e = move || matches!(state.with(|w| w.acceptance), Acceptance::MeasuredE(_));
@@ -187,8 +218,7 @@ pub fn WhatIfPage() -> impl IntoView {
             </div>
 
             <div class="chart-box">
-                <canvas id="speedup-chart" node_ref=canvas_ref aria-label="speedup S(B) against batch size"></canvas>
-                {move || draw_error.get().map(|e| view! { <p class="error">"chart: " {e}</p> })}
+                {chart_canvas::<_, SpeedupCurves>("speedup-chart", "speedup", "speclens-speedup-model".into(), state.into())}
             </div>
 
             <ModelTable state=state set_state=set_state/>
@@ -210,6 +240,8 @@ fn WhatIfInputs(state: ReadSignal<WhatIf>, set_state: WriteSignal<WhatIf>) -> im
     let set = move |f: Box<dyn Fn(&mut WhatIf)>| set_state.update(|w| f(w));
     let measured_e = move || matches!(state.with(|w| w.acceptance), Acceptance::MeasuredE(_));
     let e_input = NodeRef::<Input>::new();
+    let (e_notice, set_e_notice) = signal(None::<String>);
+    let (d_notice, set_d_notice) = signal(None::<String>);
     bind_value(e_input, move || match state.with(|w| w.acceptance) {
         Acceptance::MeasuredE(e) => e.to_string(),
         Acceptance::Alpha(_) => String::new(),
@@ -227,7 +259,7 @@ fn WhatIfInputs(state: ReadSignal<WhatIf>, set_state: WriteSignal<WhatIf>) -> im
                     <legend>"Acceptance"</legend>
                     {number_input("alpha", "α (per-token acceptance)", "0.01",
                         alpha_text, measured_e,
-                        move |a| if (0.0..=1.0).contains(&a) { set(Box::new(move |w| w.acceptance = Acceptance::Alpha(a))) })}
+                        move |a| set(Box::new(move |w| w.acceptance = Acceptance::Alpha(a))))}
                     <input id="alpha-range" type="range" min="0" max="1" step="0.01" aria-label="α slider"
                         prop:value=move || state.with(WhatIf::alpha).to_string()
                         prop:disabled=measured_e
@@ -240,41 +272,43 @@ fn WhatIfInputs(state: ReadSignal<WhatIf>, set_state: WriteSignal<WhatIf>) -> im
                     <label class="field" for="e">
                         <span>"or a measured E (acceptance length)"</span>
                         <input id="e" node_ref=e_input type="number" step="0.01" min="1" placeholder="e.g. 3.2"
-                            on:input=move |ev| {
-                                let text = event_target_value(&ev);
-                                let text = text.trim();
-                                if text.is_empty() {
-                                    let alpha = state.with_untracked(WhatIf::alpha);
-                                    set_state.update(|w| w.acceptance = Acceptance::Alpha(alpha));
-                                } else if let Ok(e) = text.parse::<f64>() {
-                                    if e.is_finite() && e >= 1.0 {
+                            on:input=move |_| {
+                                let text = e_input.get_untracked().map(|el| el.value()).unwrap_or_default();
+                                match typed("e", "E", &text, "the previous acceptance") {
+                                    Ok(Some(e)) => {
+                                        set_e_notice.set(None);
                                         set_state.update(|w| w.acceptance = Acceptance::MeasuredE(e));
                                     }
+                                    Ok(None) => {
+                                        set_e_notice.set(None);
+                                        let alpha = state.with_untracked(WhatIf::alpha);
+                                        set_state.update(|w| w.acceptance = Acceptance::Alpha(alpha));
+                                    }
+                                    Err(message) => set_e_notice.set(Some(message)),
                                 }
                             }
                         />
+                        {input_notice("e", e_notice)}
                     </label>
                     {number_input("k", "k (draft tokens per step)", "1",
                         move || state.with(|w| w.k).to_string(), || false,
-                        move |k| if k >= 1.0 && k <= f64::from(MAX_K) && k.fract() == 0.0 {
-                            set(Box::new(move |w| w.k = k as u32))
-                        })}
+                        move |k| set(Box::new(move |w| w.k = k as u32)))}
                     <label class="field" for="draft-tokens">
                         <span>"draft tokens per draft (measured; empty: k)"</span>
                         <input id="draft-tokens" type="number" step="0.01" min="0" placeholder="k"
                             prop:value=move || state.with(|w| w.draft_tokens.map_or(String::new(), |d| format!("{d}")))
                             on:change=move |ev| {
-                                let text = event_target_value(&ev);
-                                let text = text.trim();
-                                if text.is_empty() {
-                                    set_state.update(|w| w.draft_tokens = None);
-                                } else if let Ok(d) = text.parse::<f64>() {
-                                    if d.is_finite() && d > 0.0 {
-                                        set_state.update(|w| w.draft_tokens = Some(d));
+                                let kept = state.with_untracked(|w| w.draft_tokens.map_or("full k-token drafts".to_string(), |d| d.to_string()));
+                                match typed("d", "draft tokens per draft", &event_target_value(&ev), &kept) {
+                                    Ok(d) => {
+                                        set_d_notice.set(None);
+                                        set_state.update(|w| w.draft_tokens = d);
                                     }
+                                    Err(message) => set_d_notice.set(Some(message)),
                                 }
                             }
                         />
+                        {input_notice("draft-tokens", d_notice)}
                     </label>
                 </fieldset>
                 <CostInputs state=state set_state=set_state/>
@@ -309,7 +343,7 @@ fn ModelTable(state: ReadSignal<WhatIf>, set_state: WriteSignal<WhatIf>) -> impl
                     w.k
                 )}</p>
             }))}
-            <table class="model-table" id="model-table">
+            <div class="table-box"><table class="model-table" id="model-table">
                 <thead><tr><th>"α"</th><th>"k"</th><th>"E"</th><th>"S(1)"</th><th>"S(∞)"</th><th>"break-even B*"</th></tr></thead>
                 <tbody>
                     {move || {
@@ -329,7 +363,7 @@ fn ModelTable(state: ReadSignal<WhatIf>, set_state: WriteSignal<WhatIf>) -> impl
                         }).collect_view()
                     }}
                 </tbody>
-            </table>
+            </table></div>
         </>
     }
 }
@@ -354,21 +388,21 @@ fn BestK(state: ReadSignal<WhatIf>, set_state: WriteSignal<WhatIf>) -> impl Into
                     })}
                 {number_input("batch", "at batch size", "1",
                     move || state.with(|w| w.batch).to_string(), || false,
-                    move |b| if (1.0..=65536.0).contains(&b) { set(Box::new(move |w| w.batch = b as u32)) })}
+                    move |b| set(Box::new(move |w| w.batch = b as u32)))}
             </div>
             <div id="best-k">
                 {move || state.with(|w| w.best_k().map(|best| {
                     let choices = speclens_shared::model::per_position_choices(&w.position_rates, w.costs(), f64::from(w.batch));
                     view! {
                         <p class="best">{format!("Best k at batch {}: k = {} (E {:.3}, S {})", w.batch, best.k, best.expected_tokens, fmt_speedup(best.speedup))}</p>
-                        <table class="model-table">
+                        <div class="table-box"><table class="model-table">
                             <thead><tr><th>"k"</th><th>"E from measured rates"</th><th>{format!("S({})", w.batch)}</th></tr></thead>
                             <tbody>
                                 {choices.into_iter().map(|c| view! {
                                     <tr class:selected=c.k == best.k><td>{c.k}</td><td>{format!("{:.3}", c.expected_tokens)}</td><td>{fmt_speedup(c.speedup)}</td></tr>
                                 }).collect_view()}
                             </tbody>
-                        </table>
+                        </table></div>
                     }
                 }))}
             </div>
@@ -403,7 +437,7 @@ fn CostInputs(state: ReadSignal<WhatIf>, set_state: WriteSignal<WhatIf>) -> impl
             {number_input("c", "draft cost c (draft step ÷ target step)", "0.005",
                 move || state.with(|w| w.proposer.draft_cost()).to_string(),
                 move || !matches!(state.with(|w| w.proposer), Proposer::Custom(_)),
-                move |c| if c >= 0.0 { set(Box::new(move |w| w.proposer = Proposer::Custom(c))) })}
+                move |c| set(Box::new(move |w| w.proposer = Proposer::Custom(c))))}
             <label class="field" for="gpu">
                 <span>"GPU (roofline ridge)"</span>
                 <select id="gpu"
@@ -424,10 +458,10 @@ fn CostInputs(state: ReadSignal<WhatIf>, set_state: WriteSignal<WhatIf>) -> impl
             {number_input("ridge", "ridge T* (token positions)", "1",
                 move || state.with(|w| w.gpu.ridge_tokens()).to_string(),
                 move || !matches!(state.with(|w| w.gpu), Gpu::Ridge(_)),
-                move |t| if t > 0.0 { set(Box::new(move |w| w.gpu = Gpu::Ridge(t))) })}
+                move |t| set(Box::new(move |w| w.gpu = Gpu::Ridge(t))))}
             {number_input("bmax", "chart up to batch", "1",
                 move || state.with(|w| w.batch_max).to_string(), || false,
-                move |b| if (2.0..=65536.0).contains(&b) { set(Box::new(move |w| w.batch_max = b as u32)) })}
+                move |b| set(Box::new(move |w| w.batch_max = b as u32)))}
         </fieldset>
     }
 }

@@ -170,8 +170,7 @@ pub async fn run_with(plan: Plan, hub: Option<LiveHub>) -> Result<RunOutput, Col
         &measured.outcome.tally,
     );
     let result = output::save_and_print(&prepared, &measured.outcome, &paths, &records_tmp)?;
-    hub.set_findings(result.not_available(), &paths.notices).await;
-    hub.finish(measured.outcome.duration_s, measured.outcome.partial).await;
+    hub.finish(&result).await;
     if let Some(d) = dashboard {
         eprintln!(
             "The dashboard keeps serving the finished run at {} — press Ctrl-C to quit.",

@@ -4,7 +4,7 @@
 use plotters::coord::Shift;
 use plotters::prelude::*;
 
-use super::{chart_error, colors, draw_empty};
+use super::{chart_error, colors, draw_empty, legend_above, tick, Swatch};
 use crate::error::Error;
 use crate::model;
 
@@ -16,6 +16,14 @@ pub struct Series {
     pub points: Vec<(f64, f64)>,
 }
 
+/// One y axis of a time-series chart and the series drawn against it.
+#[derive(Debug, Clone, PartialEq)]
+pub struct SeriesPanel {
+    /// Axis title with its unit.
+    pub y_desc: String,
+    pub series: Vec<Series>,
+}
+
 /// Draw time series (x: seconds into the run) on one axis; "No traffic" when empty.
 pub fn draw_series_chart<DB: DrawingBackend>(
     root: &DrawingArea<DB, Shift>,
@@ -23,60 +31,85 @@ pub fn draw_series_chart<DB: DrawingBackend>(
     y_desc: &str,
     scale: f64,
 ) -> Result<(), Error> {
+    let panel = SeriesPanel {
+        y_desc: y_desc.to_string(),
+        series: series.to_vec(),
+    };
+    draw_series_panels(root, std::slice::from_ref(&panel), scale)
+}
+
+/// Time series on panels stacked one above the other, each with its own y axis (so a rate in
+/// percent and a length in tokens both use their whole height) and one shared x axis; the
+/// legend sits above the panels. "No traffic" when no panel has a point.
+pub fn draw_series_panels<DB: DrawingBackend>(
+    root: &DrawingArea<DB, Shift>,
+    panels: &[SeriesPanel],
+    scale: f64,
+) -> Result<(), Error> {
     let px = |v: f64| (v * scale).round().max(1.0) as u32;
     let font = |size: f64| ("sans-serif", size * scale).into_font();
     root.fill(&WHITE).map_err(chart_error)?;
-    let all = series
+    let finite = |p: &&(f64, f64)| p.0.is_finite() && p.1.is_finite();
+    let x_max = panels
         .iter()
-        .flat_map(|s| s.points.iter())
-        .filter(|p| p.0.is_finite() && p.1.is_finite());
-    let (mut x_max, mut y_max) = (1.0f64, 0.0f64);
-    let mut any = false;
-    for p in all {
-        any = true;
-        x_max = x_max.max(p.0);
-        y_max = y_max.max(p.1);
-    }
-    if !any {
+        .flat_map(|panel| panel.series.iter().flat_map(|s| s.points.iter()))
+        .filter(finite)
+        .map(|p| p.0)
+        .fold(None, |m: Option<f64>, x| Some(m.map_or(x, |m| m.max(x))));
+    let Some(x_max) = x_max else {
         draw_empty(root, "No traffic", scale)?;
         root.present().map_err(chart_error)?;
         return Ok(());
-    }
-    let y_max = if y_max <= 0.0 { 1.0 } else { y_max * 1.15 };
-    let mut chart = ChartBuilder::on(root)
-        .margin(px(10.0))
-        .x_label_area_size(px(36.0))
-        .y_label_area_size(px(56.0))
-        .build_cartesian_2d(0f64..x_max, 0f64..y_max)
-        .map_err(chart_error)?;
-    chart
-        .configure_mesh()
-        .x_desc("seconds into the run")
-        .y_desc(y_desc)
-        .label_style(font(12.0))
-        .axis_desc_style(font(13.0))
-        .light_line_style(RGBColor(0xee, 0xee, 0xee))
-        .draw()
-        .map_err(chart_error)?;
-    for s in series {
-        let style = s.color.stroke_width(px(2.0));
-        chart
-            .draw_series(LineSeries::new(s.points.iter().copied(), style))
-            .map_err(chart_error)?
-            .label(s.label.clone())
-            .legend(move |(x, y)| PathElement::new([(x, y), (x + px(18.0) as i32, y)], style));
-        chart
-            .draw_series(s.points.iter().map(|p| Circle::new(*p, px(2.5), s.color.filled())))
+    };
+    let x_max = x_max.max(1.0);
+    let legend: Vec<(String, Swatch)> = panels
+        .iter()
+        .flat_map(|p| p.series.iter().map(|s| (s.label.clone(), Swatch::Line(s.color))))
+        .collect();
+    let plot = legend_above(root, &legend, scale)?;
+    let areas = plot.split_evenly((panels.len().max(1), 1));
+    for (i, (area, panel)) in areas.iter().zip(panels).enumerate() {
+        let last = i + 1 == panels.len();
+        let y_top = panel
+            .series
+            .iter()
+            .flat_map(|s| s.points.iter())
+            .filter(finite)
+            .map(|p| p.1)
+            .fold(0.0f64, f64::max);
+        let y_max = if y_top <= 0.0 { 1.0 } else { y_top * 1.15 };
+        let mut chart = ChartBuilder::on(area)
+            .margin_left(px(10.0))
+            .margin_right(px(14.0))
+            .margin_top(px(6.0))
+            .margin_bottom(px(4.0))
+            .x_label_area_size(px(if last { 40.0 } else { 18.0 }))
+            .y_label_area_size(px(72.0))
+            .build_cartesian_2d(0f64..x_max, 0f64..y_max)
             .map_err(chart_error)?;
+        let x_ticks = |x: &f64| if last { tick(*x, x_max) } else { String::new() };
+        let y_ticks = |y: &f64| tick(*y, y_max);
+        let mut mesh = chart.configure_mesh();
+        mesh.y_desc(panel.y_desc.as_str())
+            .x_label_formatter(&x_ticks)
+            .y_label_formatter(&y_ticks)
+            .label_style(font(12.0))
+            .axis_desc_style(font(13.0))
+            .light_line_style(colors::GRID);
+        if last {
+            mesh.x_desc("seconds into the run");
+        }
+        mesh.draw().map_err(chart_error)?;
+        for s in &panel.series {
+            let style = s.color.stroke_width(px(2.0));
+            chart
+                .draw_series(LineSeries::new(s.points.iter().copied(), style))
+                .map_err(chart_error)?;
+            chart
+                .draw_series(s.points.iter().map(|p| Circle::new(*p, px(2.5), s.color.filled())))
+                .map_err(chart_error)?;
+        }
     }
-    chart
-        .configure_series_labels()
-        .position(SeriesLabelPosition::UpperLeft)
-        .background_style(WHITE.mix(0.85))
-        .border_style(RGBColor(0xcc, 0xcc, 0xcc))
-        .label_font(font(12.0))
-        .draw()
-        .map_err(chart_error)?;
     root.present().map_err(chart_error)?;
     Ok(())
 }
@@ -112,21 +145,31 @@ pub fn draw_per_position<DB: DrawingBackend>(
         .find(|m| !m.rates.is_empty())
         .map_or(k, |m| m.rates.len());
     let alpha = model::implied_alpha(measured_e, first_k as u32);
-    let mut chart = ChartBuilder::on(root)
+    let mut legend: Vec<(String, Swatch)> = measured
+        .iter()
+        .map(|m| (m.label.clone(), Swatch::Bar(m.color)))
+        .collect();
+    legend.push((
+        format!("geometric α = {alpha:.3} (same E = {measured_e:.2})"),
+        Swatch::Line(colors::REFERENCE),
+    ));
+    let plot = legend_above(root, &legend, scale)?;
+    let mut chart = ChartBuilder::on(&plot)
         .margin(px(10.0))
         .x_label_area_size(px(36.0))
-        .y_label_area_size(px(48.0))
+        .y_label_area_size(px(60.0))
         .build_cartesian_2d(0.5f64..(k as f64 + 0.5), 0f64..1.05f64)
         .map_err(chart_error)?;
     chart
         .configure_mesh()
         .x_desc("draft position")
         .y_desc("accepted (fraction of drafts)")
+        .y_label_formatter(&|y| tick(*y, 1.0))
         .x_labels(k.min(16))
         .x_label_formatter(&|x| format!("{x:.0}"))
         .label_style(font(12.0))
         .axis_desc_style(font(13.0))
-        .light_line_style(RGBColor(0xee, 0xee, 0xee))
+        .light_line_style(colors::GRID)
         .draw()
         .map_err(chart_error)?;
     let bar_w = 0.7 / measured.len() as f64;
@@ -137,33 +180,19 @@ pub fn draw_per_position<DB: DrawingBackend>(
             let x = i as f64 + 1.0 + offset;
             Rectangle::new([(x, 0.0), (x + bar_w * 0.9, *p)], color.filled())
         });
-        chart
-            .draw_series(bars)
-            .map_err(chart_error)?
-            .label(m.label.clone())
-            .legend(move |(x, y)| Rectangle::new([(x, y - 5), (x + px(14.0) as i32, y + 5)], color.filled()));
+        chart.draw_series(bars).map_err(chart_error)?;
     }
     let geometric: Vec<(f64, f64)> = (1..=first_k).map(|i| (i as f64, alpha.powi(i as i32))).collect();
     let style = colors::REFERENCE.stroke_width(px(2.0));
     chart
         .draw_series(LineSeries::new(geometric.iter().copied(), style))
-        .map_err(chart_error)?
-        .label(format!("geometric α = {alpha:.3} (same E = {measured_e:.2})"))
-        .legend(move |(x, y)| PathElement::new([(x, y), (x + px(18.0) as i32, y)], style));
+        .map_err(chart_error)?;
     chart
         .draw_series(
             geometric
                 .iter()
                 .map(|p| Circle::new(*p, px(3.0), colors::REFERENCE.filled())),
         )
-        .map_err(chart_error)?;
-    chart
-        .configure_series_labels()
-        .position(SeriesLabelPosition::UpperRight)
-        .background_style(WHITE.mix(0.85))
-        .border_style(RGBColor(0xcc, 0xcc, 0xcc))
-        .label_font(font(12.0))
-        .draw()
         .map_err(chart_error)?;
     root.present().map_err(chart_error)?;
     Ok(())
@@ -199,7 +228,7 @@ pub fn draw_histograms<DB: DrawingBackend>(
         let mut chart = ChartBuilder::on(area)
             .margin(px(8.0))
             .x_label_area_size(px(36.0))
-            .y_label_area_size(px(44.0))
+            .y_label_area_size(px(56.0))
             .build_cartesian_2d(x_lo..x_hi, 0f64..y_max)
             .map_err(chart_error)?;
         chart
@@ -208,16 +237,11 @@ pub fn draw_histograms<DB: DrawingBackend>(
             .y_desc("count")
             .x_labels(5)
             .y_labels(5)
-            .y_label_formatter(&|y| format!("{y:.0}"))
-            .x_label_formatter(&|x| {
-                format!("{x:.3}")
-                    .trim_end_matches('0')
-                    .trim_end_matches('.')
-                    .to_string()
-            })
+            .y_label_formatter(&|y| tick(*y, y_max.max(20.0)))
+            .x_label_formatter(&|x| tick(*x, x_hi - x_lo))
             .label_style(font(11.0))
             .axis_desc_style(font(12.0))
-            .light_line_style(RGBColor(0xee, 0xee, 0xee))
+            .light_line_style(colors::GRID)
             .draw()
             .map_err(chart_error)?;
         let color = panel.color;

@@ -4,7 +4,7 @@
 use plotters::coord::Shift;
 use plotters::prelude::*;
 
-use super::{chart_error, colors};
+use super::{chart_error, colors, legend_above, tick, Swatch};
 use crate::error::Error;
 use crate::model;
 use crate::whatif::WhatIf;
@@ -101,10 +101,29 @@ pub fn draw_speedup_chart<DB: DrawingBackend>(
         .fold(1.2f64, f64::max)
         * 1.1;
     let font = |size: f64| ("sans-serif", size * scale).into_font();
-    let mut chart = ChartBuilder::on(root)
+    // Every curve is named; the selected one in the speculative colour, the others each in a
+    // colour of their own, thinner.
+    let color_of = |i: usize, curve: &Curve| {
+        if curve.selected {
+            colors::SPECULATIVE
+        } else {
+            colors::OTHERS[i % colors::OTHERS.len()]
+        }
+    };
+    let mut legend = vec![("S = 1 (no gain)".to_string(), Swatch::Dashed(colors::REFERENCE))];
+    legend.extend(data.curves.iter().enumerate().map(|(i, c)| {
+        let label = if c.selected {
+            format!("{} (selected)", c.label)
+        } else {
+            c.label.clone()
+        };
+        (label, Swatch::Line(color_of(i, c)))
+    }));
+    let plot = legend_above(root, &legend, scale)?;
+    let mut chart = ChartBuilder::on(&plot)
         .margin(px(12.0))
         .x_label_area_size(px(42.0))
-        .y_label_area_size(px(52.0))
+        .y_label_area_size(px(60.0))
         .build_cartesian_2d((1f64..data.batch_max).log_scale(), 0f64..y_max)
         .map_err(chart_error)?;
     chart
@@ -113,8 +132,8 @@ pub fn draw_speedup_chart<DB: DrawingBackend>(
         .y_desc("speedup S(B)")
         .label_style(font(12.0))
         .axis_desc_style(font(13.0))
-        .light_line_style(RGBColor(0xee, 0xee, 0xee))
-        .x_label_formatter(&|x| format!("{x:.0}"))
+        .light_line_style(colors::GRID)
+        .x_label_formatter(&|x| tick(*x, data.batch_max))
         .y_label_formatter(&|y| format!("{y:.1}×"))
         .draw()
         .map_err(chart_error)?;
@@ -125,26 +144,18 @@ pub fn draw_speedup_chart<DB: DrawingBackend>(
             px(4.0),
             colors::REFERENCE.stroke_width(px(1.0)),
         ))
-        .map_err(chart_error)?
-        .label("S = 1 (no gain)")
-        .legend(move |(x, y)| PathElement::new([(x, y), (x + px(18.0) as i32, y)], colors::REFERENCE));
-    // Faint curves first so the selected one stays on top.
-    let mut curves: Vec<&Curve> = data.curves.iter().collect();
-    curves.sort_by_key(|c| c.selected);
-    for curve in curves {
-        let style = if curve.selected {
-            colors::SPECULATIVE.stroke_width(px(3.0))
-        } else {
-            colors::OTHER.stroke_width(px(1.5))
-        };
-        let series = chart
-            .draw_series(LineSeries::new(curve.points.iter().copied(), style))
+        .map_err(chart_error)?;
+    // The other curves first so the selected one stays on top.
+    let mut curves: Vec<(usize, &Curve)> = data.curves.iter().enumerate().collect();
+    curves.sort_by_key(|(_, c)| c.selected);
+    for (i, curve) in curves {
+        let width = if curve.selected { 3.0 } else { 1.5 };
+        chart
+            .draw_series(LineSeries::new(
+                curve.points.iter().copied(),
+                color_of(i, curve).stroke_width(px(width)),
+            ))
             .map_err(chart_error)?;
-        if curve.selected {
-            series
-                .label(curve.label.clone())
-                .legend(move |(x, y)| PathElement::new([(x, y), (x + px(18.0) as i32, y)], style));
-        }
     }
     if let Some(b) = data.break_even {
         chart
@@ -154,14 +165,6 @@ pub fn draw_speedup_chart<DB: DrawingBackend>(
             .draw_series([Text::new(format!("B* = {b:.1}"), (b, 1.0 + y_max * 0.04), font(13.0))])
             .map_err(chart_error)?;
     }
-    chart
-        .configure_series_labels()
-        .position(SeriesLabelPosition::UpperRight)
-        .background_style(WHITE.mix(0.85))
-        .border_style(RGBColor(0xcc, 0xcc, 0xcc))
-        .label_font(font(12.0))
-        .draw()
-        .map_err(chart_error)?;
     root.present().map_err(chart_error)?;
     Ok(())
 }
@@ -221,10 +224,13 @@ mod tests {
         let out = svg(&w);
         assert!(out.contains("B* = 206.5"), "break-even label");
         assert!(
-            out.contains("#6A3D9A") || out.contains("#6a3d9a"),
+            out.contains("#CC79A7") || out.contains("#cc79a7"),
             "selected curve colour"
         );
         assert!(out.contains("S = 1 (no gain)"));
+        for k in [1, 2, 3, 4, 5] {
+            assert!(out.contains(&format!("k={k} ")), "every curve is named (k={k})");
+        }
         let other = svg(&WhatIf {
             acceptance: Acceptance::Alpha(0.9),
             ..w

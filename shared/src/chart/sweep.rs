@@ -4,7 +4,7 @@
 use plotters::coord::Shift;
 use plotters::prelude::*;
 
-use super::{chart_error, colors};
+use super::{chart_error, colors, legend_above, tick, Swatch};
 use crate::error::Error;
 use crate::sweep::SweepTable;
 
@@ -16,7 +16,25 @@ pub fn draw_sweep_chart<DB: DrawingBackend>(
     scale: f64,
 ) -> Result<(), Error> {
     root.fill(&WHITE).map_err(chart_error)?;
-    let (top, bottom) = root.split_vertically(root.dim_in_pixel().1 * 3 / 5);
+    let mut legend = vec![
+        ("speculative".to_string(), Swatch::Line(colors::SPECULATIVE)),
+        ("plain (base)".to_string(), Swatch::Line(colors::BASE)),
+    ];
+    if table
+        .rows
+        .iter()
+        .any(|r| r.spec_spread.is_some() || r.base_spread.is_some())
+    {
+        legend.push(("bars: the repeats' range".to_string(), Swatch::Bar(colors::REFERENCE)));
+    }
+    if table.crossing.is_some() {
+        legend.push(("measured B*".to_string(), Swatch::Bar(colors::REJECTED)));
+    }
+    if table.prediction.is_some() {
+        legend.push(("model's B*".to_string(), Swatch::Dashed(colors::PROPOSED)));
+    }
+    let plot = legend_above(root, &legend, scale)?;
+    let (top, bottom) = plot.split_vertically(plot.dim_in_pixel().1 * 3 / 5);
     let x_max = table.rows.iter().map(|r| r.concurrency).fold(1.0f64, f64::max) * 1.05;
     draw_throughput(&top, table, x_max, scale)?;
     draw_ratio(&bottom, table, x_max, scale)?;
@@ -50,15 +68,17 @@ fn draw_throughput<DB: DrawingBackend>(
     let mut chart = ChartBuilder::on(top)
         .margin(px(10.0))
         .x_label_area_size(px(30.0))
-        .y_label_area_size(px(64.0))
+        .y_label_area_size(px(76.0))
         .build_cartesian_2d(0f64..x_max, 0f64..y_max)
         .map_err(chart_error)?;
     chart
         .configure_mesh()
         .y_desc("output tokens/s")
+        .x_label_formatter(&|x| tick(*x, x_max))
+        .y_label_formatter(&|y| tick(*y, y_max))
         .label_style(font(12.0))
         .axis_desc_style(font(13.0))
-        .light_line_style(RGBColor(0xee, 0xee, 0xee))
+        .light_line_style(colors::GRID)
         .draw()
         .map_err(chart_error)?;
     let arms = [
@@ -81,13 +101,11 @@ fn draw_throughput<DB: DrawingBackend>(
                 .collect(),
         ),
     ];
-    for (label, color, points) in arms {
+    for (_, color, points) in arms {
         let style = color.stroke_width(px(2.5));
         chart
             .draw_series(LineSeries::new(points.iter().copied(), style))
-            .map_err(chart_error)?
-            .label(label)
-            .legend(move |(x, y)| PathElement::new([(x, y), (x + px(18.0) as i32, y)], style));
+            .map_err(chart_error)?;
         chart
             .draw_series(points.iter().map(|p| Circle::new(*p, px(3.5), color.filled())))
             .map_err(chart_error)?;
@@ -106,14 +124,7 @@ fn draw_throughput<DB: DrawingBackend>(
             spreads.map(|(c, _, (lo, hi), color)| PathElement::new([(c, lo), (c, hi)], color.stroke_width(px(2.0)))),
         )
         .map_err(chart_error)?;
-    chart
-        .configure_series_labels()
-        .position(SeriesLabelPosition::UpperLeft)
-        .background_style(WHITE.mix(0.85))
-        .border_style(RGBColor(0xcc, 0xcc, 0xcc))
-        .label_font(font(12.0))
-        .draw()
-        .map_err(chart_error)
+    Ok(())
 }
 
 /// The lower panel: spec ÷ base by concurrency, the 1.0 line, the measured crossing and the
@@ -141,16 +152,18 @@ fn draw_ratio<DB: DrawingBackend>(
     let mut lower = ChartBuilder::on(bottom)
         .margin(px(10.0))
         .x_label_area_size(px(36.0))
-        .y_label_area_size(px(64.0))
+        .y_label_area_size(px(76.0))
         .build_cartesian_2d(0f64..x_max, 0f64..r_max)
         .map_err(chart_error)?;
     lower
         .configure_mesh()
         .x_desc("concurrency")
         .y_desc("spec ÷ base")
+        .x_label_formatter(&|x| tick(*x, x_max))
+        .y_label_formatter(&|y| format!("{y:.1}×"))
         .label_style(font(12.0))
         .axis_desc_style(font(13.0))
-        .light_line_style(RGBColor(0xee, 0xee, 0xee))
+        .light_line_style(colors::GRID)
         .draw()
         .map_err(chart_error)?;
     lower

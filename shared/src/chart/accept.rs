@@ -1,0 +1,117 @@
+//! The acceptance-by-category chart: one bar per prompt category (its acceptance length E, the
+//! measured path's), highest first, with the 1.0 floor (nothing accepted) as the axis.
+
+use plotters::coord::Shift;
+use plotters::prelude::*;
+use plotters::style::text_anchor::{HPos, Pos, VPos};
+
+use super::{chart_error, colors, draw_empty};
+use crate::error::Error;
+
+/// One category's bar.
+#[derive(Debug, Clone, PartialEq)]
+pub struct CategoryBar {
+    pub category: String,
+    /// Acceptance length E (tokens per verify step).
+    pub acceptance_length: f64,
+    pub requests: u64,
+}
+
+/// Bars of E by category (sorted by E, highest first); "No spec-decode data" when empty.
+pub fn draw_category_chart<DB: DrawingBackend>(
+    root: &DrawingArea<DB, Shift>,
+    bars: &[CategoryBar],
+    scale: f64,
+) -> Result<(), Error> {
+    let px = |v: f64| (v * scale).round().max(1.0) as u32;
+    let font = |size: f64| ("sans-serif", size * scale).into_font();
+    root.fill(&WHITE).map_err(chart_error)?;
+    let mut bars: Vec<&CategoryBar> = bars.iter().filter(|b| b.acceptance_length.is_finite()).collect();
+    if bars.is_empty() {
+        draw_empty(root, "No spec-decode data", scale)?;
+        root.present().map_err(chart_error)?;
+        return Ok(());
+    }
+    bars.sort_by(|a, b| b.acceptance_length.total_cmp(&a.acceptance_length));
+    let y_max = bars.iter().map(|b| b.acceptance_length).fold(1.0f64, f64::max);
+    let y_max = 1.0 + (y_max - 1.0) * 1.15 + 0.05;
+    let n = bars.len();
+    let names: Vec<String> = bars.iter().map(|b| b.category.clone()).collect();
+    let mut chart = ChartBuilder::on(root)
+        .margin(px(10.0))
+        .x_label_area_size(px(36.0))
+        .y_label_area_size(px(52.0))
+        .build_cartesian_2d(-0.5f64..(n as f64 - 0.5), 1f64..y_max)
+        .map_err(chart_error)?;
+    // Categories sit at whole x positions; only those get a name.
+    let name_at = |x: &f64| {
+        let i = x.round();
+        if (x - i).abs() < 1e-6 && i >= 0.0 {
+            names.get(i as usize).cloned().unwrap_or_default()
+        } else {
+            String::new()
+        }
+    };
+    chart
+        .configure_mesh()
+        .disable_x_mesh()
+        .x_labels(n)
+        .x_label_formatter(&name_at)
+        .y_desc("acceptance length E")
+        .y_label_formatter(&|y| format!("{y:.1}"))
+        .label_style(font(12.0))
+        .axis_desc_style(font(13.0))
+        .light_line_style(colors::GRID)
+        .draw()
+        .map_err(chart_error)?;
+    chart
+        .draw_series(bars.iter().enumerate().map(|(i, b)| {
+            let x = i as f64;
+            Rectangle::new(
+                [(x - 0.35, 1.0), (x + 0.35, b.acceptance_length.max(1.0))],
+                colors::SPECULATIVE.filled(),
+            )
+        }))
+        .map_err(chart_error)?;
+    chart
+        .draw_series(bars.iter().enumerate().map(|(i, b)| {
+            Text::new(
+                format!("{:.2} ({} req.)", b.acceptance_length, b.requests),
+                (i as f64, b.acceptance_length.max(1.0)),
+                TextStyle::from(font(12.0)).pos(Pos::new(HPos::Center, VPos::Bottom)),
+            )
+        }))
+        .map_err(chart_error)?;
+    root.present().map_err(chart_error)?;
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn bars_are_drawn_highest_first_with_their_values() {
+        let mut svg = String::new();
+        {
+            let root = SVGBackend::with_string(&mut svg, (600, 300)).into_drawing_area();
+            let bars = [
+                CategoryBar {
+                    category: "qa".into(),
+                    acceptance_length: 1.8,
+                    requests: 4,
+                },
+                CategoryBar {
+                    category: "coding".into(),
+                    acceptance_length: 2.6,
+                    requests: 5,
+                },
+            ];
+            draw_category_chart(&root, &bars, 1.0).unwrap();
+        }
+        let find = |t: &str| svg.find(t).unwrap_or_else(|| panic!("{t} not in {svg}"));
+        let (coding, qa) = (find("\ncoding\n"), find("\nqa\n"));
+        assert!(coding < qa, "coding (E 2.6) comes first");
+        assert!(svg.contains("2.60 (5 req.)") && svg.contains("1.80 (4 req.)"));
+    }
+}

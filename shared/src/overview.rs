@@ -1,0 +1,216 @@
+//! The overview's figures, from the newest measured run and sweep of a results folder: the
+//! measured acceptance beside the geometric curve, the break-even (measured with its interval,
+//! beside the model) in one sentence, the speedup at the lowest concurrency, and the best k.
+//! Pure: the page (and its tests) fetch the files, this decides what they say.
+
+use crate::model::{self, best_k, expected_tokens, implied_alpha, Costs, KChoice};
+use crate::positions::PathPositions;
+use crate::results::{run_view_from_result, RunListEntry, RunResult};
+use crate::sweep::SweepTable;
+
+/// The measured acceptance of one run.
+#[derive(Debug, Clone, PartialEq)]
+pub struct AcceptanceSummary {
+    /// Acceptance length E (tokens per verify step).
+    pub acceptance_length: f64,
+    /// Draft rate, percent (accepted ÷ drafted).
+    pub acceptance_rate: Option<f64>,
+    /// Draft tokens per step the rates cover.
+    pub k: u32,
+    /// The α whose geometric curve gives the same E at this k.
+    pub implied_alpha: f64,
+    /// Measured unconditional rates by position (index 0 = position 1), and which path.
+    pub positions: PathPositions,
+    /// The geometric curve α, α², … of the same E, for comparison.
+    pub geometric: Vec<f64>,
+}
+
+impl AcceptanceSummary {
+    /// From a saved run: the first path that has per-position rates (per-request, else the
+    /// scrapes). `None` for a run without spec-decode data.
+    pub fn of(result: &RunResult) -> Option<AcceptanceSummary> {
+        let view = run_view_from_result(result);
+        let positions = view.positions_by_path().into_iter().find(|p| !p.rates.is_empty())?;
+        let k = positions.rates.len() as u32;
+        let acceptance_length = result
+            .spec_decode_acceptance_length
+            .unwrap_or(positions.acceptance_length);
+        if !(acceptance_length.is_finite() && acceptance_length >= 1.0) {
+            return None;
+        }
+        let alpha = implied_alpha(acceptance_length, k);
+        Some(AcceptanceSummary {
+            acceptance_length,
+            acceptance_rate: result.spec_decode_acceptance_rate,
+            k,
+            implied_alpha: alpha,
+            geometric: (1..=k as i32).map(|i| alpha.powi(i)).collect(),
+            positions,
+        })
+    }
+
+    /// The best k at `batch` from the measured per-position rates (`None` without rates).
+    pub fn best_k(&self, costs: Costs, batch: f64) -> Option<KChoice> {
+        best_k(&self.positions.rates, costs, batch)
+    }
+}
+
+/// The sweep's answer to "where does speculation stop paying?".
+#[derive(Debug, Clone, PartialEq)]
+pub struct BreakEvenSummary {
+    pub measured: Option<f64>,
+    pub interval: Option<(f64, f64)>,
+    pub predicted: Option<f64>,
+    /// Concurrency and spec ÷ plain throughput at the sweep's lowest measured point.
+    pub lowest: Option<(f64, f64)>,
+    /// The model's speedup at that concurrency, from the measured E.
+    pub lowest_predicted: Option<f64>,
+    /// What it means, in one sentence.
+    pub sentence: String,
+}
+
+impl BreakEvenSummary {
+    pub fn of(table: &SweepTable) -> BreakEvenSummary {
+        let ratios: Vec<(f64, f64)> = table
+            .rows
+            .iter()
+            .filter_map(|r| Some((r.concurrency, r.ratio()?)))
+            .collect();
+        let lowest = ratios.first().copied();
+        let prediction = table.prediction.as_ref();
+        let lowest_predicted = prediction
+            .zip(lowest)
+            .map(|(p, (c, _))| model::speedup(p.measured_e, p.draft_tokens, p.costs, c));
+        let predicted = prediction.map(|p| p.break_even_batch);
+        let model_part = match prediction {
+            Some(p) => format!(
+                "; the model predicted {:.0} from the measured E = {:.2}",
+                p.break_even_batch, p.measured_e
+            ),
+            None => String::new(),
+        };
+        let sentence = match (table.crossing, table.crossing_interval) {
+            (Some(b), interval) => {
+                let spread = interval.map_or(String::new(), |(lo, hi)| {
+                    format!(" ({lo:.0}–{hi:.0} within the repeats' spread)")
+                });
+                format!(
+                    "Speculation raises output throughput below about {b:.0} concurrent requests{spread} and lowers it above{model_part}: above that load, turn it off."
+                )
+            }
+            (None, _) => match (ratios.first(), ratios.last()) {
+                (Some(_), Some((c_max, _))) if ratios.iter().all(|(_, r)| *r > 1.0) => format!(
+                    "Speculation raised output throughput at every measured concurrency, up to {c_max:.0}: the break-even lies beyond the sweep{model_part}."
+                ),
+                (Some((c_min, _)), Some(_)) if ratios.iter().all(|(_, r)| *r <= 1.0) => format!(
+                    "Speculation lowered output throughput at every measured concurrency, from {c_min:.0} up{model_part}."
+                ),
+                (Some(_), Some(_)) => format!("The throughput ratio does not fall through 1.0 inside the sweep{model_part}."),
+                _ => "No concurrency was measured on both arms.".to_string(),
+            },
+        };
+        BreakEvenSummary {
+            measured: table.crossing,
+            interval: table.crossing_interval,
+            predicted,
+            lowest,
+            lowest_predicted,
+            sentence,
+        }
+    }
+}
+
+/// Which saved run the overview describes: the newest with spec-decode figures (runs are listed
+/// newest first), else the newest.
+pub fn pick_run(runs: &[RunListEntry]) -> Option<&RunListEntry> {
+    runs.iter()
+        .find(|r| r.spec_decode_acceptance_length.is_some())
+        .or_else(|| runs.first())
+}
+
+/// E of the geometric curve at α and k, for the overview's "beside the geometric curve" line.
+pub fn geometric_e(alpha: f64, k: u32) -> f64 {
+    expected_tokens(alpha, k)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::sweep::{Prediction, SweepRow};
+
+    fn row(c: f64, spec: f64, base: f64) -> SweepRow {
+        SweepRow {
+            concurrency: c,
+            spec_output_tokens_per_s: Some(spec),
+            base_output_tokens_per_s: Some(base),
+            spec_spread: None,
+            base_spread: None,
+        }
+    }
+
+    #[test]
+    fn a_crossing_reads_as_one_sentence_with_its_interval_and_the_model() {
+        let mut rows = vec![row(1.0, 200.0, 80.0), row(64.0, 120.0, 100.0), row(128.0, 100.0, 125.0)];
+        rows[1].spec_spread = Some((110.0, 130.0));
+        let prediction = Prediction::new(2.5, 3, None, Costs::H100_FREE_DRAFTS);
+        let t = SweepTable::new(rows, Some(prediction));
+        let s = BreakEvenSummary::of(&t);
+        let b = t.crossing.unwrap();
+        assert!(
+            s.sentence.contains(&format!("below about {b:.0} concurrent requests")),
+            "{}",
+            s.sentence
+        );
+        assert!(s.sentence.contains("within the repeats' spread"), "{}", s.sentence);
+        assert!(s
+            .sentence
+            .contains(&format!("predicted {:.0}", prediction.break_even_batch)));
+        assert_eq!(s.lowest, Some((1.0, 2.5)));
+        let want = model::speedup(2.5, 3.0, Costs::H100_FREE_DRAFTS, 1.0);
+        assert!((s.lowest_predicted.unwrap() - want).abs() < 1e-12);
+    }
+
+    #[test]
+    fn no_crossing_says_which_side_the_sweep_stayed_on() {
+        let always = SweepTable::new(vec![row(1.0, 2.0, 1.0), row(8.0, 3.0, 2.0)], None);
+        assert!(BreakEvenSummary::of(&always)
+            .sentence
+            .contains("at every measured concurrency, up to 8"));
+        let never = SweepTable::new(vec![row(4.0, 1.0, 2.0), row(8.0, 1.0, 3.0)], None);
+        assert!(BreakEvenSummary::of(&never)
+            .sentence
+            .contains("lowered output throughput at every measured concurrency, from 4 up"));
+        assert_eq!(
+            BreakEvenSummary::of(&SweepTable::new(vec![], None)).sentence,
+            "No concurrency was measured on both arms."
+        );
+    }
+
+    #[test]
+    fn acceptance_comes_with_the_geometric_curve_of_the_same_e() {
+        let result: RunResult = serde_json::from_value(serde_json::json!({
+            "spec_decode_acceptance_length": 2.0, "spec_decode_acceptance_rate": 50.0,
+            "spec_decode_num_drafts": 100, "spec_decode_draft_tokens": 200, "spec_decode_accepted_tokens": 100,
+            "spec_decode": {"timeline": [{"endpoint": "a", "t_s": 1.0, "interval_s": 1.0, "accepted_per_s": 100.0,
+                "drafted_per_s": 200.0, "drafts_per_s": 100.0, "per_position": {"0": 0.7, "1": 0.3}}]}
+        }))
+        .unwrap();
+        let a = AcceptanceSummary::of(&result).expect("a summary");
+        assert_eq!(a.k, 2);
+        assert_eq!(a.positions.rates, vec![0.7, 0.3]);
+        assert!(
+            (geometric_e(a.implied_alpha, 2) - 2.0).abs() < 1e-9,
+            "the geometric curve has the same E"
+        );
+        assert!((a.geometric[1] - a.implied_alpha.powi(2)).abs() < 1e-12);
+        let best = a.best_k(Costs::H100_FREE_DRAFTS, 1.0).unwrap();
+        assert_eq!(
+            best.k, 2,
+            "free drafts at batch 1: every position that accepts anything pays"
+        );
+        assert!(
+            AcceptanceSummary::of(&RunResult::default()).is_none(),
+            "no spec-decode data"
+        );
+    }
+}

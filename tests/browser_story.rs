@@ -1,0 +1,316 @@
+//! The dashboard tells the story, in real headless Chromium against a real `speclens serve` and
+//! a real report opened from `file://`: the overview is the landing view, with the measured
+//! crossing and acceptance of a real sweep and accept run; however often the live view is
+//! visited, one WebSocket stays open; no view scrolls sideways at 420 px and no table is cut
+//! off at 1024 px; a chart downloads as SVG. Screenshots of each view at 1400 and 420 px land
+//! in `target/screenshots` (and `docs/screenshots` with `SPECLENS_UPDATE_SCREENSHOTS=1`).
+
+use std::path::Path;
+use std::time::Duration;
+
+use fantoccini::{Client, Locator};
+use serde_json::Value;
+
+use crate::common::browser::{
+    canvas_ink, clipped_tables, open_browser, screenshot, set_width, sideways_overflow, start_chromedriver, text_of,
+};
+use crate::common::{run_speclens, run_speclens_within, wait_for, workspace, Speclens};
+
+/// Prompts the sim sorts into three categories by their text (see `sim --help`).
+const PROMPTS: &str = concat!(
+    "{\"prompt\": \"Summarize the memo about the budget in two lines\", \"category\": \"summarization\"}\n",
+    "{\"prompt\": \"Write code that sorts a list of numbers\", \"category\": \"coding\"}\n",
+    "{\"prompt\": \"Translate this sentence into French\", \"category\": \"translation\"}\n",
+);
+
+/// A results folder with a sweep whose arms cross (a ridge of 8 token positions puts the
+/// model's break-even near 5.6; 8-token prompts keep prefill, which the sim charges on the same
+/// roofline, small), an accept run over three categories, and a speculative and a plain run to
+/// compare.
+fn measure(results: &Path) {
+    let timed = |extra: &[&str]| {
+        let mut args = vec!["sim", "--port", "0", "--ridge", "8", "--step-ms", "12"];
+        args.extend_from_slice(extra);
+        Speclens::start(&args)
+    };
+    let spec = timed(&["--num-spec-tokens", "3", "--acceptance-rates", "0.8,0.6,0.45"]);
+    let base = timed(&[]);
+    let run = |args: &[&str]| {
+        let (code, out, err) = run_speclens_within(args, Duration::from_secs(240));
+        assert_eq!(code, 0, "{args:?}\n{out}{err}");
+    };
+    let sweep = results.join("sweep");
+    run(&[
+        "sweep",
+        "--spec-url",
+        &spec.url(),
+        "--base-url",
+        &base.url(),
+        "--concurrency",
+        "1,4,8,16",
+        "--requests-per-slot",
+        "2",
+        "--input-tokens",
+        "8",
+        "--output-tokens",
+        "16",
+        "--ridge",
+        "8",
+        "--out",
+        sweep.to_str().unwrap(),
+    ]);
+    let prompts = results.join("prompts.jsonl");
+    std::fs::write(&prompts, PROMPTS).unwrap();
+    run(&[
+        "accept",
+        "--url",
+        &spec.url(),
+        "--dataset",
+        "jsonl",
+        "--dataset-path",
+        prompts.to_str().unwrap(),
+        "--requests-per-category",
+        "6",
+        "--request-rate",
+        "100",
+        "--output-tokens",
+        "16",
+        "--out",
+        results.join("accept").to_str().unwrap(),
+    ]);
+    for (name, url) in [("spec-run", spec.url()), ("base-run", base.url())] {
+        run(&[
+            "bench",
+            "--url",
+            &url,
+            "--num-prompts",
+            "12",
+            "--concurrency",
+            "4",
+            "--input-tokens",
+            "8",
+            "--output-tokens",
+            "16",
+            "--scrape-interval",
+            "0.2",
+            "--out",
+            results.join(name).to_str().unwrap(),
+        ]);
+    }
+}
+
+/// Wait for the overview's tiles and return the measured crossing tile's text.
+async fn overview_crossing(client: &Client) -> String {
+    wait_for("the overview's crossing tile", Duration::from_secs(30), || async {
+        Some(text_of(client, "#ov-crossing .tile-value").await).filter(|t| !t.is_empty())
+    })
+    .await
+}
+
+/// Visit `fragment` and wait until `ready` (a CSS selector) shows.
+async fn visit(client: &Client, base: &str, fragment: &str, ready: &str) {
+    client.goto(&format!("{base}#{fragment}")).await.unwrap();
+    wait_for(&format!("{ready} on #{fragment}"), Duration::from_secs(30), || async {
+        client.find(Locator::Css(ready)).await.ok().map(|_| ())
+    })
+    .await;
+}
+
+#[tokio::test]
+async fn the_overview_lands_first_with_the_measured_crossing_and_the_views_fit_any_width() {
+    let dist = workspace().join("web/dist");
+    assert!(
+        dist.join("index.html").is_file(),
+        "web/dist is not built: `bash scripts/test.sh` builds it"
+    );
+    let results = tempfile::tempdir().unwrap();
+    measure(results.path());
+    let sweep: Value =
+        serde_json::from_str(&std::fs::read_to_string(results.path().join("sweep/sweep.json")).unwrap()).unwrap();
+    let crossing = sweep["crossing"].as_f64().expect("the sweep's arms cross");
+    let predicted = sweep["prediction"]["break_even_batch"].as_f64().unwrap();
+    let server = Speclens::start(&[
+        "serve",
+        "--port",
+        "0",
+        "--web-dir",
+        dist.to_str().unwrap(),
+        "--results-dir",
+        results.path().to_str().unwrap(),
+    ]);
+    let base = format!("{}/", server.url().trim_end_matches('/'));
+    let runs: Value = reqwest::get(format!("{base}api/runs"))
+        .await
+        .unwrap()
+        .json()
+        .await
+        .unwrap();
+    let described = runs["runs"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|r| r["spec_decode_acceptance_length"].is_number())
+        .expect("a run with spec-decode figures")
+        .clone();
+
+    let driver = start_chromedriver().await;
+    let profile = tempfile::tempdir().unwrap();
+    let client = open_browser(&driver, profile.path()).await;
+    set_width(&client, 1400).await;
+
+    // The landing view is the overview: the measured crossing beside the model's, the
+    // acceptance of the newest speculative run, and the charts drawn.
+    client.goto(&base).await.unwrap();
+    assert_eq!(overview_crossing(&client).await, format!("{crossing:.0}"));
+    assert_eq!(
+        text_of(&client, "#ov-predicted .tile-value").await,
+        format!("{predicted:.0}")
+    );
+    let e = described["spec_decode_acceptance_length"].as_f64().unwrap();
+    assert_eq!(text_of(&client, "#ov-e .tile-value").await, format!("{e:.2}"));
+    let sentence = text_of(&client, "#overview-break-even").await;
+    assert!(
+        sentence.contains(&format!("below about {crossing:.0} concurrent requests")),
+        "{sentence}"
+    );
+    let acceptance = text_of(&client, "#overview-acceptance").await;
+    assert!(acceptance.contains("for a geometric α of the same E"), "{acceptance}");
+    for chart in ["overview-sweep", "overview-positions", "overview-accept"] {
+        wait_for(&format!("the {chart} chart"), Duration::from_secs(30), || async {
+            canvas_ink(&client, chart).await.filter(|(ink, _)| *ink > 2000)
+        })
+        .await;
+    }
+    screenshot(&client, "overview-1400").await;
+
+    // A chart downloads as SVG: the same drawing, as text.
+    client
+        .find(Locator::Css("#overview-sweep-svg"))
+        .await
+        .unwrap()
+        .click()
+        .await
+        .unwrap();
+    let svg: Value = client
+        .execute_async(
+            "const done = arguments[arguments.length - 1]; \
+             const a = document.getElementById('overview-sweep-svg-link'); \
+             if (!a.href.startsWith('blob:')) { done('no download: ' + a.href); return; } \
+             fetch(a.href).then(r => r.text()).then(done, e => done('ERR ' + e));",
+            vec![],
+        )
+        .await
+        .unwrap();
+    let svg = svg.as_str().unwrap_or_default();
+    assert!(svg.starts_with("<svg"), "{}", &svg[..svg.len().min(200)]);
+    assert!(
+        svg.contains("output tokens/s") && svg.contains("measured B*"),
+        "the sweep chart's axis and legend are in the SVG"
+    );
+    let name = client
+        .find(Locator::Css("#overview-sweep-svg-link"))
+        .await
+        .unwrap()
+        .attr("download")
+        .await
+        .unwrap();
+    assert_eq!(name.as_deref(), Some("speclens-sweep.svg"));
+
+    // One WebSocket, however often the live view is visited.
+    visit(&client, &base, "live", "#live-empty").await;
+    client
+        .execute(
+            "window.__first = window.speclensSocket; window.__sockets = []; \
+             const Native = window.WebSocket; \
+             window.WebSocket = function (...args) { const s = new Native(...args); window.__sockets.push(s); return s; }; \
+             window.WebSocket.prototype = Native.prototype; \
+             Object.assign(window.WebSocket, {CONNECTING: 0, OPEN: 1, CLOSING: 2, CLOSED: 3});",
+            vec![],
+        )
+        .await
+        .unwrap();
+    for _ in 0..10 {
+        client.execute("location.hash = '#overview'", vec![]).await.unwrap();
+        overview_crossing(&client).await;
+        client.execute("location.hash = '#live'", vec![]).await.unwrap();
+        wait_for("the live view", Duration::from_secs(30), || async {
+            client.find(Locator::Css("#live-empty")).await.ok().map(|_| ())
+        })
+        .await;
+    }
+    let open = wait_for("the old sockets to close", Duration::from_secs(30), || async {
+        let v: Value = client
+            .execute(
+                "const all = [window.__first, ...window.__sockets]; \
+                 return [all.length, all.filter(s => s.readyState === 0 || s.readyState === 1).length];",
+                vec![],
+            )
+            .await
+            .ok()?;
+        let (made, open) = (v[0].as_u64()?, v[1].as_u64()?);
+        (open == 1).then_some((made, open))
+    })
+    .await;
+    assert_eq!(open, (11, 1), "11 visits of the live view, one socket open");
+
+    // The other views at 1400 px, then every view at 420 px (no sideways scroll) and 1024 px
+    // (no table cut off).
+    let views = [
+        ("overview", "#ov-crossing", "overview"),
+        ("runs", "#run-list", "runs"),
+        ("runs?open=spec-run", "#latency", "run"),
+        ("runs?compare=base-run,spec-run", "#compare", "compare"),
+        ("runs?sweep=sweep", "#sweep-table", "sweep"),
+        ("runs?accept=accept", "#accept-matrix", "accept"),
+        ("whatif?alpha=0.7&k=3", "#model-table", "whatif"),
+    ];
+    for (fragment, ready, name) in views {
+        visit(&client, &base, fragment, ready).await;
+        if name != "overview" {
+            screenshot(&client, &format!("{name}-1400")).await;
+        }
+    }
+    set_width(&client, 420).await;
+    for (fragment, ready, name) in views {
+        visit(&client, &base, fragment, ready).await;
+        tokio::time::sleep(Duration::from_millis(300)).await;
+        assert_eq!(
+            sideways_overflow(&client).await,
+            0,
+            "#{fragment} scrolls sideways at 420 px"
+        );
+        screenshot(&client, &format!("{name}-420")).await;
+    }
+    set_width(&client, 1024).await;
+    for (fragment, ready, _) in views {
+        visit(&client, &base, fragment, ready).await;
+        tokio::time::sleep(Duration::from_millis(300)).await;
+        assert_eq!(
+            clipped_tables(&client).await,
+            Vec::<String>::new(),
+            "#{fragment} at 1024 px"
+        );
+        assert_eq!(
+            sideways_overflow(&client).await,
+            0,
+            "#{fragment} scrolls sideways at 1024 px"
+        );
+    }
+
+    // A report of the same folder, opened from a file, lands on the same overview.
+    let report = results.path().join("report.html");
+    let (code, out, err) = run_speclens(&[
+        "report",
+        results.path().to_str().unwrap(),
+        "--web-dir",
+        dist.to_str().unwrap(),
+        "-o",
+        report.to_str().unwrap(),
+    ]);
+    assert_eq!(code, 0, "{out}{err}");
+    set_width(&client, 1400).await;
+    client.goto(&format!("file://{}", report.display())).await.unwrap();
+    assert_eq!(overview_crossing(&client).await, format!("{crossing:.0}"));
+    assert_eq!(text_of(&client, "#ov-e .tile-value").await, format!("{e:.2}"));
+    client.close().await.unwrap();
+}

@@ -1,0 +1,258 @@
+//! The overview: the landing view of `speclens serve`, the demo's end and every report. From the
+//! newest measured run, sweep and accept folder: the measured acceptance (E, α, rate, per
+//! position beside the geometric curve), the break-even (measured with its spread beside the
+//! model, in one sentence), the speedup at the lowest concurrency, the best k, the sweep and
+//! category charts, latency at a glance, and links into each detail view.
+
+use leptos::prelude::*;
+use speclens_shared::chart::{colors, draw_category_chart, draw_per_position, CategoryBar, Positions};
+use speclens_shared::model::Costs;
+use speclens_shared::overview::{pick_run, AcceptanceSummary, BreakEvenSummary};
+use speclens_shared::protocol::RunView;
+use speclens_shared::results::{run_view_from_result, AcceptMatrix, RunList, RunResult};
+use speclens_shared::sweep::SweepTable;
+use speclens_shared::Error;
+
+use crate::canvas::{chart_canvas, Draw, Root};
+use crate::live_page::{latency_row, whatif_fragment};
+use crate::runs_page::{fetch_json, SweepChart};
+
+/// Everything the overview shows, fetched once.
+#[derive(Clone)]
+struct Loaded {
+    list: RunList,
+    run: Option<(String, RunResult)>,
+    sweep: Option<(String, SweepTable)>,
+    accept: Option<(String, AcceptMatrix)>,
+}
+
+async fn load() -> Result<Loaded, String> {
+    let list = fetch_json::<RunList>("/api/runs".into()).await?;
+    let run = match pick_run(&list.runs) {
+        Some(entry) => Some((
+            entry.id.clone(),
+            fetch_json::<RunResult>(format!("/api/runs/{}", entry.id)).await?,
+        )),
+        None => None,
+    };
+    let sweep = match list.sweeps.first() {
+        Some(id) => Some((id.clone(), fetch_json::<SweepTable>(format!("/api/sweeps/{id}")).await?)),
+        None => None,
+    };
+    let accept = match list.accepts.first() {
+        Some(id) => Some((
+            id.clone(),
+            fetch_json::<AcceptMatrix>(format!("/api/accept/{id}")).await?,
+        )),
+        None => None,
+    };
+    Ok(Loaded {
+        list,
+        run,
+        sweep,
+        accept,
+    })
+}
+
+/// The measured acceptance by position beside the geometric curve of the same E.
+struct MeasuredPositions;
+
+impl Draw<AcceptanceSummary> for MeasuredPositions {
+    fn draw(a: &AcceptanceSummary, root: &Root, scale: f64) -> Result<(), Error> {
+        let measured = [Positions {
+            label: a.positions.label.clone(),
+            color: colors::ACCEPTED,
+            rates: a.positions.rates.clone(),
+        }];
+        draw_per_position(root, &measured, a.acceptance_length, scale)
+    }
+}
+
+/// Acceptance length by prompt category.
+struct CategoryChart;
+
+impl Draw<Vec<CategoryBar>> for CategoryChart {
+    fn draw(bars: &Vec<CategoryBar>, root: &Root, scale: f64) -> Result<(), Error> {
+        draw_category_chart(root, bars, scale)
+    }
+}
+
+fn tile(id: &'static str, label: String, value: String) -> impl IntoView {
+    view! { <div class="tile" id=id><div class="tile-label">{label}</div><div class="tile-value">{value}</div></div> }
+}
+
+#[component]
+pub fn OverviewPage() -> impl IntoView {
+    let loaded = LocalResource::new(load);
+    view! {
+        <section class="page overview">
+            <h1>"Overview"</h1>
+            {move || match loaded.get() {
+                None => view! { <p class="hint">"Loading…"</p> }.into_any(),
+                Some(Err(e)) => view! { <p class="error" id="overview-error">"Cannot read the results: " {e}</p> }.into_any(),
+                Some(Ok(data)) if data.run.is_none() && data.sweep.is_none() && data.accept.is_none() => view! {
+                    <div class="empty" id="overview-empty">
+                        <p>{format!("Nothing has been measured in {} yet.", data.list.results_dir)}</p>
+                        <p class="hint">"Run " <code>"speclens demo"</code> " for a complete example on the embedded simulated engine, or measure a server with "
+                            <code>"speclens bench --url http://127.0.0.1:8000 --out results/my-run"</code>
+                            " (" <code>"speclens sweep"</code> " for the break-even, " <code>"speclens accept"</code> " by prompt category), then reload this page."</p>
+                    </div>
+                }.into_any(),
+                Some(Ok(data)) => view! { <OverviewBody data=data/> }.into_any(),
+            }}
+        </section>
+    }
+}
+
+#[component]
+fn OverviewBody(data: Loaded) -> impl IntoView {
+    let acceptance = data.run.as_ref().and_then(|(_, r)| AcceptanceSummary::of(r));
+    let break_even = data.sweep.as_ref().map(|(_, t)| BreakEvenSummary::of(t));
+    let costs = data
+        .sweep
+        .as_ref()
+        .and_then(|(_, t)| t.prediction.as_ref().map(|p| p.costs))
+        .unwrap_or(Costs::H100_FREE_DRAFTS);
+    let run_view: Option<RunView> = data.run.as_ref().map(|(_, r)| run_view_from_result(r));
+    let best = acceptance.as_ref().and_then(|a| a.best_k(costs, 1.0));
+    // Near the break-even a shorter draft can still pay where the measured k does not.
+    let loaded_batch = break_even
+        .as_ref()
+        .and_then(|b| b.measured.or(b.predicted))
+        .filter(|b| *b > 1.0);
+    let best_loaded = acceptance
+        .as_ref()
+        .zip(loaded_batch)
+        .and_then(|(a, b)| Some((b, a.best_k(costs, b)?)));
+
+    let mut tiles = Vec::new();
+    if let Some(a) = &acceptance {
+        tiles.push(tile(
+            "ov-e",
+            "Acceptance length E".into(),
+            format!("{:.2}", a.acceptance_length),
+        ));
+        tiles.push(tile(
+            "ov-alpha",
+            format!("Implied α (k = {})", a.k),
+            format!("{:.3}", a.implied_alpha),
+        ));
+        if let Some(rate) = a.acceptance_rate {
+            tiles.push(tile("ov-rate", "Acceptance rate (%)".into(), format!("{rate:.1}")));
+        }
+    }
+    if let Some(b) = &break_even {
+        let measured = b.measured.map_or("none in range".to_string(), |v| format!("{v:.0}"));
+        tiles.push(tile("ov-crossing", "Measured break-even B*".into(), measured));
+        if let Some(p) = b.predicted {
+            tiles.push(tile("ov-predicted", "Model's B*".into(), format!("{p:.0}")));
+        }
+        if let Some((c, ratio)) = b.lowest {
+            tiles.push(tile(
+                "ov-speedup",
+                format!("Speedup at concurrency {c:.0}"),
+                format!("{ratio:.2}×"),
+            ));
+        }
+    }
+    if let Some(k) = best {
+        tiles.push(tile("ov-best-k", "Best k at batch 1".into(), k.k.to_string()));
+    }
+    if let Some((b, k)) = best_loaded {
+        tiles.push(tile(
+            "ov-best-k-loaded",
+            format!("Best k at batch {b:.0}"),
+            k.k.to_string(),
+        ));
+    }
+
+    let bars: Option<Vec<CategoryBar>> = data.accept.as_ref().map(|(_, m)| {
+        m.categories
+            .iter()
+            .map(|c| CategoryBar {
+                category: c.category.clone(),
+                acceptance_length: c.acceptance_length,
+                requests: c.requests,
+            })
+            .collect()
+    });
+    let acceptance_line = acceptance.as_ref().map(|a| {
+        let measured: Vec<String> = a.positions.rates.iter().map(|r| format!("{r:.2}")).collect();
+        let geometric: Vec<String> = a.geometric.iter().map(|r| format!("{r:.2}")).collect();
+        format!(
+            "By draft position ({}): {} measured against {} for a geometric α of the same E. {}",
+            a.positions.label,
+            measured.join(", "),
+            geometric.join(", "),
+            best.map_or(String::new(), |k| format!(
+                "From these rates the model's best k at batch 1 is {} (E {:.2}, speedup {:.2}×){}, on the sweep's costs.",
+                k.k,
+                k.expected_tokens,
+                k.speedup,
+                best_loaded.map_or(String::new(), |(b, k)| format!(
+                    " and at batch {b:.0} it is {} (speedup {:.2}×)",
+                    k.k, k.speedup
+                ))
+            ))
+        )
+    });
+    let whatif = run_view.as_ref().and_then(whatif_fragment);
+    let run_id = data.run.as_ref().map(|(id, _)| id.clone());
+    let accept_id = data.accept.as_ref().map(|(id, _)| id.clone());
+    let speedup_line = break_even.as_ref().and_then(|b| {
+        let (c, ratio) = b.lowest?;
+        Some(format!(
+            "At concurrency {c:.0} speculation gives {ratio:.2}× the plain server's output throughput{}.",
+            b.lowest_predicted
+                .map_or(String::new(), |p| format!(" (the model: {p:.2}×)"))
+        ))
+    });
+    view! {
+        <div class="tiles" id="overview-tiles">{tiles}</div>
+        {break_even.as_ref().map(|b| view! { <p class="headline" id="overview-break-even">{b.sentence.clone()}</p> })}
+        {speedup_line.map(|s| view! { <p id="overview-speedup">{s}</p> })}
+        <div class="grid2">
+            {data.sweep.clone().map(|(id, table)| view! {
+                <div class="chart-box"><h3>"Throughput by concurrency"</h3>
+                    {chart_canvas::<_, SweepChart>("overview-sweep", "small-chart", "speclens-sweep".into(), Signal::stored(table.clone()))}
+                    <p><a href=format!("#runs?sweep={id}")>"The sweep, point by point →"</a></p>
+                </div>
+            })}
+            {acceptance.clone().zip(acceptance_line).map(|(a, line)| view! {
+                <div class="chart-box"><h3>"Acceptance by draft position"</h3>
+                    {chart_canvas::<_, MeasuredPositions>("overview-positions", "small-chart", "speclens-acceptance-by-position".into(), Signal::stored(a))}
+                    <p class="hint" id="overview-acceptance">{line}</p>
+                </div>
+            })}
+        </div>
+        <div class="grid2">
+            {accept_id.clone().zip(bars).map(|(id, bars)| view! {
+                <div class="chart-box"><h3>"Acceptance length by prompt category"</h3>
+                    {chart_canvas::<_, CategoryChart>("overview-accept", "small-chart", "speclens-acceptance-by-category".into(), Signal::stored(bars))}
+                    <p><a href=format!("#runs?accept={id}")>"Every category's figures →"</a></p>
+                </div>
+            })}
+            {run_view.clone().zip(run_id.clone()).map(|(r, id)| view! {
+                <div>
+                    <h3>"Latency at a glance (ms)"</h3>
+                    <p class="hint">{format!("Run {id}")}</p>
+                    <div class="table-box">
+                        <table class="model-table" id="overview-latency">
+                            <thead><tr><th>""</th><th>"mean"</th><th>"median"</th><th>"p99"</th></tr></thead>
+                            <tbody>
+                                {latency_row("TTFT", r.ttft_ms.clone())}
+                                {latency_row("ITL", r.itl_ms.clone())}
+                                {latency_row("E2E", r.e2el_ms.clone())}
+                            </tbody>
+                        </table>
+                    </div>
+                    <p><a href=format!("#runs?open={id}")>"This run in full →"</a></p>
+                </div>
+            })}
+        </div>
+        <p class="links" id="overview-links">
+            {whatif.map(|f| view! { <a class="pill" href=format!("#{f}")>"What-if with the measured acceptance"</a> })}
+            <a class="pill" href="#runs">{format!("All {} runs", data.list.runs.len())}</a>
+        </p>
+    }
+}
