@@ -9,7 +9,7 @@ use std::time::Duration;
 
 use serde_json::Value;
 
-use crate::common::browser::{canvas_ink, open_browser, start_chromedriver, text_of};
+use crate::common::browser::{canvas_ink, open_browser, screenshot, set_width, start_chromedriver, text_of};
 use crate::common::{wait_for, workspace, Speclens};
 
 #[tokio::test]
@@ -92,6 +92,18 @@ async fn the_live_page_follows_a_run_recovers_from_a_cut_and_ends_on_the_result(
             .and_then(|t| t.rsplit(' ').next()?.parse::<u64>().ok())
     };
     let early = completed_now(text_of(&client, "#run-status").await).unwrap();
+    assert!(
+        text_of(&client, "#tiles-scope")
+            .await
+            .starts_with("Last scrape interval"),
+        "interval figures are labelled as such while the run goes"
+    );
+    set_width(&client, 1400).await;
+    screenshot(&client, "live-running-1400").await;
+    set_width(&client, 420).await;
+    tokio::time::sleep(Duration::from_millis(300)).await;
+    screenshot(&client, "live-running-420").await;
+    set_width(&client, 1400).await;
 
     // Cut the connection mid-run: the page reconnects by itself and catches up from a snapshot.
     client.execute("window.speclensSocket.close()", vec![]).await.unwrap();
@@ -121,6 +133,44 @@ async fn the_live_page_follows_a_run_recovers_from_a_cut_and_ends_on_the_result(
     .await;
     let status = text_of(&client, "#run-status").await;
     assert_eq!(completed_now(status.clone()), result["completed"].as_u64(), "{status}");
+    // The finished run's tiles are the whole run's figures, as result.json has them (not the
+    // last scrape interval's), and say so.
+    let figure = |key: &str| result[key].as_f64().unwrap_or_else(|| panic!("{key} in result.json"));
+    let duration = figure("duration");
+    let (accepted, drafted, drafts) = (
+        figure("spec_decode_accepted_tokens"),
+        figure("spec_decode_draft_tokens"),
+        figure("spec_decode_num_drafts"),
+    );
+    let want = [
+        (
+            "#tile-acceptance-rate",
+            format!("{:.2}", figure("spec_decode_acceptance_rate")),
+        ),
+        (
+            "#tile-acceptance-length",
+            format!("{:.2}", figure("spec_decode_acceptance_length")),
+        ),
+        ("#tile-accepted-per-s", format!("{:.1}", accepted / duration)),
+        ("#tile-drafted-per-s", format!("{:.1}", drafted / duration)),
+        ("#tile-drafts-per-s", format!("{:.1}", drafts / duration)),
+        (
+            "#tile-draft-share",
+            format!("{:.1}", accepted / (accepted + drafts) * 100.0),
+        ),
+    ];
+    for (tile, value) in want {
+        assert_eq!(text_of(&client, &format!("{tile} .tile-value")).await, value, "{tile}");
+    }
+    assert_eq!(
+        text_of(&client, "#tiles-scope").await,
+        "Whole run, as saved in result.json."
+    );
+    screenshot(&client, "live-finished-1400").await;
+    set_width(&client, 420).await;
+    tokio::time::sleep(Duration::from_millis(300)).await;
+    screenshot(&client, "live-finished-420").await;
+    set_width(&client, 1400).await;
     let per_request = &result["spec_decode"]["per_request"];
     let length = per_request["spec_decode_token_weighted_acceptance_length"]["avg"]
         .as_f64()

@@ -14,6 +14,8 @@ use serde_json::Value;
 use crate::common::browser::{
     canvas_ink, clipped_tables, open_browser, screenshot, set_width, sideways_overflow, start_chromedriver, text_of,
 };
+use speclens_shared::overview::batch_text;
+
 use crate::common::{run_speclens, run_speclens_within, wait_for, workspace, Speclens};
 
 /// Prompts the sim sorts into three categories by their text (see `sim --help`).
@@ -161,16 +163,16 @@ async fn the_overview_lands_first_with_the_measured_crossing_and_the_views_fit_a
     // The landing view is the overview: the measured crossing beside the model's, the
     // acceptance of the newest speculative run, and the charts drawn.
     client.goto(&base).await.unwrap();
-    assert_eq!(overview_crossing(&client).await, format!("{crossing:.0}"));
+    assert_eq!(overview_crossing(&client).await, batch_text(crossing));
     assert_eq!(
         text_of(&client, "#ov-predicted .tile-value").await,
-        format!("{predicted:.0}")
+        batch_text(predicted)
     );
     let e = described["spec_decode_acceptance_length"].as_f64().unwrap();
     assert_eq!(text_of(&client, "#ov-e .tile-value").await, format!("{e:.2}"));
     let sentence = text_of(&client, "#overview-break-even").await;
     assert!(
-        sentence.contains(&format!("below about {crossing:.0} concurrent requests")),
+        sentence.contains(&format!("below about {} concurrent requests", batch_text(crossing))),
         "{sentence}"
     );
     let acceptance = text_of(&client, "#overview-acceptance").await;
@@ -215,6 +217,25 @@ async fn the_overview_lands_first_with_the_measured_crossing_and_the_views_fit_a
         .await
         .unwrap();
     assert_eq!(name.as_deref(), Some("speclens-sweep.svg"));
+
+    // Values on hover: the pointer over the sweep chart reads out the nearest point.
+    client
+        .execute(
+            "const c = document.getElementById('overview-sweep'); const r = c.getBoundingClientRect(); \
+             c.dispatchEvent(new MouseEvent('mousemove', {clientX: r.left + r.width * 0.5, clientY: r.top + r.height * 0.3, bubbles: true}));",
+            vec![],
+        )
+        .await
+        .unwrap();
+    let tip = wait_for("the hover readout", Duration::from_secs(10), || async {
+        Some(text_of(&client, "#overview-sweep-tip").await).filter(|t| !t.is_empty())
+    })
+    .await;
+    assert!(
+        tip.starts_with("concurrency ") && tip.contains("speculative") && tip.contains("plain"),
+        "{tip}"
+    );
+    screenshot(&client, "overview-hover-1400").await;
 
     // One WebSocket, however often the live view is visited.
     visit(&client, &base, "live", "#live-empty").await;
@@ -310,7 +331,7 @@ async fn the_overview_lands_first_with_the_measured_crossing_and_the_views_fit_a
     assert_eq!(code, 0, "{out}{err}");
     set_width(&client, 1400).await;
     client.goto(&format!("file://{}", report.display())).await.unwrap();
-    assert_eq!(overview_crossing(&client).await, format!("{crossing:.0}"));
+    assert_eq!(overview_crossing(&client).await, batch_text(crossing));
     assert_eq!(text_of(&client, "#ov-e .tile-value").await, format!("{e:.2}"));
     client.close().await.unwrap();
 }

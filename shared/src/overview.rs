@@ -84,26 +84,30 @@ impl BreakEvenSummary {
         let predicted = prediction.map(|p| p.break_even_batch);
         let model_part = match prediction {
             Some(p) => format!(
-                "; the model predicted {:.0} from the measured E = {:.2}",
-                p.break_even_batch, p.measured_e
+                "; the model predicted {} from the measured E = {:.2}",
+                batch_text(p.break_even_batch),
+                p.measured_e
             ),
             None => String::new(),
         };
         let sentence = match (table.crossing, table.crossing_interval) {
             (Some(b), interval) => {
                 let spread = interval.map_or(String::new(), |(lo, hi)| {
-                    format!(" ({lo:.0}–{hi:.0} within the repeats' spread)")
+                    format!(" ({}–{} within the repeats' spread)", batch_text(lo), batch_text(hi))
                 });
                 format!(
-                    "Speculation raises output throughput below about {b:.0} concurrent requests{spread} and lowers it above{model_part}: above that load, turn it off."
+                    "Speculation raises output throughput below about {} concurrent requests{spread} and lowers it above{model_part}: above that load, turn it off.",
+                    batch_text(b)
                 )
             }
             (None, _) => match (ratios.first(), ratios.last()) {
                 (Some(_), Some((c_max, _))) if ratios.iter().all(|(_, r)| *r > 1.0) => format!(
-                    "Speculation raised output throughput at every measured concurrency, up to {c_max:.0}: the break-even lies beyond the sweep{model_part}."
+                    "Speculation raised output throughput at every measured concurrency, up to {}: the break-even lies beyond the sweep{model_part}.",
+                    batch_text(*c_max)
                 ),
                 (Some((c_min, _)), Some(_)) if ratios.iter().all(|(_, r)| *r <= 1.0) => format!(
-                    "Speculation lowered output throughput at every measured concurrency, from {c_min:.0} up{model_part}."
+                    "Speculation lowered output throughput at every measured concurrency, from {} up{model_part}.",
+                    batch_text(*c_min)
                 ),
                 (Some(_), Some(_)) => format!("The throughput ratio does not fall through 1.0 inside the sweep{model_part}."),
                 _ => "No concurrency was measured on both arms.".to_string(),
@@ -117,6 +121,16 @@ impl BreakEvenSummary {
             lowest_predicted,
             sentence,
         }
+    }
+}
+
+/// A batch size or concurrency as the overview writes it: whole numbers as they are, others
+/// with one decimal below 20 (a crossing at 6.1 is not "6"), whole above.
+pub fn batch_text(b: f64) -> String {
+    if b < 20.0 && b.fract() != 0.0 {
+        format!("{b:.1}")
+    } else {
+        format!("{b:.0}")
     }
 }
 
@@ -168,6 +182,13 @@ mod tests {
         assert_eq!(s.lowest, Some((1.0, 2.5)));
         let want = model::speedup(2.5, 3.0, Costs::H100_FREE_DRAFTS, 1.0);
         assert!((s.lowest_predicted.unwrap() - want).abs() < 1e-12);
+    }
+
+    #[test]
+    fn batches_keep_a_decimal_where_it_matters() {
+        assert_eq!(batch_text(6.14), "6.1");
+        assert_eq!(batch_text(185.5), "186");
+        assert_eq!(batch_text(8.0), "8");
     }
 
     #[test]

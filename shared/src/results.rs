@@ -461,6 +461,13 @@ pub struct RunListEntry {
     pub completed: Option<u64>,
     pub output_throughput: Option<f64>,
     pub spec_decode_acceptance_length: Option<f64>,
+    /// The closed loop's concurrency, when the run had one.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub max_concurrency: Option<u64>,
+    /// What made the run: `bench`, `sweep spec` / `sweep base` (a sweep's point), `accept`, or
+    /// `vllm bench serve` (a file speclens did not write).
+    #[serde(default)]
+    pub kind: String,
 }
 
 impl RunListEntry {
@@ -474,7 +481,39 @@ impl RunListEntry {
             completed: r.completed,
             output_throughput: r.output_throughput,
             spec_decode_acceptance_length: r.spec_decode_acceptance_length,
+            max_concurrency: r.max_concurrency.or(r.config.as_ref().and_then(|c| c.concurrency)),
+            kind: if r.speclens_version.is_some() {
+                "bench"
+            } else {
+                "vllm bench serve"
+            }
+            .into(),
         }
+    }
+
+    /// The date as people read it: `2026-12-01 04:28:26` (UTC) from RFC 3339 with nanoseconds.
+    pub fn readable_date(&self) -> Option<String> {
+        let date = self.date.as_deref()?;
+        let trimmed: String = date.chars().take(19).collect();
+        Some(if trimmed.len() == 19 && trimmed.as_bytes()[10] == b'T' {
+            format!("{} UTC", trimmed.replacen('T', " ", 1))
+        } else {
+            date.to_string()
+        })
+    }
+
+    /// Does the row match a filter typed by the user (case-insensitive, any column's text)?
+    pub fn matches(&self, filter: &str) -> bool {
+        let filter = filter.trim().to_lowercase();
+        filter.is_empty()
+            || [
+                self.id.as_str(),
+                self.label.as_str(),
+                self.kind.as_str(),
+                self.model_id.as_deref().unwrap_or_default(),
+            ]
+            .iter()
+            .any(|text| text.to_lowercase().contains(&filter))
     }
 }
 
@@ -488,7 +527,27 @@ pub struct RunList {
 }
 
 impl RunList {
+    /// The list, newest first, each run's kind told by the folder it is in: a sweep's points
+    /// are `sweep spec` / `sweep base`, an accept folder's runs `accept`.
     pub fn new(results_dir: &str, mut runs: Vec<RunListEntry>, sweeps: Vec<String>, accepts: Vec<String>) -> RunList {
+        let inside = |id: &str, folders: &[String]| {
+            folders
+                .iter()
+                .any(|f| id.strip_prefix(f.as_str()).is_some_and(|rest| rest.starts_with('/')))
+        };
+        for run in &mut runs {
+            if inside(&run.id, &sweeps) {
+                let point = run.id.rsplit('/').next().unwrap_or_default();
+                run.kind = if point.starts_with("base-") {
+                    "sweep base"
+                } else {
+                    "sweep spec"
+                }
+                .into();
+            } else if inside(&run.id, &accepts) {
+                run.kind = "accept".into();
+            }
+        }
         runs.sort_by(|a, b| b.date.cmp(&a.date));
         RunList {
             results_dir: results_dir.into(),

@@ -9,6 +9,7 @@ use leptos::prelude::*;
 use plotters::coord::Shift;
 use plotters::prelude::{DrawingArea, IntoDrawingArea, SVGBackend};
 use plotters_canvas::CanvasBackend;
+use speclens_shared::chart::XFrame;
 use speclens_shared::Error;
 use wasm_bindgen::JsValue;
 use web_sys::HtmlCanvasElement;
@@ -27,7 +28,13 @@ thread_local! {
 
 /// One kind of chart over data `T`: the same drawing on the canvas and in a downloaded SVG.
 pub trait Draw<T>: 'static {
-    fn draw(data: &T, root: &Root, scale: f64) -> Result<(), Error>;
+    /// Draw, and say where the x axis went (for the hover readout; `None`: no readout).
+    fn draw(data: &T, root: &Root, scale: f64) -> Result<Option<XFrame>, Error>;
+
+    /// The values at x (in the chart's data units) for the hover readout.
+    fn hover(_data: &T, _x: f64) -> Option<String> {
+        None
+    }
 }
 
 /// What a chart draws on: the page's canvas or a download's SVG, one type for both.
@@ -41,7 +48,10 @@ fn css_size(canvas: &HtmlCanvasElement) -> (f64, f64) {
 
 /// Size `canvas` for sharp pixels and run `draw` on it with the pixel ratio as scale. The first
 /// chart the page draws leaves a `speclens:first-chart` performance mark (time from navigation).
-pub fn draw_on(canvas: &HtmlCanvasElement, draw: impl FnOnce(&Root, f64) -> Result<(), Error>) -> Result<(), String> {
+pub fn draw_on(
+    canvas: &HtmlCanvasElement,
+    draw: impl FnOnce(&Root, f64) -> Result<Option<XFrame>, Error>,
+) -> Result<Option<XFrame>, String> {
     let window = web_sys::window().ok_or("no window")?;
     let ratio = window.device_pixel_ratio().max(1.0);
     let (css_w, css_h) = css_size(canvas);
@@ -49,13 +59,13 @@ pub fn draw_on(canvas: &HtmlCanvasElement, draw: impl FnOnce(&Root, f64) -> Resu
     canvas.set_height((css_h * ratio).round() as u32);
     let backend = CanvasBackend::with_canvas_object(canvas.clone()).ok_or("the canvas has no 2d context")?;
     let root = PageBackend::Canvas(backend).into_drawing_area();
-    draw(&root, ratio).map_err(|e| e.to_string())?;
+    let frame = draw(&root, ratio).map_err(|e| e.to_string())?;
     if !FIRST_CHART_DRAWN.replace(true) {
         if let Some(p) = window.performance() {
             let _ = p.mark("speclens:first-chart");
         }
     }
-    Ok(())
+    Ok(frame)
 }
 
 /// Record a draw's outcome on the canvas for the browser tests: `data-draws` counts the draws,
@@ -71,7 +81,10 @@ pub fn mark_drawn(canvas: &HtmlCanvasElement, result: Result<(), String>) {
 }
 
 /// A chart's drawing: reads its data (tracked when called inside an effect) and draws it.
-type DrawFn = std::sync::Arc<dyn Fn(&Root, f64) -> Result<(), Error> + Send + Sync>;
+type DrawFn = std::sync::Arc<dyn Fn(&Root, f64) -> Result<Option<XFrame>, Error> + Send + Sync>;
+
+/// A chart's hover readout at an x value (reads its data untracked).
+type HoverFn = std::sync::Arc<dyn Fn(f64) -> Option<String> + Send + Sync>;
 
 /// The chart as an SVG document at `width` × `height` CSS pixels.
 fn svg_of(draw: &DrawFn, width: u32, height: u32) -> Result<String, String> {
@@ -111,12 +124,18 @@ where
     K: Draw<T>,
 {
     let draw: DrawFn = std::sync::Arc::new(move |root: &Root, scale: f64| data.with(|d| K::draw(d, root, scale)));
-    chart_frame(id, class, file_stem, draw)
+    let hover: HoverFn = std::sync::Arc::new(move |x: f64| data.with_untracked(|d| K::hover(d, x)));
+    chart_frame(id, class, file_stem, draw, hover)
 }
 
 /// The part of [`chart_canvas`] that does not depend on the chart's kind (compiled once).
-fn chart_frame(id: &'static str, class: &'static str, file_stem: String, draw: DrawFn) -> AnyView {
+fn chart_frame(id: &'static str, class: &'static str, file_stem: String, draw: DrawFn, hover: HoverFn) -> AnyView {
     let canvas = NodeRef::<Canvas>::new();
+    // Where the last canvas draw put its x axis, and the readout under the pointer.
+    let frame = StoredValue::new(None::<XFrame>);
+    // The readout's text and its CSS placement beside the pointer (left of it on the right half,
+    // so it never sticks out of the chart).
+    let (tip, set_tip) = signal(None::<(String, String)>);
     let svg_link = NodeRef::<A>::new();
     let png_link = NodeRef::<A>::new();
     let (resized, set_resized) = signal(0u32);
@@ -128,7 +147,9 @@ fn chart_frame(id: &'static str, class: &'static str, file_stem: String, draw: D
         let Some(c) = canvas.get() else { return };
         // Data to pixels, timed (the web benchmark reads `data-redraw-ms`).
         let started_ms = now_ms();
-        mark_drawn(&c, draw_on(&c, |root, scale| on_data(root, scale)));
+        let drawn = draw_on(&c, |root, scale| on_data(root, scale));
+        frame.set_value(drawn.as_ref().ok().copied().flatten());
+        mark_drawn(&c, drawn.map(|_| ()));
         let _ = c.set_attribute("data-redraw-ms", &format!("{:.3}", now_ms() - started_ms));
     });
     let download_svg = move |_| {
@@ -152,10 +173,28 @@ fn chart_frame(id: &'static str, class: &'static str, file_stem: String, draw: D
             offer_download(&link, url);
         }
     };
+    let on_move = move |ev: ev::MouseEvent| {
+        let ratio = web_sys::window().map_or(1.0, |w| w.device_pixel_ratio().max(1.0));
+        let (x, y) = (f64::from(ev.offset_x()), f64::from(ev.offset_y()));
+        let width = canvas.get_untracked().map_or(0.0, |c| f64::from(c.client_width()));
+        let text = frame
+            .get_value()
+            .and_then(|f| f.value_at(x * ratio))
+            .and_then(|value| hover(value));
+        let place = if x > width / 2.0 {
+            format!("right: {:.0}px; top: {:.0}px", width - x + 14.0, y + 14.0)
+        } else {
+            format!("left: {:.0}px; top: {:.0}px", x + 14.0, y + 14.0)
+        };
+        set_tip.set(text.map(|t| (t, place)));
+    };
     let (svg_name, png_name) = (format!("{file_stem}.svg"), format!("{file_stem}.png"));
     view! {
         <div class="chart-frame">
-            <canvas id=id class=class node_ref=canvas></canvas>
+            <canvas id=id class=class node_ref=canvas on:mousemove=on_move on:mouseleave=move |_| set_tip.set(None)></canvas>
+            {move || tip.get().map(|(text, place)| view! {
+                <div class="chart-tip" id=format!("{id}-tip") role="status" style=place>{text}</div>
+            })}
             <div class="chart-actions">
                 <button type="button" class="download" id=format!("{id}-svg") title="Download this chart as SVG" on:click=download_svg>"SVG"</button>
                 <button type="button" class="download" id=format!("{id}-png") title="Download this chart as PNG" on:click=download_png>"PNG"</button>

@@ -81,6 +81,8 @@ pub fn App() -> impl IntoView {
         ),
         _ => "speculative decoding: acceptance, break-even, model".to_string(),
     };
+    // A report's What-if opens on the measured acceptance.
+    let whatif_href = report_data::measured_whatif().map_or_else(|| "#whatif".to_string(), |f| format!("#{f}"));
     let listener = window_event_listener(ev::hashchange, move |_| set_fragment.set(current_fragment()));
     on_cleanup(move || listener.remove());
     view! {
@@ -89,7 +91,7 @@ pub fn App() -> impl IntoView {
             <nav>
                 <a href="#overview" class:active=move || view.get() == View::Overview>"Overview"</a>
                 {(!in_report).then(|| view! { <a href="#live" class:active=move || view.get() == View::Live>"Live run"</a> })}
-                <a href="#whatif" class:active=move || view.get() == View::WhatIf>"What-if"</a>
+                <a href=whatif_href class:active=move || view.get() == View::WhatIf>"What-if"</a>
                 <a href="#runs" class:active=move || view.get() == View::Runs>"Runs"</a>
             </nav>
             <span class="tagline" id="tagline">{tagline}</span>

@@ -12,10 +12,11 @@ use plotters::style::RGBColor;
 use send_wrapper::SendWrapper;
 use speclens_shared::aggregate::Bins;
 use speclens_shared::chart::{
-    colors, draw_histograms, draw_per_position, draw_series_chart, draw_series_panels, HistogramPanel, Positions,
-    Series, SeriesPanel,
+    colors, draw_histograms, draw_per_position, draw_series_chart, draw_series_panels, hover, HistogramPanel,
+    Positions, Series, SeriesPanel, XFrame,
 };
 use speclens_shared::live_state::{Applied, LiveState};
+use speclens_shared::model::implied_alpha;
 use speclens_shared::protocol::{RunStatus, RunView, ServerMessage, TimelinePoint};
 use speclens_shared::run::LatencyStats;
 use speclens_shared::Error;
@@ -190,7 +191,7 @@ pub fn latency_row(name: &'static str, stats: Option<LatencyStats>) -> impl Into
 struct AcceptanceOverTime;
 
 impl Draw<RunView> for AcceptanceOverTime {
-    fn draw(run: &RunView, root: &Root, scale: f64) -> Result<(), Error> {
+    fn draw(run: &RunView, root: &Root, scale: f64) -> Result<Option<XFrame>, Error> {
         let of = |pick: fn(&TimelinePoint) -> Option<f64>| -> Vec<(f64, f64)> {
             run.timeline
                 .iter()
@@ -217,13 +218,17 @@ impl Draw<RunView> for AcceptanceOverTime {
         ];
         draw_series_panels(root, &panels, scale)
     }
+
+    fn hover(run: &RunView, t_s: f64) -> Option<String> {
+        hover::timeline_at(run, t_s)
+    }
 }
 
 /// Draft tokens proposed, accepted and rejected per second.
 struct TokenFlow;
 
 impl Draw<RunView> for TokenFlow {
-    fn draw(run: &RunView, root: &Root, scale: f64) -> Result<(), Error> {
+    fn draw(run: &RunView, root: &Root, scale: f64) -> Result<Option<XFrame>, Error> {
         let t = &run.timeline;
         let series = [
             Series {
@@ -247,6 +252,10 @@ impl Draw<RunView> for TokenFlow {
         ];
         draw_series_chart(root, &series, "draft tokens/s", scale)
     }
+
+    fn hover(run: &RunView, t_s: f64) -> Option<String> {
+        hover::timeline_at(run, t_s)
+    }
 }
 
 /// Path colours in the per-position chart: per-request first, then each scraped endpoint.
@@ -261,27 +270,39 @@ const PATH_COLORS: [RGBColor; 4] = [
 struct PositionsChart;
 
 impl Draw<RunView> for PositionsChart {
-    fn draw(run: &RunView, root: &Root, scale: f64) -> Result<(), Error> {
-        let paths = run.positions_by_path();
-        let e = paths.first().map_or(1.0, |p| p.acceptance_length);
-        let measured: Vec<Positions> = paths
-            .into_iter()
-            .zip(PATH_COLORS.iter().cycle())
-            .map(|(p, color)| Positions {
-                label: p.label,
-                color: *color,
-                rates: p.rates,
-            })
-            .collect();
+    fn draw(run: &RunView, root: &Root, scale: f64) -> Result<Option<XFrame>, Error> {
+        let (measured, e) = measured_positions(run);
         draw_per_position(root, &measured, e, scale)
     }
+
+    fn hover(run: &RunView, x: f64) -> Option<String> {
+        let (measured, e) = measured_positions(run);
+        let k = measured.first().map_or(0, |p| p.rates.len()) as u32;
+        hover::positions_at(&measured, implied_alpha(e, k.max(1)), x)
+    }
+}
+
+/// Each path's positions in its colour, and the first path's E.
+fn measured_positions(run: &RunView) -> (Vec<Positions>, f64) {
+    let paths = run.positions_by_path();
+    let e = paths.first().map_or(1.0, |p| p.acceptance_length);
+    let measured = paths
+        .into_iter()
+        .zip(PATH_COLORS.iter().cycle())
+        .map(|(p, color)| Positions {
+            label: p.label,
+            color: *color,
+            rates: p.rates,
+        })
+        .collect();
+    (measured, e)
 }
 
 /// TTFT, ITL and E2E latency histograms side by side.
 struct LatencyDistributions;
 
 impl Draw<RunView> for LatencyDistributions {
-    fn draw(run: &RunView, root: &Root, scale: f64) -> Result<(), Error> {
+    fn draw(run: &RunView, root: &Root, scale: f64) -> Result<Option<XFrame>, Error> {
         let d = &run.distributions;
         let panels = [
             ("TTFT (ms)", d.ttft_ms.as_ref()),
@@ -293,7 +314,7 @@ impl Draw<RunView> for LatencyDistributions {
             color: colors::PROPOSED,
             bins,
         });
-        draw_histograms(root, &panels, scale)
+        draw_histograms(root, &panels, scale).map(|()| None)
     }
 }
 
@@ -301,7 +322,7 @@ impl Draw<RunView> for LatencyDistributions {
 struct AcceptanceDistributions;
 
 impl Draw<RunView> for AcceptanceDistributions {
-    fn draw(run: &RunView, root: &Root, scale: f64) -> Result<(), Error> {
+    fn draw(run: &RunView, root: &Root, scale: f64) -> Result<Option<XFrame>, Error> {
         let pooled = run
             .per_request
             .as_ref()
@@ -318,7 +339,7 @@ impl Draw<RunView> for AcceptanceDistributions {
                 bins: pooled.as_ref(),
             },
         ];
-        draw_histograms(root, &panels, scale)
+        draw_histograms(root, &panels, scale).map(|()| None)
     }
 }
 

@@ -5,9 +5,9 @@
 //! category charts, latency at a glance, and links into each detail view.
 
 use leptos::prelude::*;
-use speclens_shared::chart::{colors, draw_category_chart, draw_per_position, CategoryBar, Positions};
+use speclens_shared::chart::{colors, draw_per_position, hover, CategoryBar, Positions, XFrame};
 use speclens_shared::model::Costs;
-use speclens_shared::overview::{pick_run, AcceptanceSummary, BreakEvenSummary};
+use speclens_shared::overview::{batch_text, pick_run, AcceptanceSummary, BreakEvenSummary};
 use speclens_shared::protocol::RunView;
 use speclens_shared::results::{run_view_from_result, AcceptMatrix, RunList, RunResult};
 use speclens_shared::sweep::SweepTable;
@@ -15,7 +15,7 @@ use speclens_shared::Error;
 
 use crate::canvas::{chart_canvas, Draw, Root};
 use crate::live_page::{latency_row, whatif_fragment};
-use crate::runs_page::{fetch_json, SweepChart};
+use crate::runs_page::{category_bars, fetch_json, CategoryChart, SweepChart};
 
 /// Everything the overview shows, fetched once.
 #[derive(Clone)]
@@ -58,7 +58,7 @@ async fn load() -> Result<Loaded, String> {
 struct MeasuredPositions;
 
 impl Draw<AcceptanceSummary> for MeasuredPositions {
-    fn draw(a: &AcceptanceSummary, root: &Root, scale: f64) -> Result<(), Error> {
+    fn draw(a: &AcceptanceSummary, root: &Root, scale: f64) -> Result<Option<XFrame>, Error> {
         let measured = [Positions {
             label: a.positions.label.clone(),
             color: colors::ACCEPTED,
@@ -66,14 +66,14 @@ impl Draw<AcceptanceSummary> for MeasuredPositions {
         }];
         draw_per_position(root, &measured, a.acceptance_length, scale)
     }
-}
 
-/// Acceptance length by prompt category.
-struct CategoryChart;
-
-impl Draw<Vec<CategoryBar>> for CategoryChart {
-    fn draw(bars: &Vec<CategoryBar>, root: &Root, scale: f64) -> Result<(), Error> {
-        draw_category_chart(root, bars, scale)
+    fn hover(a: &AcceptanceSummary, x: f64) -> Option<String> {
+        let measured = [Positions {
+            label: a.positions.label.clone(),
+            color: colors::ACCEPTED,
+            rates: a.positions.rates.clone(),
+        }];
+        hover::positions_at(&measured, a.implied_alpha, x)
     }
 }
 
@@ -142,10 +142,10 @@ fn OverviewBody(data: Loaded) -> impl IntoView {
         }
     }
     if let Some(b) = &break_even {
-        let measured = b.measured.map_or("none in range".to_string(), |v| format!("{v:.0}"));
+        let measured = b.measured.map_or("none in range".to_string(), batch_text);
         tiles.push(tile("ov-crossing", "Measured break-even B*".into(), measured));
         if let Some(p) = b.predicted {
-            tiles.push(tile("ov-predicted", "Model's B*".into(), format!("{p:.0}")));
+            tiles.push(tile("ov-predicted", "Model's B*".into(), batch_text(p)));
         }
         if let Some((c, ratio)) = b.lowest {
             tiles.push(tile(
@@ -166,16 +166,7 @@ fn OverviewBody(data: Loaded) -> impl IntoView {
         ));
     }
 
-    let bars: Option<Vec<CategoryBar>> = data.accept.as_ref().map(|(_, m)| {
-        m.categories
-            .iter()
-            .map(|c| CategoryBar {
-                category: c.category.clone(),
-                acceptance_length: c.acceptance_length,
-                requests: c.requests,
-            })
-            .collect()
-    });
+    let bars: Option<Vec<CategoryBar>> = data.accept.as_ref().map(|(_, m)| category_bars(m));
     let acceptance_line = acceptance.as_ref().map(|a| {
         let measured: Vec<String> = a.positions.rates.iter().map(|r| format!("{r:.2}")).collect();
         let geometric: Vec<String> = a.geometric.iter().map(|r| format!("{r:.2}")).collect();
@@ -190,8 +181,10 @@ fn OverviewBody(data: Loaded) -> impl IntoView {
                 k.expected_tokens,
                 k.speedup,
                 best_loaded.map_or(String::new(), |(b, k)| format!(
-                    " and at batch {b:.0} it is {} (speedup {:.2}×)",
-                    k.k, k.speedup
+                    " and at batch {} it is {} (speedup {:.2}×)",
+                    batch_text(b),
+                    k.k,
+                    k.speedup
                 ))
             ))
         )
@@ -207,20 +200,38 @@ fn OverviewBody(data: Loaded) -> impl IntoView {
                 .map_or(String::new(), |p| format!(" (the model: {p:.2}×)"))
         ))
     });
+    let sources = {
+        let mut parts = Vec::new();
+        if let (Some((id, _)), Some(_)) = (&data.run, &acceptance) {
+            parts.push(format!("acceptance from run {id}, the newest with spec-decode figures"));
+        }
+        if let Some((id, _)) = &data.sweep {
+            parts.push(format!("break-even from sweep {id}"));
+        }
+        if let Some((id, _)) = &data.accept {
+            parts.push(format!("categories from {id}"));
+        }
+        (!parts.is_empty()).then(|| {
+            let mut line = parts.join("; ");
+            line[..1].make_ascii_uppercase();
+            line + "."
+        })
+    };
     view! {
+        {sources.map(|s| view! { <p class="hint" id="overview-sources">{s}</p> })}
         <div class="tiles" id="overview-tiles">{tiles}</div>
         {break_even.as_ref().map(|b| view! { <p class="headline" id="overview-break-even">{b.sentence.clone()}</p> })}
         {speedup_line.map(|s| view! { <p id="overview-speedup">{s}</p> })}
         <div class="grid2">
             {data.sweep.clone().map(|(id, table)| view! {
                 <div class="chart-box"><h3>"Throughput by concurrency"</h3>
-                    {chart_canvas::<_, SweepChart>("overview-sweep", "small-chart", "speclens-sweep".into(), Signal::stored(table.clone()))}
+                    {chart_canvas::<_, SweepChart>("overview-sweep", "mid-chart", "speclens-sweep".into(), Signal::stored(table.clone()))}
                     <p><a href=format!("#runs?sweep={id}")>"The sweep, point by point →"</a></p>
                 </div>
             })}
             {acceptance.clone().zip(acceptance_line).map(|(a, line)| view! {
                 <div class="chart-box"><h3>"Acceptance by draft position"</h3>
-                    {chart_canvas::<_, MeasuredPositions>("overview-positions", "small-chart", "speclens-acceptance-by-position".into(), Signal::stored(a))}
+                    {chart_canvas::<_, MeasuredPositions>("overview-positions", "mid-chart", "speclens-acceptance-by-position".into(), Signal::stored(a))}
                     <p class="hint" id="overview-acceptance">{line}</p>
                 </div>
             })}

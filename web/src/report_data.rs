@@ -5,7 +5,9 @@
 use std::sync::OnceLock;
 
 use leptos::prelude::*;
+use speclens_shared::overview::pick_run;
 use speclens_shared::report_data::{ReportData, REPORT_ELEMENT_ID};
+use speclens_shared::results::{run_view_from_result, RunList, RunResult};
 
 static REPORT: OnceLock<Option<Result<ReportData, String>>> = OnceLock::new();
 
@@ -48,4 +50,15 @@ pub fn only_run() -> Option<String> {
         }
         _ => None,
     }
+}
+
+/// The what-if fragment seeded with the acceptance of the run the overview describes, so a
+/// report's What-if opens on what was measured instead of the model's defaults.
+pub fn measured_whatif() -> Option<String> {
+    let Some(Ok(data)) = embedded() else { return None };
+    let list: RunList = serde_json::from_value(data.responses.get("/api/runs")?.clone()).ok()?;
+    let entry = pick_run(&list.runs)?;
+    let result: RunResult =
+        serde_json::from_value(data.responses.get(&format!("/api/runs/{}", entry.id))?.clone()).ok()?;
+    crate::live_page::whatif_fragment(&run_view_from_result(&result))
 }

@@ -5,10 +5,14 @@
 use gloo_net::http::Request;
 use leptos::prelude::*;
 use serde::de::DeserializeOwned;
-use speclens_shared::protocol::RunView;
-use speclens_shared::results::{run_view_from_result, AcceptMatrix, RunList, RunResult};
+use speclens_shared::model::implied_alpha;
+use speclens_shared::protocol::{RunView, TimelinePoint};
+use speclens_shared::results::{run_view_from_result, AcceptMatrix, RunList, RunListEntry, RunResult};
 
-use speclens_shared::chart::draw_sweep_chart;
+use speclens_shared::chart::{
+    colors, draw_category_chart, draw_latency_comparison, draw_per_position, draw_series_panels, draw_sweep_chart,
+    hover, CategoryBar, Positions, RunLatencies, Series, SeriesPanel, XFrame,
+};
 use speclens_shared::sweep::SweepTable;
 use speclens_shared::Error;
 
@@ -19,9 +23,39 @@ use crate::live_page::{status_line, whatif_fragment, RunPanel};
 pub struct SweepChart;
 
 impl Draw<SweepTable> for SweepChart {
-    fn draw(t: &SweepTable, root: &Root, scale: f64) -> Result<(), Error> {
+    fn draw(t: &SweepTable, root: &Root, scale: f64) -> Result<Option<XFrame>, Error> {
         draw_sweep_chart(root, t, scale)
     }
+
+    fn hover(t: &SweepTable, concurrency: f64) -> Option<String> {
+        hover::sweep_at(t, concurrency)
+    }
+}
+
+/// Acceptance length by prompt category, highest first.
+pub struct CategoryChart;
+
+impl Draw<Vec<CategoryBar>> for CategoryChart {
+    fn draw(bars: &Vec<CategoryBar>, root: &Root, scale: f64) -> Result<Option<XFrame>, Error> {
+        draw_category_chart(root, bars, scale)
+    }
+
+    fn hover(bars: &Vec<CategoryBar>, x: f64) -> Option<String> {
+        hover::category_at(bars, x)
+    }
+}
+
+/// One bar per category of an accept run.
+pub fn category_bars(matrix: &AcceptMatrix) -> Vec<CategoryBar> {
+    matrix
+        .categories
+        .iter()
+        .map(|c| CategoryBar {
+            category: c.category.clone(),
+            acceptance_length: c.acceptance_length,
+            requests: c.requests,
+        })
+        .collect()
 }
 
 /// What the fragment asks the page to show.
@@ -91,12 +125,20 @@ pub fn RunsPage() -> impl IntoView {
 fn RunList() -> impl IntoView {
     let runs = LocalResource::new(|| fetch_json::<RunList>("/api/runs".into()));
     let (picked, set_picked) = signal(Vec::<String>::new());
+    let (filter, set_filter) = signal(String::new());
     view! {
         <section class="page runs">
             <h1>"Runs"</h1>
             {move || match runs.get() {
                 None => view! { <p class="hint">"Loading…"</p> }.into_any(),
                 Some(Err(e)) => view! { <p class="error">"Cannot list runs: " {e}</p> }.into_any(),
+                Some(Ok(v)) if v.runs.is_empty() && v.sweeps.is_empty() && v.accepts.is_empty() => view! {
+                    <div class="empty" id="runs-empty">
+                        <p>{format!("No runs in {} yet.", v.results_dir)}</p>
+                        <p class="hint">"Run " <code>"speclens demo"</code> ", or measure a server with "
+                            <code>"speclens bench --url http://127.0.0.1:8000 --out results/my-run"</code> ", then reload."</p>
+                    </div>
+                }.into_any(),
                 Some(Ok(v)) => {
                     let list = v.runs;
                     let dir = v.results_dir;
@@ -104,46 +146,80 @@ fn RunList() -> impl IntoView {
                         ids.into_iter().map(|id| format!("{kind}={id}")).collect()
                     };
                     let (sweeps, accepts) = (links(v.sweeps, "sweep"), links(v.accepts, "accept"));
+                    let total = list.len();
+                    let rows = list.clone();
                     view! {
                         <p id="sweep-links">{sweeps.into_iter().map(|q| view! { <a class="pill" href=format!("#runs?{q}")>{q.replace('=', ": ")}</a> }).collect_view()}
                             {accepts.into_iter().map(|q| view! { <a class="pill" href=format!("#runs?{q}")>{q.replace('=', ": ")}</a> }).collect_view()}</p>
-                        <p class="hint">{format!("{} runs in {dir}. Tick two to compare them.", list.len())}</p>
+                        <div class="inputs row">
+                            <label class="field" for="run-filter">
+                                <span>"filter (run, kind, label, model)"</span>
+                                <input id="run-filter" type="search" placeholder="e.g. sweep spec"
+                                    on:input=move |ev| set_filter.set(event_target_value(&ev))/>
+                            </label>
+                        </div>
+                        <p class="hint" id="run-count">{move || {
+                            let shown = list_shown(&list, &filter.get());
+                            format!("{shown} of {total} runs in {dir}, newest first. Tick two to compare them.")
+                        }}</p>
                         <p>{move || {
                             let p = picked.get();
                             (p.len() == 2).then(|| view! { <a id="compare-link" href=format!("#runs?compare={},{}", p[0], p[1])>"Compare the two ticked runs →"</a> })
                         }}</p>
-                        <div class="table-box"><table class="model-table" id="run-list">
-                            <thead><tr><th>""</th><th>"run"</th><th>"date"</th><th>"completed"</th><th>"out tok/s"</th><th>"acceptance length"</th></tr></thead>
-                            <tbody>
-                                {list.into_iter().map(|r| {
-                                    let id = r.id.clone();
-                                    let id_for_box = id.clone();
-                                    view! {
-                                        <tr>
-                                            <td><input type="checkbox" on:change=move |ev| {
-                                                let on = event_target_checked(&ev);
-                                                let id = id_for_box.clone();
-                                                set_picked.update(|p| {
-                                                    p.retain(|x| *x != id);
-                                                    if on { p.push(id); }
-                                                    while p.len() > 2 { p.remove(0); }
-                                                });
-                                            }/></td>
-                                            <td><a href=format!("#runs?open={id}")>{id.clone()}</a></td>
-                                            <td>{r.date.clone().unwrap_or_else(|| "—".into())}</td>
-                                            <td>{cell(r.completed.map(|c| c as f64), 0)}</td>
-                                            <td>{cell(r.output_throughput, 1)}</td>
-                                            <td>{cell(r.spec_decode_acceptance_length, 3)}</td>
-                                        </tr>
-                                    }
-                                }).collect_view()}
-                            </tbody>
-                        </table></div>
+                        <div class="table-box">
+                            <table class="model-table run-list" id="run-list">
+                                <thead><tr><th>""</th><th>"run"</th><th>"kind"</th><th>"model"</th><th>"label"</th><th>"concurrency"</th><th>"E"</th><th>"out tok/s"</th><th>"date"</th></tr></thead>
+                                <tbody>
+                                    {list_rows(rows, filter, set_picked)}
+                                </tbody>
+                            </table>
+                        </div>
                     }.into_any()
                 }
             }}
         </section>
     }
+}
+
+/// How many runs the filter lets through.
+fn list_shown(list: &[RunListEntry], filter: &str) -> usize {
+    list.iter().filter(|r| r.matches(filter)).count()
+}
+
+/// One row per run, hidden when the filter does not match it.
+fn list_rows(
+    list: Vec<RunListEntry>,
+    filter: ReadSignal<String>,
+    set_picked: WriteSignal<Vec<String>>,
+) -> impl IntoView {
+    list.into_iter()
+        .map(|r| {
+            let id = r.id.clone();
+            let id_for_box = id.clone();
+            let row = r.clone();
+            view! {
+                <tr class:hidden=move || !row.matches(&filter.get())>
+                    <td><input type="checkbox" aria-label=format!("compare {id}") on:change=move |ev| {
+                        let on = event_target_checked(&ev);
+                        let id = id_for_box.clone();
+                        set_picked.update(|p| {
+                            p.retain(|x| *x != id);
+                            if on { p.push(id); }
+                            while p.len() > 2 { p.remove(0); }
+                        });
+                    }/></td>
+                    <td class="text"><a href=format!("#runs?open={id}")>{id.clone()}</a>{r.partial.then_some(" (partial)")}</td>
+                    <td class="text">{r.kind.clone()}</td>
+                    <td class="text">{r.model_id.clone().unwrap_or_else(|| "—".into())}</td>
+                    <td class="text">{if r.label.is_empty() { "—".to_string() } else { r.label.clone() }}</td>
+                    <td>{cell(r.max_concurrency.map(|c| c as f64), 0)}</td>
+                    <td>{cell(r.spec_decode_acceptance_length, 2)}</td>
+                    <td>{cell(r.output_throughput, 1)}</td>
+                    <td class="text">{r.readable_date().unwrap_or_else(|| "—".into())}</td>
+                </tr>
+            }
+        })
+        .collect_view()
 }
 
 #[component]
@@ -159,13 +235,83 @@ fn OpenRun(id: String) -> impl IntoView {
             <h1>"Run " {id.clone()}</h1>
             <p><a href="#runs">"← all runs"</a></p>
             {move || match result.get() {
-                Some(Err(e)) => Some(view! { <p class="error">"Cannot open the run: " {e}</p> }),
-                _ => None,
+                // A bad link shows its error and the way back, not an empty dashboard.
+                Some(Err(e)) => view! { <p class="error" id="run-error">"Cannot open the run: " {e}</p> }.into_any(),
+                None => view! { <p class="hint">"Loading…"</p> }.into_any(),
+                Some(Ok(_)) => view! {
+                    <p class="status" id="run-status">{move || status_line(&run.get())}</p>
+                    {move || run.with(whatif_fragment).map(|f| view! { <p><a id="whatif-from-run" href=format!("#{f}")>"What-if with this run's measured acceptance →"</a></p> })}
+                    <RunPanel run=run/>
+                }.into_any(),
             }}
-            <p class="status" id="run-status">{move || status_line(&run.get())}</p>
-            {move || run.with(whatif_fragment).map(|f| view! { <p><a id="whatif-from-run" href=format!("#{f}")>"What-if with this run's measured acceptance →"</a></p> })}
-            <RunPanel run=run/>
         </section>
+    }
+}
+
+/// Was the run streamed? (Only streamed runs measure ITL and TPOT; `vllm bench serve` files
+/// do not say, and count as streamed.)
+fn streamed(r: &RunResult) -> bool {
+    r.config.as_ref().is_none_or(|c| c.stream)
+}
+
+/// Latency panels of two runs side by side.
+struct LatencyComparison;
+
+impl Draw<Vec<RunLatencies>> for LatencyComparison {
+    fn draw(runs: &Vec<RunLatencies>, root: &Root, scale: f64) -> Result<Option<XFrame>, Error> {
+        draw_latency_comparison(root, runs, scale).map(|()| None)
+    }
+}
+
+/// Both runs' acceptance by draft position, beside the geometric curve of the first's E.
+struct PositionsComparison;
+
+impl Draw<(Vec<Positions>, f64)> for PositionsComparison {
+    fn draw(data: &(Vec<Positions>, f64), root: &Root, scale: f64) -> Result<Option<XFrame>, Error> {
+        draw_per_position(root, &data.0, data.1, scale)
+    }
+
+    fn hover(data: &(Vec<Positions>, f64), x: f64) -> Option<String> {
+        let k = data.0.first().map_or(1, |p| p.rates.len().max(1)) as u32;
+        hover::positions_at(&data.0, implied_alpha(data.1, k), x)
+    }
+}
+
+/// Both runs' acceptance rate and accepted tokens per second over time.
+struct TimelineComparison;
+
+impl Draw<Vec<SeriesPanel>> for TimelineComparison {
+    fn draw(panels: &Vec<SeriesPanel>, root: &Root, scale: f64) -> Result<Option<XFrame>, Error> {
+        draw_series_panels(root, panels, scale)
+    }
+}
+
+/// A figure of the comparison table: its name, how to read it from a run, and its decimals.
+type Figure = (&'static str, fn(&RunResult) -> Option<f64>, usize);
+
+const FIGURES: [Figure; 8] = [
+    ("completed requests", |r| r.completed.map(|c| c as f64), 0),
+    ("failed requests", |r| r.failed.map(|c| c as f64), 0),
+    ("output tokens/s", |r| r.output_throughput, 1),
+    ("mean TTFT (ms)", |r| r.mean_ttft_ms, 2),
+    ("mean ITL (ms)", |r| r.mean_itl_ms.filter(|_| streamed(r)), 2),
+    ("mean TPOT (ms)", |r| r.mean_tpot_ms.filter(|_| streamed(r)), 2),
+    ("acceptance rate (%)", |r| r.spec_decode_acceptance_rate, 2),
+    ("acceptance length", |r| r.spec_decode_acceptance_length, 3),
+];
+
+/// `second − first` with its sign, and the relative change.
+fn difference(first: Option<f64>, second: Option<f64>, decimals: usize) -> (String, String) {
+    match (first, second) {
+        (Some(p), Some(q)) => (
+            format!("{:+.decimals$}", q - p),
+            if p != 0.0 {
+                format!("{:+.1} %", (q / p - 1.0) * 100.0)
+            } else {
+                "—".into()
+            },
+        ),
+        _ => ("—".into(), "—".into()),
     }
 }
 
@@ -174,45 +320,123 @@ fn CompareRuns(a: String, b: String) -> impl IntoView {
     let (ua, ub) = (format!("/api/runs/{a}"), format!("/api/runs/{b}"));
     let ra = LocalResource::new(move || fetch_json::<RunResult>(ua.clone()));
     let rb = LocalResource::new(move || fetch_json::<RunResult>(ub.clone()));
-    type Figure = fn(&RunResult) -> Option<f64>;
-    let rows: [(&str, Figure, usize); 8] = [
-        ("completed requests", |r| r.completed.map(|c| c as f64), 0),
-        ("failed requests", |r| r.failed.map(|c| c as f64), 0),
-        ("output tokens/s", |r| r.output_throughput, 1),
-        ("mean TTFT (ms)", |r| r.mean_ttft_ms, 2),
-        ("mean ITL (ms)", |r| r.mean_itl_ms, 2),
-        ("mean TPOT (ms)", |r| r.mean_tpot_ms, 2),
-        ("acceptance rate (%)", |r| r.spec_decode_acceptance_rate, 2),
-        ("acceptance length", |r| r.spec_decode_acceptance_length, 3),
-    ];
     view! {
         <section class="page runs">
             <h1>"Compare runs"</h1>
             <p><a href="#runs">"← all runs"</a></p>
             {move || match (ra.get(), rb.get()) {
-                (Some(Ok(x)), Some(Ok(y))) => {
-                    let arm = |v: &RunResult| if v.spec_decode_acceptance_length.is_some() { "spec-arm" } else { "base-arm" };
-                    let (ca, cb) = (arm(&x), arm(&y));
-                    view! {
-                        <div class="table-box"><table class="model-table compare" id="compare">
-                            <thead><tr><th>""</th>
-                                <th class=ca>{a.clone()}</th><th class=cb>{b.clone()}</th><th>"second ÷ first"</th></tr></thead>
-                            <tbody>
-                                {rows.iter().map(|(label, figure, d)| {
-                                    let ratio = match (figure(&x), figure(&y)) {
-                                        (Some(p), Some(q)) if p != 0.0 => format!("{:.3}", q / p),
-                                        _ => "—".into(),
-                                    };
-                                    view! { <tr><td>{*label}</td><td class=ca>{cell(figure(&x), *d)}</td><td class=cb>{cell(figure(&y), *d)}</td><td>{ratio}</td></tr> }
-                                }).collect_view()}
-                            </tbody>
-                        </table></div>
-                    }.into_any()
-                }
-                (Some(Err(e)), _) | (_, Some(Err(e))) => view! { <p class="error">"Cannot open a run: " {e}</p> }.into_any(),
+                (Some(Ok(x)), Some(Ok(y))) => compare_body(&a, &x, &b, &y).into_any(),
+                (Some(Err(e)), _) | (_, Some(Err(e))) => view! { <p class="error" id="compare-error">"Cannot open a run: " {e}</p> }.into_any(),
                 _ => view! { <p class="hint">"Loading…"</p> }.into_any(),
             }}
         </section>
+    }
+}
+
+/// The comparison of two loaded runs: the table with signed differences, then latencies,
+/// acceptance by position and the timelines overlaid.
+fn compare_body(a: &str, x: &RunResult, b: &str, y: &RunResult) -> impl IntoView {
+    let arm = |v: &RunResult| {
+        if v.spec_decode_acceptance_length.is_some() {
+            "spec-arm"
+        } else {
+            "base-arm"
+        }
+    };
+    let colour = |v: &RunResult, fallback| {
+        if v.spec_decode_acceptance_length.is_some() {
+            fallback
+        } else {
+            colors::BASE
+        }
+    };
+    let (ca, cb) = (arm(x), arm(y));
+    let (col_a, col_b) = (colour(x, colors::PROPOSED), colour(y, colors::SPECULATIVE));
+    let (va, vb) = (run_view_from_result(x), run_view_from_result(y));
+    let latencies_of = |id: &str, view: &RunView, result: &RunResult, color| RunLatencies {
+        label: id.to_string(),
+        color,
+        latencies: [
+            view.ttft_ms.clone(),
+            view.itl_ms.clone().filter(|_| streamed(result)),
+            view.e2el_ms.clone(),
+        ],
+    };
+    let latencies = vec![latencies_of(a, &va, x, col_a), latencies_of(b, &vb, y, col_b)];
+    let mut positions = Vec::new();
+    let mut first_e = None;
+    for (id, view, color) in [(a, &va, col_a), (b, &vb, col_b)] {
+        if let Some(p) = view.positions_by_path().into_iter().next() {
+            first_e.get_or_insert(p.acceptance_length);
+            positions.push(Positions {
+                label: format!("{id} ({})", p.label),
+                color,
+                rates: p.rates,
+            });
+        }
+    }
+    let timeline_of = |id: &str, view: &RunView, color, pick: fn(&TimelinePoint) -> Option<f64>| Series {
+        label: id.to_string(),
+        color,
+        points: view
+            .timeline
+            .iter()
+            .filter_map(|p| pick(p).map(|v| (p.t_s, v)))
+            .collect(),
+    };
+    let timelines = vec![
+        SeriesPanel {
+            y_desc: "acceptance rate (%)".into(),
+            series: vec![
+                timeline_of(a, &va, col_a, |p| p.acceptance_rate),
+                timeline_of(b, &vb, col_b, |p| p.acceptance_rate),
+            ],
+        },
+        SeriesPanel {
+            y_desc: "accepted tokens/s".into(),
+            series: vec![
+                timeline_of(a, &va, col_a, |p| Some(p.accepted_per_s)),
+                timeline_of(b, &vb, col_b, |p| Some(p.accepted_per_s)),
+            ],
+        },
+    ];
+    let any_timeline = timelines.iter().any(|p| p.series.iter().any(|s| !s.points.is_empty()));
+    let not_streamed = [(a, x), (b, y)]
+        .iter()
+        .filter(|(_, r)| !streamed(r))
+        .map(|(id, _)| id.to_string())
+        .collect::<Vec<_>>();
+    view! {
+        <div class="table-box">
+            <table class="model-table compare" id="compare">
+                <thead><tr><th class="text">""</th>
+                    <th class=ca>{a.to_string()}</th><th class=cb>{b.to_string()}</th><th>"second − first"</th><th>"change"</th></tr></thead>
+                <tbody>
+                    {FIGURES.iter().map(|(label, figure, d)| {
+                        let (delta, change) = difference(figure(x), figure(y), *d);
+                        view! { <tr><td class="text">{*label}</td><td class=ca>{cell(figure(x), *d)}</td><td class=cb>{cell(figure(y), *d)}</td><td>{delta}</td><td>{change}</td></tr> }
+                    }).collect_view()}
+                </tbody>
+            </table>
+        </div>
+        {(!not_streamed.is_empty()).then(|| view! {
+            <p class="hint" id="compare-not-streamed">{format!("Not streamed, so no ITL or TPOT: {}.", not_streamed.join(", "))}</p>
+        })}
+        <div class="chart-box"><h3>"Latency"</h3>
+            {chart_canvas::<_, LatencyComparison>("compare-latency", "small-chart", "speclens-compare-latency".into(), Signal::stored(latencies))}
+        </div>
+        <div class="grid2">
+            {(!positions.is_empty()).then(|| view! {
+                <div class="chart-box"><h3>"Acceptance by draft position"</h3>
+                    {chart_canvas::<_, PositionsComparison>("compare-positions", "small-chart", "speclens-compare-positions".into(), Signal::stored((positions, first_e.unwrap_or(1.0))))}
+                </div>
+            })}
+            {any_timeline.then(|| view! {
+                <div class="chart-box"><h3>"Acceptance over time"</h3>
+                    {chart_canvas::<_, TimelineComparison>("compare-timeline", "small-chart", "speclens-compare-timeline".into(), Signal::stored(timelines))}
+                </div>
+            })}
+        </div>
     }
 }
 
@@ -276,6 +500,9 @@ fn AcceptView(id: String) -> impl IntoView {
                 None => view! { <p class="hint">"Loading…"</p> }.into_any(),
                 Some(Err(e)) => view! { <p class="error">"Cannot open: " {e}</p> }.into_any(),
                 Some(Ok(v)) => view! {
+                    <div class="chart-box"><h3>"Acceptance length by category"</h3>
+                        {chart_canvas::<_, CategoryChart>("accept-chart", "small-chart", "speclens-acceptance-by-category".into(), Signal::stored(category_bars(&v)))}
+                    </div>
                     <div class="table-box"><table class="model-table" id="accept-matrix">
                         <thead><tr><th>"category"</th><th>"path"</th><th>"requests"</th><th>"acceptance length"</th><th>"acceptance rate %"</th><th>"per-position rates"</th></tr></thead>
                         <tbody>

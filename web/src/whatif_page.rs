@@ -5,7 +5,7 @@
 use leptos::ev;
 use leptos::html::Input;
 use leptos::prelude::*;
-use speclens_shared::chart::{draw_speedup_chart, speedup_chart};
+use speclens_shared::chart::{draw_speedup_chart, hover, speedup_chart, XFrame};
 use speclens_shared::model::{Proposer, GPU_PRESETS, NOTHING_MEASURED, UNCHARGED_COSTS};
 use speclens_shared::whatif::{parse_input, parse_number_list, Acceptance, Gpu, WhatIf, MAX_K};
 use speclens_shared::Error;
@@ -17,8 +17,12 @@ use crate::canvas::{chart_canvas, Draw, Root};
 struct SpeedupCurves;
 
 impl Draw<WhatIf> for SpeedupCurves {
-    fn draw(w: &WhatIf, root: &Root, scale: f64) -> Result<(), Error> {
+    fn draw(w: &WhatIf, root: &Root, scale: f64) -> Result<Option<XFrame>, Error> {
         draw_speedup_chart(root, &speedup_chart(w), scale)
+    }
+
+    fn hover(w: &WhatIf, batch: f64) -> Option<String> {
+        hover::speedup_at(&speedup_chart(w), batch)
     }
 }
 

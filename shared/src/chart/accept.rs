@@ -5,7 +5,7 @@ use plotters::coord::Shift;
 use plotters::prelude::*;
 use plotters::style::text_anchor::{HPos, Pos, VPos};
 
-use super::{chart_error, colors, draw_empty};
+use super::{chart_error, colors, draw_empty, XFrame};
 use crate::error::Error;
 
 /// One category's bar.
@@ -17,22 +17,29 @@ pub struct CategoryBar {
     pub requests: u64,
 }
 
-/// Bars of E by category (sorted by E, highest first); "No spec-decode data" when empty.
+/// The bars as drawn, left to right: finite ones, highest E first.
+pub fn sorted_bars(bars: &[CategoryBar]) -> Vec<&CategoryBar> {
+    let mut sorted: Vec<&CategoryBar> = bars.iter().filter(|b| b.acceptance_length.is_finite()).collect();
+    sorted.sort_by(|a, b| b.acceptance_length.total_cmp(&a.acceptance_length));
+    sorted
+}
+
+/// Bars of E by category (sorted by E, highest first: see [`sorted_bars`]); "No spec-decode
+/// data" when empty. Returns where the category axis lies.
 pub fn draw_category_chart<DB: DrawingBackend>(
     root: &DrawingArea<DB, Shift>,
     bars: &[CategoryBar],
     scale: f64,
-) -> Result<(), Error> {
+) -> Result<Option<XFrame>, Error> {
     let px = |v: f64| (v * scale).round().max(1.0) as u32;
     let font = |size: f64| ("sans-serif", size * scale).into_font();
     root.fill(&WHITE).map_err(chart_error)?;
-    let mut bars: Vec<&CategoryBar> = bars.iter().filter(|b| b.acceptance_length.is_finite()).collect();
+    let bars = sorted_bars(bars);
     if bars.is_empty() {
         draw_empty(root, "No spec-decode data", scale)?;
         root.present().map_err(chart_error)?;
-        return Ok(());
+        return Ok(None);
     }
-    bars.sort_by(|a, b| b.acceptance_length.total_cmp(&a.acceptance_length));
     let y_max = bars.iter().map(|b| b.acceptance_length).fold(1.0f64, f64::max);
     let y_max = 1.0 + (y_max - 1.0) * 1.15 + 0.05;
     let n = bars.len();
@@ -83,30 +90,35 @@ pub fn draw_category_chart<DB: DrawingBackend>(
         }))
         .map_err(chart_error)?;
     root.present().map_err(chart_error)?;
-    Ok(())
+    Ok(Some(XFrame::of(chart.plotting_area(), -0.5, n as f64 - 0.5, false)))
 }
 
 #[cfg(test)]
-mod tests {
+pub(crate) mod tests {
     use super::*;
+
+    /// Two categories, the lower first.
+    pub(crate) fn two_bars() -> [CategoryBar; 2] {
+        [
+            CategoryBar {
+                category: "qa".into(),
+                acceptance_length: 1.8,
+                requests: 4,
+            },
+            CategoryBar {
+                category: "coding".into(),
+                acceptance_length: 2.6,
+                requests: 5,
+            },
+        ]
+    }
 
     #[test]
     fn bars_are_drawn_highest_first_with_their_values() {
         let mut svg = String::new();
         {
             let root = SVGBackend::with_string(&mut svg, (600, 300)).into_drawing_area();
-            let bars = [
-                CategoryBar {
-                    category: "qa".into(),
-                    acceptance_length: 1.8,
-                    requests: 4,
-                },
-                CategoryBar {
-                    category: "coding".into(),
-                    acceptance_length: 2.6,
-                    requests: 5,
-                },
-            ];
+            let bars = two_bars();
             draw_category_chart(&root, &bars, 1.0).unwrap();
         }
         let find = |t: &str| svg.find(t).unwrap_or_else(|| panic!("{t} not in {svg}"));

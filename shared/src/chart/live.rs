@@ -4,7 +4,7 @@
 use plotters::coord::Shift;
 use plotters::prelude::*;
 
-use super::{chart_error, colors, draw_empty, legend_above, tick, Swatch};
+use super::{chart_error, colors, draw_empty, legend_above, tick, Swatch, XFrame};
 use crate::error::Error;
 use crate::model;
 
@@ -24,13 +24,14 @@ pub struct SeriesPanel {
     pub series: Vec<Series>,
 }
 
-/// Draw time series (x: seconds into the run) on one axis; "No traffic" when empty.
+/// Draw time series (x: seconds into the run) on one axis; "No traffic" when empty. Returns
+/// where the x axis lies (`None` when empty).
 pub fn draw_series_chart<DB: DrawingBackend>(
     root: &DrawingArea<DB, Shift>,
     series: &[Series],
     y_desc: &str,
     scale: f64,
-) -> Result<(), Error> {
+) -> Result<Option<XFrame>, Error> {
     let panel = SeriesPanel {
         y_desc: y_desc.to_string(),
         series: series.to_vec(),
@@ -40,12 +41,13 @@ pub fn draw_series_chart<DB: DrawingBackend>(
 
 /// Time series on panels stacked one above the other, each with its own y axis (so a rate in
 /// percent and a length in tokens both use their whole height) and one shared x axis; the
-/// legend sits above the panels. "No traffic" when no panel has a point.
+/// legend sits above the panels. "No traffic" when no panel has a point. Returns where the
+/// shared x axis lies (`None` when empty).
 pub fn draw_series_panels<DB: DrawingBackend>(
     root: &DrawingArea<DB, Shift>,
     panels: &[SeriesPanel],
     scale: f64,
-) -> Result<(), Error> {
+) -> Result<Option<XFrame>, Error> {
     let px = |v: f64| (v * scale).round().max(1.0) as u32;
     let font = |size: f64| ("sans-serif", size * scale).into_font();
     root.fill(&WHITE).map_err(chart_error)?;
@@ -59,7 +61,7 @@ pub fn draw_series_panels<DB: DrawingBackend>(
     let Some(x_max) = x_max else {
         draw_empty(root, "No traffic", scale)?;
         root.present().map_err(chart_error)?;
-        return Ok(());
+        return Ok(None);
     };
     let x_max = x_max.max(1.0);
     let legend: Vec<(String, Swatch)> = panels
@@ -68,6 +70,7 @@ pub fn draw_series_panels<DB: DrawingBackend>(
         .collect();
     let plot = legend_above(root, &legend, scale)?;
     let areas = plot.split_evenly((panels.len().max(1), 1));
+    let mut frame = None;
     for (i, (area, panel)) in areas.iter().zip(panels).enumerate() {
         let last = i + 1 == panels.len();
         let y_top = panel
@@ -100,6 +103,7 @@ pub fn draw_series_panels<DB: DrawingBackend>(
             mesh.x_desc("seconds into the run");
         }
         mesh.draw().map_err(chart_error)?;
+        frame = Some(XFrame::of(chart.plotting_area(), 0.0, x_max, false));
         for s in &panel.series {
             let style = s.color.stroke_width(px(2.0));
             chart
@@ -111,7 +115,7 @@ pub fn draw_series_panels<DB: DrawingBackend>(
         }
     }
     root.present().map_err(chart_error)?;
-    Ok(())
+    Ok(frame)
 }
 
 /// One path's measured acceptance by draft position (index 0 = position 1).
@@ -124,13 +128,14 @@ pub struct Positions {
 }
 
 /// Measured acceptance by draft position (1..k as users count them), one bar per path side by
-/// side, beside the geometric curve implied by the measured E (of the first path).
+/// side, beside the geometric curve implied by the measured E (of the first path). Returns
+/// where the position axis lies (`None` without data).
 pub fn draw_per_position<DB: DrawingBackend>(
     root: &DrawingArea<DB, Shift>,
     measured: &[Positions],
     measured_e: f64,
     scale: f64,
-) -> Result<(), Error> {
+) -> Result<Option<XFrame>, Error> {
     let px = |v: f64| (v * scale).round().max(1.0) as u32;
     let font = |size: f64| ("sans-serif", size * scale).into_font();
     root.fill(&WHITE).map_err(chart_error)?;
@@ -138,7 +143,7 @@ pub fn draw_per_position<DB: DrawingBackend>(
     if k == 0 {
         draw_empty(root, "No spec-decode data", scale)?;
         root.present().map_err(chart_error)?;
-        return Ok(());
+        return Ok(None);
     }
     let first_k = measured
         .iter()
@@ -172,6 +177,7 @@ pub fn draw_per_position<DB: DrawingBackend>(
         .light_line_style(colors::GRID)
         .draw()
         .map_err(chart_error)?;
+    let frame = XFrame::of(chart.plotting_area(), 0.5, k as f64 + 0.5, false);
     let bar_w = 0.7 / measured.len() as f64;
     for (n, m) in measured.iter().enumerate() {
         let color = m.color;
@@ -195,7 +201,7 @@ pub fn draw_per_position<DB: DrawingBackend>(
         )
         .map_err(chart_error)?;
     root.present().map_err(chart_error)?;
-    Ok(())
+    Ok(Some(frame))
 }
 
 /// One panel of [`draw_histograms`].

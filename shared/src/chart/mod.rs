@@ -7,11 +7,14 @@ use plotters::prelude::*;
 use plotters::style::text_anchor::{HPos, Pos, VPos};
 
 mod accept;
+mod compare;
+pub mod hover;
 mod live;
 mod speedup;
 mod sweep;
 
-pub use accept::{draw_category_chart, CategoryBar};
+pub use accept::{draw_category_chart, sorted_bars, CategoryBar};
+pub use compare::{draw_latency_comparison, RunLatencies};
 pub use live::{
     draw_histograms, draw_per_position, draw_series_chart, draw_series_panels, HistogramPanel, Positions, Series,
     SeriesPanel,
@@ -49,6 +52,61 @@ pub mod colors {
     pub const REFERENCE: RGBColor = RGBColor(0x33, 0x33, 0x33);
     /// Grid lines.
     pub const GRID: RGBColor = RGBColor(0xee, 0xee, 0xee);
+}
+
+/// Where a chart put its x axis: the plotting area's left and right edge in backend pixels and
+/// the data values there, so a pointer's position reads back as a data value (the page's hover
+/// readouts).
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct XFrame {
+    pub left_px: i32,
+    pub right_px: i32,
+    pub lo: f64,
+    pub hi: f64,
+    /// A log axis (the what-if's batch sizes).
+    pub log: bool,
+}
+
+impl XFrame {
+    /// The frame of a plotting area drawn over `lo..hi`.
+    pub(crate) fn of<DB: DrawingBackend, C: plotters::coord::CoordTranslate>(
+        area: &DrawingArea<DB, C>,
+        lo: f64,
+        hi: f64,
+        log: bool,
+    ) -> XFrame {
+        let (x, _) = area.get_pixel_range();
+        XFrame {
+            left_px: x.start,
+            right_px: x.end,
+            lo,
+            hi,
+            log,
+        }
+    }
+
+    /// The data value under pixel `px` (in the backend's pixels), or `None` outside the area.
+    pub fn value_at(&self, px: f64) -> Option<f64> {
+        let (left, right) = (f64::from(self.left_px), f64::from(self.right_px));
+        if right <= left || px < left || px > right {
+            return None;
+        }
+        let frac = (px - left) / (right - left);
+        Some(if self.log && self.lo > 0.0 && self.hi > 0.0 {
+            (self.lo.ln() + frac * (self.hi.ln() - self.lo.ln())).exp()
+        } else {
+            self.lo + frac * (self.hi - self.lo)
+        })
+    }
+}
+
+/// The index of the value in `xs` nearest to `x` (`None` for none).
+pub fn nearest(xs: impl IntoIterator<Item = f64>, x: f64) -> Option<usize> {
+    xs.into_iter()
+        .enumerate()
+        .filter(|(_, v)| v.is_finite())
+        .min_by(|a, b| (a.1 - x).abs().total_cmp(&(b.1 - x).abs()))
+        .map(|(i, _)| i)
 }
 
 /// How a legend entry shows its series.
@@ -164,6 +222,16 @@ pub(crate) fn draw_empty<DB: DrawingBackend>(
     Ok(())
 }
 
+/// A tick on an axis of whole things (concurrency, requests): the number without decimals,
+/// grouped; nothing between whole numbers.
+pub(crate) fn whole_tick(v: f64) -> String {
+    if (v - v.round()).abs() < 1e-9 {
+        tick(v, f64::INFINITY)
+    } else {
+        String::new()
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -177,6 +245,31 @@ mod tests {
         assert_eq!(tick(64.0, 320.0), "64");
         assert_eq!(tick(2.5, 3.0), "2.5");
         assert_eq!(tick(0.25, 1.05), "0.25");
+        assert_eq!(whole_tick(4.0), "4");
+        assert_eq!(whole_tick(2.5), "");
+        assert_eq!(whole_tick(12000.0), "12,000");
+    }
+
+    #[test]
+    fn a_pointer_reads_back_as_a_data_value() {
+        let f = XFrame {
+            left_px: 100,
+            right_px: 300,
+            lo: 0.0,
+            hi: 20.0,
+            log: false,
+        };
+        assert_eq!(f.value_at(200.0), Some(10.0));
+        assert_eq!(f.value_at(99.0), None);
+        let log = XFrame {
+            lo: 1.0,
+            hi: 100.0,
+            log: true,
+            ..f
+        };
+        assert!((log.value_at(200.0).unwrap() - 10.0).abs() < 1e-9);
+        assert_eq!(nearest([1.0, 4.0, 8.0], 5.5), Some(1));
+        assert_eq!(nearest([], 5.5), None);
     }
 
     #[test]

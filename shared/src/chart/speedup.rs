@@ -4,7 +4,7 @@
 use plotters::coord::Shift;
 use plotters::prelude::*;
 
-use super::{chart_error, colors, legend_above, tick, Swatch};
+use super::{chart_error, colors, legend_above, tick, Swatch, XFrame};
 use crate::error::Error;
 use crate::model;
 use crate::whatif::WhatIf;
@@ -90,7 +90,7 @@ pub fn draw_speedup_chart<DB: DrawingBackend>(
     root: &DrawingArea<DB, Shift>,
     data: &SpeedupChart,
     scale: f64,
-) -> Result<(), Error> {
+) -> Result<Option<XFrame>, Error> {
     let px = |v: f64| (v * scale).round().max(1.0) as u32;
     root.fill(&WHITE).map_err(chart_error)?;
     let y_max = data
@@ -137,6 +137,7 @@ pub fn draw_speedup_chart<DB: DrawingBackend>(
         .y_label_formatter(&|y| format!("{y:.1}×"))
         .draw()
         .map_err(chart_error)?;
+    let frame = XFrame::of(chart.plotting_area(), 1.0, data.batch_max, true);
     chart
         .draw_series(DashedLineSeries::new(
             [(1.0, 1.0), (data.batch_max, 1.0)],
@@ -166,7 +167,7 @@ pub fn draw_speedup_chart<DB: DrawingBackend>(
             .map_err(chart_error)?;
     }
     root.present().map_err(chart_error)?;
-    Ok(())
+    Ok(Some(frame))
 }
 
 #[cfg(test)]

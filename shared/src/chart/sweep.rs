@@ -4,17 +4,18 @@
 use plotters::coord::Shift;
 use plotters::prelude::*;
 
-use super::{chart_error, colors, legend_above, tick, Swatch};
+use super::{chart_error, colors, legend_above, tick, whole_tick, Swatch, XFrame};
 use crate::error::Error;
 use crate::sweep::SweepTable;
 
 /// Both arms' output throughput against concurrency (base grey, speculative coloured), the
 /// ratio on a second panel with the 1.0 line, the measured crossing and the predicted B*.
+/// Returns where the concurrency axis lies.
 pub fn draw_sweep_chart<DB: DrawingBackend>(
     root: &DrawingArea<DB, Shift>,
     table: &SweepTable,
     scale: f64,
-) -> Result<(), Error> {
+) -> Result<Option<XFrame>, Error> {
     root.fill(&WHITE).map_err(chart_error)?;
     let mut legend = vec![
         ("speculative".to_string(), Swatch::Line(colors::SPECULATIVE)),
@@ -36,10 +37,10 @@ pub fn draw_sweep_chart<DB: DrawingBackend>(
     let plot = legend_above(root, &legend, scale)?;
     let (top, bottom) = plot.split_vertically(plot.dim_in_pixel().1 * 3 / 5);
     let x_max = table.rows.iter().map(|r| r.concurrency).fold(1.0f64, f64::max) * 1.05;
-    draw_throughput(&top, table, x_max, scale)?;
+    let frame = draw_throughput(&top, table, x_max, scale)?;
     draw_ratio(&bottom, table, x_max, scale)?;
     root.present().map_err(chart_error)?;
-    Ok(())
+    Ok(Some(frame))
 }
 
 /// The upper panel: each arm's output throughput by concurrency.
@@ -48,7 +49,7 @@ fn draw_throughput<DB: DrawingBackend>(
     table: &SweepTable,
     x_max: f64,
     scale: f64,
-) -> Result<(), Error> {
+) -> Result<XFrame, Error> {
     let px = |v: f64| (v * scale).round().max(1.0) as u32;
     let font = |size: f64| ("sans-serif", size * scale).into_font();
     let y_max = table
@@ -74,8 +75,9 @@ fn draw_throughput<DB: DrawingBackend>(
     chart
         .configure_mesh()
         .y_desc("output tokens/s")
-        .x_label_formatter(&|x| tick(*x, x_max))
+        .x_label_formatter(&|x| whole_tick(*x))
         .y_label_formatter(&|y| tick(*y, y_max))
+        .y_labels(6)
         .label_style(font(12.0))
         .axis_desc_style(font(13.0))
         .light_line_style(colors::GRID)
@@ -124,7 +126,7 @@ fn draw_throughput<DB: DrawingBackend>(
             spreads.map(|(c, _, (lo, hi), color)| PathElement::new([(c, lo), (c, hi)], color.stroke_width(px(2.0)))),
         )
         .map_err(chart_error)?;
-    Ok(())
+    Ok(XFrame::of(chart.plotting_area(), 0.0, x_max, false))
 }
 
 /// The lower panel: spec ÷ base by concurrency, the 1.0 line, the measured crossing and the
@@ -159,8 +161,9 @@ fn draw_ratio<DB: DrawingBackend>(
         .configure_mesh()
         .x_desc("concurrency")
         .y_desc("spec ÷ base")
-        .x_label_formatter(&|x| tick(*x, x_max))
+        .x_label_formatter(&|x| whole_tick(*x))
         .y_label_formatter(&|y| format!("{y:.1}×"))
+        .y_labels(4)
         .label_style(font(12.0))
         .axis_desc_style(font(13.0))
         .light_line_style(colors::GRID)

@@ -1,0 +1,139 @@
+//! The values under the pointer, as the page's hover readout says them: for a chart's x value
+//! (read back through its [`super::XFrame`]), the nearest measured point in words.
+
+use super::{nearest, sorted_bars, tick, CategoryBar, Positions, SpeedupChart};
+use crate::protocol::RunView;
+use crate::sweep::SweepTable;
+
+/// The scrape interval nearest `t_s` seconds into the run: acceptance and draft flow.
+pub fn timeline_at(run: &RunView, t_s: f64) -> Option<String> {
+    let i = nearest(run.timeline.iter().map(|p| p.t_s), t_s)?;
+    let p = &run.timeline[i];
+    let mut parts = vec![format!("{:.1} s, {}", p.t_s, p.endpoint)];
+    if let Some(rate) = p.acceptance_rate {
+        parts.push(format!("acceptance rate {rate:.1} %"));
+    }
+    if let Some(length) = p.acceptance_length {
+        parts.push(format!("length {length:.2}"));
+    }
+    parts.push(format!(
+        "proposed {}/s, accepted {}/s",
+        tick(p.drafted_per_s, 1e9),
+        tick(p.accepted_per_s, 1e9)
+    ));
+    Some(parts.join(" · "))
+}
+
+/// The sweep's row nearest `concurrency`: both arms (with the repeats' range) and their ratio.
+pub fn sweep_at(table: &SweepTable, concurrency: f64) -> Option<String> {
+    let i = nearest(table.rows.iter().map(|r| r.concurrency), concurrency)?;
+    let r = &table.rows[i];
+    let arm = |v: Option<f64>, spread: Option<(f64, f64)>| match (v, spread) {
+        (Some(v), Some((lo, hi))) => format!("{} tok/s ({}–{})", tick(v, 1e9), tick(lo, 1e9), tick(hi, 1e9)),
+        (Some(v), None) => format!("{} tok/s", tick(v, 1e9)),
+        (None, _) => "not measured".to_string(),
+    };
+    let ratio = r.ratio().map_or(String::new(), |x| {
+        format!(
+            " · ratio {x:.2}× ({})",
+            if x > 1.0 {
+                "speculation pays"
+            } else {
+                "speculation loses"
+            }
+        )
+    });
+    Some(format!(
+        "concurrency {}: speculative {} · plain {}{ratio}",
+        tick(r.concurrency, 1e9),
+        arm(r.spec_output_tokens_per_s, r.spec_spread),
+        arm(r.base_output_tokens_per_s, r.base_spread)
+    ))
+}
+
+/// The draft position nearest `x`: each path's rate beside the geometric curve's (α^position).
+pub fn positions_at(paths: &[Positions], alpha: f64, x: f64) -> Option<String> {
+    let k = paths.iter().map(|p| p.rates.len()).max()?;
+    let position = (x.round() as usize).clamp(1, k.max(1));
+    let mut parts: Vec<String> = paths
+        .iter()
+        .filter_map(|p| Some(format!("{} {:.3}", p.label, p.rates.get(position - 1)?)))
+        .collect();
+    parts.push(format!("geometric {:.3}", alpha.powi(position as i32)));
+    Some(format!("position {position}: {}", parts.join(" · ")))
+}
+
+/// Each S(B) curve at the batch size nearest `batch`.
+pub fn speedup_at(chart: &SpeedupChart, batch: f64) -> Option<String> {
+    let first = chart.curves.first()?;
+    let i = nearest(first.points.iter().map(|p| p.0), batch)?;
+    let b = first.points[i].0;
+    let parts: Vec<String> = chart
+        .curves
+        .iter()
+        .filter_map(|c| {
+            let j = nearest(c.points.iter().map(|p| p.0), b)?;
+            Some(format!("{}: {:.2}×", c.label.replace("  ", " "), c.points[j].1))
+        })
+        .collect();
+    Some(format!("B = {}: {}", tick(b, 1e9), parts.join(" · ")))
+}
+
+/// The category bar nearest `x` (bars sit at 0, 1, … in the drawn order).
+pub fn category_at(bars: &[CategoryBar], x: f64) -> Option<String> {
+    let sorted = sorted_bars(bars);
+    let i = x.round();
+    let bar = sorted.get(usize::try_from(i as i64).ok()?)?;
+    Some(format!(
+        "{}: acceptance length {:.2} over {} requests",
+        bar.category, bar.acceptance_length, bar.requests
+    ))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::chart::colors;
+    use crate::sweep::SweepRow;
+
+    #[test]
+    fn the_readout_names_the_nearest_point() {
+        let table = SweepTable::new(
+            vec![
+                SweepRow {
+                    spec_output_tokens_per_s: Some(12_451.0),
+                    base_output_tokens_per_s: Some(5_182.6),
+                    spec_spread: Some((12_422.0, 12_466.0)),
+                    ..SweepRow::at(64.0)
+                },
+                SweepRow {
+                    spec_output_tokens_per_s: Some(13_000.0),
+                    base_output_tokens_per_s: Some(18_000.0),
+                    ..SweepRow::at(256.0)
+                },
+            ],
+            None,
+        );
+        let text = sweep_at(&table, 100.0).unwrap();
+        assert_eq!(
+            text,
+            "concurrency 64: speculative 12,451 tok/s (12,422–12,466) · plain 5,183 tok/s · ratio 2.40× (speculation pays)"
+        );
+        assert!(sweep_at(&table, 250.0).unwrap().contains("speculation loses"));
+        let paths = [Positions {
+            label: "per-request".into(),
+            color: colors::ACCEPTED,
+            rates: vec![0.8, 0.56, 0.42],
+        }];
+        assert_eq!(
+            positions_at(&paths, 0.75, 2.2).unwrap(),
+            "position 2: per-request 0.560 · geometric 0.562"
+        );
+        let bars = crate::chart::accept::tests::two_bars();
+        assert_eq!(
+            category_at(&bars, 0.1).unwrap(),
+            "coding: acceptance length 2.60 over 5 requests"
+        );
+        assert_eq!(category_at(&bars, 7.0), None);
+    }
+}
