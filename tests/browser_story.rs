@@ -2,7 +2,8 @@
 //! a real report opened from `file://`: the overview is the landing view, with the measured
 //! crossing and acceptance of a real sweep and accept run; however often the live view is
 //! visited, one WebSocket stays open; no view scrolls sideways at 420 px and no table is cut
-//! off at 1024 px; a chart downloads as SVG. Screenshots of each view at 1400 and 420 px land
+//! off at 1024 px; a chart downloads as SVG, is redrawn when the window is resized and drawn at
+//! twice the pixels on a 2× screen. Screenshots of each view at 1400 and 420 px land
 //! in `target/screenshots` (and `docs/screenshots` with `SPECLENS_UPDATE_SCREENSHOTS=1`).
 
 use std::path::Path;
@@ -12,7 +13,8 @@ use fantoccini::{Client, Locator};
 use serde_json::Value;
 
 use crate::common::browser::{
-    canvas_ink, clipped_tables, open_browser, screenshot, set_width, sideways_overflow, start_chromedriver, text_of,
+    canvas_backing, canvas_ink, clipped_tables, open_browser, open_browser_at_scale, screenshot, set_width,
+    sideways_overflow, start_chromedriver, text_of,
 };
 use speclens_shared::overview::batch_text;
 
@@ -291,7 +293,11 @@ async fn the_overview_lands_first_with_the_measured_crossing_and_the_views_fit_a
             screenshot(&client, &format!("{name}-1400")).await;
         }
     }
+    // A resized window redraws its charts for the new width (not a stretched bitmap).
+    visit(&client, &base, "overview", "#ov-crossing").await;
+    sharp_chart(&client, "overview-sweep").await;
     set_width(&client, 420).await;
+    sharp_chart(&client, "overview-sweep").await;
     for (fragment, ready, name) in views {
         visit(&client, &base, fragment, ready).await;
         tokio::time::sleep(Duration::from_millis(300)).await;
@@ -334,4 +340,34 @@ async fn the_overview_lands_first_with_the_measured_crossing_and_the_views_fit_a
     assert_eq!(overview_crossing(&client).await, batch_text(crossing));
     assert_eq!(text_of(&client, "#ov-e .tile-value").await, format!("{e:.2}"));
     client.close().await.unwrap();
+
+    // On a screen with two device pixels per CSS pixel, charts are drawn at twice the pixels.
+    let profile = tempfile::tempdir().unwrap();
+    let client = open_browser_at_scale(&driver, profile.path(), 2).await;
+    client.goto(&base).await.unwrap();
+    overview_crossing(&client).await;
+    let (backing, css) = sharp_chart(&client, "overview-sweep").await;
+    let ratio: Value = client.execute("return window.devicePixelRatio;", vec![]).await.unwrap();
+    assert_eq!(ratio.as_f64(), Some(2.0));
+    assert!(
+        backing >= 480 && backing == css,
+        "canvas {backing} px for {css} device px"
+    );
+    client.close().await.unwrap();
+}
+
+/// Wait until chart `id` is drawn, inked, for the size and pixel ratio it is shown at; returns
+/// its backing width and CSS width × devicePixelRatio.
+async fn sharp_chart(client: &Client, id: &str) -> (u64, u64) {
+    wait_for(
+        &format!("{id} drawn at its shown size"),
+        Duration::from_secs(30),
+        || async {
+            let inked = canvas_ink(client, id).await.is_some_and(|(ink, _)| ink > 2000);
+            canvas_backing(client, id)
+                .await
+                .filter(|(backing, css)| inked && backing.abs_diff(*css) <= 1)
+        },
+    )
+    .await
 }

@@ -84,7 +84,7 @@ impl BreakEvenSummary {
         let predicted = prediction.map(|p| p.break_even_batch);
         let model_part = match prediction {
             Some(p) => format!(
-                "; the model predicted {} from the measured E = {:.2}",
+                "; the model predicted {} from the sweep's measured E = {:.2}",
                 batch_text(p.break_even_batch),
                 p.measured_e
             ),

@@ -57,7 +57,12 @@ pub async fn start_chromedriver() -> ChromeDriver {
 }
 
 pub async fn open_browser(driver: &ChromeDriver, profile: &Path) -> Client {
-    open_browser_with(driver, profile, &[]).await
+    open_browser_with(driver, profile, 1, &[]).await
+}
+
+/// A browser whose screen has `scale` device pixels per CSS pixel (2: a "retina" screen).
+pub async fn open_browser_at_scale(driver: &ChromeDriver, profile: &Path, scale: u32) -> Client {
+    open_browser_with(driver, profile, scale, &[]).await
 }
 
 /// A browser that can reach nothing: every host resolves to nothing and every connection goes
@@ -68,6 +73,7 @@ pub async fn open_offline_browser(driver: &ChromeDriver, profile: &Path) -> Clie
     open_browser_with(
         driver,
         profile,
+        1,
         &[
             &proxy,
             "--proxy-bypass-list=<-loopback>",
@@ -77,7 +83,7 @@ pub async fn open_offline_browser(driver: &ChromeDriver, profile: &Path) -> Clie
     .await
 }
 
-async fn open_browser_with(driver: &ChromeDriver, profile: &Path, extra_args: &[&str]) -> Client {
+async fn open_browser_with(driver: &ChromeDriver, profile: &Path, scale: u32, extra_args: &[&str]) -> Client {
     let chromium = std::env::var("CHROMIUM").unwrap_or_else(|_| "/usr/bin/chromium".into());
     let mut args: Vec<String> = [
         "--headless=new",
@@ -90,10 +96,10 @@ async fn open_browser_with(driver: &ChromeDriver, profile: &Path, extra_args: &[
         "--disable-quic",
         "--no-first-run",
         "--window-size=1280,1600",
-        "--force-device-scale-factor=1",
     ]
     .map(String::from)
     .to_vec();
+    args.push(format!("--force-device-scale-factor={scale}"));
     args.push(format!("--user-data-dir={}", profile.display()));
     args.extend(extra_args.iter().map(|a| a.to_string()));
     let mut caps = serde_json::Map::new();
@@ -165,6 +171,18 @@ pub async fn canvas_ink(client: &Client, id: &str) -> Option<(u64, u64)> {
          const d = c.getContext('2d').getImageData(0, 0, c.width, c.height).data; let ink = 0; \
          for (let i = 0; i < d.length; i += 4) {{ if (d[i] < 245 || d[i + 1] < 245 || d[i + 2] < 245) ink++; }} \
          return [ink, Number(c.dataset.draws || 0)];"
+    );
+    let v: serde_json::Value = client.execute(&script, vec![]).await.ok()?;
+    Some((v[0].as_u64()?, v[1].as_u64()?))
+}
+
+/// A canvas's backing store against its CSS box: `(canvas.width, box width × devicePixelRatio)`,
+/// equal (to a pixel) when the chart was drawn for the size and density it is shown at, not
+/// stretched.
+pub async fn canvas_backing(client: &Client, id: &str) -> Option<(u64, u64)> {
+    let script = format!(
+        "const c = document.getElementById('{id}'); if (!c) return null; \
+         return [c.width, Math.round(c.getBoundingClientRect().width * window.devicePixelRatio)];"
     );
     let v: serde_json::Value = client.execute(&script, vec![]).await.ok()?;
     Some((v[0].as_u64()?, v[1].as_u64()?))
