@@ -559,3 +559,41 @@ fn a_duration_run_without_a_rate_stops_on_time_too() {
         sent
     );
 }
+
+/// A `/metrics` that never ends: every connection gets a chunked 200 whose body goes on until
+/// the client hangs up. Returns its URL.
+fn endless_metrics() -> String {
+    use std::io::{Read, Write};
+    let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let url = format!("http://{}/metrics", listener.local_addr().unwrap());
+    std::thread::spawn(move || {
+        for stream in listener.incoming() {
+            let Ok(mut stream) = stream else { continue };
+            std::thread::spawn(move || {
+                let mut head = [0u8; 4096];
+                let _ = stream.read(&mut head);
+                let line = "vllm:num_requests_running{model_name=\"m\"} 1\n".repeat(1500);
+                let chunk = format!("{:x}\r\n{line}\r\n", line.len());
+                let _ = stream
+                    .write_all(b"HTTP/1.1 200 OK\r\ncontent-type: text/plain\r\ntransfer-encoding: chunked\r\n\r\n");
+                while stream.write_all(chunk.as_bytes()).is_ok() {}
+            });
+        }
+    });
+    url
+}
+
+#[test]
+fn an_endless_metrics_body_is_cut_at_its_limit_and_the_run_goes_on() {
+    let metrics = endless_metrics();
+    let (_sim, url) = sim(&["--time-scale", "0"]);
+    let (_, _dir, result) = bench(&url, &["--num-prompts", "10", "--metrics-url", &metrics]);
+    assert_eq!(result["completed"], 10);
+    let error = result["spec_decode"]["scrape"][0]["result"]["error"].as_str().unwrap();
+    let cut = format!("Failed to fetch metrics from {metrics}: the answer passed 32 MiB and was not read further");
+    assert_eq!(error, format!("[before] {cut}; [after] {cut}"));
+    // `scrape` says the same and fails (a CI job can tell).
+    let (code, out, err) = crate::common::run_speclens(&["scrape", &metrics]);
+    assert_ne!(code, 0, "{out}{err}");
+    assert!(err.contains("the answer passed 32 MiB"), "{err}");
+}

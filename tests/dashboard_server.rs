@@ -1,5 +1,6 @@
 //! `speclens serve` as a user runs it: the real binary on 127.0.0.1 port 0 serving a web folder,
-//! content types, compression, no path traversal, and the access token off loopback.
+//! content types, compression, no path traversal, only loopback names as Host without a token
+//! (no DNS rebinding), and the access token off loopback.
 
 use std::io::{Read, Write};
 use std::net::TcpStream;
@@ -52,6 +53,8 @@ async fn serves_the_web_folder_on_loopback_with_types_and_compression() {
         .unwrap()
         .starts_with("text/html"));
     assert_eq!(index.headers()["x-content-type-options"], "nosniff");
+    assert_eq!(index.headers()["content-security-policy"], "frame-ancestors 'none'");
+    assert_eq!(index.headers()["x-frame-options"], "DENY");
     assert!(index.text().await.unwrap().contains("speclens test page"));
 
     let wasm = client.get(format!("{url}app_bg.wasm")).send().await.unwrap();
@@ -68,6 +71,29 @@ async fn serves_the_web_folder_on_loopback_with_types_and_compression() {
 
     let missing = client.get(format!("{url}nope.js")).send().await.unwrap();
     assert_eq!(missing.status(), 404);
+
+    // DNS rebinding: a page whose name now resolves to 127.0.0.1 asks with its own name as Host;
+    // without a token only loopback names are answered (pages, API and WebSocket alike).
+    let port = url.trim_start_matches("http://127.0.0.1:").trim_end_matches('/');
+    for path in ["/", "/api/runs", "/ws"] {
+        let (status, body) = get_with_host(&url, path, &format!("rebind.example:{port}")).await;
+        assert_eq!(status, 403, "{path}");
+        assert!(body.contains("answers only to 127.0.0.1, localhost or [::1]"), "{body}");
+    }
+    for host in [format!("localhost:{port}"), format!("127.0.0.1:{port}")] {
+        assert_eq!(get_with_host(&url, "/", &host).await.0, 200, "{host}");
+    }
+}
+
+/// GET `path` from the server at `url` with `host` as the Host header.
+async fn get_with_host(url: &str, path: &str, host: &str) -> (u16, String) {
+    let response = reqwest::Client::new()
+        .get(format!("{}{path}", url.trim_end_matches('/')))
+        .header("host", host)
+        .send()
+        .await
+        .unwrap();
+    (response.status().as_u16(), response.text().await.unwrap())
 }
 
 #[test]

@@ -1,5 +1,6 @@
 //! Small helpers shared by the collector's servers and clients: binding, secrets compared in
-//! constant time, errors with their causes, and the signals that stop a command.
+//! constant time, errors with their causes, bodies read up to a limit, and the signals that stop
+//! a command.
 
 use std::net::SocketAddr;
 
@@ -59,6 +60,37 @@ pub fn describe_http(e: reqwest::Error) -> String {
     } else {
         format!("{what}: {}", causes.join(": "))
     }
+}
+
+/// The most a `/metrics` text may hold (a 64-engine vLLM's is about 1 MB).
+pub const MAX_METRICS_BYTES: usize = 32 << 20;
+
+/// The most a Prometheus query answer or a model list may hold.
+pub const MAX_API_BYTES: usize = 64 << 20;
+
+/// Read a response's body, stopping with an error once it passes `limit` bytes, so a server
+/// that answers without end costs at most `limit` of memory (reqwest's `bytes()` reads it all).
+pub async fn read_limited(mut response: reqwest::Response, limit: usize) -> Result<Vec<u8>, String> {
+    let mut body = Vec::with_capacity(response.content_length().map_or(0, |n| n.min(limit as u64) as usize));
+    while let Some(chunk) = response.chunk().await.map_err(describe_http)? {
+        if body.len() + chunk.len() > limit {
+            return Err(format!(
+                "the answer passed {} MiB and was not read further",
+                limit >> 20
+            ));
+        }
+        body.extend_from_slice(&chunk);
+    }
+    Ok(body)
+}
+
+/// [`read_limited`] as text (invalid UTF-8 replaced, as reqwest's `text()` does).
+pub async fn read_text_limited(response: reqwest::Response, limit: usize) -> Result<String, String> {
+    let body = read_limited(response, limit).await?;
+    Ok(match String::from_utf8(body) {
+        Ok(text) => text,
+        Err(e) => String::from_utf8_lossy(e.as_bytes()).into_owned(),
+    })
 }
 
 /// The first SIGINT (Ctrl-C) or SIGTERM. Once a command listens for SIGTERM it no longer ends

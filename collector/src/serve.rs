@@ -194,8 +194,11 @@ pub fn router(settings: &ServeSettings, hub: LiveHub) -> Router {
         WebAssets::Dir(dir) => api.fallback_service(ServeDir::new(dir).append_index_html_on_directories(true)),
         WebAssets::Embedded => api.fallback(embedded_file),
     };
-    if let Some(token) = &settings.token {
-        app = app.layer(middleware::from_fn_with_state(Arc::new(token.clone()), require_token));
+    match &settings.token {
+        Some(token) => app = app.layer(middleware::from_fn_with_state(Arc::new(token.clone()), require_token)),
+        // Without a token only a loopback name may be asked for: a web page whose name was
+        // rebound to 127.0.0.1 (DNS rebinding) sends its own name as Host and is refused.
+        None => app = app.layer(middleware::from_fn(require_loopback_host)),
     }
     app.layer(CompressionLayer::new())
         .layer(middleware::from_fn(security_headers))
@@ -397,17 +400,72 @@ async fn require_token(State(token): State<Arc<String>>, req: Request, next: Nex
     response
 }
 
+/// Whether a `Host` header names this machine's loopback (`127.0.0.1`, `localhost`, `[::1]`,
+/// with or without a port).
+fn is_loopback_host(host: &str) -> bool {
+    let name = match host.strip_prefix('[') {
+        Some(rest) => rest.split(']').next().map(|ip| format!("[{ip}]")).unwrap_or_default(),
+        None => host.split(':').next().unwrap_or_default().to_string(),
+    };
+    let name = name.to_ascii_lowercase();
+    name == "localhost" || name == "[::1]" || name.parse::<std::net::Ipv4Addr>().is_ok_and(|ip| ip.is_loopback())
+}
+
+async fn require_loopback_host(req: Request, next: Next) -> Response {
+    let host = req.headers().get(header::HOST).and_then(|h| h.to_str().ok());
+    if host.is_some_and(is_loopback_host) {
+        return next.run(req).await;
+    }
+    (
+        StatusCode::FORBIDDEN,
+        "This dashboard answers only to 127.0.0.1, localhost or [::1] (the Host header named another \
+         name). To reach it under another name, serve it with an access token (--token).\n",
+    )
+        .into_response()
+}
+
 async fn security_headers(req: Request, next: Next) -> Response {
     let mut response = next.run(req).await;
     let headers = response.headers_mut();
     headers.insert(header::X_CONTENT_TYPE_OPTIONS, HeaderValue::from_static("nosniff"));
     headers.insert(header::REFERRER_POLICY, HeaderValue::from_static("no-referrer"));
+    // No other site may frame the dashboard (clickjacking).
+    headers.insert(
+        header::CONTENT_SECURITY_POLICY,
+        HeaderValue::from_static("frame-ancestors 'none'"),
+    );
+    headers.insert(header::X_FRAME_OPTIONS, HeaderValue::from_static("DENY"));
     response
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn only_loopback_names_pass_without_a_token() {
+        for host in [
+            "127.0.0.1:8321",
+            "127.0.0.1",
+            "localhost:80",
+            "LOCALHOST",
+            "[::1]:8321",
+            "[::1]",
+            "127.1.2.3:5",
+        ] {
+            assert!(is_loopback_host(host), "{host}");
+        }
+        for host in [
+            "evil.example:8321",
+            "127.0.0.1.evil.example",
+            "localhost.evil.example",
+            "[::2]:1",
+            "",
+            "10.0.0.1",
+        ] {
+            assert!(!is_loopback_host(host), "{host}");
+        }
+    }
 
     #[test]
     fn tokens() {

@@ -493,10 +493,9 @@ async fn list_models(client: &reqwest::Client, target: &plan::Target) -> Result<
         };
         return Err(format!("{shown} answered HTTP {} — {fix}", status.as_u16()));
     }
-    let body = response
-        .bytes()
+    let body = crate::net::read_limited(response, crate::net::MAX_API_BYTES)
         .await
-        .map_err(|e| format!("{shown}: {}", crate::net::describe_http(e)))?;
+        .map_err(|e| format!("{shown}: {e}"))?;
     serde_json::from_slice(&body).map_err(|e| {
         format!("{shown} answered something that is not JSON ({e}) — is --url an OpenAI-compatible server? Or name the model with --model")
     })

@@ -158,10 +158,9 @@ impl Prometheus {
                 )
             })?;
         let status = response.status();
-        let body = response
-            .text()
+        let body = crate::net::read_text_limited(response, crate::net::MAX_API_BYTES)
             .await
-            .map_err(|e| format!("Failed to read Prometheus's answer: {}", e.without_url()))?;
+            .map_err(|e| format!("Failed to read Prometheus's answer: {e}"))?;
         match parse_api_answer(&body) {
             Ok(series) => Ok(series),
             Err(e) if status.is_success() => Err(e.to_string()),

@@ -81,7 +81,9 @@ pub async fn fetch_text(client: &reqwest::Client, url: &str) -> Result<String, S
     if !response.status().is_success() {
         return Err(ScrapeFailure::Http(response.status().as_u16()));
     }
-    response.text().await.map_err(|e| fail(crate::net::describe_http(e)))
+    crate::net::read_text_limited(response, crate::net::MAX_METRICS_BYTES)
+        .await
+        .map_err(fail)
 }
 
 /// Where trtllm-serve mounts its Prometheus text (its `/metrics` answers JSON).
