@@ -560,27 +560,38 @@ fn a_duration_run_without_a_rate_stops_on_time_too() {
     );
 }
 
-/// A `/metrics` that never ends: every connection gets a chunked 200 whose body goes on until
-/// the client hangs up. Returns its URL.
-fn endless_metrics() -> String {
-    use std::io::{Read, Write};
+/// A raw HTTP server on 127.0.0.1: each connection's request head is read and handed, with the
+/// stream, to `answer` on a thread of its own. Returns `http://host:port`.
+fn raw_server(answer: fn(&str, std::net::TcpStream)) -> String {
+    use std::io::Read;
     let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
-    let url = format!("http://{}/metrics", listener.local_addr().unwrap());
+    let url = format!("http://{}", listener.local_addr().unwrap());
     std::thread::spawn(move || {
         for stream in listener.incoming() {
             let Ok(mut stream) = stream else { continue };
             std::thread::spawn(move || {
-                let mut head = [0u8; 4096];
-                let _ = stream.read(&mut head);
-                let line = "vllm:num_requests_running{model_name=\"m\"} 1\n".repeat(1500);
-                let chunk = format!("{:x}\r\n{line}\r\n", line.len());
-                let _ = stream
-                    .write_all(b"HTTP/1.1 200 OK\r\ncontent-type: text/plain\r\ntransfer-encoding: chunked\r\n\r\n");
-                while stream.write_all(chunk.as_bytes()).is_ok() {}
+                let mut head = Vec::new();
+                let mut byte = [0u8; 1];
+                while !head.ends_with(b"\r\n\r\n") && stream.read(&mut byte).is_ok_and(|n| n == 1) {
+                    head.push(byte[0]);
+                }
+                answer(&String::from_utf8_lossy(&head), stream);
             });
         }
     });
     url
+}
+
+/// A `/metrics` that never ends: a chunked 200 whose body goes on until the client hangs up.
+fn endless_metrics() -> String {
+    let base = raw_server(|_, mut stream| {
+        use std::io::Write;
+        let line = "vllm:num_requests_running{model_name=\"m\"} 1\n".repeat(1500);
+        let chunk = format!("{:x}\r\n{line}\r\n", line.len());
+        let _ = stream.write_all(b"HTTP/1.1 200 OK\r\ncontent-type: text/plain\r\ntransfer-encoding: chunked\r\n\r\n");
+        while stream.write_all(chunk.as_bytes()).is_ok() {}
+    });
+    format!("{base}/metrics")
 }
 
 #[test]
@@ -596,4 +607,87 @@ fn an_endless_metrics_body_is_cut_at_its_limit_and_the_run_goes_on() {
     let (code, out, err) = crate::common::run_speclens(&["scrape", &metrics]);
     assert_ne!(code, 0, "{out}{err}");
     assert!(err.contains("the answer passed 32 MiB"), "{err}");
+}
+
+/// A server that refuses every request with HTTP 401 and echoes the `Authorization` header it
+/// got in its error, followed by terminal escape sequences (set the title, clear the screen).
+fn echoing_server() -> String {
+    raw_server(|head, mut stream| {
+        use std::io::Write;
+        let auth = head
+            .lines()
+            .find_map(|l| l.strip_prefix("authorization: ").or(l.strip_prefix("Authorization: ")))
+            .unwrap_or("none");
+        let body =
+            serde_json::json!({"error": {"message": format!("key {auth} is not valid\u{1b}]0;pwned\u{7}\u{1b}[2J")}})
+                .to_string();
+        let _ = write!(
+            stream,
+            "HTTP/1.1 401 Unauthorized\r\ncontent-type: application/json\r\ncontent-length: {}\r\nconnection: close\r\n\r\n{body}",
+            body.len()
+        );
+    })
+}
+
+#[test]
+fn an_echoed_key_and_escape_sequences_reach_no_output() {
+    let key = "sk-echo-5f3a9c2e71";
+    let url = echoing_server();
+    let dir = tempfile::tempdir().unwrap();
+    let out = dir.path().join("run");
+    let (code, stdout, stderr) = crate::common::run_speclens(&[
+        "bench",
+        "--url",
+        &url,
+        "--model",
+        "m",
+        "--api-key",
+        key,
+        "--num-prompts",
+        "3",
+        "--no-scrape",
+        "--out",
+        out.to_str().unwrap(),
+    ]);
+    assert_ne!(code, 0, "no request succeeded");
+    assert!(
+        stdout.contains("key [redacted] is not valid") || stderr.contains("key [redacted] is not valid"),
+        "{stdout}{stderr}"
+    );
+    for text in [&stdout, &stderr] {
+        assert!(!text.contains(key), "{text}");
+        assert!(!text.contains('\u{1b}') && !text.contains('\u{7}'), "{text:?}");
+    }
+    let records = records(dir.path());
+    assert_eq!(records.len(), 3);
+    assert!(
+        records[0].error.as_deref().unwrap().contains("\\u{1b}]0;pwned"),
+        "{:?}",
+        records[0].error
+    );
+    let mut folders = vec![out.clone()];
+    while let Some(folder) = folders.pop() {
+        for entry in std::fs::read_dir(&folder).unwrap() {
+            let path = entry.unwrap().path();
+            if path.is_dir() {
+                folders.push(path);
+                continue;
+            }
+            let text = String::from_utf8_lossy(&std::fs::read(&path).unwrap()).to_string();
+            assert!(!text.contains(key), "{} holds the key", path.display());
+        }
+    }
+    // A report of the run holds neither.
+    let report = dir.path().join("report.html");
+    let web = crate::common::workspace().join("web/dist");
+    let (code, out_text, err_text) = crate::common::run_speclens(&[
+        "report",
+        out.to_str().unwrap(),
+        "--web-dir",
+        web.to_str().unwrap(),
+        "-o",
+        report.to_str().unwrap(),
+    ]);
+    assert_eq!(code, 0, "{out_text}{err_text}");
+    assert!(!std::fs::read_to_string(&report).unwrap().contains(key));
 }

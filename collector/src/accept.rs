@@ -208,7 +208,7 @@ pub async fn run_with(args: Plan, hub: Option<LiveHub>) -> Result<Vec<CategoryAc
         args.run.load.request_rate.unwrap_or(f64::INFINITY),
         categories.len(),
         args.requests_per_category,
-        args.url()
+        crate::bench::redact_url(args.url())
     );
     let external = hub.is_some();
     let hub = hub.unwrap_or_else(|| LiveHub::new(64));

@@ -134,7 +134,7 @@ pub async fn run_with(plan: Plan, hub: Option<LiveHub>) -> Result<(), CollectorE
             p.arm.name(),
             p.concurrency,
             p.requests,
-            p.url,
+            crate::bench::redact_url(p.url),
             point_file(p.arm, p.concurrency)
         ));
     }

@@ -220,6 +220,42 @@ async fn through_reqwest(
 /// caller away from the tasks that stamp arrivals. Never fails: problems land in
 /// `Exchange::error`.
 pub fn measure(target: &Target, outcome: Outcome) -> Exchange {
+    let mut ex = measure_exchange(target, outcome);
+    if let Some((_, message)) = &mut ex.error {
+        *message = clean_server_text(message, &target.headers);
+    }
+    ex
+}
+
+/// A server's text made fit for the console, files and reports: the values of the headers we
+/// sent (the API key and any `--header`) replaced by `[redacted]` — a server may echo them in
+/// its error — and control characters written as `\u{..}` escapes, so an escape sequence in a
+/// server's answer cannot drive the terminal.
+pub fn clean_server_text(text: &str, headers: &HeaderMap) -> String {
+    let mut text = text.to_string();
+    for (name, value) in headers {
+        if name == reqwest::header::CONTENT_TYPE {
+            continue;
+        }
+        let Ok(value) = value.to_str() else { continue };
+        for secret in [value, value.strip_prefix("Bearer ").unwrap_or_default()] {
+            if secret.len() >= 4 {
+                text = text.replace(secret, "[redacted]");
+            }
+        }
+    }
+    text.chars()
+        .map(|c| {
+            if c.is_control() {
+                c.escape_unicode().to_string()
+            } else {
+                c.to_string()
+            }
+        })
+        .collect()
+}
+
+fn measure_exchange(target: &Target, outcome: Outcome) -> Exchange {
     let received = match outcome {
         Ok(r) => r,
         Err((kind, message)) => return failed(kind, message),
@@ -483,6 +519,19 @@ mod tests {
 
     fn at(base: Instant, ms: u64, text: &str) -> (Instant, Bytes) {
         (base + Duration::from_millis(ms), Bytes::from(text.to_string()))
+    }
+
+    #[test]
+    fn server_text_loses_our_secrets_and_its_control_characters() {
+        let mut headers = HeaderMap::new();
+        headers.insert(reqwest::header::CONTENT_TYPE, "application/json".parse().unwrap());
+        headers.insert(reqwest::header::AUTHORIZATION, "Bearer sk-live-1234".parse().unwrap());
+        headers.insert("x-tenant", "acme-secret".parse().unwrap());
+        let text = "HTTP 401: bad key sk-live-1234 for acme-secret\u{1b}]0;pwned\u{7}\u{1b}[2J";
+        assert_eq!(
+            clean_server_text(text, &headers),
+            "HTTP 401: bad key [redacted] for [redacted]\\u{1b}]0;pwned\\u{7}\\u{1b}[2J"
+        );
     }
 
     #[test]

@@ -529,13 +529,24 @@ async fn resolve_model(
 /// A URL fit for files and logs: user, password and query removed (they may hold secrets).
 pub fn redact_url(url: &str) -> String {
     match reqwest::Url::parse(url) {
-        Ok(mut u) => {
+        Ok(mut u) if u.has_host() => {
             let _ = u.set_username("");
             let _ = u.set_password(None);
             u.set_query(None);
             u.to_string()
         }
-        Err(_) => url.split(['?', '@']).next().unwrap_or_default().to_string(),
+        // Not a URL with a host: keep what follows the last `@` (user and password go) and drop
+        // the query.
+        _ => {
+            let no_query = url.split('?').next().unwrap_or_default();
+            match (no_query.find("://"), no_query.rfind('@')) {
+                (Some(scheme), Some(at)) if at > scheme => {
+                    format!("{}{}", &no_query[..scheme + 3], &no_query[at + 1..])
+                }
+                (_, Some(at)) => no_query[at + 1..].to_string(),
+                _ => no_query.to_string(),
+            }
+        }
     }
 }
 
@@ -579,6 +590,9 @@ mod tests {
             redact_url("http://user:pw@h:8000/v1/chat/completions?key=s"),
             "http://h:8000/v1/chat/completions"
         );
+        // Not parseable as a URL (a space in the host), user and password still go.
+        assert_eq!(redact_url("http://user:p@ss@h st:80/x?key=s"), "http://h st:80/x");
+        assert_eq!(redact_url("user:pw@h:80"), "h:80");
         assert_eq!(server_base("http://h:8000/v1/"), "http://h:8000");
         assert_eq!(server_base("http://h:8000/prefix"), "http://h:8000/prefix");
     }
