@@ -2,6 +2,7 @@
 //! quietly when the reader goes away (`speclens read DIR | head`); commands that measure keep
 //! measuring and write their files, printing what they can ([`status`]).
 
+use std::borrow::Cow;
 use std::io::Write;
 
 use crate::error::CollectorError;
@@ -10,7 +11,7 @@ use crate::error::CollectorError;
 /// binary turns into a quiet exit.
 pub fn print(text: &str) -> Result<(), CollectorError> {
     let mut out = std::io::stdout().lock();
-    out.write_all(text.as_bytes())
+    out.write_all(printable(text).as_bytes())
         .and_then(|()| out.flush())
         .map_err(|e| match e.kind() {
             std::io::ErrorKind::BrokenPipe => CollectorError::ClosedPipe,
@@ -31,7 +32,7 @@ macro_rules! outln {
 /// failing stdout never stops the run (its files are what count).
 pub fn status(text: &str) {
     let mut out = std::io::stdout().lock();
-    let _ = out.write_all(text.as_bytes()).and_then(|()| out.flush());
+    let _ = out.write_all(printable(text).as_bytes()).and_then(|()| out.flush());
 }
 
 /// `println!` through [`status`].
@@ -40,4 +41,33 @@ macro_rules! statusln {
     ($($arg:tt)*) => {
         $crate::console::status(&format!("{}\n", format_args!($($arg)*)))
     };
+}
+
+/// `text` with every control character but newline and tab written as a `\u{..}` escape: what
+/// a server sent (an error, a model name, a metrics line) cannot move the cursor, retitle or
+/// clear the terminal.
+pub fn printable(text: &str) -> Cow<'_, str> {
+    if !text.chars().any(|c| c.is_control() && c != '\n' && c != '\t') {
+        return Cow::Borrowed(text);
+    }
+    Cow::Owned(
+        text.chars()
+            .map(|c| match c {
+                '\n' | '\t' => c.to_string(),
+                c if c.is_control() => c.escape_unicode().to_string(),
+                c => c.to_string(),
+            })
+            .collect(),
+    )
+}
+
+#[cfg(test)]
+mod tests {
+    use super::printable;
+
+    #[test]
+    fn control_characters_are_escaped_but_lines_and_tabs_stay() {
+        assert_eq!(printable("a\tb\nc"), "a\tb\nc");
+        assert_eq!(printable("x\u{1b}[2J\r\u{7}y"), "x\\u{1b}[2J\\u{d}\\u{7}y");
+    }
 }

@@ -23,7 +23,8 @@ fn main() -> ExitCode {
                 .downcast_ref::<speclens::CollectorError>()
                 .map_or(1, |e| e.exit_code());
             if code != 0 {
-                eprintln!("speclens: error: {err:#}");
+                let text = format!("{err:#}");
+                eprintln!("speclens: error: {}", speclens::console::printable(&text));
             }
             ExitCode::from(code)
         }
