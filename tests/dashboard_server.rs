@@ -292,6 +292,20 @@ fn the_run_api_refuses_paths_out_of_the_results_folder() {
         let status = response.split(' ').nth(1).unwrap_or("");
         assert!(status == "400" || status == "404", "{path}: {status}");
     }
+    // Symlinks that lead out of the results folder: a run folder, a result file, an accept run.
+    std::os::unix::fs::symlink(root.path(), results.join("outside")).unwrap();
+    std::fs::create_dir(results.join("linked")).unwrap();
+    std::os::unix::fs::symlink(root.path().join("result.json"), results.join("linked/result.json")).unwrap();
+    for path in [
+        "/api/runs/outside",
+        "/api/runs/linked",
+        "/api/sweeps/outside",
+        "/api/accept/outside",
+    ] {
+        let response = raw_get(&url, path);
+        assert!(!response.contains("TOP-SECRET"), "{path}:\n{response}");
+        assert_eq!(response.split(' ').nth(1), Some("404"), "{path}:\n{response}");
+    }
 }
 
 #[tokio::test]

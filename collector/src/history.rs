@@ -19,6 +19,13 @@ pub fn run_folder(results_dir: &Path, id: &str) -> Option<PathBuf> {
     ok.then(|| results_dir.join(id))
 }
 
+/// `path` with every symlink resolved, when it exists and lies inside `results_dir` (a link
+/// that leads out of the results folder is as good as absent).
+pub fn inside(results_dir: &Path, path: &Path) -> Option<PathBuf> {
+    let root = results_dir.canonicalize().ok()?;
+    path.canonicalize().ok().filter(|p| p.starts_with(&root))
+}
+
 /// Folders holding `marker` (a file name, or a prefix ending in `*`), up to `depth` levels down
 /// (demo runs nest sweeps), as `(id, path)` sorted by id.
 pub fn find_folders(dir: &Path, depth: u32, marker: &str) -> Vec<(String, PathBuf)> {

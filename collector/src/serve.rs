@@ -323,36 +323,48 @@ fn bad_id(what: &str) -> Response {
         .into_response()
 }
 
-/// A JSON file of the folder `id` as the response body, unchanged.
-fn json_file(results_dir: &Path, id: &str, file: &str, what: &str) -> Response {
+/// A JSON file of the folder `id` as the response body, unchanged; read off the async runtime,
+/// and only when it really lies inside the results folder (a symlink out of it is not found).
+async fn json_file(results_dir: &Path, id: &str, file: &'static str, what: &str) -> Response {
     let Some(folder) = history::run_folder(results_dir, id) else {
         return bad_id(what);
     };
-    match std::fs::read_to_string(folder.join(file)) {
-        Ok(text) => ([(header::CONTENT_TYPE, "application/json")], text).into_response(),
-        Err(_) => not_found(what),
+    let results_dir = results_dir.to_path_buf();
+    let read = tokio::task::spawn_blocking(move || {
+        let path = history::inside(&results_dir, &folder.join(file))?;
+        std::fs::read_to_string(path).ok()
+    });
+    match read.await {
+        Ok(Some(text)) => ([(header::CONTENT_TYPE, "application/json")], text).into_response(),
+        _ => not_found(what),
     }
 }
 
 async fn list_runs(State(app): State<Arc<AppState>>) -> Response {
-    axum::Json(history::list_results(&app.results_dir)).into_response()
+    let results_dir = app.results_dir.clone();
+    match tokio::task::spawn_blocking(move || history::list_results(&results_dir)).await {
+        Ok(list) => axum::Json(list).into_response(),
+        Err(_) => StatusCode::INTERNAL_SERVER_ERROR.into_response(),
+    }
 }
 
 async fn one_run(State(app): State<Arc<AppState>>, UrlPath(id): UrlPath<String>) -> Response {
-    json_file(&app.results_dir, &id, "result.json", "run")
+    json_file(&app.results_dir, &id, "result.json", "run").await
 }
 
 async fn one_sweep(State(app): State<Arc<AppState>>, UrlPath(id): UrlPath<String>) -> Response {
-    json_file(&app.results_dir, &id, "sweep.json", "sweep")
+    json_file(&app.results_dir, &id, "sweep.json", "sweep").await
 }
 
 async fn one_accept(State(app): State<Arc<AppState>>, UrlPath(id): UrlPath<String>) -> Response {
     let Some(folder) = history::run_folder(&app.results_dir, &id) else {
         return bad_id("accept");
     };
-    match history::accept_body(&folder) {
-        Some(body) => axum::Json(body).into_response(),
-        None => not_found("accept run"),
+    let results_dir = app.results_dir.clone();
+    let read = tokio::task::spawn_blocking(move || history::accept_body(&history::inside(&results_dir, &folder)?));
+    match read.await {
+        Ok(Some(body)) => axum::Json(body).into_response(),
+        _ => not_found("accept run"),
     }
 }
 
