@@ -446,8 +446,14 @@ fn walk(dir: &Path) -> Vec<std::path::PathBuf> {
 #[test]
 fn a_signal_saves_a_valid_partial_run_and_exits_as_the_shell_reports_it() {
     let (_sim, url) = sim(&["--step-ms", "20", "--num-spec-tokens", "2"]);
-    // Ctrl-C and what `timeout`, `docker stop` and a cancelled CI job send.
-    for (signal, code) in [("-INT", 130), ("-TERM", 143)] {
+    // Ctrl-C and what `timeout`, `docker stop` and a cancelled CI job send; then Ctrl-C twice
+    // while requests of about 40 s are in flight with a 60 s drain: the second abandons them.
+    for (signals, output_tokens, drain, code) in [
+        (&["-INT"][..], "200", "0.3", 130),
+        (&["-TERM"], "200", "0.3", 143),
+        (&["-INT", "-INT"], "5000", "60", 130),
+    ] {
+        let signal = signals.join(" ");
         let dir = tempfile::tempdir().unwrap();
         let out = dir.path().join("run");
         let mut child = Command::new(env!("CARGO_BIN_EXE_speclens"))
@@ -460,9 +466,9 @@ fn a_signal_saves_a_valid_partial_run_and_exits_as_the_shell_reports_it() {
                 "--concurrency",
                 "4",
                 "--output-tokens",
-                "200",
+                output_tokens,
                 "--drain-timeout",
-                "0.3",
+                drain,
                 "--out",
                 out.to_str().unwrap(),
             ])
@@ -471,11 +477,14 @@ fn a_signal_saves_a_valid_partial_run_and_exits_as_the_shell_reports_it() {
             .spawn()
             .unwrap();
         std::thread::sleep(Duration::from_millis(1500));
-        let status = Command::new("kill")
-            .args([signal, &child.id().to_string()])
-            .status()
-            .unwrap();
-        assert!(status.success());
+        for signal in signals {
+            let status = Command::new("kill")
+                .args([*signal, &child.id().to_string()])
+                .status()
+                .unwrap();
+            assert!(status.success());
+            std::thread::sleep(Duration::from_millis(300));
+        }
         let deadline = std::time::Instant::now() + Duration::from_secs(30);
         let exit = loop {
             if let Some(s) = child.try_wait().unwrap() {

@@ -168,9 +168,13 @@ impl Runner<'_> {
         let mut drain_deadline: Option<Instant> = None;
         loop {
             let next = match drain_deadline {
-                Some(deadline) => match tokio::time::timeout_at(deadline, rx.recv()).await {
-                    Ok(e) => e,
-                    Err(_) => break,
+                // Draining: until the deadline, or a second signal.
+                Some(deadline) => tokio::select! {
+                    e = tokio::time::timeout_at(deadline, rx.recv()) => match e {
+                        Ok(e) => e,
+                        Err(_) => break,
+                    },
+                    _ = self.cancel.changed() => break,
                 },
                 None => tokio::select! {
                     e = rx.recv() => e,

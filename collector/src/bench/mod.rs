@@ -446,14 +446,22 @@ fn start_samplers(
     samplers
 }
 
-/// On SIGINT or SIGTERM: note which, and stop sending (what is in flight is waited for).
+/// On SIGINT or SIGTERM: note which, and stop sending (what is in flight is waited for, up to
+/// the drain timeout); a second signal abandons what is still in flight at once.
 async fn stop_on_signal(cancel: Arc<watch::Sender<bool>>, caught: Arc<std::sync::OnceLock<Signal>>) {
     let signal = crate::net::stop_signal().await;
     let _ = caught.set(signal);
     eprintln!(
-        "\nspeclens: {} — stopping: waiting for requests in flight, then saving a partial run",
+        "\nspeclens: {} — stopping: waiting for requests in flight (a second signal abandons them), then saving a partial run",
         signal.name()
     );
+    let _ = cancel.send(true);
+    let again = crate::net::stop_signal().await;
+    eprintln!(
+        "speclens: {} again — abandoning the requests in flight, saving the partial run",
+        again.name()
+    );
+    // Sent again, the same value wakes the drain, which then stops waiting.
     let _ = cancel.send(true);
 }
 
