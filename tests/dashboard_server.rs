@@ -344,3 +344,35 @@ async fn serves_the_dashboard_built_into_the_binary_without_a_web_dir() {
     let _ = child.kill();
     let _ = child.wait();
 }
+
+#[tokio::test]
+async fn idle_connections_cannot_exhaust_the_server() {
+    let root = web_dir();
+    let dist = root.path().join("dist");
+    // Under a 1,024-file limit, 1,100 connections that never send a byte.
+    let server = Speclens::start_with_file_limit(&["serve", "--port", "0", "--web-dir", dist.to_str().unwrap()], 1024);
+    let url = server.url();
+    let host = url.trim_start_matches("http://").trim_end_matches('/').to_string();
+    let idle: Vec<TcpStream> = (0..1100).map(|_| TcpStream::connect(&host).unwrap()).collect();
+    // The page is still served: idle connections are closed after the header-read timeout and
+    // the cap keeps the server's files from running out meanwhile.
+    let page = reqwest::Client::new()
+        .get(&url)
+        .timeout(std::time::Duration::from_secs(60))
+        .send()
+        .await
+        .expect("the page is served while idle connections are open");
+    assert_eq!(page.status(), 200);
+    assert!(page.text().await.unwrap().contains("speclens test page"));
+    // The first idle connection was closed by the server (end of stream, or a reset).
+    let mut first = &idle[0];
+    first
+        .set_read_timeout(Some(std::time::Duration::from_secs(30)))
+        .unwrap();
+    let mut byte = [0u8; 1];
+    match first.read(&mut byte) {
+        Ok(0) => {}
+        Err(e) if e.kind() == std::io::ErrorKind::ConnectionReset => {}
+        other => panic!("an idle connection stayed open: {other:?}"),
+    }
+}

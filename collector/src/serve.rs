@@ -6,6 +6,7 @@
 use std::net::SocketAddr;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
+use std::time::Duration;
 
 use axum::extract::ws::{Message, WebSocket, WebSocketUpgrade};
 use axum::extract::{Path as UrlPath, Request, State};
@@ -15,6 +16,7 @@ use axum::response::{IntoResponse, Response};
 use axum::routing::get;
 use axum::Router;
 use serde_json::json;
+use tokio::net::TcpListener;
 use tokio::sync::{broadcast, oneshot};
 use tower_http::compression::CompressionLayer;
 use tower_http::services::ServeDir;
@@ -234,19 +236,67 @@ pub async fn start(settings: &ServeSettings, hub: LiveHub) -> Result<Dashboard, 
     }
     let app = router(settings, hub);
     let (tx, rx) = oneshot::channel::<()>();
-    let task = tokio::spawn(async move {
-        axum::serve(listener, app)
-            .with_graceful_shutdown(async {
-                let _ = rx.await;
-            })
-            .await
-    });
+    let task = tokio::spawn(serve_bounded(listener, app, rx));
     tracing::info!(%addr, assets = %settings.web_dir, "dashboard listening");
     Ok(Dashboard {
         url,
         shutdown: Some(tx),
         task,
     })
+}
+
+/// How long a client may take to send a request's head, from its connection (or its previous
+/// response) on; an idle or half-sent connection is closed after it.
+const HEADER_READ_TIMEOUT: Duration = Duration::from_secs(10);
+
+/// Connections served at once: three quarters of the open-file limit (the rest is for files and
+/// the runs), at most 4,096. Past it, new connections wait in the listen backlog until one
+/// closes, so idle connections cannot exhaust the process's files.
+fn connection_cap() -> usize {
+    #[cfg(target_os = "linux")]
+    {
+        use nix::sys::resource::{getrlimit, Resource};
+        if let Ok((soft, _)) = getrlimit(Resource::RLIMIT_NOFILE) {
+            return usize::try_from(soft / 4 * 3).unwrap_or(4096).clamp(16, 4096);
+        }
+    }
+    768
+}
+
+/// Serve `app` on `listener` until `stop`: HTTP/1.1 with upgrades (the live WebSocket), a
+/// header-read timeout on every connection and a cap on connections at once.
+async fn serve_bounded(listener: TcpListener, app: Router, mut stop: oneshot::Receiver<()>) -> std::io::Result<()> {
+    let slots = Arc::new(tokio::sync::Semaphore::new(connection_cap()));
+    loop {
+        let permit = tokio::select! {
+            _ = &mut stop => return Ok(()),
+            permit = slots.clone().acquire_owned() => permit.map_err(std::io::Error::other)?,
+        };
+        let tcp = tokio::select! {
+            _ = &mut stop => return Ok(()),
+            accepted = listener.accept() => match accepted {
+                Ok((tcp, _)) => tcp,
+                // Out of files or a connection reset before it was taken: try again shortly.
+                Err(e) => {
+                    tracing::warn!(error = %e, "dashboard accept failed");
+                    tokio::time::sleep(Duration::from_millis(50)).await;
+                    continue;
+                }
+            },
+        };
+        let service = hyper_util::service::TowerToHyperService::new(app.clone());
+        tokio::spawn(async move {
+            let _slot = permit;
+            let connection = hyper::server::conn::http1::Builder::new()
+                .timer(hyper_util::rt::TokioTimer::new())
+                .header_read_timeout(HEADER_READ_TIMEOUT)
+                .serve_connection(hyper_util::rt::TokioIo::new(tcp), service)
+                .with_upgrades();
+            if let Err(e) = connection.await {
+                tracing::debug!(error = %e, "dashboard connection ended");
+            }
+        });
+    }
 }
 
 /// `speclens serve`: bind, print the URL on stdout, serve until Ctrl-C.

@@ -47,12 +47,13 @@ pub struct Speclens {
 
 /// Start the real binary with its output piped.
 fn spawn_speclens(args: &[&str]) -> Child {
-    Command::new(env!("CARGO_BIN_EXE_speclens"))
-        .args(args)
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .expect("start speclens")
+    speclens_command(args).spawn().expect("start speclens")
+}
+
+fn speclens_command(args: &[&str]) -> Command {
+    let mut command = Command::new(env!("CARGO_BIN_EXE_speclens"));
+    command.args(args).stdout(Stdio::piped()).stderr(Stdio::piped());
+    command
 }
 
 impl Speclens {
@@ -78,10 +79,27 @@ impl Speclens {
         Speclens::start_until(args, "", Duration::from_secs(30))
     }
 
+    /// [`Speclens::start`] in a shell that first lowers the open-file limit to `files`.
+    pub fn start_with_file_limit(args: &[&str], files: u32) -> Speclens {
+        let mut command = Command::new("sh");
+        command
+            .arg("-c")
+            .arg(format!("ulimit -n {files} && exec \"$0\" \"$@\""))
+            .arg(env!("CARGO_BIN_EXE_speclens"))
+            .args(args)
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped());
+        Speclens::start_command(command, args, "", Duration::from_secs(30))
+    }
+
     /// Start `speclens ARGS…` and wait (bounded) for a stdout line starting with `prefix`; the
     /// lines before it are kept in `earlier`.
     pub fn start_until(args: &[&str], prefix: &str, limit: Duration) -> Speclens {
-        let mut child = spawn_speclens(args);
+        Speclens::start_command(speclens_command(args), args, prefix, limit)
+    }
+
+    fn start_command(mut command: Command, args: &[&str], prefix: &str, limit: Duration) -> Speclens {
+        let mut child = command.spawn().expect("start speclens");
         let stdout = child.stdout.take().expect("stdout");
         let (tx, rx) = std::sync::mpsc::channel();
         let prefix = prefix.to_string();
