@@ -165,7 +165,8 @@ pub struct WorkloadArgs {
     /// Percentiles to report for TTFT, TPOT, ITL and E2EL.
     #[arg(long, value_delimiter = ',', default_value = "99")]
     pub percentiles: Vec<f64>,
-    /// After Ctrl-C, seconds to wait for requests in flight before abandoning them.
+    /// After Ctrl-C or SIGTERM, seconds to wait for requests in flight before abandoning them
+    /// (a second signal abandons them at once).
     #[arg(long, default_value_t = 10.0)]
     pub drain_timeout: f64,
 }
