@@ -700,3 +700,70 @@ fn an_echoed_key_and_escape_sequences_reach_no_output() {
     assert_eq!(code, 0, "{out_text}{err_text}");
     assert!(!std::fs::read_to_string(&report).unwrap().contains(key));
 }
+
+/// A server whose every answer is a 200 of 24 MiB.
+fn oversized_server() -> String {
+    raw_server(|_, mut stream| {
+        use std::io::Write;
+        let mib = vec![b'x'; 1 << 20];
+        let _ = write!(
+            stream,
+            "HTTP/1.1 200 OK\r\ncontent-type: application/json\r\ncontent-length: {}\r\nconnection: close\r\n\r\n",
+            24usize << 20
+        );
+        for _ in 0..24 {
+            if stream.write_all(&mib).is_err() {
+                return;
+            }
+        }
+    })
+}
+
+#[test]
+fn forty_oversized_responses_in_flight_share_one_budget() {
+    let url = oversized_server();
+    let dir = tempfile::tempdir().unwrap();
+    let out = dir.path().join("run");
+    let mut child = Command::new(env!("CARGO_BIN_EXE_speclens"))
+        .args(["bench", "--url", &url, "--model", "m", "--no-stream", "--no-scrape"])
+        .args([
+            "--num-prompts",
+            "40",
+            "--concurrency",
+            "40",
+            "--max-buffered-mib",
+            "128",
+        ])
+        .args(["--out", out.to_str().unwrap()])
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .spawn()
+        .unwrap();
+    // Peak resident memory, read while it runs (VmHWM only grows).
+    let status = format!("/proc/{}/status", child.id());
+    let mut peak_kb = 0u64;
+    let deadline = std::time::Instant::now() + Duration::from_secs(60);
+    while child.try_wait().unwrap().is_none() {
+        assert!(std::time::Instant::now() < deadline, "bench did not finish");
+        if let Ok(text) = std::fs::read_to_string(&status) {
+            if let Some(kb) = text.lines().find_map(|l| l.strip_prefix("VmHWM:")) {
+                peak_kb = peak_kb.max(kb.trim().trim_end_matches(" kB").trim().parse().unwrap_or(0));
+            }
+        }
+        std::thread::sleep(Duration::from_millis(10));
+    }
+    // 40 × 24 MiB is 960 MiB; the budget holds what is buffered to 128 MiB.
+    assert!(peak_kb > 0 && peak_kb < 400 * 1024, "peak RSS {peak_kb} kB");
+    let recs = records(dir.path());
+    assert_eq!(recs.len(), 40);
+    let over = recs
+        .iter()
+        .filter(|r| {
+            r.error
+                .as_deref()
+                .is_some_and(|e| e.contains("passed 128 MiB (--max-buffered-mib)"))
+        })
+        .count();
+    assert!(over > 0, "some responses were over the budget");
+    eprintln!("peak RSS {peak_kb} kB; {over} of 40 responses over the budget");
+}

@@ -66,6 +66,62 @@ pub struct Target {
     pub max_response_bytes: usize,
     /// Our own transport, for `http://` URLs without credentials; reqwest otherwise.
     pub wire: Option<Wire>,
+    /// The bytes all responses in flight may buffer together (shared by every server's target).
+    pub budget: std::sync::Arc<Budget>,
+}
+
+/// One budget for the response bytes buffered by every request in flight, so many large
+/// answers at once cannot exhaust memory even when each is under its own cap.
+#[derive(Debug)]
+pub struct Budget {
+    limit: usize,
+    used: std::sync::atomic::AtomicUsize,
+}
+
+impl Budget {
+    pub fn new(limit: usize) -> Budget {
+        Budget {
+            limit,
+            used: std::sync::atomic::AtomicUsize::new(0),
+        }
+    }
+
+    /// An empty charge against this budget, for one response.
+    pub fn charge(self: &std::sync::Arc<Budget>) -> Charge {
+        Charge {
+            budget: self.clone(),
+            held: 0,
+        }
+    }
+}
+
+/// The bytes one response holds of the [`Budget`]; given back when it is dropped.
+#[derive(Debug)]
+pub struct Charge {
+    budget: std::sync::Arc<Budget>,
+    held: usize,
+}
+
+impl Charge {
+    /// Take `bytes` more; false (nothing taken) when the budget would pass its limit.
+    pub fn take(&mut self, bytes: usize) -> bool {
+        use std::sync::atomic::Ordering;
+        let before = self.budget.used.fetch_add(bytes, Ordering::AcqRel);
+        if before.saturating_add(bytes) > self.budget.limit {
+            self.budget.used.fetch_sub(bytes, Ordering::AcqRel);
+            return false;
+        }
+        self.held += bytes;
+        true
+    }
+}
+
+impl Drop for Charge {
+    fn drop(&mut self) {
+        self.budget
+            .used
+            .fetch_sub(self.held, std::sync::atomic::Ordering::AcqRel);
+    }
 }
 
 /// What one exchange measured (times relative to the send).
@@ -115,6 +171,8 @@ pub struct Received {
     chunks: Vec<(Instant, Bytes)>,
     /// Why the body ended early, if it did.
     cut: Option<(ErrorKind, String)>,
+    /// The chunks' bytes held of the shared budget, until the response is measured.
+    _charge: Charge,
 }
 
 impl Received {
@@ -122,6 +180,16 @@ impl Received {
     pub fn last_arrival(&self) -> Instant {
         self.chunks.last().map_or(self.sent, |(at, _)| *at)
     }
+}
+
+fn over_budget(target: &Target) -> (ErrorKind, String) {
+    (
+        ErrorKind::BadResponse,
+        format!(
+            "the responses in flight together passed {} MiB (--max-buffered-mib): this one was abandoned",
+            target.budget.limit >> 20
+        ),
+    )
 }
 
 fn too_large(target: &Target) -> (ErrorKind, String) {
@@ -137,20 +205,25 @@ fn too_large(target: &Target) -> (ErrorKind, String) {
 /// `http://` targets: our own transport, stamped at the socket (see [`wire`]).
 async fn on_the_wire(wire: &Wire, target: &Target, body: Bytes) -> Result<Received, (ErrorKind, String)> {
     let deadline = Instant::now() + target.timeout;
-    let delivery = tokio::time::timeout_at(deadline, wire.post(&target.headers, body, target.max_response_bytes))
-        .await
-        .map_err(|_| {
-            (
-                ErrorKind::Timeout,
-                format!("no complete response within {:?}", target.timeout),
-            )
-        })?
-        .map_err(|e| wire_error(e, target))?;
+    let mut charge = target.budget.charge();
+    let delivery = tokio::time::timeout_at(
+        deadline,
+        wire.post(&target.headers, body, target.max_response_bytes, &mut charge),
+    )
+    .await
+    .map_err(|_| {
+        (
+            ErrorKind::Timeout,
+            format!("no complete response within {:?}", target.timeout),
+        )
+    })?
+    .map_err(|e| wire_error(e, target))?;
     Ok(Received {
         sent: delivery.sent,
         status: delivery.status,
         chunks: delivery.chunks,
         cut: delivery.cut.map(|e| wire_error(e, target)),
+        _charge: charge,
     })
 }
 
@@ -159,6 +232,7 @@ fn wire_error(e: WireError, target: &Target) -> (ErrorKind, String) {
         WireError::Connect(m) | WireError::Request(m) => (ErrorKind::Connect, m),
         WireError::Body(m) => (ErrorKind::StreamCut, format!("the response broke off: {m}")),
         WireError::TooLarge => too_large(target),
+        WireError::OverBudget => over_budget(target),
     }
 }
 
@@ -179,6 +253,7 @@ async fn through_reqwest(
     let status = response.status();
     let mut chunks: Vec<(Instant, Bytes)> = Vec::new();
     let mut received_bytes = 0usize;
+    let mut charge = target.budget.charge();
     let mut cut = None;
     let mut response = response;
     loop {
@@ -194,6 +269,9 @@ async fn through_reqwest(
                 received_bytes += bytes.len();
                 if received_bytes > target.max_response_bytes {
                     return Err(too_large(target));
+                }
+                if !charge.take(bytes.len()) {
+                    return Err(over_budget(target));
                 }
                 // A copy, so the connection's read buffer is not kept alive by the chunk.
                 chunks.push((Instant::now(), Bytes::copy_from_slice(&bytes)));
@@ -213,6 +291,7 @@ async fn through_reqwest(
         status,
         chunks,
         cut,
+        _charge: charge,
     })
 }
 
@@ -265,6 +344,7 @@ fn measure_exchange(target: &Target, outcome: Outcome) -> Exchange {
         status,
         chunks,
         cut,
+        _charge,
     } = received;
     let ended = chunks.last().map_or_else(Instant::now, |c| c.0);
     if !status.is_success() {

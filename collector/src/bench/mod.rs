@@ -252,6 +252,7 @@ pub async fn prepare(plan: Plan, hub: LiveHub) -> Result<Prepared, CollectorErro
 fn servers(target: &plan::Target) -> Vec<Server> {
     let path = target.endpoint.path();
     let proxied = wire::proxy_in_environment();
+    let budget = Arc::new(client::Budget::new(target.max_buffered_bytes));
     target
         .urls
         .iter()
@@ -266,6 +267,7 @@ fn servers(target: &plan::Target) -> Vec<Server> {
                 stream: target.stream,
                 timeout: target.timeout,
                 max_response_bytes: target.max_response_bytes,
+                budget: budget.clone(),
             }
         })
         .collect()

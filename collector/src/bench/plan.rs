@@ -48,6 +48,8 @@ pub struct Target {
     pub timeout: Duration,
     pub stream: bool,
     pub max_response_bytes: usize,
+    /// The response bytes every request in flight may buffer together.
+    pub max_buffered_bytes: usize,
     /// Ask for SGLang's per-request stats even when the server is not known as SGLang.
     pub sglang_spec_details: bool,
     /// The engine, when the user names it (None: from the server's `/v1/models`).
@@ -55,7 +57,8 @@ pub struct Target {
 }
 
 impl Target {
-    /// A target with default settings: chat, streamed, 600 s timeout, 64 MiB responses.
+    /// A target with default settings: chat, streamed, 600 s timeout, 64 MiB responses, 1 GiB
+    /// buffered by all responses in flight together.
     pub fn new(urls: Vec<String>) -> Target {
         let mut headers = HeaderMap::new();
         headers.insert(CONTENT_TYPE, HeaderValue::from_static("application/json"));
@@ -69,6 +72,7 @@ impl Target {
             timeout: Duration::from_secs(600),
             stream: true,
             max_response_bytes: 64 << 20,
+            max_buffered_bytes: 1 << 30,
             sglang_spec_details: false,
             engine: None,
         }

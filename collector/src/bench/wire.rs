@@ -59,6 +59,8 @@ pub enum WireError {
     Body(String),
     /// The body passed the size cap.
     TooLarge,
+    /// The responses in flight together passed their shared budget.
+    OverBudget,
 }
 
 /// Arrival stamps shared between a connection's socket and the request reading it.
@@ -209,6 +211,7 @@ impl Wire {
         headers: &HeaderMap,
         body: Bytes,
         max_response_bytes: usize,
+        charge: &mut super::client::Charge,
     ) -> Result<Delivery, WireError> {
         let (mut conn, mut reused) = self.checkout().await?;
         let (sent, response) = loop {
@@ -250,6 +253,9 @@ impl Wire {
                     received += data.len();
                     if received > max_response_bytes {
                         return Err(WireError::TooLarge);
+                    }
+                    if !charge.take(data.len()) {
+                        return Err(WireError::OverBudget);
                     }
                     let at = lock(&conn.stamps).last_read.unwrap_or_else(Instant::now);
                     // A copy: the frame is a view of the connection's whole read buffer, which
@@ -482,6 +488,10 @@ mod tests {
 
     use super::*;
 
+    fn test_charge() -> crate::bench::client::Charge {
+        std::sync::Arc::new(crate::bench::client::Budget::new(1 << 30)).charge()
+    }
+
     /// Read until the end of a request head; false when the client closed first.
     async fn read_head(socket: &mut tokio::net::TcpStream) -> bool {
         let mut buf = vec![0u8; 65536];
@@ -543,7 +553,12 @@ mod tests {
                     std::thread::sleep(Duration::from_millis(150));
                 });
                 let d = wire
-                    .post(&HeaderMap::new(), Bytes::from_static(b"{}"), 1 << 20)
+                    .post(
+                        &HeaderMap::new(),
+                        Bytes::from_static(b"{}"),
+                        1 << 20,
+                        &mut test_charge(),
+                    )
                     .await
                     .unwrap();
                 blocker.await.unwrap();
@@ -582,7 +597,12 @@ mod tests {
         let wire = Wire::for_url(&one_shot_server().await).unwrap();
         for round in 0..3 {
             let d = wire
-                .post(&HeaderMap::new(), Bytes::from_static(b"{}"), 1 << 20)
+                .post(
+                    &HeaderMap::new(),
+                    Bytes::from_static(b"{}"),
+                    1 << 20,
+                    &mut test_charge(),
+                )
                 .await
                 .unwrap_or_else(|e| panic!("round {round}: {e:?}"));
             assert_eq!(d.status, 200);
@@ -622,7 +642,12 @@ mod tests {
         let wire = Wire::for_url(&url).unwrap();
         for round in 0..3 {
             let d = wire
-                .post(&HeaderMap::new(), Bytes::from_static(b"{}"), 1 << 20)
+                .post(
+                    &HeaderMap::new(),
+                    Bytes::from_static(b"{}"),
+                    1 << 20,
+                    &mut test_charge(),
+                )
                 .await
                 .unwrap_or_else(|e| panic!("round {round}: {e:?}"));
             assert_eq!((d.status.as_u16(), &d.chunks[0].1[..]), (200, &b"ok"[..]));
@@ -633,11 +658,21 @@ mod tests {
         let (url, connections) = closes_after_reading_the_second_request(200).await;
         let wire = Wire::for_url(&url).unwrap();
         assert!(wire
-            .post(&HeaderMap::new(), Bytes::from_static(b"{}"), 1 << 20)
+            .post(
+                &HeaderMap::new(),
+                Bytes::from_static(b"{}"),
+                1 << 20,
+                &mut test_charge()
+            )
             .await
             .is_ok());
         assert!(wire
-            .post(&HeaderMap::new(), Bytes::from_static(b"{}"), 1 << 20)
+            .post(
+                &HeaderMap::new(),
+                Bytes::from_static(b"{}"),
+                1 << 20,
+                &mut test_charge()
+            )
             .await
             .is_err());
         assert_eq!(connections.load(std::sync::atomic::Ordering::SeqCst), 1);

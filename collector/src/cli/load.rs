@@ -131,6 +131,10 @@ pub struct TargetArgs {
     /// A response larger than this many MiB is abandoned as a bad response.
     #[arg(long, default_value_t = 64, value_parser = clap::value_parser!(u64).range(1..=65_536))]
     pub max_response_mib: u64,
+    /// The responses in flight together may buffer this many MiB; the one that would pass it is
+    /// abandoned as a bad response.
+    #[arg(long, default_value_t = 1024, value_parser = clap::value_parser!(u64).range(1..=1_048_576))]
+    pub max_buffered_mib: u64,
     /// Ask for SGLang's per-request stats (`return_spec_tokens_details`) whatever the engine
     /// (sent by default to a server that is SGLang; never to TensorRT-LLM).
     #[arg(long)]
@@ -389,6 +393,7 @@ impl TargetArgs {
         target.model = self.model.clone();
         target.stream = !self.no_stream;
         target.max_response_bytes = (self.max_response_mib as usize).saturating_mul(1 << 20);
+        target.max_buffered_bytes = (self.max_buffered_mib as usize).saturating_mul(1 << 20);
         target.sglang_spec_details = self.sglang_spec_details;
         target.engine = match self.engine {
             EngineArg::Auto => None,
