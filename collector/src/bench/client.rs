@@ -67,61 +67,7 @@ pub struct Target {
     /// Our own transport, for `http://` URLs without credentials; reqwest otherwise.
     pub wire: Option<Wire>,
     /// The bytes all responses in flight may buffer together (shared by every server's target).
-    pub budget: std::sync::Arc<Budget>,
-}
-
-/// One budget for the response bytes buffered by every request in flight, so many large
-/// answers at once cannot exhaust memory even when each is under its own cap.
-#[derive(Debug)]
-pub struct Budget {
-    limit: usize,
-    used: std::sync::atomic::AtomicUsize,
-}
-
-impl Budget {
-    pub fn new(limit: usize) -> Budget {
-        Budget {
-            limit,
-            used: std::sync::atomic::AtomicUsize::new(0),
-        }
-    }
-
-    /// An empty charge against this budget, for one response.
-    pub fn charge(self: &std::sync::Arc<Budget>) -> Charge {
-        Charge {
-            budget: self.clone(),
-            held: 0,
-        }
-    }
-}
-
-/// The bytes one response holds of the [`Budget`]; given back when it is dropped.
-#[derive(Debug)]
-pub struct Charge {
-    budget: std::sync::Arc<Budget>,
-    held: usize,
-}
-
-impl Charge {
-    /// Take `bytes` more; false (nothing taken) when the budget would pass its limit.
-    pub fn take(&mut self, bytes: usize) -> bool {
-        use std::sync::atomic::Ordering;
-        let before = self.budget.used.fetch_add(bytes, Ordering::AcqRel);
-        if before.saturating_add(bytes) > self.budget.limit {
-            self.budget.used.fetch_sub(bytes, Ordering::AcqRel);
-            return false;
-        }
-        self.held += bytes;
-        true
-    }
-}
-
-impl Drop for Charge {
-    fn drop(&mut self) {
-        self.budget
-            .used
-            .fetch_sub(self.held, std::sync::atomic::Ordering::AcqRel);
-    }
+    pub budget: std::sync::Arc<super::wire::Budget>,
 }
 
 /// What one exchange measured (times relative to the send).
@@ -172,7 +118,7 @@ pub struct Received {
     /// Why the body ended early, if it did.
     cut: Option<(ErrorKind, String)>,
     /// The chunks' bytes held of the shared budget, until the response is measured.
-    _charge: Charge,
+    _charge: super::wire::Charge,
 }
 
 impl Received {
@@ -187,7 +133,7 @@ fn over_budget(target: &Target) -> (ErrorKind, String) {
         ErrorKind::BadResponse,
         format!(
             "the responses in flight together passed {} MiB (--max-buffered-mib): this one was abandoned",
-            target.budget.limit >> 20
+            target.budget.limit() >> 20
         ),
     )
 }

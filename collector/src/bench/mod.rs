@@ -252,7 +252,7 @@ pub async fn prepare(plan: Plan, hub: LiveHub) -> Result<Prepared, CollectorErro
 fn servers(target: &plan::Target) -> Vec<Server> {
     let path = target.endpoint.path();
     let proxied = wire::proxy_in_environment();
-    let budget = Arc::new(client::Budget::new(target.max_buffered_bytes));
+    let budget = Arc::new(wire::Budget::new(target.max_buffered_bytes));
     target
         .urls
         .iter()

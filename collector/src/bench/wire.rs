@@ -41,6 +41,65 @@ pub struct Delivery {
     pub cut: Option<WireError>,
 }
 
+/// One budget for the response bytes buffered by every request in flight, so many large
+/// answers at once cannot exhaust memory even when each is under its own cap.
+#[derive(Debug)]
+pub struct Budget {
+    limit: usize,
+    used: std::sync::atomic::AtomicUsize,
+}
+
+impl Budget {
+    pub fn new(limit: usize) -> Budget {
+        Budget {
+            limit,
+            used: std::sync::atomic::AtomicUsize::new(0),
+        }
+    }
+
+    /// The budget's size in bytes.
+    pub fn limit(&self) -> usize {
+        self.limit
+    }
+
+    /// An empty charge against this budget, for one response.
+    pub fn charge(self: &std::sync::Arc<Budget>) -> Charge {
+        Charge {
+            budget: self.clone(),
+            held: 0,
+        }
+    }
+}
+
+/// The bytes one response holds of the [`Budget`]; given back when it is dropped.
+#[derive(Debug)]
+pub struct Charge {
+    budget: std::sync::Arc<Budget>,
+    held: usize,
+}
+
+impl Charge {
+    /// Take `bytes` more; false (nothing taken) when the budget would pass its limit.
+    pub fn take(&mut self, bytes: usize) -> bool {
+        use std::sync::atomic::Ordering;
+        let before = self.budget.used.fetch_add(bytes, Ordering::AcqRel);
+        if before.saturating_add(bytes) > self.budget.limit {
+            self.budget.used.fetch_sub(bytes, Ordering::AcqRel);
+            return false;
+        }
+        self.held += bytes;
+        true
+    }
+}
+
+impl Drop for Charge {
+    fn drop(&mut self) {
+        self.budget
+            .used
+            .fetch_sub(self.held, std::sync::atomic::Ordering::AcqRel);
+    }
+}
+
 /// Whether the environment names an HTTP proxy (then reqwest, which honours it, sends instead).
 pub fn proxy_in_environment() -> bool {
     ["HTTP_PROXY", "http_proxy", "ALL_PROXY", "all_proxy"]
@@ -211,7 +270,7 @@ impl Wire {
         headers: &HeaderMap,
         body: Bytes,
         max_response_bytes: usize,
-        charge: &mut super::client::Charge,
+        charge: &mut Charge,
     ) -> Result<Delivery, WireError> {
         let (mut conn, mut reused) = self.checkout().await?;
         let (sent, response) = loop {
@@ -488,8 +547,8 @@ mod tests {
 
     use super::*;
 
-    fn test_charge() -> crate::bench::client::Charge {
-        std::sync::Arc::new(crate::bench::client::Budget::new(1 << 30)).charge()
+    fn test_charge() -> Charge {
+        std::sync::Arc::new(Budget::new(1 << 30)).charge()
     }
 
     /// Read until the end of a request head; false when the client closed first.
