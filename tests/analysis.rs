@@ -275,11 +275,7 @@ fn accept_recovers_each_categorys_acceptance_length() {
 
 #[tokio::test]
 async fn the_demo_measures_then_serves_the_seeded_what_if() {
-    let dist = workspace().join("web/dist");
-    assert!(
-        dist.join("index.html").is_file(),
-        "web/dist is not built: `bash scripts/test.sh` builds it"
-    );
+    let dist = crate::common::built_web_dir();
     let out = tempfile::tempdir().unwrap();
     let demo = Speclens::start_until(
         &[

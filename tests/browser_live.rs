@@ -10,15 +10,11 @@ use std::time::Duration;
 use serde_json::Value;
 
 use crate::common::browser::{canvas_ink, open_browser, screenshot, set_width, start_chromedriver, text_of};
-use crate::common::{wait_for, workspace, Speclens};
+use crate::common::{wait_for, Speclens};
 
 #[tokio::test]
 async fn the_live_page_follows_a_run_recovers_from_a_cut_and_ends_on_the_result() {
-    let dist = workspace().join("web/dist");
-    assert!(
-        dist.join("index.html").is_file(),
-        "web/dist is not built: `bash scripts/test.sh` builds it"
-    );
+    let dist = crate::common::built_web_dir();
     let sim = Speclens::start(&[
         "sim",
         "--port",
@@ -212,11 +208,7 @@ async fn the_live_page_follows_a_run_recovers_from_a_cut_and_ends_on_the_result(
 
 #[tokio::test]
 async fn past_runs_open_in_the_same_views_and_compare_side_by_side() {
-    let dist = workspace().join("web/dist");
-    assert!(
-        dist.join("index.html").is_file(),
-        "web/dist is not built: `bash scripts/test.sh` builds it"
-    );
+    let dist = crate::common::built_web_dir();
     let spec = Speclens::instant_spec_sim("0.7", &[]);
     let base = Speclens::start(&["sim", "--port", "0", "--time-scale", "0"]);
     let results = tempfile::tempdir().unwrap();

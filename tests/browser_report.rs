@@ -16,11 +16,7 @@ use crate::common::{run_speclens, wait_for, workspace, Speclens};
 const HOSTILE: &str = "<img src=x onerror=alert(1)>";
 
 fn report(inputs: &[&Path], out: &Path) {
-    let dist = workspace().join("web/dist");
-    assert!(
-        dist.join("index.html").is_file(),
-        "web/dist is not built: `bash scripts/test.sh` builds it"
-    );
+    let dist = crate::common::built_web_dir();
     let mut args = vec![
         "report",
         "--web-dir",

@@ -18,7 +18,7 @@ use crate::common::browser::{
 };
 use speclens_shared::overview::batch_text;
 
-use crate::common::{run_speclens, run_speclens_within, wait_for, workspace, Speclens};
+use crate::common::{run_speclens, run_speclens_within, wait_for, Speclens};
 
 /// Prompts the sim sorts into three categories by their text (see `sim --help`).
 const PROMPTS: &str = concat!(
@@ -122,11 +122,7 @@ async fn visit(client: &Client, base: &str, fragment: &str, ready: &str) {
 
 #[tokio::test]
 async fn the_overview_lands_first_with_the_measured_crossing_and_the_views_fit_any_width() {
-    let dist = workspace().join("web/dist");
-    assert!(
-        dist.join("index.html").is_file(),
-        "web/dist is not built: `bash scripts/test.sh` builds it"
-    );
+    let dist = crate::common::built_web_dir();
     let results = tempfile::tempdir().unwrap();
     measure(results.path());
     let sweep: Value =

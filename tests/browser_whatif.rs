@@ -8,7 +8,7 @@ use fantoccini::{Client, Locator};
 use serde_json::Value;
 
 use crate::common::browser::{open_browser, start_chromedriver, text_of, value_of};
-use crate::common::{wait_for, workspace, Speclens};
+use crate::common::{wait_for, Speclens};
 use speclens_shared::whatif::WhatIf;
 
 /// What the chart canvas holds now: draw count, inked pixels, pixels in the selected-curve
@@ -67,11 +67,7 @@ async fn type_into(client: &Client, css: &str, text: &str) {
 
 #[tokio::test]
 async fn what_if_chart_redraws_on_input_and_the_url_reproduces_it() {
-    let dist = workspace().join("web/dist");
-    assert!(
-        dist.join("index.html").is_file(),
-        "web/dist is not built: `bash scripts/test.sh` builds it with Trunk before the tests"
-    );
+    let dist = crate::common::built_web_dir();
     let server = Speclens::start(&["serve", "--port", "0", "--web-dir", dist.to_str().unwrap()]);
     let driver = start_chromedriver().await;
     let profile = tempfile::tempdir().unwrap();

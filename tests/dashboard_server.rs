@@ -310,10 +310,7 @@ fn the_run_api_refuses_paths_out_of_the_results_folder() {
 
 #[tokio::test]
 async fn serves_the_dashboard_built_into_the_binary_without_a_web_dir() {
-    assert!(
-        crate::common::workspace().join("web/dist/index.html").is_file(),
-        "web/dist is not built: `bash scripts/test.sh` builds it with Trunk before the tests"
-    );
+    crate::common::built_web_dir();
     let empty = tempfile::tempdir().unwrap();
     let mut child = std::process::Command::new(env!("CARGO_BIN_EXE_speclens"))
         .args(["serve", "--port", "0"])

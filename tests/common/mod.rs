@@ -36,6 +36,16 @@ pub fn json_fixture_text(name: &str) -> String {
         .join("\n")
 }
 
+/// The built dashboard (`web/dist`); a clear failure when it is not built.
+pub fn built_web_dir() -> PathBuf {
+    let dist = workspace().join("web/dist");
+    assert!(
+        dist.join("index.html").is_file(),
+        "web/dist is not built: `bash scripts/test.sh` builds it with Trunk before the tests"
+    );
+    dist
+}
+
 /// A running `speclens` process; killed when dropped.
 pub struct Speclens {
     child: Child,
