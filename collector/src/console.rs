@@ -47,15 +47,23 @@ macro_rules! statusln {
 /// a server sent (an error, a model name, a metrics line) cannot move the cursor, retitle or
 /// clear the terminal.
 pub fn printable(text: &str) -> Cow<'_, str> {
-    if !text.chars().any(|c| c.is_control() && c != '\n' && c != '\t') {
+    escape_controls(text, &['\n', '\t'])
+}
+
+/// `text` with every control character except those in `keep` written as a `\u{..}` escape.
+pub fn escape_controls<'a>(text: &'a str, keep: &[char]) -> Cow<'a, str> {
+    let escaped = |c: char| c.is_control() && !keep.contains(&c);
+    if !text.chars().any(escaped) {
         return Cow::Borrowed(text);
     }
     Cow::Owned(
         text.chars()
-            .map(|c| match c {
-                '\n' | '\t' => c.to_string(),
-                c if c.is_control() => c.escape_unicode().to_string(),
-                c => c.to_string(),
+            .map(|c| {
+                if escaped(c) {
+                    c.escape_unicode().to_string()
+                } else {
+                    c.to_string()
+                }
             })
             .collect(),
     )

@@ -269,15 +269,7 @@ pub fn clean_server_text(text: &str, headers: &HeaderMap) -> String {
             }
         }
     }
-    text.chars()
-        .map(|c| {
-            if c.is_control() {
-                c.escape_unicode().to_string()
-            } else {
-                c.to_string()
-            }
-        })
-        .collect()
+    crate::console::escape_controls(&text, &[]).into_owned()
 }
 
 fn measure_exchange(target: &Target, outcome: Outcome) -> Exchange {
