@@ -767,3 +767,221 @@ fn forty_oversized_responses_in_flight_share_one_budget() {
     assert!(over > 0, "some responses were over the budget");
     eprintln!("peak RSS {peak_kb} kB; {over} of 40 responses over the budget");
 }
+
+/// A server that answers every request with a login page (HTTP 200, `text/html`).
+fn html_server() -> String {
+    raw_server(|_, mut stream| {
+        use std::io::Write;
+        let body =
+            "<!DOCTYPE html>\n<html>\n  <head><title>Sign in</title></head>\n  <body>Please sign in</body>\n</html>\n";
+        let _ = write!(
+            stream,
+            "HTTP/1.1 200 OK\r\ncontent-type: text/html; charset=utf-8\r\ncontent-length: {}\r\nconnection: close\r\n\r\n{body}",
+            body.len()
+        );
+    })
+}
+
+/// A server that answers every request with bytes that are not HTTP.
+fn garbage_server() -> String {
+    raw_server(|_, mut stream| {
+        use std::io::Write;
+        let _ = stream.write_all(b"SSH-2.0-OpenSSH_9.6\r\n\x00\x01\x02garbage\r\n\r\n");
+    })
+}
+
+#[test]
+fn an_html_page_and_a_non_http_answer_are_bad_responses_not_cuts_or_connects() {
+    for (server, kind, says) in [
+        (
+            html_server(),
+            "bad_response",
+            "a stream was asked for but the answer is not an SSE stream (text/html; charset=utf-8): <!DOCTYPE html> <html> <head><title>Sign in</title>",
+        ),
+        (
+            garbage_server(),
+            "bad_response",
+            "the server's answer is not an HTTP response: ",
+        ),
+    ] {
+        // Our own transport (plain http) and reqwest's (credentials in the URL).
+        let with_credentials = server.replace("http://", "http://user:pass@");
+        for url in [server.clone(), with_credentials] {
+            let dir = tempfile::tempdir().unwrap();
+            let out = dir.path().join("run");
+            let (code, stdout, stderr) = crate::common::run_speclens(&[
+                "bench",
+                "--url",
+                &url,
+                "--model",
+                "m",
+                "--num-prompts",
+                "2",
+                "--no-scrape",
+                "--out",
+                out.to_str().unwrap(),
+            ]);
+            assert_ne!(code, 0, "nothing succeeded: {stdout}{stderr}");
+            let result: Value =
+                serde_json::from_str(&std::fs::read_to_string(out.join("result.json")).unwrap()).unwrap();
+            let errors = result["errors"].as_object().unwrap();
+            assert_eq!(errors.keys().collect::<Vec<_>>(), [kind], "{url}: {result}");
+            let first = errors[kind]["first"].as_str().unwrap();
+            assert!(first.starts_with(says), "{url}: {first}");
+        }
+    }
+}
+
+#[test]
+fn a_signal_during_a_sweep_keeps_the_finished_points_and_leaves_the_stopped_one_out() {
+    let (_spec, spec_url) = sim(&["--step-ms", "20", "--num-spec-tokens", "2"]);
+    let (_base, base_url) = sim(&["--step-ms", "20"]);
+    for (signal, code) in [("-INT", 130), ("-TERM", 143)] {
+        let dir = tempfile::tempdir().unwrap();
+        let out = dir.path().join("sweep");
+        let mut child = Command::new(env!("CARGO_BIN_EXE_speclens"))
+            .args(["sweep", "--spec-url", &spec_url, "--base-url", &base_url])
+            .args([
+                "--concurrency",
+                "1,2",
+                "--requests-per-slot",
+                "1",
+                "--min-requests",
+                "2",
+            ])
+            .args(["--repeats", "1", "--output-tokens", "100", "--drain-timeout", "0.3"])
+            .args(["--out", out.to_str().unwrap()])
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped())
+            .spawn()
+            .unwrap();
+        // Signal once the first point's file is written, while the second point runs.
+        let point_files = |out: &Path| -> Vec<String> {
+            let mut names: Vec<String> = std::fs::read_dir(out)
+                .into_iter()
+                .flatten()
+                .flatten()
+                .map(|e| e.file_name().to_string_lossy().into_owned())
+                .filter(|n| n.ends_with(".json") && n != "sweep.json")
+                .collect();
+            names.sort();
+            names
+        };
+        let deadline = std::time::Instant::now() + Duration::from_secs(60);
+        while point_files(&out).is_empty() {
+            assert!(std::time::Instant::now() < deadline, "no point finished");
+            assert!(child.try_wait().unwrap().is_none(), "the sweep ended early");
+            std::thread::sleep(Duration::from_millis(20));
+        }
+        let finished = point_files(&out);
+        std::thread::sleep(Duration::from_millis(500));
+        let kill = Command::new("kill")
+            .args([signal, &child.id().to_string()])
+            .status()
+            .unwrap();
+        assert!(kill.success());
+        let output = child.wait_with_output().unwrap();
+        let stderr = String::from_utf8_lossy(&output.stderr);
+        assert_eq!(output.status.code(), Some(code), "{signal}: {stderr}");
+        assert!(
+            stderr.contains("the sweep's finished points and their table are saved"),
+            "{stderr}"
+        );
+        assert_eq!(
+            point_files(&out),
+            finished,
+            "{signal}: no other point was run or written"
+        );
+        // sweep.json holds the finished point only; the stopped one is not in the table.
+        let table: Value = serde_json::from_str(&std::fs::read_to_string(out.join("sweep.json")).unwrap()).unwrap();
+        let rows = table["rows"].as_array().unwrap();
+        let measured: usize = rows
+            .iter()
+            .map(|r| {
+                usize::from(!r["spec_output_tokens_per_s"].is_null())
+                    + usize::from(!r["base_output_tokens_per_s"].is_null())
+            })
+            .sum();
+        assert_eq!(measured, 1, "{signal}: {table}");
+        assert!(table["crossing"].is_null(), "no crossing from one point: {table}");
+        // The stopped point's own folder is saved and marked partial.
+        let partial: Vec<Value> = std::fs::read_dir(&out)
+            .unwrap()
+            .flatten()
+            .map(|e| e.path().join("result.json"))
+            .filter(|p| p.is_file())
+            .map(|p| serde_json::from_str(&std::fs::read_to_string(p).unwrap()).unwrap())
+            .filter(|r: &Value| r["partial"] == true)
+            .collect();
+        assert_eq!(partial.len(), 1, "{signal}: the stopped point is saved as partial");
+    }
+}
+
+#[test]
+fn a_full_disk_names_each_file_and_what_was_saved_and_the_figures_still_print() {
+    let (_sim, url) = sim(&["--time-scale", "0", "--num-spec-tokens", "2"]);
+    let dir = tempfile::tempdir().unwrap();
+    let disk = dir.path().join("disk");
+    let copy = dir.path().join("copy");
+    std::fs::create_dir(&disk).unwrap();
+    // A 48 KiB tmpfs of its own (a user and mount namespace: no root needed); what the run left
+    // on it is copied out before the namespace goes.
+    let script = format!(
+        "mount -t tmpfs -o size=48k tmpfs {disk} || exit 99; \"$0\" \"$@\"; rc=$?; cp -r {disk} {copy}; exit $rc",
+        disk = disk.display(),
+        copy = copy.display()
+    );
+    let out = disk.join("run");
+    let output = Command::new("unshare")
+        .args(["-rm", "sh", "-c", &script, env!("CARGO_BIN_EXE_speclens")])
+        .args(["bench", "--url", &url, "--num-prompts", "300", "--concurrency", "8"])
+        .args(["--output-tokens", "16", "--out", out.to_str().unwrap()])
+        .output()
+        .unwrap();
+    let (stdout, stderr) = (
+        String::from_utf8_lossy(&output.stdout),
+        String::from_utf8_lossy(&output.stderr),
+    );
+    assert_ne!(output.status.code(), Some(99), "tmpfs not mounted: {stderr}");
+    assert_ne!(output.status.code(), Some(0), "{stderr}");
+    // The records file filled the disk: named with its path, the run went on.
+    let records_tmp = format!(
+        "cannot write {}: No space left on device",
+        out.join(".records.jsonl.tmp").display()
+    );
+    assert!(stderr.contains(&records_tmp), "{stderr}");
+    assert!(stderr.contains("the run goes on"), "{stderr}");
+    // The figures of all 300 requests still reach the console.
+    assert!(
+        stdout.contains("Successful requests:") && stdout.contains("300"),
+        "{stdout}"
+    );
+    // The error says what could not be written and what was saved, and the copy agrees.
+    assert!(
+        stderr.contains("not every file of the run could be written"),
+        "{stderr}"
+    );
+    let saved = stderr.split("Saved in ").nth(1).unwrap_or_else(|| panic!("{stderr}"));
+    let (kept, total) = saved
+        .split("records.jsonl (the first ")
+        .nth(1)
+        .and_then(|rest| rest.split(" records)").next())
+        .and_then(|n| n.split_once(" of "))
+        .unwrap_or_else(|| panic!("{stderr}"));
+    assert_eq!(total, "300");
+    let records = std::fs::read_to_string(copy.join("run/records.jsonl")).unwrap();
+    let complete = records.matches('\n').count();
+    assert_eq!(kept.parse::<usize>().unwrap(), complete);
+    assert!(complete < 300);
+    for line in records.lines().take(complete) {
+        serde_json::from_str::<RequestRecord>(line).unwrap();
+    }
+    // No temporary is left taking the space.
+    let left: Vec<_> = std::fs::read_dir(copy.join("run"))
+        .unwrap()
+        .flatten()
+        .map(|e| e.file_name().to_string_lossy().into_owned())
+        .filter(|n| n.ends_with(".tmp"))
+        .collect();
+    assert!(left.is_empty(), "{left:?}");
+}

@@ -6,11 +6,10 @@
 use std::path::Path;
 use std::time::Duration;
 
-use fantoccini::Client;
 use serde_json::Value;
 
 use crate::browser_whatif::redrawn;
-use crate::common::browser::{browser_log, canvas_ink, open_offline_browser, start_chromedriver, text_of, value_of};
+use crate::common::browser::{canvas_ink, open_offline_browser, severe_log, start_chromedriver, text_of, value_of};
 use crate::common::{run_speclens, wait_for, workspace, Speclens};
 
 const HOSTILE: &str = "<img src=x onerror=alert(1)>";
@@ -28,16 +27,6 @@ fn report(inputs: &[&Path], out: &Path) {
     let (code, stdout, stderr) = run_speclens(&args);
     assert_eq!(code, 0, "{stdout}{stderr}");
     assert!(stdout.starts_with("Report: "), "{stdout}");
-}
-
-/// Severe browser-log entries: failed loads, refused loads (CSP), script errors.
-async fn severe_log(client: &Client) -> Vec<String> {
-    browser_log(client)
-        .await
-        .into_iter()
-        .filter(|(level, _)| level == "SEVERE")
-        .map(|(_, message)| message)
-        .collect()
 }
 
 #[tokio::test]

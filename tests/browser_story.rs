@@ -13,7 +13,7 @@ use fantoccini::{Client, Locator};
 use serde_json::Value;
 
 use crate::common::browser::{
-    canvas_backing, canvas_ink, clipped_tables, open_browser, open_browser_at_scale, screenshot, set_width,
+    canvas_backing, canvas_ink, clipped_tables, open_browser, open_browser_at_scale, screenshot, set_width, severe_log,
     sideways_overflow, start_chromedriver, text_of,
 };
 use speclens_shared::overview::batch_text;
@@ -182,6 +182,9 @@ async fn the_overview_lands_first_with_the_measured_crossing_and_the_views_fit_a
         .await;
     }
     screenshot(&client, "overview-1400").await;
+    // The served page runs under its full Content-Security-Policy: nothing refused.
+    let severe = severe_log(&client).await;
+    assert!(severe.is_empty(), "{severe:?}");
 
     // A chart downloads as SVG: the same drawing, as text.
     client

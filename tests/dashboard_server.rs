@@ -14,7 +14,8 @@ fn web_dir() -> tempfile::TempDir {
     std::fs::create_dir(&web).unwrap();
     std::fs::write(
         web.join("index.html"),
-        "<!DOCTYPE html><html><body>speclens test page</body></html>",
+        "<!DOCTYPE html><html><head><script type=\"module\">import init from '/app.js'; await init();</script>\
+         <script src=\"/app.js\"></script></head><body>speclens test page</body></html>",
     )
     .unwrap();
     std::fs::write(web.join("app.js"), "export default function init() {}\n".repeat(20)).unwrap();
@@ -53,7 +54,20 @@ async fn serves_the_web_folder_on_loopback_with_types_and_compression() {
         .unwrap()
         .starts_with("text/html"));
     assert_eq!(index.headers()["x-content-type-options"], "nosniff");
-    assert_eq!(index.headers()["content-security-policy"], "frame-ancestors 'none'");
+    // A full policy: scripts from the server and the page's inline start-up script by its hash
+    // (sha256 of `import init from '/app.js'; await init();`), the WebSocket under the name asked.
+    let csp = index.headers()["content-security-policy"].to_str().unwrap().to_string();
+    let port = url.trim_end_matches('/').rsplit(':').next().unwrap();
+    for part in [
+        "default-src 'self'",
+        "script-src 'self' 'sha256-KlG4CKAhEwOaotkp3rUpdbFezrNrqW7nWrxT35mBelw=' 'wasm-unsafe-eval'",
+        "frame-ancestors 'none'",
+        "object-src 'none'",
+        &format!("connect-src 'self' ws://127.0.0.1:{port} wss://127.0.0.1:{port} blob:"),
+    ] {
+        assert!(csp.contains(part), "{part} in {csp}");
+    }
+    assert_eq!(csp.matches("sha256-").count(), 1, "{csp}");
     assert_eq!(index.headers()["x-frame-options"], "DENY");
     assert!(index.text().await.unwrap().contains("speclens test page"));
 

@@ -299,7 +299,8 @@ fn app_files(assets: &WebAssets) -> Result<AppFiles, CollectorError> {
 }
 
 /// `'sha256-…'` of an inline script, for the content security policy.
-fn script_hash(script: &str) -> String {
+/// A script's CSP source expression: `'sha256-…'` of its exact text.
+pub(crate) fn script_hash(script: &str) -> String {
     let digest = sha2::Sha256::digest(script.as_bytes());
     format!("'sha256-{}'", base64::engine::general_purpose::STANDARD.encode(digest))
 }

@@ -202,8 +202,59 @@ pub fn router(settings: &ServeSettings, hub: LiveHub) -> Router {
         // rebound to 127.0.0.1 (DNS rebinding) sends its own name as Host and is refused.
         None => app = app.layer(middleware::from_fn(require_loopback_host)),
     }
+    let policy = Arc::new(page_policy(&settings.web_dir));
     app.layer(CompressionLayer::new())
-        .layer(middleware::from_fn(security_headers))
+        .layer(middleware::from_fn_with_state(policy, security_headers))
+}
+
+/// The dashboard page's Content-Security-Policy, without `connect-src` (it names the host each
+/// request asked for): scripts only from this server, plus the page's own inline start-up
+/// script by its hash (Trunk writes one), WebAssembly, nothing framing it.
+fn page_policy(web: &WebAssets) -> String {
+    let index = match web {
+        WebAssets::Dir(dir) => std::fs::read_to_string(dir.join("index.html")).unwrap_or_default(),
+        WebAssets::Embedded => EmbeddedAssets::get("index.html")
+            .map(|f| String::from_utf8_lossy(&f.data).into_owned())
+            .unwrap_or_default(),
+    };
+    let hashes: String = inline_scripts(&index)
+        .into_iter()
+        .map(|s| format!(" {}", crate::report::script_hash(s)))
+        .collect();
+    format!(
+        "default-src 'self'; script-src 'self'{hashes} 'wasm-unsafe-eval'; style-src 'self' 'unsafe-inline'; \
+         img-src 'self' data: blob:; object-src 'none'; base-uri 'none'; form-action 'none'; frame-ancestors 'none'"
+    )
+}
+
+/// The text of each `<script>` element without a `src` in a page.
+fn inline_scripts(html: &str) -> Vec<&str> {
+    let mut scripts = Vec::new();
+    let mut rest = html;
+    while let Some(open) = rest.find("<script") {
+        let after = &rest[open..];
+        let Some(tag_end) = after.find('>') else { break };
+        let tag = &after[..tag_end];
+        let body = &after[tag_end + 1..];
+        let Some(close) = body.find("</script") else { break };
+        if !tag.contains(" src=") {
+            scripts.push(&body[..close]);
+        }
+        rest = &body[close..];
+    }
+    scripts
+}
+
+/// `connect-src` for a request: this server, its WebSocket under the host name asked for (a
+/// name of host characters only), and blob URLs of the page's own downloads.
+fn connect_policy(host: Option<&HeaderValue>) -> String {
+    let host = host
+        .and_then(|h| h.to_str().ok())
+        .filter(|h| !h.is_empty() && h.bytes().all(|b| b.is_ascii_alphanumeric() || b".-:[]".contains(&b)));
+    match host {
+        Some(h) => format!("connect-src 'self' ws://{h} wss://{h} blob:"),
+        None => "connect-src 'self' blob:".to_string(),
+    }
 }
 
 /// A dashboard serving in the background.
@@ -486,16 +537,17 @@ async fn require_loopback_host(req: Request, next: Next) -> Response {
         .into_response()
 }
 
-async fn security_headers(req: Request, next: Next) -> Response {
+async fn security_headers(State(policy): State<Arc<String>>, req: Request, next: Next) -> Response {
+    let connect = connect_policy(req.headers().get(header::HOST));
     let mut response = next.run(req).await;
     let headers = response.headers_mut();
     headers.insert(header::X_CONTENT_TYPE_OPTIONS, HeaderValue::from_static("nosniff"));
     headers.insert(header::REFERRER_POLICY, HeaderValue::from_static("no-referrer"));
-    // No other site may frame the dashboard (clickjacking).
-    headers.insert(
-        header::CONTENT_SECURITY_POLICY,
-        HeaderValue::from_static("frame-ancestors 'none'"),
-    );
+    // The policy's parts are host characters and fixed text: always a valid header value.
+    if let Ok(csp) = HeaderValue::from_str(&format!("{policy}; {connect}")) {
+        headers.insert(header::CONTENT_SECURITY_POLICY, csp);
+    }
+    // No other site may frame the dashboard (clickjacking), in older browsers too.
     headers.insert(header::X_FRAME_OPTIONS, HeaderValue::from_static("DENY"));
     response
 }
@@ -503,6 +555,23 @@ async fn security_headers(req: Request, next: Next) -> Response {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn inline_scripts_are_found_and_script_files_are_not() {
+        let page = "<head><script type=\"module\">a();</script><script src=\"/x.js\"></script>\
+                    <script>b()</script><body><p>no script</p></body>";
+        assert_eq!(inline_scripts(page), ["a();", "b()"]);
+        assert!(inline_scripts("<script>never closed").is_empty());
+        assert_eq!(
+            connect_policy(Some(&HeaderValue::from_static("127.0.0.1:8321"))),
+            "connect-src 'self' ws://127.0.0.1:8321 wss://127.0.0.1:8321 blob:"
+        );
+        // A Host that could add directives is left out.
+        assert_eq!(
+            connect_policy(Some(&HeaderValue::from_static("a; script-src *"))),
+            "connect-src 'self' blob:"
+        );
+    }
 
     #[test]
     fn only_loopback_names_pass_without_a_token() {

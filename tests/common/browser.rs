@@ -164,6 +164,16 @@ pub async fn browser_log(client: &Client) -> Vec<(String, String)> {
         .unwrap_or_default()
 }
 
+/// Severe browser-log entries: failed loads, refused loads (CSP), script errors.
+pub async fn severe_log(client: &Client) -> Vec<String> {
+    browser_log(client)
+        .await
+        .into_iter()
+        .filter(|(level, _)| level == "SEVERE")
+        .map(|(_, message)| message)
+        .collect()
+}
+
 /// Inked (not white) pixels of a canvas and its draw count; `None` before it is drawn.
 pub async fn canvas_ink(client: &Client, id: &str) -> Option<(u64, u64)> {
     let script = format!(

@@ -88,7 +88,9 @@ pub struct Exchange {
 }
 
 fn classify(e: &reqwest::Error) -> ErrorKind {
-    if e.is_timeout() {
+    if not_http(e) {
+        ErrorKind::BadResponse
+    } else if e.is_timeout() {
         ErrorKind::Timeout
     } else if e.is_connect() {
         ErrorKind::Connect
@@ -97,6 +99,23 @@ fn classify(e: &reqwest::Error) -> ErrorKind {
     } else {
         ErrorKind::Connect
     }
+}
+
+/// Whether the answer was not HTTP at all (hyper could not parse a response head).
+fn not_http(e: &reqwest::Error) -> bool {
+    let mut source = std::error::Error::source(e);
+    while let Some(s) = source {
+        if let Some(h) = s.downcast_ref::<hyper::Error>() {
+            return h.is_parse() || h.is_parse_status() || h.is_parse_too_large();
+        }
+        source = s.source();
+    }
+    false
+}
+
+/// The message of an answer that is not HTTP.
+fn not_http_message(cause: &str) -> String {
+    format!("the server's answer is not an HTTP response: {cause}")
 }
 
 /// Send one request and keep its response as it arrives; no parsing here (see [`measure`]).
@@ -114,6 +133,7 @@ pub type Outcome = Result<Received, (ErrorKind, String)>;
 pub struct Received {
     sent: Instant,
     status: reqwest::StatusCode,
+    content_type: Option<String>,
     chunks: Vec<(Instant, Bytes)>,
     /// Why the body ended early, if it did.
     cut: Option<(ErrorKind, String)>,
@@ -167,6 +187,7 @@ async fn on_the_wire(wire: &Wire, target: &Target, body: Bytes) -> Result<Receiv
     Ok(Received {
         sent: delivery.sent,
         status: delivery.status,
+        content_type: delivery.content_type,
         chunks: delivery.chunks,
         cut: delivery.cut.map(|e| wire_error(e, target)),
         _charge: charge,
@@ -176,6 +197,7 @@ async fn on_the_wire(wire: &Wire, target: &Target, body: Bytes) -> Result<Receiv
 fn wire_error(e: WireError, target: &Target) -> (ErrorKind, String) {
     match e {
         WireError::Connect(m) | WireError::Request(m) => (ErrorKind::Connect, m),
+        WireError::NotHttp(m) => (ErrorKind::BadResponse, not_http_message(&m)),
         WireError::Body(m) => (ErrorKind::StreamCut, format!("the response broke off: {m}")),
         WireError::TooLarge => too_large(target),
         WireError::OverBudget => over_budget(target),
@@ -193,10 +215,12 @@ async fn through_reqwest(
     let request = client.post(&target.url).headers(target.headers.clone()).body(body);
     let response = match tokio::time::timeout_at(deadline, request.send()).await {
         Err(_) => return Err((ErrorKind::Timeout, format!("no response within {:?}", target.timeout))),
+        Ok(Err(e)) if not_http(&e) => return Err((ErrorKind::BadResponse, not_http_message(&describe(&e)))),
         Ok(Err(e)) => return Err((classify(&e), describe(&e))),
         Ok(Ok(r)) => r,
     };
     let status = response.status();
+    let content_type = super::wire::content_type_of(response.headers());
     let mut chunks: Vec<(Instant, Bytes)> = Vec::new();
     let mut received_bytes = 0usize;
     let mut charge = target.budget.charge();
@@ -235,6 +259,7 @@ async fn through_reqwest(
     Ok(Received {
         sent,
         status,
+        content_type,
         chunks,
         cut,
         _charge: charge,
@@ -280,6 +305,7 @@ fn measure_exchange(target: &Target, outcome: Outcome) -> Exchange {
     let Received {
         sent,
         status,
+        content_type,
         chunks,
         cut,
         _charge,
@@ -299,6 +325,9 @@ fn measure_exchange(target: &Target, outcome: Outcome) -> Exchange {
         return failed(ErrorKind::HttpStatus, format!("HTTP {}: {message}", status.as_u16()));
     }
     let mut ex = if target.stream {
+        if let Some(error) = not_a_stream(&chunks, content_type.as_deref(), cut.is_some()) {
+            return failed(ErrorKind::BadResponse, error);
+        }
         parse_stream(&chunks, sent, target.endpoint)
     } else {
         parse_whole(&chunks, sent, target.endpoint)
@@ -312,6 +341,43 @@ fn measure_exchange(target: &Target, outcome: Outcome) -> Exchange {
         ex.e2el_ms = Some(ms(ended - sent));
     }
     ex
+}
+
+/// Why a complete answer to a stream request is not a stream at all (an HTML page from a proxy
+/// or a login wall, a JSON body), or `None` when it holds SSE events or was cut (a cut stream
+/// is `stream_cut`). A stream with a wrong `Content-Type` but real events is still read.
+fn not_a_stream(chunks: &[(Instant, Bytes)], content_type: Option<&str>, cut: bool) -> Option<String> {
+    let body: Vec<u8> = chunks.iter().flat_map(|(_, b)| b.iter().copied()).collect();
+    let text = String::from_utf8_lossy(&body);
+    let start = text.trim_start();
+    let sse_field = ["data:", "event:", "id:", "retry:", ":"];
+    if cut || start.is_empty() || sse_field.iter().any(|f| start.starts_with(f)) {
+        return None;
+    }
+    Some(format!(
+        "a stream was asked for but the answer is not an SSE stream ({}): {}",
+        content_type.unwrap_or("no Content-Type"),
+        answer_head(start)
+    ))
+}
+
+/// The start of an answer for an error message, its whitespace runs as single spaces.
+fn answer_head(text: &str) -> String {
+    let mut head = String::new();
+    for word in text.split_whitespace() {
+        if head.len() + word.len() > 120 {
+            if head.is_empty() {
+                head.extend(word.chars().take(120));
+            }
+            head.push('…');
+            break;
+        }
+        if !head.is_empty() {
+            head.push(' ');
+        }
+        head.push_str(word);
+    }
+    head
 }
 
 fn failed(kind: ErrorKind, message: String) -> Exchange {

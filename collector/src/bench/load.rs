@@ -6,6 +6,7 @@
 
 use std::collections::HashMap;
 use std::io::{BufWriter, Write};
+use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
@@ -151,7 +152,7 @@ pub struct Runner<'a> {
     pub seed: u64,
     /// The run's clock: `start_ms` of every record counts from here.
     pub started: Instant,
-    pub records_out: &'a mut BufWriter<std::fs::File>,
+    pub records_out: &'a mut RecordSink,
     /// Where every finished record is folded.
     pub tally: &'a mut RunTally,
     pub progress: &'a ProgressBar,
@@ -235,7 +236,7 @@ impl Runner<'_> {
                 ex,
                 &self.shared.tokens,
             );
-            write_record(self.records_out, &record)?;
+            self.records_out.write(&record);
             self.tally.push(&record);
         }
         Ok(())
@@ -262,7 +263,7 @@ impl Runner<'_> {
                 let ex = client::measure(target, outcome);
                 let record = to_record(&sent, target, warmup, ex, &self.shared.tokens);
                 pending.remove(&record.request_id);
-                write_record(self.records_out, &record)?;
+                self.records_out.write(&record);
                 if !warmup {
                     self.shared.hub.note_record(&record).await;
                 }
@@ -360,9 +361,79 @@ async fn dispatch(mut d: Dispatch, tx: mpsc::Sender<Event>, mut cancel: watch::R
     tasks
 }
 
-fn write_record(out: &mut BufWriter<std::fs::File>, record: &RequestRecord) -> Result<(), CollectorError> {
-    serde_json::to_writer(&mut *out, record).map_err(|e| CollectorError::Output(e.to_string()))?;
-    out.write_all(b"\n").map_err(|e| CollectorError::Output(e.to_string()))
+/// `records.jsonl` as the run writes it. A write that fails (a full disk) is remembered and ends
+/// the writing, not the run: every record is still folded into the figures in memory, and the
+/// end of the run says what the file holds.
+pub struct RecordSink {
+    path: PathBuf,
+    out: Option<BufWriter<std::fs::File>>,
+    failure: Option<String>,
+    /// Records handed to the sink, written or not.
+    offered: u64,
+}
+
+/// What the records file holds when the sink could not write all of it.
+#[derive(Debug, Clone, PartialEq)]
+pub struct RecordsCut {
+    /// Why writing stopped, with the file's path.
+    pub why: String,
+    /// Complete records in the file.
+    pub complete: u64,
+    /// Records the run produced.
+    pub total: u64,
+}
+
+impl RecordSink {
+    pub fn create(path: &Path) -> Result<RecordSink, CollectorError> {
+        let file = std::fs::File::create(path)
+            .map_err(|e| CollectorError::Output(format!("cannot write {}: {e}", path.display())))?;
+        Ok(RecordSink {
+            path: path.to_path_buf(),
+            out: Some(BufWriter::new(file)),
+            failure: None,
+            offered: 0,
+        })
+    }
+
+    fn write(&mut self, record: &RequestRecord) {
+        self.offered += 1;
+        let Some(out) = self.out.as_mut() else { return };
+        let written = serde_json::to_writer(&mut *out, record)
+            .map_err(std::io::Error::from)
+            .and_then(|()| out.write_all(b"\n"));
+        if let Err(e) = written {
+            self.fail(e);
+        }
+    }
+
+    fn fail(&mut self, e: std::io::Error) {
+        let why = format!("cannot write {}: {e}", self.path.display());
+        eprintln!("speclens: {why}; the run goes on and keeps its figures in memory");
+        // Dropping the writer would flush it again; its buffer goes with it unwritten.
+        if let Some(out) = self.out.take() {
+            let _ = out.into_parts();
+        }
+        self.failure = Some(why);
+    }
+
+    /// Flush what is buffered; `Some` when the file does not hold every record.
+    pub fn finish(mut self) -> Option<RecordsCut> {
+        if let Some(mut out) = self.out.take() {
+            if let Err(e) = out.flush() {
+                self.fail(e);
+            }
+        }
+        let why = self.failure?;
+        // The complete lines are the records the file holds (a cut last line is not one).
+        let complete = std::fs::read(&self.path)
+            .map(|bytes| bytes.iter().filter(|b| **b == b'\n').count() as u64)
+            .unwrap_or(0);
+        Some(RecordsCut {
+            why,
+            complete,
+            total: self.offered,
+        })
+    }
 }
 
 /// The record of one request from what its exchange measured.

@@ -79,6 +79,8 @@ pub struct LoadOutcome {
     pub partial: bool,
     /// The signal that stopped the run early, if one did.
     pub interrupted: Option<Signal>,
+    /// Set when `records.jsonl` could not be written whole (a full disk).
+    pub records_cut: Option<load::RecordsCut>,
 }
 
 /// The measured window with the scrapes around it.
@@ -283,9 +285,7 @@ async fn measure(p: &Prepared, hub: &LiveHub, records_tmp: &std::path::Path) -> 
     let cancel_tx = Arc::new(cancel_tx);
     let caught: Arc<std::sync::OnceLock<Signal>> = Arc::default();
     let ctrl_c = tokio::spawn(stop_on_signal(cancel_tx.clone(), caught.clone()));
-    let file = std::fs::File::create(records_tmp)
-        .map_err(|e| CollectorError::Output(format!("cannot write {}: {e}", records_tmp.display())))?;
-    let mut records_out = std::io::BufWriter::new(file);
+    let mut records_out = load::RecordSink::create(records_tmp)?;
     let total = p.warmup_count + plan.window_requests().unwrap_or(0);
     let progress = if plan.output.print {
         output::progress_bar(total, plan.load.stop)
@@ -366,13 +366,11 @@ async fn measure(p: &Prepared, hub: &LiveHub, records_tmp: &std::path::Path) -> 
         None => None,
     };
     ctrl_c.abort();
-    use std::io::Write as _;
-    records_out.flush().map_err(|e| CollectorError::Output(e.to_string()))?;
-    drop(records_out);
-    let steady = match (plan.load.concurrency, plan.load.request_rate) {
+    let records_cut = records_out.finish();
+    let steady = match (plan.load.concurrency, plan.load.request_rate, &records_cut) {
         // A closed loop's steady window (an open loop has no "full" state to measure): two
-        // passes over the records just written.
-        (Some(c), None) => steady_window(records_tmp, c)?,
+        // passes over the records just written (all of them: a cut file has no window).
+        (Some(c), None, None) => steady_window(records_tmp, c)?,
         _ => None,
     };
     let scrapes = p
@@ -394,6 +392,7 @@ async fn measure(p: &Prepared, hub: &LiveHub, records_tmp: &std::path::Path) -> 
             max_in_flight: p.shared.max_in_flight(),
             partial,
             interrupted: caught.get().copied(),
+            records_cut,
         },
         scrapes,
         timeline,

@@ -54,13 +54,18 @@ pub fn write_atomic(path: &Path, bytes: &[u8]) -> Result<(), CollectorError> {
     let fail = |e: std::io::Error| CollectorError::Output(format!("cannot write {}: {e}", path.display()));
     let name = path.file_name().and_then(|n| n.to_str()).unwrap_or("out");
     let tmp = path.with_file_name(format!(".{name}.tmp"));
-    {
+    let written = (|| {
         use std::io::Write;
-        let mut f = std::fs::File::create(&tmp).map_err(fail)?;
-        f.write_all(bytes).map_err(fail)?;
-        f.sync_all().map_err(fail)?;
+        let mut f = std::fs::File::create(&tmp)?;
+        f.write_all(bytes)?;
+        f.sync_all()?;
+        std::fs::rename(&tmp, path)
+    })();
+    if written.is_err() {
+        // A half-written temporary would only take the space a full disk lacks.
+        let _ = std::fs::remove_file(&tmp);
     }
-    std::fs::rename(&tmp, path).map_err(fail)
+    written.map_err(fail)
 }
 
 pub fn to_json_bytes(v: &impl serde::Serialize) -> Result<Vec<u8>, CollectorError> {
@@ -271,6 +276,8 @@ fn console(f: &Figures<'_>) -> String {
 }
 
 /// Print the console report and write every file of the run; returns `result.json`'s content.
+/// Files that cannot be written (a full disk) do not stop the others or the console report;
+/// the error then names each one and what was saved.
 pub fn save_and_print(
     run: &Prepared,
     outcome: &LoadOutcome,
@@ -279,40 +286,79 @@ pub fn save_and_print(
 ) -> Result<RunResult, CollectorError> {
     let figures = Figures::new(run, outcome, paths);
     // The files first: whatever happens to stdout, the run is saved.
-    let result = persist(run, &figures, records_tmp)?;
-    if run.plan.output.print {
+    let (result, not_saved) = persist(run, &figures, records_tmp)?;
+    if run.plan.output.print || not_saved.is_some() {
         crate::console::status(&format!("{}Results: {}\n", console(&figures), run.out_dir.display()));
     }
-    Ok(result)
+    match not_saved {
+        None => Ok(result),
+        Some(message) => Err(CollectorError::Output(message)),
+    }
 }
 
 /// Write every file of the run: AISBench's per-endpoint files, AIPerf's export, `result.json`,
-/// and `records.jsonl` moved into place last.
-fn persist(run: &Prepared, f: &Figures<'_>, records_tmp: &Path) -> Result<RunResult, CollectorError> {
+/// and `records.jsonl` moved into place last. Each file is tried whatever happened to the
+/// others; the second value says which could not be written and what was saved.
+fn persist(run: &Prepared, f: &Figures<'_>, records_tmp: &Path) -> Result<(RunResult, Option<String>), CollectorError> {
     let dir = &run.out_dir;
+    let mut files: Vec<(PathBuf, Vec<u8>)> = Vec::new();
     for (label, result) in &f.results {
         let path = dir
             .join("performances")
             .join(format!("spec_decode_{}.json", result_file_label(label)));
-        write_atomic(&path, &to_json_bytes(result)?)?;
+        files.push((path, to_json_bytes(result)?));
     }
     if let Some(fleet) = &f.paths.fleet {
         let path = dir
             .join("performances")
             .join(format!("spec_decode_{}.json", super::prometheus::LABEL));
-        write_atomic(&path, &to_json_bytes(&fleet.result)?)?;
+        files.push((path, to_json_bytes(&fleet.result)?));
     }
     let (profile_json, profile_csv) = profile_export(&f.outcome.tally, &f.metrics, f.summary.as_ref());
-    write_atomic(
-        &dir.join("profile_export_speclens.json"),
-        &to_json_bytes(&profile_json)?,
-    )?;
-    write_atomic(&dir.join("profile_export_speclens.csv"), profile_csv.as_bytes())?;
+    files.push((dir.join("profile_export_speclens.json"), to_json_bytes(&profile_json)?));
+    files.push((dir.join("profile_export_speclens.csv"), profile_csv.into_bytes()));
     let result = run_result(run, f);
-    write_atomic(&dir.join("result.json"), &to_json_bytes(&result)?)?;
-    std::fs::rename(records_tmp, dir.join("records.jsonl"))
-        .map_err(|e| CollectorError::Output(format!("cannot move {} into place: {e}", records_tmp.display())))?;
-    Ok(result)
+    files.push((dir.join("result.json"), to_json_bytes(&result)?));
+    let (mut saved, mut failed) = (Vec::new(), Vec::new());
+    let name = |path: &Path| path.strip_prefix(dir).unwrap_or(path).display().to_string();
+    for (path, bytes) in files {
+        match write_atomic(&path, &bytes) {
+            Ok(()) => saved.push(name(&path)),
+            Err(e) => failed.push(e.to_string()),
+        }
+    }
+    let records = dir.join("records.jsonl");
+    match std::fs::rename(records_tmp, &records) {
+        Err(e) => failed.push(format!("cannot move {} into place: {e}", records_tmp.display())),
+        Ok(()) => match &f.outcome.records_cut {
+            None => saved.push(name(&records)),
+            Some(cut) => {
+                failed.push(cut.why.clone());
+                saved.push(format!(
+                    "{} (the first {} of {} records)",
+                    name(&records),
+                    cut.complete,
+                    cut.total
+                ));
+            }
+        },
+    }
+    if failed.is_empty() {
+        return Ok((result, None));
+    }
+    let saved = if saved.is_empty() {
+        "nothing".to_string()
+    } else {
+        saved.join(", ")
+    };
+    Ok((
+        result,
+        Some(format!(
+            "not every file of the run could be written: {}. Saved in {}: {saved}. The figures printed above are the whole run's.",
+            failed.join("; "),
+            dir.display()
+        )),
+    ))
 }
 
 /// `result.json`'s content.

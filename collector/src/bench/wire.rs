@@ -35,6 +35,8 @@ pub struct Delivery {
     /// When the request's first byte was written to the socket.
     pub sent: Instant,
     pub status: hyper::StatusCode,
+    /// The response's `Content-Type`, when it sent one.
+    pub content_type: Option<String>,
     /// Each body chunk with its arrival time.
     pub chunks: Vec<(Instant, Bytes)>,
     /// Why the body ended early, if it did.
@@ -114,6 +116,8 @@ pub enum WireError {
     Connect(String),
     /// The connection failed before a response head arrived.
     Request(String),
+    /// What came back is not an HTTP/1 response.
+    NotHttp(String),
     /// The body broke off.
     Body(String),
     /// The body passed the size cap.
@@ -297,6 +301,9 @@ impl Wire {
                     conn = self.connect().await?;
                     reused = false;
                 }
+                Err(e) if e.is_parse() || e.is_parse_status() || e.is_parse_too_large() => {
+                    return Err(WireError::NotHttp(describe(&e)))
+                }
                 Err(e) => return Err(WireError::Request(describe(&e))),
             }
         };
@@ -329,10 +336,18 @@ impl Wire {
         Ok(Delivery {
             sent,
             status: parts.status,
+            content_type: content_type_of(&parts.headers),
             chunks,
             cut,
         })
     }
+}
+
+/// A response's `Content-Type` as text (an unreadable one is written lossily).
+pub fn content_type_of(headers: &HeaderMap) -> Option<String> {
+    headers
+        .get(hyper::header::CONTENT_TYPE)
+        .map(|v| String::from_utf8_lossy(v.as_bytes()).into_owned())
 }
 
 /// How soon after the write a close without answer still means the server never read the
