@@ -9,7 +9,6 @@ use std::path::Path;
 
 use base64::Engine as _;
 use serde_json::Value;
-use sha2::Digest as _;
 use speclens_shared::report_data::{ReportData, REPORT_ELEMENT_ID};
 
 use crate::bench::output::write_atomic;
@@ -298,13 +297,6 @@ fn app_files(assets: &WebAssets) -> Result<AppFiles, CollectorError> {
     })
 }
 
-/// `'sha256-…'` of an inline script, for the content security policy.
-/// A script's CSP source expression: `'sha256-…'` of its exact text.
-pub(crate) fn script_hash(script: &str) -> String {
-    let digest = sha2::Sha256::digest(script.as_bytes());
-    format!("'sha256-{}'", base64::engine::general_purpose::STANDARD.encode(digest))
-}
-
 fn gzip(bytes: &[u8]) -> Result<Vec<u8>, CollectorError> {
     let mut encoder = flate2::write::GzEncoder::new(Vec::new(), flate2::Compression::best());
     encoder
@@ -358,7 +350,7 @@ fn page(title: &str, app: &AppFiles, data_json: &str, layout: &Layout) -> Result
     };
     let csp = format!(
         "default-src 'none'; script-src{sources} {} 'wasm-unsafe-eval'; connect-src{sources}; style-src 'unsafe-inline'; img-src data:; base-uri 'none'; form-action 'none'",
-        script_hash(&module)
+        crate::serve::script_hash(&module)
     );
     let icon = app.favicon_svg.as_ref().map_or(String::new(), |svg| {
         format!(
@@ -484,7 +476,7 @@ mod tests {
             .split("</script>")
             .next()
             .unwrap();
-        assert!(html.contains(&script_hash(module)));
+        assert!(html.contains(&crate::serve::script_hash(module)));
         assert!(html.contains("default-src 'none'"));
         let bad = AppFiles {
             glue_js: "'</SCRIPT>'".into(),

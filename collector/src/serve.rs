@@ -15,7 +15,9 @@ use axum::middleware::{self, Next};
 use axum::response::{IntoResponse, Response};
 use axum::routing::get;
 use axum::Router;
+use base64::Engine as _;
 use serde_json::json;
+use sha2::Digest as _;
 use tokio::net::TcpListener;
 use tokio::sync::{broadcast, oneshot};
 use tower_http::compression::CompressionLayer;
@@ -219,12 +221,18 @@ fn page_policy(web: &WebAssets) -> String {
     };
     let hashes: String = inline_scripts(&index)
         .into_iter()
-        .map(|s| format!(" {}", crate::report::script_hash(s)))
+        .map(|s| format!(" {}", script_hash(s)))
         .collect();
     format!(
         "default-src 'self'; script-src 'self'{hashes} 'wasm-unsafe-eval'; style-src 'self' 'unsafe-inline'; \
          img-src 'self' data: blob:; object-src 'none'; base-uri 'none'; form-action 'none'; frame-ancestors 'none'"
     )
+}
+
+/// A script's CSP source expression: `'sha256-…'` of its exact text.
+pub(crate) fn script_hash(script: &str) -> String {
+    let digest = sha2::Sha256::digest(script.as_bytes());
+    format!("'sha256-{}'", base64::engine::general_purpose::STANDARD.encode(digest))
 }
 
 /// The text of each `<script>` element without a `src` in a page.
