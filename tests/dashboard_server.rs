@@ -82,6 +82,25 @@ async fn serves_the_web_folder_on_loopback_with_types_and_compression() {
         .unwrap();
     assert_eq!(js.status(), 200);
     assert_eq!(js.headers()["content-encoding"], "gzip");
+    assert_eq!(
+        js.headers()["content-security-policy"],
+        "default-src 'none'; frame-ancestors 'none'",
+        "no document: it may load nothing"
+    );
+
+    // A rebuilt page (new start-up script) is served under its own hash at once.
+    std::fs::write(
+        dist.join("index.html"),
+        "<html><head><script type=\"module\">await import('/app.js');</script></head></html>",
+    )
+    .unwrap();
+    let rebuilt = client.get(&url).send().await.unwrap();
+    let csp = rebuilt.headers()["content-security-policy"]
+        .to_str()
+        .unwrap()
+        .to_string();
+    assert!(!csp.contains("KlG4CKAhEwOaotkp3rUpdbFezrNrqW7nWrxT35mBelw="), "{csp}");
+    assert_eq!(csp.matches("sha256-").count(), 1, "{csp}");
 
     let missing = client.get(format!("{url}nope.js")).send().await.unwrap();
     assert_eq!(missing.status(), 404);

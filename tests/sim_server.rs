@@ -287,8 +287,6 @@ async fn the_base_arm_has_no_spec_decode_lines_and_no_stats() {
     assert_eq!(counters_from_text(&text).unwrap_err(), ScrapeFailure::NoSpecMetrics);
 }
 
-/// Output tokens per second of `concurrency` simultaneous requests of `tokens` each: the best
-/// of three waves, so one wave slowed by the machine (CI runs other processes) cannot decide.
 /// The spec/base output-throughput ratio at `concurrency`: one wave of requests against each
 /// server in turn, five times, and the median pair's ratio. Alternating the arms, and taking the
 /// median, keeps a stall of the machine during one arm's waves (other processes on the cores)

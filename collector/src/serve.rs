@@ -204,22 +204,42 @@ pub fn router(settings: &ServeSettings, hub: LiveHub) -> Router {
         // rebound to 127.0.0.1 (DNS rebinding) sends its own name as Host and is refused.
         None => app = app.layer(middleware::from_fn(require_loopback_host)),
     }
-    let policy = Arc::new(page_policy(&settings.web_dir));
+    let policy = Arc::new(match &settings.web_dir {
+        WebAssets::Dir(dir) => PagePolicy::Dir(dir.join("index.html")),
+        WebAssets::Embedded => PagePolicy::Fixed(page_policy(
+            &EmbeddedAssets::get("index.html")
+                .map(|f| String::from_utf8_lossy(&f.data).into_owned())
+                .unwrap_or_default(),
+        )),
+    });
     app.layer(CompressionLayer::new())
         .layer(middleware::from_fn_with_state(policy, security_headers))
 }
 
-/// The dashboard page's Content-Security-Policy, without `connect-src` (it names the host each
-/// request asked for): scripts only from this server, plus the page's own inline start-up
-/// script by its hash (Trunk writes one), WebAssembly, nothing framing it.
-fn page_policy(web: &WebAssets) -> String {
-    let index = match web {
-        WebAssets::Dir(dir) => std::fs::read_to_string(dir.join("index.html")).unwrap_or_default(),
-        WebAssets::Embedded => EmbeddedAssets::get("index.html")
-            .map(|f| String::from_utf8_lossy(&f.data).into_owned())
-            .unwrap_or_default(),
-    };
-    let hashes: String = inline_scripts(&index)
+/// Where the page's Content-Security-Policy comes from: the page built into the binary never
+/// changes; a page served from a folder is read again for each page request, so a rebuild
+/// (new file names in its start-up script) is served under its own hash.
+enum PagePolicy {
+    Fixed(String),
+    Dir(PathBuf),
+}
+
+impl PagePolicy {
+    async fn current(&self) -> String {
+        match self {
+            PagePolicy::Fixed(policy) => policy.clone(),
+            PagePolicy::Dir(index) => page_policy(&tokio::fs::read_to_string(index).await.unwrap_or_default()),
+        }
+    }
+}
+
+/// A page's Content-Security-Policy, without `connect-src` (it names the host each request
+/// asked for): scripts only from this server, plus the page's own inline scripts by their
+/// hashes (Trunk writes a start-up script), WebAssembly, nothing framing it.
+fn page_policy(index_html: &str) -> String {
+    // Browsers hash a script's text after the parser turned CR LF and CR into LF.
+    let page = index_html.replace("\r\n", "\n").replace('\r', "\n");
+    let hashes: String = inline_scripts(&page)
         .into_iter()
         .map(|s| format!(" {}", script_hash(s)))
         .collect();
@@ -254,11 +274,12 @@ fn inline_scripts(html: &str) -> Vec<&str> {
 }
 
 /// `connect-src` for a request: this server, its WebSocket under the host name asked for (a
-/// name of host characters only), and blob URLs of the page's own downloads.
+/// name or IPv4 address with its port, host characters only; browsers that read CSP level 3
+/// let `'self'` cover the WebSocket too), and blob URLs of the page's own downloads.
 fn connect_policy(host: Option<&HeaderValue>) -> String {
     let host = host
         .and_then(|h| h.to_str().ok())
-        .filter(|h| !h.is_empty() && h.bytes().all(|b| b.is_ascii_alphanumeric() || b".-:[]".contains(&b)));
+        .filter(|h| !h.is_empty() && h.bytes().all(|b| b.is_ascii_alphanumeric() || b".-:".contains(&b)));
     match host {
         Some(h) => format!("connect-src 'self' ws://{h} wss://{h} blob:"),
         None => "connect-src 'self' blob:".to_string(),
@@ -545,16 +566,28 @@ async fn require_loopback_host(req: Request, next: Next) -> Response {
         .into_response()
 }
 
-async fn security_headers(State(policy): State<Arc<String>>, req: Request, next: Next) -> Response {
+async fn security_headers(State(policy): State<Arc<PagePolicy>>, req: Request, next: Next) -> Response {
     let connect = connect_policy(req.headers().get(header::HOST));
     let mut response = next.run(req).await;
+    let is_page = response
+        .headers()
+        .get(header::CONTENT_TYPE)
+        .is_some_and(|t| t.as_bytes().starts_with(b"text/html"));
+    // Pages get the page's policy; anything else (data, scripts, the wasm) is no document and
+    // may load nothing.
+    let csp = if is_page {
+        format!("{}; {connect}", policy.current().await)
+    } else {
+        "default-src 'none'; frame-ancestors 'none'".to_string()
+    };
     let headers = response.headers_mut();
     headers.insert(header::X_CONTENT_TYPE_OPTIONS, HeaderValue::from_static("nosniff"));
     headers.insert(header::REFERRER_POLICY, HeaderValue::from_static("no-referrer"));
-    // The policy's parts are host characters and fixed text: always a valid header value.
-    if let Ok(csp) = HeaderValue::from_str(&format!("{policy}; {connect}")) {
-        headers.insert(header::CONTENT_SECURITY_POLICY, csp);
-    }
+    // Host characters and fixed text always make a valid value; were it not, the strictest.
+    headers.insert(
+        header::CONTENT_SECURITY_POLICY,
+        HeaderValue::from_str(&csp).unwrap_or(HeaderValue::from_static("default-src 'none'; frame-ancestors 'none'")),
+    );
     // No other site may frame the dashboard (clickjacking), in older browsers too.
     headers.insert(header::X_FRAME_OPTIONS, HeaderValue::from_static("DENY"));
     response
@@ -570,11 +603,20 @@ mod tests {
                     <script>b()</script><body><p>no script</p></body>";
         assert_eq!(inline_scripts(page), ["a();", "b()"]);
         assert!(inline_scripts("<script>never closed").is_empty());
+        // CR LF is hashed as the browser sees it, LF.
+        assert_eq!(
+            page_policy("<script>a;\r\nb;</script>"),
+            page_policy("<script>a;\nb;</script>")
+        );
         assert_eq!(
             connect_policy(Some(&HeaderValue::from_static("127.0.0.1:8321"))),
             "connect-src 'self' ws://127.0.0.1:8321 wss://127.0.0.1:8321 blob:"
         );
-        // A Host that could add directives is left out.
+        // A Host that could add directives is left out, as is an IPv6 literal.
+        assert_eq!(
+            connect_policy(Some(&HeaderValue::from_static("[::1]:8321"))),
+            "connect-src 'self' blob:"
+        );
         assert_eq!(
             connect_policy(Some(&HeaderValue::from_static("a; script-src *"))),
             "connect-src 'self' blob:"

@@ -5,13 +5,14 @@
 //! interval, and the model's prediction from the measured acceptance length.
 
 use std::path::PathBuf;
+use std::sync::{Arc, OnceLock};
 
 use speclens_shared::model::Costs;
 use speclens_shared::results::RunResult;
 use speclens_shared::sweep::{throughput, Arm, SweepTable};
 
 use crate::bench;
-use crate::error::CollectorError;
+use crate::error::{CollectorError, Signal};
 use crate::live::LiveHub;
 
 /// File name of one point.
@@ -154,9 +155,21 @@ pub async fn run_with(plan: Plan, hub: Option<LiveHub>) -> Result<(), CollectorE
     let mut results: Vec<(Arm, u64, RunResult)> = Vec::new();
     let mut spreads: Vec<(Arm, u64, f64, f64)> = Vec::new();
     let mut stopped = None;
+    // A signal between two points (no run listening) stops the sweep before the next one.
+    let caught: Arc<OnceLock<Signal>> = Arc::default();
+    let watcher = tokio::spawn({
+        let caught = caught.clone();
+        async move {
+            let _ = caught.set(crate::net::stop_signal().await);
+        }
+    });
     'points: for p in &points {
         let mut repeats: Vec<(PathBuf, RunResult)> = Vec::new();
         for repeat in 1..=plan.repeats {
+            if let Some(signal) = caught.get() {
+                stopped = Some(*signal);
+                break 'points;
+            }
             let run = bench::run_with(plan.point_plan(p, repeat, &out), Some(hub.clone())).await?;
             // A stopped point is left out: the sweep ends with the points it finished.
             if let Some(signal) = run.interrupted {
@@ -197,6 +210,7 @@ pub async fn run_with(plan: Plan, hub: Option<LiveHub>) -> Result<(), CollectorE
         ));
         results.push((p.arm, p.concurrency, result));
     }
+    watcher.abort();
     // Points this folder holds from earlier runs (`--arm spec`, then `--arm base`) join the table.
     let earlier = earlier_points(&out, &results)?;
     if !earlier.is_empty() {

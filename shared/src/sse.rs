@@ -27,7 +27,9 @@ pub fn events<B: AsRef<[u8]>>(chunks: &[B]) -> (Vec<(usize, String)>, bool) {
 
 fn push_event(raw: &[u8], index: usize, events: &mut Vec<(usize, String)>) {
     let text = String::from_utf8_lossy(raw);
+    // A stream may open with a byte-order mark (the SSE standard's decoder drops it).
     let data: Vec<&str> = text
+        .trim_start_matches('\u{feff}')
         .lines()
         .filter_map(|l| l.strip_prefix("data:").map(|d| d.strip_prefix(' ').unwrap_or(d)))
         .collect();
@@ -75,6 +77,8 @@ mod tests {
         let (e, _) = events(&["data: a\ndata: b\n\n"]);
         assert_eq!(e, vec![(0, "a\nb".to_string())]);
         assert_eq!(events::<&[u8]>(&[]), (vec![], false));
+        let (e, _) = events(&["\u{feff}data: first\n\n"]);
+        assert_eq!(e, vec![(0, "first".to_string())], "a leading byte-order mark");
     }
 
     proptest::proptest! {

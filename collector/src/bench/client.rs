@@ -88,9 +88,7 @@ pub struct Exchange {
 }
 
 fn classify(e: &reqwest::Error) -> ErrorKind {
-    if not_http(e) {
-        ErrorKind::BadResponse
-    } else if e.is_timeout() {
+    if e.is_timeout() {
         ErrorKind::Timeout
     } else if e.is_connect() {
         ErrorKind::Connect
@@ -106,7 +104,7 @@ fn not_http(e: &reqwest::Error) -> bool {
     let mut source = std::error::Error::source(e);
     while let Some(s) = source {
         if let Some(h) = s.downcast_ref::<hyper::Error>() {
-            return h.is_parse() || h.is_parse_status() || h.is_parse_too_large();
+            return h.is_parse();
         }
         source = s.source();
     }
@@ -347,9 +345,10 @@ fn measure_exchange(target: &Target, outcome: Outcome) -> Exchange {
 /// or a login wall, a JSON body), or `None` when it holds SSE events or was cut (a cut stream
 /// is `stream_cut`). A stream with a wrong `Content-Type` but real events is still read.
 fn not_a_stream(chunks: &[(Instant, Bytes)], content_type: Option<&str>, cut: bool) -> Option<String> {
-    let body: Vec<u8> = chunks.iter().flat_map(|(_, b)| b.iter().copied()).collect();
-    let text = String::from_utf8_lossy(&body);
-    let start = text.trim_start();
+    // The first bytes decide (and make the message); the rest of the body is not copied.
+    let head: Vec<u8> = chunks.iter().flat_map(|(_, b)| b.iter().copied()).take(4096).collect();
+    let text = String::from_utf8_lossy(&head);
+    let start = text.trim_start_matches(|c: char| c.is_whitespace() || c == '\u{feff}');
     let sse_field = ["data:", "event:", "id:", "retry:", ":"];
     if cut || start.is_empty() || sse_field.iter().any(|f| start.starts_with(f)) {
         return None;
@@ -603,6 +602,30 @@ mod tests {
 
     fn at(base: Instant, ms: u64, text: &str) -> (Instant, Bytes) {
         (base + Duration::from_millis(ms), Bytes::from(text.to_string()))
+    }
+
+    #[test]
+    fn only_an_answer_that_cannot_be_a_stream_is_called_one() {
+        let t = Instant::now();
+        let html = [at(t, 1, "\n<!DOCTYPE html>\n<html>\n  <body>Sign in</body></html>")];
+        assert_eq!(
+            not_a_stream(&html, Some("text/html"), false).unwrap(),
+            "a stream was asked for but the answer is not an SSE stream (text/html): <!DOCTYPE html> <html> <body>Sign in</body></html>"
+        );
+        assert!(
+            not_a_stream(&html, None, true).is_none(),
+            "a cut answer is a cut stream"
+        );
+        for stream in [
+            "\u{feff}data: {}\n\n",
+            "\r\n: keep-alive\n\n",
+            "event: x\ndata: 1\n\n",
+            "",
+        ] {
+            assert!(not_a_stream(&[at(t, 1, stream)], None, false).is_none(), "{stream:?}");
+        }
+        let word = "x".repeat(500);
+        assert_eq!(answer_head(&word), format!("{}…", "x".repeat(120)));
     }
 
     #[test]

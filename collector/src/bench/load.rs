@@ -402,38 +402,72 @@ impl RecordSink {
             .map_err(std::io::Error::from)
             .and_then(|()| out.write_all(b"\n"));
         if let Err(e) = written {
-            self.fail(e);
+            if let Some(out) = self.out.take() {
+                self.fail(out, e);
+            }
         }
     }
 
-    fn fail(&mut self, e: std::io::Error) {
+    /// Stop writing after `e`. The writer's buffer is let go unwritten (dropping it would try
+    /// to flush it again).
+    fn fail(&mut self, out: BufWriter<std::fs::File>, e: std::io::Error) {
+        let _ = out.into_parts();
         let why = format!("cannot write {}: {e}", self.path.display());
         eprintln!("speclens: {why}; the run goes on and keeps its figures in memory");
-        // Dropping the writer would flush it again; its buffer goes with it unwritten.
-        if let Some(out) = self.out.take() {
-            let _ = out.into_parts();
-        }
         self.failure = Some(why);
     }
 
-    /// Flush what is buffered; `Some` when the file does not hold every record.
+    /// Flush what is buffered; `Some` when the file does not hold every record. A cut file is
+    /// shortened to its complete lines, so every line of it is a record.
     pub fn finish(mut self) -> Option<RecordsCut> {
         if let Some(mut out) = self.out.take() {
             if let Err(e) = out.flush() {
-                self.fail(e);
+                self.fail(out, e);
             }
         }
         let why = self.failure?;
-        // The complete lines are the records the file holds (a cut last line is not one).
-        let complete = std::fs::read(&self.path)
-            .map(|bytes| bytes.iter().filter(|b| **b == b'\n').count() as u64)
-            .unwrap_or(0);
+        let complete = match keep_complete_lines(&self.path) {
+            Ok(lines) => lines,
+            Err(e) => {
+                eprintln!(
+                    "speclens: cannot shorten {} to its complete records: {e}",
+                    self.path.display()
+                );
+                0
+            }
+        };
         Some(RecordsCut {
             why,
             complete,
             total: self.offered,
         })
     }
+}
+
+/// Cut a file after its last newline (a line the disk cut short is dropped; shortening needs no
+/// free space) and count its lines, reading it in blocks.
+fn keep_complete_lines(path: &Path) -> std::io::Result<u64> {
+    use std::io::Read;
+    let mut file = std::fs::OpenOptions::new().read(true).write(true).open(path)?;
+    let mut block = vec![0u8; 64 * 1024];
+    let (mut offset, mut lines, mut end_of_last_line) = (0u64, 0u64, 0u64);
+    loop {
+        let n = file.read(&mut block)?;
+        if n == 0 {
+            break;
+        }
+        for (i, byte) in block[..n].iter().enumerate() {
+            if *byte == b'\n' {
+                lines += 1;
+                end_of_last_line = offset + i as u64 + 1;
+            }
+        }
+        offset += n as u64;
+    }
+    if end_of_last_line < offset {
+        file.set_len(end_of_last_line)?;
+    }
+    Ok(lines)
 }
 
 /// The record of one request from what its exchange measured.
@@ -482,6 +516,27 @@ fn to_record(
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_cut_records_file_keeps_its_complete_lines_only() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("records");
+        // Two records and a third cut inside a multi-byte character, across a block boundary.
+        let long = "x".repeat(70_000);
+        let text = format!("{{\"a\":1}}\n{{\"b\":\"{long}\"}}\n{{\"c\":\"é");
+        let bytes = text.as_bytes();
+        std::fs::write(&path, &bytes[..bytes.len() - 1]).unwrap();
+        assert_eq!(keep_complete_lines(&path).unwrap(), 2);
+        let kept = std::fs::read_to_string(&path).unwrap();
+        assert!(
+            kept.ends_with("\"}\n") && kept.len() == 8 + 9 + long.len(),
+            "{}",
+            kept.len()
+        );
+        // A whole file is left as it is.
+        assert_eq!(keep_complete_lines(&path).unwrap(), 2);
+        assert_eq!(std::fs::read_to_string(&path).unwrap(), kept);
+    }
 
     fn gaps(arrival: Arrival, burstiness: f64) -> Vec<f64> {
         let load = Load {

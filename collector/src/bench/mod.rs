@@ -171,8 +171,11 @@ pub async fn run_with(plan: Plan, hub: Option<LiveHub>) -> Result<RunOutput, Col
         measured.fleet,
         &measured.outcome.tally,
     );
-    let result = output::save_and_print(&prepared, &measured.outcome, &paths, &records_tmp)?;
+    let (result, not_saved) = output::save_and_print(&prepared, &measured.outcome, &paths, &records_tmp)?;
     hub.finish(&result).await;
+    if let Some(message) = not_saved {
+        return Err(CollectorError::Output(message));
+    }
     if let Some(d) = dashboard {
         eprintln!(
             "The dashboard keeps serving the finished run at {} — press Ctrl-C to quit.",

@@ -275,25 +275,22 @@ fn console(f: &Figures<'_>) -> String {
     console
 }
 
-/// Print the console report and write every file of the run; returns `result.json`'s content.
-/// Files that cannot be written (a full disk) do not stop the others or the console report;
-/// the error then names each one and what was saved.
+/// Print the console report and write every file of the run; returns `result.json`'s content
+/// and, when some file could not be written (a full disk), a message naming each one and what
+/// was saved (those files do not stop the others or the console report).
 pub fn save_and_print(
     run: &Prepared,
     outcome: &LoadOutcome,
     paths: &SpecPaths,
     records_tmp: &Path,
-) -> Result<RunResult, CollectorError> {
+) -> Result<(RunResult, Option<String>), CollectorError> {
     let figures = Figures::new(run, outcome, paths);
     // The files first: whatever happens to stdout, the run is saved.
     let (result, not_saved) = persist(run, &figures, records_tmp)?;
     if run.plan.output.print || not_saved.is_some() {
         crate::console::status(&format!("{}Results: {}\n", console(&figures), run.out_dir.display()));
     }
-    match not_saved {
-        None => Ok(result),
-        Some(message) => Err(CollectorError::Output(message)),
-    }
+    Ok((result, not_saved))
 }
 
 /// Write every file of the run: AISBench's per-endpoint files, AIPerf's export, `result.json`,

@@ -301,9 +301,8 @@ impl Wire {
                     conn = self.connect().await?;
                     reused = false;
                 }
-                Err(e) if e.is_parse() || e.is_parse_status() || e.is_parse_too_large() => {
-                    return Err(WireError::NotHttp(describe(&e)))
-                }
+                // hyper's parse errors include a bad status line and an oversized head.
+                Err(e) if e.is_parse() => return Err(WireError::NotHttp(describe(&e))),
                 Err(e) => return Err(WireError::Request(describe(&e))),
             }
         };
