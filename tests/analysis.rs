@@ -6,7 +6,7 @@ use std::time::Duration;
 
 use serde_json::Value;
 
-use crate::common::{run_speclens, run_speclens_within, workspace, Speclens};
+use crate::common::{run_speclens, workspace, Speclens};
 
 #[test]
 fn model_matches_the_worked_values_in_text_and_json() {
@@ -84,15 +84,12 @@ fn sweep(extra_spec: &[&str]) -> (String, tempfile::TempDir) {
     let spec = Speclens::start(&spec_args);
     let base = Speclens::start(&[&["sim", "--port", "0"][..], &timing[..]].concat());
     let dir = tempfile::tempdir().unwrap();
-    let (code, out, err) = run_speclens_within(
+    let (code, out, err) = crate::common::sweep_within(
+        &spec.url(),
+        &base.url(),
+        "64,80,96,112,128",
+        dir.path(),
         &[
-            "sweep",
-            "--spec-url",
-            &spec.url(),
-            "--base-url",
-            &base.url(),
-            "--concurrency",
-            "64,80,96,112,128",
             "--requests-per-slot",
             "4",
             "--ridge",
@@ -102,8 +99,6 @@ fn sweep(extra_spec: &[&str]) -> (String, tempfile::TempDir) {
             "--output-tokens",
             "32",
             "--no-stream",
-            "--out",
-            dir.path().to_str().unwrap(),
         ],
         Duration::from_secs(240),
     );

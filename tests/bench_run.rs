@@ -156,8 +156,15 @@ fn console_and_files_keep_the_spec_formats() {
     assert_eq!(profile["spec_decode_acceptance_length"]["unit"], "ratio");
     assert!(profile["pooled_spec_decode_acceptance_histogram"].is_object());
     let csv = std::fs::read_to_string(dir.path().join("run/profile_export_speclens.csv")).unwrap();
+    // AIPerf's rows, sorted by tag: input_sequence_length first.
     assert!(
-        csv.starts_with("Metric,avg,min,max,sum,p1,p5,p10,p25,p50,p75,p90,p95,p99,std\nTime to First Token (ms),"),
+        csv.starts_with(
+            "Metric,avg,min,max,sum,p1,p5,p10,p25,p50,p75,p90,p95,p99,std\nInput Sequence Length (tokens),"
+        ),
+        "{csv}"
+    );
+    assert!(
+        csv.contains("\nTime to First Token (ms),") && csv.contains("\nInter Chunk Latency (ms),"),
         "{csv}"
     );
     assert!(

@@ -70,22 +70,12 @@ async fn every_result_file_reads_into_the_shared_types_and_back_byte_for_byte() 
     assert!(result.extra.contains_key("p99.9_ttft_ms") && result.latency("itl").is_some());
 
     let sweep = results.path().join("sweep");
-    let (code, out, err) = run_speclens_within(
-        &[
-            "sweep",
-            "--spec-url",
-            &spec.url(),
-            "--base-url",
-            &base.url(),
-            "--concurrency",
-            "1,2",
-            "--min-requests",
-            "4",
-            "--output-tokens",
-            "16",
-            "--out",
-            sweep.to_str().unwrap(),
-        ],
+    let (code, out, err) = crate::common::sweep_within(
+        &spec.url(),
+        &base.url(),
+        "1,2",
+        &sweep,
+        &["--min-requests", "4", "--output-tokens", "16"],
         LIMIT,
     );
     assert_eq!(code, 0, "{out}{err}");

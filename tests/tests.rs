@@ -11,6 +11,7 @@ mod dashboard_server;
 mod engines;
 mod files_and_flags;
 mod fleet;
+mod parity;
 mod real_llamacpp;
 mod real_vllm;
 mod reference_data;

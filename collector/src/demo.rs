@@ -74,6 +74,7 @@ fn demo_run(url: &str, workload: Workload, load: Load, out: PathBuf, label: &str
             dir: Some(out),
             label: label.into(),
             percentiles: vec![99.0],
+            goodput: None,
             print: false,
         },
         checks: bench::Checks::default(),

@@ -30,6 +30,9 @@ pub enum Error {
     /// A `--fail-if` gate is not well formed.
     #[error("invalid --fail-if gate {0}")]
     Gate(String),
+    /// A `--goodput` objective is not well formed.
+    #[error("invalid --goodput objective {0}")]
+    Goodput(String),
     /// A model input is outside its domain.
     #[error("invalid model input: {0}")]
     ModelInput(String),

@@ -3,10 +3,12 @@
 //! Pure logic only: no I/O, no clocks.
 
 pub mod aggregate;
+pub mod aiperf;
 pub mod chart;
 pub mod error;
 pub mod fleet;
 pub mod gates;
+pub mod goodput;
 pub mod live_state;
 pub mod model;
 pub mod notices;

@@ -154,11 +154,9 @@ mod tests {
 
     fn row(c: f64, spec: f64, base: f64) -> SweepRow {
         SweepRow {
-            concurrency: c,
             spec_output_tokens_per_s: Some(spec),
             base_output_tokens_per_s: Some(base),
-            spec_spread: None,
-            base_spread: None,
+            ..SweepRow::at(c)
         }
     }
 

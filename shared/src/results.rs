@@ -81,6 +81,9 @@ pub struct RunConfig {
     pub percentiles: Vec<f64>,
     pub header_names: Vec<String>,
     pub api_key_set: bool,
+    /// The `--goodput` objectives in milliseconds, by vLLM's names (`ttft`, `tpot`, `e2el`).
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    pub goodput: BTreeMap<String, f64>,
     /// The engine serving the target (`vllm`, `sglang`, `trtllm`, `llamacpp`), detected from its
     /// `/v1/models` or named with `--engine`; absent when unknown.
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -158,6 +161,12 @@ pub struct RunResult {
     pub total_input_tokens: Option<u64>,
     pub total_output_tokens: Option<u64>,
     pub request_throughput: Option<f64>,
+    /// Completed requests per second within every `--goodput` objective; null without one, as
+    /// `vllm bench serve` writes it.
+    pub request_goodput: Option<f64>,
+    /// How many completed requests met the objectives (speclens's own key).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub good_requests: Option<u64>,
     pub output_throughput: Option<f64>,
     pub total_token_throughput: Option<f64>,
     pub max_concurrent_requests: Option<u64>,
@@ -277,6 +286,8 @@ impl RunResult {
         self.total_input_tokens = Some(m.total_input_tokens);
         self.total_output_tokens = Some(m.total_output_tokens);
         self.request_throughput = Some(m.request_throughput);
+        self.request_goodput = m.request_goodput;
+        self.good_requests = m.good_requests;
         self.output_throughput = Some(m.output_throughput);
         self.total_token_throughput = Some(m.total_token_throughput);
         self.max_concurrent_requests = Some(m.max_concurrent_requests);

@@ -8,6 +8,7 @@ use std::fmt::Write;
 use serde::{Deserialize, Serialize};
 
 use crate::aggregate::SpecAggregator;
+use crate::goodput::{RequestLatency, Slo};
 use crate::per_request::{EngineKind, PartialSpecRecord, SpecRecord};
 use crate::sample::Sample;
 use crate::scrape::SpecDecodeData;
@@ -140,6 +141,10 @@ pub struct RunMetrics {
     pub request_throughput: f64,
     pub output_throughput: f64,
     pub total_token_throughput: f64,
+    /// Completed requests per second that met every `--goodput` objective (none asked: `None`).
+    pub request_goodput: Option<f64>,
+    /// How many completed requests met them.
+    pub good_requests: Option<u64>,
     /// Most requests in flight at once.
     pub max_concurrent_requests: u64,
     pub ttft: Option<LatencyStats>,
@@ -166,6 +171,12 @@ pub struct RunTally {
     pub e2el_ms: Sample,
     pub input_lens: Sample,
     pub output_lens: Sample,
+    /// AIPerf's streaming figures: the gap from the first content chunk to the second (time to
+    /// second token), and output tokens per second each user saw (1 ÷ TPOT).
+    pub ttst_ms: Sample,
+    pub tokens_per_s_per_user: Sample,
+    /// Output token counts of requests that produced any (AIPerf's `output_token_count`).
+    pub output_counts: Sample,
     /// Failures by kind: how many and the first one's message.
     pub failures: BTreeMap<ErrorKind, (u64, String)>,
     /// The first failure's message, in the order they finished.
@@ -182,6 +193,9 @@ pub struct RunTally {
     /// The engine whose successful requests without details took no step (SGLang leaves the
     /// details out of a request that never verified).
     absent_means_zero_steps: Option<EngineKind>,
+    /// The `--goodput` objectives, and how many completed requests met them.
+    slo: Option<Slo>,
+    good: u64,
 }
 
 impl RunTally {
@@ -190,6 +204,11 @@ impl RunTally {
             absent_means_zero_steps,
             ..RunTally::default()
         }
+    }
+
+    /// The tally counting the requests that meet `slo` (`--goodput`) too.
+    pub fn with_goodput(self, slo: Option<Slo>) -> RunTally {
+        RunTally { slo, ..self }
     }
 
     /// Fold in one finished request (a warm-up one counts for nothing).
@@ -213,15 +232,30 @@ impl RunTally {
         self.output_tokens += r.output_tokens;
         self.input_lens.push(r.input_tokens as f64);
         self.output_lens.push(r.output_tokens as f64);
+        if r.output_tokens > 0 {
+            self.output_counts.push(r.output_tokens as f64);
+        }
         if let Some(t) = r.ttft_ms {
             self.ttft_ms.push(t);
             if let Some(e) = r.e2el_ms.filter(|_| r.output_tokens > 1) {
-                self.tpot_ms.push((e - t) / (r.output_tokens - 1) as f64);
+                let tpot_ms = (e - t) / (r.output_tokens - 1) as f64;
+                self.tpot_ms.push(tpot_ms);
+                if tpot_ms > 0.0 {
+                    self.tokens_per_s_per_user.push(1e3 / tpot_ms);
+                }
             }
+        }
+        if let Some(gap) = r.itl_ms.first() {
+            self.ttst_ms.push(*gap);
         }
         r.itl_ms.iter().for_each(|gap| self.itl_ms.push(*gap));
         if let Some(e) = r.e2el_ms {
             self.e2el_ms.push(e);
+        }
+        if let (Some(slo), Some(t), Some(e)) = (&self.slo, r.ttft_ms, r.e2el_ms) {
+            if slo.met_by(RequestLatency::of(t, e, r.output_tokens)) {
+                self.good += 1;
+            }
         }
         if r.spec_decode_acceptance.is_some() || r.spec_decode_partial.is_some() {
             self.with_stats += 1;
@@ -264,6 +298,8 @@ impl RunTally {
             request_throughput: per_s(self.completed as f64),
             output_throughput: per_s(self.output_tokens as f64),
             total_token_throughput: per_s((self.input_tokens + self.output_tokens) as f64),
+            request_goodput: self.slo.map(|_| per_s(self.good as f64)),
+            good_requests: self.slo.map(|_| self.good),
             max_concurrent_requests,
             ttft: stats(&self.ttft_ms),
             tpot: stats(&self.tpot_ms),
@@ -313,6 +349,9 @@ pub fn vllm_summary(m: &RunMetrics, spec: Option<&SpecDecodeData>) -> String {
     row(&mut out, "Total input tokens:", m.total_input_tokens);
     row(&mut out, "Total generated tokens:", m.total_output_tokens);
     row_f(&mut out, "Request throughput (req/s):", m.request_throughput);
+    if let Some(goodput) = m.request_goodput {
+        row_f(&mut out, "Request goodput (req/s):", goodput);
+    }
     row_f(&mut out, "Output token throughput (tok/s):", m.output_throughput);
     row(&mut out, "Peak concurrent requests:", m.max_concurrent_requests);
     row_f(&mut out, "Total token throughput (tok/s):", m.total_token_throughput);
@@ -350,7 +389,7 @@ pub fn vllm_summary(m: &RunMetrics, spec: Option<&SpecDecodeData>) -> String {
 }
 
 #[cfg(test)]
-mod tests {
+pub(crate) mod tests {
     use super::*;
 
     #[test]
@@ -378,7 +417,8 @@ mod tests {
         assert!(text.starts_with("============ Serving Benchmark Result ============\n"));
     }
 
-    fn record(ttft: f64, e2el: f64, itl: Vec<f64>, tokens: u64) -> RequestRecord {
+    /// A successful measured request of 10 input tokens (for the tests of every module).
+    pub(crate) fn record(ttft: f64, e2el: f64, itl: Vec<f64>, tokens: u64) -> RequestRecord {
         RequestRecord {
             request_id: 0,
             url: "u".into(),

@@ -54,6 +54,12 @@ pub struct SweepRow {
     pub spec_spread: Option<(f64, f64)>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub base_spread: Option<(f64, f64)>,
+    /// Completed requests per second within the `--goodput` objectives (the run whose
+    /// throughput counts), when they were given.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub spec_goodput: Option<f64>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub base_goodput: Option<f64>,
 }
 
 /// What a sweep compares of a run: output tokens per second in its steady window, else over
@@ -71,6 +77,16 @@ impl SweepRow {
             base_output_tokens_per_s: None,
             spec_spread: None,
             base_spread: None,
+            spec_goodput: None,
+            base_goodput: None,
+        }
+    }
+
+    /// spec ÷ base goodput; `None` unless both arms measured one and the plain arm's is not 0.
+    pub fn goodput_ratio(&self) -> Option<f64> {
+        match (self.spec_goodput, self.base_goodput) {
+            (Some(s), Some(b)) if b > 0.0 => Some(s / b),
+            _ => None,
         }
     }
 
@@ -136,6 +152,12 @@ pub struct SweepTable {
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub crossing_interval: Option<(f64, f64)>,
     pub prediction: Option<Prediction>,
+    /// The `--goodput` objectives the points counted (`ttft:500 tpot:50`), when given.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub goodput_slo: Option<String>,
+    /// Interpolated concurrency where spec/base goodput falls through 1.0.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub goodput_crossing: Option<f64>,
 }
 
 impl SweepTable {
@@ -154,10 +176,25 @@ impl SweepTable {
                 }
             };
             match arm {
-                Arm::Spec => row.spec_output_tokens_per_s = throughput(result),
-                Arm::Base => row.base_output_tokens_per_s = throughput(result),
+                Arm::Spec => {
+                    row.spec_output_tokens_per_s = throughput(result);
+                    row.spec_goodput = result.request_goodput;
+                }
+                Arm::Base => {
+                    row.base_output_tokens_per_s = throughput(result);
+                    row.base_goodput = result.request_goodput;
+                }
             }
         }
+        let goodput_slo = points.iter().find_map(|(_, _, r)| {
+            let slo = &r.config.as_ref()?.goodput;
+            (!slo.is_empty() && r.request_goodput.is_some()).then(|| {
+                slo.iter()
+                    .map(|(k, v)| format!("{k}:{v}"))
+                    .collect::<Vec<_>>()
+                    .join(" ")
+            })
+        });
         let mut spec: Vec<&(Arm, u64, &RunResult)> = points.iter().filter(|p| p.0 == Arm::Spec).collect();
         spec.sort_by_key(|p| p.1);
         let (mut drafts, mut accepted, mut draft_tokens, mut all_draft_tokens) = (0.0, 0.0, 0.0, true);
@@ -183,7 +220,10 @@ impl SweepTable {
                 Prediction::new(m.e, m.k, m.draft_tokens, costs)
             }
         });
-        SweepTable::new(rows, prediction)
+        SweepTable {
+            goodput_slo,
+            ..SweepTable::new(rows, prediction)
+        }
     }
 
     pub fn new(mut rows: Vec<SweepRow>, prediction: Option<Prediction>) -> SweepTable {
@@ -213,9 +253,20 @@ impl SweepTable {
         } else {
             None
         };
+        let goodput_points: Vec<RatioPoint> = rows
+            .iter()
+            .filter_map(|r| {
+                r.goodput_ratio().map(|ratio| RatioPoint {
+                    concurrency: r.concurrency,
+                    ratio,
+                })
+            })
+            .collect();
         SweepTable {
             crossing: sweep_crossing(&points),
             crossing_interval,
+            goodput_crossing: sweep_crossing(&goodput_points),
+            goodput_slo: None,
             rows,
             prediction,
         }
@@ -232,7 +283,10 @@ impl SweepTable {
                 }
             }
         }
-        SweepTable::new(rows, self.prediction)
+        SweepTable {
+            goodput_slo: self.goodput_slo,
+            ..SweepTable::new(rows, self.prediction)
+        }
     }
 
     /// A row's ratio and verdict as the console and the page print them.
@@ -255,6 +309,14 @@ impl SweepTable {
             (Some(b), None) => format!("Measured crossing: B* = {b:.1} concurrent requests (interpolated)"),
             (None, _) => "Measured crossing: no crossing inside the swept range".to_string(),
         }];
+        if let Some(slo) = &self.goodput_slo {
+            let any = self.rows.iter().any(|r| r.goodput_ratio().is_some());
+            lines.push(match self.goodput_crossing {
+                Some(b) => format!("Goodput crossing ({slo}): B* = {b:.1} concurrent requests (interpolated)"),
+                None if any => format!("Goodput crossing ({slo}): no crossing inside the swept range"),
+                None => format!("Goodput crossing ({slo}): the plain arm met the objectives at no point"),
+            });
+        }
         if let Some(p) = &self.prediction {
             lines.push(format!(
                 "Model prediction: B* = {:.1} from measured E = {:.3} (k = {}, {}, c = {}, ridge T* = {})",
@@ -293,6 +355,21 @@ impl SweepTable {
                 cell(r.base_output_tokens_per_s),
                 ratio
             ));
+        }
+        if let Some(slo) = &self.goodput_slo {
+            let cell = |v: Option<f64>| v.map_or_else(|| "—".to_string(), |v| format!("{v:.2}"));
+            out.push_str(&format!(
+                "\nGoodput (completed requests/s within {slo}):\nConcurrency   spec req/s   base req/s    ratio\n"
+            ));
+            for r in &self.rows {
+                out.push_str(&format!(
+                    "{:>11}   {:>10}   {:>10}   {:>6}\n",
+                    r.concurrency,
+                    cell(r.spec_goodput),
+                    cell(r.base_goodput),
+                    r.goodput_ratio().map_or_else(|| "—".to_string(), |x| format!("{x:.3}"))
+                ));
+            }
         }
         for (i, line) in self.findings().iter().enumerate() {
             out.push_str(if i == 0 { "\n" } else { "" });
@@ -347,6 +424,70 @@ mod tests {
             None,
         );
         assert!(none.render().contains("no crossing inside the swept range"));
+    }
+
+    /// Speculation lowers TPOT, so under a TPOT objective it can keep paying past the raw
+    /// crossing: the goodput ratio gets its own crossing, from the points' `request_goodput`.
+    #[test]
+    fn goodput_has_its_own_ratio_and_crossing() {
+        let point = |tokens: f64, goodput: f64| {
+            let mut r = RunResult {
+                steady_output_throughput: Some(tokens),
+                request_goodput: Some(goodput),
+                config: serde_json::from_value(serde_json::json!({
+                    "urls": [], "endpoint": "chat", "model": "m", "stream": true, "concurrency": 1,
+                    "request_rate": null, "arrival": "poisson", "burstiness": 1.0, "num_prompts": 1,
+                    "duration_s": null, "warmup": 0, "seed": 0, "dataset": "synthetic",
+                    "dataset_path": null, "categories": [], "input_tokens": 8, "input_tokens_stddev": 0.0,
+                    "output_tokens": 8, "output_tokens_stddev": 0.0, "temperature": 0.0,
+                    "metrics_endpoints": [], "scrape_interval_s": 1.0, "timeout_s": 600.0,
+                    "percentiles": [99.0], "header_names": [], "api_key_set": false,
+                    "goodput": {"tpot": 20.0}
+                }))
+                .unwrap(),
+                ..RunResult::default()
+            };
+            r.output_throughput = Some(tokens);
+            r
+        };
+        let (s1, b1, s2, b2, s3, b3) = (
+            point(300.0, 2.0),
+            point(100.0, 1.0),
+            point(900.0, 6.0),
+            point(1000.0, 4.0),
+            point(1200.0, 2.0),
+            point(2000.0, 3.0),
+        );
+        let costs = Costs::H100_FREE_DRAFTS;
+        let t = SweepTable::from_points(
+            &[
+                (Arm::Spec, 1, &s1),
+                (Arm::Base, 1, &b1),
+                (Arm::Spec, 64, &s2),
+                (Arm::Base, 64, &b2),
+                (Arm::Spec, 128, &s3),
+                (Arm::Base, 128, &b3),
+            ],
+            costs,
+        );
+        assert_eq!(t.goodput_slo.as_deref(), Some("tpot:20"));
+        // Raw: 3.0, 0.9 (crossing between 1 and 64); goodput: 2.0, 1.5, 0.667 (between 64 and 128).
+        let raw = t.crossing.unwrap();
+        assert!((raw - (1.0 + 63.0 * 2.0 / 2.1)).abs() < 1e-9, "{raw}");
+        let good = t.goodput_crossing.unwrap();
+        assert!((good - (64.0 + 64.0 * 0.5 / (1.5 - 2.0 / 3.0))).abs() < 1e-9, "{good}");
+        let text = t.render();
+        assert!(
+            text.contains("Goodput (completed requests/s within tpot:20):"),
+            "{text}"
+        );
+        assert!(text.contains("Goodput crossing (tpot:20): B* = 102.4"), "{text}");
+        // The spreads keep the goodput figures.
+        let spread = t.clone().with_spreads(&[(Arm::Spec, 64, 800.0, 950.0)]);
+        assert_eq!(
+            (spread.goodput_crossing, spread.goodput_slo),
+            (t.goodput_crossing, t.goodput_slo)
+        );
     }
 
     #[test]

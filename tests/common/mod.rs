@@ -192,6 +192,32 @@ pub fn run_speclens_within(args: &[&str], limit: Duration) -> (i32, String, Stri
 
 /// `speclens bench --url URL --out OUT ARGS…` within `limit`; asserts success and returns the
 /// stdout and the run's `result.json`.
+/// `speclens sweep` of the servers at `spec` and `base` at concurrency `levels` into `out`, with
+/// `extra` flags, within `limit`: (exit code, stdout, stderr).
+pub fn sweep_within(
+    spec: &str,
+    base: &str,
+    levels: &str,
+    out: &Path,
+    extra: &[&str],
+    limit: Duration,
+) -> (i32, String, String) {
+    let out = out.to_str().expect("UTF-8 path");
+    let mut all = vec![
+        "sweep",
+        "--spec-url",
+        spec,
+        "--base-url",
+        base,
+        "--concurrency",
+        levels,
+        "--out",
+        out,
+    ];
+    all.extend_from_slice(extra);
+    run_speclens_within(&all, limit)
+}
+
 pub fn bench_into(url: &str, out: &Path, args: &[&str], limit: Duration) -> (String, serde_json::Value) {
     let mut all = vec!["bench", "--url", url, "--out", out.to_str().expect("UTF-8 path")];
     all.extend_from_slice(args);

@@ -75,6 +75,10 @@ pub struct LoadOutcome {
     pub steady: Option<SteadyState>,
     /// Seconds from the window's first send to its last completion.
     pub duration_s: f64,
+    /// Wall-clock Unix seconds at the run's start (from which records' `start_ms` count) and at
+    /// the window's first send.
+    pub started_unix_s: f64,
+    pub window_start_unix_s: f64,
     pub max_in_flight: u64,
     pub partial: bool,
     /// The signal that stopped the run early, if one did.
@@ -296,8 +300,10 @@ async fn measure(p: &Prepared, hub: &LiveHub, records_tmp: &std::path::Path) -> 
         ProgressBar::hidden()
     };
     let started = Instant::now();
+    let started_unix_s = prometheus::unix_now_s();
     // SGLang leaves the details out of a request that never verified: a zero-step request.
-    let mut tally = RunTally::new((p.engine == Some(Engine::Sglang)).then_some(EngineKind::Sglang));
+    let mut tally = RunTally::new((p.engine == Some(Engine::Sglang)).then_some(EngineKind::Sglang))
+        .with_goodput(plan.output.goodput);
     let mut runner = Runner {
         tally: &mut tally,
         shared: &p.shared,
@@ -392,6 +398,8 @@ async fn measure(p: &Prepared, hub: &LiveHub, records_tmp: &std::path::Path) -> 
             tally,
             steady,
             duration_s: (window_end - window_start).as_secs_f64(),
+            started_unix_s,
+            window_start_unix_s,
             max_in_flight: p.shared.max_in_flight(),
             partial,
             interrupted: caught.get().copied(),

@@ -8,11 +8,12 @@ use std::time::Duration;
 
 use comfy_table::{presets, CellAlignment, Table};
 use indicatif::{ProgressBar, ProgressDrawTarget, ProgressStyle};
-use serde_json::{json, Map, Value};
-use speclens_shared::aggregate::{MetricStats, SpecSummary, CONSOLE_COLUMNS};
+use serde_json::Value;
+use speclens_shared::aggregate::{SpecSummary, CONSOLE_COLUMNS};
+use speclens_shared::aiperf::{profile_export, record_line, RunInfo};
 use speclens_shared::protocol::Distributions;
 use speclens_shared::results::{EndpointResult, ErrorCount, Errors, RunConfig, RunResult, SpecDecodeSection};
-use speclens_shared::run::{vllm_summary, RunMetrics, RunTally};
+use speclens_shared::run::{vllm_summary, RunMetrics};
 use speclens_shared::scrape::{console_block, result_file_label, SpecDecodeData, SpecDecodeResult};
 
 use super::paths::SpecPaths;
@@ -100,98 +101,6 @@ pub fn spec_table(summary: &SpecSummary) -> String {
         out.push_str(&format!("  Note: {note}\n"));
     }
     out
-}
-
-fn request_stats(tally: &RunTally) -> Vec<(&'static str, &'static str, &'static str, Option<MetricStats>)> {
-    vec![
-        (
-            "time_to_first_token",
-            "Time to First Token",
-            "ms",
-            MetricStats::from_sample("ms", &tally.ttft_ms),
-        ),
-        (
-            "inter_token_latency",
-            "Inter Token Latency",
-            "ms",
-            MetricStats::from_sample("ms", &tally.itl_ms),
-        ),
-        (
-            "request_latency",
-            "Request Latency",
-            "ms",
-            MetricStats::from_sample("ms", &tally.e2el_ms),
-        ),
-        (
-            "input_sequence_length",
-            "Input Sequence Length",
-            "tokens",
-            MetricStats::from_sample("tokens", &tally.input_lens),
-        ),
-        (
-            "output_sequence_length",
-            "Output Sequence Length",
-            "tokens",
-            MetricStats::from_sample("tokens", &tally.output_lens),
-        ),
-    ]
-}
-
-/// AIPerf-named export: request metrics, then the spec-decode figures when any request
-/// carried stats.
-fn profile_export(tally: &RunTally, metrics: &RunMetrics, spec: Option<&SpecSummary>) -> (Value, String) {
-    let mut json = Map::new();
-    let mut csv = String::from("Metric,avg,min,max,sum,p1,p5,p10,p25,p50,p75,p90,p95,p99,std\n");
-    for (key, name, unit, stats) in request_stats(tally) {
-        let Some(s) = stats else { continue };
-        let mut cells = vec![format!("{name} ({unit})")];
-        cells.extend([s.avg, s.min, s.max, s.sum].iter().map(|v| format!("{v:.2}")));
-        cells.extend(s.percentiles().iter().map(|v| format!("{v:.2}")));
-        cells.push(format!("{:.2}", s.std));
-        csv.push_str(&cells.join(","));
-        csv.push('\n');
-        json.insert(key.into(), serde_json::to_value(&s).unwrap_or(Value::Null));
-    }
-    let derived = [
-        (
-            "request_throughput",
-            "Request Throughput (requests/sec)",
-            "requests/sec",
-            metrics.request_throughput,
-        ),
-        (
-            "output_token_throughput",
-            "Output Token Throughput (tokens/sec)",
-            "tokens/sec",
-            metrics.output_throughput,
-        ),
-        ("request_count", "Request Count", "requests", metrics.completed as f64),
-        (
-            "error_request_count",
-            "Error Request Count",
-            "requests",
-            metrics.failed as f64,
-        ),
-    ];
-    let mut derived_csv = String::from("\nMetric,Value\n");
-    for (key, name, unit, v) in derived {
-        json.insert(key.into(), json!({"unit": unit, "avg": v}));
-        derived_csv.push_str(&format!("{name},{v:.2}\n"));
-    }
-    if let Some(spec) = spec {
-        if let Ok(Value::Object(m)) = serde_json::to_value(spec) {
-            json.extend(m);
-        }
-        let spec_csv = spec.to_csv();
-        let (rows, spec_derived) = spec_csv.split_once("\n\nMetric,Value\n").unwrap_or((&spec_csv, ""));
-        for line in rows.lines().skip(1) {
-            csv.push_str(line);
-            csv.push('\n');
-        }
-        derived_csv.push_str(spec_derived);
-    }
-    csv.push_str(&derived_csv);
-    (Value::Object(json), csv)
 }
 
 /// What the console and the files are made of, computed once.
@@ -311,7 +220,16 @@ fn persist(run: &Prepared, f: &Figures<'_>, records_tmp: &Path) -> Result<(RunRe
             .join(format!("spec_decode_{}.json", super::prometheus::LABEL));
         files.push((path, to_json_bytes(&fleet.result)?));
     }
-    let (profile_json, profile_csv) = profile_export(&f.outcome.tally, &f.metrics, f.summary.as_ref());
+    let config = run_config(run);
+    let info = RunInfo {
+        stream: run.plan.target.stream,
+        was_cancelled: f.outcome.interrupted.is_some(),
+        start_time: aiperf_time(f.outcome.window_start_unix_s),
+        end_time: aiperf_time(f.outcome.window_start_unix_s + f.metrics.duration_s),
+        speclens_version: env!("CARGO_PKG_VERSION").into(),
+        input_config: serde_json::to_value(&config).unwrap_or(Value::Null),
+    };
+    let (profile_json, profile_csv) = profile_export(&f.outcome.tally, &f.metrics, f.summary.as_ref(), &info);
     files.push((dir.join("profile_export_speclens.json"), to_json_bytes(&profile_json)?));
     files.push((dir.join("profile_export_speclens.csv"), profile_csv.into_bytes()));
     let result = run_result(run, f);
@@ -323,6 +241,17 @@ fn persist(run: &Prepared, f: &Figures<'_>, records_tmp: &Path) -> Result<(RunRe
             Ok(()) => saved.push(name(&path)),
             Err(e) => failed.push(e.to_string()),
         }
+    }
+    // AIPerf's per-record file, from the records just written (one line each, streamed).
+    let per_record = dir.join("profile_export.jsonl");
+    match aiperf_records(
+        records_tmp,
+        &per_record,
+        f.outcome.started_unix_s * 1e9,
+        run.plan.target.stream,
+    ) {
+        Ok(()) => saved.push(name(&per_record)),
+        Err(e) => failed.push(e.to_string()),
     }
     let records = dir.join("records.jsonl");
     match std::fs::rename(records_tmp, &records) {
@@ -356,6 +285,49 @@ fn persist(run: &Prepared, f: &Figures<'_>, records_tmp: &Path) -> Result<(RunRe
             dir.display()
         )),
     ))
+}
+
+/// AIPerf's time stamp form (`2025-10-17T20:22:08.939332`), in UTC.
+fn aiperf_time(unix_s: f64) -> String {
+    let at = time::OffsetDateTime::UNIX_EPOCH + Duration::from_secs_f64(unix_s.max(0.0));
+    at.format(time::macros::format_description!(
+        "[year]-[month]-[day]T[hour]:[minute]:[second].[subsecond digits:6]"
+    ))
+    .unwrap_or_default()
+}
+
+/// `profile_export.jsonl` from the run's records file, written atomically.
+fn aiperf_records(records: &Path, path: &Path, run_start_unix_ns: f64, stream: bool) -> Result<(), CollectorError> {
+    use std::io::Write;
+    let fail = |e: String| CollectorError::Output(format!("cannot write {}: {e}", path.display()));
+    let tmp = path.with_file_name(".profile_export.jsonl.tmp");
+    let written = (|| -> Result<(), String> {
+        let mut out = std::io::BufWriter::new(std::fs::File::create(&tmp).map_err(|e| e.to_string())?);
+        let mut failure = None;
+        crate::history::for_each_record(records, |r| {
+            if failure.is_some() {
+                return;
+            }
+            if let Some(line) = record_line(r, run_start_unix_ns, stream) {
+                let done = serde_json::to_writer(&mut out, &line)
+                    .map_err(std::io::Error::from)
+                    .and_then(|()| out.write_all(b"\n"));
+                if let Err(e) = done {
+                    failure = Some(e.to_string());
+                }
+            }
+        })?;
+        if let Some(e) = failure {
+            return Err(e);
+        }
+        let file = out.into_inner().map_err(|e| e.to_string())?;
+        file.sync_all().map_err(|e| e.to_string())?;
+        std::fs::rename(&tmp, path).map_err(|e| e.to_string())
+    })();
+    if written.is_err() {
+        let _ = std::fs::remove_file(&tmp);
+    }
+    written.map_err(fail)
 }
 
 /// `result.json`'s content.
@@ -454,6 +426,7 @@ fn run_config(run: &Prepared) -> RunConfig {
         percentiles: plan.output.percentiles.clone(),
         header_names: target.header_names.clone(),
         api_key_set: target.api_key_set,
+        goodput: plan.output.goodput.map(|s| s.by_name()).unwrap_or_default(),
         engine: run.engine.map(|e| e.name().to_string()),
     }
 }

@@ -7,6 +7,7 @@ use std::time::Duration;
 
 use reqwest::header::{HeaderMap, HeaderName, HeaderValue, AUTHORIZATION, CONTENT_TYPE};
 use speclens_shared::gates::Gate;
+use speclens_shared::goodput::Slo;
 
 use super::client::EndpointKind;
 use super::engine::Engine;
@@ -177,6 +178,8 @@ pub struct Output {
     pub label: String,
     /// Latency percentiles to report.
     pub percentiles: Vec<f64>,
+    /// `--goodput` objectives: the requests that meet them are counted as goodput.
+    pub goodput: Option<Slo>,
     /// Print the console report (runs inside sweep and accept only write their files).
     pub print: bool,
 }

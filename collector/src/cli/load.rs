@@ -6,6 +6,7 @@ use std::time::Duration;
 
 use clap::{Args, Parser, ValueEnum};
 use speclens_shared::gates::Gate;
+use speclens_shared::goodput::Slo;
 use speclens_shared::model::Costs;
 use speclens_shared::sweep::Arm;
 
@@ -169,6 +170,10 @@ pub struct WorkloadArgs {
     /// Percentiles to report for TTFT, TPOT, ITL and E2EL.
     #[arg(long, value_delimiter = ',', default_value = "99")]
     pub percentiles: Vec<f64>,
+    /// Service-level objectives in ms for goodput, as `vllm bench serve`: "ttft:500 tpot:50
+    /// e2el:2000" (AIPerf's time_to_first_token, inter_token_latency and request_latency too).
+    #[arg(long, num_args = 1.., value_name = "KEY:MS")]
+    pub goodput: Vec<String>,
     /// After Ctrl-C or SIGTERM, seconds to wait for requests in flight before abandoning them
     /// (a second signal abandons them at once).
     #[arg(long, default_value_t = 10.0)]
@@ -473,6 +478,16 @@ impl WorkloadArgs {
         }
     }
 
+    /// The `--goodput` objectives, when given.
+    fn goodput(&self) -> Result<Option<Slo>, CollectorError> {
+        if self.goodput.is_empty() {
+            return Ok(None);
+        }
+        Slo::parse(&self.goodput)
+            .map(Some)
+            .map_err(|e| CollectorError::InvalidArgument(e.to_string()))
+    }
+
     fn drain(&self) -> Result<Duration, CollectorError> {
         seconds(self.drain_timeout, 0.0)
             .map_or_else(|| invalid("--drain-timeout must be finite seconds in [0, 1e7]"), Ok)
@@ -531,6 +546,7 @@ impl BenchArgs {
                 dir: self.out.clone(),
                 label: self.label.clone(),
                 percentiles: self.workload.percentiles.clone(),
+                goodput: self.workload.goodput()?,
                 print: !self.quiet,
             },
             checks: self.checks()?,
@@ -582,6 +598,7 @@ impl SweepArgs {
                 dir: None,
                 label: String::new(),
                 percentiles: self.workload.percentiles.clone(),
+                goodput: self.workload.goodput()?,
                 print: false,
             },
             checks: bench::Checks::default(),
@@ -629,6 +646,7 @@ impl AcceptArgs {
                 dir: None,
                 label: "bench".into(),
                 percentiles: self.workload.percentiles.clone(),
+                goodput: self.workload.goodput()?,
                 print: false,
             },
             checks: bench::Checks::default(),

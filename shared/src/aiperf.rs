@@ -1,0 +1,433 @@
+//! AIPerf's exports of a run (docs/FORMATS.md §3): `profile_export_speclens.json` and `.csv`
+//! with AIPerf's metric tags, units and statistics, and one `profile_export.jsonl` line per
+//! request in AIPerf's per-record layout, so AIPerf's own tooling reads speclens runs. The
+//! definitions follow AIPerf's code (docs/METRICS.md §7): `inter_token_latency` is per request,
+//! (request latency − TTFT) ÷ (output tokens − 1); the gaps between chunks are
+//! `inter_chunk_latency`; streaming figures are left out of a run that did not stream.
+
+use serde_json::{json, Map, Value};
+
+use crate::aggregate::{MetricStats, SpecSummary};
+use crate::run::{RequestRecord, RunMetrics, RunTally};
+use crate::sample::Sample;
+
+/// What the export says of the run beside its figures.
+#[derive(Debug, Clone, PartialEq)]
+pub struct RunInfo {
+    /// Whether responses were streamed (AIPerf computes its streaming metrics only then).
+    pub stream: bool,
+    /// Whether a signal stopped the run before it finished (AIPerf's `was_cancelled`).
+    pub was_cancelled: bool,
+    /// The window's first send and last completion, as AIPerf writes them
+    /// (`2025-10-17T20:22:08.939332`; speclens writes UTC).
+    pub start_time: String,
+    pub end_time: String,
+    pub speclens_version: String,
+    /// The run's settings (`result.json`'s `config`).
+    pub input_config: Value,
+}
+
+/// One per-request metric: its tag, AIPerf's header, unit, and whether AIPerf computes it only
+/// for streamed responses.
+struct RecordMetric<'a> {
+    tag: &'static str,
+    header: &'static str,
+    unit: &'static str,
+    streaming_only: bool,
+    sample: &'a Sample,
+}
+
+fn record_metrics(tally: &RunTally) -> [RecordMetric<'_>; 10] {
+    let m = |tag, header, unit, streaming_only, sample| RecordMetric {
+        tag,
+        header,
+        unit,
+        streaming_only,
+        sample,
+    };
+    [
+        m("time_to_first_token", "Time to First Token", "ms", true, &tally.ttft_ms),
+        m(
+            "time_to_second_token",
+            "Time to Second Token",
+            "ms",
+            true,
+            &tally.ttst_ms,
+        ),
+        // speclens's first token is the first chunk with generated text: AIPerf's first output token.
+        m(
+            "time_to_first_output_token",
+            "Time to First Output Token",
+            "ms",
+            true,
+            &tally.ttft_ms,
+        ),
+        m("inter_token_latency", "Inter Token Latency", "ms", true, &tally.tpot_ms),
+        m("inter_chunk_latency", "Inter Chunk Latency", "ms", true, &tally.itl_ms),
+        m(
+            "output_token_throughput_per_user",
+            "Output Token Throughput Per User",
+            "tokens/sec/user",
+            true,
+            &tally.tokens_per_s_per_user,
+        ),
+        m("request_latency", "Request Latency", "ms", false, &tally.e2el_ms),
+        m(
+            "input_sequence_length",
+            "Input Sequence Length",
+            "tokens",
+            false,
+            &tally.input_lens,
+        ),
+        m(
+            "output_sequence_length",
+            "Output Sequence Length",
+            "tokens",
+            false,
+            &tally.output_lens,
+        ),
+        m(
+            "output_token_count",
+            "Output Token Count",
+            "tokens",
+            false,
+            &tally.output_counts,
+        ),
+    ]
+}
+
+/// AIPerf's CSV name of a metric: `Header (unit)`, the unit left out for plain counts.
+fn csv_name(header: &str, unit: &str) -> String {
+    if unit == "requests" || unit == "count" {
+        header.to_string()
+    } else {
+        format!("{header} ({unit})")
+    }
+}
+
+/// The derived (single-value) metrics: tag, header, unit, value.
+fn derived_metrics(tally: &RunTally, m: &RunMetrics) -> Vec<(&'static str, &'static str, &'static str, f64)> {
+    let per_s = |v: f64| if m.duration_s > 0.0 { v / m.duration_s } else { 0.0 };
+    let requests = m.completed + m.failed;
+    let mut out = vec![
+        ("benchmark_duration", "Benchmark Duration", "sec", m.duration_s),
+        (
+            "error_request_count",
+            "Error Request Count",
+            "requests",
+            m.failed as f64,
+        ),
+        (
+            "input_token_throughput",
+            "Input Token Throughput",
+            "tokens/sec",
+            per_s(m.total_input_tokens as f64),
+        ),
+        (
+            "output_token_throughput",
+            "Output Token Throughput",
+            "tokens/sec",
+            m.output_throughput,
+        ),
+        ("request_count", "Request Count", "requests", m.completed as f64),
+        (
+            "request_error_rate",
+            "Request Error Rate",
+            "%",
+            if requests > 0 {
+                100.0 * m.failed as f64 / requests as f64
+            } else {
+                0.0
+            },
+        ),
+        (
+            "request_throughput",
+            "Request Throughput",
+            "requests/sec",
+            m.request_throughput,
+        ),
+        (
+            "total_isl",
+            "Total Input Sequence Length",
+            "tokens",
+            m.total_input_tokens as f64,
+        ),
+        (
+            "total_osl",
+            "Total Output Sequence Length",
+            "tokens",
+            m.total_output_tokens as f64,
+        ),
+        (
+            "total_output_tokens",
+            "Total Output Tokens",
+            "tokens",
+            tally.output_counts.moments().map_or(0.0, |s| s.sum),
+        ),
+        (
+            "total_token_throughput",
+            "Total Token Throughput",
+            "tokens/sec",
+            m.total_token_throughput,
+        ),
+    ];
+    if let (Some(good), Some(goodput)) = (m.good_requests, m.request_goodput) {
+        out.push(("good_request_count", "Good Request Count", "requests", good as f64));
+        out.push(("goodput", "Goodput", "requests/sec", goodput));
+    }
+    out.sort_by_key(|d| d.0);
+    out
+}
+
+/// AIPerf's `error_summary`: one entry per kind of failure with its count and first message
+/// (AIPerf groups by code, type and message; speclens keeps the first message of each kind).
+fn error_summary(tally: &RunTally) -> Value {
+    Value::Array(
+        tally
+            .failures
+            .iter()
+            .map(|(kind, (count, first))| {
+                json!({"error_details": {"type": kind.as_str(), "message": first}, "count": count})
+            })
+            .collect(),
+    )
+}
+
+/// `profile_export_speclens.json` and `.csv`: the request metrics, the derived ones, then the
+/// spec-decode figures when any request carried stats.
+pub fn profile_export(
+    tally: &RunTally,
+    metrics: &RunMetrics,
+    spec: Option<&SpecSummary>,
+    info: &RunInfo,
+) -> (Value, String) {
+    let mut json = Map::new();
+    let mut csv = String::from("Metric,avg,min,max,sum,p1,p5,p10,p25,p50,p75,p90,p95,p99,std\n");
+    let mut rows: Vec<(&str, String)> = Vec::new();
+    for metric in record_metrics(tally) {
+        if metric.streaming_only && !info.stream {
+            continue;
+        }
+        let Some(s) = MetricStats::from_sample(metric.unit, metric.sample) else {
+            continue;
+        };
+        let mut cells = vec![csv_name(metric.header, metric.unit)];
+        cells.extend([s.avg, s.min, s.max, s.sum].iter().map(|v| format!("{v:.2}")));
+        cells.extend(s.percentiles().iter().map(|v| format!("{v:.2}")));
+        cells.push(format!("{:.2}", s.std));
+        rows.push((metric.tag, cells.join(",")));
+        json.insert(metric.tag.into(), serde_json::to_value(&s).unwrap_or(Value::Null));
+    }
+    // AIPerf sorts its CSV rows by tag.
+    rows.sort_by_key(|r| r.0);
+    for (_, row) in rows {
+        csv.push_str(&row);
+        csv.push('\n');
+    }
+    let mut derived_csv = String::from("\nMetric,Value\n");
+    for (tag, header, unit, v) in derived_metrics(tally, metrics) {
+        json.insert(tag.into(), json!({"unit": unit, "avg": v}));
+        derived_csv.push_str(&format!("{},{v:.2}\n", csv_name(header, unit)));
+    }
+    if let Some(spec) = spec {
+        if let Ok(Value::Object(m)) = serde_json::to_value(spec) {
+            json.extend(m);
+        }
+        let spec_csv = spec.to_csv();
+        let (rows, spec_derived) = spec_csv.split_once("\n\nMetric,Value\n").unwrap_or((&spec_csv, ""));
+        for line in rows.lines().skip(1) {
+            csv.push_str(line);
+            csv.push('\n');
+        }
+        derived_csv.push_str(spec_derived);
+    }
+    csv.push_str(&derived_csv);
+    json.insert("was_cancelled".into(), info.was_cancelled.into());
+    json.insert("error_summary".into(), error_summary(tally));
+    json.insert("start_time".into(), info.start_time.clone().into());
+    json.insert("end_time".into(), info.end_time.clone().into());
+    json.insert("input_config".into(), info.input_config.clone());
+    json.insert("speclens_version".into(), info.speclens_version.clone().into());
+    (Value::Object(json), csv)
+}
+
+/// One line of `profile_export.jsonl` for a measured request (AIPerf writes no warm-up
+/// records; `None` for one): AIPerf's `metadata`, its per-request `metrics` as
+/// `{value, unit}`, and `error` for a failed request. `run_start_unix_ns` is the wall-clock time
+/// of the run's start, from which `start_ms` counts.
+pub fn record_line(r: &RequestRecord, run_start_unix_ns: f64, stream: bool) -> Option<Value> {
+    if r.warmup {
+        return None;
+    }
+    let start_ns = run_start_unix_ns + r.start_ms * 1e6;
+    let mut metadata = Map::new();
+    metadata.insert("session_num".into(), r.request_id.into());
+    metadata.insert("x_request_id".into(), format!("speclens-{}", r.request_id).into());
+    metadata.insert("turn_index".into(), 0.into());
+    metadata.insert("request_start_ns".into(), (start_ns.round() as u64).into());
+    if let Some(e2el) = r.e2el_ms {
+        metadata.insert("request_end_ns".into(), ((start_ns + e2el * 1e6).round() as u64).into());
+    }
+    metadata.insert("worker_id".into(), "speclens".into());
+    metadata.insert("benchmark_phase".into(), "profiling".into());
+    metadata.insert(
+        "was_cancelled".into(),
+        (r.error_kind == Some(crate::run::ErrorKind::Cancelled)).into(),
+    );
+    let mut metrics = Map::new();
+    let mut put = |tag: &str, value: Value, unit: &str| {
+        metrics.insert(tag.into(), json!({"value": value, "unit": unit}));
+    };
+    let mut line = Map::new();
+    if !r.success {
+        put("error_isl", r.input_tokens.into(), "tokens");
+        line.insert("metadata".into(), Value::Object(metadata));
+        line.insert("metrics".into(), Value::Object(metrics));
+        let kind = r.error_kind.map_or("error", |k| k.as_str());
+        line.insert(
+            "error".into(),
+            json!({"type": kind, "message": r.error.clone().unwrap_or_default()}),
+        );
+        return Some(Value::Object(line));
+    }
+    put("input_sequence_length", r.input_tokens.into(), "tokens");
+    put("output_sequence_length", r.output_tokens.into(), "tokens");
+    if r.output_tokens > 0 {
+        put("output_token_count", r.output_tokens.into(), "tokens");
+    }
+    if let Some(e2el) = r.e2el_ms {
+        put("request_latency", e2el.into(), "ms");
+    }
+    if let (true, Some(ttft)) = (stream, r.ttft_ms) {
+        put("time_to_first_token", ttft.into(), "ms");
+        put("time_to_first_output_token", ttft.into(), "ms");
+        if let Some(gap) = r.itl_ms.first() {
+            put("time_to_second_token", (*gap).into(), "ms");
+            put("inter_chunk_latency", r.itl_ms.clone().into(), "ms");
+        }
+        if let Some(e2el) = r.e2el_ms.filter(|_| r.output_tokens > 1) {
+            let itl_ms = (e2el - ttft) / (r.output_tokens - 1) as f64;
+            put("inter_token_latency", itl_ms.into(), "ms");
+            if itl_ms > 0.0 {
+                put(
+                    "output_token_throughput_per_user",
+                    (1e3 / itl_ms).into(),
+                    "tokens/sec/user",
+                );
+            }
+        }
+    }
+    line.insert("metadata".into(), Value::Object(metadata));
+    line.insert("metrics".into(), Value::Object(metrics));
+    Some(Value::Object(line))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::goodput::Slo;
+    use crate::run::ErrorKind;
+
+    fn record(id: u64, ttft: f64, e2el: f64, itl: Vec<f64>, tokens: u64) -> RequestRecord {
+        RequestRecord {
+            request_id: id,
+            start_ms: 10.0,
+            ..crate::run::tests::record(ttft, e2el, itl, tokens)
+        }
+    }
+
+    fn info(stream: bool) -> RunInfo {
+        RunInfo {
+            stream,
+            was_cancelled: false,
+            start_time: "2026-12-01T10:00:00.000000".into(),
+            end_time: "2026-12-01T10:00:02.000000".into(),
+            speclens_version: "0".into(),
+            input_config: json!({}),
+        }
+    }
+
+    /// AIPerf's worked definitions: TTST is the second chunk's gap, ITL (request latency −
+    /// TTFT) ÷ (OSL − 1), per-user throughput its inverse in tokens/s, ICL the chunk gaps.
+    #[test]
+    fn aiperf_definitions_on_a_worked_example() {
+        // 5 tokens in 3 chunks (a speculative server sends several per chunk): TTFT 100, chunks
+        // at +40 and +60, E2E 200. ITL = (200 − 100) ÷ 4 = 25 ms: 40 tokens/s for this user.
+        let mut tally = RunTally::default().with_goodput(Some(Slo::parse(&["ttft:150 tpot:30"]).unwrap()));
+        tally.push(&record(0, 100.0, 200.0, vec![40.0, 60.0], 5));
+        // One token: no ITL, no TTST, per AIPerf (and TPOT 0 for vLLM's goodput: good).
+        tally.push(&record(1, 120.0, 120.0, vec![], 1));
+        // Misses the TTFT objective.
+        tally.push(&record(2, 300.0, 400.0, vec![100.0], 2));
+        let mut failed = record(3, 0.0, 0.0, vec![], 0);
+        (failed.success, failed.error_kind, failed.error) =
+            (false, Some(ErrorKind::HttpStatus), Some("HTTP 500: boom".into()));
+        tally.push(&failed);
+        let m = tally.metrics(2.0, Some(4), None, 4, &[99.0]);
+        let (json, csv) = profile_export(&tally, &m, None, &info(true));
+        assert_eq!(json["time_to_second_token"]["avg"], 70.0, "(40 + 100) ÷ 2");
+        assert_eq!(json["inter_token_latency"]["count"], 2);
+        assert_eq!(json["inter_token_latency"]["min"], 25.0);
+        assert_eq!(json["inter_token_latency"]["max"], 100.0);
+        assert_eq!(json["output_token_throughput_per_user"]["max"], 40.0);
+        assert_eq!(json["output_token_throughput_per_user"]["unit"], "tokens/sec/user");
+        assert_eq!(json["inter_chunk_latency"]["count"], 3);
+        assert_eq!(json["output_token_count"]["count"], 3);
+        assert_eq!(json["total_osl"]["avg"], 8.0);
+        assert_eq!(json["benchmark_duration"], json!({"unit": "sec", "avg": 2.0}));
+        assert_eq!(json["request_error_rate"], json!({"unit": "%", "avg": 25.0}));
+        assert_eq!(json["good_request_count"]["avg"], 2.0);
+        assert_eq!(json["goodput"], json!({"unit": "requests/sec", "avg": 1.0}));
+        assert_eq!(json["error_summary"][0]["error_details"]["type"], "http_status");
+        assert_eq!(json["error_summary"][0]["count"], 1);
+        assert_eq!(json["was_cancelled"], false);
+        assert!(csv.contains("\nInter Token Latency (ms),"), "{csv}");
+        assert!(csv.contains("\nRequest Count,3.00\n"), "{csv}");
+        assert!(csv.contains("\nGoodput (requests/sec),1.00\n"), "{csv}");
+        let tags: Vec<&str> = csv
+            .lines()
+            .skip(1)
+            .take_while(|l| !l.is_empty())
+            .map(|l| l.split(" (").next().unwrap())
+            .collect();
+        let mut sorted = tags.clone();
+        sorted.sort_by_key(|h| h.to_lowercase());
+        assert_eq!(tags, sorted, "rows by tag, as AIPerf sorts them");
+
+        // Without a stream AIPerf has no streaming metrics.
+        let (whole, _) = profile_export(&tally, &m, None, &info(false));
+        for tag in [
+            "time_to_first_token",
+            "inter_token_latency",
+            "inter_chunk_latency",
+            "time_to_second_token",
+        ] {
+            assert!(whole.get(tag).is_none(), "{tag}");
+        }
+        assert!(whole.get("request_latency").is_some());
+    }
+
+    #[test]
+    fn record_lines_have_aiperf_s_layout() {
+        let line = record_line(&record(7, 100.0, 200.0, vec![40.0, 60.0], 5), 1e18, true).unwrap();
+        assert_eq!(line["metadata"]["request_start_ns"], 1_000_000_000_010_000_000u64);
+        assert_eq!(line["metadata"]["request_end_ns"], 1_000_000_000_210_000_000u64);
+        assert_eq!(line["metadata"]["benchmark_phase"], "profiling");
+        assert_eq!(
+            line["metrics"]["inter_token_latency"],
+            json!({"value": 25.0, "unit": "ms"})
+        );
+        assert_eq!(line["metrics"]["inter_chunk_latency"]["value"], json!([40.0, 60.0]));
+        assert!(line.get("error").is_none());
+        let mut failed = record(8, 0.0, 0.0, vec![], 0);
+        (failed.success, failed.error_kind, failed.error, failed.e2el_ms) =
+            (false, Some(ErrorKind::Cancelled), Some("stopped".into()), None);
+        let line = record_line(&failed, 0.0, true).unwrap();
+        assert_eq!(line["metadata"]["was_cancelled"], true);
+        assert_eq!(line["metrics"]["error_isl"]["value"], 10);
+        assert_eq!(line["error"]["type"], "cancelled");
+        let mut warm = record(0, 1.0, 2.0, vec![], 2);
+        warm.warmup = true;
+        assert_eq!(record_line(&warm, 0.0, true), None);
+    }
+}

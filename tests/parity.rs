@@ -1,0 +1,210 @@
+//! Parity with `vllm bench serve` and AIPerf beyond spec decode, end to end: goodput under
+//! objectives some requests miss (console, `result.json`, AIPerf's export, the sweep's goodput
+//! comparison), and AIPerf's per-record `profile_export.jsonl`.
+
+use std::time::Duration;
+
+use serde_json::Value;
+use speclens_shared::goodput::{RequestLatency, Slo};
+
+use crate::common::{bench_into, read_records, run_speclens, sweep_within, Speclens};
+
+/// A real-time sim that runs 4 sequences at once: 12 requests sent together are served in three
+/// waves, so the first wave's time to first token is one step and the later waves' are whole
+/// requests later (16 tokens of 5 ms steps).
+fn four_at_a_time() -> Speclens {
+    Speclens::start(&[
+        "sim",
+        "--port",
+        "0",
+        "--num-spec-tokens",
+        "2",
+        "--alpha",
+        "0.6",
+        "--max-num-seqs",
+        "4",
+        "--step-ms",
+        "5",
+    ])
+}
+
+#[test]
+fn goodput_counts_the_requests_within_every_objective() {
+    let sim = four_at_a_time();
+    let dir = tempfile::tempdir().unwrap();
+    let run = dir.path().join("run");
+    let (stdout, result) = bench_into(
+        &sim.url(),
+        &run,
+        &[
+            "--num-prompts",
+            "12",
+            "--input-tokens",
+            "8",
+            "--output-tokens",
+            "16",
+            "--goodput",
+            "ttft:40",
+            "e2el:5000",
+        ],
+        Duration::from_secs(60),
+    );
+    // The same rule by hand, over the records: every objective at most its value.
+    let slo = Slo::parse(&["ttft:40", "e2el:5000"]).unwrap();
+    let records = read_records(&run);
+    let good = records
+        .iter()
+        .filter(|r| {
+            r.success
+                && slo.met_by(RequestLatency::of(
+                    r.ttft_ms.unwrap(),
+                    r.e2el_ms.unwrap(),
+                    r.output_tokens,
+                ))
+        })
+        .count() as u64;
+    assert!(
+        (1..12).contains(&good),
+        "the first wave meets TTFT 40 ms, the later ones cannot: {good} of 12 good"
+    );
+    assert_eq!(result["good_requests"], good);
+    let duration = result["duration"].as_f64().unwrap();
+    let goodput = result["request_goodput"].as_f64().unwrap();
+    assert!((goodput - good as f64 / duration).abs() < 1e-9, "{goodput}");
+    assert!(goodput < result["request_throughput"].as_f64().unwrap());
+    assert_eq!(
+        result["config"]["goodput"],
+        serde_json::json!({"ttft": 40.0, "e2el": 5000.0})
+    );
+    let line = stdout
+        .lines()
+        .find(|l| l.starts_with("Request goodput (req/s):"))
+        .unwrap_or_else(|| panic!("vLLM's goodput line:\n{stdout}"));
+    assert_eq!(line, format!("{:<40} {:<10.2}", "Request goodput (req/s):", goodput));
+    let after = stdout
+        .lines()
+        .skip_while(|l| !l.starts_with("Request throughput"))
+        .nth(1);
+    assert_eq!(
+        after,
+        Some(line),
+        "right under the request throughput, as vLLM prints it"
+    );
+
+    let export: Value =
+        serde_json::from_str(&std::fs::read_to_string(run.join("profile_export_speclens.json")).unwrap()).unwrap();
+    assert_eq!(
+        export["good_request_count"],
+        serde_json::json!({"unit": "requests", "avg": good as f64})
+    );
+    assert_eq!(export["goodput"]["unit"], "requests/sec");
+    assert!((export["goodput"]["avg"].as_f64().unwrap() - goodput).abs() < 1e-9);
+
+    // Without objectives vLLM writes null, and AIPerf has no goodput metrics.
+    let plain = dir.path().join("plain");
+    let (stdout, result) = bench_into(&sim.url(), &plain, &["--num-prompts", "4"], Duration::from_secs(60));
+    assert_eq!(result["request_goodput"], Value::Null);
+    assert!(result.get("good_requests").is_none());
+    assert!(!stdout.contains("Request goodput"));
+}
+
+#[test]
+fn a_malformed_objective_is_a_usage_error_naming_it() {
+    for (arg, says) in [
+        ("ttft=40", "KEY:VALUE"),
+        ("itl:5", "one of ttft, tpot, e2el"),
+        ("tpot:-1", "≥ 0"),
+    ] {
+        let (code, _, err) = run_speclens(&["bench", "--url", "http://127.0.0.1:9", "--goodput", arg]);
+        assert_eq!(code, 2, "{arg}: {err}");
+        assert!(err.contains(says) && err.contains(arg), "{arg}: {err}");
+    }
+}
+
+#[test]
+fn aiperf_s_per_record_export_has_one_line_per_measured_request() {
+    let sim = Speclens::instant_spec_sim("0.7", &[]);
+    let dir = tempfile::tempdir().unwrap();
+    let run = dir.path().join("run");
+    bench_into(
+        &sim.url(),
+        &run,
+        &["--num-prompts", "6", "--warmup", "2", "--output-tokens", "12"],
+        Duration::from_secs(60),
+    );
+    let records = read_records(&run);
+    let lines: Vec<Value> = std::fs::read_to_string(run.join("profile_export.jsonl"))
+        .unwrap()
+        .lines()
+        .map(|l| serde_json::from_str(l).unwrap())
+        .collect();
+    assert_eq!(lines.len(), 6, "warm-up requests are not AIPerf's profiling records");
+    let measured: Vec<_> = records.iter().filter(|r| !r.warmup).collect();
+    for (line, r) in lines.iter().zip(&measured) {
+        let meta = &line["metadata"];
+        assert_eq!(meta["session_num"], r.request_id);
+        assert_eq!(meta["benchmark_phase"], "profiling");
+        let (start, end) = (
+            meta["request_start_ns"].as_u64().unwrap(),
+            meta["request_end_ns"].as_u64().unwrap(),
+        );
+        let e2el_ms = (end - start) as f64 / 1e6;
+        assert!(
+            (e2el_ms - r.e2el_ms.unwrap()).abs() < 1e-3,
+            "{e2el_ms} vs {:?}",
+            r.e2el_ms
+        );
+        let m = &line["metrics"];
+        assert_eq!(
+            m["output_sequence_length"],
+            serde_json::json!({"value": r.output_tokens, "unit": "tokens"})
+        );
+        assert_eq!(m["time_to_first_token"]["value"].as_f64(), r.ttft_ms);
+        let itl = (r.e2el_ms.unwrap() - r.ttft_ms.unwrap()) / (r.output_tokens - 1) as f64;
+        assert!((m["inter_token_latency"]["value"].as_f64().unwrap() - itl).abs() < 1e-9);
+        assert_eq!(m["inter_chunk_latency"]["value"], serde_json::json!(r.itl_ms));
+    }
+}
+
+#[test]
+fn a_sweep_compares_goodput_beside_throughput() {
+    let spec = four_at_a_time();
+    let base = Speclens::start(&["sim", "--port", "0", "--max-num-seqs", "4", "--step-ms", "5"]);
+    let out = tempfile::tempdir().unwrap();
+    let (code, stdout, stderr) = sweep_within(
+        &spec.url(),
+        &base.url(),
+        "1,8",
+        out.path(),
+        &[
+            "--requests-per-slot",
+            "2",
+            "--repeats",
+            "1",
+            "--input-tokens",
+            "8",
+            "--output-tokens",
+            "16",
+            "--goodput",
+            "ttft:40",
+        ],
+        Duration::from_secs(120),
+    );
+    assert_eq!(code, 0, "{stdout}{stderr}");
+    let table: Value = serde_json::from_str(&std::fs::read_to_string(out.path().join("sweep.json")).unwrap()).unwrap();
+    assert_eq!(table["goodput_slo"], "ttft:40");
+    for row in table["rows"].as_array().unwrap() {
+        for arm in ["spec", "base"] {
+            let c = row["concurrency"].as_f64().unwrap();
+            let point: Value =
+                serde_json::from_str(&std::fs::read_to_string(out.path().join(format!("{arm}-c{c}.json"))).unwrap())
+                    .unwrap();
+            assert_eq!(row[format!("{arm}_goodput")], point["request_goodput"], "{arm} at {c}");
+        }
+    }
+    assert!(
+        stdout.contains("Goodput (completed requests/s within ttft:40):"),
+        "{stdout}"
+    );
+    assert!(stdout.contains("Goodput crossing (ttft:40):"), "{stdout}");
+}
