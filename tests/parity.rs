@@ -208,3 +208,71 @@ fn a_sweep_compares_goodput_beside_throughput() {
     );
     assert!(stdout.contains("Goodput crossing (ttft:40):"), "{stdout}");
 }
+
+#[test]
+fn sharegpt_and_vllm_s_custom_jsonl_load_as_vllm_bench_serve_reads_them() {
+    let sim = Speclens::instant_spec_sim("0.7", &[]);
+    let dir = tempfile::tempdir().unwrap();
+    let fixture = crate::common::workspace().join("tests/fixtures/made_sharegpt.json");
+    let run = dir.path().join("sharegpt");
+    let (_, result) = bench_into(
+        &sim.url(),
+        &run,
+        &[
+            "--dataset",
+            "sharegpt",
+            "--dataset-path",
+            fixture.to_str().unwrap(),
+            "--num-prompts",
+            "6",
+        ],
+        Duration::from_secs(60),
+    );
+    assert_eq!(result["config"]["dataset"], "sharegpt");
+    assert_eq!(result["completed"], 6);
+    // Three usable pairs (of five entries), each sent twice; every answer as long as the recorded one.
+    let records = read_records(&run);
+    let prompts: std::collections::BTreeSet<u64> = records.iter().map(|r| r.input_tokens).collect();
+    assert_eq!(prompts.len(), 3, "{prompts:?}");
+
+    let custom = dir.path().join("custom.jsonl");
+    std::fs::write(
+        &custom,
+        "{\"prompt\": \"Summarize the memo\"}\n{\"prompt\": \"Translate the note\"}\n",
+    )
+    .unwrap();
+    let run = dir.path().join("custom");
+    let (_, result) = bench_into(
+        &sim.url(),
+        &run,
+        &[
+            "--dataset",
+            "custom",
+            "--dataset-path",
+            custom.to_str().unwrap(),
+            "--num-prompts",
+            "4",
+        ],
+        Duration::from_secs(60),
+    );
+    assert_eq!(
+        (result["config"]["dataset"].as_str(), result["completed"].as_u64()),
+        (Some("jsonl"), Some(4))
+    );
+
+    // A file that is not ShareGPT: a usage error naming the file and the line.
+    let (code, _, err) = run_speclens(&[
+        "bench",
+        "--url",
+        &sim.url(),
+        "--dataset",
+        "sharegpt",
+        "--dataset-path",
+        custom.to_str().unwrap(),
+    ]);
+    assert_eq!(code, 2, "{err}");
+    assert!(
+        err.contains("not a ShareGPT file") && err.contains("custom.jsonl") && err.contains("line 1"),
+        "{err}"
+    );
+}

@@ -211,10 +211,25 @@ fn vllm_section(stdout: &str) -> String {
     rest[..end].to_string()
 }
 
+/// The tiny model's folder, where scripts/real-vllm.sh keeps it (its tokenizer is the model's).
+fn real_vllm_model_dir() -> std::path::PathBuf {
+    let out = std::process::Command::new("bash")
+        .arg(workspace().join("scripts/real-vllm.sh"))
+        .arg("model-dir")
+        .output()
+        .expect("bash runs");
+    assert!(
+        out.status.success(),
+        "real-vllm.sh model-dir: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    std::path::PathBuf::from(String::from_utf8(out.stdout).expect("UTF-8 path").trim())
+}
+
 /// `vllm bench serve` from the same install (scripts/real-vllm.sh vllm …).
 fn vllm_bench_serve(url: &str, dataset: &Path, prompts: usize, result_dir: &Path) -> String {
     let script = workspace().join("scripts/real-vllm.sh");
-    let tokenizer = workspace().join(".tools/vllm/tiny-llama");
+    let tokenizer = real_vllm_model_dir();
     let n = prompts.to_string();
     let output = std::process::Command::new("bash")
         .arg(&script)

@@ -1,4 +1,5 @@
-//! Workloads: the prompts a run sends (synthetic, Spec-Bench `question.jsonl`, plain JSONL),
+//! Workloads: the prompts a run sends (synthetic, Spec-Bench `question.jsonl`, ShareGPT JSON,
+//! plain JSONL as vLLM's `custom` dataset),
 //! and their request bodies, serialised before the run so nothing is built on the timing path.
 
 use std::path::{Path, PathBuf};
@@ -20,6 +21,9 @@ use crate::error::CollectorError;
 pub enum Dataset {
     Synthetic,
     SpecBench(PathBuf),
+    /// ShareGPT's JSON (`[{"conversations": [{"from": "human", "value": …}, …]}, …]`), as
+    /// `vllm bench serve --dataset-name sharegpt` and AIPerf read it.
+    ShareGpt(PathBuf),
     Jsonl(PathBuf),
 }
 
@@ -29,6 +33,7 @@ impl Dataset {
         match self {
             Dataset::Synthetic => "synthetic",
             Dataset::SpecBench(_) => "specbench",
+            Dataset::ShareGpt(_) => "sharegpt",
             Dataset::Jsonl(_) => "jsonl",
         }
     }
@@ -36,7 +41,7 @@ impl Dataset {
     pub fn path(&self) -> Option<&Path> {
         match self {
             Dataset::Synthetic => None,
-            Dataset::SpecBench(p) | Dataset::Jsonl(p) => Some(p),
+            Dataset::SpecBench(p) | Dataset::ShareGpt(p) | Dataset::Jsonl(p) => Some(p),
         }
     }
 }
@@ -164,9 +169,80 @@ struct JsonlLine {
     max_tokens: Option<u32>,
 }
 
+#[derive(Deserialize)]
+struct ShareGptEntry {
+    #[serde(default)]
+    conversations: Vec<ShareGptTurn>,
+}
+
+#[derive(Deserialize)]
+struct ShareGptTurn {
+    value: String,
+}
+
+/// vLLM's limits on a ShareGPT pair (`is_valid_sequence` in `vllm/benchmarks/datasets.py`): at
+/// least 4 tokens each way, a prompt of at most 1,024 and a pair of at most 2,048.
+fn sharegpt_pair_fits(prompt_tokens: u64, output_tokens: u64) -> bool {
+    prompt_tokens >= 4 && output_tokens >= 4 && prompt_tokens <= 1024 && prompt_tokens + output_tokens <= 2048
+}
+
+/// A ShareGPT file's prompts, as vLLM takes them: the first turn is the prompt and the second's
+/// length the output length; entries of fewer than two turns, and pairs outside vLLM's limits,
+/// are left out (and counted in the error when nothing is left).
+fn from_sharegpt(
+    args: &Workload,
+    path: &Path,
+    text: &str,
+    tokens: &TokenCounter,
+) -> Result<Vec<Prompt>, CollectorError> {
+    let entries: Vec<ShareGptEntry> = serde_json::from_str(text).map_err(|e| {
+        CollectorError::InvalidArgument(format!(
+            "{}: not a ShareGPT file (a JSON array of {{\"conversations\": [{{\"from\": …, \"value\": …}}, …]}}): {e}",
+            path.display()
+        ))
+    })?;
+    let (mut short, mut outside) = (0, 0);
+    let mut prompts = Vec::new();
+    for entry in &entries {
+        let [first, second, ..] = entry.conversations.as_slice() else {
+            short += 1;
+            continue;
+        };
+        let (input_tokens, output_tokens) = (tokens.count(&first.value), tokens.count(&second.value));
+        if !sharegpt_pair_fits(input_tokens, output_tokens) {
+            outside += 1;
+            continue;
+        }
+        prompts.push(Prompt {
+            text: first.value.clone(),
+            category: None,
+            max_tokens: u32::try_from(output_tokens).unwrap_or(u32::MAX),
+            ignore_eos: args.ignore_eos,
+            input_tokens,
+        });
+    }
+    if prompts.is_empty() {
+        return Err(CollectorError::InvalidArgument(format!(
+            "{} holds no usable ShareGPT pair: {} entries, {short} with fewer than two turns, {outside} outside vLLM's \
+             limits (4 to 1,024 prompt tokens, at least 4 output tokens, at most 2,048 together)",
+            path.display(),
+            entries.len()
+        )));
+    }
+    Ok(prompts)
+}
+
 fn from_file(args: &Workload, path: &Path, tokens: &TokenCounter) -> Result<Vec<Prompt>, CollectorError> {
     let text = std::fs::read_to_string(path)
         .map_err(|e| CollectorError::InvalidArgument(format!("cannot read dataset {}: {e}", path.display())))?;
+    if matches!(args.dataset, Dataset::ShareGpt(_)) {
+        if !args.categories.is_empty() {
+            return Err(CollectorError::InvalidArgument(
+                "ShareGPT prompts have no categories: --category takes a spec-bench or jsonl dataset".into(),
+            ));
+        }
+        return from_sharegpt(args, path, &text, tokens);
+    }
     let mut prompts = Vec::new();
     for (i, line) in text.lines().enumerate().filter(|(_, l)| !l.trim().is_empty()) {
         let bad = |e: serde_json::Error| {
@@ -517,6 +593,69 @@ mod tests {
         let (_, short) = feeds(&a, 0, 10, false, settings, t).await.unwrap();
         assert!(matches!(short, Feed::Built { .. }));
         assert_eq!(short.get(3).await.unwrap().body, want[3]);
+    }
+
+    #[test]
+    fn sharegpt_takes_the_first_turn_and_the_answer_s_length_as_vllm_does() {
+        let fixture = concat!(env!("CARGO_MANIFEST_DIR"), "/../tests/fixtures/made_sharegpt.json");
+        let t = TokenCounter::new().unwrap();
+        let a = args(&["--dataset", "sharegpt", "--dataset-path", fixture]);
+        let pool = shuffled_file(&a, Path::new(fixture), &t).unwrap();
+        // sg-3 has one turn and sg-4's answer ("Yes.") is under 4 tokens: 3 of 5 entries remain.
+        let mut texts: Vec<&str> = pool.iter().map(|p| p.text.as_str()).collect();
+        texts.sort();
+        assert_eq!(
+            texts,
+            [
+                "Explain in a few sentences why speculative decoding speeds up generation at small batch sizes.",
+                "List three prime numbers greater than ten and say why each is prime.",
+                "Write a haiku about a GPU running out of memory.",
+            ]
+        );
+        let haiku = pool.iter().find(|p| p.text.starts_with("Write a haiku")).unwrap();
+        assert_eq!(
+            u64::from(haiku.max_tokens),
+            t.count("Tensors overflow, the allocator sighs at last, batch size halves again."),
+            "the second turn's length is the output length; later turns are not used"
+        );
+        assert!(pool
+            .iter()
+            .all(|p| p.input_tokens == t.count(&p.text) && !p.ignore_eos && p.category.is_none()));
+        // The same seed, the same order; a run cycles the pool.
+        assert_eq!(load(&a, 6, &t).unwrap()[3], load(&a, 6, &t).unwrap()[0]);
+    }
+
+    #[test]
+    fn a_bad_sharegpt_file_says_where_and_why() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("sg.json");
+        let a = args(&["--dataset", "sharegpt", "--dataset-path", path.to_str().unwrap()]);
+        let t = TokenCounter::new().unwrap();
+        std::fs::write(&path, "[\n {\"conversations\": [{\"from\": \"human\"}]}\n]").unwrap();
+        let err = load(&a, 1, &t).unwrap_err().to_string();
+        assert!(err.contains("not a ShareGPT file") && err.contains("line 2"), "{err}");
+        std::fs::write(
+            &path,
+            "[{\"conversations\": [{\"from\": \"human\", \"value\": \"hi\"}]}]",
+        )
+        .unwrap();
+        let err = load(&a, 1, &t).unwrap_err().to_string();
+        assert!(
+            err.contains("no usable ShareGPT pair: 1 entries, 1 with fewer than two turns"),
+            "{err}"
+        );
+        let with_category = args(&[
+            "--dataset",
+            "sharegpt",
+            "--dataset-path",
+            path.to_str().unwrap(),
+            "--category",
+            "x",
+        ]);
+        assert!(load(&with_category, 1, &t)
+            .unwrap_err()
+            .to_string()
+            .contains("no categories"));
     }
 
     #[test]

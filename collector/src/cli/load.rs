@@ -55,7 +55,11 @@ pub enum DatasetArg {
     Synthetic,
     /// Spec-Bench `question.jsonl` (`question_id`, `category`, `turns`).
     SpecBench,
-    /// One JSON object per line: `prompt`, optional `category` and `max_tokens`.
+    /// ShareGPT JSON, as vLLM's and AIPerf's `sharegpt`: the first turn is the prompt, the
+    /// second's length the output length.
+    Sharegpt,
+    /// One JSON object per line: `prompt`, optional `category` and `max_tokens` (vLLM's `custom`).
+    #[value(alias = "custom")]
     Jsonl,
 }
 
@@ -63,12 +67,15 @@ impl DatasetArg {
     /// The dataset with its file, which every kind but synthetic needs.
     fn with_path(self, path: Option<PathBuf>) -> Result<Dataset, CollectorError> {
         let path = || {
-            path.clone()
-                .map_or_else(|| invalid("--dataset spec-bench and jsonl need --dataset-path"), Ok)
+            path.clone().map_or_else(
+                || invalid("--dataset spec-bench, sharegpt and jsonl need --dataset-path"),
+                Ok,
+            )
         };
         Ok(match self {
             DatasetArg::Synthetic => Dataset::Synthetic,
             DatasetArg::SpecBench => Dataset::SpecBench(path()?),
+            DatasetArg::Sharegpt => Dataset::ShareGpt(path()?),
             DatasetArg::Jsonl => Dataset::Jsonl(path()?),
         })
     }
@@ -630,7 +637,7 @@ impl AcceptArgs {
         if !(self.request_rate.is_finite() && self.request_rate > 0.0) {
             return invalid("--request-rate must be > 0");
         }
-        if self.dataset == DatasetArg::Synthetic {
+        if matches!(self.dataset, DatasetArg::Synthetic | DatasetArg::Sharegpt) {
             return invalid("accept measures a dataset's categories: --dataset spec-bench or jsonl");
         }
         let dataset = self.dataset.with_path(Some(self.dataset_path.clone()))?;
