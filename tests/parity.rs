@@ -10,8 +10,8 @@ use speclens_shared::goodput::{RequestLatency, Slo};
 use crate::common::{bench_into, read_records, run_speclens, sweep_within, Speclens};
 
 /// A real-time sim that runs 4 sequences at once: 12 requests sent together are served in three
-/// waves, so the first wave's time to first token is one step and the later waves' are whole
-/// requests later (16 tokens of 5 ms steps).
+/// waves, so the first wave's time to first token is about one 5 ms step and the later waves'
+/// a whole request later (32 tokens at about 1.8 per step with k = 2, α = 0.6: some 90 ms).
 fn four_at_a_time() -> Speclens {
     Speclens::start(&[
         "sim",
@@ -42,7 +42,7 @@ fn goodput_counts_the_requests_within_every_objective() {
             "--input-tokens",
             "8",
             "--output-tokens",
-            "16",
+            "32",
             "--goodput",
             "ttft:40",
             "e2el:5000",
@@ -65,7 +65,7 @@ fn goodput_counts_the_requests_within_every_objective() {
         .count() as u64;
     assert!(
         (1..12).contains(&good),
-        "the first wave meets TTFT 40 ms, the later ones cannot: {good} of 12 good"
+        "the first wave meets TTFT 40 ms, the later ones (some 90 ms) cannot: {good} of 12 good"
     );
     assert_eq!(result["good_requests"], good);
     let duration = result["duration"].as_f64().unwrap();
@@ -119,6 +119,28 @@ fn a_malformed_objective_is_a_usage_error_naming_it() {
         assert_eq!(code, 2, "{arg}: {err}");
         assert!(err.contains(says) && err.contains(arg), "{arg}: {err}");
     }
+    // Without a stream there is no first token to time: only an E2E objective means anything.
+    let (code, _, err) = run_speclens(&[
+        "bench",
+        "--url",
+        "http://127.0.0.1:9",
+        "--no-stream",
+        "--goodput",
+        "tpot:50",
+    ]);
+    assert_eq!(code, 2, "{err}");
+    assert!(err.contains("need a stream"), "{err}");
+    let (code, _, err) = run_speclens(&[
+        "accept",
+        "--url",
+        "http://127.0.0.1:9",
+        "--dataset-path",
+        "q.jsonl",
+        "--goodput",
+        "e2el:500",
+    ]);
+    assert_eq!(code, 2, "{err}");
+    assert!(err.contains("accept measures acceptance by category"), "{err}");
 }
 
 #[test]
@@ -230,15 +252,16 @@ fn sharegpt_and_vllm_s_custom_jsonl_load_as_vllm_bench_serve_reads_them() {
     );
     assert_eq!(result["config"]["dataset"], "sharegpt");
     assert_eq!(result["completed"], 6);
-    // Three usable pairs (of five entries), each sent twice; every answer as long as the recorded one.
+    // Three usable pairs (of five entries), each sent twice.
     let records = read_records(&run);
     let prompts: std::collections::BTreeSet<u64> = records.iter().map(|r| r.input_tokens).collect();
     assert_eq!(prompts.len(), 3, "{prompts:?}");
 
     let custom = dir.path().join("custom.jsonl");
+    // vLLM's custom layout: `output_tokens` is the request's max_tokens.
     std::fs::write(
         &custom,
-        "{\"prompt\": \"Summarize the memo\"}\n{\"prompt\": \"Translate the note\"}\n",
+        "{\"prompt\": \"Summarize the memo\", \"output_tokens\": 7}\n{\"prompt\": \"Translate the note\", \"output_tokens\": 7}\n",
     )
     .unwrap();
     let run = dir.path().join("custom");
@@ -258,6 +281,10 @@ fn sharegpt_and_vllm_s_custom_jsonl_load_as_vllm_bench_serve_reads_them() {
     assert_eq!(
         (result["config"]["dataset"].as_str(), result["completed"].as_u64()),
         (Some("jsonl"), Some(4))
+    );
+    assert!(
+        read_records(&run).iter().all(|r| r.output_tokens <= 7),
+        "max_tokens from output_tokens"
     );
 
     // A file that is not ShareGPT: a usage error naming the file and the line.

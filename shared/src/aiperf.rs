@@ -8,6 +8,7 @@
 use serde_json::{json, Map, Value};
 
 use crate::aggregate::{MetricStats, SpecSummary};
+use crate::goodput::RequestLatency;
 use crate::run::{RequestRecord, RunMetrics, RunTally};
 use crate::sample::Sample;
 
@@ -252,23 +253,32 @@ pub fn profile_export(
 }
 
 /// One line of `profile_export.jsonl` for a measured request (AIPerf writes no warm-up
-/// records; `None` for one): AIPerf's `metadata`, its per-request `metrics` as
-/// `{value, unit}`, and `error` for a failed request. `run_start_unix_ns` is the wall-clock time
-/// of the run's start, from which `start_ms` counts.
-pub fn record_line(r: &RequestRecord, run_start_unix_ns: f64, stream: bool) -> Option<Value> {
+/// records; `None` for one): AIPerf's `metadata` (every field its record model requires), its
+/// per-request `metrics` as `{value, unit}`, and `error` for a failed request.
+/// `run_start_unix_ns` is the wall-clock time of the run's start, from which `start_ms` counts.
+pub fn record_line(r: &RequestRecord, run_start_unix_ns: u64, stream: bool) -> Option<Value> {
     if r.warmup {
         return None;
     }
-    let start_ns = run_start_unix_ns + r.start_ms * 1e6;
+    // Offsets in whole nanoseconds added to the integer start: no f64 rounding of 1.7e18.
+    let ns = |ms: f64| {
+        if ms.is_finite() && ms > 0.0 {
+            (ms * 1e6).round() as u64
+        } else {
+            0
+        }
+    };
+    let start_ns = run_start_unix_ns.saturating_add(ns(r.start_ms));
+    // A request that failed before any answer ends where it started.
+    let end_ns = start_ns.saturating_add(r.e2el_ms.map_or(0, ns));
     let mut metadata = Map::new();
     metadata.insert("session_num".into(), r.request_id.into());
     metadata.insert("x_request_id".into(), format!("speclens-{}", r.request_id).into());
     metadata.insert("turn_index".into(), 0.into());
-    metadata.insert("request_start_ns".into(), (start_ns.round() as u64).into());
-    if let Some(e2el) = r.e2el_ms {
-        metadata.insert("request_end_ns".into(), ((start_ns + e2el * 1e6).round() as u64).into());
-    }
+    metadata.insert("request_start_ns".into(), start_ns.into());
+    metadata.insert("request_end_ns".into(), end_ns.into());
     metadata.insert("worker_id".into(), "speclens".into());
+    metadata.insert("record_processor_id".into(), "speclens".into());
     metadata.insert("benchmark_phase".into(), "profiling".into());
     metadata.insert(
         "was_cancelled".into(),
@@ -306,7 +316,7 @@ pub fn record_line(r: &RequestRecord, run_start_unix_ns: f64, stream: bool) -> O
             put("inter_chunk_latency", r.itl_ms.clone().into(), "ms");
         }
         if let Some(e2el) = r.e2el_ms.filter(|_| r.output_tokens > 1) {
-            let itl_ms = (e2el - ttft) / (r.output_tokens - 1) as f64;
+            let itl_ms = RequestLatency::of(ttft, e2el, r.output_tokens).tpot_ms;
             put("inter_token_latency", itl_ms.into(), "ms");
             if itl_ms > 0.0 {
                 put(
@@ -409,9 +419,28 @@ mod tests {
 
     #[test]
     fn record_lines_have_aiperf_s_layout() {
-        let line = record_line(&record(7, 100.0, 200.0, vec![40.0, 60.0], 5), 1e18, true).unwrap();
-        assert_eq!(line["metadata"]["request_start_ns"], 1_000_000_000_010_000_000u64);
-        assert_eq!(line["metadata"]["request_end_ns"], 1_000_000_000_210_000_000u64);
+        let start = 1_764_583_200_123_456_789u64;
+        let line = record_line(&record(7, 100.0, 200.0, vec![40.0, 60.0], 5), start, true).unwrap();
+        assert_eq!(
+            line["metadata"]["request_start_ns"],
+            start + 10_000_000,
+            "to the nanosecond"
+        );
+        assert_eq!(line["metadata"]["request_end_ns"], start + 210_000_000);
+        // Every field AIPerf's record metadata requires.
+        for key in [
+            "session_num",
+            "x_request_id",
+            "turn_index",
+            "request_start_ns",
+            "request_end_ns",
+            "worker_id",
+            "record_processor_id",
+            "benchmark_phase",
+            "was_cancelled",
+        ] {
+            assert!(line["metadata"].get(key).is_some(), "{key}");
+        }
         assert_eq!(line["metadata"]["benchmark_phase"], "profiling");
         assert_eq!(
             line["metrics"]["inter_token_latency"],
@@ -422,12 +451,13 @@ mod tests {
         let mut failed = record(8, 0.0, 0.0, vec![], 0);
         (failed.success, failed.error_kind, failed.error, failed.e2el_ms) =
             (false, Some(ErrorKind::Cancelled), Some("stopped".into()), None);
-        let line = record_line(&failed, 0.0, true).unwrap();
+        let line = record_line(&failed, 0, true).unwrap();
         assert_eq!(line["metadata"]["was_cancelled"], true);
+        assert_eq!(line["metadata"]["request_end_ns"], line["metadata"]["request_start_ns"]);
         assert_eq!(line["metrics"]["error_isl"]["value"], 10);
         assert_eq!(line["error"]["type"], "cancelled");
         let mut warm = record(0, 1.0, 2.0, vec![], 2);
         warm.warmup = true;
-        assert_eq!(record_line(&warm, 0.0, true), None);
+        assert_eq!(record_line(&warm, 0, true), None);
     }
 }

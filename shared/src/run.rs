@@ -238,7 +238,7 @@ impl RunTally {
         if let Some(t) = r.ttft_ms {
             self.ttft_ms.push(t);
             if let Some(e) = r.e2el_ms.filter(|_| r.output_tokens > 1) {
-                let tpot_ms = (e - t) / (r.output_tokens - 1) as f64;
+                let tpot_ms = RequestLatency::of(t, e, r.output_tokens).tpot_ms;
                 self.tpot_ms.push(tpot_ms);
                 if tpot_ms > 0.0 {
                     self.tokens_per_s_per_user.push(1e3 / tpot_ms);

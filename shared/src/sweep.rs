@@ -186,15 +186,32 @@ impl SweepTable {
                 }
             }
         }
-        let goodput_slo = points.iter().find_map(|(_, _, r)| {
-            let slo = &r.config.as_ref()?.goodput;
-            (!slo.is_empty() && r.request_goodput.is_some()).then(|| {
-                slo.iter()
+        // Goodput compares only when every point counted it under the same objectives (points
+        // kept from earlier runs may have had others, or none).
+        let objectives: Vec<Option<&std::collections::BTreeMap<String, f64>>> = points
+            .iter()
+            .map(|(_, _, r)| {
+                r.config
+                    .as_ref()
+                    .map(|c| &c.goodput)
+                    .filter(|g| !g.is_empty() && r.request_goodput.is_some())
+            })
+            .collect();
+        let goodput_slo = match objectives.first() {
+            Some(Some(first)) if objectives.iter().all(|o| *o == Some(*first)) => Some(
+                first
+                    .iter()
                     .map(|(k, v)| format!("{k}:{v}"))
                     .collect::<Vec<_>>()
-                    .join(" ")
-            })
-        });
+                    .join(" "),
+            ),
+            _ => None,
+        };
+        if goodput_slo.is_none() {
+            for row in &mut rows {
+                (row.spec_goodput, row.base_goodput) = (None, None);
+            }
+        }
         let mut spec: Vec<&(Arm, u64, &RunResult)> = points.iter().filter(|p| p.0 == Arm::Spec).collect();
         spec.sort_by_key(|p| p.1);
         let (mut drafts, mut accepted, mut draft_tokens, mut all_draft_tokens) = (0.0, 0.0, 0.0, true);
@@ -488,6 +505,20 @@ mod tests {
             (spread.goodput_crossing, spread.goodput_slo),
             (t.goodput_crossing, t.goodput_slo)
         );
+        // A point counted under other objectives (an earlier run in the folder): no comparison.
+        let mut other = b3.clone();
+        if let Some(c) = other.config.as_mut() {
+            c.goodput.insert("tpot".into(), 50.0);
+        }
+        let mixed = SweepTable::from_points(
+            &[(Arm::Spec, 1, &s1), (Arm::Base, 1, &b1), (Arm::Base, 128, &other)],
+            costs,
+        );
+        assert_eq!((mixed.goodput_slo, mixed.goodput_crossing), (None, None));
+        assert!(mixed
+            .rows
+            .iter()
+            .all(|r| r.spec_goodput.is_none() && r.base_goodput.is_none()));
     }
 
     #[test]

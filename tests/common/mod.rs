@@ -190,8 +190,6 @@ pub fn run_speclens_within(args: &[&str], limit: Duration) -> (i32, String, Stri
     }
 }
 
-/// `speclens bench --url URL --out OUT ARGS…` within `limit`; asserts success and returns the
-/// stdout and the run's `result.json`.
 /// `speclens sweep` of the servers at `spec` and `base` at concurrency `levels` into `out`, with
 /// `extra` flags, within `limit`: (exit code, stdout, stderr).
 pub fn sweep_within(
@@ -218,6 +216,8 @@ pub fn sweep_within(
     run_speclens_within(&all, limit)
 }
 
+/// `speclens bench --url URL --out OUT ARGS…` within `limit`; asserts success and returns the
+/// stdout and the run's `result.json`.
 pub fn bench_into(url: &str, out: &Path, args: &[&str], limit: Duration) -> (String, serde_json::Value) {
     let mut all = vec!["bench", "--url", url, "--out", out.to_str().expect("UTF-8 path")];
     all.extend_from_slice(args);

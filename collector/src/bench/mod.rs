@@ -75,9 +75,9 @@ pub struct LoadOutcome {
     pub steady: Option<SteadyState>,
     /// Seconds from the window's first send to its last completion.
     pub duration_s: f64,
-    /// Wall-clock Unix seconds at the run's start (from which records' `start_ms` count) and at
-    /// the window's first send.
-    pub started_unix_s: f64,
+    /// Wall-clock Unix nanoseconds at the run's start (from which records' `start_ms` count),
+    /// and Unix seconds at the window's first send.
+    pub started_unix_ns: u64,
     pub window_start_unix_s: f64,
     pub max_in_flight: u64,
     pub partial: bool,
@@ -300,7 +300,9 @@ async fn measure(p: &Prepared, hub: &LiveHub, records_tmp: &std::path::Path) -> 
         ProgressBar::hidden()
     };
     let started = Instant::now();
-    let started_unix_s = prometheus::unix_now_s();
+    let started_unix_ns = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map_or(0, |d| u64::try_from(d.as_nanos()).unwrap_or(u64::MAX));
     // SGLang leaves the details out of a request that never verified: a zero-step request.
     let mut tally = RunTally::new((p.engine == Some(Engine::Sglang)).then_some(EngineKind::Sglang))
         .with_goodput(plan.output.goodput);
@@ -398,7 +400,7 @@ async fn measure(p: &Prepared, hub: &LiveHub, records_tmp: &std::path::Path) -> 
             tally,
             steady,
             duration_s: (window_end - window_start).as_secs_f64(),
-            started_unix_s,
+            started_unix_ns,
             window_start_unix_s,
             max_in_flight: p.shared.max_in_flight(),
             partial,

@@ -247,7 +247,7 @@ fn persist(run: &Prepared, f: &Figures<'_>, records_tmp: &Path) -> Result<(RunRe
     match aiperf_records(
         records_tmp,
         &per_record,
-        f.outcome.started_unix_s * 1e9,
+        f.outcome.started_unix_ns,
         run.plan.target.stream,
     ) {
         Ok(()) => saved.push(name(&per_record)),
@@ -297,7 +297,7 @@ fn aiperf_time(unix_s: f64) -> String {
 }
 
 /// `profile_export.jsonl` from the run's records file, written atomically.
-fn aiperf_records(records: &Path, path: &Path, run_start_unix_ns: f64, stream: bool) -> Result<(), CollectorError> {
+fn aiperf_records(records: &Path, path: &Path, run_start_unix_ns: u64, stream: bool) -> Result<(), CollectorError> {
     use std::io::Write;
     let fail = |e: String| CollectorError::Output(format!("cannot write {}: {e}", path.display()));
     let tmp = path.with_file_name(".profile_export.jsonl.tmp");

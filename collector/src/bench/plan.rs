@@ -257,6 +257,15 @@ impl Plan {
         if self.load.prompts == 0 {
             return invalid("--num-prompts must be at least 1".into());
         }
+        if let (false, Some(slo)) = (self.target.stream, &self.output.goodput) {
+            if slo.ttft_ms.is_some() || slo.tpot_ms.is_some() {
+                return invalid(
+                    "--goodput ttft and tpot need a stream: without one the first token arrives with the whole answer \
+                     (drop --no-stream, or give an e2el objective)"
+                        .into(),
+                );
+            }
+        }
         Ok(())
     }
 

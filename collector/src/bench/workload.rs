@@ -166,13 +166,38 @@ struct SpecBenchLine {
 struct JsonlLine {
     prompt: String,
     category: Option<String>,
+    /// vLLM's custom dataset names it `output_tokens`.
+    #[serde(alias = "output_tokens")]
     max_tokens: Option<u32>,
 }
 
 #[derive(Deserialize)]
 struct ShareGptEntry {
-    #[serde(default)]
+    #[serde(default, deserialize_with = "first_two_turns")]
     conversations: Vec<ShareGptTurn>,
+}
+
+/// The first two turns of a conversation, the later ones skipped unread (vLLM uses only these).
+fn first_two_turns<'de, D: serde::Deserializer<'de>>(d: D) -> Result<Vec<ShareGptTurn>, D::Error> {
+    struct FirstTwo;
+    impl<'de> serde::de::Visitor<'de> for FirstTwo {
+        type Value = Vec<ShareGptTurn>;
+        fn expecting(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+            f.write_str("a list of {\"from\", \"value\"} turns")
+        }
+        fn visit_seq<A: serde::de::SeqAccess<'de>>(self, mut seq: A) -> Result<Self::Value, A::Error> {
+            let mut turns = Vec::with_capacity(2);
+            while turns.len() < 2 {
+                match seq.next_element::<ShareGptTurn>()? {
+                    Some(turn) => turns.push(turn),
+                    None => return Ok(turns),
+                }
+            }
+            while seq.next_element::<serde::de::IgnoredAny>()?.is_some() {}
+            Ok(turns)
+        }
+    }
+    d.deserialize_seq(FirstTwo)
 }
 
 #[derive(Deserialize)]

@@ -637,6 +637,9 @@ impl AcceptArgs {
         if !(self.request_rate.is_finite() && self.request_rate > 0.0) {
             return invalid("--request-rate must be > 0");
         }
+        if !self.workload.goodput.is_empty() {
+            return invalid("--goodput is counted by bench and sweep; accept measures acceptance by category");
+        }
         if matches!(self.dataset, DatasetArg::Synthetic | DatasetArg::Sharegpt) {
             return invalid("accept measures a dataset's categories: --dataset spec-bench or jsonl");
         }
