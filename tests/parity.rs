@@ -217,7 +217,7 @@ fn a_sweep_compares_goodput_beside_throughput() {
     assert_eq!(table["goodput_slo"], "ttft:40");
     for row in table["rows"].as_array().unwrap() {
         for arm in ["spec", "base"] {
-            let c = row["concurrency"].as_f64().unwrap();
+            let c = row["level"].as_f64().unwrap();
             let point: Value =
                 serde_json::from_str(&std::fs::read_to_string(out.path().join(format!("{arm}-c{c}.json"))).unwrap())
                     .unwrap();
@@ -302,4 +302,90 @@ fn sharegpt_and_vllm_s_custom_jsonl_load_as_vllm_bench_serve_reads_them() {
         err.contains("not a ShareGPT file") && err.contains("custom.jsonl") && err.contains("line 1"),
         "{err}"
     );
+}
+
+#[test]
+fn a_rate_sweep_compares_latency_and_finds_where_speculation_stops_paying() {
+    // A ridge of 8 token positions: the speculative sim's four positions per sequence (k = 3)
+    // pass it from two sequences on, so it saturates near 62 req/s of 16 tokens, the plain sim
+    // near 100. At 4 req/s speculation shortens every request; at 80 req/s its queue grows.
+    let sim = |spec: bool| {
+        let mut args = vec!["sim", "--port", "0", "--step-ms", "5", "--ridge", "8"];
+        if spec {
+            args.extend(["--num-spec-tokens", "3", "--alpha", "0.7"]);
+        }
+        Speclens::start(&args)
+    };
+    let (spec, base) = (sim(true), sim(false));
+    let out = tempfile::tempdir().unwrap();
+    let out_s = out.path().to_str().unwrap();
+    let (code, stdout, stderr) = crate::common::run_speclens_within(
+        &[
+            "sweep",
+            "--spec-url",
+            &spec.url(),
+            "--base-url",
+            &base.url(),
+            "--request-rate",
+            "4,80",
+            "--seconds-per-rate",
+            "1.5",
+            "--repeats",
+            "1",
+            "--input-tokens",
+            "1",
+            "--output-tokens",
+            "16",
+            "--out",
+            out_s,
+        ],
+        Duration::from_secs(120),
+    );
+    assert_eq!(code, 0, "{stdout}{stderr}");
+    let table: Value = serde_json::from_str(&std::fs::read_to_string(out.path().join("sweep.json")).unwrap()).unwrap();
+    assert_eq!(table["axis"], "request_rate");
+    let rows = table["rows"].as_array().unwrap();
+    assert_eq!(rows.len(), 2);
+    for (row, rate) in rows.iter().zip(["4", "80"]) {
+        assert_eq!(row["level"].as_f64().unwrap().to_string(), rate);
+        let mut e2el = Vec::new();
+        for arm in ["spec", "base"] {
+            let point: Value =
+                serde_json::from_str(&std::fs::read_to_string(out.path().join(format!("{arm}-r{rate}.json"))).unwrap())
+                    .unwrap();
+            // An open loop at the rate, every request sent at once the schedule says.
+            assert_eq!(
+                point["request_rate"].as_f64().unwrap().to_string(),
+                rate,
+                "{arm} at {rate}"
+            );
+            assert!(point["max_concurrency"].is_null(), "{point}");
+            assert_eq!(
+                row[format!("{arm}_median_e2el_ms")],
+                point["median_e2el_ms"],
+                "{arm} at {rate}"
+            );
+            e2el.push(point["median_e2el_ms"].as_f64().unwrap());
+        }
+        let speedup = e2el[1] / e2el[0]; // base ÷ spec
+        if rate == "4" {
+            assert!(
+                speedup > 1.5,
+                "at 4 req/s speculation should shorten requests: {e2el:?}\n{stdout}"
+            );
+        } else {
+            assert!(
+                speedup < 1.0,
+                "at 80 req/s the speculative sim is saturated: {e2el:?}\n{stdout}"
+            );
+        }
+    }
+    let crossing = table["crossing"].as_f64().expect("a crossing between 4 and 80 req/s");
+    assert!((4.0..80.0).contains(&crossing), "{crossing}");
+    assert!(
+        stdout.contains("Rate (req/s)   spec E2EL p50 ms   base E2EL p50 ms   speedup   verdict"),
+        "{stdout}"
+    );
+    assert!(stdout.contains("Measured crossing: λ* = "), "{stdout}");
+    assert!(stdout.contains(" requests/s (interpolated)"), "{stdout}");
 }

@@ -6,7 +6,7 @@
 use std::path::PathBuf;
 
 use speclens_shared::model::Costs;
-use speclens_shared::sweep::Arm;
+use speclens_shared::sweep::{Arm, Level};
 
 use crate::bench::plan::{Load, Output, Scrape, Target};
 use crate::bench::workload::{Dataset, Workload};
@@ -126,10 +126,14 @@ fn sweep_plan(spec_url: &str, base_url: &str, out: PathBuf) -> crate::sweep::Pla
     let point = demo_run("", workload, Load::closed_loop(None, 1), out.clone(), "");
     crate::sweep::Plan {
         arms: vec![(Arm::Spec, spec_url.into()), (Arm::Base, base_url.into())],
-        levels: vec![1, 16, 32, 48, 64, 80],
+        levels: [1, 16, 32, 48, 64, 80].map(Level::Concurrency).to_vec(),
+        seconds_per_rate: 0.0,
         requests_per_slot: 4,
         min_requests: 4,
+        // The demo's wall time is fixed: three runs a point, never more.
         repeats: 3,
+        max_repeats: 3,
+        repeat_spread: 0.0,
         point,
         costs: DEMO_COSTS,
         out: Some(out),

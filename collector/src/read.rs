@@ -7,7 +7,7 @@ use std::path::{Path, PathBuf};
 use comfy_table::{presets, CellAlignment, Table};
 use speclens_shared::model::Costs;
 use speclens_shared::results::RunResult;
-use speclens_shared::sweep::{Arm, SweepTable};
+use speclens_shared::sweep::{Arm, Level, SweepTable};
 
 use crate::error::CollectorError;
 use crate::history::read_result;
@@ -56,10 +56,10 @@ fn count(v: Option<u64>) -> String {
     v.map_or_else(|| "—".into(), |x| x.to_string())
 }
 
-/// The sweep table of the `spec-c<N>.json` / `base-c<N>.json` among `files`, when both arms
-/// are there.
+/// The sweep table of the `spec-c<N>.json` / `base-c<N>.json` (or `-r<rate>`) among `files`,
+/// when both arms are there.
 pub fn sweep_of(files: &[(String, RunResult)], costs: Costs) -> Option<SweepTable> {
-    let points: Vec<(Arm, u64, &RunResult)> = files
+    let points: Vec<(Arm, Level, &RunResult)> = files
         .iter()
         .filter_map(|(name, r)| Arm::parse_point_name(name).map(|(arm, c)| (arm, c, r)))
         .collect();

@@ -1,37 +1,47 @@
-//! `speclens sweep`: the same concurrency sweep against a speculative and a plain server,
-//! `--repeats` `speclens bench` runs per arm and point (the median's result is
-//! `spec-c<N>.json` / `base-c<N>.json`, readable as `vllm bench serve` results), then the ratio
-//! table of steady-state throughputs with the repeats' spread, the measured crossing with its
-//! interval, and the model's prediction from the measured acceptance length.
+//! `speclens sweep`: the same sweep of concurrencies (closed loop) or request rates (open loop)
+//! against a speculative and a plain server, `--repeats` `speclens bench` runs per arm and point
+//! (the median's result is `spec-c<N>.json` / `base-r<rate>.json`, readable as `vllm bench
+//! serve` results), then the ratio table (steady-state throughputs by concurrency, median E2E
+//! latencies by rate) with the repeats' spread, the measured crossing with its interval, and
+//! the model's prediction from the measured acceptance length.
 
 use std::path::PathBuf;
 use std::sync::{Arc, OnceLock};
 
 use speclens_shared::model::Costs;
 use speclens_shared::results::RunResult;
-use speclens_shared::sweep::{throughput, Arm, SweepTable};
+use speclens_shared::sweep::{repeats_settled, Arm, Axis, Level, SweepTable};
 
 use crate::bench;
 use crate::error::{CollectorError, Signal};
 use crate::live::LiveHub;
 
 /// File name of one point.
-pub fn point_file(arm: Arm, concurrency: u64) -> String {
-    format!("{}.json", arm.point_id(concurrency))
+pub fn point_file(arm: Arm, level: Level) -> String {
+    format!("{}.json", arm.point_id(level))
 }
 
-/// A sweep: the same closed-loop run at each concurrency, against each arm.
+/// A sweep: the same run at each level (a closed loop's concurrency, or an open loop's request
+/// rate), against each arm.
 #[derive(Clone)]
 pub struct Plan {
     /// The arms and their servers' base URLs.
     pub arms: Vec<(Arm, String)>,
-    /// Concurrency levels.
-    pub levels: Vec<u64>,
-    /// Requests per concurrency slot at each point, and at least `min_requests`.
+    /// The levels, all of one axis.
+    pub levels: Vec<Level>,
+    /// Requests per concurrency slot at each concurrency point, and at least `min_requests`.
     pub requests_per_slot: u64,
+    /// Seconds of arrivals at each rate point (rate × this many requests, at least
+    /// `min_requests`).
+    pub seconds_per_rate: f64,
     pub min_requests: u64,
-    /// Runs per point; the median counts, the others give its spread.
+    /// Runs per point at least; the median counts, the others give its spread.
     pub repeats: u32,
+    /// Runs per point at most: after `repeats`, more while the runs disagree by more than
+    /// `repeat_spread` (the median of five survives two disturbed runs, of three only one).
+    pub max_repeats: u32,
+    /// The repeats' largest tolerated spread, (max − min) / median.
+    pub repeat_spread: f64,
     /// Every point's run: target settings, workload, scrape and percentiles (its servers,
     /// load, label and folder are set per point).
     pub point: bench::Plan,
@@ -49,21 +59,35 @@ pub struct Plan {
 struct Point<'a> {
     arm: Arm,
     url: &'a str,
-    concurrency: u64,
+    level: Level,
     requests: u64,
 }
 
 impl Plan {
     pub fn check(&self) -> Result<(), CollectorError> {
         let invalid = |m: &str| Err(CollectorError::InvalidArgument(m.into()));
-        if self.levels.is_empty() || self.levels.contains(&0) {
-            return invalid("--concurrency takes levels ≥ 1");
+        let axis = self.levels.first().map(|l| l.axis());
+        let valid = |l: &Level| match l {
+            Level::Concurrency(c) => *c >= 1,
+            Level::Rate(r) => r.is_finite() && *r > 0.0,
+        };
+        if axis.is_none() || !self.levels.iter().all(|l| valid(l) && Some(l.axis()) == axis) {
+            return invalid("--concurrency takes levels ≥ 1, --request-rate finite rates > 0 (one of the two)");
+        }
+        if axis == Some(Axis::RequestRate) && !(self.seconds_per_rate.is_finite() && self.seconds_per_rate > 0.0) {
+            return invalid("--seconds-per-rate must be a finite number of seconds > 0");
         }
         if self.requests_per_slot == 0 && self.min_requests == 0 {
             return invalid("--requests-per-slot or --min-requests must be at least 1");
         }
         if self.repeats == 0 {
             return invalid("--repeats must be at least 1");
+        }
+        if self.max_repeats < self.repeats {
+            return invalid("--max-repeats must be at least --repeats");
+        }
+        if !(self.repeat_spread.is_finite() && self.repeat_spread >= 0.0) {
+            return invalid("--repeat-spread must be a finite percentage ≥ 0");
         }
         let c = &self.costs;
         if !(c.draft_cost.is_finite() && c.draft_cost >= 0.0 && c.ridge_tokens.is_finite() && c.ridge_tokens > 0.0) {
@@ -77,11 +101,15 @@ impl Plan {
         self.arms
             .iter()
             .flat_map(|(arm, url)| {
-                self.levels.iter().map(move |c| Point {
+                self.levels.iter().map(move |level| Point {
                     arm: *arm,
                     url,
-                    concurrency: *c,
-                    requests: (c * self.requests_per_slot).max(self.min_requests),
+                    level: *level,
+                    requests: match level {
+                        Level::Concurrency(c) => c * self.requests_per_slot,
+                        Level::Rate(r) => (r * self.seconds_per_rate).ceil() as u64,
+                    }
+                    .max(self.min_requests),
                 })
             })
             .collect()
@@ -92,19 +120,29 @@ impl Plan {
     fn point_plan(&self, point: &Point<'_>, repeat: u32, out: &std::path::Path) -> bench::Plan {
         let mut plan = self.point.clone();
         plan.target.urls = vec![point.url.to_string()];
-        plan.load = bench::plan::Load {
-            concurrency: Some(point.concurrency),
-            prompts: point.requests,
-            ..bench::plan::Load::closed_loop(None, 0)
+        plan.load = match point.level {
+            Level::Concurrency(c) => bench::plan::Load {
+                concurrency: Some(c),
+                prompts: point.requests,
+                ..bench::plan::Load::closed_loop(None, 0)
+            },
+            // Open loop: every arm gets the same arrival times (the same seed).
+            Level::Rate(r) => bench::plan::Load {
+                request_rate: Some(r),
+                arrival: self.point.load.arrival,
+                burstiness: self.point.load.burstiness,
+                prompts: point.requests,
+                ..bench::plan::Load::closed_loop(self.point.load.concurrency, 0)
+            },
         };
         plan.load.warmup = self.point.load.warmup;
         plan.load.drain = self.point.load.drain;
         if point.arm != Arm::Spec {
             plan.scrape.metrics_urls.clear();
         }
-        let id = point.arm.point_id(point.concurrency);
+        let id = point.arm.point_id(point.level);
         plan.output.label = id.clone();
-        plan.output.dir = Some(if self.repeats == 1 {
+        plan.output.dir = Some(if self.max_repeats == 1 {
             out.join(id)
         } else {
             out.join(format!("{id}-r{repeat}"))
@@ -130,13 +168,16 @@ pub async fn run_with(plan: Plan, hub: Option<LiveHub>) -> Result<(), CollectorE
     let points = plan.points();
     let mut text = format!("Sweep plan ({} runs) into {}:\n", points.len(), out.display());
     for p in &points {
+        let level = match p.level {
+            Level::Concurrency(c) => format!("concurrency {c:>4}"),
+            Level::Rate(r) => format!("rate {r:>6} req/s"),
+        };
         text.push_str(&format!(
-            "  {:<4} concurrency {:>4}: {:>5} requests → {}  ({})\n",
+            "  {:<4} {level}: {:>5} requests → {}  ({})\n",
             p.arm.name(),
-            p.concurrency,
             p.requests,
             crate::bench::redact_url(p.url),
-            point_file(p.arm, p.concurrency)
+            point_file(p.arm, p.level)
         ));
     }
     crate::console::status(&text);
@@ -152,8 +193,9 @@ pub async fn run_with(plan: Plan, hub: Option<LiveHub>) -> Result<(), CollectorE
         Some(port) if !external => Some(bench::live_dashboard(port, out.clone(), &hub).await?),
         _ => None,
     };
-    let mut results: Vec<(Arm, u64, RunResult)> = Vec::new();
-    let mut spreads: Vec<(Arm, u64, f64, f64)> = Vec::new();
+    let axis = plan.levels.first().map_or(Axis::Concurrency, |l| l.axis());
+    let mut results: Vec<(Arm, Level, RunResult)> = Vec::new();
+    let mut spreads: Vec<(Arm, Level, f64, f64)> = Vec::new();
     let mut stopped = None;
     // A signal between two points (no run listening) stops the sweep before the next one.
     let caught: Arc<OnceLock<Signal>> = Arc::default();
@@ -165,7 +207,10 @@ pub async fn run_with(plan: Plan, hub: Option<LiveHub>) -> Result<(), CollectorE
     });
     'points: for p in &points {
         let mut repeats: Vec<(PathBuf, RunResult)> = Vec::new();
-        for repeat in 1..=plan.repeats {
+        for repeat in 1..=plan.max_repeats {
+            if repeat > plan.repeats && settled(axis, &repeats, plan.repeat_spread) {
+                break;
+            }
             if let Some(signal) = caught.get() {
                 stopped = Some(*signal);
                 break 'points;
@@ -178,10 +223,11 @@ pub async fn run_with(plan: Plan, hub: Option<LiveHub>) -> Result<(), CollectorE
             }
             repeats.push((run.dir, run.result));
         }
-        let (dir, result, spread) = median_run(repeats);
+        let runs = repeats.len();
+        let (dir, result, spread) = median_run(axis, repeats);
         // The median's folder is the point's (`spec-c16/`, as with one repeat); the others
         // keep their `-r<N>` names.
-        let point_dir = out.join(p.arm.point_id(p.concurrency));
+        let point_dir = out.join(p.arm.point_id(p.level));
         if dir != point_dir {
             if point_dir.exists() {
                 std::fs::remove_dir_all(&point_dir)
@@ -191,24 +237,29 @@ pub async fn run_with(plan: Plan, hub: Option<LiveHub>) -> Result<(), CollectorE
                 .map_err(|e| CollectorError::Output(format!("cannot rename {}: {e}", dir.display())))?;
         }
         if let Some((lo, hi)) = spread {
-            spreads.push((p.arm, p.concurrency, lo, hi));
+            spreads.push((p.arm, p.level, lo, hi));
         }
-        let file = out.join(point_file(p.arm, p.concurrency));
+        let file = out.join(point_file(p.arm, p.level));
         bench::output::write_atomic(&file, &bench::output::to_json_bytes(&result)?)?;
         let e = result.measured().map_or(String::new(), |m| {
             format!(", acceptance length {:.2} (k = {})", m.e, m.k)
         });
         let spread = spread.map_or(String::new(), |(lo, hi)| {
-            format!(" (median of {}: {lo:.1}–{hi:.1})", plan.repeats)
+            format!(" (median of {runs}: {lo:.1}–{hi:.1})")
         });
+        let figure = axis
+            .figure_of(&result)
+            .map_or_else(|| "—".to_string(), |v| format!("{v:.1}"));
+        let (level, unit) = match p.level {
+            Level::Concurrency(c) => (format!("c = {c:>4}"), "output tok/s"),
+            Level::Rate(r) => (format!("rate = {r:>6}"), "ms median E2E"),
+        };
         crate::console::status(&format!(
-            "  {:<4} c = {:>4}: {:>10.1} output tok/s{spread}, {} failed{e}\n",
+            "  {:<4} {level}: {figure:>10} {unit}{spread}, {} failed{e}\n",
             p.arm.name(),
-            p.concurrency,
-            throughput(&result).unwrap_or(0.0),
             result.failed.unwrap_or(0),
         ));
-        results.push((p.arm, p.concurrency, result));
+        results.push((p.arm, p.level, result));
     }
     watcher.abort();
     // Points this folder holds from earlier runs (`--arm spec`, then `--arm base`) join the table.
@@ -221,7 +272,7 @@ pub async fn run_with(plan: Plan, hub: Option<LiveHub>) -> Result<(), CollectorE
             names.join(", ")
         ));
     }
-    let measured: Vec<(Arm, u64, &RunResult)> = results.iter().chain(&earlier).map(|(a, c, r)| (*a, *c, r)).collect();
+    let measured: Vec<(Arm, Level, &RunResult)> = results.iter().chain(&earlier).map(|(a, c, r)| (*a, *c, r)).collect();
     let table = SweepTable::from_points(&measured, plan.costs).with_spreads(&spreads);
     bench::output::write_atomic(&out.join("sweep.json"), &bench::output::to_json_bytes(&table)?)?;
     crate::console::status(&format!("\n{}Results: {}\n", table.render(), out.display()));
@@ -243,10 +294,16 @@ pub async fn run_with(plan: Plan, hub: Option<LiveHub>) -> Result<(), CollectorE
     Ok(())
 }
 
-/// The repeat of median throughput (a run that happened, never an average) with its folder,
-/// and the repeats' (min, max) when there were several.
-fn median_run(mut repeats: Vec<(PathBuf, RunResult)>) -> (PathBuf, RunResult, Option<(f64, f64)>) {
-    let of = |r: &RunResult| throughput(r).unwrap_or(0.0);
+/// Whether a point's runs so far agree on the axis's figure (see [`repeats_settled`]).
+fn settled(axis: Axis, repeats: &[(PathBuf, RunResult)], spread: f64) -> bool {
+    let values: Option<Vec<f64>> = repeats.iter().map(|(_, r)| axis.figure_of(r)).collect();
+    values.is_none_or(|v| repeats_settled(&v, spread))
+}
+
+/// The repeat of the median figure (a run that happened, never an average) with its folder,
+/// and the repeats' (min, max) of it when there were several.
+fn median_run(axis: Axis, mut repeats: Vec<(PathBuf, RunResult)>) -> (PathBuf, RunResult, Option<(f64, f64)>) {
+    let of = |r: &RunResult| axis.figure_of(r).unwrap_or(0.0);
     repeats.sort_by(|a, b| of(&a.1).total_cmp(&of(&b.1)));
     let spread = (repeats.len() > 1).then(|| (of(&repeats[0].1), of(&repeats[repeats.len() - 1].1)));
     let middle = (repeats.len() - 1) / 2;
@@ -257,8 +314,9 @@ fn median_run(mut repeats: Vec<(PathBuf, RunResult)>) -> (PathBuf, RunResult, Op
 /// The point files in `out` that this run did not measure again.
 fn earlier_points(
     out: &std::path::Path,
-    ran: &[(Arm, u64, RunResult)],
-) -> Result<Vec<(Arm, u64, RunResult)>, CollectorError> {
+    ran: &[(Arm, Level, RunResult)],
+) -> Result<Vec<(Arm, Level, RunResult)>, CollectorError> {
+    let axis = ran.first().map(|p| p.1.axis());
     let found = crate::read::result_files(out)?;
     for (_, why) in &found.skipped {
         eprintln!("speclens sweep: skipped {why}");
@@ -267,8 +325,11 @@ fn earlier_points(
         .files
         .into_iter()
         .filter_map(|(name, result)| {
-            let (arm, c) = Arm::parse_point_name(&name)?;
-            (!ran.iter().any(|(a, rc, _)| (*a, *rc) == (arm, c))).then_some((arm, c, result))
+            let (arm, level) = Arm::parse_point_name(&name)?;
+            // Points of the other axis belong to another sweep.
+            let other_axis = axis.is_some_and(|a| a != level.axis());
+            let ran_again = ran.iter().any(|(a, l, _)| (*a, *l) == (arm, level));
+            (!other_axis && !ran_again).then_some((arm, level, result))
         })
         .collect())
 }
@@ -286,11 +347,24 @@ mod tests {
 
     #[test]
     fn point_names() {
-        assert_eq!(Arm::parse_point_name("spec-c16.json"), Some((Arm::Spec, 16)));
-        assert_eq!(Arm::parse_point_name("base-c256.json"), Some((Arm::Base, 256)));
+        assert_eq!(
+            Arm::parse_point_name("spec-c16.json"),
+            Some((Arm::Spec, Level::Concurrency(16)))
+        );
+        assert_eq!(
+            Arm::parse_point_name("base-c256.json"),
+            Some((Arm::Base, Level::Concurrency(256)))
+        );
+        assert_eq!(
+            Arm::parse_point_name("base-r2.5.json"),
+            Some((Arm::Base, Level::Rate(2.5)))
+        );
         assert_eq!(Arm::parse_point_name("result.json"), None);
         assert_eq!(Arm::parse_point_name("spec-cX.json"), None);
-        assert_eq!(point_file(Arm::Base, 4), "base-c4.json");
+        assert_eq!(Arm::parse_point_name("spec-r0.json"), None);
+        assert_eq!(Arm::parse_point_name("spec-rinf.json"), None);
+        assert_eq!(point_file(Arm::Base, Level::Concurrency(4)), "base-c4.json");
+        assert_eq!(point_file(Arm::Spec, Level::Rate(8.0)), "spec-r8.json");
     }
 
     #[test]

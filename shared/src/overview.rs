@@ -6,7 +6,7 @@
 use crate::model::{self, best_k, expected_tokens, implied_alpha, Costs, KChoice};
 use crate::positions::PathPositions;
 use crate::results::{run_view_from_result, RunListEntry, RunResult};
-use crate::sweep::SweepTable;
+use crate::sweep::{Axis, SweepTable};
 
 /// The measured acceptance of one run.
 #[derive(Debug, Clone, PartialEq)]
@@ -58,6 +58,8 @@ impl AcceptanceSummary {
 /// The sweep's answer to "where does speculation stop paying?".
 #[derive(Debug, Clone, PartialEq)]
 pub struct BreakEvenSummary {
+    /// What the sweep's levels are.
+    pub axis: Axis,
     pub measured: Option<f64>,
     pub interval: Option<(f64, f64)>,
     pub predicted: Option<f64>,
@@ -71,16 +73,26 @@ pub struct BreakEvenSummary {
 
 impl BreakEvenSummary {
     pub fn of(table: &SweepTable) -> BreakEvenSummary {
-        let ratios: Vec<(f64, f64)> = table
-            .rows
-            .iter()
-            .filter_map(|r| Some((r.concurrency, r.ratio()?)))
-            .collect();
+        let ratios: Vec<(f64, f64)> = table.rows.iter().filter_map(|r| Some((r.level, r.ratio()?))).collect();
         let lowest = ratios.first().copied();
         let prediction = table.prediction.as_ref();
+        // The model's speedup is by batch size: a rate's point has none to compare.
         let lowest_predicted = prediction
             .zip(lowest)
+            .filter(|_| table.axis.is_concurrency())
             .map(|(p, (c, _))| model::speedup(p.measured_e, p.draft_tokens, p.costs, c));
+        let (unit, levels) = match table.axis {
+            Axis::Concurrency => ("concurrent requests", "concurrency"),
+            Axis::RequestRate => ("requests/s", "request rate"),
+        };
+        let (gains, loses, figure) = match table.axis {
+            Axis::Concurrency => ("raises", "lowers", "output throughput"),
+            Axis::RequestRate => ("shortens", "lengthens", "median E2E latency"),
+        };
+        let (gained, lost) = match table.axis {
+            Axis::Concurrency => ("raised", "lowered"),
+            Axis::RequestRate => ("shortened", "lengthened"),
+        };
         let predicted = prediction.map(|p| p.break_even_batch);
         let model_part = match prediction {
             Some(p) => format!(
@@ -96,24 +108,25 @@ impl BreakEvenSummary {
                     format!(" ({}–{} within the repeats' spread)", batch_text(lo), batch_text(hi))
                 });
                 format!(
-                    "Speculation raises output throughput below about {} concurrent requests{spread} and lowers it above{model_part}: above that load, turn it off.",
+                    "Speculation {gains} {figure} below about {} {unit}{spread} and {loses} it above{model_part}: above that load, turn it off.",
                     batch_text(b)
                 )
             }
             (None, _) => match (ratios.first(), ratios.last()) {
                 (Some(_), Some((c_max, _))) if ratios.iter().all(|(_, r)| *r > 1.0) => format!(
-                    "Speculation raised output throughput at every measured concurrency, up to {}: the break-even lies beyond the sweep{model_part}.",
+                    "Speculation {gained} {figure} at every measured {levels}, up to {}: the break-even lies beyond the sweep{model_part}.",
                     batch_text(*c_max)
                 ),
                 (Some((c_min, _)), Some(_)) if ratios.iter().all(|(_, r)| *r <= 1.0) => format!(
-                    "Speculation lowered output throughput at every measured concurrency, from {} up{model_part}.",
+                    "Speculation {lost} {figure} at every measured {levels}, from {} up{model_part}.",
                     batch_text(*c_min)
                 ),
-                (Some(_), Some(_)) => format!("The throughput ratio does not fall through 1.0 inside the sweep{model_part}."),
-                _ => "No concurrency was measured on both arms.".to_string(),
+                (Some(_), Some(_)) => format!("The {figure} ratio does not fall through 1.0 inside the sweep{model_part}."),
+                _ => format!("No {levels} was measured on both arms."),
             },
         };
         BreakEvenSummary {
+            axis: table.axis,
             measured: table.crossing,
             interval: table.crossing_interval,
             predicted,
@@ -150,13 +163,13 @@ pub fn geometric_e(alpha: f64, k: u32) -> f64 {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::sweep::{Prediction, SweepRow};
+    use crate::sweep::{Level, Prediction, SweepRow};
 
     fn row(c: f64, spec: f64, base: f64) -> SweepRow {
         SweepRow {
             spec_output_tokens_per_s: Some(spec),
             base_output_tokens_per_s: Some(base),
-            ..SweepRow::at(c)
+            ..SweepRow::at(Level::Concurrency(c as u64))
         }
     }
 

@@ -1,5 +1,6 @@
-//! The break-even sweep's table: both arms' output-token throughput by concurrency, their ratio
-//! and verdict, the measured crossing B*, and the model's prediction beside it.
+//! The break-even sweep's table: both arms by concurrency (output-token throughput) or by
+//! request rate (median E2E latency), their ratio and verdict, the measured crossing (B* or λ*),
+//! and the model's prediction beside it.
 
 use serde::{Deserialize, Serialize};
 
@@ -24,32 +25,140 @@ impl Arm {
         }
     }
 
-    /// The run id of one point (`spec-c16`), also its folder and file stem.
-    pub fn point_id(self, concurrency: u64) -> String {
-        format!("{}-c{concurrency}", self.name())
+    /// The run id of one point (`spec-c16`, `base-r2.5`), also its folder and file stem.
+    pub fn point_id(self, level: Level) -> String {
+        format!("{}-{}", self.name(), level.tag())
     }
 
-    /// Arm and concurrency of a `spec-c<N>.json` / `base-c<N>.json` name.
-    pub fn parse_point_name(name: &str) -> Option<(Arm, u64)> {
+    /// Arm and level of a `spec-c<N>.json` / `base-r<rate>.json` name.
+    pub fn parse_point_name(name: &str) -> Option<(Arm, Level)> {
         let stem = name.strip_suffix(".json")?;
-        let (arm, c) = if let Some(c) = stem.strip_prefix("spec-c") {
-            (Arm::Spec, c)
+        let (arm, tag) = if let Some(tag) = stem.strip_prefix("spec-") {
+            (Arm::Spec, tag)
         } else {
-            (Arm::Base, stem.strip_prefix("base-c")?)
+            (Arm::Base, stem.strip_prefix("base-")?)
         };
-        c.parse().ok().map(|c| (arm, c))
+        Level::parse_tag(tag).map(|level| (arm, level))
     }
 }
 
-/// One concurrency of the sweep; an arm that was not run (or failed) is `None`.
+/// What a sweep varies.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Axis {
+    /// Concurrent requests in a closed loop; the arms compare by output throughput.
+    #[default]
+    Concurrency,
+    /// Requests per second in an open loop (Poisson arrivals); the arms compare by median
+    /// end-to-end latency, since both deliver the offered load until one of them saturates.
+    RequestRate,
+}
+
+impl Axis {
+    pub fn is_concurrency(&self) -> bool {
+        *self == Axis::Concurrency
+    }
+
+    /// The console's column head of the levels.
+    pub fn column(self) -> &'static str {
+        match self {
+            Axis::Concurrency => "Concurrency",
+            Axis::RequestRate => "Rate (req/s)",
+        }
+    }
+
+    /// The unit of a level in a sentence.
+    pub fn unit(self) -> &'static str {
+        match self {
+            Axis::Concurrency => "concurrent requests",
+            Axis::RequestRate => "requests/s",
+        }
+    }
+
+    /// The crossing's symbol: B* (a batch size) or λ* (an arrival rate).
+    pub fn symbol(self) -> &'static str {
+        match self {
+            Axis::Concurrency => "B*",
+            Axis::RequestRate => "λ*",
+        }
+    }
+
+    /// What each arm's figure is, and its unit.
+    pub fn figure(self) -> &'static str {
+        match self {
+            Axis::Concurrency => "output tokens/s",
+            Axis::RequestRate => "median E2E latency (ms)",
+        }
+    }
+
+    /// The figure a sweep compares of one run (see [`Axis`]).
+    pub fn figure_of(self, result: &RunResult) -> Option<f64> {
+        match self {
+            Axis::Concurrency => throughput(result),
+            Axis::RequestRate => result.median_e2el_ms.filter(|v| v.is_finite() && *v > 0.0),
+        }
+    }
+}
+
+/// One point's load: a concurrency, or a request rate.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub enum Level {
+    Concurrency(u64),
+    /// Requests per second (finite, > 0).
+    Rate(f64),
+}
+
+impl Level {
+    pub fn axis(self) -> Axis {
+        match self {
+            Level::Concurrency(_) => Axis::Concurrency,
+            Level::Rate(_) => Axis::RequestRate,
+        }
+    }
+
+    pub fn value(self) -> f64 {
+        match self {
+            Level::Concurrency(c) => c as f64,
+            Level::Rate(r) => r,
+        }
+    }
+
+    /// The level in a point's name: `c16`, `r2.5`.
+    pub fn tag(self) -> String {
+        match self {
+            Level::Concurrency(c) => format!("c{c}"),
+            Level::Rate(r) => format!("r{r}"),
+        }
+    }
+
+    pub fn parse_tag(tag: &str) -> Option<Level> {
+        if let Some(c) = tag.strip_prefix('c') {
+            return c.parse().ok().map(Level::Concurrency);
+        }
+        let r: f64 = tag.strip_prefix('r')?.parse().ok()?;
+        (r.is_finite() && r > 0.0).then_some(Level::Rate(r))
+    }
+}
+
+/// One level of the sweep; an arm that was not run (or failed) is `None`.
 #[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
 pub struct SweepRow {
-    pub concurrency: f64,
-    /// Output tokens per second: the steady window's, else the whole run's; the median of the
-    /// repeats when the point was run several times.
+    /// The level: concurrent requests, or requests per second when `axis` is `request_rate`.
+    #[serde(alias = "concurrency")]
+    pub level: f64,
+    #[serde(default, skip_serializing_if = "Axis::is_concurrency")]
+    pub axis: Axis,
+    /// Output tokens per second: the steady window's, else the whole run's (of the repeat
+    /// whose compared figure is the median, when the point was run several times).
     pub spec_output_tokens_per_s: Option<f64>,
     pub base_output_tokens_per_s: Option<f64>,
-    /// The repeats' (min, max), when the point was run more than once.
+    /// Median end-to-end latency of that repeat, in milliseconds.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub spec_median_e2el_ms: Option<f64>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub base_median_e2el_ms: Option<f64>,
+    /// The repeats' (min, max) of the compared figure (`Axis::figure`), when the point was run
+    /// more than once.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub spec_spread: Option<(f64, f64)>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -68,13 +177,29 @@ pub fn throughput(result: &RunResult) -> Option<f64> {
     result.steady_output_throughput.or(result.output_throughput)
 }
 
+/// Whether a point's repeated throughputs agree well enough to stop repeating: their range
+/// within `spread` (a fraction) of their median. A point whose runs measured nothing (a median
+/// of 0) is settled: more runs would not change it.
+pub fn repeats_settled(tokens_per_s: &[f64], spread: f64) -> bool {
+    let mut values = tokens_per_s.to_vec();
+    values.sort_by(f64::total_cmp);
+    let (Some(lo), Some(hi)) = (values.first(), values.last()) else {
+        return true;
+    };
+    let median = values[(values.len() - 1) / 2];
+    median.is_nan() || median <= 0.0 || (hi - lo) / median <= spread
+}
+
 impl SweepRow {
-    /// An empty row at `concurrency`.
-    pub fn at(concurrency: f64) -> SweepRow {
+    /// An empty row at `level`.
+    pub fn at(level: Level) -> SweepRow {
         SweepRow {
-            concurrency,
+            level: level.value(),
+            axis: level.axis(),
             spec_output_tokens_per_s: None,
             base_output_tokens_per_s: None,
+            spec_median_e2el_ms: None,
+            base_median_e2el_ms: None,
             spec_spread: None,
             base_spread: None,
             spec_goodput: None,
@@ -90,21 +215,36 @@ impl SweepRow {
         }
     }
 
-    /// spec ÷ base output throughput.
+    /// Each arm's compared figure (`Axis::figure`): (spec, base).
+    pub fn figures(&self) -> (Option<f64>, Option<f64>) {
+        match self.axis {
+            Axis::Concurrency => (self.spec_output_tokens_per_s, self.base_output_tokens_per_s),
+            Axis::RequestRate => (self.spec_median_e2el_ms, self.base_median_e2el_ms),
+        }
+    }
+
+    /// How much speculation gains, above 1.0 when it pays: spec ÷ base output throughput, or
+    /// base ÷ spec median E2E latency in a rate sweep.
     pub fn ratio(&self) -> Option<f64> {
-        match (self.spec_output_tokens_per_s, self.base_output_tokens_per_s) {
-            (Some(s), Some(b)) if b > 0.0 => Some(s / b),
+        let gain = |better: f64, worse: f64| (worse > 0.0).then(|| better / worse);
+        match (self.axis, self.figures()) {
+            (Axis::Concurrency, (Some(s), Some(b))) => gain(s, b),
+            (Axis::RequestRate, (Some(s), Some(b))) => gain(b, s),
             _ => None,
         }
     }
 
-    /// The lowest and highest ratio the repeats allow (spec's worst over base's best, and the
-    /// other way round); the ratio itself for points run once.
+    /// The lowest and highest ratio the repeats allow (one arm's worst repeat over the other's
+    /// best, and the other way round); the ratio itself for points run once.
     pub fn ratio_bounds(&self) -> Option<(f64, f64)> {
-        let (s, b) = (self.spec_output_tokens_per_s?, self.base_output_tokens_per_s?);
+        let (s, b) = self.figures();
+        let (s, b) = (s?, b?);
         let (s_lo, s_hi) = self.spec_spread.unwrap_or((s, s));
         let (b_lo, b_hi) = self.base_spread.unwrap_or((b, b));
-        (b_lo > 0.0).then(|| (s_lo / b_hi, s_hi / b_lo))
+        match self.axis {
+            Axis::Concurrency => (b_lo > 0.0).then(|| (s_lo / b_hi, s_hi / b_lo)),
+            Axis::RequestRate => (s_lo > 0.0).then(|| (b_lo / s_hi, b_hi / s_lo)),
+        }
     }
 }
 
@@ -144,8 +284,11 @@ impl Prediction {
 /// The whole sweep result.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct SweepTable {
+    /// What the levels are: concurrencies, or request rates.
+    #[serde(default)]
+    pub axis: Axis,
     pub rows: Vec<SweepRow>,
-    /// Interpolated concurrency where spec/base falls through 1.0.
+    /// Interpolated level where the ratio (`SweepRow::ratio`) falls through 1.0.
     pub crossing: Option<f64>,
     /// Where the crossing can lie given the repeats' spread: the crossing of the lowest
     /// ratios to that of the highest (only when points were repeated and both exist).
@@ -155,7 +298,7 @@ pub struct SweepTable {
     /// The `--goodput` objectives the points counted (`ttft:500 tpot:50`), when given.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub goodput_slo: Option<String>,
-    /// Interpolated concurrency where spec/base goodput falls through 1.0.
+    /// Interpolated level where spec/base goodput falls through 1.0.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub goodput_crossing: Option<f64>,
 }
@@ -165,26 +308,34 @@ impl SweepTable {
     /// (1 + Σaccepted ÷ Σdrafts: acceptance does not depend on the batch, and the pool holds
     /// far more steps than any one point), with k from the lowest-concurrency spec point that
     /// names it; that point's own E when no point counted drafts.
-    pub fn from_points(points: &[(Arm, u64, &RunResult)], costs: Costs) -> SweepTable {
+    /// Every point must be of one axis (the first point's); others are left out.
+    pub fn from_points(points: &[(Arm, Level, &RunResult)], costs: Costs) -> SweepTable {
+        let axis = points.first().map_or(Axis::Concurrency, |p| p.1.axis());
+        let points: Vec<&(Arm, Level, &RunResult)> = points.iter().filter(|p| p.1.axis() == axis).collect();
         let mut rows: Vec<SweepRow> = Vec::new();
-        for (arm, c, result) in points {
-            let row = match rows.iter().position(|r| r.concurrency == *c as f64) {
+        for (arm, level, result) in points.iter().copied() {
+            let row = match rows.iter().position(|r| r.level == level.value()) {
                 Some(i) => &mut rows[i],
                 None => {
-                    rows.push(SweepRow::at(*c as f64));
+                    rows.push(SweepRow::at(*level));
                     rows.last_mut().expect("just pushed")
                 }
             };
-            match arm {
-                Arm::Spec => {
-                    row.spec_output_tokens_per_s = throughput(result);
-                    row.spec_goodput = result.request_goodput;
-                }
-                Arm::Base => {
-                    row.base_output_tokens_per_s = throughput(result);
-                    row.base_goodput = result.request_goodput;
-                }
-            }
+            let (tokens_per_s, e2el_ms, goodput) = match arm {
+                Arm::Spec => (
+                    &mut row.spec_output_tokens_per_s,
+                    &mut row.spec_median_e2el_ms,
+                    &mut row.spec_goodput,
+                ),
+                Arm::Base => (
+                    &mut row.base_output_tokens_per_s,
+                    &mut row.base_median_e2el_ms,
+                    &mut row.base_goodput,
+                ),
+            };
+            *tokens_per_s = throughput(result);
+            *e2el_ms = result.median_e2el_ms;
+            *goodput = result.request_goodput;
         }
         // Goodput compares only when every point counted it under the same objectives (points
         // kept from earlier runs may have had others, or none).
@@ -212,8 +363,8 @@ impl SweepTable {
                 (row.spec_goodput, row.base_goodput) = (None, None);
             }
         }
-        let mut spec: Vec<&(Arm, u64, &RunResult)> = points.iter().filter(|p| p.0 == Arm::Spec).collect();
-        spec.sort_by_key(|p| p.1);
+        let mut spec: Vec<&(Arm, Level, &RunResult)> = points.iter().copied().filter(|p| p.0 == Arm::Spec).collect();
+        spec.sort_by(|a, b| a.1.value().total_cmp(&b.1.value()));
         let (mut drafts, mut accepted, mut draft_tokens, mut all_draft_tokens) = (0.0, 0.0, 0.0, true);
         for (_, _, result) in &spec {
             if let Some((d, a, t)) = result.spec_counts() {
@@ -243,13 +394,16 @@ impl SweepTable {
         }
     }
 
+    /// The table of `rows` (all of one axis: the first row's).
     pub fn new(mut rows: Vec<SweepRow>, prediction: Option<Prediction>) -> SweepTable {
-        rows.sort_by(|a, b| a.concurrency.total_cmp(&b.concurrency));
+        let axis = rows.first().map_or(Axis::Concurrency, |r| r.axis);
+        rows.retain(|r| r.axis == axis);
+        rows.sort_by(|a, b| a.level.total_cmp(&b.level));
         let points: Vec<RatioPoint> = rows
             .iter()
             .filter_map(|r| {
                 r.ratio().map(|ratio| RatioPoint {
-                    concurrency: r.concurrency,
+                    concurrency: r.level,
                     ratio,
                 })
             })
@@ -258,7 +412,7 @@ impl SweepTable {
             rows.iter()
                 .filter_map(|r| {
                     r.ratio_bounds().map(|b| RatioPoint {
-                        concurrency: r.concurrency,
+                        concurrency: r.level,
                         ratio: pick(b),
                     })
                 })
@@ -274,12 +428,13 @@ impl SweepTable {
             .iter()
             .filter_map(|r| {
                 r.goodput_ratio().map(|ratio| RatioPoint {
-                    concurrency: r.concurrency,
+                    concurrency: r.level,
                     ratio,
                 })
             })
             .collect();
         SweepTable {
+            axis,
             crossing: sweep_crossing(&points),
             crossing_interval,
             goodput_crossing: sweep_crossing(&goodput_points),
@@ -289,11 +444,15 @@ impl SweepTable {
         }
     }
 
-    /// The table with each point's repeats' spread, `(arm, concurrency, min, max)`.
-    pub fn with_spreads(self, spreads: &[(Arm, u64, f64, f64)]) -> SweepTable {
+    /// The table with each point's repeats' spread of the compared figure,
+    /// `(arm, level, min, max)`.
+    pub fn with_spreads(self, spreads: &[(Arm, Level, f64, f64)]) -> SweepTable {
         let mut rows = self.rows;
-        for (arm, c, lo, hi) in spreads {
-            if let Some(row) = rows.iter_mut().find(|r| r.concurrency == *c as f64) {
+        for (arm, level, lo, hi) in spreads {
+            if let Some(row) = rows
+                .iter_mut()
+                .find(|r| r.axis == level.axis() && r.level == level.value())
+            {
                 match arm {
                     Arm::Spec => row.spec_spread = Some((*lo, *hi)),
                     Arm::Base => row.base_spread = Some((*lo, *hi)),
@@ -319,35 +478,43 @@ impl SweepTable {
     /// differ when the prediction lies outside what the measurement allows (its interval from
     /// the repeats, else 5 %).
     pub fn findings(&self) -> Vec<String> {
+        let (symbol, unit) = (self.axis.symbol(), self.axis.unit());
         let mut lines = vec![match (self.crossing, self.crossing_interval) {
             (Some(b), Some((lo, hi))) => format!(
-                "Measured crossing: B* = {b:.1} concurrent requests (interpolated; {lo:.1}–{hi:.1} within the repeats' spread)"
+                "Measured crossing: {symbol} = {b:.1} {unit} (interpolated; {lo:.1}–{hi:.1} within the repeats' spread)"
             ),
-            (Some(b), None) => format!("Measured crossing: B* = {b:.1} concurrent requests (interpolated)"),
+            (Some(b), None) => format!("Measured crossing: {symbol} = {b:.1} {unit} (interpolated)"),
             (None, _) => "Measured crossing: no crossing inside the swept range".to_string(),
         }];
         if let Some(slo) = &self.goodput_slo {
             let any = self.rows.iter().any(|r| r.goodput_ratio().is_some());
             lines.push(match self.goodput_crossing {
-                Some(b) => format!("Goodput crossing ({slo}): B* = {b:.1} concurrent requests (interpolated)"),
+                Some(b) => format!("Goodput crossing ({slo}): {symbol} = {b:.1} {unit} (interpolated)"),
                 None if any => format!("Goodput crossing ({slo}): no crossing inside the swept range"),
                 None => format!("Goodput crossing ({slo}): the plain arm met the objectives at no point"),
             });
         }
         if let Some(p) = &self.prediction {
             lines.push(format!(
-                "Model prediction: B* = {:.1} from measured E = {:.3} (k = {}, {}, c = {}, ridge T* = {})",
+                "Model prediction: B* = {:.1}{} from measured E = {:.3} (k = {}, {}, c = {}, ridge T* = {})",
                 p.break_even_batch,
+                if self.axis.is_concurrency() {
+                    ""
+                } else {
+                    " concurrent requests (a batch size, not a rate)"
+                },
                 p.measured_e,
                 p.k,
                 p.draft_tokens_phrase(),
                 p.costs.draft_cost,
                 p.costs.ridge_tokens
             ));
-            let beyond = match (self.crossing, self.crossing_interval) {
-                (Some(_), Some((_, hi))) => p.break_even_batch > hi,
-                (Some(b), None) => b < p.break_even_batch * 0.95,
-                (None, _) => false,
+            // A rate's crossing is not a batch size: the two do not compare directly.
+            let beyond = match (self.axis, self.crossing, self.crossing_interval) {
+                (Axis::RequestRate, _, _) => false,
+                (_, Some(_), Some((_, hi))) => p.break_even_batch > hi,
+                (_, Some(b), None) => b < p.break_even_batch * 0.95,
+                (_, None, _) => false,
             };
             if beyond {
                 lines.push(format!(
@@ -362,26 +529,32 @@ impl SweepTable {
     /// The console table, crossing and prediction.
     pub fn render(&self) -> String {
         let cell = |v: Option<f64>| v.map_or_else(|| "—".to_string(), |v| format!("{v:.1}"));
-        let mut out = String::from("Concurrency   spec out tok/s   base out tok/s    ratio   verdict\n");
+        let (column, spec_head, base_head, ratio_head) = match self.axis {
+            Axis::Concurrency => ("Concurrency", "spec out tok/s", "base out tok/s", "ratio"),
+            Axis::RequestRate => ("Rate (req/s)", "spec E2EL p50 ms", "base E2EL p50 ms", "speedup"),
+        };
+        let (w0, w1, w2) = (column.len(), spec_head.len(), base_head.len());
+        let mut out = format!("{column}   {spec_head}   {base_head}   {ratio_head:>6}   verdict\n");
         for r in &self.rows {
             let (ratio, verdict) = SweepTable::verdict(r);
+            let (spec, base) = r.figures();
             out.push_str(&format!(
-                "{:>11}   {:>14}   {:>14}   {:>6}   {verdict}\n",
-                r.concurrency,
-                cell(r.spec_output_tokens_per_s),
-                cell(r.base_output_tokens_per_s),
+                "{:>w0$}   {:>w1$}   {:>w2$}   {:>6}   {verdict}\n",
+                r.level,
+                cell(spec),
+                cell(base),
                 ratio
             ));
         }
         if let Some(slo) = &self.goodput_slo {
             let cell = |v: Option<f64>| v.map_or_else(|| "—".to_string(), |v| format!("{v:.2}"));
             out.push_str(&format!(
-                "\nGoodput (completed requests/s within {slo}):\nConcurrency   spec req/s   base req/s    ratio\n"
+                "\nGoodput (completed requests/s within {slo}):\n{column}   spec req/s   base req/s    ratio\n"
             ));
             for r in &self.rows {
                 out.push_str(&format!(
-                    "{:>11}   {:>10}   {:>10}   {:>6}\n",
-                    r.concurrency,
+                    "{:>w0$}   {:>10}   {:>10}   {:>6}\n",
+                    r.level,
                     cell(r.spec_goodput),
                     cell(r.base_goodput),
                     r.goodput_ratio().map_or_else(|| "—".to_string(), |x| format!("{x:.3}"))
@@ -402,12 +575,68 @@ mod tests {
     use super::*;
 
     #[test]
+    fn repeats_settle_when_their_range_is_within_the_spread() {
+        // Three runs within 2 % of their median: settled at 3 %, not at 1 %.
+        assert!(repeats_settled(&[14_600.0, 14_750.0, 14_400.0], 0.03));
+        assert!(!repeats_settled(&[14_600.0, 14_750.0, 14_400.0], 0.01));
+        // One disturbed run (−10 %) keeps the point repeating.
+        assert!(!repeats_settled(&[14_600.0, 13_150.0, 14_700.0], 0.03));
+        // Nothing measured, or no runs: more runs would not change it.
+        assert!(repeats_settled(&[0.0, 0.0, 0.0], 0.03));
+        assert!(repeats_settled(&[], 0.03));
+    }
+
+    #[test]
+    fn a_rate_sweep_compares_median_latency() {
+        // base ÷ spec median E2E: 2.0 at 4 req/s, 0.5 at 16: crossing at 4 + 12 · 1 / 1.5 = 12.
+        let rows = [(4.0, 40.0, 80.0), (16.0, 200.0, 100.0)].map(|(rate, s, b)| SweepRow {
+            spec_median_e2el_ms: Some(s),
+            base_median_e2el_ms: Some(b),
+            spec_output_tokens_per_s: Some(1000.0),
+            base_output_tokens_per_s: Some(1000.0),
+            ..SweepRow::at(Level::Rate(rate))
+        });
+        let t = SweepTable::new(rows.to_vec(), None);
+        assert_eq!(t.axis, Axis::RequestRate);
+        assert_eq!(t.rows[0].ratio(), Some(2.0));
+        assert!((t.crossing.unwrap() - 12.0).abs() < 1e-9);
+        // A slower speculative repeat lowers the ratio: the bounds swap the arms' roles.
+        let spread = t.clone().with_spreads(&[(Arm::Spec, Level::Rate(4.0), 38.0, 50.0)]);
+        assert_eq!(spread.rows[0].ratio_bounds(), Some((80.0 / 50.0, 80.0 / 38.0)));
+        let text = t.render();
+        assert!(
+            text.starts_with("Rate (req/s)   spec E2EL p50 ms   base E2EL p50 ms   speedup   verdict\n"),
+            "{text}"
+        );
+        assert!(
+            text.contains("Measured crossing: λ* = 12.0 requests/s (interpolated)"),
+            "{text}"
+        );
+        // The file names the axis and the level; a concurrency sweep's older files still read.
+        let json = serde_json::to_value(&t).unwrap();
+        assert_eq!(json["axis"], "request_rate");
+        assert_eq!(json["rows"][0]["level"], 4.0);
+        assert_eq!(json["rows"][0]["axis"], "request_rate");
+        let old: SweepTable = serde_json::from_value(serde_json::json!({
+            "rows": [{"concurrency": 8.0, "spec_output_tokens_per_s": 2.0, "base_output_tokens_per_s": 1.0}],
+            "crossing": null, "prediction": null
+        }))
+        .unwrap();
+        assert_eq!(
+            (old.axis, old.rows[0].level, old.rows[0].ratio()),
+            (Axis::Concurrency, 8.0, Some(2.0))
+        );
+        assert_eq!(Level::parse_tag("r2.5"), Some(Level::Rate(2.5)));
+        assert_eq!(Level::Rate(2.5).tag(), "r2.5");
+    }
+
+    #[test]
     fn crossing_and_prediction() {
         let rows =
             [(64.0, 1300.0, 1000.0), (256.0, 1800.0, 2000.0), (128.0, 1500.0, 1400.0)].map(|(c, s, b)| SweepRow {
                 spec_output_tokens_per_s: Some(s),
                 base_output_tokens_per_s: Some(b),
-                ..SweepRow::at(c)
+                ..SweepRow::at(Level::Concurrency(c as u64))
             });
         let pred = Prediction::new(
             2.533,
@@ -419,7 +648,7 @@ mod tests {
             },
         );
         let t = SweepTable::new(rows.to_vec(), Some(pred));
-        assert_eq!(t.rows[1].concurrency, 128.0);
+        assert_eq!(t.rows[1].level, 128.0);
         let r128 = 1500.0 / 1400.0;
         let want = 128.0 + 128.0 * (r128 - 1.0) / (r128 - 0.9);
         assert!((t.crossing.unwrap() - want).abs() < 1e-9);
@@ -436,7 +665,7 @@ mod tests {
         let none = SweepTable::new(
             vec![SweepRow {
                 spec_output_tokens_per_s: Some(2.0),
-                ..SweepRow::at(1.0)
+                ..SweepRow::at(Level::Concurrency(1))
             }],
             None,
         );
@@ -478,12 +707,12 @@ mod tests {
         let costs = Costs::H100_FREE_DRAFTS;
         let t = SweepTable::from_points(
             &[
-                (Arm::Spec, 1, &s1),
-                (Arm::Base, 1, &b1),
-                (Arm::Spec, 64, &s2),
-                (Arm::Base, 64, &b2),
-                (Arm::Spec, 128, &s3),
-                (Arm::Base, 128, &b3),
+                (Arm::Spec, Level::Concurrency(1), &s1),
+                (Arm::Base, Level::Concurrency(1), &b1),
+                (Arm::Spec, Level::Concurrency(64), &s2),
+                (Arm::Base, Level::Concurrency(64), &b2),
+                (Arm::Spec, Level::Concurrency(128), &s3),
+                (Arm::Base, Level::Concurrency(128), &b3),
             ],
             costs,
         );
@@ -500,7 +729,9 @@ mod tests {
         );
         assert!(text.contains("Goodput crossing (tpot:20): B* = 102.4"), "{text}");
         // The spreads keep the goodput figures.
-        let spread = t.clone().with_spreads(&[(Arm::Spec, 64, 800.0, 950.0)]);
+        let spread = t
+            .clone()
+            .with_spreads(&[(Arm::Spec, Level::Concurrency(64), 800.0, 950.0)]);
         assert_eq!(
             (spread.goodput_crossing, spread.goodput_slo),
             (t.goodput_crossing, t.goodput_slo)
@@ -511,7 +742,11 @@ mod tests {
             c.goodput.insert("tpot".into(), 50.0);
         }
         let mixed = SweepTable::from_points(
-            &[(Arm::Spec, 1, &s1), (Arm::Base, 1, &b1), (Arm::Base, 128, &other)],
+            &[
+                (Arm::Spec, Level::Concurrency(1), &s1),
+                (Arm::Base, Level::Concurrency(1), &b1),
+                (Arm::Base, Level::Concurrency(128), &other),
+            ],
             costs,
         );
         assert_eq!((mixed.goodput_slo, mixed.goodput_crossing), (None, None));
@@ -542,7 +777,13 @@ mod tests {
             draft_cost: 0.0,
             ridge_tokens: 295.0,
         };
-        let t = SweepTable::from_points(&[(Arm::Spec, 1, &low), (Arm::Spec, 64, &high)], costs);
+        let t = SweepTable::from_points(
+            &[
+                (Arm::Spec, Level::Concurrency(1), &low),
+                (Arm::Spec, Level::Concurrency(64), &high),
+            ],
+            costs,
+        );
         let p = t.prediction.unwrap();
         assert!(
             (p.measured_e - (1.0 + 1505.0 / 1000.0)).abs() < 1e-12,
@@ -553,7 +794,7 @@ mod tests {
         // Without counted drafts, the lowest point's own E.
         let mut bare = low.clone();
         bare.spec_decode_num_drafts = None;
-        let t = SweepTable::from_points(&[(Arm::Spec, 1, &bare)], costs);
+        let t = SweepTable::from_points(&[(Arm::Spec, Level::Concurrency(1), &bare)], costs);
         assert_eq!(t.prediction.unwrap().measured_e, 3.0);
     }
 
@@ -563,11 +804,14 @@ mod tests {
             [(64.0, 1300.0, 1000.0), (128.0, 1500.0, 1400.0), (256.0, 1800.0, 2000.0)].map(|(c, s, b)| SweepRow {
                 spec_output_tokens_per_s: Some(s),
                 base_output_tokens_per_s: Some(b),
-                ..SweepRow::at(c)
+                ..SweepRow::at(Level::Concurrency(c as u64))
             });
         let t = SweepTable::new(rows.to_vec(), None);
         assert_eq!(t.crossing_interval, None, "points run once: no interval");
-        let t = t.with_spreads(&[(Arm::Spec, 128, 1450.0, 1550.0), (Arm::Base, 128, 1380.0, 1420.0)]);
+        let t = t.with_spreads(&[
+            (Arm::Spec, Level::Concurrency(128), 1450.0, 1550.0),
+            (Arm::Base, Level::Concurrency(128), 1380.0, 1420.0),
+        ]);
         let (lo, hi) = t.crossing_interval.expect("an interval");
         let b = t.crossing.unwrap();
         assert!(lo < b && b < hi, "{lo} < {b} < {hi}");

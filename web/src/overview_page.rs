@@ -10,7 +10,7 @@ use speclens_shared::model::Costs;
 use speclens_shared::overview::{batch_text, pick_run, AcceptanceSummary, BreakEvenSummary};
 use speclens_shared::protocol::RunView;
 use speclens_shared::results::{run_view_from_result, AcceptMatrix, RunList, RunResult};
-use speclens_shared::sweep::SweepTable;
+use speclens_shared::sweep::{Axis, SweepTable};
 use speclens_shared::Error;
 
 use crate::canvas::{chart_canvas, Draw, Root};
@@ -143,14 +143,18 @@ fn OverviewBody(data: Loaded) -> impl IntoView {
     }
     if let Some(b) = &break_even {
         let measured = b.measured.map_or("none in range".to_string(), batch_text);
-        tiles.push(tile("ov-crossing", "Measured break-even B*".into(), measured));
+        let (crossing_label, speedup_label) = match b.axis {
+            Axis::Concurrency => ("Measured break-even B*", "Speedup at concurrency"),
+            Axis::RequestRate => ("Measured break-even λ* (req/s)", "Latency speedup at req/s"),
+        };
+        tiles.push(tile("ov-crossing", crossing_label.into(), measured));
         if let Some(p) = b.predicted {
             tiles.push(tile("ov-predicted", "Model's B*".into(), batch_text(p)));
         }
         if let Some((c, ratio)) = b.lowest {
             tiles.push(tile(
                 "ov-speedup",
-                format!("Speedup at concurrency {c:.0}"),
+                format!("{speedup_label} {}", batch_text(c)),
                 format!("{ratio:.2}×"),
             ));
         }
@@ -194,11 +198,17 @@ fn OverviewBody(data: Loaded) -> impl IntoView {
     let accept_id = data.accept.as_ref().map(|(id, _)| id.clone());
     let speedup_line = break_even.as_ref().and_then(|b| {
         let (c, ratio) = b.lowest?;
-        Some(format!(
-            "At concurrency {c:.0} speculation gives {ratio:.2}× the plain server's output throughput{}.",
-            b.lowest_predicted
-                .map_or(String::new(), |p| format!(" (the model: {p:.2}×)"))
-        ))
+        Some(match b.axis {
+            Axis::Concurrency => format!(
+                "At concurrency {c:.0} speculation gives {ratio:.2}× the plain server's output throughput{}.",
+                b.lowest_predicted
+                    .map_or(String::new(), |p| format!(" (the model: {p:.2}×)"))
+            ),
+            Axis::RequestRate => format!(
+                "At {} requests/s the plain server's median E2E latency is {ratio:.2}× the speculative one's.",
+                batch_text(c)
+            ),
+        })
     });
     let sources = {
         let mut parts = Vec::new();
@@ -224,7 +234,7 @@ fn OverviewBody(data: Loaded) -> impl IntoView {
         {speedup_line.map(|s| view! { <p id="overview-speedup">{s}</p> })}
         <div class="grid2">
             {data.sweep.clone().map(|(id, table)| view! {
-                <div class="chart-box"><h3>"Throughput by concurrency"</h3>
+                <div class="chart-box"><h3>{if table.axis.is_concurrency() { "Throughput by concurrency" } else { "Latency by request rate" }}</h3>
                     {chart_canvas::<_, SweepChart>("overview-sweep", "mid-chart", "speclens-sweep".into(), Signal::stored(table.clone()))}
                     <p><a href=format!("#runs?sweep={id}")>"The sweep, point by point →"</a></p>
                 </div>

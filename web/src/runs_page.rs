@@ -13,13 +13,14 @@ use speclens_shared::chart::{
     colors, draw_category_chart, draw_latency_comparison, draw_per_position, draw_series_panels, draw_sweep_chart,
     hover, CategoryBar, Positions, RunLatencies, Series, SeriesPanel, XFrame,
 };
-use speclens_shared::sweep::SweepTable;
+use speclens_shared::sweep::{Axis, SweepTable};
 use speclens_shared::Error;
 
 use crate::canvas::{chart_canvas, Draw, Root};
 use crate::live_page::{status_line, whatif_fragment, RunPanel};
 
-/// The sweep: both arms' throughput by concurrency, their ratio, the crossing and the model's.
+/// The sweep: both arms' throughput by concurrency (or latency by rate), their ratio, the
+/// crossing and the model's.
 pub struct SweepChart;
 
 impl Draw<SweepTable> for SweepChart {
@@ -27,8 +28,8 @@ impl Draw<SweepTable> for SweepChart {
         draw_sweep_chart(root, t, scale)
     }
 
-    fn hover(t: &SweepTable, concurrency: f64) -> Option<String> {
-        hover::sweep_at(t, concurrency)
+    fn hover(t: &SweepTable, level: f64) -> Option<String> {
+        hover::sweep_at(t, level)
     }
 }
 
@@ -467,14 +468,18 @@ fn SweepView(id: String) -> impl IntoView {
                     </div>
                     <div class="table-box">
                         <table class="model-table" id="sweep-table">
-                            <thead><tr><th>"concurrency"</th><th>"spec output tok/s (repeats' range)"</th><th>"plain output tok/s (repeats' range)"</th><th>"spec ÷ plain"</th><th>"verdict"</th></tr></thead>
+                            {match t.axis {
+                                Axis::Concurrency => view! { <thead><tr><th>"concurrency"</th><th>"spec output tok/s (repeats' range)"</th><th>"plain output tok/s (repeats' range)"</th><th>"spec ÷ plain"</th><th>"verdict"</th></tr></thead> },
+                                Axis::RequestRate => view! { <thead><tr><th>"requests/s"</th><th>"spec median E2E ms (repeats' range)"</th><th>"plain median E2E ms (repeats' range)"</th><th>"plain ÷ spec"</th><th>"verdict"</th></tr></thead> },
+                            }}
                             <tbody>
                                 {t.rows.iter().map(|r| {
                                     let (ratio, verdict) = SweepTable::verdict(r);
+                                    let (spec, base) = r.figures();
                                     view! { <tr>
-                                        <td>{format!("{:.0}", r.concurrency)}</td>
-                                        <td>{spread(r.spec_output_tokens_per_s, r.spec_spread)}</td>
-                                        <td>{spread(r.base_output_tokens_per_s, r.base_spread)}</td>
+                                        <td>{format!("{}", r.level)}</td>
+                                        <td>{spread(spec, r.spec_spread)}</td>
+                                        <td>{spread(base, r.base_spread)}</td>
                                         <td>{ratio}</td>
                                         <td>{verdict}</td>
                                     </tr> }

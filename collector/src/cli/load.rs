@@ -8,7 +8,7 @@ use clap::{Args, Parser, ValueEnum};
 use speclens_shared::gates::Gate;
 use speclens_shared::goodput::Slo;
 use speclens_shared::model::Costs;
-use speclens_shared::sweep::Arm;
+use speclens_shared::sweep::{Arm, Level};
 
 use super::{Cli, Command};
 use crate::bench::client::EndpointKind;
@@ -311,19 +311,40 @@ pub struct SweepArgs {
     /// The server's base URL, with --arm.
     #[arg(long)]
     pub url: Option<String>,
-    /// Concurrency levels to measure.
+    /// Concurrency levels to measure (a closed loop at each).
     #[arg(long, value_delimiter = ',', default_value = "1,4,16,64,128,256")]
     pub concurrency: Vec<u64>,
+    /// Request rates to measure instead, in requests/s (an open loop at each, Poisson arrivals
+    /// unless --burstiness says otherwise); the arms compare by median E2E latency.
+    #[arg(long, value_delimiter = ',', conflicts_with = "concurrency")]
+    pub request_rate: Vec<f64>,
+    /// Seconds of arrivals at each rate: rate × this many requests, at least --min-requests.
+    #[arg(long, default_value_t = 20.0)]
+    pub seconds_per_rate: f64,
+    /// Gamma shape of a rate sweep's arrival gaps: 1 is Poisson, below 1 burstier.
+    #[arg(long, default_value_t = 1.0)]
+    pub burstiness: f64,
+    /// Most requests in flight at once during a rate sweep (none by default).
+    #[arg(long, requires = "request_rate")]
+    pub max_concurrency: Option<u64>,
     /// Requests per concurrency slot at each point (steady state needs several waves).
     #[arg(long, default_value_t = 4)]
     pub requests_per_slot: u64,
     /// At least this many requests per point.
     #[arg(long, default_value_t = 16)]
     pub min_requests: u64,
-    /// Runs per point: the median's throughput counts, the others give its spread and the
-    /// crossing's interval.
+    /// Runs per point at least: the median's throughput counts, the others give its spread and
+    /// the crossing's interval.
     #[arg(long, default_value_t = 3)]
     pub repeats: u32,
+    /// Runs per point at most: after --repeats, one more at a time while the runs' range is
+    /// wider than --repeat-spread of their median, so that one or two disturbed runs cannot
+    /// move it [default: --repeats + 2; with --repeats 1, one]
+    #[arg(long)]
+    pub max_repeats: Option<u32>,
+    /// The widest range of a point's runs, in percent of their median, that ends its repeats.
+    #[arg(long, default_value_t = 3.0)]
+    pub repeat_spread: f64,
     /// Synthetic prompt length in tokens (mean).
     #[arg(long, default_value_t = 128)]
     pub input_tokens: u32,
@@ -599,7 +620,10 @@ impl SweepArgs {
             workload: self
                 .workload
                 .workload(Dataset::Synthetic, Vec::new(), self.input_tokens, self.output_tokens),
-            load: self.workload.closed_loop(None, 1)?,
+            load: Load {
+                burstiness: self.burstiness,
+                ..self.workload.closed_loop(self.max_concurrency, 1)?
+            },
             scrape: self.scrape.scrape()?,
             output: Output {
                 dir: None,
@@ -613,10 +637,19 @@ impl SweepArgs {
         };
         let plan = sweep::Plan {
             arms,
-            levels: self.concurrency.clone(),
+            levels: if self.request_rate.is_empty() {
+                self.concurrency.iter().copied().map(Level::Concurrency).collect()
+            } else {
+                self.request_rate.iter().copied().map(Level::Rate).collect()
+            },
             requests_per_slot: self.requests_per_slot,
+            seconds_per_rate: self.seconds_per_rate,
             min_requests: self.min_requests,
             repeats: self.repeats,
+            max_repeats: self
+                .max_repeats
+                .unwrap_or(if self.repeats == 1 { 1 } else { self.repeats + 2 }),
+            repeat_spread: self.repeat_spread / 100.0,
             point,
             costs: Costs {
                 draft_cost: self.draft_cost,

@@ -3,7 +3,7 @@
 
 use super::{nearest, sorted_bars, tick, CategoryBar, Positions, SpeedupChart};
 use crate::protocol::RunView;
-use crate::sweep::SweepTable;
+use crate::sweep::{Axis, SweepTable};
 
 /// The scrape interval nearest `t_s` seconds into the run: acceptance and draft flow.
 pub fn timeline_at(run: &RunView, t_s: f64) -> Option<String> {
@@ -24,15 +24,20 @@ pub fn timeline_at(run: &RunView, t_s: f64) -> Option<String> {
     Some(parts.join(" · "))
 }
 
-/// The sweep's row nearest `concurrency`: both arms (with the repeats' range) and their ratio.
-pub fn sweep_at(table: &SweepTable, concurrency: f64) -> Option<String> {
-    let i = nearest(table.rows.iter().map(|r| r.concurrency), concurrency)?;
+/// The sweep's row nearest `level`: both arms (with the repeats' range) and their ratio.
+pub fn sweep_at(table: &SweepTable, level: f64) -> Option<String> {
+    let i = nearest(table.rows.iter().map(|r| r.level), level)?;
     let r = &table.rows[i];
+    let (noun, unit) = match table.axis {
+        Axis::Concurrency => ("concurrency", "tok/s"),
+        Axis::RequestRate => ("request rate", "ms median E2E"),
+    };
     let arm = |v: Option<f64>, spread: Option<(f64, f64)>| match (v, spread) {
-        (Some(v), Some((lo, hi))) => format!("{} tok/s ({}–{})", tick(v, 1e9), tick(lo, 1e9), tick(hi, 1e9)),
-        (Some(v), None) => format!("{} tok/s", tick(v, 1e9)),
+        (Some(v), Some((lo, hi))) => format!("{} {unit} ({}–{})", tick(v, 1e9), tick(lo, 1e9), tick(hi, 1e9)),
+        (Some(v), None) => format!("{} {unit}", tick(v, 1e9)),
         (None, _) => "not measured".to_string(),
     };
+    let (spec, base) = r.figures();
     let ratio = r.ratio().map_or(String::new(), |x| {
         format!(
             " · ratio {x:.2}× ({})",
@@ -44,10 +49,10 @@ pub fn sweep_at(table: &SweepTable, concurrency: f64) -> Option<String> {
         )
     });
     Some(format!(
-        "concurrency {}: speculative {} · plain {}{ratio}",
-        tick(r.concurrency, 1e9),
-        arm(r.spec_output_tokens_per_s, r.spec_spread),
-        arm(r.base_output_tokens_per_s, r.base_spread)
+        "{noun} {}: speculative {} · plain {}{ratio}",
+        tick(r.level, 1e9),
+        arm(spec, r.spec_spread),
+        arm(base, r.base_spread)
     ))
 }
 
@@ -94,7 +99,7 @@ pub fn category_at(bars: &[CategoryBar], x: f64) -> Option<String> {
 mod tests {
     use super::*;
     use crate::chart::colors;
-    use crate::sweep::SweepRow;
+    use crate::sweep::{Level, SweepRow};
 
     #[test]
     fn the_readout_names_the_nearest_point() {
@@ -104,12 +109,12 @@ mod tests {
                     spec_output_tokens_per_s: Some(12_451.0),
                     base_output_tokens_per_s: Some(5_182.6),
                     spec_spread: Some((12_422.0, 12_466.0)),
-                    ..SweepRow::at(64.0)
+                    ..SweepRow::at(Level::Concurrency(64))
                 },
                 SweepRow {
                     spec_output_tokens_per_s: Some(13_000.0),
                     base_output_tokens_per_s: Some(18_000.0),
-                    ..SweepRow::at(256.0)
+                    ..SweepRow::at(Level::Concurrency(256))
                 },
             ],
             None,

@@ -1,12 +1,12 @@
-//! The sweep's chart: both arms' throughput by concurrency, and their ratio with the 1.0 line,
-//! the measured crossing and the predicted B*.
+//! The sweep's chart: both arms' throughput by concurrency (or median E2E latency by request
+//! rate), and their ratio with the 1.0 line, the measured crossing and the predicted B*.
 
 use plotters::coord::Shift;
 use plotters::prelude::*;
 
 use super::{chart_error, colors, legend_above, tick, whole_tick, Swatch, XFrame};
 use crate::error::Error;
-use crate::sweep::SweepTable;
+use crate::sweep::{Axis, SweepTable};
 
 /// Both arms' output throughput against concurrency (base grey, speculative coloured), the
 /// ratio on a second panel with the 1.0 line, the measured crossing and the predicted B*.
@@ -29,21 +29,25 @@ pub fn draw_sweep_chart<DB: DrawingBackend>(
         legend.push(("bars: the repeats' range".to_string(), Swatch::Bar(colors::REFERENCE)));
     }
     if table.crossing.is_some() {
-        legend.push(("measured B*".to_string(), Swatch::Bar(colors::REJECTED)));
+        legend.push((
+            format!("measured {}", table.axis.symbol()),
+            Swatch::Bar(colors::REJECTED),
+        ));
     }
-    if table.prediction.is_some() {
+    // The model's B* is a batch size: drawn on a concurrency axis only.
+    if table.prediction.is_some() && table.axis.is_concurrency() {
         legend.push(("model's B*".to_string(), Swatch::Dashed(colors::PROPOSED)));
     }
     let plot = legend_above(root, &legend, scale)?;
     let (top, bottom) = plot.split_vertically(plot.dim_in_pixel().1 * 3 / 5);
-    let x_max = table.rows.iter().map(|r| r.concurrency).fold(1.0f64, f64::max) * 1.05;
+    let x_max = table.rows.iter().map(|r| r.level).fold(1.0f64, f64::max) * 1.05;
     let frame = draw_throughput(&top, table, x_max, scale)?;
     draw_ratio(&bottom, table, x_max, scale)?;
     root.present().map_err(chart_error)?;
     Ok(Some(frame))
 }
 
-/// The upper panel: each arm's output throughput by concurrency.
+/// The upper panel: each arm's compared figure (`Axis::figure`) by level.
 fn draw_throughput<DB: DrawingBackend>(
     top: &DrawingArea<DB, Shift>,
     table: &SweepTable,
@@ -57,8 +61,8 @@ fn draw_throughput<DB: DrawingBackend>(
         .iter()
         .flat_map(|r| {
             [
-                r.spec_output_tokens_per_s,
-                r.base_output_tokens_per_s,
+                r.figures().0,
+                r.figures().1,
                 r.spec_spread.map(|s| s.1),
                 r.base_spread.map(|s| s.1),
             ]
@@ -74,8 +78,8 @@ fn draw_throughput<DB: DrawingBackend>(
         .map_err(chart_error)?;
     chart
         .configure_mesh()
-        .y_desc("output tokens/s")
-        .x_label_formatter(&|x| whole_tick(*x))
+        .y_desc(table.axis.figure())
+        .x_label_formatter(&|x| level_tick(table.axis, *x))
         .y_label_formatter(&|y| tick(*y, y_max))
         .y_labels(6)
         .label_style(font(12.0))
@@ -90,7 +94,7 @@ fn draw_throughput<DB: DrawingBackend>(
             table
                 .rows
                 .iter()
-                .filter_map(|r| r.spec_output_tokens_per_s.map(|v| (r.concurrency, v)))
+                .filter_map(|r| r.figures().0.map(|v| (r.level, v)))
                 .collect::<Vec<_>>(),
         ),
         (
@@ -99,7 +103,7 @@ fn draw_throughput<DB: DrawingBackend>(
             table
                 .rows
                 .iter()
-                .filter_map(|r| r.base_output_tokens_per_s.map(|v| (r.concurrency, v)))
+                .filter_map(|r| r.figures().1.map(|v| (r.level, v)))
                 .collect(),
         ),
     ];
@@ -115,11 +119,11 @@ fn draw_throughput<DB: DrawingBackend>(
     // The repeats' spread, min to max, at each point run more than once.
     let spreads = table.rows.iter().flat_map(|r| {
         [
-            (r.spec_output_tokens_per_s, r.spec_spread, colors::SPECULATIVE),
-            (r.base_output_tokens_per_s, r.base_spread, colors::BASE),
+            (r.figures().0, r.spec_spread, colors::SPECULATIVE),
+            (r.figures().1, r.base_spread, colors::BASE),
         ]
         .into_iter()
-        .filter_map(move |(v, spread, color)| Some((r.concurrency, v?, spread?, color)))
+        .filter_map(move |(v, spread, color)| Some((r.level, v?, spread?, color)))
     });
     chart
         .draw_series(
@@ -129,8 +133,8 @@ fn draw_throughput<DB: DrawingBackend>(
     Ok(XFrame::of(chart.plotting_area(), 0.0, x_max, false))
 }
 
-/// The lower panel: spec ÷ base by concurrency, the 1.0 line, the measured crossing and the
-/// model's B*.
+/// The lower panel: the ratio by level (spec ÷ base throughput, or base ÷ spec latency), the
+/// 1.0 line, the measured crossing and the model's B*.
 fn draw_ratio<DB: DrawingBackend>(
     bottom: &DrawingArea<DB, Shift>,
     table: &SweepTable,
@@ -142,7 +146,7 @@ fn draw_ratio<DB: DrawingBackend>(
     let ratios: Vec<(f64, f64)> = table
         .rows
         .iter()
-        .filter_map(|r| r.ratio().map(|x| (r.concurrency, x)))
+        .filter_map(|r| r.ratio().map(|x| (r.level, x)))
         .collect();
     let r_max = table
         .rows
@@ -159,9 +163,15 @@ fn draw_ratio<DB: DrawingBackend>(
         .map_err(chart_error)?;
     lower
         .configure_mesh()
-        .x_desc("concurrency")
-        .y_desc("spec ÷ base")
-        .x_label_formatter(&|x| whole_tick(*x))
+        .x_desc(match table.axis {
+            Axis::Concurrency => "concurrency",
+            Axis::RequestRate => "requests/s",
+        })
+        .y_desc(match table.axis {
+            Axis::Concurrency => "spec ÷ base",
+            Axis::RequestRate => "base ÷ spec latency",
+        })
+        .x_label_formatter(&|x| level_tick(table.axis, *x))
         .y_label_formatter(&|y| format!("{y:.1}×"))
         .y_labels(4)
         .label_style(font(12.0))
@@ -183,7 +193,7 @@ fn draw_ratio<DB: DrawingBackend>(
                 .ratio_bounds()
                 .filter(|_| r.spec_spread.is_some() || r.base_spread.is_some())?;
             Some(PathElement::new(
-                [(r.concurrency, lo), (r.concurrency, hi)],
+                [(r.level, lo), (r.level, hi)],
                 colors::SPECULATIVE.stroke_width(px(2.0)),
             ))
         }))
@@ -207,13 +217,13 @@ fn draw_ratio<DB: DrawingBackend>(
             .map_err(chart_error)?;
         lower
             .draw_series([Text::new(
-                format!("measured B* = {b:.1}"),
+                format!("measured {} = {b:.1}", table.axis.symbol()),
                 (b, 1.0 + r_max * 0.08),
                 font(13.0),
             )])
             .map_err(chart_error)?;
     }
-    if let Some(p) = &table.prediction {
+    if let Some(p) = table.prediction.as_ref().filter(|_| table.axis.is_concurrency()) {
         let b = p.break_even_batch;
         if b > 0.0 && b < x_max {
             lower
@@ -232,10 +242,19 @@ fn draw_ratio<DB: DrawingBackend>(
     Ok(())
 }
 
+/// A level's axis label: whole concurrencies, rates with a decimal where they need one.
+fn level_tick(axis: Axis, x: f64) -> String {
+    match axis {
+        Axis::Concurrency => whole_tick(x),
+        Axis::RequestRate if x.fract().abs() < 1e-9 => whole_tick(x),
+        Axis::RequestRate => format!("{x:.1}"),
+    }
+}
+
 #[cfg(test)]
 mod sweep_chart_tests {
     use super::*;
-    use crate::sweep::SweepRow;
+    use crate::sweep::{Level, SweepRow};
 
     #[test]
     fn sweep_chart_marks_the_crossing_and_the_prediction() {
@@ -247,7 +266,7 @@ mod sweep_chart_tests {
         .map(|(c, s, b)| SweepRow {
             spec_output_tokens_per_s: Some(s),
             base_output_tokens_per_s: Some(b),
-            ..SweepRow::at(c)
+            ..SweepRow::at(Level::Concurrency(c as u64))
         });
         let pred = crate::sweep::Prediction::new(
             2.5,
