@@ -38,7 +38,7 @@ struct RecordMetric<'a> {
     sample: &'a Sample,
 }
 
-fn record_metrics(tally: &RunTally) -> [RecordMetric<'_>; 10] {
+fn record_metrics(tally: &RunTally) -> [RecordMetric<'_>; 15] {
     let m = |tag, header, unit, streaming_only, sample| RecordMetric {
         tag,
         header,
@@ -93,6 +93,43 @@ fn record_metrics(tally: &RunTally) -> [RecordMetric<'_>; 10] {
             "tokens",
             false,
             &tally.output_counts,
+        ),
+        // The server's `usage` and its distance from speclens's own count (cl100k_base, where
+        // AIPerf counts with the model's tokenizer).
+        m(
+            "usage_prompt_tokens",
+            "Usage Prompt Tokens",
+            "tokens",
+            false,
+            &tally.usage.prompt_tokens,
+        ),
+        m(
+            "usage_completion_tokens",
+            "Usage Completion Tokens",
+            "tokens",
+            false,
+            &tally.usage.completion_tokens,
+        ),
+        m(
+            "usage_total_tokens",
+            "Usage Total Tokens",
+            "tokens",
+            false,
+            &tally.usage.total_tokens,
+        ),
+        m(
+            "usage_prompt_tokens_diff_pct",
+            "Usage Prompt Diff",
+            "%",
+            false,
+            &tally.usage.prompt_diff_pct,
+        ),
+        m(
+            "usage_completion_tokens_diff_pct",
+            "Usage Completion Diff %",
+            "%",
+            false,
+            &tally.usage.completion_diff_pct,
         ),
     ]
 }
@@ -172,6 +209,37 @@ fn derived_metrics(tally: &RunTally, m: &RunMetrics) -> Vec<(&'static str, &'sta
             m.total_token_throughput,
         ),
     ];
+    let usage = &tally.usage;
+    let sum = |s: &Sample| s.moments().map(|m| m.sum);
+    for (tag, header, sample) in [
+        (
+            "total_usage_prompt_tokens",
+            "Total Usage Prompt Tokens",
+            &usage.prompt_tokens,
+        ),
+        (
+            "total_usage_completion_tokens",
+            "Total Usage Completion Tokens",
+            &usage.completion_tokens,
+        ),
+        (
+            "total_usage_total_tokens",
+            "Total Usage Total Tokens",
+            &usage.total_tokens,
+        ),
+    ] {
+        if let Some(total) = sum(sample) {
+            out.push((tag, header, "tokens", total));
+        }
+    }
+    if usage.prompt_diff_pct.moments().is_some() {
+        out.push((
+            "usage_discrepancy_count",
+            "Usage Discrepancy Count",
+            "requests",
+            usage.discrepancies as f64,
+        ));
+    }
     if let (Some(good), Some(goodput)) = (m.good_requests, m.request_goodput) {
         out.push(("good_request_count", "Good Request Count", "requests", good as f64));
         out.push(("goodput", "Goodput", "requests/sec", goodput));
@@ -308,6 +376,27 @@ pub fn record_line(r: &RequestRecord, run_start_unix_ns: u64, stream: bool) -> O
     if let Some(e2el) = r.e2el_ms {
         put("request_latency", e2el.into(), "ms");
     }
+    if let Some(u) = &r.usage {
+        let counts = [
+            ("usage_prompt_tokens", u.prompt_tokens, u.client_prompt_tokens),
+            (
+                "usage_completion_tokens",
+                u.completion_tokens,
+                u.client_completion_tokens,
+            ),
+        ];
+        for (tag, count, client) in counts {
+            if let Some(count) = count {
+                put(tag, count.into(), "tokens");
+                if let Some(pct) = crate::run::usage_diff_pct(count, client) {
+                    put(&format!("{tag}_diff_pct"), pct.into(), "%");
+                }
+            }
+        }
+        if let Some(total) = u.total_tokens {
+            put("usage_total_tokens", total.into(), "tokens");
+        }
+    }
     if let (true, Some(ttft)) = (stream, r.ttft_ms) {
         put("time_to_first_token", ttft.into(), "ms");
         put("time_to_first_output_token", ttft.into(), "ms");
@@ -415,6 +504,80 @@ mod tests {
             assert!(whole.get(tag).is_none(), "{tag}");
         }
         assert!(whole.get("request_latency").is_some());
+    }
+
+    /// AIPerf's usage figures: the server's counts, their distance from the client's
+    /// (|usage − client| ÷ client × 100) and the requests more than 10 % away, the prompt's
+    /// diff decided first.
+    #[test]
+    fn usage_and_its_discrepancy_on_a_worked_example() {
+        let with_usage = |id, prompt: Option<u64>, completion, client_prompt, client_completion| RequestRecord {
+            usage: Some(crate::run::UsageRecord {
+                prompt_tokens: prompt,
+                completion_tokens: completion,
+                total_tokens: prompt.zip(completion).map(|(p, c)| p + c),
+                client_prompt_tokens: client_prompt,
+                client_completion_tokens: client_completion,
+            }),
+            ..record(id, 10.0, 20.0, vec![], 50)
+        };
+        let mut tally = RunTally::default();
+        // Exact; +10 % (not above the threshold); +15 % prompt; +20 % completion only.
+        tally.push(&with_usage(0, Some(100), Some(50), 100, 50));
+        tally.push(&with_usage(1, Some(110), Some(55), 100, 50));
+        tally.push(&with_usage(2, Some(115), Some(50), 100, 50));
+        tally.push(&with_usage(3, Some(100), Some(60), 100, 50));
+        // No usage at all: in none of the usage figures.
+        tally.push(&record(4, 10.0, 20.0, vec![], 50));
+        // The client counted no prompt: no prompt diff, so AIPerf counts no discrepancy even
+        // though the completion is 100 % away.
+        tally.push(&with_usage(5, Some(7), Some(100), 0, 50));
+        let m = tally.metrics(1.0, Some(1), None, 6, &[99.0]);
+        let (json, csv) = profile_export(&tally, &m, None, &info(true));
+        assert_eq!(json["usage_prompt_tokens"]["count"], 5);
+        assert_eq!(json["usage_prompt_tokens"]["unit"], "tokens");
+        assert_eq!(
+            json["total_usage_prompt_tokens"],
+            json!({"unit": "tokens", "avg": 432.0})
+        );
+        assert_eq!(json["total_usage_completion_tokens"]["avg"], 315.0);
+        assert_eq!(json["total_usage_total_tokens"]["avg"], 747.0);
+        let prompt_diff = &json["usage_prompt_tokens_diff_pct"];
+        assert_eq!(
+            (prompt_diff["count"].as_u64(), prompt_diff["unit"].as_str()),
+            (Some(4), Some("%"))
+        );
+        assert!((prompt_diff["max"].as_f64().unwrap() - 15.0).abs() < 1e-9);
+        let completion_diff = &json["usage_completion_tokens_diff_pct"];
+        assert!((completion_diff["max"].as_f64().unwrap() - 100.0).abs() < 1e-9);
+        assert_eq!(json["usage_discrepancy_count"], json!({"unit": "requests", "avg": 2.0}));
+        assert!(csv.contains("\nUsage Prompt Diff (%),"), "{csv}");
+        assert!(csv.contains("\nUsage Discrepancy Count,2.00\n"), "{csv}");
+        let line = record_line(&with_usage(2, Some(115), Some(50), 100, 50), 0, true).unwrap();
+        assert_eq!(
+            line["metrics"]["usage_prompt_tokens"],
+            json!({"value": 115, "unit": "tokens"})
+        );
+        assert!(
+            (line["metrics"]["usage_prompt_tokens_diff_pct"]["value"]
+                .as_f64()
+                .unwrap()
+                - 15.0)
+                .abs()
+                < 1e-9
+        );
+        assert_eq!(line["metrics"]["usage_total_tokens"]["value"], 165);
+        // A run whose server reported no usage has none of these figures.
+        let mut bare = RunTally::default();
+        bare.push(&record(0, 10.0, 20.0, vec![], 50));
+        let (json, _) = profile_export(&bare, &bare.metrics(1.0, Some(1), None, 1, &[99.0]), None, &info(true));
+        for tag in [
+            "usage_prompt_tokens",
+            "total_usage_prompt_tokens",
+            "usage_discrepancy_count",
+        ] {
+            assert!(json.get(tag).is_none(), "{tag}");
+        }
     }
 
     #[test]

@@ -52,6 +52,14 @@ pub struct ErrorCount {
     pub first: String,
 }
 
+fn is_zero(v: &f64) -> bool {
+    *v == 0.0
+}
+
+fn is_zero_u32(v: &u32) -> bool {
+    *v == 0
+}
+
 /// The run's settings as recorded: header names only (values may be secret), never the key.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct RunConfig {
@@ -74,6 +82,12 @@ pub struct RunConfig {
     pub input_tokens_stddev: f64,
     pub output_tokens: u32,
     pub output_tokens_stddev: f64,
+    /// vLLM's `--random-range-ratio` of the synthetic lengths (0: fixed or normal).
+    #[serde(default, skip_serializing_if = "is_zero")]
+    pub range_ratio: f64,
+    /// Tokens of the prefix every prompt shared.
+    #[serde(default, skip_serializing_if = "is_zero_u32")]
+    pub prefix_tokens: u32,
     pub temperature: f64,
     pub metrics_endpoints: Vec<String>,
     pub scrape_interval_s: f64,

@@ -81,6 +81,81 @@ pub struct RequestRecord {
     /// Why the request's spec-decode payload was rejected, when it was.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub spec_decode_rejected: Option<String>,
+    /// The server's `usage` beside speclens's own counts, when a successful response had one.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub usage: Option<UsageRecord>,
+}
+
+/// What a response's `usage` reported, beside speclens's own count of the same prompt and
+/// generated text (the cl100k_base tokenizer): AIPerf's `usage_*` figures and their
+/// discrepancy from the client's count.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct UsageRecord {
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub prompt_tokens: Option<u64>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub completion_tokens: Option<u64>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub total_tokens: Option<u64>,
+    /// speclens's count of the prompt's text and of the generated text.
+    pub client_prompt_tokens: u64,
+    pub client_completion_tokens: u64,
+}
+
+/// A usage count's distance from the client's, as AIPerf's `usage_*_diff_pct`:
+/// |usage − client| ÷ client × 100; none when the client counted nothing.
+pub fn usage_diff_pct(usage: u64, client: u64) -> Option<f64> {
+    (client > 0).then(|| (usage as f64 - client as f64).abs() / client as f64 * 100.0)
+}
+
+/// Above this many percent a request's usage counts as a discrepancy (AIPerf's default
+/// `AIPERF_METRICS_USAGE_PCT_DIFF_THRESHOLD`).
+pub const USAGE_DISCREPANCY_PCT: f64 = 10.0;
+
+/// AIPerf's usage figures over the requests whose responses reported `usage`.
+#[derive(Debug, Clone, Default)]
+pub struct UsageTally {
+    pub prompt_tokens: Sample,
+    pub completion_tokens: Sample,
+    pub total_tokens: Sample,
+    pub prompt_diff_pct: Sample,
+    pub completion_diff_pct: Sample,
+    /// Requests whose prompt or completion usage is more than [`USAGE_DISCREPANCY_PCT`] away
+    /// from the client's count.
+    pub discrepancies: u64,
+}
+
+impl UsageTally {
+    fn push(&mut self, u: &UsageRecord) {
+        let prompt_diff = u.prompt_tokens.and_then(|t| usage_diff_pct(t, u.client_prompt_tokens));
+        let completion_diff = u
+            .completion_tokens
+            .and_then(|t| usage_diff_pct(t, u.client_completion_tokens));
+        for (count, all) in [
+            (u.prompt_tokens, &mut self.prompt_tokens),
+            (u.completion_tokens, &mut self.completion_tokens),
+            (u.total_tokens, &mut self.total_tokens),
+        ] {
+            if let Some(count) = count {
+                all.push(count as f64);
+            }
+        }
+        if let Some(pct) = prompt_diff {
+            self.prompt_diff_pct.push(pct);
+        }
+        if let Some(pct) = completion_diff {
+            self.completion_diff_pct.push(pct);
+        }
+        // As AIPerf decides: the prompt's diff first, then the completion's; a record without
+        // the one it reaches counts for nothing.
+        let off = |pct: f64| pct > USAGE_DISCREPANCY_PCT;
+        let discrepancy = match (prompt_diff, completion_diff) {
+            (Some(p), _) if off(p) => true,
+            (Some(_), Some(c)) => off(c),
+            _ => false,
+        };
+        self.discrepancies += u64::from(discrepancy);
+    }
 }
 
 /// Mean, median, std and percentiles of one latency, in milliseconds.
@@ -177,6 +252,9 @@ pub struct RunTally {
     pub tokens_per_s_per_user: Sample,
     /// Output token counts of requests that produced any (AIPerf's `output_token_count`).
     pub output_counts: Sample,
+    /// The server's usage counts of the requests that reported them, and their distance from
+    /// speclens's own counts (AIPerf's `usage_*`).
+    pub usage: UsageTally,
     /// Failures by kind: how many and the first one's message.
     pub failures: BTreeMap<ErrorKind, (u64, String)>,
     /// The first failure's message, in the order they finished.
@@ -247,6 +325,9 @@ impl RunTally {
         }
         if let Some(gap) = r.itl_ms.first() {
             self.ttst_ms.push(*gap);
+        }
+        if let Some(u) = &r.usage {
+            self.usage.push(u);
         }
         r.itl_ms.iter().for_each(|gap| self.itl_ms.push(*gap));
         if let Some(e) = r.e2el_ms {
@@ -436,6 +517,7 @@ pub(crate) mod tests {
             spec_decode_acceptance: None,
             spec_decode_partial: None,
             spec_decode_rejected: None,
+            usage: None,
         }
     }
 

@@ -204,6 +204,7 @@ mod tests {
             spec_decode_acceptance: None,
             spec_decode_partial: None,
             spec_decode_rejected: None,
+            usage: None,
         }
     }
 

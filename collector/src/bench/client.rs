@@ -79,6 +79,7 @@ pub struct Exchange {
     /// From the last non-empty `usage`.
     pub prompt_tokens: Option<u64>,
     pub completion_tokens: Option<u64>,
+    pub total_tokens: Option<u64>,
     /// The generated text (counted with the tokenizer when there is no usage).
     pub generated_text: String,
     pub error: Option<(ErrorKind, String)>,
@@ -412,6 +413,9 @@ fn note_usage(ex: &mut Exchange, v: &Value) {
         }
         if let Some(t) = usage.get("prompt_tokens").and_then(Value::as_u64) {
             ex.prompt_tokens = Some(t);
+        }
+        if let Some(t) = usage.get("total_tokens").and_then(Value::as_u64) {
+            ex.total_tokens = Some(t);
         }
     }
 }

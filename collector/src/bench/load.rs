@@ -15,7 +15,7 @@ use indicatif::ProgressBar;
 use rand::rngs::SmallRng;
 use rand::SeedableRng;
 use rand_distr::{Distribution, Exp, Gamma};
-use speclens_shared::run::{ErrorKind, RequestRecord, RunTally};
+use speclens_shared::run::{ErrorKind, RequestRecord, RunTally, UsageRecord};
 use tokio::sync::{mpsc, watch, Semaphore};
 use tokio::task::JoinSet;
 use tokio::time::Instant;
@@ -483,12 +483,22 @@ fn to_record(
         Some((k, m)) => (Some(k), Some(m)),
         None => (None, None),
     };
-    // The server's usage wins; without it, the tokenizer counts the text.
+    // The server's usage wins; without it, the tokenizer counts the text. With it, the
+    // tokenizer's count stays beside it (AIPerf's usage discrepancy).
+    let reported = ex.prompt_tokens.is_some() || ex.completion_tokens.is_some() || ex.total_tokens.is_some();
+    let counted = (success && (reported || ex.completion_tokens.is_none())).then(|| tokens.count(&ex.generated_text));
     let output_tokens = match (success, ex.completion_tokens) {
         (false, _) => 0,
         (true, Some(t)) => t,
-        (true, None) => tokens.count(&ex.generated_text),
+        (true, None) => counted.unwrap_or(0),
     };
+    let usage = (success && reported).then(|| UsageRecord {
+        prompt_tokens: ex.prompt_tokens,
+        completion_tokens: ex.completion_tokens,
+        total_tokens: ex.total_tokens,
+        client_prompt_tokens: sent.input_tokens,
+        client_completion_tokens: counted.unwrap_or(0),
+    });
     let spec_decode_acceptance = ex.spec.map(|mut r| {
         r.completion_tokens = r.completion_tokens.or(ex.completion_tokens);
         r
@@ -510,6 +520,7 @@ fn to_record(
         spec_decode_acceptance,
         spec_decode_partial: ex.spec_partial,
         spec_decode_rejected: ex.spec_rejected,
+        usage,
     }
 }
 

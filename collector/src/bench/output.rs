@@ -419,6 +419,8 @@ fn run_config(run: &Prepared) -> RunConfig {
         input_tokens_stddev: workload.input_tokens_stddev,
         output_tokens: workload.output_tokens,
         output_tokens_stddev: workload.output_tokens_stddev,
+        range_ratio: workload.range_ratio,
+        prefix_tokens: workload.prefix_tokens,
         temperature: workload.temperature,
         metrics_endpoints: run.endpoints.iter().map(|e| super::redact_url(&e.url)).collect(),
         scrape_interval_s: plan.scrape.interval.as_secs_f64(),

@@ -238,6 +238,18 @@ impl Plan {
                 return invalid(format!("{name} must be a finite number ≥ 0, got {v}"));
             }
         }
+        if !(w.range_ratio.is_finite() && (0.0..1.0).contains(&w.range_ratio)) {
+            return invalid(format!(
+                "--range-ratio must be in [0, 1), as vLLM's, got {}",
+                w.range_ratio
+            ));
+        }
+        if w.range_ratio > 0.0 && (w.input_tokens_stddev > 0.0 || w.output_tokens_stddev > 0.0) {
+            return invalid(
+                "--range-ratio draws uniform lengths: leave out --input-tokens-stddev and --output-tokens-stddev"
+                    .into(),
+            );
+        }
         if let Some(r) = self.load.request_rate {
             if !(r.is_infinite() && r > 0.0 || r.is_finite() && r >= 1e-6) {
                 return invalid(format!(

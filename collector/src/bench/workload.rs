@@ -1,6 +1,7 @@
-//! Workloads: the prompts a run sends (synthetic, Spec-Bench `question.jsonl`, ShareGPT JSON,
-//! plain JSONL as vLLM's `custom` dataset),
-//! and their request bodies, serialised before the run so nothing is built on the timing path.
+//! Workloads: the prompts a run sends (synthetic with vLLM's `random` ranges and shared prefix,
+//! Spec-Bench `question.jsonl`, ShareGPT JSON, vLLM's `sonnet` lines, plain JSONL as vLLM's
+//! `custom` dataset), and their request bodies, serialised before the run so nothing is built on
+//! the timing path.
 
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
@@ -24,6 +25,8 @@ pub enum Dataset {
     /// ShareGPT's JSON (`[{"conversations": [{"from": "human", "value": …}, …]}, …]`), as
     /// `vllm bench serve --dataset-name sharegpt` and AIPerf read it.
     ShareGpt(PathBuf),
+    /// Lines of a poem, as `vllm bench serve --dataset-name sonnet` builds prompts from them.
+    Sonnet(PathBuf),
     Jsonl(PathBuf),
 }
 
@@ -34,6 +37,7 @@ impl Dataset {
             Dataset::Synthetic => "synthetic",
             Dataset::SpecBench(_) => "specbench",
             Dataset::ShareGpt(_) => "sharegpt",
+            Dataset::Sonnet(_) => "sonnet",
             Dataset::Jsonl(_) => "jsonl",
         }
     }
@@ -41,7 +45,7 @@ impl Dataset {
     pub fn path(&self) -> Option<&Path> {
         match self {
             Dataset::Synthetic => None,
-            Dataset::SpecBench(p) | Dataset::ShareGpt(p) | Dataset::Jsonl(p) => Some(p),
+            Dataset::SpecBench(p) | Dataset::ShareGpt(p) | Dataset::Sonnet(p) | Dataset::Jsonl(p) => Some(p),
         }
     }
 }
@@ -58,6 +62,12 @@ pub struct Workload {
     /// Output length in tokens (mean); the max_tokens of every request.
     pub output_tokens: u32,
     pub output_tokens_stddev: f64,
+    /// vLLM's `--random-range-ratio`: synthetic lengths uniform in [⌊L·(1 − r)⌋, ⌈L·(1 + r)⌉]
+    /// instead of normal (0: fixed, or the stddevs).
+    pub range_ratio: f64,
+    /// Tokens of a prefix every prompt shares (vLLM's `--random-prefix-len`, and the sonnet
+    /// dataset's `--sonnet-prefix-len`).
+    pub prefix_tokens: u32,
     /// Set ignore_eos on dataset prompts too (synthetic prompts always set it).
     pub ignore_eos: bool,
     pub temperature: f64,
@@ -92,15 +102,43 @@ fn draw_length(rng: &mut SmallRng, mean: u32, stddev: f64) -> u32 {
     (f64::from(mean) + stddev * z).round().clamp(1.0, f64::from(u32::MAX)) as u32
 }
 
+/// vLLM's `random` length draw: uniform over the integers of [⌊mean·(1 − r)⌋, ⌈mean·(1 + r)⌉],
+/// at least `low_floor`.
+fn draw_in_range(rng: &mut SmallRng, mean: u32, ratio: f64, low_floor: u32) -> u32 {
+    let low = ((f64::from(mean) * (1.0 - ratio)).floor() as u32).max(low_floor);
+    let high = ((f64::from(mean) * (1.0 + ratio)).ceil() as u32).max(low);
+    rng.random_range(low..=high)
+}
+
+/// The prefix every synthetic prompt shares: `target` tokens of the same words.
+fn shared_prefix(target: u64, tokens: &TokenCounter) -> (String, u64) {
+    if target == 0 {
+        return (String::new(), 0);
+    }
+    let (text, count) = words_of(target, tokens, |w| WORDS[(w as usize * 5) % WORDS.len()].to_string());
+    (format!("{text} "), count)
+}
+
 /// A synthetic prompt of `target` tokens under `tokens` (each word below is one token; the
 /// leading number, which makes every prompt start differently so no prefix cache serves it
 /// whole, may take more, so the length is corrected by counting).
 fn synthetic_text(i: usize, target: u64, tokens: &TokenCounter) -> (String, u64) {
+    words_of(target, tokens, |w| {
+        if w == 0 {
+            format!("{i}")
+        } else {
+            WORDS[(w as usize * 7 + i * 13) % WORDS.len()].to_string()
+        }
+    })
+}
+
+/// Text of `word(0) word(1) …` with as many words as make `target` tokens, corrected by counting.
+fn words_of(target: u64, tokens: &TokenCounter, word: impl Fn(u64) -> String) -> (String, u64) {
     let build = |words: u64| {
-        let mut text = format!("{i}");
+        let mut text = word(0);
         for w in 1..words {
             text.push(' ');
-            text.push_str(WORDS[(w as usize * 7 + i * 13) % WORDS.len()]);
+            text.push_str(&word(w));
         }
         text
     };
@@ -125,6 +163,8 @@ struct Synthetic<'a> {
     tokens: TokenCounter,
     rng: SmallRng,
     next: usize,
+    /// The shared prefix and its tokens.
+    prefix: (String, u64),
 }
 
 impl<'a> Synthetic<'a> {
@@ -134,6 +174,7 @@ impl<'a> Synthetic<'a> {
             tokens,
             rng: SmallRng::seed_from_u64(args.seed),
             next: 0,
+            prefix: shared_prefix(u64::from(args.prefix_tokens), &tokens),
         }
     }
 }
@@ -144,12 +185,35 @@ impl Iterator for Synthetic<'_> {
     fn next(&mut self) -> Option<Prompt> {
         let i = self.next;
         self.next += 1;
-        let len = draw_length(&mut self.rng, self.args.input_tokens, self.args.input_tokens_stddev);
-        let (text, input_tokens) = synthetic_text(i, u64::from(len), &self.tokens);
+        let a = self.args;
+        let (len, max_tokens) = if a.range_ratio > 0.0 {
+            (
+                draw_in_range(&mut self.rng, a.input_tokens, a.range_ratio, 0),
+                draw_in_range(&mut self.rng, a.output_tokens, a.range_ratio, 1),
+            )
+        } else {
+            (
+                draw_length(&mut self.rng, a.input_tokens, a.input_tokens_stddev),
+                draw_length(&mut self.rng, a.output_tokens, a.output_tokens_stddev),
+            )
+        };
+        let (own, own_tokens) = if len == 0 {
+            (String::new(), 0)
+        } else {
+            synthetic_text(i, u64::from(len), &self.tokens)
+        };
+        let (prefix, _) = &self.prefix;
+        let (text, input_tokens) = if prefix.is_empty() {
+            (own, own_tokens)
+        } else {
+            let text = format!("{prefix}{own}");
+            let counted = self.tokens.count(&text);
+            (text, counted)
+        };
         Some(Prompt {
             text,
             category: None,
-            max_tokens: draw_length(&mut self.rng, self.args.output_tokens, self.args.output_tokens_stddev),
+            max_tokens,
             ignore_eos: true,
             input_tokens,
         })
@@ -257,9 +321,89 @@ fn from_sharegpt(
     Ok(prompts)
 }
 
+/// vLLM's sonnet prompt's opening line.
+const SONNET_BASE: &str = "Pick as many lines as you can from these poem lines:\n";
+
+/// Prompts from a poem's lines as vLLM's `SonnetDataset` builds them: the base line, the file's
+/// first lines as a prefix of about `prefix_tokens`, then lines drawn at random (with
+/// replacement, seeded) up to about `input_tokens`, a draw kept only when it fits
+/// `input_tokens`. vLLM counts the base line inside the model's chat template; speclens counts
+/// the base line alone. `count` prompts, or an error when no draw fits.
+fn from_sonnet(
+    args: &Workload,
+    path: &Path,
+    text: &str,
+    count: usize,
+    tokens: &TokenCounter,
+) -> Result<Vec<Prompt>, CollectorError> {
+    let lines: Vec<&str> = text.split_inclusive('\n').filter(|l| !l.trim().is_empty()).collect();
+    if lines.is_empty() {
+        return Err(CollectorError::InvalidArgument(format!(
+            "{} holds no poem lines for --dataset sonnet",
+            path.display()
+        )));
+    }
+    let line_tokens: u64 = lines.iter().map(|l| tokens.count(l)).sum();
+    let avg_tokens = line_tokens as f64 / lines.len() as f64;
+    let base_tokens = tokens.count(SONNET_BASE) as f64;
+    let (input, prefix) = (f64::from(args.input_tokens), f64::from(args.prefix_tokens));
+    if input <= base_tokens {
+        return Err(CollectorError::InvalidArgument(format!(
+            "--input-tokens {} must be more than the sonnet prompt's opening line ({base_tokens} tokens)",
+            args.input_tokens
+        )));
+    }
+    if args.prefix_tokens >= args.input_tokens {
+        return invalid_workload("--prefix-tokens must be less than --input-tokens for --dataset sonnet");
+    }
+    let input_lines = ((input - base_tokens) / avg_tokens).round() as usize;
+    let prefix_lines = (((prefix - base_tokens) / avg_tokens).round().max(0.0) as usize).min(lines.len());
+    let fixed = format!("{SONNET_BASE}{}", lines[..prefix_lines].concat());
+    let mut rng = SmallRng::seed_from_u64(args.seed);
+    let mut prompts = Vec::with_capacity(count);
+    // vLLM draws until enough fit; a file whose draws never fit gets an error, not a hang.
+    let attempts = count.saturating_mul(100).max(1000);
+    for _ in 0..attempts {
+        if prompts.len() == count {
+            break;
+        }
+        let mut text = fixed.clone();
+        for _ in 0..input_lines.saturating_sub(prefix_lines) {
+            text.push_str(lines[rng.random_range(0..lines.len())]);
+        }
+        let input_tokens = tokens.count(&text);
+        if input_tokens <= u64::from(args.input_tokens) {
+            prompts.push(Prompt {
+                text,
+                category: None,
+                max_tokens: args.output_tokens.max(1),
+                ignore_eos: args.ignore_eos,
+                input_tokens,
+            });
+        }
+    }
+    if prompts.len() < count {
+        return Err(CollectorError::InvalidArgument(format!(
+            "{}: {} of {attempts} sonnet prompts of {input_lines} lines fit --input-tokens {} (lines average {avg_tokens:.1} tokens); raise --input-tokens",
+            path.display(),
+            prompts.len(),
+            args.input_tokens
+        )));
+    }
+    Ok(prompts)
+}
+
+fn invalid_workload<T>(message: &str) -> Result<T, CollectorError> {
+    Err(CollectorError::InvalidArgument(message.into()))
+}
+
+fn read_dataset(path: &Path) -> Result<String, CollectorError> {
+    std::fs::read_to_string(path)
+        .map_err(|e| CollectorError::InvalidArgument(format!("cannot read dataset {}: {e}", path.display())))
+}
+
 fn from_file(args: &Workload, path: &Path, tokens: &TokenCounter) -> Result<Vec<Prompt>, CollectorError> {
-    let text = std::fs::read_to_string(path)
-        .map_err(|e| CollectorError::InvalidArgument(format!("cannot read dataset {}: {e}", path.display())))?;
+    let text = read_dataset(path)?;
     if matches!(args.dataset, Dataset::ShareGpt(_)) {
         if !args.categories.is_empty() {
             return Err(CollectorError::InvalidArgument(
@@ -313,6 +457,13 @@ fn from_file(args: &Workload, path: &Path, tokens: &TokenCounter) -> Result<Vec<
 
 /// The prompts of a run: `count` of them (file datasets are cycled, shuffled by the seed).
 pub fn load(args: &Workload, count: usize, tokens: &TokenCounter) -> Result<Vec<Prompt>, CollectorError> {
+    if !args.categories.is_empty() && matches!(args.dataset, Dataset::Synthetic | Dataset::Sonnet(_)) {
+        return invalid_workload("--category takes a spec-bench or jsonl dataset");
+    }
+    if let Dataset::Sonnet(path) = &args.dataset {
+        // Every sonnet prompt is drawn on its own, as vLLM does: no pool to cycle.
+        return from_sonnet(args, path, &read_dataset(path)?, count, tokens);
+    }
     match args.dataset.path() {
         None => Ok(Synthetic::new(args, *tokens).take(count).collect()),
         Some(path) => {
@@ -433,7 +584,10 @@ pub async fn feeds(
     };
     let opts = settings.options();
     if let Some(path) = args.dataset.path() {
-        let pool = shuffled_file(args, path, &tokens)?;
+        let pool = match &args.dataset {
+            Dataset::Sonnet(_) => load(args, (warmup + window).max(1), &tokens)?,
+            _ => shuffled_file(args, path, &tokens)?,
+        };
         return Ok(built(pool.iter().map(|p| Ready::of(p, &opts)).collect()));
     }
     if warmup + window <= BUILT_AHEAD {
@@ -618,6 +772,93 @@ mod tests {
         let (_, short) = feeds(&a, 0, 10, false, settings, t).await.unwrap();
         assert!(matches!(short, Feed::Built { .. }));
         assert_eq!(short.get(3).await.unwrap().body, want[3]);
+    }
+
+    #[test]
+    fn random_ranges_and_a_shared_prefix_as_vllm_draws_them() {
+        let t = TokenCounter::new().unwrap();
+        let a = args(&[
+            "--input-tokens",
+            "20",
+            "--output-tokens",
+            "10",
+            "--range-ratio",
+            "0.5",
+            "--prefix-tokens",
+            "16",
+        ]);
+        let prompts = load(&a, 300, &t).unwrap();
+        let (prefix, prefix_tokens) = shared_prefix(16, &t);
+        assert_eq!(prefix_tokens, 16);
+        // Own lengths uniform over [10, 30], outputs over [5, 15], each end reached.
+        let own: Vec<u64> = prompts.iter().map(|p| t.count(&p.text[prefix.len()..])).collect();
+        let outs: Vec<u32> = prompts.iter().map(|p| p.max_tokens).collect();
+        assert_eq!((own.iter().min(), own.iter().max()), (Some(&10), Some(&30)), "{own:?}");
+        assert_eq!(
+            (outs.iter().min(), outs.iter().max()),
+            (Some(&5), Some(&15)),
+            "{outs:?}"
+        );
+        for p in &prompts {
+            assert!(p.text.starts_with(&prefix), "{}", p.text);
+            assert_eq!(p.input_tokens, t.count(&p.text));
+        }
+        // The same seed, the same prompts; a ratio outside vLLM's [0, 1), or beside a stddev,
+        // is refused before anything is sent.
+        assert_eq!(load(&a, 300, &t).unwrap(), prompts);
+        for bad in [
+            &["--range-ratio", "1"][..],
+            &["--range-ratio", "0.2", "--input-tokens-stddev", "3"],
+        ] {
+            let argv: Vec<&str> = ["speclens", "bench"].iter().chain(bad).copied().collect();
+            let e = crate::cli::bench_plan_of(&argv).err().expect("refused").to_string();
+            assert!(e.contains("--range-ratio"), "{e}");
+        }
+    }
+
+    #[test]
+    fn sonnet_prompts_open_with_the_prefix_lines_and_fit_the_input_length() {
+        let fixture = concat!(env!("CARGO_MANIFEST_DIR"), "/../tests/fixtures/made_sonnet.txt");
+        let t = TokenCounter::new().unwrap();
+        let a = args(&[
+            "--dataset",
+            "sonnet",
+            "--dataset-path",
+            fixture,
+            "--input-tokens",
+            "120",
+            "--output-tokens",
+            "30",
+            "--prefix-tokens",
+            "40",
+        ]);
+        let prompts = load(&a, 20, &t).unwrap();
+        assert_eq!(prompts.len(), 20);
+        // The opening line and the poem's first lines (about 40 tokens of them) in every prompt.
+        let poem = std::fs::read_to_string(fixture).unwrap();
+        let lines: Vec<&str> = poem.split_inclusive('\n').collect();
+        let opening = format!("{SONNET_BASE}{}{}", lines[0], lines[1]);
+        for p in &prompts {
+            assert!(p.text.starts_with(&opening), "{}", p.text);
+            assert!(
+                p.input_tokens <= 120 && p.input_tokens == t.count(&p.text),
+                "{}",
+                p.input_tokens
+            );
+            assert_eq!(p.max_tokens, 30);
+        }
+        let distinct: std::collections::BTreeSet<&str> = prompts.iter().map(|p| p.text.as_str()).collect();
+        assert!(distinct.len() > 10, "lines drawn at random: {}", distinct.len());
+        // Too short for the opening line, and a file of no lines: errors that say so.
+        let short = args(&["--dataset", "sonnet", "--dataset-path", fixture, "--input-tokens", "5"]);
+        let e = load(&short, 1, &t).unwrap_err().to_string();
+        assert!(e.contains("opening line"), "{e}");
+        let dir = tempfile::tempdir().unwrap();
+        let empty = dir.path().join("empty.txt");
+        std::fs::write(&empty, "\n\n").unwrap();
+        let none = args(&["--dataset", "sonnet", "--dataset-path", empty.to_str().unwrap()]);
+        let e = load(&none, 1, &t).unwrap_err().to_string();
+        assert!(e.contains("empty.txt") && e.contains("no poem lines"), "{e}");
     }
 
     #[test]

@@ -58,6 +58,9 @@ pub enum DatasetArg {
     /// ShareGPT JSON, as vLLM's and AIPerf's `sharegpt`: the first turn is the prompt, the
     /// second's length the output length.
     Sharegpt,
+    /// A poem's lines, as vLLM's `sonnet`: the opening line, the file's first lines as a shared
+    /// prefix of --prefix-tokens, then lines drawn at random up to --input-tokens.
+    Sonnet,
     /// One JSON object per line: `prompt`, optional `category` and `max_tokens` (vLLM's `custom`).
     #[value(alias = "custom")]
     Jsonl,
@@ -68,7 +71,7 @@ impl DatasetArg {
     fn with_path(self, path: Option<PathBuf>) -> Result<Dataset, CollectorError> {
         let path = || {
             path.clone().map_or_else(
-                || invalid("--dataset spec-bench, sharegpt and jsonl need --dataset-path"),
+                || invalid("--dataset spec-bench, sharegpt, sonnet and jsonl need --dataset-path"),
                 Ok,
             )
         };
@@ -76,6 +79,7 @@ impl DatasetArg {
             DatasetArg::Synthetic => Dataset::Synthetic,
             DatasetArg::SpecBench => Dataset::SpecBench(path()?),
             DatasetArg::Sharegpt => Dataset::ShareGpt(path()?),
+            DatasetArg::Sonnet => Dataset::Sonnet(path()?),
             DatasetArg::Jsonl => Dataset::Jsonl(path()?),
         })
     }
@@ -174,6 +178,14 @@ pub struct WorkloadArgs {
     /// Standard deviation of the output length, in tokens.
     #[arg(long, default_value_t = 0.0)]
     pub output_tokens_stddev: f64,
+    /// Synthetic lengths uniform in [⌊L·(1 − R)⌋, ⌈L·(1 + R)⌉] for the input and output means L,
+    /// as vLLM's random dataset draws them (R in [0, 1)).
+    #[arg(long, visible_alias = "random-range-ratio", default_value_t = 0.0)]
+    pub range_ratio: f64,
+    /// Tokens of a prefix every prompt shares, before its own --input-tokens (vLLM's
+    /// --random-prefix-len; with --dataset sonnet, its --sonnet-prefix-len).
+    #[arg(long, visible_alias = "random-prefix-len", default_value_t = 0)]
+    pub prefix_tokens: u32,
     /// Percentiles to report for TTFT, TPOT, ITL and E2EL.
     #[arg(long, value_delimiter = ',', default_value = "99")]
     pub percentiles: Vec<f64>,
@@ -500,6 +512,8 @@ impl WorkloadArgs {
             input_tokens_stddev: self.input_tokens_stddev,
             output_tokens,
             output_tokens_stddev: self.output_tokens_stddev,
+            range_ratio: self.range_ratio,
+            prefix_tokens: self.prefix_tokens,
             ignore_eos: self.ignore_eos,
             temperature: self.temperature,
             seed: self.seed,
@@ -673,7 +687,10 @@ impl AcceptArgs {
         if !self.workload.goodput.is_empty() {
             return invalid("--goodput is counted by bench and sweep; accept measures acceptance by category");
         }
-        if matches!(self.dataset, DatasetArg::Synthetic | DatasetArg::Sharegpt) {
+        if matches!(
+            self.dataset,
+            DatasetArg::Synthetic | DatasetArg::Sharegpt | DatasetArg::Sonnet
+        ) {
             return invalid("accept measures a dataset's categories: --dataset spec-bench or jsonl");
         }
         let dataset = self.dataset.with_path(Some(self.dataset_path.clone()))?;
