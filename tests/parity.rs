@@ -389,3 +389,87 @@ fn a_rate_sweep_compares_latency_and_finds_where_speculation_stops_paying() {
     assert!(stdout.contains("Measured crossing: λ* = "), "{stdout}");
     assert!(stdout.contains(" requests/s (interpolated)"), "{stdout}");
 }
+
+#[test]
+fn every_aiperf_named_metric_has_aiperf_s_unit_and_statistics() {
+    // The run of AIPerf's README against the sim (streamed chat, concurrency 4, 20 requests),
+    // by speclens; AIPerf 0.13's own export of the same command is the fixture.
+    let aiperf: Value = serde_json::from_str(&crate::common::json_fixture_text(
+        "captured_aiperf_0.13_profile_export.json",
+    ))
+    .unwrap();
+    let sim = Speclens::start(&[
+        "sim",
+        "--port",
+        "0",
+        "--num-spec-tokens",
+        "3",
+        "--alpha",
+        "0.7",
+        "--time-scale",
+        "0.1",
+    ]);
+    let dir = tempfile::tempdir().unwrap();
+    let run = dir.path().join("run");
+    let (_, _) = bench_into(
+        &sim.url(),
+        &run,
+        &["--endpoint", "chat", "--concurrency", "4", "--num-prompts", "20"],
+        Duration::from_secs(60),
+    );
+    let ours: Value =
+        serde_json::from_str(&std::fs::read_to_string(run.join("profile_export_speclens.json")).unwrap()).unwrap();
+    let keys = |v: &Value| -> Vec<String> {
+        let mut k: Vec<String> = v.as_object().unwrap().keys().cloned().collect();
+        k.sort();
+        k
+    };
+    // speclens's own additions, named so they cannot pass for AIPerf's (SPEC.md's zero-step
+    // count; the version that wrote the file).
+    let own = ["spec_decode_zero_step_requests", "speclens_version"];
+    let mut compared = 0;
+    for (tag, metric) in ours.as_object().unwrap() {
+        if own.contains(&tag.as_str()) {
+            continue;
+        }
+        let theirs = aiperf
+            .get(tag)
+            .unwrap_or_else(|| panic!("{tag}: not a key AIPerf writes for this run"));
+        if metric.get("unit").is_some() {
+            assert_eq!(metric["unit"], theirs["unit"], "{tag}'s unit");
+            assert_eq!(keys(metric), keys(theirs), "{tag}'s statistics");
+            compared += 1;
+        } else {
+            assert_eq!(
+                std::mem::discriminant(metric),
+                std::mem::discriminant(theirs),
+                "{tag}: {metric} against AIPerf's {theirs}"
+            );
+        }
+    }
+    // The list, and the usage figures the sim's `usage` gives.
+    for tag in [
+        "time_to_second_token",
+        "time_to_first_output_token",
+        "inter_chunk_latency",
+        "output_token_throughput_per_user",
+        "output_token_count",
+        "benchmark_duration",
+        "total_isl",
+        "total_osl",
+        "total_output_tokens",
+        "usage_prompt_tokens",
+        "usage_completion_tokens",
+        "usage_total_tokens",
+        "total_usage_prompt_tokens",
+        "usage_prompt_tokens_diff_pct",
+        "usage_completion_tokens_diff_pct",
+        "usage_discrepancy_count",
+        "input_token_throughput",
+        "total_token_throughput",
+        "request_error_rate",
+    ] {
+        assert!(ours.get(tag).is_some(), "{tag} missing");
+    }
+    assert!(compared >= 40, "{compared} metrics compared");
+}

@@ -150,12 +150,6 @@ fn derived_metrics(tally: &RunTally, m: &RunMetrics) -> Vec<(&'static str, &'sta
     let mut out = vec![
         ("benchmark_duration", "Benchmark Duration", "sec", m.duration_s),
         (
-            "error_request_count",
-            "Error Request Count",
-            "requests",
-            m.failed as f64,
-        ),
-        (
             "input_token_throughput",
             "Input Token Throughput",
             "tokens/sec",
@@ -209,6 +203,15 @@ fn derived_metrics(tally: &RunTally, m: &RunMetrics) -> Vec<(&'static str, &'sta
             m.total_token_throughput,
         ),
     ];
+    // AIPerf writes the error count only when a request failed.
+    if m.failed > 0 {
+        out.push((
+            "error_request_count",
+            "Error Request Count",
+            "requests",
+            m.failed as f64,
+        ));
+    }
     let usage = &tally.usage;
     let sum = |s: &Sample| s.moments().map(|m| m.sum);
     for (tag, header, sample) in [

@@ -28,7 +28,25 @@ pub enum Dataset {
     /// Lines of a poem, as `vllm bench serve --dataset-name sonnet` builds prompts from them.
     Sonnet(PathBuf),
     Jsonl(PathBuf),
+    /// A Hugging Face dataset file on disk (parquet, JSON lines or a JSON array of rows) and
+    /// which of its columns hold what.
+    Hf(PathBuf, Columns),
 }
+
+/// The columns of a [`Dataset::Hf`] file: the prompt's (its first item when it holds a list,
+/// as MT-Bench's `turns`), and optionally the output length's and the category's.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct Columns {
+    /// None: the first of [`PROMPT_COLUMNS`] the file has.
+    pub prompt: Option<String>,
+    pub output_len: Option<String>,
+    /// None: `category` when the file has it.
+    pub category: Option<String>,
+}
+
+/// The prompt columns tried, in order, when none is named (the names Hugging Face datasets of
+/// prompts use most).
+pub const PROMPT_COLUMNS: [&str; 7] = ["prompt", "question", "instruction", "input", "text", "turns", "content"];
 
 impl Dataset {
     /// The dataset's kind as `result.json` records it (`synthetic`, `specbench`, `jsonl`).
@@ -39,13 +57,18 @@ impl Dataset {
             Dataset::ShareGpt(_) => "sharegpt",
             Dataset::Sonnet(_) => "sonnet",
             Dataset::Jsonl(_) => "jsonl",
+            Dataset::Hf(..) => "hf",
         }
     }
 
     pub fn path(&self) -> Option<&Path> {
         match self {
             Dataset::Synthetic => None,
-            Dataset::SpecBench(p) | Dataset::ShareGpt(p) | Dataset::Sonnet(p) | Dataset::Jsonl(p) => Some(p),
+            Dataset::SpecBench(p)
+            | Dataset::ShareGpt(p)
+            | Dataset::Sonnet(p)
+            | Dataset::Jsonl(p)
+            | Dataset::Hf(p, _) => Some(p),
         }
     }
 }
@@ -402,7 +425,130 @@ fn read_dataset(path: &Path) -> Result<String, CollectorError> {
         .map_err(|e| CollectorError::InvalidArgument(format!("cannot read dataset {}: {e}", path.display())))
 }
 
+/// One row of a Hugging Face file: where it is (`row 3`, `line 3`) and its columns.
+type HfRow = (String, serde_json::Map<String, serde_json::Value>);
+
+/// A Hugging Face file's rows as JSON objects.
+fn hf_rows(path: &Path) -> Result<Vec<HfRow>, CollectorError> {
+    let bad = |what: String| CollectorError::InvalidArgument(format!("{}: {what}", path.display()));
+    let object = |at: String, v: serde_json::Value| match v {
+        serde_json::Value::Object(m) => Ok((at, m)),
+        other => Err(bad(format!("{at}: not a row object but {other}"))),
+    };
+    if path.extension().is_some_and(|e| e.eq_ignore_ascii_case("parquet")) {
+        use parquet::file::reader::{FileReader, SerializedFileReader};
+        let file = std::fs::File::open(path).map_err(|e| bad(format!("cannot read: {e}")))?;
+        let reader = SerializedFileReader::new(file).map_err(|e| bad(format!("not a parquet file: {e}")))?;
+        let rows = reader
+            .get_row_iter(None)
+            .map_err(|e| bad(format!("cannot read its rows: {e}")))?;
+        return rows
+            .enumerate()
+            .map(|(i, row)| {
+                let row = row.map_err(|e| bad(format!("row {}: {e}", i + 1)))?;
+                object(format!("row {}", i + 1), row.to_json_value())
+            })
+            .collect();
+    }
+    let text = read_dataset(path)?;
+    if text.trim_start().starts_with('[') {
+        let rows: Vec<serde_json::Value> =
+            serde_json::from_str(&text).map_err(|e| bad(format!("not a JSON array of rows: {e}")))?;
+        return rows
+            .into_iter()
+            .enumerate()
+            .map(|(i, v)| object(format!("row {}", i + 1), v))
+            .collect();
+    }
+    text.lines()
+        .enumerate()
+        .filter(|(_, l)| !l.trim().is_empty())
+        .map(|(i, line)| {
+            let v = serde_json::from_str(line).map_err(|e| bad(format!("line {}: not a JSON row: {e}", i + 1)))?;
+            object(format!("line {}", i + 1), v)
+        })
+        .collect()
+}
+
+/// A Hugging Face file's prompts through its column mapping.
+fn from_hf(
+    args: &Workload,
+    path: &Path,
+    columns: &Columns,
+    tokens: &TokenCounter,
+) -> Result<Vec<Prompt>, CollectorError> {
+    let rows = hf_rows(path)?;
+    let bad = |what: String| CollectorError::InvalidArgument(format!("{}: {what}", path.display()));
+    let Some((_, first)) = rows.first() else {
+        return Err(bad("holds no rows".into()));
+    };
+    let prompt_column = match &columns.prompt {
+        Some(c) => c.clone(),
+        None => PROMPT_COLUMNS
+            .iter()
+            .find(|c| first.contains_key(**c))
+            .map(|c| (*c).to_string())
+            .ok_or_else(|| {
+                let have: Vec<&str> = first.keys().map(String::as_str).collect();
+                bad(format!(
+                    "no prompt column among {PROMPT_COLUMNS:?}; its columns are {have:?}: name one with --prompt-column"
+                ))
+            })?,
+    };
+    let category_column = columns
+        .category
+        .clone()
+        .or_else(|| first.contains_key("category").then(|| "category".to_string()));
+    let mut prompts = Vec::new();
+    for (at, row) in &rows {
+        let cell = |column: &str| row.get(column).filter(|v| !v.is_null());
+        let text = match cell(&prompt_column) {
+            Some(serde_json::Value::String(s)) => s.clone(),
+            Some(serde_json::Value::Array(items)) => match items.first() {
+                Some(serde_json::Value::String(s)) => s.clone(),
+                _ => {
+                    return Err(bad(format!(
+                        "{at}: column {prompt_column:?} holds no text as its first item"
+                    )))
+                }
+            },
+            Some(other) => return Err(bad(format!("{at}: column {prompt_column:?} is not text: {other}"))),
+            None => return Err(bad(format!("{at}: no column {prompt_column:?}"))),
+        };
+        let max_tokens = match columns.output_len.as_deref().map(|c| (c, cell(c))) {
+            None => args.output_tokens,
+            Some((c, Some(v))) => v
+                .as_u64()
+                .and_then(|n| u32::try_from(n).ok())
+                .ok_or_else(|| bad(format!("{at}: column {c:?} is not a whole number of tokens: {v}")))?,
+            Some((c, None)) => return Err(bad(format!("{at}: no column {c:?}"))),
+        };
+        let category = match category_column.as_deref().map(|c| (c, cell(c))) {
+            Some((_, Some(serde_json::Value::String(s)))) => Some(s.clone()),
+            Some((_, Some(v))) => Some(v.to_string()),
+            _ => None,
+        };
+        if !args.categories.is_empty() && !category.as_ref().is_some_and(|c| args.categories.contains(c)) {
+            continue;
+        }
+        prompts.push(Prompt {
+            input_tokens: tokens.count(&text),
+            text,
+            category,
+            max_tokens: max_tokens.max(1),
+            ignore_eos: args.ignore_eos,
+        });
+    }
+    if prompts.is_empty() {
+        return Err(bad(format!("holds no prompts of categories {:?}", args.categories)));
+    }
+    Ok(prompts)
+}
+
 fn from_file(args: &Workload, path: &Path, tokens: &TokenCounter) -> Result<Vec<Prompt>, CollectorError> {
+    if let Dataset::Hf(_, columns) = &args.dataset {
+        return from_hf(args, path, columns, tokens);
+    }
     let text = read_dataset(path)?;
     if matches!(args.dataset, Dataset::ShareGpt(_)) {
         if !args.categories.is_empty() {
@@ -859,6 +1005,137 @@ mod tests {
         let none = args(&["--dataset", "sonnet", "--dataset-path", empty.to_str().unwrap()]);
         let e = load(&none, 1, &t).unwrap_err().to_string();
         assert!(e.contains("empty.txt") && e.contains("no poem lines"), "{e}");
+    }
+
+    /// A parquet file as `datasets`' `to_parquet` writes one (snappy), made here.
+    fn write_parquet(path: &Path, questions: &[&str], lengths: &[i64], topics: &[&str]) {
+        use parquet::data_type::{ByteArray, ByteArrayType, Int64Type};
+        use parquet::file::properties::WriterProperties;
+        use parquet::file::writer::SerializedFileWriter;
+        let schema = parquet::schema::parser::parse_message_type(
+            "message train { REQUIRED BYTE_ARRAY question (UTF8); REQUIRED INT64 answer_tokens; REQUIRED BYTE_ARRAY topic (UTF8); }",
+        )
+        .unwrap();
+        let props = WriterProperties::builder()
+            .set_compression(parquet::basic::Compression::SNAPPY)
+            .build();
+        let file = std::fs::File::create(path).unwrap();
+        let mut writer = SerializedFileWriter::new(file, Arc::new(schema), Arc::new(props)).unwrap();
+        let mut group = writer.next_row_group().unwrap();
+        let text = |v: &[&str]| v.iter().map(|s| ByteArray::from(*s)).collect::<Vec<_>>();
+        let mut column = group.next_column().unwrap().unwrap();
+        column
+            .typed::<ByteArrayType>()
+            .write_batch(&text(questions), None, None)
+            .unwrap();
+        column.close().unwrap();
+        let mut column = group.next_column().unwrap().unwrap();
+        column.typed::<Int64Type>().write_batch(lengths, None, None).unwrap();
+        column.close().unwrap();
+        let mut column = group.next_column().unwrap().unwrap();
+        column
+            .typed::<ByteArrayType>()
+            .write_batch(&text(topics), None, None)
+            .unwrap();
+        column.close().unwrap();
+        group.close().unwrap();
+        writer.close().unwrap();
+    }
+
+    #[test]
+    fn a_hugging_face_parquet_file_loads_through_its_column_mapping() {
+        let t = TokenCounter::new().unwrap();
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("train.parquet");
+        let questions = [
+            "What is speculative decoding?",
+            "Name a draft model.",
+            "Why does batch size matter?",
+        ];
+        write_parquet(&path, &questions, &[40, 12, 64], &["qa", "qa", "reasoning"]);
+        let p = path.to_str().unwrap();
+        let a = args(&[
+            "--dataset",
+            "hf",
+            "--dataset-path",
+            p,
+            "--output-len-column",
+            "answer_tokens",
+            "--category-column",
+            "topic",
+        ]);
+        // `question` is found without --prompt-column.
+        let pool = from_file(&a, &path, &t).unwrap();
+        let got: Vec<(&str, u32, Option<&str>)> = pool
+            .iter()
+            .map(|p| (p.text.as_str(), p.max_tokens, p.category.as_deref()))
+            .collect();
+        assert_eq!(
+            got,
+            [
+                (questions[0], 40, Some("qa")),
+                (questions[1], 12, Some("qa")),
+                (questions[2], 64, Some("reasoning"))
+            ]
+        );
+        assert_eq!(pool[0].input_tokens, t.count(questions[0]));
+        // A column the file lacks is named with the row; a file that is not parquet says so.
+        let missing = args(&["--dataset", "hf", "--dataset-path", p, "--prompt-column", "instruction"]);
+        let e = from_file(&missing, &path, &t).unwrap_err().to_string();
+        assert!(e.contains("train.parquet: row 1: no column \"instruction\""), "{e}");
+        let fake = dir.path().join("fake.parquet");
+        std::fs::write(&fake, "prompt,answer\n").unwrap();
+        let e = from_file(&missing, &fake, &t).unwrap_err().to_string();
+        assert!(e.contains("fake.parquet: not a parquet file"), "{e}");
+    }
+
+    #[test]
+    fn hugging_face_json_lines_map_their_columns_and_take_a_list_s_first_turn() {
+        let t = TokenCounter::new().unwrap();
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("mt_bench.jsonl");
+        std::fs::write(
+            &path,
+            concat!(
+                r#"{"question_id": 81, "category": "writing", "turns": ["Compose a travel blog post.", "Rewrite it in limericks."]}"#,
+                "\n\n",
+                r#"{"question_id": 101, "category": "reasoning", "turns": ["Who is in second place?", "And now?"]}"#,
+                "\n",
+            ),
+        )
+        .unwrap();
+        let p = path.to_str().unwrap();
+        let a = args(&["--dataset", "hf", "--dataset-path", p, "--category", "reasoning"]);
+        let pool = from_file(&a, &path, &t).unwrap();
+        assert_eq!(pool.len(), 1);
+        assert_eq!(
+            (pool[0].text.as_str(), pool[0].category.as_deref()),
+            ("Who is in second place?", Some("reasoning"))
+        );
+        // A malformed line is named by its number; a JSON array of rows reads too.
+        std::fs::write(&path, "{\"prompt\": \"a\"}\n{\"prompt\": \n").unwrap();
+        let e = from_file(&args(&["--dataset", "hf", "--dataset-path", p]), &path, &t)
+            .unwrap_err()
+            .to_string();
+        assert!(e.contains("mt_bench.jsonl: line 2: not a JSON row"), "{e}");
+        let array = dir.path().join("rows.json");
+        std::fs::write(&array, r#"[{"text": "one", "n": 5}, {"text": "two", "n": 7}]"#).unwrap();
+        let a = args(&[
+            "--dataset",
+            "hf",
+            "--dataset-path",
+            array.to_str().unwrap(),
+            "--output-len-column",
+            "n",
+        ]);
+        let pool = from_file(&a, &array, &t).unwrap();
+        assert_eq!(pool.iter().map(|p| p.max_tokens).collect::<Vec<_>>(), [5, 7]);
+        // Column flags name a hf file's columns only.
+        let e = crate::cli::bench_plan_of(&["speclens", "bench", "--prompt-column", "q"])
+            .err()
+            .unwrap()
+            .to_string();
+        assert!(e.contains("--dataset hf"), "{e}");
     }
 
     #[test]

@@ -15,7 +15,7 @@ use crate::bench::client::EndpointKind;
 use crate::bench::engine::Engine;
 use crate::bench::plan::{seconds, Arrival, Load, Output, Scrape, Stop, Target};
 use crate::bench::prometheus::{self, Prometheus};
-use crate::bench::workload::{Dataset, Workload};
+use crate::bench::workload::{Columns, Dataset, Workload};
 use crate::error::CollectorError;
 use crate::{accept, bench, sweep};
 
@@ -64,14 +64,51 @@ pub enum DatasetArg {
     /// One JSON object per line: `prompt`, optional `category` and `max_tokens` (vLLM's `custom`).
     #[value(alias = "custom")]
     Jsonl,
+    /// A Hugging Face dataset file on disk: parquet, JSON lines or a JSON array of rows, its
+    /// columns named with --prompt-column, --output-len-column and --category-column.
+    Hf,
+}
+
+/// Which columns of a `--dataset hf` file hold what.
+#[derive(Debug, Clone, Default, Args)]
+pub struct ColumnArgs {
+    /// The prompt's column (a list's first item: MT-Bench's `turns`) [default: the first of
+    /// prompt, question, instruction, input, text, turns, content]
+    #[arg(long)]
+    pub prompt_column: Option<String>,
+    /// A column of output lengths in tokens, sent as max_tokens [default: --output-tokens]
+    #[arg(long)]
+    pub output_len_column: Option<String>,
+    /// The category's column [default: category, when the file has one]
+    #[arg(long)]
+    pub category_column: Option<String>,
+}
+
+impl ColumnArgs {
+    fn columns(&self) -> Columns {
+        Columns {
+            prompt: self.prompt_column.clone(),
+            output_len: self.output_len_column.clone(),
+            category: self.category_column.clone(),
+        }
+    }
+
+    fn given(&self) -> bool {
+        self.prompt_column.is_some() || self.output_len_column.is_some() || self.category_column.is_some()
+    }
 }
 
 impl DatasetArg {
     /// The dataset with its file, which every kind but synthetic needs.
-    fn with_path(self, path: Option<PathBuf>) -> Result<Dataset, CollectorError> {
+    fn with_path(self, path: Option<PathBuf>, columns: &ColumnArgs) -> Result<Dataset, CollectorError> {
+        if columns.given() && self != DatasetArg::Hf {
+            return invalid(
+                "--prompt-column, --output-len-column and --category-column name the columns of --dataset hf",
+            );
+        }
         let path = || {
             path.clone().map_or_else(
-                || invalid("--dataset spec-bench, sharegpt, sonnet and jsonl need --dataset-path"),
+                || invalid("--dataset spec-bench, sharegpt, sonnet, jsonl and hf need --dataset-path"),
                 Ok,
             )
         };
@@ -81,6 +118,7 @@ impl DatasetArg {
             DatasetArg::Sharegpt => Dataset::ShareGpt(path()?),
             DatasetArg::Sonnet => Dataset::Sonnet(path()?),
             DatasetArg::Jsonl => Dataset::Jsonl(path()?),
+            DatasetArg::Hf => Dataset::Hf(path()?, columns.columns()),
         })
     }
 }
@@ -254,9 +292,11 @@ pub struct BenchArgs {
     pub duration: Option<f64>,
     #[arg(long, value_enum, default_value_t = DatasetArg::Synthetic)]
     pub dataset: DatasetArg,
-    /// File for --dataset spec-bench or jsonl.
+    /// File for --dataset spec-bench, sharegpt, sonnet, jsonl or hf.
     #[arg(long)]
     pub dataset_path: Option<PathBuf>,
+    #[command(flatten)]
+    pub columns: ColumnArgs,
     /// Only prompts of these categories (repeatable).
     #[arg(long = "category")]
     pub categories: Vec<String>,
@@ -396,9 +436,11 @@ pub struct AcceptArgs {
     pub categories: Vec<String>,
     #[arg(long, value_enum, default_value_t = DatasetArg::SpecBench)]
     pub dataset: DatasetArg,
-    /// Spec-Bench `question.jsonl`, or a JSONL of prompts with categories.
+    /// Spec-Bench `question.jsonl`, a JSONL of prompts with categories, or a Hugging Face file.
     #[arg(long)]
     pub dataset_path: PathBuf,
+    #[command(flatten)]
+    pub columns: ColumnArgs,
     /// Requests per category (each category's prompts are shuffled by --seed, then cycled to N).
     #[arg(long, default_value_t = 20)]
     pub requests_per_category: u64,
@@ -568,7 +610,7 @@ impl BenchArgs {
         let plan = bench::Plan {
             target: self.target.target(self.urls.clone())?,
             workload: self.workload.workload(
-                self.dataset.with_path(self.dataset_path.clone())?,
+                self.dataset.with_path(self.dataset_path.clone(), &self.columns)?,
                 self.categories.clone(),
                 self.input_tokens,
                 self.output_tokens,
@@ -693,7 +735,7 @@ impl AcceptArgs {
         ) {
             return invalid("accept measures a dataset's categories: --dataset spec-bench or jsonl");
         }
-        let dataset = self.dataset.with_path(Some(self.dataset_path.clone()))?;
+        let dataset = self.dataset.with_path(Some(self.dataset_path.clone()), &self.columns)?;
         let run = bench::Plan {
             target: self.target.target(vec![self.url.clone()])?,
             workload: self.workload.workload(dataset, Vec::new(), 256, self.output_tokens),
