@@ -473,3 +473,97 @@ fn every_aiperf_named_metric_has_aiperf_s_unit_and_statistics() {
     }
     assert!(compared >= 40, "{compared} metrics compared");
 }
+
+#[test]
+fn multi_turn_questions_send_turn_two_with_turn_one_s_answer() {
+    let sim = Speclens::instant_spec_sim("0.7", &[]);
+    let dir = tempfile::tempdir().unwrap();
+    let questions = dir.path().join("question.jsonl");
+    std::fs::write(
+        &questions,
+        concat!(
+            r#"{"question_id": 81, "category": "writing", "turns": ["Write a short poem about rain.", "Now make it rhyme."]}"#,
+            "\n",
+            r#"{"question_id": 111, "category": "math", "turns": ["What is seven times eight?", "And divided by four?", "Show the steps."]}"#,
+            "\n",
+        ),
+    )
+    .unwrap();
+    let run = dir.path().join("run");
+    let q = questions.to_str().unwrap();
+    let args = [
+        "--dataset",
+        "spec-bench",
+        "--dataset-path",
+        q,
+        "--multi-turn",
+        "--num-prompts",
+        "2",
+    ];
+    let (stdout, result) = bench_into(
+        &sim.url(),
+        &run,
+        &[&args[..], &["--output-tokens", "12"]].concat(),
+        Duration::from_secs(60),
+    );
+    assert_eq!(result["completed"], 5, "2 + 3 turns: {stdout}");
+    let records = read_records(&run);
+    let turns = |id: u64| -> Vec<&speclens_shared::run::RequestRecord> {
+        let mut t: Vec<_> = records.iter().filter(|r| r.request_id == id).collect();
+        t.sort_by_key(|r| r.turn);
+        t
+    };
+    // The sim counts a chat's words: a later turn's prompt is the earlier prompt, its answer and
+    // the new question.
+    let words = |s: &str| s.split_whitespace().count() as u64;
+    // The file's order is shuffled by the seed: the conversation is known by its length.
+    for id in [0, 1] {
+        let t = turns(id);
+        let later = match t.len() {
+            2 => vec!["Now make it rhyme."],
+            _ => vec!["And divided by four?", "Show the steps."],
+        };
+        assert_eq!(
+            t.iter().map(|r| r.turn).collect::<Vec<_>>(),
+            (0..t.len() as u32).map(Some).collect::<Vec<_>>()
+        );
+        for (i, next) in later.iter().enumerate() {
+            let (before, after) = (t[i], t[i + 1]);
+            assert_eq!(
+                after.input_tokens,
+                before.input_tokens + before.output_tokens + words(next),
+                "question {id}, turn {}",
+                i + 1
+            );
+            assert!(
+                after.start_ms >= before.start_ms + before.e2el_ms.unwrap(),
+                "sent after the answer"
+            );
+        }
+    }
+    // AIPerf's per-record layout names the turn.
+    let lines = std::fs::read_to_string(run.join("profile_export.jsonl")).unwrap();
+    assert!(lines.contains(r#""turn_index":2"#), "{lines}");
+    assert!(lines.contains(r#""x_request_id":"speclens-0-1""#), "{lines}");
+    // Conversations need a chat and a dataset of turns.
+    let (code, _, stderr) = run_speclens(&[
+        "bench",
+        "--url",
+        &sim.url(),
+        "--multi-turn",
+        "--endpoint",
+        "completions",
+        "--dataset",
+        "spec-bench",
+        "--dataset-path",
+        q,
+    ]);
+    assert_eq!(code, 2, "{stderr}");
+    assert!(
+        stderr.contains("--multi-turn sends conversations: it needs --endpoint chat"),
+        "{stderr}"
+    );
+    let (code, _, stderr) = run_speclens(&["bench", "--url", &sim.url(), "--multi-turn"]);
+    assert_eq!(code, 2, "{stderr}");
+    assert!(stderr.contains("--dataset spec-bench or hf"), "{stderr}");
+}

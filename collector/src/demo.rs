@@ -96,6 +96,7 @@ fn accept_plan(spec_url: &str, dataset: &std::path::Path, out: PathBuf) -> crate
         ignore_eos: false,
         temperature: 0.0,
         seed: 0,
+        multi_turn: false,
     };
     let load = Load {
         request_rate: Some(40.0),
@@ -126,6 +127,7 @@ fn sweep_plan(spec_url: &str, base_url: &str, out: PathBuf) -> crate::sweep::Pla
         ignore_eos: false,
         temperature: 0.0,
         seed: 0,
+        multi_turn: false,
     };
     let point = demo_run("", workload, Load::closed_loop(None, 1), out.clone(), "");
     crate::sweep::Plan {

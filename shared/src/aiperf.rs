@@ -344,8 +344,12 @@ pub fn record_line(r: &RequestRecord, run_start_unix_ns: u64, stream: bool) -> O
     let end_ns = start_ns.saturating_add(r.e2el_ms.map_or(0, ns));
     let mut metadata = Map::new();
     metadata.insert("session_num".into(), r.request_id.into());
-    metadata.insert("x_request_id".into(), format!("speclens-{}", r.request_id).into());
-    metadata.insert("turn_index".into(), 0.into());
+    let x_request_id = match r.turn {
+        Some(turn) => format!("speclens-{}-{turn}", r.request_id),
+        None => format!("speclens-{}", r.request_id),
+    };
+    metadata.insert("x_request_id".into(), x_request_id.into());
+    metadata.insert("turn_index".into(), r.turn.unwrap_or(0).into());
     metadata.insert("request_start_ns".into(), start_ns.into());
     metadata.insert("request_end_ns".into(), end_ns.into());
     metadata.insert("worker_id".into(), "speclens".into());

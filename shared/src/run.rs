@@ -56,6 +56,9 @@ pub struct RequestRecord {
     /// Warm-up requests are excluded from every figure.
     #[serde(default, skip_serializing_if = "std::ops::Not::not")]
     pub warmup: bool,
+    /// The turn (0-based) of a multi-turn conversation, whose turns share `request_id`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub turn: Option<u32>,
     /// Send time, milliseconds after the run started.
     pub start_ms: f64,
     pub success: bool,
@@ -518,6 +521,7 @@ pub(crate) mod tests {
             spec_decode_partial: None,
             spec_decode_rejected: None,
             usage: None,
+            turn: None,
         }
     }
 

@@ -23,20 +23,26 @@ use tokio::time::Instant;
 use super::client::{self, exchange, Target};
 use super::plan::{Arrival, Load, Stop};
 use super::tokens::TokenCounter;
-use super::workload::Feed;
+use super::workload::{Conversation, Feed};
 use crate::error::CollectorError;
 use crate::live::LiveHub;
+use axum::body::Bytes;
 
 /// Messages from the dispatcher and the request tasks to the fold.
 enum Event {
     Sent(Pending),
     /// A request ended: its response as received, measured by the fold (not by the task).
     Done(Box<Finished>),
+    /// A turn of a conversation ended, measured by its task (the next turn needs its answer).
+    Measured(Box<(Pending, client::Exchange)>),
 }
 
 /// A request sent and not finished yet.
+#[derive(Clone)]
 struct Pending {
     id: u64,
+    /// The turn of a multi-turn conversation (its turns share `id`).
+    turn: Option<u32>,
     target: usize,
     category: Option<String>,
     start_ms: f64,
@@ -164,7 +170,7 @@ impl Runner<'_> {
     pub async fn run(&mut self, phase: Phase) -> Result<PhaseOutcome, CollectorError> {
         let (tx, mut rx) = mpsc::channel::<Event>(EVENTS_AHEAD);
         let dispatch = tokio::spawn(dispatch(self.dispatch_plan(&phase), tx, self.cancel.clone()));
-        let mut pending: HashMap<u64, Pending> = HashMap::new();
+        let mut pending: HashMap<(u64, u32), Pending> = HashMap::new();
         let mut partial = false;
         let mut drain_deadline: Option<Instant> = None;
         loop {
@@ -221,9 +227,9 @@ impl Runner<'_> {
     }
 
     /// Record as cancelled what was sent and never finished.
-    fn abandon(&mut self, pending: HashMap<u64, Pending>, warmup: bool) -> Result<(), CollectorError> {
+    fn abandon(&mut self, pending: HashMap<(u64, u32), Pending>, warmup: bool) -> Result<(), CollectorError> {
         let mut abandoned: Vec<Pending> = pending.into_values().collect();
-        abandoned.sort_by_key(|p| p.id);
+        abandoned.sort_by_key(|p| (p.id, p.turn));
         for sent in abandoned {
             let ex = client::Exchange {
                 error: Some((ErrorKind::Cancelled, "stopped by the user before it finished".into())),
@@ -247,30 +253,37 @@ impl Runner<'_> {
     async fn fold(
         &mut self,
         event: Event,
-        pending: &mut HashMap<u64, Pending>,
+        pending: &mut HashMap<(u64, u32), Pending>,
         warmup: bool,
     ) -> Result<(), CollectorError> {
-        match event {
+        let (sent, ex) = match event {
             Event::Sent(sent) => {
                 if !warmup {
                     self.shared.hub.note_sent().await;
                 }
-                pending.insert(sent.id, sent);
+                // A conversation's later turn is one more request than the bar was told of.
+                if sent.turn.is_some_and(|t| t > 0) {
+                    self.progress.inc_length(1);
+                }
+                pending.insert((sent.id, sent.turn.unwrap_or(0)), sent);
+                return Ok(());
             }
             Event::Done(finished) => {
                 let Finished { sent, outcome } = *finished;
-                let target = &self.shared.targets[sent.target];
-                let ex = client::measure(target, outcome);
-                let record = to_record(&sent, target, warmup, ex, &self.shared.tokens);
-                pending.remove(&record.request_id);
-                self.records_out.write(&record);
-                if !warmup {
-                    self.shared.hub.note_record(&record).await;
-                }
-                self.progress.inc(1);
-                self.tally.push(&record);
+                let ex = client::measure(&self.shared.targets[sent.target], outcome);
+                (sent, ex)
             }
+            Event::Measured(measured) => *measured,
+        };
+        let target = &self.shared.targets[sent.target];
+        let record = to_record(&sent, target, warmup, ex, &self.shared.tokens);
+        pending.remove(&(sent.id, sent.turn.unwrap_or(0)));
+        self.records_out.write(&record);
+        if !warmup {
+            self.shared.hub.note_record(&record).await;
         }
+        self.progress.inc(1);
+        self.tally.push(&record);
         Ok(())
     }
 }
@@ -330,6 +343,7 @@ async fn dispatch(mut d: Dispatch, tx: mpsc::Sender<Event>, mut cancel: watch::R
         let id = d.first_id + i;
         let sent = Pending {
             id,
+            turn: ready.conversation.is_some().then_some(0),
             target: (id % d.shared.targets.len() as u64) as usize,
             category: ready.category.clone(),
             start_ms: (Instant::now() - d.started).as_secs_f64() * 1e3,
@@ -341,9 +355,16 @@ async fn dispatch(mut d: Dispatch, tx: mpsc::Sender<Event>, mut cancel: watch::R
         };
         slot.send(Event::Sent(sent));
         let (body, shared, tx) = (ready.body, d.shared.clone(), tx.clone());
+        let (conversation, stop, started) = (ready.conversation, cancel.clone(), d.started);
         tasks.spawn(async move {
             let now = shared.in_flight.fetch_add(1, Ordering::AcqRel) + 1;
             shared.max_in_flight.fetch_max(now, Ordering::AcqRel);
+            if let Some(conversation) = conversation {
+                converse(&shared, &conversation, task_sent, body, &tx, &stop, started).await;
+                shared.in_flight.fetch_sub(1, Ordering::AcqRel);
+                drop(permit);
+                return;
+            }
             let outcome = exchange(&shared.client, &shared.targets[task_sent.target], body).await;
             // The response's arrival, not when this task is next scheduled: on a busy machine
             // the two are far apart, and the run's duration ends here.
@@ -359,6 +380,48 @@ async fn dispatch(mut d: Dispatch, tx: mpsc::Sender<Event>, mut cancel: watch::R
         });
     }
     tasks
+}
+
+/// Send a conversation's turns one after another in its slot, each with the earlier turns and
+/// their answers (measured here: the next turn needs the answer's text). A failed turn ends the
+/// conversation, and so does a stop: the turns not sent are not recorded.
+async fn converse(
+    shared: &Shared,
+    conversation: &Conversation,
+    first: Pending,
+    first_body: Bytes,
+    tx: &mpsc::Sender<Event>,
+    stop: &watch::Receiver<bool>,
+    started: Instant,
+) {
+    let target = &shared.targets[first.target];
+    let mut answers: Vec<String> = Vec::with_capacity(conversation.user_turns.len());
+    let (mut sent, mut body) = (first, first_body);
+    for turn in 0..conversation.user_turns.len() {
+        if turn > 0 {
+            if *stop.borrow() {
+                return;
+            }
+            body = conversation.body(turn, &answers);
+            sent = Pending {
+                turn: Some(turn as u32),
+                input_tokens: conversation.input_tokens(turn, &answers, &shared.tokens),
+                start_ms: (Instant::now() - started).as_secs_f64() * 1e3,
+                ..sent
+            };
+            if tx.send(Event::Sent(sent.clone())).await.is_err() {
+                return;
+            }
+        }
+        let outcome = exchange(&shared.client, target, body.clone()).await;
+        shared.note_done(outcome.as_ref().map_or_else(|_| Instant::now(), |r| r.last_arrival()));
+        let ex = client::measure(target, outcome);
+        let failed = ex.error.is_some();
+        answers.push(ex.generated_text.clone());
+        if tx.send(Event::Measured(Box::new((sent.clone(), ex)))).await.is_err() || failed {
+            return;
+        }
+    }
 }
 
 /// `records.jsonl` as the run writes it. A write that fails (a full disk) is remembered and ends
@@ -505,6 +568,7 @@ fn to_record(
     });
     RequestRecord {
         request_id: sent.id,
+        turn: sent.turn,
         url: target.display_url.clone(),
         category: sent.category.clone(),
         warmup,

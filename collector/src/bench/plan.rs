@@ -12,7 +12,7 @@ use speclens_shared::goodput::Slo;
 use super::client::EndpointKind;
 use super::engine::Engine;
 use super::prometheus::Prometheus;
-use super::workload::Workload;
+use super::workload::{Dataset, Workload};
 use crate::error::CollectorError;
 
 /// Inter-arrival times when a request rate is set.
@@ -236,6 +236,14 @@ impl Plan {
         ] {
             if !(v.is_finite() && v >= 0.0) {
                 return invalid(format!("{name} must be a finite number ≥ 0, got {v}"));
+            }
+        }
+        if w.multi_turn {
+            if self.target.endpoint != EndpointKind::Chat {
+                return invalid("--multi-turn sends conversations: it needs --endpoint chat".into());
+            }
+            if !matches!(w.dataset, Dataset::SpecBench(_) | Dataset::Hf(..)) {
+                return invalid("--multi-turn takes a dataset of turns: --dataset spec-bench or hf".into());
             }
         }
         if !(w.range_ratio.is_finite() && (0.0..1.0).contains(&w.range_ratio)) {

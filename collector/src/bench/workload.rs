@@ -95,6 +95,9 @@ pub struct Workload {
     pub ignore_eos: bool,
     pub temperature: f64,
     pub seed: u64,
+    /// Send a question's later turns too, each with the conversation so far (MT-Bench's
+    /// `turns`: turn 2 carries turn 1's answer).
+    pub multi_turn: bool,
 }
 
 /// One prompt to send.
@@ -106,6 +109,9 @@ pub struct Prompt {
     pub ignore_eos: bool,
     /// Input length when known before sending (the server's `usage` replaces it).
     pub input_tokens: u64,
+    /// The user's later turns of a conversation (`--multi-turn`), each sent after the answer to
+    /// the one before.
+    pub later_turns: Vec<String>,
 }
 
 /// Words of synthetic prompts: common English words that BPE tokenizers keep as one token.
@@ -239,6 +245,7 @@ impl Iterator for Synthetic<'_> {
             max_tokens,
             ignore_eos: true,
             input_tokens,
+            later_turns: Vec::new(),
         })
     }
 }
@@ -331,6 +338,7 @@ fn from_sharegpt(
             max_tokens: u32::try_from(output_tokens).unwrap_or(u32::MAX),
             ignore_eos: args.ignore_eos,
             input_tokens,
+            later_turns: Vec::new(),
         });
     }
     if prompts.is_empty() {
@@ -402,6 +410,7 @@ fn from_sonnet(
                 max_tokens: args.output_tokens.max(1),
                 ignore_eos: args.ignore_eos,
                 input_tokens,
+                later_turns: Vec::new(),
             });
         }
     }
@@ -502,16 +511,21 @@ fn from_hf(
     let mut prompts = Vec::new();
     for (at, row) in &rows {
         let cell = |column: &str| row.get(column).filter(|v| !v.is_null());
+        let mut later_turns = Vec::new();
         let text = match cell(&prompt_column) {
             Some(serde_json::Value::String(s)) => s.clone(),
-            Some(serde_json::Value::Array(items)) => match items.first() {
-                Some(serde_json::Value::String(s)) => s.clone(),
-                _ => {
-                    return Err(bad(format!(
-                        "{at}: column {prompt_column:?} holds no text as its first item"
-                    )))
+            Some(serde_json::Value::Array(items)) => {
+                let texts: Option<Vec<&str>> = items.iter().map(serde_json::Value::as_str).collect();
+                match texts.as_deref() {
+                    Some([first, later @ ..]) => {
+                        if args.multi_turn {
+                            later_turns = later.iter().map(|t| (*t).to_string()).collect();
+                        }
+                        (*first).to_string()
+                    }
+                    _ => return Err(bad(format!("{at}: column {prompt_column:?} is not a list of texts"))),
                 }
-            },
+            }
             Some(other) => return Err(bad(format!("{at}: column {prompt_column:?} is not text: {other}"))),
             None => return Err(bad(format!("{at}: no column {prompt_column:?}"))),
         };
@@ -537,6 +551,7 @@ fn from_hf(
             category,
             max_tokens: max_tokens.max(1),
             ignore_eos: args.ignore_eos,
+            later_turns,
         });
     }
     if prompts.is_empty() {
@@ -563,12 +578,15 @@ fn from_file(args: &Workload, path: &Path, tokens: &TokenCounter) -> Result<Vec<
         let bad = |e: serde_json::Error| {
             CollectorError::InvalidArgument(format!("{}:{}: not a dataset line: {e}", path.display(), i + 1))
         };
+        let mut later_turns = Vec::new();
         let (prompt, category, max_tokens) = match args.dataset {
             Dataset::SpecBench(_) => {
                 let l: SpecBenchLine = serde_json::from_str(line).map_err(bad)?;
-                let first = l.turns.into_iter().next().ok_or_else(|| {
+                let mut turns = l.turns.into_iter();
+                let first = turns.next().ok_or_else(|| {
                     CollectorError::InvalidArgument(format!("{}:{}: no turns", path.display(), i + 1))
                 })?;
+                later_turns = if args.multi_turn { turns.collect() } else { Vec::new() };
                 (first, l.category, None)
             }
             _ => {
@@ -585,6 +603,7 @@ fn from_file(args: &Workload, path: &Path, tokens: &TokenCounter) -> Result<Vec<
             category,
             max_tokens: max_tokens.unwrap_or(args.output_tokens).max(1),
             ignore_eos: args.ignore_eos,
+            later_turns,
         });
     }
     if prompts.is_empty() {
@@ -640,15 +659,58 @@ pub struct Ready {
     /// Input length when known before sending (the server's `usage` replaces it).
     pub input_tokens: u64,
     pub body: Bytes,
+    /// The rest of a multi-turn conversation, whose first turn `body` is.
+    pub conversation: Option<Arc<Conversation>>,
 }
 
 impl Ready {
     fn of(prompt: &Prompt, opts: &BodyOptions<'_>) -> Ready {
+        let first = body_value(prompt, opts);
+        let conversation = (!prompt.later_turns.is_empty()).then(|| {
+            let mut user_turns = vec![prompt.text.clone()];
+            user_turns.extend(prompt.later_turns.iter().cloned());
+            Arc::new(Conversation {
+                user_turns,
+                first: first.clone(),
+            })
+        });
         Ready {
             category: prompt.category.clone(),
             input_tokens: prompt.input_tokens,
-            body: body(prompt, opts),
+            body: Bytes::from(first.to_string()),
+            conversation,
         }
+    }
+}
+
+/// A multi-turn conversation: the user's turns, each sent (as a chat) with every earlier turn
+/// and the server's answers to them.
+#[derive(Debug)]
+pub struct Conversation {
+    pub user_turns: Vec<String>,
+    /// The first turn's request, whose settings every turn keeps.
+    first: serde_json::Value,
+}
+
+impl Conversation {
+    /// The request of `turn` (0-based, ≥ 1) after `answers` to the turns before it.
+    pub fn body(&self, turn: usize, answers: &[String]) -> Bytes {
+        let mut messages = Vec::with_capacity(2 * turn + 1);
+        for (i, user) in self.user_turns.iter().take(turn + 1).enumerate() {
+            messages.push(json!({"role": "user", "content": user}));
+            if let Some(answer) = answers.get(i).filter(|_| i < turn) {
+                messages.push(json!({"role": "assistant", "content": answer}));
+            }
+        }
+        let mut body = self.first.clone();
+        body["messages"] = serde_json::Value::Array(messages);
+        Bytes::from(body.to_string())
+    }
+
+    /// The text of `turn`'s messages counted, before the server's usage replaces it.
+    pub fn input_tokens(&self, turn: usize, answers: &[String], tokens: &TokenCounter) -> u64 {
+        let users: u64 = self.user_turns.iter().take(turn + 1).map(|t| tokens.count(t)).sum();
+        users + answers.iter().take(turn).map(|a| tokens.count(a)).sum::<u64>()
     }
 }
 
@@ -814,6 +876,10 @@ pub struct BodyOptions<'a> {
 /// The JSON body of one request. Streaming requests always ask for the usage chunk: vLLM sends
 /// its per-request spec-decode stats on it.
 pub fn body(prompt: &Prompt, o: &BodyOptions<'_>) -> Bytes {
+    Bytes::from(body_value(prompt, o).to_string())
+}
+
+fn body_value(prompt: &Prompt, o: &BodyOptions<'_>) -> serde_json::Value {
     let mut body = json!({
         "model": o.model,
         "max_tokens": prompt.max_tokens,
@@ -833,7 +899,7 @@ pub fn body(prompt: &Prompt, o: &BodyOptions<'_>) -> Bytes {
     if o.sglang_spec_details {
         body["return_spec_tokens_details"] = json!(true);
     }
-    Bytes::from(body.to_string())
+    body
 }
 
 #[cfg(test)]
@@ -1005,6 +1071,66 @@ mod tests {
         let none = args(&["--dataset", "sonnet", "--dataset-path", empty.to_str().unwrap()]);
         let e = load(&none, 1, &t).unwrap_err().to_string();
         assert!(e.contains("empty.txt") && e.contains("no poem lines"), "{e}");
+    }
+
+    /// A streamed chat's body options.
+    fn streamed_chat() -> BodyOptions<'static> {
+        BodyOptions {
+            endpoint: EndpointKind::Chat,
+            model: "m",
+            stream: true,
+            temperature: 0.0,
+            sglang_spec_details: false,
+        }
+    }
+
+    #[test]
+    fn a_conversation_s_turn_carries_every_earlier_turn_and_answer() {
+        let t = TokenCounter::new().unwrap();
+        let prompt = Prompt {
+            text: "one".into(),
+            category: None,
+            max_tokens: 7,
+            ignore_eos: false,
+            input_tokens: 1,
+            later_turns: vec!["two".into(), "three".into()],
+        };
+        let o = streamed_chat();
+        let ready = Ready::of(&prompt, &o);
+        let c = ready.conversation.expect("a conversation");
+        let answers = ["A".to_string(), "B b".to_string()];
+        let third: serde_json::Value = serde_json::from_slice(&c.body(2, &answers)).unwrap();
+        let roles: Vec<(&str, &str)> = third["messages"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|m| (m["role"].as_str().unwrap(), m["content"].as_str().unwrap()))
+            .collect();
+        assert_eq!(
+            roles,
+            [
+                ("user", "one"),
+                ("assistant", "A"),
+                ("user", "two"),
+                ("assistant", "B b"),
+                ("user", "three")
+            ]
+        );
+        // The first turn's settings stay.
+        assert_eq!(
+            (third["max_tokens"].as_u64(), third["stream"].as_bool()),
+            (Some(7), Some(true))
+        );
+        assert_eq!(
+            c.input_tokens(2, &answers, &t),
+            t.count("one") + t.count("A") + t.count("two") + t.count("B b") + t.count("three")
+        );
+        // A single-turn prompt is no conversation.
+        let single = Prompt {
+            later_turns: Vec::new(),
+            ..prompt
+        };
+        assert!(Ready::of(&single, &o).conversation.is_none());
     }
 
     /// A parquet file as `datasets`' `to_parquet` writes one (snappy), made here.
@@ -1248,14 +1374,9 @@ mod tests {
             max_tokens: 5,
             ignore_eos: true,
             input_tokens: 1,
+            later_turns: Vec::new(),
         };
-        let o = BodyOptions {
-            endpoint: EndpointKind::Chat,
-            model: "m",
-            stream: true,
-            temperature: 0.0,
-            sglang_spec_details: false,
-        };
+        let o = streamed_chat();
         let v: serde_json::Value = serde_json::from_slice(&body(&p, &o)).unwrap();
         assert_eq!(v["stream_options"]["include_usage"], true);
         assert_eq!(v["messages"][0]["content"], "hi");

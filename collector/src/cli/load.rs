@@ -297,6 +297,11 @@ pub struct BenchArgs {
     pub dataset_path: Option<PathBuf>,
     #[command(flatten)]
     pub columns: ColumnArgs,
+    /// Send every turn of a multi-turn question (MT-Bench / Spec-Bench `turns`, or a hf list
+    /// column) as a chat, each with the earlier turns and the server's answers to them; one
+    /// record per turn (needs --endpoint chat).
+    #[arg(long)]
+    pub multi_turn: bool,
     /// Only prompts of these categories (repeatable).
     #[arg(long = "category")]
     pub categories: Vec<String>,
@@ -559,6 +564,7 @@ impl WorkloadArgs {
             ignore_eos: self.ignore_eos,
             temperature: self.temperature,
             seed: self.seed,
+            multi_turn: false,
         }
     }
 
@@ -609,12 +615,15 @@ impl BenchArgs {
         };
         let plan = bench::Plan {
             target: self.target.target(self.urls.clone())?,
-            workload: self.workload.workload(
-                self.dataset.with_path(self.dataset_path.clone(), &self.columns)?,
-                self.categories.clone(),
-                self.input_tokens,
-                self.output_tokens,
-            ),
+            workload: Workload {
+                multi_turn: self.multi_turn,
+                ..self.workload.workload(
+                    self.dataset.with_path(self.dataset_path.clone(), &self.columns)?,
+                    self.categories.clone(),
+                    self.input_tokens,
+                    self.output_tokens,
+                )
+            },
             load: Load {
                 request_rate: self.request_rate,
                 arrival: match self.arrival {
