@@ -549,7 +549,7 @@ fn to_record(
     // The server's usage wins; without it, the tokenizer counts the text. With it, the
     // tokenizer's count stays beside it (AIPerf's usage discrepancy).
     let reported = ex.prompt_tokens.is_some() || ex.completion_tokens.is_some() || ex.total_tokens.is_some();
-    let counted = (success && (reported || ex.completion_tokens.is_none())).then(|| tokens.count(&ex.generated_text));
+    let counted = success.then(|| tokens.count(&ex.generated_text));
     let output_tokens = match (success, ex.completion_tokens) {
         (false, _) => 0,
         (true, Some(t)) => t,
