@@ -37,7 +37,9 @@ MODEL_SUMS="$ROOT/scripts/real-vllm-model.sha256"
 # The served model's name: what requests and `vllm bench serve --model` use.
 SERVED_NAME=tiny-llama
 # n-gram proposer, k = 3 (no draft model needed).
-SPEC_CONFIG='{"method":"ngram","num_speculative_tokens":3,"prompt_lookup_max":4,"prompt_lookup_min":2}'
+# REAL_VLLM_SPEC_CONFIG replaces it (another k, or a per-batch-size schedule speclens recommended).
+DEFAULT_SPEC_CONFIG='{"method":"ngram","num_speculative_tokens":3,"prompt_lookup_max":4,"prompt_lookup_min":2}'
+SPEC_CONFIG="${REAL_VLLM_SPEC_CONFIG:-$DEFAULT_SPEC_CONFIG}"
 
 stamp_of() { { echo "$VLLM_VERSION"; cat "$LOCK"; } | sha256sum | cut -c1-16; }
 

@@ -6,7 +6,7 @@
 use std::path::PathBuf;
 
 use speclens_shared::model::Costs;
-use speclens_shared::sweep::{Arm, Level};
+use speclens_shared::sweep::Level;
 
 use crate::bench::plan::{Load, Output, Scrape, Target};
 use crate::bench::workload::{Dataset, Workload};
@@ -131,7 +131,8 @@ fn sweep_plan(spec_url: &str, base_url: &str, out: PathBuf) -> crate::sweep::Pla
     };
     let point = demo_run("", workload, Load::closed_loop(None, 1), out.clone(), "");
     crate::sweep::Plan {
-        arms: vec![(Arm::Spec, spec_url.into()), (Arm::Base, base_url.into())],
+        arms: vec![("spec".into(), spec_url.into()), ("base".into(), base_url.into())],
+        speculative_config: None,
         levels: [1, 16, 32, 48, 64, 80].map(Level::Concurrency).to_vec(),
         seconds_per_rate: 0.0,
         requests_per_slot: 4,

@@ -5,9 +5,10 @@
 use std::path::{Path, PathBuf};
 
 use comfy_table::{presets, CellAlignment, Table};
+use speclens_shared::arms::{self, NamedPoint, BASE_ARM};
 use speclens_shared::model::Costs;
 use speclens_shared::results::RunResult;
-use speclens_shared::sweep::{Arm, Level, SweepTable};
+use speclens_shared::sweep::{Level, SweepTable};
 
 use crate::error::CollectorError;
 use crate::history::read_result;
@@ -56,15 +57,25 @@ fn count(v: Option<u64>) -> String {
     v.map_or_else(|| "—".into(), |x| x.to_string())
 }
 
-/// The sweep table of the `spec-c<N>.json` / `base-c<N>.json` (or `-r<rate>`) among `files`,
-/// when both arms are there.
+/// The sweep table of the `<arm>-c<N>.json` / `base-c<N>.json` (or `-r<rate>`) among `files`,
+/// when a speculative arm and the plain one are there.
 pub fn sweep_of(files: &[(String, RunResult)], costs: Costs) -> Option<SweepTable> {
-    let points: Vec<(Arm, Level, &RunResult)> = files
+    let named: Vec<(String, Level, &RunResult)> = files
         .iter()
-        .filter_map(|(name, r)| Arm::parse_point_name(name).map(|(arm, c)| (arm, c, r)))
+        .filter_map(|(name, r)| arms::parse_point_name(name).map(|(arm, level)| (arm, level, r)))
         .collect();
-    let has = |arm: Arm| points.iter().any(|p| p.0 == arm);
-    (has(Arm::Spec) && has(Arm::Base)).then(|| SweepTable::from_points(&points, costs))
+    let points: Vec<NamedPoint<'_>> = named
+        .iter()
+        .map(|(arm, level, result)| NamedPoint {
+            arm,
+            level: *level,
+            result,
+            spread: None,
+        })
+        .collect();
+    let has_base = points.iter().any(|p| p.arm == BASE_ARM);
+    let has_spec = points.iter().any(|p| p.arm != BASE_ARM);
+    (has_base && has_spec).then(|| SweepTable::of_arms(&points, costs, None))
 }
 
 /// The table of result files.

@@ -8,25 +8,28 @@
 use std::path::PathBuf;
 use std::sync::{Arc, OnceLock};
 
+use speclens_shared::arms::{self, NamedPoint, BASE_ARM};
 use speclens_shared::model::Costs;
 use speclens_shared::results::RunResult;
-use speclens_shared::sweep::{repeats_settled, Arm, Axis, Level, SweepTable};
+use speclens_shared::sweep::{repeats_settled, Axis, Level, SweepTable};
 
 use crate::bench;
 use crate::error::{CollectorError, Signal};
 use crate::live::LiveHub;
 
 /// File name of one point.
-pub fn point_file(arm: Arm, level: Level) -> String {
-    format!("{}.json", arm.point_id(level))
+pub fn point_file(arm: &str, level: Level) -> String {
+    format!("{}.json", arms::point_id(arm, level))
 }
 
 /// A sweep: the same run at each level (a closed loop's concurrency, or an open loop's request
 /// rate), against each arm.
 #[derive(Clone)]
 pub struct Plan {
-    /// The arms and their servers' base URLs.
-    pub arms: Vec<(Arm, String)>,
+    /// The arms by name (`base` is the plain one) and their servers' base URLs.
+    pub arms: Vec<(String, String)>,
+    /// The speculative servers' own vLLM `--speculative-config`, kept in the recommended line.
+    pub speculative_config: Option<serde_json::Value>,
     /// The levels, all of one axis.
     pub levels: Vec<Level>,
     /// Requests per concurrency slot at each concurrency point, and at least `min_requests`.
@@ -57,7 +60,7 @@ pub struct Plan {
 
 /// One point of a sweep.
 struct Point<'a> {
-    arm: Arm,
+    arm: &'a str,
     url: &'a str,
     level: Level,
     requests: u64,
@@ -102,7 +105,7 @@ impl Plan {
             .iter()
             .flat_map(|(arm, url)| {
                 self.levels.iter().map(move |level| Point {
-                    arm: *arm,
+                    arm,
                     url,
                     level: *level,
                     requests: match level {
@@ -116,7 +119,7 @@ impl Plan {
     }
 
     /// The bench run of one point's `repeat` (1-based). The metrics URLs given belong to the
-    /// speculative arm.
+    /// one speculative arm.
     fn point_plan(&self, point: &Point<'_>, repeat: u32, out: &std::path::Path) -> bench::Plan {
         let mut plan = self.point.clone();
         plan.target.urls = vec![point.url.to_string()];
@@ -137,10 +140,10 @@ impl Plan {
         };
         plan.load.warmup = self.point.load.warmup;
         plan.load.drain = self.point.load.drain;
-        if point.arm != Arm::Spec {
+        if point.arm == BASE_ARM {
             plan.scrape.metrics_urls.clear();
         }
-        let id = point.arm.point_id(point.level);
+        let id = arms::point_id(point.arm, point.level);
         plan.output.label = id.clone();
         plan.output.dir = Some(if self.max_repeats == 1 {
             out.join(id)
@@ -174,7 +177,7 @@ pub async fn run_with(plan: Plan, hub: Option<LiveHub>) -> Result<(), CollectorE
         };
         text.push_str(&format!(
             "  {:<4} {level}: {:>5} requests → {}  ({})\n",
-            p.arm.name(),
+            p.arm,
             p.requests,
             crate::bench::redact_url(p.url),
             point_file(p.arm, p.level)
@@ -194,8 +197,7 @@ pub async fn run_with(plan: Plan, hub: Option<LiveHub>) -> Result<(), CollectorE
         _ => None,
     };
     let axis = plan.levels.first().map_or(Axis::Concurrency, |l| l.axis());
-    let mut results: Vec<(Arm, Level, RunResult)> = Vec::new();
-    let mut spreads: Vec<(Arm, Level, f64, f64)> = Vec::new();
+    let mut results: Vec<Measured> = Vec::new();
     let mut stopped = None;
     // A signal between two points (no run listening) stops the sweep before the next one.
     let caught: Arc<OnceLock<Signal>> = Arc::default();
@@ -205,75 +207,37 @@ pub async fn run_with(plan: Plan, hub: Option<LiveHub>) -> Result<(), CollectorE
             let _ = caught.set(crate::net::stop_signal().await);
         }
     });
-    'points: for p in &points {
-        let mut repeats: Vec<(PathBuf, RunResult)> = Vec::new();
-        for repeat in 1..=plan.max_repeats {
-            if repeat > plan.repeats && settled(axis, &repeats, plan.repeat_spread) {
+    for p in &points {
+        match measure_point(&plan, p, axis, &out, &hub, &caught).await? {
+            Ok(measured) => results.push(measured),
+            Err(signal) => {
+                stopped = Some(signal);
                 break;
             }
-            if let Some(signal) = caught.get() {
-                stopped = Some(*signal);
-                break 'points;
-            }
-            let run = bench::run_with(plan.point_plan(p, repeat, &out), Some(hub.clone())).await?;
-            // A stopped point is left out: the sweep ends with the points it finished.
-            if let Some(signal) = run.interrupted {
-                stopped = Some(signal);
-                break 'points;
-            }
-            repeats.push((run.dir, run.result));
         }
-        let runs = repeats.len();
-        let (dir, result, spread) = median_run(axis, repeats);
-        // The median's folder is the point's (`spec-c16/`, as with one repeat); the others
-        // keep their `-r<N>` names.
-        let point_dir = out.join(p.arm.point_id(p.level));
-        if dir != point_dir {
-            if point_dir.exists() {
-                std::fs::remove_dir_all(&point_dir)
-                    .map_err(|e| CollectorError::Output(format!("cannot replace {}: {e}", point_dir.display())))?;
-            }
-            std::fs::rename(&dir, &point_dir)
-                .map_err(|e| CollectorError::Output(format!("cannot rename {}: {e}", dir.display())))?;
-        }
-        if let Some((lo, hi)) = spread {
-            spreads.push((p.arm, p.level, lo, hi));
-        }
-        let file = out.join(point_file(p.arm, p.level));
-        bench::output::write_atomic(&file, &bench::output::to_json_bytes(&result)?)?;
-        let e = result.measured().map_or(String::new(), |m| {
-            format!(", acceptance length {:.2} (k = {})", m.e, m.k)
-        });
-        let spread = spread.map_or(String::new(), |(lo, hi)| {
-            format!(" (median of {runs}: {lo:.1}–{hi:.1})")
-        });
-        let figure = axis
-            .figure_of(&result)
-            .map_or_else(|| "—".to_string(), |v| format!("{v:.1}"));
-        let (level, unit) = match p.level {
-            Level::Concurrency(c) => (format!("c = {c:>4}"), "output tok/s"),
-            Level::Rate(r) => (format!("rate = {r:>6}"), "ms median E2E"),
-        };
-        crate::console::status(&format!(
-            "  {:<4} {level}: {figure:>10} {unit}{spread}, {} failed{e}\n",
-            p.arm.name(),
-            result.failed.unwrap_or(0),
-        ));
-        results.push((p.arm, p.level, result));
     }
     watcher.abort();
-    // Points this folder holds from earlier runs (`--arm spec`, then `--arm base`) join the table.
+    // Points this folder holds from earlier runs (`--arm spec=…`, then `--base-url …`) join the table.
     let earlier = earlier_points(&out, &results)?;
     if !earlier.is_empty() {
-        let names: Vec<String> = earlier.iter().map(|(a, c, _)| a.point_id(*c)).collect();
+        let names: Vec<String> = earlier.iter().map(|m| arms::point_id(&m.arm, m.level)).collect();
         crate::console::status(&format!(
             "  with points measured earlier in {}: {}\n",
             out.display(),
             names.join(", ")
         ));
     }
-    let measured: Vec<(Arm, Level, &RunResult)> = results.iter().chain(&earlier).map(|(a, c, r)| (*a, *c, r)).collect();
-    let table = SweepTable::from_points(&measured, plan.costs).with_spreads(&spreads);
+    let named: Vec<NamedPoint<'_>> = results
+        .iter()
+        .chain(&earlier)
+        .map(|m| NamedPoint {
+            arm: &m.arm,
+            level: m.level,
+            result: &m.result,
+            spread: m.spread,
+        })
+        .collect();
+    let table = SweepTable::of_arms(&named, plan.costs, plan.speculative_config.as_ref());
     bench::output::write_atomic(&out.join("sweep.json"), &bench::output::to_json_bytes(&table)?)?;
     crate::console::status(&format!("\n{}Results: {}\n", table.render(), out.display()));
     if let Some(signal) = stopped {
@@ -294,6 +258,80 @@ pub async fn run_with(plan: Plan, hub: Option<LiveHub>) -> Result<(), CollectorE
     Ok(())
 }
 
+/// One point as measured: the median repeat's result and the repeats' spread of its figure.
+struct Measured {
+    arm: String,
+    level: Level,
+    result: RunResult,
+    spread: Option<(f64, f64)>,
+}
+
+/// Run one point's repeats (at least `repeats`, more up to `max_repeats` while they disagree),
+/// keep the median's folder as the point's, and write its `<arm>-<level>.json`. A signal (now
+/// or during a run) is returned in place of the point: the sweep ends with those it finished.
+async fn measure_point(
+    plan: &Plan,
+    p: &Point<'_>,
+    axis: Axis,
+    out: &std::path::Path,
+    hub: &LiveHub,
+    caught: &OnceLock<Signal>,
+) -> Result<Result<Measured, Signal>, CollectorError> {
+    let mut repeats: Vec<(PathBuf, RunResult)> = Vec::new();
+    for repeat in 1..=plan.max_repeats {
+        if repeat > plan.repeats && settled(axis, &repeats, plan.repeat_spread) {
+            break;
+        }
+        if let Some(signal) = caught.get() {
+            return Ok(Err(*signal));
+        }
+        let run = bench::run_with(plan.point_plan(p, repeat, out), Some(hub.clone())).await?;
+        if let Some(signal) = run.interrupted {
+            return Ok(Err(signal));
+        }
+        repeats.push((run.dir, run.result));
+    }
+    let runs = repeats.len();
+    let (dir, result, spread) = median_run(axis, repeats);
+    // The median's folder is the point's (`spec-c16/`, as with one repeat); the others keep
+    // their `-r<N>` names.
+    let point_dir = out.join(arms::point_id(p.arm, p.level));
+    if dir != point_dir {
+        if point_dir.exists() {
+            std::fs::remove_dir_all(&point_dir)
+                .map_err(|e| CollectorError::Output(format!("cannot replace {}: {e}", point_dir.display())))?;
+        }
+        std::fs::rename(&dir, &point_dir)
+            .map_err(|e| CollectorError::Output(format!("cannot rename {}: {e}", dir.display())))?;
+    }
+    let file = out.join(point_file(p.arm, p.level));
+    bench::output::write_atomic(&file, &bench::output::to_json_bytes(&result)?)?;
+    let e = result.measured().map_or(String::new(), |m| {
+        format!(", acceptance length {:.2} (k = {})", m.e, m.k)
+    });
+    let spread_text = spread.map_or(String::new(), |(lo, hi)| {
+        format!(" (median of {runs}: {lo:.1}–{hi:.1})")
+    });
+    let figure = axis
+        .figure_of(&result)
+        .map_or_else(|| "—".to_string(), |v| format!("{v:.1}"));
+    let (level, unit) = match p.level {
+        Level::Concurrency(c) => (format!("c = {c:>4}"), "output tok/s"),
+        Level::Rate(r) => (format!("rate = {r:>6}"), "ms median E2E"),
+    };
+    crate::console::status(&format!(
+        "  {:<4} {level}: {figure:>10} {unit}{spread_text}, {} failed{e}\n",
+        p.arm,
+        result.failed.unwrap_or(0),
+    ));
+    Ok(Ok(Measured {
+        arm: p.arm.to_string(),
+        level: p.level,
+        result,
+        spread,
+    }))
+}
+
 /// Whether a point's runs so far agree on the axis's figure (see [`repeats_settled`]).
 fn settled(axis: Axis, repeats: &[(PathBuf, RunResult)], spread: f64) -> bool {
     let values: Option<Vec<f64>> = repeats.iter().map(|(_, r)| axis.figure_of(r)).collect();
@@ -311,12 +349,9 @@ fn median_run(axis: Axis, mut repeats: Vec<(PathBuf, RunResult)>) -> (PathBuf, R
     (dir, result, spread)
 }
 
-/// The point files in `out` that this run did not measure again.
-fn earlier_points(
-    out: &std::path::Path,
-    ran: &[(Arm, Level, RunResult)],
-) -> Result<Vec<(Arm, Level, RunResult)>, CollectorError> {
-    let axis = ran.first().map(|p| p.1.axis());
+/// The point files in `out` that this run did not measure again (of the same axis).
+fn earlier_points(out: &std::path::Path, ran: &[Measured]) -> Result<Vec<Measured>, CollectorError> {
+    let axis = ran.first().map(|p| p.level.axis());
     let found = crate::read::result_files(out)?;
     for (_, why) in &found.skipped {
         eprintln!("speclens sweep: skipped {why}");
@@ -325,11 +360,16 @@ fn earlier_points(
         .files
         .into_iter()
         .filter_map(|(name, result)| {
-            let (arm, level) = Arm::parse_point_name(&name)?;
+            let (arm, level) = arms::parse_point_name(&name)?;
             // Points of the other axis belong to another sweep.
             let other_axis = axis.is_some_and(|a| a != level.axis());
-            let ran_again = ran.iter().any(|(a, l, _)| (*a, *l) == (arm, level));
-            (!other_axis && !ran_again).then_some((arm, level, result))
+            let ran_again = ran.iter().any(|m| m.arm == arm && m.level == level);
+            (!other_axis && !ran_again).then_some(Measured {
+                arm,
+                level,
+                result,
+                spread: None,
+            })
         })
         .collect())
 }
@@ -347,24 +387,22 @@ mod tests {
 
     #[test]
     fn point_names() {
+        let parse = |n: &str| arms::parse_point_name(n);
+        assert_eq!(parse("spec-c16.json"), Some(("spec".into(), Level::Concurrency(16))));
+        assert_eq!(parse("base-c256.json"), Some(("base".into(), Level::Concurrency(256))));
+        assert_eq!(parse("base-r2.5.json"), Some(("base".into(), Level::Rate(2.5))));
+        // Arm names may hold dashes: the level is the last part.
         assert_eq!(
-            Arm::parse_point_name("spec-c16.json"),
-            Some((Arm::Spec, Level::Concurrency(16)))
+            parse("eagle3-k3-c8.json"),
+            Some(("eagle3-k3".into(), Level::Concurrency(8)))
         );
-        assert_eq!(
-            Arm::parse_point_name("base-c256.json"),
-            Some((Arm::Base, Level::Concurrency(256)))
-        );
-        assert_eq!(
-            Arm::parse_point_name("base-r2.5.json"),
-            Some((Arm::Base, Level::Rate(2.5)))
-        );
-        assert_eq!(Arm::parse_point_name("result.json"), None);
-        assert_eq!(Arm::parse_point_name("spec-cX.json"), None);
-        assert_eq!(Arm::parse_point_name("spec-r0.json"), None);
-        assert_eq!(Arm::parse_point_name("spec-rinf.json"), None);
-        assert_eq!(point_file(Arm::Base, Level::Concurrency(4)), "base-c4.json");
-        assert_eq!(point_file(Arm::Spec, Level::Rate(8.0)), "spec-r8.json");
+        assert_eq!(parse("result.json"), None);
+        assert_eq!(parse("spec-cX.json"), None);
+        assert_eq!(parse("spec-r0.json"), None);
+        assert_eq!(parse("spec-rinf.json"), None);
+        assert_eq!(parse("a b-c4.json"), None);
+        assert_eq!(point_file("base", Level::Concurrency(4)), "base-c4.json");
+        assert_eq!(point_file("spec", Level::Rate(8.0)), "spec-r8.json");
     }
 
     #[test]

@@ -4,6 +4,7 @@
 
 pub mod aggregate;
 pub mod aiperf;
+pub mod arms;
 pub mod chart;
 pub mod error;
 pub mod fleet;
@@ -18,6 +19,7 @@ pub mod positions;
 pub mod prom;
 pub mod protocol;
 pub mod pyfloat;
+pub mod recommend;
 pub mod report_data;
 pub mod results;
 pub mod run;

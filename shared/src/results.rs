@@ -244,10 +244,50 @@ pub struct RunResult {
     pub distributions: Option<Distributions>,
     #[serde(skip_serializing_if = "Option::is_none")]
     pub spec_decode: Option<SpecDecodeSection>,
+    /// The engine's own load over the window, where it exports the gauges (vLLM).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub engine_load: Option<EngineLoad>,
     /// Keys this model does not name: the latency percentiles (`p99_ttft_ms`, named by the
     /// percentiles asked for) and, in `vllm bench serve` files, everything else it writes.
     #[serde(flatten)]
     pub extra: BTreeMap<String, serde_json::Value>,
+}
+
+/// The engine's own load over a run's window: vLLM's `kv_cache_usage_perc`,
+/// `num_requests_running` and `num_requests_waiting` gauges over its scrapes, and its
+/// `num_preemptions` counter's delta. Each figure only where the server exports it.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct EngineLoad {
+    /// KV-cache usage, a fraction (1 is full): mean and highest over the window's scrapes.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub kv_cache_usage_mean: Option<f64>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub kv_cache_usage_max: Option<f64>,
+    /// Requests preempted during the window.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub preemptions: Option<u64>,
+    /// Mean requests in the running batch, and waiting, over the window's scrapes.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub running_mean: Option<f64>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub waiting_mean: Option<f64>,
+    /// Scrapes the gauges were read from.
+    pub scrapes: usize,
+}
+
+impl EngineLoad {
+    /// `KV 41.2/63.0 %, 0 preemptions, 7.9 running, 0.0 waiting`, `—` for what is missing.
+    pub fn summary(&self) -> String {
+        let f = |v: Option<f64>, scale: f64| v.map_or_else(|| "—".to_string(), |v| format!("{:.1}", v * scale));
+        format!(
+            "KV {}/{} %, {} preemptions, {} running, {} waiting",
+            f(self.kv_cache_usage_mean, 100.0),
+            f(self.kv_cache_usage_max, 100.0),
+            self.preemptions.map_or_else(|| "—".to_string(), |p| p.to_string()),
+            f(self.running_mean, 1.0),
+            f(self.waiting_mean, 1.0)
+        )
+    }
 }
 
 /// A value, or its default when the file holds null.

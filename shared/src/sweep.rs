@@ -4,7 +4,9 @@
 
 use serde::{Deserialize, Serialize};
 
+use crate::arms::{Arms, NamedPoint};
 use crate::model::{break_even_batch, sweep_crossing, Costs, RatioPoint, UNCHARGED_COSTS};
+use crate::recommend::Recommendation;
 use crate::results::RunResult;
 
 /// The two arms of a sweep.
@@ -23,22 +25,6 @@ impl Arm {
             Arm::Spec => "spec",
             Arm::Base => "base",
         }
-    }
-
-    /// The run id of one point (`spec-c16`, `base-r2.5`), also its folder and file stem.
-    pub fn point_id(self, level: Level) -> String {
-        format!("{}-{}", self.name(), level.tag())
-    }
-
-    /// Arm and level of a `spec-c<N>.json` / `base-r<rate>.json` name.
-    pub fn parse_point_name(name: &str) -> Option<(Arm, Level)> {
-        let stem = name.strip_suffix(".json")?;
-        let (arm, tag) = if let Some(tag) = stem.strip_prefix("spec-") {
-            (Arm::Spec, tag)
-        } else {
-            (Arm::Base, stem.strip_prefix("base-")?)
-        };
-        Level::parse_tag(tag).map(|level| (arm, level))
     }
 }
 
@@ -301,9 +287,43 @@ pub struct SweepTable {
     /// Interpolated level where spec/base goodput falls through 1.0.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub goodput_crossing: Option<f64>,
+    /// Every speculative arm against plain and against each other, with latency and engine
+    /// load beside throughput (the fields above are the first arm's).
+    #[serde(flatten)]
+    pub arms: Arms,
+    /// The best k by load, the cut-off, and the engine settings.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub recommendation: Option<Recommendation>,
 }
 
 impl SweepTable {
+    /// The table of named arms' points (`base` is plain): the first speculative arm's two-arm
+    /// table, every arm in `arms`, and the recommendation. `speculative_config` is the arms'
+    /// servers' vLLM `--speculative-config`, kept in the recommended line.
+    pub fn of_arms(
+        points: &[NamedPoint<'_>],
+        costs: Costs,
+        speculative_config: Option<&serde_json::Value>,
+    ) -> SweepTable {
+        let arms = Arms::of(points, costs);
+        let mut table = match arms.arms.first() {
+            Some(first) => first.table.clone(),
+            // Plain alone: its figures in the base columns.
+            None => {
+                let plain: Vec<(Arm, Level, &RunResult)> =
+                    points.iter().map(|p| (Arm::Base, p.level, p.result)).collect();
+                let spreads: Vec<(Arm, Level, f64, f64)> = points
+                    .iter()
+                    .filter_map(|p| p.spread.map(|(lo, hi)| (Arm::Base, p.level, lo, hi)))
+                    .collect();
+                SweepTable::from_points(&plain, costs).with_spreads(&spreads)
+            }
+        };
+        table.recommendation = Recommendation::of(&arms, table.axis, costs, speculative_config);
+        table.arms = arms;
+        table
+    }
+
     /// The table of measured points. The prediction uses E pooled over every spec point
     /// (1 + Σaccepted ÷ Σdrafts: acceptance does not depend on the batch, and the pool holds
     /// far more steps than any one point), with k from the lowest-concurrency spec point that
@@ -441,6 +461,8 @@ impl SweepTable {
             goodput_slo: None,
             rows,
             prediction,
+            arms: Arms::default(),
+            recommendation: None,
         }
     }
 
@@ -526,8 +548,37 @@ impl SweepTable {
         lines
     }
 
-    /// The console table, crossing and prediction.
+    /// The console text: the two-arm table (or every arm's ratios when there are several),
+    /// crossings and prediction, latency and engine load beside throughput, and the
+    /// recommendation.
     pub fn render(&self) -> String {
+        let mut out = if self.arms.arms.len() > 1 {
+            let mut out = self.arms.render(self.axis);
+            for a in &self.arms.arms {
+                if let Some(line) = a
+                    .table
+                    .findings()
+                    .into_iter()
+                    .find(|l| l.starts_with("Model prediction"))
+                {
+                    out.push_str(&format!("  {}: {line}\n", a.name));
+                }
+            }
+            out
+        } else {
+            let mut out = self.render_two_arms();
+            out.push_str(&self.arms.render_beside());
+            out
+        };
+        if let Some(r) = &self.recommendation {
+            out.push('\n');
+            out.push_str(&r.render());
+        }
+        out
+    }
+
+    /// The console table, crossing and prediction of a two-arm sweep.
+    fn render_two_arms(&self) -> String {
         let cell = |v: Option<f64>| v.map_or_else(|| "—".to_string(), |v| format!("{v:.1}"));
         let (column, spec_head, base_head, ratio_head) = match self.axis {
             Axis::Concurrency => ("Concurrency", "spec out tok/s", "base out tok/s", "ratio"),

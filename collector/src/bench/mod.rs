@@ -325,7 +325,7 @@ async fn measure(p: &Prepared, hub: &LiveHub, records_tmp: &std::path::Path) -> 
         })
         .await?;
     let before: Vec<_> =
-        futures_util::future::join_all(p.endpoints.iter().map(|e| scrape::fetch(client, &e.url))).await;
+        futures_util::future::join_all(p.endpoints.iter().map(|e| scrape::fetch_with_load(client, &e.url))).await;
     let window_start_unix_s = prometheus::unix_now_s();
     // The hub starts the run first, so the samplers' first points belong to it.
     hub.start_run(&plan.output.label, &p.model, plan.window_requests())
@@ -389,11 +389,15 @@ async fn measure(p: &Prepared, hub: &LiveHub, records_tmp: &std::path::Path) -> 
         .iter()
         .cloned()
         .zip(before.into_iter().zip(after))
-        .map(|(endpoint, (before, after))| paths::Scrapes {
-            endpoint,
-            before,
-            after,
-        })
+        .map(
+            |(endpoint, ((before, before_load), (after, after_load)))| paths::Scrapes {
+                endpoint,
+                before,
+                after,
+                before_load,
+                after_load,
+            },
+        )
         .collect();
     Ok(Measured {
         outcome: LoadOutcome {

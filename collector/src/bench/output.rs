@@ -372,6 +372,7 @@ fn run_result(run: &Prepared, f: &Figures<'_>) -> RunResult {
     ));
     result.config = Some(run_config(run));
     result.notices = Some(paths.notices.clone());
+    result.engine_load = paths.engine_load.clone();
     result.distributions = Some(Distributions::of(&outcome.tally));
     result.spec_decode = Some(SpecDecodeSection {
         scrape: f

@@ -6,9 +6,10 @@ use std::collections::BTreeMap;
 
 use speclens_shared::aggregate::SpecAggregator;
 use speclens_shared::notices::{Notices, PathFigures};
+use speclens_shared::results::EngineLoad;
 use speclens_shared::run::RunTally;
 use speclens_shared::scrape::{
-    derive, window_delta, window_result_with, CounterSet, GaugeMeans, ResultStatus, Schema, ScrapeFailure,
+    derive, window_delta, window_result_with, CounterSet, GaugeMeans, LoadSample, ResultStatus, Schema, ScrapeFailure,
     SpecCounters, SpecDecodeData, SpecDecodeResult, WindowFacts,
 };
 
@@ -21,6 +22,9 @@ pub struct Scrapes {
     pub endpoint: Endpoint,
     pub before: Result<CounterSet, ScrapeFailure>,
     pub after: Result<CounterSet, ScrapeFailure>,
+    /// The engine's load each snapshot showed, where it exports it.
+    pub before_load: Option<LoadSample>,
+    pub after_load: Option<LoadSample>,
 }
 
 /// The before/after scrape of one endpoint.
@@ -91,6 +95,8 @@ pub struct SpecPaths {
     pub rejected: BTreeMap<String, u64>,
     /// What the paths say about each other and the server.
     pub notices: Notices,
+    /// The engine's own load over the window (the first endpoint that exports it).
+    pub engine_load: Option<EngineLoad>,
 }
 
 impl SpecPaths {
@@ -109,6 +115,15 @@ impl SpecPaths {
                 .map(|r| r.message.clone())
                 .collect()
         };
+        let engine_load = endpoints.iter().find_map(|s| {
+            let during: Vec<LoadSample> = timeline
+                .loads
+                .iter()
+                .filter(|(label, _)| *label == s.endpoint.label)
+                .map(|(_, l)| *l)
+                .collect();
+            EngineLoad::over(s.before_load.as_ref(), &during, s.after_load.as_ref())
+        });
         let windows: Vec<ScrapeWindow> = endpoints
             .into_iter()
             .map(|s| {
@@ -140,6 +155,7 @@ impl SpecPaths {
             spec: tally.spec.clone(),
             rejected: tally.rejected.clone(),
             notices,
+            engine_load,
         }
     }
 

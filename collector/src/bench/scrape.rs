@@ -7,7 +7,7 @@ use std::time::Duration;
 
 use speclens_shared::protocol::TimelinePoint;
 use speclens_shared::scrape::{
-    counters_from_text, derive, CounterSet, IncreaseAccumulator, ScrapeFailure, WindowFacts,
+    counters_from_text, derive, CounterSet, IncreaseAccumulator, LoadSample, ScrapeFailure, WindowFacts,
 };
 use tokio::sync::watch;
 use tokio::time::Instant;
@@ -110,26 +110,45 @@ pub async fn resolve_url(client: &reqwest::Client, url: &str) -> (String, Option
 
 /// Fetch and parse one snapshot of the spec-decode counters.
 pub async fn fetch(client: &reqwest::Client, url: &str) -> Result<CounterSet, ScrapeFailure> {
-    counters_from_text(&fetch_text(client, url).await?)
+    fetch_with_load(client, url).await.0
 }
 
-/// The "after" snapshot: scrape until two in a row agree (an engine can answer before it
-/// records its last step), at most `limit`.
-pub async fn fetch_settled(client: &reqwest::Client, url: &str, limit: Duration) -> Result<CounterSet, ScrapeFailure> {
+/// One snapshot of the spec-decode counters and of the engine's load, from one fetch.
+pub async fn fetch_with_load(
+    client: &reqwest::Client,
+    url: &str,
+) -> (Result<CounterSet, ScrapeFailure>, Option<LoadSample>) {
+    match fetch_text(client, url).await {
+        Ok(text) => (counters_from_text(&text), LoadSample::of_text(&text)),
+        Err(e) => (Err(e), None),
+    }
+}
+
+/// The "after" snapshot (with the load it showed): scrape until two in a row agree (an engine
+/// can answer before it records its last step), at most `limit`.
+pub async fn fetch_settled(
+    client: &reqwest::Client,
+    url: &str,
+    limit: Duration,
+) -> (Result<CounterSet, ScrapeFailure>, Option<LoadSample>) {
     let deadline = Instant::now() + limit;
-    let mut last = fetch(client, url).await?;
+    let (first, mut load) = fetch_with_load(client, url).await;
+    let Ok(mut last) = first else {
+        return (first, load);
+    };
     while Instant::now() < deadline {
         tokio::time::sleep(Duration::from_millis(100)).await;
         // A failed retry keeps the good snapshot already in hand.
-        let Ok(next) = fetch(client, url).await else {
-            return Ok(last);
+        let (Ok(next), next_load) = fetch_with_load(client, url).await else {
+            return (Ok(last), load);
         };
+        load = next_load.or(load);
         if next.total == last.total {
-            return Ok(next);
+            return (Ok(next), load);
         }
         last = next;
     }
-    Ok(last)
+    (Ok(last), load)
 }
 
 /// A counter reset the live scrapes saw.
@@ -155,6 +174,8 @@ pub struct Timeline {
     /// The engine gauges of each scrape in the window, by endpoint label (TensorRT-LLM's and
     /// SGLang's; a window averages them).
     pub gauges: Vec<(String, BTreeMap<String, f64>)>,
+    /// The engine's load in each live scrape, by endpoint label.
+    pub loads: Vec<(String, LoadSample)>,
 }
 
 impl Timeline {
@@ -165,6 +186,7 @@ impl Timeline {
             all.points.extend(part.points);
             all.resets.extend(part.resets);
             all.gauges.extend(part.gauges);
+            all.loads.extend(part.loads);
         }
         all.points.sort_by(|a, b| a.t_s.total_cmp(&b.t_s));
         all
@@ -198,7 +220,11 @@ pub async fn sample_live(
         }
         let at = Instant::now();
         let t_s = (at - started).as_secs_f64();
-        let point = match fetch(&client, &endpoint.url).await {
+        let (counters, load) = fetch_with_load(&client, &endpoint.url).await;
+        if let Some(load) = load {
+            timeline.loads.push((endpoint.label.clone(), load));
+        }
+        let point = match counters {
             Err(e) => Some(TimelinePoint {
                 endpoint: endpoint.label.clone(),
                 t_s,

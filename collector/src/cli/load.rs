@@ -5,10 +5,11 @@ use std::path::PathBuf;
 use std::time::Duration;
 
 use clap::{Args, Parser, ValueEnum};
+use speclens_shared::arms::BASE_ARM;
 use speclens_shared::gates::Gate;
 use speclens_shared::goodput::Slo;
 use speclens_shared::model::Costs;
-use speclens_shared::sweep::{Arm, Level};
+use speclens_shared::sweep::Level;
 
 use super::{Cli, Command};
 use crate::bench::client::EndpointKind;
@@ -337,37 +338,55 @@ pub struct BenchArgs {
     pub fail_if: Vec<String>,
 }
 
-/// Which arm of a sweep to run alone.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
-pub enum ArmArg {
-    Spec,
-    Base,
+/// One named speculative arm of a sweep: `NAME=URL`.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ArmArg {
+    pub name: String,
+    pub url: String,
 }
 
-impl From<&ArmArg> for speclens_shared::sweep::Arm {
-    fn from(arm: &ArmArg) -> Self {
-        match arm {
-            ArmArg::Spec => speclens_shared::sweep::Arm::Spec,
-            ArmArg::Base => speclens_shared::sweep::Arm::Base,
+impl std::str::FromStr for ArmArg {
+    type Err = String;
+
+    fn from_str(text: &str) -> Result<Self, Self::Err> {
+        let (name, url) = text.split_once('=').ok_or_else(|| {
+            format!(
+                "'{text}' is not NAME=URL (e.g. --arm eagle3-k3=http://127.0.0.1:8001); the plain arm is --base-url"
+            )
+        })?;
+        if !speclens_shared::arms::valid_arm_name(name) {
+            return Err(format!(
+                "arm name '{name}' must be 1–64 letters, digits, '.', '_' or '-', and not 'base' (the plain arm is --base-url)"
+            ));
         }
+        if url.is_empty() {
+            return Err(format!("arm '{name}' has no URL"));
+        }
+        Ok(ArmArg {
+            name: name.to_string(),
+            url: url.to_string(),
+        })
     }
 }
 
 /// Flags of `speclens sweep`.
 #[derive(Debug, Clone, Args)]
 pub struct SweepArgs {
-    /// The speculative server's base URL.
+    /// The speculative server's base URL (the arm named "spec").
     #[arg(long)]
     pub spec_url: Option<String>,
-    /// The plain (non-speculative) server's base URL.
+    /// The plain (non-speculative) server's base URL: the arm every other is compared with.
     #[arg(long)]
     pub base_url: Option<String>,
-    /// Run one arm only, against --url.
-    #[arg(long, value_enum, requires = "url")]
-    pub arm: Option<ArmArg>,
-    /// The server's base URL, with --arm.
-    #[arg(long)]
-    pub url: Option<String>,
+    /// A named speculative arm, NAME=URL (repeatable: e.g. --arm eagle3-k3=URL --arm
+    /// ngram-k4=URL). Give only some arms to run those alone: points of the others already in
+    /// --out join the table.
+    #[arg(long = "arm", value_name = "NAME=URL")]
+    pub arms: Vec<ArmArg>,
+    /// The speculative servers' own vLLM --speculative-config JSON: the recommended line keeps
+    /// its keys and sets num_speculative_tokens (and the per-batch-size schedule).
+    #[arg(long, value_name = "JSON")]
+    pub speculative_config: Option<String>,
     /// Concurrency levels to measure (a closed loop at each).
     #[arg(long, value_delimiter = ',', default_value = "1,4,16,64,128,256")]
     pub concurrency: Vec<u64>,
@@ -675,10 +694,35 @@ impl BenchArgs {
 impl SweepArgs {
     /// The sweep these flags ask for.
     pub fn plan(&self) -> Result<sweep::Plan, CollectorError> {
-        let arms: Vec<(Arm, String)> = match (&self.arm, &self.url, &self.spec_url, &self.base_url) {
-            (Some(arm), Some(url), None, None) => vec![(arm.into(), url.clone())],
-            (None, None, Some(spec), Some(base)) => vec![(Arm::Spec, spec.clone()), (Arm::Base, base.clone())],
-            _ => return invalid("give --spec-url and --base-url, or --arm spec|base with --url"),
+        let mut arms: Vec<(String, String)> = Vec::new();
+        if let Some(url) = &self.spec_url {
+            arms.push(("spec".into(), url.clone()));
+        }
+        for arm in &self.arms {
+            if arms.iter().any(|(name, _)| *name == arm.name) {
+                return invalid(format!("arm '{}' is named twice", arm.name));
+            }
+            arms.push((arm.name.clone(), arm.url.clone()));
+        }
+        let speculative = arms.len();
+        if let Some(url) = &self.base_url {
+            arms.push((BASE_ARM.into(), url.clone()));
+        }
+        if arms.is_empty() {
+            return invalid("give the arms: --spec-url (or --arm NAME=URL, repeatable) and --base-url");
+        }
+        if speculative > 1 && !self.scrape.metrics_urls.is_empty() {
+            return invalid(
+                "--metrics-url names one server's metrics: with several speculative arms each arm's own URL is scraped",
+            );
+        }
+        let speculative_config = match &self.speculative_config {
+            None => None,
+            Some(text) => match serde_json::from_str::<serde_json::Value>(text) {
+                Ok(v @ serde_json::Value::Object(_)) => Some(v),
+                Ok(_) => return invalid("--speculative-config must be a JSON object, as vLLM's"),
+                Err(e) => return invalid(format!("--speculative-config is not JSON: {e}")),
+            },
         };
         let point = bench::Plan {
             target: self.target.target(Vec::new())?,
@@ -702,6 +746,7 @@ impl SweepArgs {
         };
         let plan = sweep::Plan {
             arms,
+            speculative_config,
             levels: if self.request_rate.is_empty() {
                 self.concurrency.iter().copied().map(Level::Concurrency).collect()
             } else {

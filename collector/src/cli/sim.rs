@@ -7,7 +7,7 @@ use clap::{Args, ValueEnum};
 use crate::error::CollectorError;
 use crate::sim::{
     AcceptanceProfile, EngineConfig, Faults, PayloadShape, PerRequestMetrics, SimSettings, StepModel, DEFAULT_ALPHA,
-    DEFAULT_CATEGORY_FACTORS,
+    DEFAULT_CATEGORY_FACTORS, KV_BLOCK_TOKENS,
 };
 
 /// Where per-request spec-decode stats go, by engine.
@@ -60,6 +60,11 @@ pub struct SimArgs {
     /// Longest prompt + output, in tokens.
     #[arg(long, default_value_t = 8192)]
     pub max_model_len: u32,
+    /// KV-cache capacity per engine in tokens (blocks of 16; about an 8B model's on an 80 GB
+    /// GPU): requests wait when it is full, and the newest running sequence is preempted
+    /// (recomputed later) when decoding outgrows it.
+    #[arg(long, default_value_t = 524_288)]
+    pub kv_cache_tokens: u64,
     /// Draft tokens proposed per step (0: a plain server, the "base" arm).
     #[arg(long, default_value_t = 0, value_parser = clap::value_parser!(u32).range(0..=16))]
     pub num_spec_tokens: u32,
@@ -271,6 +276,12 @@ impl SimArgs {
                 "--max-num-seqs, --mean-output-tokens and --max-model-len must be positive".into(),
             ));
         }
+        if args.kv_cache_tokens < u64::from(args.max_model_len) + u64::from(k) + KV_BLOCK_TOKENS {
+            return Err(invalid(format!(
+                "--kv-cache-tokens must hold at least one sequence of --max-model-len ({}) and its {k} lookahead slots",
+                args.max_model_len
+            )));
+        }
         Ok(SimSettings {
             addr: SocketAddr::new(args.host, args.port),
             model: args.model,
@@ -279,6 +290,7 @@ impl SimArgs {
             engine: EngineConfig {
                 k,
                 max_num_seqs: args.max_num_seqs,
+                kv_cache_blocks: args.kv_cache_tokens.div_ceil(KV_BLOCK_TOKENS),
                 step: StepModel {
                     base_step_s: args.step_ms / 1e3,
                     ridge_tokens: args.ridge,

@@ -209,6 +209,11 @@ pub struct EngineCounters {
     pub success_abort: u64,
     pub running: u64,
     pub waiting: u64,
+    /// KV-cache blocks the running sequences hold, of `kv_cache_blocks`.
+    pub kv_blocks_used: u64,
+    pub kv_blocks_total: u64,
+    /// Sequences preempted (their KV freed, recomputed when readmitted).
+    pub preemptions: u64,
     /// SGLang's counters, added when a sequence finishes: its verify steps, its output tokens
     /// and one request (each choice is one request to SGLang).
     pub verify_calls_finished: u64,
@@ -271,10 +276,26 @@ impl EngineShared {
 pub struct EngineConfig {
     pub k: u32,
     pub max_num_seqs: usize,
+    /// KV-cache capacity in blocks of [`KV_BLOCK_TOKENS`] tokens.
+    pub kv_cache_blocks: u64,
     pub step: StepModel,
     /// Multiplies every step time; 0 runs without delay.
     pub time_scale: f64,
     pub seed: u64,
+}
+
+/// Tokens per KV-cache block (vLLM's default block size).
+pub const KV_BLOCK_TOKENS: u64 = 16;
+
+/// Blocks a sequence holds: its prompt, what it generated, and the k lookahead slots its drafts
+/// are verified in (vLLM reserves them for every running sequence).
+fn kv_blocks(seq: &Seq, k: u32) -> u64 {
+    (seq.spec.prompt_tokens + u64::from(seq.generated) + u64::from(k)).div_ceil(KV_BLOCK_TOKENS)
+}
+
+/// Blocks a new sequence needs to be admitted (its prompt, one token and the lookahead).
+fn admit_blocks(spec: &SeqSpec, k: u32) -> u64 {
+    (spec.prompt_tokens + 1 + u64::from(k)).div_ceil(KV_BLOCK_TOKENS)
 }
 
 /// Hooks from the engine back to the server (simulated restarts).
@@ -292,6 +313,8 @@ struct Seq {
     stream: bool,
     /// Shared by the choices of one request: how many are still running.
     open_choices: Arc<AtomicU64>,
+    /// Tokens to recompute at its next prefill after a preemption (what it had generated).
+    recompute: u64,
 }
 
 /// Run one engine's scheduler until its submission channel closes.
@@ -303,10 +326,11 @@ pub async fn run_engine(
 ) {
     let mut rng = SmallRng::seed_from_u64(config.seed);
     let mut waiting: VecDeque<Submission> = VecDeque::new();
+    let mut preempted: VecDeque<Seq> = VecDeque::new();
     let mut running: Vec<Seq> = Vec::new();
     let mut deadline = Instant::now();
     loop {
-        if running.is_empty() && waiting.is_empty() {
+        if running.is_empty() && waiting.is_empty() && preempted.is_empty() {
             match submissions.recv().await {
                 Some(s) => waiting.push_back(s),
                 None => return,
@@ -316,12 +340,26 @@ pub async fn run_engine(
         while let Ok(s) = submissions.try_recv() {
             waiting.push_back(s);
         }
-        // Admit whole requests while their choices fit.
+        // Preempted sequences come back first, as vLLM requeues them at the front.
+        let mut used: u64 = running.iter().map(|s| kv_blocks(s, config.k)).sum();
+        while let Some(next) = preempted.front() {
+            let need = kv_blocks(next, config.k);
+            if !running.is_empty() && (running.len() >= config.max_num_seqs || used + need > config.kv_cache_blocks) {
+                break;
+            }
+            let Some(seq) = preempted.pop_front() else { break };
+            used += need;
+            running.push(seq);
+        }
+        // Admit whole requests while their choices fit, in sequences and in KV blocks.
         while let Some(next) = waiting.front() {
-            if running.len() + next.seqs.len() > config.max_num_seqs && !running.is_empty() {
+            let need: u64 = next.seqs.iter().map(|s| admit_blocks(s, config.k)).sum();
+            let full = running.len() + next.seqs.len() > config.max_num_seqs || used + need > config.kv_cache_blocks;
+            if !preempted.is_empty() || (full && !running.is_empty()) {
                 break;
             }
             let Some(sub) = waiting.pop_front() else { break };
+            used += need;
             let open = Arc::new(AtomicU64::new(sub.seqs.len() as u64));
             for spec in sub.seqs {
                 let k = spec.profile.k() as usize;
@@ -336,20 +374,20 @@ pub async fn run_engine(
                     events: sub.events.clone(),
                     stream: sub.stream,
                     open_choices: open.clone(),
+                    recompute: 0,
                 });
             }
         }
         {
             let mut c = shared.counters();
-            c.running = running.len() as u64;
-            c.waiting = waiting.iter().map(|s| s.seqs.len() as u64).sum();
+            note_batch(&mut c, &running, &waiting, &preempted, &config);
         }
 
         let decode = running.iter().filter(|s| s.prefilled).count();
         let prefill: u64 = running
             .iter()
             .filter(|s| !s.prefilled)
-            .map(|s| s.spec.prompt_tokens)
+            .map(|s| s.spec.prompt_tokens + s.recompute)
             .sum();
         let step_s = config.step.step_seconds(decode, config.k, prefill) * config.time_scale;
         if step_s > 0.0 {
@@ -373,17 +411,41 @@ pub async fn run_engine(
                 }
                 keep
             });
+            // Sequences that grew past the cache: the newest gives its blocks back and is
+            // recomputed later (vLLM's recompute preemption), until the rest fit.
+            let mut used: u64 = running.iter().map(|s| kv_blocks(s, config.k)).sum();
+            while used > config.kv_cache_blocks && running.len() > 1 {
+                let Some(mut seq) = running.pop() else { break };
+                used -= kv_blocks(&seq, config.k);
+                seq.prefilled = false;
+                seq.recompute = u64::from(seq.generated);
+                c.preemptions += 1;
+                preempted.push_front(seq);
+            }
         }
         {
             // The gauges follow the batch after the step too (an idle engine shows 0).
             let mut c = shared.counters();
-            c.running = running.len() as u64;
-            c.waiting = waiting.iter().map(|s| s.seqs.len() as u64).sum();
+            note_batch(&mut c, &running, &waiting, &preempted, &config);
         }
         for _ in 0..finished_requests {
             hook.request_finished();
         }
     }
+}
+
+/// The batch gauges: running and waiting sequences, and the KV blocks held.
+fn note_batch(
+    c: &mut EngineCounters,
+    running: &[Seq],
+    waiting: &VecDeque<Submission>,
+    preempted: &VecDeque<Seq>,
+    config: &EngineConfig,
+) {
+    c.running = running.len() as u64;
+    c.waiting = waiting.iter().map(|s| s.seqs.len() as u64).sum::<u64>() + preempted.len() as u64;
+    c.kv_blocks_used = running.iter().map(|s| kv_blocks(s, config.k)).sum();
+    c.kv_blocks_total = config.kv_cache_blocks;
 }
 
 /// One step of one sequence; false when it is done (finished or its client went away).
@@ -396,7 +458,10 @@ fn advance(seq: &mut Seq, config: &EngineConfig, rng: &mut SmallRng, c: &mut Eng
     let emitted = if !seq.prefilled {
         // Prefill produces the first token; no speculation on this step.
         seq.prefilled = true;
-        c.prompt_tokens += seq.spec.prompt_tokens;
+        if seq.recompute == 0 {
+            c.prompt_tokens += seq.spec.prompt_tokens;
+        }
+        seq.recompute = 0;
         1
     } else if config.k > 0 {
         let k = seq.spec.profile.k();

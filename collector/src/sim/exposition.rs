@@ -375,7 +375,29 @@ pub fn render(engines: &[EngineCounters], opts: &ExpositionOptions) -> String {
             .map(|(i, c)| (labels(i), c.waiting as f64))
             .collect::<Vec<_>>(),
     );
+    write_gauge(
+        &mut out,
+        "vllm:kv_cache_usage_perc",
+        "KV-cache usage. 1 means 100 percent usage.",
+        &engines
+            .iter()
+            .enumerate()
+            .map(|(i, c)| {
+                let usage = if c.kv_blocks_total == 0 {
+                    0.0
+                } else {
+                    c.kv_blocks_used as f64 / c.kv_blocks_total as f64
+                };
+                (labels(i), usage)
+            })
+            .collect::<Vec<_>>(),
+    );
     let counters = [
+        (
+            "vllm:num_preemptions_total",
+            "Cumulative number of preemption from the engine.",
+            series(&|c| c.preemptions),
+        ),
         (
             "vllm:prompt_tokens_total",
             "Number of prefill tokens processed.",

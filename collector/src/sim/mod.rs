@@ -16,8 +16,8 @@ use tokio::sync::{mpsc, oneshot};
 
 use crate::error::CollectorError;
 pub use api::{PayloadShape, PerRequestMetrics};
-pub use engine::EngineConfig;
 pub use engine::{AcceptanceProfile, StepModel};
+pub use engine::{EngineConfig, KV_BLOCK_TOKENS};
 use engine::{EngineCounters, EngineShared, FinishHook, Submission};
 
 /// Default acceptance when speculation is on but no profile is given.
@@ -124,6 +124,7 @@ impl SimSettings {
             engine: EngineConfig {
                 k: 0,
                 max_num_seqs: 256,
+                kv_cache_blocks: 524_288 / engine::KV_BLOCK_TOKENS,
                 step: StepModel {
                     base_step_s: 0.012,
                     ridge_tokens: 295.0,

@@ -1,0 +1,511 @@
+//! Several speculative arms in one sweep: each arm against plain (its ratio and crossing with
+//! their intervals), each pair of arms against each other, spec-minus-plain latency, the engine's
+//! own load gauges per arm, the highest load each arm sustains within the goodput objectives, and
+//! the recommendation drawn from them (see [`crate::recommend`]).
+
+use std::collections::BTreeMap;
+
+use serde::{Deserialize, Serialize};
+
+use crate::model::Costs;
+use crate::results::{EngineLoad, RunResult};
+use crate::sweep::{Arm, Axis, Level, SweepTable};
+
+/// The plain arm's name (its points are `base-c<N>.json`).
+pub const BASE_ARM: &str = "base";
+
+/// The share of requests within every `--goodput` objective that counts as sustaining a load:
+/// DistServe's 90 % SLO attainment.
+pub const SLO_ATTAINMENT: f64 = 0.9;
+
+/// The latency families compared between an arm and plain.
+pub const LATENCY_FAMILIES: [&str; 4] = ["ttft", "tpot", "itl", "e2el"];
+
+/// One measured point of a named arm: the run whose compared figure is the median, and the
+/// repeats' (min, max) of that figure when the point was run more than once.
+#[derive(Debug, Clone, Copy)]
+pub struct NamedPoint<'a> {
+    pub arm: &'a str,
+    pub level: Level,
+    pub result: &'a RunResult,
+    pub spread: Option<(f64, f64)>,
+}
+
+/// Whether `name` can name a speculative arm: letters, digits, `.`, `_` and `-`, not `base`.
+pub fn valid_arm_name(name: &str) -> bool {
+    !name.is_empty()
+        && name != BASE_ARM
+        && name.len() <= 64
+        && name
+            .chars()
+            .all(|c| c.is_ascii_alphanumeric() || matches!(c, '.' | '_' | '-'))
+}
+
+/// The run id of one point (`eagle3-k3-c16`, `base-r2.5`), also its folder and file stem.
+pub fn point_id(arm: &str, level: Level) -> String {
+    format!("{arm}-{}", level.tag())
+}
+
+/// Arm name and level of an `<arm>-c<N>.json` / `<arm>-r<rate>.json` file name.
+pub fn parse_point_name(name: &str) -> Option<(String, Level)> {
+    let stem = name.strip_suffix(".json")?;
+    let (arm, tag) = stem.rsplit_once('-')?;
+    let level = Level::parse_tag(tag)?;
+    (arm == BASE_ARM || valid_arm_name(arm)).then(|| (arm.to_string(), level))
+}
+
+/// One latency figure of an arm and of plain at one point, in milliseconds.
+#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
+pub struct LatencyPair {
+    pub spec_ms: f64,
+    pub base_ms: f64,
+}
+
+impl LatencyPair {
+    /// Spec minus plain: negative when speculation is faster.
+    pub fn delta_ms(&self) -> f64 {
+        self.spec_ms - self.base_ms
+    }
+}
+
+/// Spec-minus-plain latency at one level, by result key (`median_ttft_ms`, `p99_itl_ms`…).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct LatencyRow {
+    pub level: f64,
+    pub figures: BTreeMap<String, LatencyPair>,
+}
+
+/// The engine's own load at one level, for an arm and for plain (what drafts cost that the
+/// model does not charge: KV blocks, preemptions, queueing).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct EngineRow {
+    pub level: f64,
+    pub spec: Option<EngineLoad>,
+    pub base: Option<EngineLoad>,
+}
+
+/// One speculative arm of a sweep against plain.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct ArmSweep {
+    pub name: String,
+    /// The draft length its acceptance figures name (`None`: nothing measured).
+    pub k: Option<u32>,
+    /// Acceptance length pooled over the arm's points (1 + Σaccepted ÷ Σdrafts).
+    pub acceptance_length: Option<f64>,
+    /// Per-position acceptance rates, each point's weighted by its drafts.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub per_position_acceptance_rates: Vec<f64>,
+    /// The arm against plain, as a two-arm sweep's table (its ratio, crossing and prediction).
+    pub table: SweepTable,
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub latency: Vec<LatencyRow>,
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub engine: Vec<EngineRow>,
+    /// The highest level at which at least [`SLO_ATTAINMENT`] of its requests met every
+    /// `--goodput` objective (when they were given and some level did).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub sustained_within_slo: Option<f64>,
+}
+
+/// Two speculative arms against each other: `first` in the table's spec columns, `second` in
+/// its base columns; the ratio is first ÷ second, its crossing where `second` starts to win.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct PairSweep {
+    pub first: String,
+    pub second: String,
+    pub table: SweepTable,
+}
+
+/// Every arm of a multi-arm sweep, their pairs, and plain's sustained load.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct Arms {
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub arms: Vec<ArmSweep>,
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub pairs: Vec<PairSweep>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub base_sustained_within_slo: Option<f64>,
+}
+
+/// The speculative arms' names in the order their points first appear.
+pub fn arm_names<'a>(points: &[NamedPoint<'a>]) -> Vec<&'a str> {
+    let mut names: Vec<&str> = Vec::new();
+    for p in points {
+        if p.arm != BASE_ARM && !names.contains(&p.arm) {
+            names.push(p.arm);
+        }
+    }
+    names
+}
+
+/// A two-arm table of `first` (as spec) against `second` (as base) from named points.
+fn two_arm_table(points: &[NamedPoint<'_>], first: &str, second: &str, costs: Costs) -> SweepTable {
+    let role = |name: &str| {
+        if name == first {
+            Some(Arm::Spec)
+        } else if name == second {
+            Some(Arm::Base)
+        } else {
+            None
+        }
+    };
+    let chosen: Vec<(Arm, Level, &RunResult)> = points
+        .iter()
+        .filter_map(|p| Some((role(p.arm)?, p.level, p.result)))
+        .collect();
+    let spreads: Vec<(Arm, Level, f64, f64)> = points
+        .iter()
+        .filter_map(|p| {
+            let (lo, hi) = p.spread?;
+            Some((role(p.arm)?, p.level, lo, hi))
+        })
+        .collect();
+    SweepTable::from_points(&chosen, costs).with_spreads(&spreads)
+}
+
+/// The highest level at which `arm`'s runs met every objective for [`SLO_ATTAINMENT`] of their
+/// requests.
+fn sustained(points: &[NamedPoint<'_>], arm: &str) -> Option<f64> {
+    points
+        .iter()
+        .filter(|p| p.arm == arm)
+        .filter(|p| {
+            let r = p.result;
+            match (r.good_requests, r.completed) {
+                (Some(good), Some(done)) if done > 0 => good as f64 / done as f64 >= SLO_ATTAINMENT,
+                _ => false,
+            }
+        })
+        .map(|p| p.level.value())
+        .reduce(f64::max)
+}
+
+/// The latency keys a result holds for `family`: its median and each percentile asked for.
+fn latency_keys(result: &RunResult, family: &str) -> Vec<(String, f64)> {
+    let mut keys = Vec::new();
+    let median = match family {
+        "ttft" => result.median_ttft_ms,
+        "tpot" => result.median_tpot_ms,
+        "itl" => result.median_itl_ms,
+        _ => result.median_e2el_ms,
+    };
+    if let Some(v) = median {
+        keys.push((format!("median_{family}_ms"), v));
+    }
+    let suffix = format!("_{family}_ms");
+    for (key, value) in &result.extra {
+        if key.starts_with('p') && key.ends_with(&suffix) {
+            if let Some(v) = value.as_f64() {
+                keys.push((key.clone(), v));
+            }
+        }
+    }
+    keys
+}
+
+/// Spec-minus-plain latency rows of `arm`.
+fn latency_rows(points: &[NamedPoint<'_>], arm: &str) -> Vec<LatencyRow> {
+    let mut rows: Vec<LatencyRow> = points
+        .iter()
+        .filter(|p| p.arm == arm)
+        .filter_map(|p| {
+            let base = points.iter().find(|b| b.arm == BASE_ARM && b.level == p.level)?;
+            let mut figures = BTreeMap::new();
+            for family in LATENCY_FAMILIES {
+                let base_keys = latency_keys(base.result, family);
+                for (key, spec_ms) in latency_keys(p.result, family) {
+                    if let Some((_, base_ms)) = base_keys.iter().find(|(k, _)| *k == key) {
+                        figures.insert(
+                            key,
+                            LatencyPair {
+                                spec_ms,
+                                base_ms: *base_ms,
+                            },
+                        );
+                    }
+                }
+            }
+            (!figures.is_empty()).then_some(LatencyRow {
+                level: p.level.value(),
+                figures,
+            })
+        })
+        .collect();
+    rows.sort_by(|a, b| a.level.total_cmp(&b.level));
+    rows
+}
+
+/// The engine gauges of `arm` and plain by level, where either exported them.
+fn engine_rows(points: &[NamedPoint<'_>], arm: &str) -> Vec<EngineRow> {
+    let mut levels: Vec<Level> = points.iter().filter(|p| p.arm == arm).map(|p| p.level).collect();
+    levels.sort_by(|a, b| a.value().total_cmp(&b.value()));
+    levels
+        .into_iter()
+        .filter_map(|level| {
+            let load = |name: &str| {
+                points
+                    .iter()
+                    .find(|p| p.arm == name && p.level == level)
+                    .and_then(|p| p.result.engine_load.clone())
+            };
+            let (spec, base) = (load(arm), load(BASE_ARM));
+            (spec.is_some() || base.is_some()).then_some(EngineRow {
+                level: level.value(),
+                spec,
+                base,
+            })
+        })
+        .collect()
+}
+
+/// Acceptance length pooled over `arm`'s points, and its per-position rates weighted by drafts.
+fn pooled_acceptance(points: &[NamedPoint<'_>], arm: &str) -> (Option<u32>, Option<f64>, Vec<f64>) {
+    let mine: Vec<&RunResult> = points.iter().filter(|p| p.arm == arm).map(|p| p.result).collect();
+    let k = mine.iter().find_map(|r| r.measured()).map(|m| m.k);
+    let (mut drafts, mut accepted) = (0.0, 0.0);
+    let mut weighted: Vec<f64> = Vec::new();
+    let mut weight = 0.0;
+    for r in &mine {
+        let Some((d, a, _)) = r.spec_counts() else { continue };
+        drafts += d;
+        accepted += a;
+        if let Some(rates) = &r.spec_decode_per_position_acceptance_rates {
+            if weighted.is_empty() {
+                weighted = vec![0.0; rates.len()];
+            }
+            if rates.len() == weighted.len() {
+                for (w, p) in weighted.iter_mut().zip(rates) {
+                    *w += p * d;
+                }
+                weight += d;
+            }
+        }
+    }
+    let e = if drafts > 0.0 {
+        Some(1.0 + accepted / drafts)
+    } else {
+        mine.iter().find_map(|r| r.measured()).map(|m| m.e)
+    };
+    let rates = if weight > 0.0 {
+        weighted.iter().map(|w| w / weight).collect()
+    } else {
+        mine.iter()
+            .find_map(|r| r.spec_decode_per_position_acceptance_rates.clone())
+            .unwrap_or_default()
+    };
+    (k, e, rates)
+}
+
+impl Arms {
+    /// Every speculative arm against plain, and every pair of them.
+    pub fn of(points: &[NamedPoint<'_>], costs: Costs) -> Arms {
+        let names = arm_names(points);
+        let arms = names
+            .iter()
+            .map(|name| {
+                let (k, acceptance_length, per_position_acceptance_rates) = pooled_acceptance(points, name);
+                ArmSweep {
+                    name: name.to_string(),
+                    k,
+                    acceptance_length,
+                    per_position_acceptance_rates,
+                    table: two_arm_table(points, name, BASE_ARM, costs),
+                    latency: latency_rows(points, name),
+                    engine: engine_rows(points, name),
+                    sustained_within_slo: sustained(points, name),
+                }
+            })
+            .collect();
+        let mut pairs = Vec::new();
+        for (i, first) in names.iter().enumerate() {
+            for second in &names[i + 1..] {
+                let mut table = two_arm_table(points, first, second, costs);
+                table.prediction = None;
+                pairs.push(PairSweep {
+                    first: first.to_string(),
+                    second: second.to_string(),
+                    table,
+                });
+            }
+        }
+        Arms {
+            arms,
+            pairs,
+            base_sustained_within_slo: sustained(points, BASE_ARM),
+        }
+    }
+
+    /// The console text: each arm's ratio to plain by level, their crossings, the pairs'
+    /// crossings, latency beside throughput, the engine's load and the loads sustained.
+    pub fn render(&self, axis: Axis) -> String {
+        let mut out = String::new();
+        if self.arms.is_empty() {
+            return out;
+        }
+        let ratio_name = match axis {
+            Axis::Concurrency => "output throughput ÷ plain",
+            Axis::RequestRate => "plain ÷ arm median E2E latency",
+        };
+        out.push_str(&format!("Arms against plain ({ratio_name}; the repeats' range):\n"));
+        let column = axis.column();
+        let width = |name: &str| name.len().max(20);
+        out.push_str(&format!("{column:>12}"));
+        for a in &self.arms {
+            out.push_str(&format!("   {:>w$}", a.name, w = width(&a.name)));
+        }
+        out.push('\n');
+        let mut levels: Vec<f64> = self
+            .arms
+            .iter()
+            .flat_map(|a| a.table.rows.iter().map(|r| r.level))
+            .collect();
+        levels.sort_by(f64::total_cmp);
+        levels.dedup();
+        for level in levels {
+            out.push_str(&format!("{level:>12}"));
+            for a in &self.arms {
+                let row = a.table.rows.iter().find(|r| r.level == level);
+                let cell = match row.and_then(|r| Some((r.ratio()?, r.ratio_bounds()))) {
+                    Some((x, Some((lo, hi)))) if (hi - lo).abs() > 1e-12 => format!("{x:.3} ({lo:.3}–{hi:.3})"),
+                    Some((x, _)) => format!("{x:.3}"),
+                    None => "—".into(),
+                };
+                out.push_str(&format!("   {cell:>w$}", w = width(&a.name)));
+            }
+            out.push('\n');
+        }
+        let symbol = axis.symbol();
+        for a in &self.arms {
+            let k = a.k.map_or_else(|| "k not measured".into(), |k| format!("k = {k}"));
+            let e = a
+                .acceptance_length
+                .map_or_else(String::new, |e| format!(", acceptance length {e:.2}"));
+            let rates = if a.per_position_acceptance_rates.is_empty() {
+                String::new()
+            } else {
+                let r: Vec<String> = a
+                    .per_position_acceptance_rates
+                    .iter()
+                    .map(|p| format!("{p:.2}"))
+                    .collect();
+                format!(", per position {}", r.join(" "))
+            };
+            out.push_str(&format!(
+                "  {}: {k}{e}{rates}; {}\n",
+                a.name,
+                crossing_text(&a.table, symbol, axis.unit(), "plain")
+            ));
+        }
+        for p in &self.pairs {
+            out.push_str(&format!(
+                "  {} ÷ {}: {}\n",
+                p.first,
+                p.second,
+                crossing_text(&p.table, "crossing", axis.unit(), &p.second)
+            ));
+        }
+        out.push_str(&self.render_beside());
+        out
+    }
+
+    /// Latency, engine load and sustained load beside throughput.
+    pub fn render_beside(&self) -> String {
+        let mut out = self.render_latency();
+        out.push_str(&self.render_engine());
+        if self.arms.iter().any(|a| a.sustained_within_slo.is_some()) || self.base_sustained_within_slo.is_some() {
+            out.push_str(&format!(
+                "Highest load sustained within the goodput objectives (≥ {:.0} % of requests): ",
+                SLO_ATTAINMENT * 100.0
+            ));
+            let part = |v: Option<f64>| v.map_or_else(|| "none".to_string(), |v| format!("{v}"));
+            let mut parts: Vec<String> = self
+                .arms
+                .iter()
+                .map(|a| format!("{} {}", a.name, part(a.sustained_within_slo)))
+                .collect();
+            parts.push(format!("plain {}", part(self.base_sustained_within_slo)));
+            out.push_str(&parts.join(", "));
+            out.push('\n');
+        }
+        out
+    }
+
+    fn render_latency(&self) -> String {
+        let mut out = String::new();
+        for a in self.arms.iter().filter(|a| !a.latency.is_empty()) {
+            // By family (TTFT, TPOT, ITL, E2EL), the median before the percentiles.
+            let mut keys: Vec<&String> = a.latency[0].figures.keys().collect();
+            let rank = |k: &str| {
+                let family = LATENCY_FAMILIES
+                    .iter()
+                    .position(|f| k.ends_with(&format!("_{f}_ms")))
+                    .unwrap_or(LATENCY_FAMILIES.len());
+                let percentile: f64 = k
+                    .strip_prefix('p')
+                    .and_then(|r| r.split('_').next())
+                    .and_then(|p| p.parse().ok())
+                    .unwrap_or(0.0);
+                (family, (percentile * 1000.0) as u64)
+            };
+            keys.sort_by_key(|k| rank(k));
+            out.push_str(&format!("Latency, {} minus plain (ms; negative: faster):\n", a.name));
+            out.push_str(&format!("{:>12}", "level"));
+            for k in &keys {
+                out.push_str(&format!(" {:>16}", k.trim_end_matches("_ms")));
+            }
+            out.push('\n');
+            for row in &a.latency {
+                out.push_str(&format!("{:>12}", row.level));
+                for k in &keys {
+                    let cell = row
+                        .figures
+                        .get(*k)
+                        .map_or_else(|| "—".to_string(), |p| format!("{:+.2}", p.delta_ms()));
+                    out.push_str(&format!(" {cell:>16}"));
+                }
+                out.push('\n');
+            }
+        }
+        out
+    }
+
+    fn render_engine(&self) -> String {
+        let mut out = String::new();
+        for a in self.arms.iter().filter(|a| !a.engine.is_empty()) {
+            out.push_str(&format!(
+                "Engine load, {} | plain (KV-cache usage mean/max %, preemptions, running, waiting):\n",
+                a.name
+            ));
+            for row in &a.engine {
+                let text = |l: &Option<EngineLoad>| l.as_ref().map_or_else(|| "—".to_string(), EngineLoad::summary);
+                out.push_str(&format!(
+                    "{:>12}   {} | {}\n",
+                    row.level,
+                    text(&row.spec),
+                    text(&row.base)
+                ));
+            }
+        }
+        out
+    }
+}
+
+/// One table's crossing, with its interval, in a sentence fragment.
+fn crossing_text(table: &SweepTable, symbol: &str, unit: &str, other: &str) -> String {
+    match (table.crossing, table.crossing_interval) {
+        (Some(b), Some((lo, hi))) => format!("{symbol} = {b:.1} {unit} ({lo:.1}–{hi:.1}), {other} better above"),
+        (Some(b), None) => format!("{symbol} = {b:.1} {unit}, {other} better above"),
+        (None, _) => {
+            let ratios: Vec<f64> = table.rows.iter().filter_map(|r| r.ratio()).collect();
+            if ratios.is_empty() {
+                format!("no level measured beside {other}")
+            } else if ratios.iter().all(|r| *r > 1.0) {
+                format!("better than {other} at every level")
+            } else if ratios.iter().all(|r| *r <= 1.0) {
+                format!("{other} better at every level")
+            } else {
+                "no crossing inside the swept range".into()
+            }
+        }
+    }
+}

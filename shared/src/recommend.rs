@@ -1,0 +1,612 @@
+//! A sweep's recommendation: the best draft length k for each range of load (what the arms
+//! measured, with the model's per-position extension beside it), the load above which
+//! speculation should be off, and the engine settings that say so (vLLM's
+//! `--speculative-config` with its per-batch-size schedule, SGLang's draft flags), each line
+//! naming the measurement it comes from and how sure it is.
+
+use serde::{Deserialize, Serialize};
+
+use crate::arms::{ArmSweep, Arms};
+use crate::model::{expected_tokens_per_position, speedup, Costs};
+use crate::sweep::Axis;
+
+/// The largest batch size a vLLM schedule's last range reaches (vLLM caps it at
+/// `--max-num-seqs`).
+pub const SCHEDULE_END: u64 = 65_536;
+
+/// What measured best at one level.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct LevelPick {
+    pub level: f64,
+    /// The arm that measured best (`None`: plain beat every arm).
+    pub arm: Option<String>,
+    /// Its draft length (0 for plain; `None`: the arm measured no acceptance).
+    pub k: Option<u32>,
+    /// Its ratio to plain (1 for plain) and the repeats' bounds of it.
+    pub ratio: f64,
+    pub bounds: (f64, f64),
+    /// The arms (or `plain`) whose interval overlaps the pick's: the pick is within their noise.
+    pub tied: Vec<String>,
+    /// The model's best k at this batch size from the per-position rates (0: off), on a
+    /// concurrency axis.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub model_k: Option<u32>,
+}
+
+/// One range of load and its draft length (0: speculation off).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct RangePick {
+    pub from: f64,
+    /// `None`: up to and beyond the sweep's highest level.
+    pub to: Option<f64>,
+    pub k: Option<u32>,
+    pub arm: Option<String>,
+    /// Every level inside was a pick without ties.
+    pub sure: bool,
+}
+
+/// The model's schedule from one arm's per-position rates: inclusive batch ranges and their k.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct ModelSchedule {
+    pub rates_from: String,
+    pub rates: Vec<f64>,
+    /// `(from, to, k)` over batch sizes, k = 0 where no k pays.
+    pub ranges: Vec<(u64, u64, u32)>,
+    /// The batch size above which no k pays (the largest break-even of any k), when one does.
+    pub off_above: Option<f64>,
+}
+
+impl ModelSchedule {
+    /// The best k at batch size `b` (0: off).
+    pub fn k_at(&self, b: f64) -> u32 {
+        let b = b.round().max(1.0) as u64;
+        self.ranges
+            .iter()
+            .find(|(from, to, _)| (*from..=*to).contains(&b))
+            .map_or(0, |r| r.2)
+    }
+
+    /// The best k for every batch size from `rates` (unconditional per-position rates).
+    pub fn from_rates(rates_from: &str, rates: &[f64], costs: Costs) -> Option<ModelSchedule> {
+        if rates.is_empty() {
+            return None;
+        }
+        let best = |b: f64| -> u32 {
+            let mut pick = (0u32, 1.0f64);
+            for k in 1..=rates.len() as u32 {
+                let s = speedup(expected_tokens_per_position(rates, k), f64::from(k), costs, b);
+                if s > pick.1 {
+                    pick = (k, s);
+                }
+            }
+            pick.0
+        };
+        // Beyond the largest break-even no k pays again (S only falls with B).
+        let off_above = (1..=rates.len() as u32)
+            .map(|k| {
+                let e = expected_tokens_per_position(rates, k);
+                costs.ridge_tokens * (e - f64::from(k) * costs.draft_cost) / (f64::from(k) + 1.0)
+            })
+            .filter(|b| *b >= 1.0)
+            .reduce(f64::max);
+        let last = off_above.map_or(1, |b| (b.ceil() as u64 + 1).min(SCHEDULE_END));
+        let mut ranges: Vec<(u64, u64, u32)> = Vec::new();
+        for b in 1..=last {
+            let k = best(b as f64);
+            match ranges.last_mut() {
+                Some(r) if r.2 == k => r.1 = b,
+                _ => ranges.push((b, b, k)),
+            }
+        }
+        if let Some(r) = ranges.last_mut() {
+            r.1 = SCHEDULE_END;
+        }
+        Some(ModelSchedule {
+            rates_from: rates_from.to_string(),
+            rates: rates.to_vec(),
+            ranges,
+            off_above,
+        })
+    }
+}
+
+/// One engine's setting line and what it rests on.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Setting {
+    pub engine: String,
+    pub line: String,
+    pub basis: String,
+}
+
+/// The recommendation of a sweep.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Recommendation {
+    pub axis: Axis,
+    pub levels: Vec<LevelPick>,
+    pub ranges: Vec<RangePick>,
+    /// The level above which speculation should be off, the interval the repeats allow, and
+    /// the arm whose crossing it is.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub cut_off: Option<CutOff>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub model: Option<ModelSchedule>,
+    pub settings: Vec<Setting>,
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct CutOff {
+    pub level: f64,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub interval: Option<(f64, f64)>,
+    pub arm: String,
+}
+
+/// An arm's ratio to plain at `level` and its bounds.
+fn score(arm: &ArmSweep, level: f64) -> Option<(f64, (f64, f64))> {
+    let row = arm.table.rows.iter().find(|r| r.level == level)?;
+    let ratio = row.ratio()?;
+    Some((ratio, row.ratio_bounds().unwrap_or((ratio, ratio))))
+}
+
+impl Recommendation {
+    /// The recommendation from a sweep's arms; `speculative_config` is the arms' servers' own
+    /// vLLM `--speculative-config` (its other keys are kept in the line printed).
+    pub fn of(
+        arms: &Arms,
+        axis: Axis,
+        costs: Costs,
+        speculative_config: Option<&serde_json::Value>,
+    ) -> Option<Recommendation> {
+        if arms.arms.is_empty() {
+            return None;
+        }
+        // The model extends the arm with the most positions measured.
+        let longest = arms
+            .arms
+            .iter()
+            .filter(|a| !a.per_position_acceptance_rates.is_empty())
+            .fold(None, |best: Option<&ArmSweep>, a| match best {
+                Some(b) if b.per_position_acceptance_rates.len() >= a.per_position_acceptance_rates.len() => Some(b),
+                _ => Some(a),
+            });
+        let model = longest.and_then(|a| ModelSchedule::from_rates(&a.name, &a.per_position_acceptance_rates, costs));
+        let mut levels: Vec<f64> = arms
+            .arms
+            .iter()
+            .flat_map(|a| a.table.rows.iter().map(|r| r.level))
+            .collect();
+        levels.sort_by(f64::total_cmp);
+        levels.dedup();
+        let picks: Vec<LevelPick> = levels
+            .iter()
+            .filter_map(|&level| {
+                let scored: Vec<(&ArmSweep, f64, (f64, f64))> = arms
+                    .arms
+                    .iter()
+                    .filter_map(|a| score(a, level).map(|(r, b)| (a, r, b)))
+                    .collect();
+                let (best, ratio, bounds) = scored.iter().copied().max_by(|x, y| x.1.total_cmp(&y.1))?;
+                let model_k = model.as_ref().filter(|_| axis.is_concurrency()).map(|m| m.k_at(level));
+                if ratio <= 1.0 {
+                    // Plain wins; tied with every arm whose best case reaches 1.
+                    let tied = scored
+                        .iter()
+                        .filter(|s| s.2 .1 > 1.0)
+                        .map(|s| s.0.name.clone())
+                        .collect();
+                    return Some(LevelPick {
+                        level,
+                        arm: None,
+                        k: Some(0),
+                        ratio: 1.0,
+                        bounds: (1.0, 1.0),
+                        tied,
+                        model_k,
+                    });
+                }
+                let mut tied: Vec<String> = scored
+                    .iter()
+                    .filter(|s| s.0.name != best.name && s.2 .1 >= bounds.0)
+                    .map(|s| s.0.name.clone())
+                    .collect();
+                if bounds.0 <= 1.0 {
+                    tied.push("plain".into());
+                }
+                Some(LevelPick {
+                    level,
+                    arm: Some(best.name.clone()),
+                    k: best.k,
+                    ratio,
+                    bounds,
+                    tied,
+                    model_k,
+                })
+            })
+            .collect();
+        let ranges = ranges_of(arms, &picks);
+        let cut_off = cut_off_of(arms, &picks);
+        let mut rec = Recommendation {
+            axis,
+            levels: picks,
+            ranges,
+            cut_off,
+            model,
+            settings: Vec::new(),
+        };
+        rec.settings = rec.settings_lines(speculative_config);
+        Some(rec)
+    }
+
+    /// The engine lines of this recommendation.
+    fn settings_lines(&self, speculative_config: Option<&serde_json::Value>) -> Vec<Setting> {
+        let mut out = Vec::new();
+        let Some(first) = self.ranges.first() else {
+            return out;
+        };
+        let unknown: Vec<&str> = self
+            .ranges
+            .iter()
+            .filter(|r| r.k.is_none())
+            .filter_map(|r| r.arm.as_deref())
+            .collect();
+        if !unknown.is_empty() {
+            out.push(Setting {
+                engine: "vLLM".into(),
+                line: String::new(),
+                basis: format!(
+                    "no line: arm {} measured no acceptance, so its k is unknown (give the sweep the server's metrics)",
+                    unknown.join(", ")
+                ),
+            });
+            return out;
+        }
+        let measured = self.basis();
+        let top_k = self.ranges.iter().filter_map(|r| r.k).max().unwrap_or(0);
+        let first_k = first.k.unwrap_or(0);
+        let mut config = match speculative_config {
+            Some(serde_json::Value::Object(m)) => m.clone(),
+            _ => serde_json::Map::new(),
+        };
+        let template_note = if speculative_config.is_some() {
+            String::new()
+        } else {
+            "; merge these keys into the servers' own --speculative-config (give it to the sweep as --speculative-config to print the whole line)".to_string()
+        };
+        if top_k == 0 {
+            out.push(Setting {
+                engine: "vLLM".into(),
+                line: "(no --speculative-config: serve without speculation)".into(),
+                basis: format!("plain measured best at every level ({measured})"),
+            });
+            return out;
+        }
+        config.insert("num_speculative_tokens".into(), top_k.into());
+        let schedule: Vec<(u64, u64, u32)> = self.batch_schedule();
+        let single = schedule.len() == 1;
+        if self.axis.is_concurrency() && !single {
+            config.insert(
+                "num_speculative_tokens_per_batch_size".into(),
+                serde_json::to_value(&schedule).unwrap_or_default(),
+            );
+        } else {
+            config.remove("num_speculative_tokens_per_batch_size");
+        }
+        let json = serde_json::Value::Object(config).to_string();
+        let schedule_note = if self.axis.is_concurrency() {
+            if single {
+                String::new()
+            } else {
+                "; the schedule is vLLM's num_speculative_tokens_per_batch_size (vLLM 0.32; inclusive batch-size ranges, k = 0 turns speculation off), with the running batch taken as the sweep's concurrency".into()
+            }
+        } else {
+            match &self.cut_off {
+                Some(c) => format!(
+                    "; a rate sweep gives no batch sizes for vLLM's per-batch-size schedule: above {:.1} requests/s route traffic to a plain server",
+                    c.level
+                ),
+                None => String::new(),
+            }
+        };
+        out.push(Setting {
+            engine: "vLLM".into(),
+            line: format!("--speculative-config '{json}'"),
+            basis: format!("{measured}{schedule_note}{template_note}"),
+        });
+        if first_k > 0 {
+            let off = match &self.cut_off {
+                Some(c) => format!(
+                    "; SGLang takes one draft length for every batch: above {:.1} {} route traffic to a plain server",
+                    c.level,
+                    self.axis.unit()
+                ),
+                None => String::new(),
+            };
+            out.push(Setting {
+                engine: "SGLang".into(),
+                line: format!(
+                    "--speculative-num-steps {first_k} --speculative-eagle-topk 1 --speculative-num-draft-tokens {}",
+                    first_k + 1
+                ),
+                basis: format!(
+                    "k = {first_k} of the lowest range (EAGLE with top-k 1: k steps, k + 1 draft tokens){off}"
+                ),
+            });
+        }
+        out
+    }
+
+    /// The ranges as vLLM's inclusive batch-size schedule (concurrency sweeps).
+    pub fn batch_schedule(&self) -> Vec<(u64, u64, u32)> {
+        let mut out: Vec<(u64, u64, u32)> = Vec::new();
+        for (i, r) in self.ranges.iter().enumerate() {
+            let from = if i == 0 { 1 } else { out.last().map_or(1, |l| l.1 + 1) };
+            let to = match (self.ranges.get(i + 1), r.to) {
+                (Some(_), Some(to)) => (to.floor() as u64).max(from),
+                _ => SCHEDULE_END,
+            };
+            let k = r.k.unwrap_or(0);
+            match out.last_mut() {
+                Some(l) if l.2 == k => l.1 = to,
+                _ => out.push((from, to, k)),
+            }
+        }
+        out
+    }
+
+    /// Which measurements the ranges and the cut-off come from, and how sure each is.
+    fn basis(&self) -> String {
+        let unit = level_word(self.axis);
+        let mut parts: Vec<String> = self
+            .ranges
+            .iter()
+            .map(|r| {
+                let who = r.arm.clone().unwrap_or_else(|| "plain".into());
+                let levels: Vec<String> = self
+                    .levels
+                    .iter()
+                    .filter(|l| l.arm == r.arm && l.level >= r.from && r.to.is_none_or(|to| l.level <= to))
+                    .map(|l| format!("{}", l.level))
+                    .collect();
+                let sure = if r.sure { "sure" } else { "within the repeats' noise" };
+                format!("{who} measured best at {} {} ({sure})", unit, levels.join(", "))
+            })
+            .collect();
+        if let Some(c) = &self.cut_off {
+            let interval = c
+                .interval
+                .map_or(String::new(), |(lo, hi)| format!(", {lo:.1}–{hi:.1}"));
+            parts.push(format!(
+                "off above {}'s measured crossing {} = {:.1}{interval}",
+                c.arm,
+                self.axis.symbol(),
+                c.level
+            ));
+        }
+        parts.join("; ")
+    }
+
+    /// The console text.
+    pub fn render(&self) -> String {
+        let unit = level_word(self.axis);
+        let mut out = String::from("Recommendation:\n");
+        let schedule = self.batch_schedule();
+        for (i, r) in self.ranges.iter().enumerate() {
+            let span = match (self.axis, schedule.get(i)) {
+                (Axis::Concurrency, Some((from, to, _))) if *to == SCHEDULE_END => format!("{unit} {from} and above"),
+                (Axis::Concurrency, Some((from, to, _))) if to > from => format!("{unit} {from}–{to}"),
+                (Axis::Concurrency, Some((from, _, _))) => format!("{unit} {from}"),
+                _ => match r.to {
+                    Some(to) => format!("{unit} {:.1}–{to:.1}", r.from),
+                    None => format!("{unit} {:.1} and above", r.from),
+                },
+            };
+            let what = match (&r.arm, r.k) {
+                (None, _) => "speculation off (plain measured best)".to_string(),
+                (Some(a), Some(k)) => format!("k = {k} (arm {a})"),
+                (Some(a), None) => format!("arm {a} (k not measured)"),
+            };
+            let sure = if r.sure { "" } else { ", within the repeats' noise" };
+            out.push_str(&format!("  {span}: {what}{sure}\n"));
+        }
+        for l in self.levels.iter().filter(|l| !l.tied.is_empty()) {
+            out.push_str(&format!(
+                "  at {unit} {}: {} is within the noise of {}\n",
+                l.level,
+                l.arm.as_deref().unwrap_or("plain"),
+                l.tied.join(", ")
+            ));
+        }
+        if let Some(c) = &self.cut_off {
+            let interval = c
+                .interval
+                .map_or(String::new(), |(lo, hi)| format!(" ({lo:.1}–{hi:.1})"));
+            out.push_str(&format!(
+                "  Speculation off above {} = {:.1}{interval} {}: no arm beats plain there ({}'s crossing)\n",
+                self.axis.symbol(),
+                c.level,
+                self.axis.unit(),
+                c.arm
+            ));
+        }
+        if let Some(m) = &self.model {
+            let rates: Vec<String> = m.rates.iter().map(|r| format!("{r:.3}")).collect();
+            let ranges: Vec<String> = m
+                .ranges
+                .iter()
+                .map(|(from, to, k)| {
+                    let to = if *to == SCHEDULE_END {
+                        "up".to_string()
+                    } else {
+                        to.to_string()
+                    };
+                    match k {
+                        0 => format!("B {from}–{to}: off"),
+                        k => format!("B {from}–{to}: k = {k}"),
+                    }
+                })
+                .collect();
+            out.push_str(&format!(
+                "  Model (per-position rates of {}: {}): {}\n",
+                m.rates_from,
+                rates.join(", "),
+                ranges.join("; ")
+            ));
+            let checked: Vec<&LevelPick> = self
+                .levels
+                .iter()
+                .filter(|l| l.model_k.is_some() && l.k.is_some())
+                .collect();
+            if !checked.is_empty() {
+                let agree = checked
+                    .iter()
+                    .filter(|l| l.model_k == l.k || l.tied.iter().any(|t| self.k_of(t) == l.model_k))
+                    .count();
+                let disagree: Vec<String> = checked
+                    .iter()
+                    .filter(|l| !(l.model_k == l.k || l.tied.iter().any(|t| self.k_of(t) == l.model_k)))
+                    .map(|l| {
+                        format!(
+                            "{} (model k = {}, measured k = {})",
+                            l.level,
+                            l.model_k.unwrap_or(0),
+                            l.k.unwrap_or(0)
+                        )
+                    })
+                    .collect();
+                out.push_str(&format!(
+                    "  The model's best k agrees with the measured best at {agree} of {} levels{}\n",
+                    checked.len(),
+                    if disagree.is_empty() {
+                        String::new()
+                    } else {
+                        format!("; not at {unit} {} (the measured arms decide)", disagree.join(", "))
+                    }
+                ));
+            }
+        }
+        for s in &self.settings {
+            if s.line.is_empty() {
+                out.push_str(&format!("  {}: {}\n", s.engine, s.basis));
+            } else {
+                out.push_str(&format!("  {}: {}\n      from: {}\n", s.engine, s.line, s.basis));
+            }
+        }
+        out
+    }
+
+    /// The k of a pick's name (`plain`: 0).
+    fn k_of(&self, name: &str) -> Option<u32> {
+        if name == "plain" {
+            return Some(0);
+        }
+        self.levels
+            .iter()
+            .find(|l| l.arm.as_deref() == Some(name))
+            .and_then(|l| l.k)
+    }
+}
+
+/// What a level is called in a sentence: `concurrency 8`, `requests/s 2.5`.
+fn level_word(axis: Axis) -> &'static str {
+    match axis {
+        Axis::Concurrency => "concurrency",
+        Axis::RequestRate => "requests/s",
+    }
+}
+
+/// Consecutive picks of the same arm, each range ending where the next arm's interpolated
+/// ratio overtakes it (the midpoint when one of the two was not measured at both levels).
+fn ranges_of(arms: &Arms, picks: &[LevelPick]) -> Vec<RangePick> {
+    let mut ranges: Vec<RangePick> = Vec::new();
+    for (i, p) in picks.iter().enumerate() {
+        match ranges.last_mut() {
+            Some(r) if r.arm == p.arm => r.sure &= p.tied.is_empty(),
+            _ => {
+                if let (Some(prev), Some(r)) = (i.checked_sub(1).map(|j| &picks[j]), ranges.last_mut()) {
+                    r.to = Some(boundary(arms, prev, p));
+                }
+                ranges.push(RangePick {
+                    from: p.level,
+                    to: None,
+                    k: p.k,
+                    arm: p.arm.clone(),
+                    sure: p.tied.is_empty(),
+                });
+            }
+        }
+    }
+    // Each later range starts just after the one before it ends.
+    for i in 1..ranges.len() {
+        if let Some(to) = ranges[i - 1].to {
+            ranges[i].from = ranges[i].from.min(to);
+        }
+    }
+    ranges
+}
+
+/// Where the pick at `b` overtakes the pick at `a`: the level where the ratio of their ratios
+/// to plain falls through 1 between the two levels.
+fn boundary(arms: &Arms, a: &LevelPick, b: &LevelPick) -> f64 {
+    let ratio = |pick: &LevelPick, level: f64| -> Option<f64> {
+        match &pick.arm {
+            None => Some(1.0),
+            Some(name) => arms
+                .arms
+                .iter()
+                .find(|x| &x.name == name)
+                .and_then(|x| score(x, level))
+                .map(|s| s.0),
+        }
+    };
+    let at = |level: f64| Some(ratio(a, level)? / ratio(b, level)?);
+    match (at(a.level), at(b.level)) {
+        (Some(ra), Some(rb)) if ra > 1.0 && rb <= 1.0 && ra > rb => {
+            a.level + (b.level - a.level) * (ra - 1.0) / (ra - rb)
+        }
+        _ => 0.5 * (a.level + b.level),
+    }
+}
+
+/// The level above which no arm beats plain: when the last pick is plain, the crossing of the
+/// arm picked last before it (with its interval).
+fn cut_off_of(arms: &Arms, picks: &[LevelPick]) -> Option<CutOff> {
+    if picks.last()?.arm.is_some() {
+        return None;
+    }
+    let last_arm = picks.iter().rev().find_map(|p| p.arm.clone())?;
+    let arm = arms.arms.iter().find(|a| a.name == last_arm)?;
+    let level = arm.table.crossing?;
+    Some(CutOff {
+        level,
+        interval: arm.table.crossing_interval,
+        arm: last_arm,
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::model::best_k;
+
+    #[test]
+    fn the_model_schedule_is_the_best_k_at_every_batch() {
+        let rates = [0.8, 0.6, 0.45, 0.3];
+        let costs = Costs {
+            draft_cost: 0.05,
+            ridge_tokens: 64.0,
+        };
+        let m = ModelSchedule::from_rates("a", &rates, costs).unwrap();
+        for b in [1.0, 5.0, 12.0, 13.0, 20.0, 30.0, 40.0, 60.0, 200.0] {
+            let want = best_k(&rates, costs, b).filter(|c| c.speedup > 1.0).map_or(0, |c| c.k);
+            assert_eq!(m.k_at(b), want, "batch {b}");
+        }
+        // Ranges cover 1..=SCHEDULE_END without gaps, ending off.
+        assert_eq!(m.ranges[0].0, 1);
+        for w in m.ranges.windows(2) {
+            assert_eq!(w[0].1 + 1, w[1].0);
+        }
+        assert_eq!(m.ranges.last().unwrap(), &(m.ranges.last().unwrap().0, SCHEDULE_END, 0));
+        let off = m.off_above.unwrap();
+        assert!(m.k_at(off.ceil() - 1.0) > 0 && m.k_at(off.ceil() + 1.0) == 0, "{off}");
+    }
+}
