@@ -24,6 +24,8 @@ pub fn by_category(records: &Path, run: &str) -> Result<Vec<CategoryAcceptance>,
         accepted: u64,
         drafted: u64,
         at_least: BTreeMap<u32, u64>,
+        /// Per-request acceptance lengths: their spread gives the interval.
+        lengths: speclens_shared::sample::Sample,
     }
     let mut sums: BTreeMap<String, Sums> = BTreeMap::new();
     crate::history::for_each_record(records, |r: &RequestRecord| {
@@ -39,11 +41,16 @@ pub fn by_category(records: &Path, run: &str) -> Result<Vec<CategoryAcceptance>,
             accepted: 0,
             drafted: 0,
             at_least: BTreeMap::new(),
+            lengths: Default::default(),
         });
         s.requests += 1;
         s.steps += spec.num_spec_steps;
         s.accepted += spec.num_accepted_draft_tokens;
         s.drafted += spec.num_draft_tokens;
+        if spec.num_spec_steps > 0 {
+            s.lengths
+                .push(1.0 + spec.num_accepted_draft_tokens as f64 / spec.num_spec_steps as f64);
+        }
         let k = spec
             .num_spec_tokens
             .unwrap_or_else(|| spec.acceptance_histogram.keys().max().copied().unwrap_or(0));
@@ -74,6 +81,7 @@ pub fn by_category(records: &Path, run: &str) -> Result<Vec<CategoryAcceptance>,
             num_spec_steps: s.steps,
             accepted_tokens: s.accepted,
             draft_tokens: s.drafted,
+            acceptance_length_ci95: ci95(s.lengths.len(), s.lengths.moments().map(|m| m.std)),
             run: run.to_string(),
         })
         .collect())
@@ -92,8 +100,19 @@ fn from_scrape(category: &str, result: &RunResult, run: &str) -> Option<Category
         num_spec_steps: result.spec_decode_num_drafts?,
         accepted_tokens: result.spec_decode_accepted_tokens?,
         draft_tokens: result.spec_decode_draft_tokens?,
+        acceptance_length_ci95: result
+            .per_request()
+            .and_then(|p| p.spec_decode_acceptance_length.as_ref())
+            .and_then(|l| ci95(l.count, Some(l.std))),
         run: run.to_string(),
     })
+}
+
+/// The 95 % half-width of a mean of `n` values of population spread `std`: 1.96 s/√n with the
+/// sample's s (n − 1); `None` below two values.
+fn ci95(n: u64, std: Option<f64>) -> Option<f64> {
+    let std = std?;
+    (n >= 2 && std.is_finite()).then(|| 1.96 * std * (n as f64 / (n as f64 - 1.0)).sqrt() / (n as f64).sqrt())
 }
 
 /// An accept matrix: acceptance per prompt category, at an open-loop rate well below saturation.
@@ -281,6 +300,9 @@ pub async fn run_with(args: Plan, hub: Option<LiveHub>) -> Result<Vec<CategoryAc
         bench::output::write_atomic(&path, &bench::output::to_json_bytes(row)?)?;
     }
     crate::console::status(&render(&rows));
+    for warning in speclens_shared::notices::category_warnings(&rows) {
+        crate::statusln!("Note: {warning}");
+    }
     crate::statusln!("Results: {}", out.display());
     if let Some(d) = dashboard {
         eprintln!("The dashboard keeps serving at {} — press Ctrl-C to quit.", d.url);

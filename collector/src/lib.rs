@@ -2,6 +2,7 @@
 
 pub mod accept;
 pub mod bench;
+pub mod check_cmd;
 pub mod cli;
 pub mod console;
 pub mod demo;

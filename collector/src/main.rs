@@ -45,6 +45,7 @@ fn run(cli: Cli) -> anyhow::Result<()> {
         }
         Command::Sweep(args) => runtime.block_on(speclens::sweep::run(args.plan()?))?,
         Command::Read(args) => speclens::read::run(&args.dir)?,
+        Command::Check(args) => speclens::check_cmd::run(&args.plan()?)?,
         Command::Report(args) => speclens::report::run(args.plan(), args.web_dir)?,
         Command::Model(args) => speclens::model_cmd::run(&args.report()?, args.json)?,
         Command::Scrape(args) => runtime.block_on(speclens::scrape_cmd::run(&args.url, args.watch, args.interval))?,

@@ -239,7 +239,17 @@ pub async fn run_with(plan: Plan, hub: Option<LiveHub>) -> Result<(), CollectorE
         .collect();
     let table = SweepTable::of_arms(&named, plan.costs, plan.speculative_config.as_ref());
     bench::output::write_atomic(&out.join("sweep.json"), &bench::output::to_json_bytes(&table)?)?;
-    crate::console::status(&format!("\n{}Results: {}\n", table.render(), out.display()));
+    // The points' workload warnings, once each (every point ran the same workload).
+    let mut notes: Vec<&String> = Vec::new();
+    for m in &results {
+        for w in m.result.notices.iter().flat_map(|n| &n.workload) {
+            if !notes.contains(&w) {
+                notes.push(w);
+            }
+        }
+    }
+    let notes: String = notes.iter().map(|w| format!("Note: {w}\n")).collect();
+    crate::console::status(&format!("\n{}{notes}Results: {}\n", table.render(), out.display()));
     if let Some(signal) = stopped {
         return Err(CollectorError::Interrupted {
             message: format!(

@@ -92,6 +92,9 @@ pub struct ArmSweep {
     pub k: Option<u32>,
     /// Acceptance length pooled over the arm's points (1 + Σaccepted ÷ Σdrafts).
     pub acceptance_length: Option<f64>,
+    /// The drafts it pools (the regression check's noise).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub drafts: Option<f64>,
     /// Per-position acceptance rates, each point's weighted by its drafts.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub per_position_acceptance_rates: Vec<f64>,
@@ -259,7 +262,7 @@ fn engine_rows(points: &[NamedPoint<'_>], arm: &str) -> Vec<EngineRow> {
 }
 
 /// Acceptance length pooled over `arm`'s points, and its per-position rates weighted by drafts.
-fn pooled_acceptance(points: &[NamedPoint<'_>], arm: &str) -> (Option<u32>, Option<f64>, Vec<f64>) {
+fn pooled_acceptance(points: &[NamedPoint<'_>], arm: &str) -> (Option<u32>, Option<f64>, Option<f64>, Vec<f64>) {
     let mine: Vec<&RunResult> = points.iter().filter(|p| p.arm == arm).map(|p| p.result).collect();
     let k = mine.iter().find_map(|r| r.measured()).map(|m| m.k);
     let (mut drafts, mut accepted) = (0.0, 0.0);
@@ -293,7 +296,7 @@ fn pooled_acceptance(points: &[NamedPoint<'_>], arm: &str) -> (Option<u32>, Opti
             .find_map(|r| r.spec_decode_per_position_acceptance_rates.clone())
             .unwrap_or_default()
     };
-    (k, e, rates)
+    (k, e, (drafts > 0.0).then_some(drafts), rates)
 }
 
 impl Arms {
@@ -303,11 +306,12 @@ impl Arms {
         let arms = names
             .iter()
             .map(|name| {
-                let (k, acceptance_length, per_position_acceptance_rates) = pooled_acceptance(points, name);
+                let (k, acceptance_length, drafts, per_position_acceptance_rates) = pooled_acceptance(points, name);
                 ArmSweep {
                     name: name.to_string(),
                     k,
                     acceptance_length,
+                    drafts,
                     per_position_acceptance_rates,
                     table: two_arm_table(points, name, BASE_ARM, costs),
                     latency: latency_rows(points, name),

@@ -20,6 +20,7 @@ pub mod prom;
 pub mod protocol;
 pub mod pyfloat;
 pub mod recommend;
+pub mod regress;
 pub mod report_data;
 pub mod results;
 pub mod run;

@@ -89,6 +89,9 @@ pub struct RunConfig {
     #[serde(default, skip_serializing_if = "is_zero_u32")]
     pub prefix_tokens: u32,
     pub temperature: f64,
+    /// Whether the requests set `ignore_eos` (synthetic prompts always do).
+    #[serde(default)]
+    pub ignore_eos: bool,
     pub metrics_endpoints: Vec<String>,
     pub scrape_interval_s: f64,
     pub timeout_s: f64,
@@ -503,6 +506,10 @@ pub struct CategoryAcceptance {
     pub num_spec_steps: u64,
     pub accepted_tokens: u64,
     pub draft_tokens: u64,
+    /// Half-width of the 95 % interval of the mean per-request acceptance length (1.96 s/√n),
+    /// when at least two requests carried stats.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub acceptance_length_ci95: Option<f64>,
     /// The bench run this was measured in.
     pub run: String,
 }

@@ -11,6 +11,7 @@ use indicatif::{ProgressBar, ProgressDrawTarget, ProgressStyle};
 use serde_json::Value;
 use speclens_shared::aggregate::{SpecSummary, CONSOLE_COLUMNS};
 use speclens_shared::aiperf::{profile_export, record_line, RunInfo};
+use speclens_shared::notices::{workload_warnings, Notices};
 use speclens_shared::protocol::Distributions;
 use speclens_shared::results::{EndpointResult, ErrorCount, Errors, RunConfig, RunResult, SpecDecodeSection};
 use speclens_shared::run::{vllm_summary, RunMetrics};
@@ -113,11 +114,15 @@ struct Figures<'a> {
     results: Vec<(String, SpecDecodeResult)>,
     outcome: &'a LoadOutcome,
     paths: &'a SpecPaths,
+    /// How the workload biases the acceptance measured.
+    workload: Vec<String>,
 }
 
 impl<'a> Figures<'a> {
     fn new(run: &Prepared, outcome: &'a LoadOutcome, paths: &'a SpecPaths) -> Figures<'a> {
         let load = &run.plan.load;
+        let (headline, summary) = (paths.headline(), paths.spec.summary());
+        let speculates = headline.is_some() || summary.is_some();
         Figures {
             metrics: outcome.tally.metrics(
                 outcome.duration_s,
@@ -126,13 +131,14 @@ impl<'a> Figures<'a> {
                 outcome.max_in_flight,
                 &run.plan.output.percentiles,
             ),
-            headline: paths.headline(),
-            summary: paths.spec.summary(),
+            headline,
+            summary,
             results: paths
                 .windows
                 .iter()
                 .map(|w| (w.endpoint.label.clone(), w.result()))
                 .collect(),
+            workload: workload_warnings(&run_config(run), speculates),
             outcome,
             paths,
         }
@@ -175,7 +181,7 @@ fn console(f: &Figures<'_>) -> String {
         }
         console.push('\n');
     }
-    for message in &f.paths.notices.messages {
+    for message in f.paths.notices.messages.iter().chain(&f.workload) {
         console.push_str(&format!("Note: {message}\n"));
     }
     if f.outcome.partial {
@@ -371,7 +377,10 @@ fn run_result(run: &Prepared, f: &Figures<'_>) -> RunResult {
             .collect(),
     ));
     result.config = Some(run_config(run));
-    result.notices = Some(paths.notices.clone());
+    result.notices = Some(Notices {
+        workload: f.workload.clone(),
+        ..paths.notices.clone()
+    });
     result.engine_load = paths.engine_load.clone();
     result.distributions = Some(Distributions::of(&outcome.tally));
     result.spec_decode = Some(SpecDecodeSection {
@@ -423,6 +432,7 @@ fn run_config(run: &Prepared) -> RunConfig {
         range_ratio: workload.range_ratio,
         prefix_tokens: workload.prefix_tokens,
         temperature: workload.temperature,
+        ignore_eos: workload.dataset.name() == "synthetic" || workload.ignore_eos,
         metrics_endpoints: run.endpoints.iter().map(|e| super::redact_url(&e.url)).collect(),
         scrape_interval_s: plan.scrape.interval.as_secs_f64(),
         timeout_s: target.timeout.as_secs_f64(),

@@ -53,6 +53,54 @@ pub enum Command {
     Accept(Box<AcceptArgs>),
     /// The whole product on simulated engines: acceptance, sweep, model, dashboard.
     Demo(DemoArgs),
+    /// Compare a run or sweep with a stored baseline, each figure within its noise; exit 3 when
+    /// one got worse (for CI).
+    Check(CheckArgs),
+}
+
+/// Flags of `speclens check`.
+#[derive(Debug, Clone, Args)]
+pub struct CheckArgs {
+    /// The stored run or sweep (a folder holding result.json or sweep.json, or the file).
+    #[arg(long, value_name = "OLD")]
+    pub baseline: std::path::PathBuf,
+    /// The new run or sweep, of the same kind.
+    #[arg(value_name = "NEW")]
+    pub new: std::path::PathBuf,
+    /// The figures that fail the check when worse (repeatable or comma-separated):
+    /// acceptance_length, per_position, speedup (a sweep's ratio at a level), crossing.
+    #[arg(
+        long = "figure",
+        value_delimiter = ',',
+        default_value = "acceptance_length,per_position,speedup,crossing"
+    )]
+    pub figures: Vec<String>,
+    /// How many standard errors of the difference a figure may fall before it counts as worse.
+    #[arg(long, default_value_t = 3.0)]
+    pub sigmas: f64,
+}
+
+impl CheckArgs {
+    /// The check these flags ask for.
+    pub fn plan(&self) -> Result<crate::check_cmd::Plan, CollectorError> {
+        let figures = self
+            .figures
+            .iter()
+            .map(|f| {
+                speclens_shared::regress::FigureKind::parse(f).ok_or_else(|| {
+                    CollectorError::InvalidArgument(format!(
+                        "--figure {f}: not one of acceptance_length, per_position, speedup, crossing"
+                    ))
+                })
+            })
+            .collect::<Result<_, _>>()?;
+        Ok(crate::check_cmd::Plan {
+            baseline: self.baseline.clone(),
+            new: self.new.clone(),
+            figures,
+            sigmas: self.sigmas,
+        })
+    }
 }
 
 /// Flags of `speclens serve`.

@@ -1,0 +1,121 @@
+//! `speclens check --baseline OLD NEW`: a run (`result.json`) or a sweep (`sweep.json`) against a
+//! stored one, figure by figure with the noise both allow; exits 3 when a chosen figure got
+//! worse beyond it (or the new one lacks it), so a CI job can gate on acceptance.
+
+use std::path::{Path, PathBuf};
+
+use speclens_shared::regress::{self, Comparison, FigureKind, Verdict};
+use speclens_shared::results::RunResult;
+use speclens_shared::sweep::SweepTable;
+
+use crate::error::CollectorError;
+
+/// What `speclens check` compares.
+#[derive(Debug, Clone)]
+pub struct Plan {
+    pub baseline: PathBuf,
+    pub new: PathBuf,
+    /// The figures that can fail the check (all by default).
+    pub figures: Vec<FigureKind>,
+    /// Standard errors of the difference a figure may fall before it counts as worse.
+    pub sigmas: f64,
+}
+
+/// A measurement on disk: a run or a sweep.
+enum Stored {
+    Run(Box<RunResult>),
+    Sweep(SweepTable),
+}
+
+impl Stored {
+    fn kind(&self) -> &'static str {
+        match self {
+            Stored::Run(_) => "a run",
+            Stored::Sweep(_) => "a sweep",
+        }
+    }
+}
+
+/// Read a run folder, a sweep folder, or one of their files.
+fn load(path: &Path) -> Result<Stored, CollectorError> {
+    let fail = |why: String| CollectorError::Output(format!("{}: {why}", path.display()));
+    let file = if path.is_dir() {
+        ["sweep.json", "result.json"]
+            .iter()
+            .map(|name| path.join(name))
+            .find(|p| p.is_file())
+            .ok_or_else(|| fail("holds neither sweep.json nor result.json".into()))?
+    } else {
+        path.to_path_buf()
+    };
+    let text = std::fs::read_to_string(&file).map_err(|e| fail(format!("cannot read {}: {e}", file.display())))?;
+    let value: serde_json::Value =
+        serde_json::from_str(&text).map_err(|e| fail(format!("{} is not JSON: {e}", file.display())))?;
+    if value.get("rows").is_some() {
+        let table: SweepTable =
+            serde_json::from_value(value).map_err(|e| fail(format!("{} is not a sweep: {e}", file.display())))?;
+        return Ok(Stored::Sweep(table));
+    }
+    let result: RunResult =
+        serde_json::from_value(value).map_err(|e| fail(format!("{} is not a run result: {e}", file.display())))?;
+    result.check_version().map_err(fail)?;
+    Ok(Stored::Run(Box::new(result)))
+}
+
+/// The comparisons of two stored measurements of the same kind.
+fn compare(baseline: &Stored, new: &Stored, sigmas: f64) -> Result<Vec<Comparison>, CollectorError> {
+    let all = match (baseline, new) {
+        (Stored::Run(o), Stored::Run(n)) => regress::compare_runs(o, n, sigmas),
+        (Stored::Sweep(o), Stored::Sweep(n)) => regress::compare_sweeps(o, n, sigmas),
+        (o, n) => {
+            return Err(CollectorError::InvalidArgument(format!(
+                "the baseline is {} and the new measurement {}: compare a run with a run, a sweep with a sweep",
+                o.kind(),
+                n.kind()
+            )))
+        }
+    };
+    Ok(regress::of_baseline(all))
+}
+
+/// `speclens check`.
+pub fn run(plan: &Plan) -> Result<(), CollectorError> {
+    if !(plan.sigmas.is_finite() && plan.sigmas > 0.0) {
+        return Err(CollectorError::InvalidArgument(
+            "--sigmas must be a finite number > 0".into(),
+        ));
+    }
+    let (baseline, new) = (load(&plan.baseline)?, load(&plan.new)?);
+    let comparisons = compare(&baseline, &new, plan.sigmas)?;
+    if comparisons.is_empty() {
+        return Err(CollectorError::InvalidArgument(format!(
+            "{} has no figure to check against (no acceptance, ratio or crossing)",
+            plan.baseline.display()
+        )));
+    }
+    crate::console::print(&format!(
+        "speclens check: {} against the baseline {}\n\n{}",
+        plan.new.display(),
+        plan.baseline.display(),
+        regress::render(&comparisons)
+    ))?;
+    let failed: Vec<&Comparison> = comparisons
+        .iter()
+        .filter(|c| plan.figures.contains(&c.kind) && matches!(c.verdict, Verdict::Worse | Verdict::Missing))
+        .collect();
+    if failed.is_empty() {
+        crate::console::print("\nNo checked figure got worse beyond its noise.\n")?;
+        return Ok(());
+    }
+    let names: Vec<String> = failed
+        .iter()
+        .map(|c| match (c.baseline, c.new) {
+            (Some(o), Some(n)) => format!("{} {o:.4} → {n:.4}", c.figure),
+            _ => format!("{} missing", c.figure),
+        })
+        .collect();
+    Err(CollectorError::GateTripped(format!(
+        "worse than the baseline beyond the noise: {}",
+        names.join("; ")
+    )))
+}
