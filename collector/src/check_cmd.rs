@@ -24,7 +24,7 @@ pub struct Plan {
 /// A measurement on disk: a run or a sweep.
 enum Stored {
     Run(Box<RunResult>),
-    Sweep(SweepTable),
+    Sweep(Box<SweepTable>),
 }
 
 impl Stored {
@@ -54,7 +54,7 @@ fn load(path: &Path) -> Result<Stored, CollectorError> {
     if value.get("rows").is_some() {
         let table: SweepTable =
             serde_json::from_value(value).map_err(|e| fail(format!("{} is not a sweep: {e}", file.display())))?;
-        return Ok(Stored::Sweep(table));
+        return Ok(Stored::Sweep(Box::new(table)));
     }
     let result: RunResult =
         serde_json::from_value(value).map_err(|e| fail(format!("{} is not a run result: {e}", file.display())))?;
