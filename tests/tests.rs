@@ -8,6 +8,7 @@ mod browser_story;
 mod browser_whatif;
 mod common;
 mod dashboard_server;
+mod decisions;
 mod engines;
 mod files_and_flags;
 mod fleet;

@@ -114,7 +114,7 @@ fn accept_plan(spec_url: &str, dataset: &std::path::Path, out: PathBuf) -> crate
 /// Both arms at six concurrencies around the crossing, 4 requests per slot (so each point has a
 /// steady window; 4 requests at concurrency 1), 8 → 24 streamed tokens (so ITL exists; prefill
 /// about free, as the model assumes), each point run three times.
-fn sweep_plan(spec_url: &str, base_url: &str, out: PathBuf) -> crate::sweep::Plan {
+fn sweep_plan(spec_url: &str, k1_url: &str, base_url: &str, out: PathBuf) -> crate::sweep::Plan {
     let workload = Workload {
         dataset: Dataset::Synthetic,
         categories: Vec::new(),
@@ -131,7 +131,11 @@ fn sweep_plan(spec_url: &str, base_url: &str, out: PathBuf) -> crate::sweep::Pla
     };
     let point = demo_run("", workload, Load::closed_loop(None, 1), out.clone(), "");
     crate::sweep::Plan {
-        arms: vec![("spec".into(), spec_url.into()), ("base".into(), base_url.into())],
+        arms: vec![
+            ("spec".into(), spec_url.into()),
+            ("spec-k1".into(), k1_url.into()),
+            ("base".into(), base_url.into()),
+        ],
         speculative_config: None,
         levels: [1, 16, 32, 48, 64, 80].map(Level::Concurrency).to_vec(),
         seconds_per_rate: 0.0,
@@ -169,12 +173,17 @@ pub async fn run(port: u16, web_dir: Option<PathBuf>, out: Option<PathBuf>) -> R
     let loopback = std::net::SocketAddr::from(([127, 0, 0, 1], 0));
     let profile = AcceptanceProfile::from_rates(&[0.82, 0.62, 0.45]).map_err(CollectorError::InvalidArgument)?;
     let spec = sim::start_on_own_thread(sim(SimSettings::new(loopback, DEMO_MODEL).with_profile(profile))).await?;
+    // The same drafter cut to one token: a second arm that the sweep compares with k = 3.
+    let short = AcceptanceProfile::from_rates(&[0.82]).map_err(CollectorError::InvalidArgument)?;
+    let k1 = sim::start_on_own_thread(sim(SimSettings::new(loopback, DEMO_MODEL).with_profile(short))).await?;
     let base = sim::start_on_own_thread(sim(SimSettings::new(loopback, DEMO_MODEL))).await?;
     let spec_url = format!("http://{}", spec.addr);
     let base_url = format!("http://{}", base.addr);
+    let k1_url = format!("http://{}", k1.addr);
     crate::statusln!(
-        "speclens demo: a speculative sim (k = 3, per-position acceptance 0.82, 0.62, 0.45) at {spec_url}"
+        "speclens demo: a speculative sim (k = 3, per-position acceptance 0.82, 0.62, 0.45) at {spec_url},"
     );
+    crate::statusln!("               the same drafter cut to k = 1 (acceptance 0.82) at {k1_url}");
     crate::statusln!(
         "               and a plain sim at {base_url}, both timed at half real time on a GPU whose ridge is T* = {} token positions.\n",
         DEMO_COSTS.ridge_tokens
@@ -210,7 +219,11 @@ pub async fn run(port: u16, web_dir: Option<PathBuf>, out: Option<PathBuf>) -> R
     let accept = accept_plan(&spec_url, &dataset, out.join("accept"));
     let rows = crate::accept::run_with(accept, Some(hub.clone())).await?;
     crate::console::status("\n");
-    crate::sweep::run_with(sweep_plan(&spec_url, &base_url, out.join("sweep")), Some(hub.clone())).await?;
+    crate::sweep::run_with(
+        sweep_plan(&spec_url, &k1_url, &base_url, out.join("sweep")),
+        Some(hub.clone()),
+    )
+    .await?;
 
     // A static report of everything measured, to open anywhere from one file.
     let report = crate::report::Plan {
@@ -255,6 +268,7 @@ pub async fn run(port: u16, web_dir: Option<PathBuf>, out: Option<PathBuf>) -> R
     let _ = crate::net::stop_signal().await;
     let served = dashboard.stop().await;
     let _ = spec.stop().await;
+    let _ = k1.stop().await;
     let _ = base.stop().await;
     served
 }

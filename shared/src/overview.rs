@@ -137,6 +137,43 @@ impl BreakEvenSummary {
     }
 }
 
+/// One line per speculative arm of a multi-arm sweep: its k and acceptance, its ratio at the
+/// lowest level, and where it stops paying.
+pub fn arm_lines(table: &SweepTable) -> Vec<String> {
+    if table.arms.arms.len() < 2 {
+        return Vec::new();
+    }
+    let unit = table.axis.unit();
+    table
+        .arms
+        .arms
+        .iter()
+        .map(|a| {
+            let k = a.k.map_or_else(|| "k not measured".to_string(), |k| format!("k = {k}"));
+            let e = a
+                .acceptance_length
+                .map_or(String::new(), |e| format!(", acceptance length {e:.2}"));
+            let first = a
+                .table
+                .rows
+                .iter()
+                .find_map(|r| Some((r.level, r.ratio()?)))
+                .map_or(String::new(), |(l, x)| format!("; {x:.2}× plain at {}", batch_text(l)));
+            let crossing = match (a.table.crossing, a.table.crossing_interval) {
+                (Some(b), Some((lo, hi))) => format!(
+                    "; stops paying at {} {unit} ({}–{})",
+                    batch_text(b),
+                    batch_text(lo),
+                    batch_text(hi)
+                ),
+                (Some(b), None) => format!("; stops paying at {} {unit}", batch_text(b)),
+                (None, _) => "; no crossing inside the sweep".to_string(),
+            };
+            format!("{} ({k}{e}){first}{crossing}", a.name)
+        })
+        .collect()
+}
+
 /// A batch size or concurrency as the overview writes it: whole numbers as they are, others
 /// with one decimal below 20 (a crossing at 6.1 is not "6"), whole above.
 pub fn batch_text(b: f64) -> String {

@@ -31,6 +31,12 @@ pub struct LevelPick {
     /// concurrency axis.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub model_k: Option<u32>,
+    /// The k recommended here: the measured best arm's, or (a sweep of one speculative arm) a
+    /// shorter draft of it where the model's extension of its per-position rates prefers one.
+    pub recommended_k: Option<u32>,
+    /// Whether `recommended_k` comes from the model's extension (not measured).
+    #[serde(default)]
+    pub from_model: bool,
 }
 
 /// One range of load and its draft length (0: speculation off).
@@ -43,6 +49,9 @@ pub struct RangePick {
     pub arm: Option<String>,
     /// Every level inside was a pick without ties.
     pub sure: bool,
+    /// The k is the model's extension of the arm's per-position rates, not a measured arm.
+    #[serde(default)]
+    pub from_model: bool,
 }
 
 /// The model's schedule from one arm's per-position rates: inclusive batch ranges and their k.
@@ -202,6 +211,8 @@ impl Recommendation {
                         bounds: (1.0, 1.0),
                         tied,
                         model_k,
+                        recommended_k: Some(0),
+                        from_model: false,
                     });
                 }
                 let mut tied: Vec<String> = scored
@@ -212,6 +223,15 @@ impl Recommendation {
                 if bounds.0 <= 1.0 {
                     tied.push("plain".into());
                 }
+                // One arm: a shorter draft of it where the model of its own rates prefers one
+                // (the per-position extension is all there is to choose it by). Several arms:
+                // what they measured decides, and the model's other k is named to try.
+                let shorter = (axis.is_concurrency() && arms.arms.len() == 1)
+                    .then(|| ModelSchedule::from_rates(&best.name, &best.per_position_acceptance_rates, costs))
+                    .flatten()
+                    .map(|m| m.k_at(level))
+                    .filter(|mk| *mk > 0 && best.k.is_some_and(|k| *mk < k))
+                    .filter(|mk| !arms.arms.iter().any(|a| a.k == Some(*mk)));
                 Some(LevelPick {
                     level,
                     arm: Some(best.name.clone()),
@@ -220,10 +240,12 @@ impl Recommendation {
                     bounds,
                     tied,
                     model_k,
+                    recommended_k: shorter.or(best.k),
+                    from_model: shorter.is_some(),
                 })
             })
             .collect();
-        let ranges = ranges_of(arms, &picks);
+        let ranges = ranges_of(arms, &picks, costs);
         let cut_off = cut_off_of(arms, &picks);
         let mut rec = Recommendation {
             axis,
@@ -368,7 +390,11 @@ impl Recommendation {
                     .map(|l| format!("{}", l.level))
                     .collect();
                 let sure = if r.sure { "sure" } else { "within the repeats' noise" };
-                format!("{who} measured best at {} {} ({sure})", unit, levels.join(", "))
+                let model = match (r.from_model, r.k) {
+                    (true, Some(k)) => format!(", k = {k} from the model of its per-position rates (not measured)"),
+                    _ => String::new(),
+                };
+                format!("{who} measured best at {} {} ({sure}){model}", unit, levels.join(", "))
             })
             .collect();
         if let Some(c) = &self.cut_off {
@@ -383,6 +409,34 @@ impl Recommendation {
             ));
         }
         parts.join("; ")
+    }
+
+    /// One sentence: each range's k and where speculation goes off.
+    pub fn summary(&self) -> String {
+        let unit = level_word(self.axis);
+        let schedule = self.batch_schedule();
+        let parts: Vec<String> = self
+            .ranges
+            .iter()
+            .enumerate()
+            .map(|(i, r)| {
+                let span = match (self.axis, schedule.get(i)) {
+                    (Axis::Concurrency, Some((from, to, _))) if *to == SCHEDULE_END => format!("from {unit} {from} up"),
+                    (Axis::Concurrency, Some((from, to, _))) if to > from => format!("at {unit} {from}–{to}"),
+                    (Axis::Concurrency, Some((from, _, _))) => format!("at {unit} {from}"),
+                    _ => match r.to {
+                        Some(to) => format!("at {unit} {:.1}–{to:.1}", r.from),
+                        None => format!("from {unit} {:.1} up", r.from),
+                    },
+                };
+                match (&r.arm, r.k) {
+                    (None, _) => format!("speculation off {span}"),
+                    (Some(a), Some(k)) => format!("k = {k} ({a}) {span}"),
+                    (Some(a), None) => format!("{a} {span}"),
+                }
+            })
+            .collect();
+        format!("Recommended: {}.", parts.join("; "))
     }
 
     /// The console text.
@@ -402,6 +456,9 @@ impl Recommendation {
             };
             let what = match (&r.arm, r.k) {
                 (None, _) => "speculation off (plain measured best)".to_string(),
+                (Some(a), Some(k)) if r.from_model => format!(
+                    "k = {k} (arm {a} measured best; the model of its per-position rates prefers k = {k}, not measured: an arm with k = {k} would confirm it)"
+                ),
                 (Some(a), Some(k)) => format!("k = {k} (arm {a})"),
                 (Some(a), None) => format!("arm {a} (k not measured)"),
             };
@@ -465,10 +522,15 @@ impl Recommendation {
                     .iter()
                     .filter(|l| !(l.model_k == l.k || l.tied.iter().any(|t| self.k_of(t) == l.model_k)))
                     .map(|l| {
+                        let model_k = l.model_k.unwrap_or(0);
+                        let untried = if model_k > 0 && !self.levels.iter().any(|x| x.k == Some(model_k)) {
+                            format!(": no arm measured k = {model_k}, one would tell")
+                        } else {
+                            String::new()
+                        };
                         format!(
-                            "{} (model k = {}, measured k = {})",
+                            "{} (model k = {model_k}, measured k = {}{untried})",
                             l.level,
-                            l.model_k.unwrap_or(0),
                             l.k.unwrap_or(0)
                         )
                     })
@@ -516,21 +578,22 @@ fn level_word(axis: Axis) -> &'static str {
 
 /// Consecutive picks of the same arm, each range ending where the next arm's interpolated
 /// ratio overtakes it (the midpoint when one of the two was not measured at both levels).
-fn ranges_of(arms: &Arms, picks: &[LevelPick]) -> Vec<RangePick> {
+fn ranges_of(arms: &Arms, picks: &[LevelPick], costs: Costs) -> Vec<RangePick> {
     let mut ranges: Vec<RangePick> = Vec::new();
     for (i, p) in picks.iter().enumerate() {
         match ranges.last_mut() {
-            Some(r) if r.arm == p.arm => r.sure &= p.tied.is_empty(),
+            Some(r) if r.arm == p.arm && r.k == p.recommended_k => r.sure &= p.tied.is_empty(),
             _ => {
                 if let (Some(prev), Some(r)) = (i.checked_sub(1).map(|j| &picks[j]), ranges.last_mut()) {
-                    r.to = Some(boundary(arms, prev, p));
+                    r.to = Some(boundary(arms, prev, p, costs));
                 }
                 ranges.push(RangePick {
                     from: p.level,
                     to: None,
-                    k: p.k,
+                    k: p.recommended_k,
                     arm: p.arm.clone(),
                     sure: p.tied.is_empty(),
+                    from_model: p.from_model,
                 });
             }
         }
@@ -546,7 +609,21 @@ fn ranges_of(arms: &Arms, picks: &[LevelPick]) -> Vec<RangePick> {
 
 /// Where the pick at `b` overtakes the pick at `a`: the level where the ratio of their ratios
 /// to plain falls through 1 between the two levels.
-fn boundary(arms: &Arms, a: &LevelPick, b: &LevelPick) -> f64 {
+fn boundary(arms: &Arms, a: &LevelPick, b: &LevelPick, costs: Costs) -> f64 {
+    // The same arm at two draft lengths of its model: where that model's k changes.
+    if a.arm.is_some() && a.arm == b.arm {
+        let arm = arms.arms.iter().find(|x| Some(&x.name) == a.arm.as_ref());
+        let end = arm
+            .and_then(|x| ModelSchedule::from_rates(&x.name, &x.per_position_acceptance_rates, costs))
+            .and_then(|m| {
+                let at = a.level.round().max(1.0) as u64;
+                m.ranges.iter().find(|r| (r.0..=r.1).contains(&at)).map(|r| r.1 as f64)
+            });
+        return match end {
+            Some(e) if e >= a.level && e < b.level => e,
+            _ => 0.5 * (a.level + b.level),
+        };
+    }
     let ratio = |pick: &LevelPick, level: f64| -> Option<f64> {
         match &pick.arm {
             None => Some(1.0),

@@ -7,7 +7,7 @@
 use leptos::prelude::*;
 use speclens_shared::chart::{colors, draw_per_position, hover, CategoryBar, Positions, XFrame};
 use speclens_shared::model::Costs;
-use speclens_shared::overview::{batch_text, pick_run, AcceptanceSummary, BreakEvenSummary};
+use speclens_shared::overview::{arm_lines, batch_text, pick_run, AcceptanceSummary, BreakEvenSummary};
 use speclens_shared::protocol::RunView;
 use speclens_shared::results::{run_view_from_result, AcceptMatrix, RunList, RunResult};
 use speclens_shared::sweep::{Axis, SweepTable};
@@ -210,6 +210,16 @@ fn OverviewBody(data: Loaded) -> impl IntoView {
             ),
         })
     });
+    let arms = data
+        .sweep
+        .as_ref()
+        .map(|(_, t)| arm_lines(t))
+        .filter(|lines| !lines.is_empty());
+    let recommendation = data
+        .sweep
+        .as_ref()
+        .and_then(|(_, t)| t.recommendation.as_ref())
+        .map(|r| r.summary());
     let sources = {
         let mut parts = Vec::new();
         if let (Some((id, _)), Some(_)) = (&data.run, &acceptance) {
@@ -232,6 +242,12 @@ fn OverviewBody(data: Loaded) -> impl IntoView {
         <div class="tiles" id="overview-tiles">{tiles}</div>
         {break_even.as_ref().map(|b| view! { <p class="headline" id="overview-break-even">{b.sentence.clone()}</p> })}
         {speedup_line.map(|s| view! { <p id="overview-speedup">{s}</p> })}
+        {arms.map(|lines| view! {
+            <div class="findings" id="overview-arms">
+                {lines.into_iter().map(|line| view! { <p>{line}</p> }).collect_view()}
+            </div>
+        })}
+        {recommendation.map(|s| view! { <p class="headline" id="overview-recommendation">{s}</p> })}
         <div class="grid2">
             {data.sweep.clone().map(|(id, table)| view! {
                 <div class="chart-box"><h3>{if table.axis.is_concurrency() { "Throughput by concurrency" } else { "Latency by request rate" }}</h3>

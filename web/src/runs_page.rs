@@ -462,10 +462,46 @@ fn SweepView(id: String) -> impl IntoView {
                     (Some(v), Some((lo, hi))) => format!("{v:.1} ({lo:.1}–{hi:.1})"),
                     (v, _) => cell(v, 1),
                 };
+                let arms = (t.arms.arms.len() > 1).then(|| t.arms.arms.clone());
+                let recommendation = t.recommendation.clone();
                 view! {
                     <div class="findings" id="sweep-findings">
                         {t.findings().into_iter().map(|line| view! { <p>{line}</p> }).collect_view()}
                     </div>
+                    {arms.map(|arms| view! {
+                        <div class="table-box">
+                            <table class="model-table" id="sweep-arms">
+                                <thead><tr><th>"arm"</th><th>"k"</th><th>"acceptance length"</th><th>"crossing (repeats' range)"</th><th>"ratio to plain by level"</th></tr></thead>
+                                <tbody>
+                                    {arms.into_iter().map(|a| {
+                                        let crossing = match (a.table.crossing, a.table.crossing_interval) {
+                                            (Some(b), Some((lo, hi))) => format!("{b:.1} ({lo:.1}–{hi:.1})"),
+                                            (Some(b), None) => format!("{b:.1}"),
+                                            (None, _) => "none in range".into(),
+                                        };
+                                        let ratios: Vec<String> = a.table.rows.iter().filter_map(|r| Some(format!("{}: {:.3}", r.level, r.ratio()?))).collect();
+                                        view! { <tr>
+                                            <td>{a.name}</td>
+                                            <td>{a.k.map_or("—".into(), |k| k.to_string())}</td>
+                                            <td>{cell(a.acceptance_length, 3)}</td>
+                                            <td>{crossing}</td>
+                                            <td>{ratios.join(", ")}</td>
+                                        </tr> }
+                                    }).collect_view()}
+                                </tbody>
+                            </table>
+                        </div>
+                    })}
+                    {recommendation.map(|r| view! {
+                        <div class="findings" id="sweep-recommendation">
+                            <h3>"Recommendation"</h3>
+                            <p class="headline">{r.summary()}</p>
+                            {r.settings.iter().filter(|s| !s.line.is_empty()).map(|s| view! {
+                                <p>{format!("{}: ", s.engine)}<code>{s.line.clone()}</code></p>
+                                <p class="hint">{format!("From: {}", s.basis)}</p>
+                            }).collect_view()}
+                        </div>
+                    })}
                     <div class="table-box">
                         <table class="model-table" id="sweep-table">
                             {match t.axis {

@@ -26,6 +26,9 @@ pub fn timeline_at(run: &RunView, t_s: f64) -> Option<String> {
 
 /// The sweep's row nearest `level`: both arms (with the repeats' range) and their ratio.
 pub fn sweep_at(table: &SweepTable, level: f64) -> Option<String> {
+    if table.arms.arms.len() > 1 {
+        return arms_at(table, level);
+    }
     let i = nearest(table.rows.iter().map(|r| r.level), level)?;
     let r = &table.rows[i];
     let (noun, unit) = match table.axis {
@@ -53,6 +56,41 @@ pub fn sweep_at(table: &SweepTable, level: f64) -> Option<String> {
         tick(r.level, 1e9),
         arm(spec, r.spec_spread),
         arm(base, r.base_spread)
+    ))
+}
+
+/// A multi-arm sweep's level nearest `level`: each arm's ratio to plain.
+fn arms_at(table: &SweepTable, level: f64) -> Option<String> {
+    let mut levels: Vec<f64> = table
+        .arms
+        .arms
+        .iter()
+        .flat_map(|a| a.table.rows.iter().map(|r| r.level))
+        .collect();
+    levels.sort_by(f64::total_cmp);
+    levels.dedup();
+    let at = levels[nearest(levels.iter().copied(), level)?];
+    let noun = match table.axis {
+        Axis::Concurrency => "concurrency",
+        Axis::RequestRate => "request rate",
+    };
+    let parts: Vec<String> = table
+        .arms
+        .arms
+        .iter()
+        .map(|a| {
+            let ratio = a.table.rows.iter().find(|r| r.level == at).and_then(|r| r.ratio());
+            format!(
+                "{} {}",
+                a.name,
+                ratio.map_or_else(|| "—".to_string(), |x| format!("{x:.2}×"))
+            )
+        })
+        .collect();
+    Some(format!(
+        "{noun} {}: {} (each ÷ plain)",
+        tick(at, 1e9),
+        parts.join(" · ")
     ))
 }
 

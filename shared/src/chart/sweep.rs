@@ -8,19 +8,52 @@ use super::{chart_error, colors, legend_above, tick, whole_tick, Swatch, XFrame}
 use crate::error::Error;
 use crate::sweep::{Axis, SweepTable};
 
-/// Both arms' output throughput against concurrency (base grey, speculative coloured), the
-/// ratio on a second panel with the 1.0 line, the measured crossing and the predicted B*.
-/// Returns where the concurrency axis lies.
+/// One speculative arm's table (against plain) and its colour.
+struct ArmLine<'a> {
+    name: String,
+    color: RGBColor,
+    table: &'a SweepTable,
+}
+
+/// The arms to draw: every arm of a multi-arm sweep, each in its own colour, else the one.
+fn arm_lines(table: &SweepTable) -> Vec<ArmLine<'_>> {
+    if table.arms.arms.len() > 1 {
+        table
+            .arms
+            .arms
+            .iter()
+            .enumerate()
+            .map(|(i, a)| ArmLine {
+                name: a.name.clone(),
+                color: if i == 0 {
+                    colors::SPECULATIVE
+                } else {
+                    colors::OTHERS[(i - 1) % colors::OTHERS.len()]
+                },
+                table: &a.table,
+            })
+            .collect()
+    } else {
+        vec![ArmLine {
+            name: "speculative".into(),
+            color: colors::SPECULATIVE,
+            table,
+        }]
+    }
+}
+
+/// Each arm's output throughput against concurrency (base grey, speculative arms coloured),
+/// their ratios to plain on a second panel with the 1.0 line, the measured crossings and the
+/// predicted B* (one arm). Returns where the concurrency axis lies.
 pub fn draw_sweep_chart<DB: DrawingBackend>(
     root: &DrawingArea<DB, Shift>,
     table: &SweepTable,
     scale: f64,
 ) -> Result<Option<XFrame>, Error> {
     root.fill(&WHITE).map_err(chart_error)?;
-    let mut legend = vec![
-        ("speculative".to_string(), Swatch::Line(colors::SPECULATIVE)),
-        ("plain (base)".to_string(), Swatch::Line(colors::BASE)),
-    ];
+    let arms = arm_lines(table);
+    let mut legend: Vec<(String, Swatch)> = arms.iter().map(|a| (a.name.clone(), Swatch::Line(a.color))).collect();
+    legend.push(("plain (base)".to_string(), Swatch::Line(colors::BASE)));
     if table
         .rows
         .iter()
@@ -28,21 +61,26 @@ pub fn draw_sweep_chart<DB: DrawingBackend>(
     {
         legend.push(("bars: the repeats' range".to_string(), Swatch::Bar(colors::REFERENCE)));
     }
-    if table.crossing.is_some() {
+    if arms.iter().any(|a| a.table.crossing.is_some()) {
         legend.push((
             format!("measured {}", table.axis.symbol()),
             Swatch::Bar(colors::REJECTED),
         ));
     }
-    // The model's B* is a batch size: drawn on a concurrency axis only.
-    if table.prediction.is_some() && table.axis.is_concurrency() {
+    // The model's B* is a batch size: drawn on a concurrency axis only, for one arm.
+    if arms.len() == 1 && table.prediction.is_some() && table.axis.is_concurrency() {
         legend.push(("model's B*".to_string(), Swatch::Dashed(colors::PROPOSED)));
     }
     let plot = legend_above(root, &legend, scale)?;
     let (top, bottom) = plot.split_vertically(plot.dim_in_pixel().1 * 3 / 5);
-    let x_max = table.rows.iter().map(|r| r.level).fold(1.0f64, f64::max) * 1.05;
-    let frame = draw_throughput(&top, table, x_max, scale)?;
-    draw_ratio(&bottom, table, x_max, scale)?;
+    let x_max = arms
+        .iter()
+        .flat_map(|a| a.table.rows.iter().map(|r| r.level))
+        .chain(table.rows.iter().map(|r| r.level))
+        .fold(1.0f64, f64::max)
+        * 1.05;
+    let frame = draw_throughput(&top, table, &arms, x_max, scale)?;
+    draw_ratio(&bottom, table, &arms, x_max, scale)?;
     root.present().map_err(chart_error)?;
     Ok(Some(frame))
 }
@@ -51,14 +89,15 @@ pub fn draw_sweep_chart<DB: DrawingBackend>(
 fn draw_throughput<DB: DrawingBackend>(
     top: &DrawingArea<DB, Shift>,
     table: &SweepTable,
+    arms: &[ArmLine<'_>],
     x_max: f64,
     scale: f64,
 ) -> Result<XFrame, Error> {
     let px = |v: f64| (v * scale).round().max(1.0) as u32;
     let font = |size: f64| ("sans-serif", size * scale).into_font();
-    let y_max = table
-        .rows
+    let y_max = arms
         .iter()
+        .flat_map(|a| a.table.rows.iter())
         .flat_map(|r| {
             [
                 r.figures().0,
@@ -87,27 +126,28 @@ fn draw_throughput<DB: DrawingBackend>(
         .light_line_style(colors::GRID)
         .draw()
         .map_err(chart_error)?;
-    let arms = [
-        (
-            "speculative",
-            colors::SPECULATIVE,
-            table
-                .rows
-                .iter()
-                .filter_map(|r| r.figures().0.map(|v| (r.level, v)))
-                .collect::<Vec<_>>(),
-        ),
-        (
-            "base",
-            colors::BASE,
-            table
-                .rows
-                .iter()
-                .filter_map(|r| r.figures().1.map(|v| (r.level, v)))
-                .collect(),
-        ),
-    ];
-    for (_, color, points) in arms {
+    let base_rows = &arms.first().map_or(table, |a| a.table).rows;
+    let mut lines: Vec<(RGBColor, Vec<(f64, f64)>)> = arms
+        .iter()
+        .map(|a| {
+            (
+                a.color,
+                a.table
+                    .rows
+                    .iter()
+                    .filter_map(|r| r.figures().0.map(|v| (r.level, v)))
+                    .collect(),
+            )
+        })
+        .collect();
+    lines.push((
+        colors::BASE,
+        base_rows
+            .iter()
+            .filter_map(|r| r.figures().1.map(|v| (r.level, v)))
+            .collect(),
+    ));
+    for (color, points) in lines {
         let style = color.stroke_width(px(2.5));
         chart
             .draw_series(LineSeries::new(points.iter().copied(), style))
@@ -117,42 +157,45 @@ fn draw_throughput<DB: DrawingBackend>(
             .map_err(chart_error)?;
     }
     // The repeats' spread, min to max, at each point run more than once.
-    let spreads = table.rows.iter().flat_map(|r| {
-        [
-            (r.figures().0, r.spec_spread, colors::SPECULATIVE),
-            (r.figures().1, r.base_spread, colors::BASE),
-        ]
-        .into_iter()
-        .filter_map(move |(v, spread, color)| Some((r.level, v?, spread?, color)))
-    });
+    let mut spreads: Vec<(f64, (f64, f64), RGBColor)> = Vec::new();
+    for a in arms {
+        spreads.extend(
+            a.table
+                .rows
+                .iter()
+                .filter_map(|r| Some((r.level, r.spec_spread?, a.color))),
+        );
+    }
+    spreads.extend(
+        base_rows
+            .iter()
+            .filter_map(|r| Some((r.level, r.base_spread?, colors::BASE))),
+    );
     chart
         .draw_series(
-            spreads.map(|(c, _, (lo, hi), color)| PathElement::new([(c, lo), (c, hi)], color.stroke_width(px(2.0)))),
+            spreads
+                .into_iter()
+                .map(|(c, (lo, hi), color)| PathElement::new([(c, lo), (c, hi)], color.stroke_width(px(2.0)))),
         )
         .map_err(chart_error)?;
     Ok(XFrame::of(chart.plotting_area(), 0.0, x_max, false))
 }
 
-/// The lower panel: the ratio by level (spec ÷ base throughput, or base ÷ spec latency), the
-/// 1.0 line, the measured crossing and the model's B*.
+/// The lower panel: each arm's ratio by level (arm ÷ plain throughput, or plain ÷ arm
+/// latency), the 1.0 line, the measured crossings and the model's B*.
 fn draw_ratio<DB: DrawingBackend>(
     bottom: &DrawingArea<DB, Shift>,
     table: &SweepTable,
+    arms: &[ArmLine<'_>],
     x_max: f64,
     scale: f64,
 ) -> Result<(), Error> {
     let px = |v: f64| (v * scale).round().max(1.0) as u32;
     let font = |size: f64| ("sans-serif", size * scale).into_font();
-    let ratios: Vec<(f64, f64)> = table
-        .rows
+    let r_max = arms
         .iter()
-        .filter_map(|r| r.ratio().map(|x| (r.level, x)))
-        .collect();
-    let r_max = table
-        .rows
-        .iter()
-        .filter_map(|r| r.ratio_bounds().map(|b| b.1))
-        .chain(ratios.iter().map(|p| p.1))
+        .flat_map(|a| a.table.rows.iter())
+        .filter_map(|r| r.ratio_bounds().map(|b| b.1).or(r.ratio()))
         .fold(1.2f64, f64::max)
         * 1.1;
     let mut lower = ChartBuilder::on(bottom)
@@ -187,43 +230,51 @@ fn draw_ratio<DB: DrawingBackend>(
             colors::REFERENCE.stroke_width(px(1.0)),
         ))
         .map_err(chart_error)?;
-    lower
-        .draw_series(table.rows.iter().filter_map(|r| {
-            let (lo, hi) = r
-                .ratio_bounds()
-                .filter(|_| r.spec_spread.is_some() || r.base_spread.is_some())?;
-            Some(PathElement::new(
-                [(r.level, lo), (r.level, hi)],
-                colors::SPECULATIVE.stroke_width(px(2.0)),
-            ))
-        }))
-        .map_err(chart_error)?;
-    lower
-        .draw_series(LineSeries::new(
-            ratios.iter().copied(),
-            colors::SPECULATIVE.stroke_width(px(2.5)),
-        ))
-        .map_err(chart_error)?;
-    lower
-        .draw_series(
-            ratios
-                .iter()
-                .map(|p| Circle::new(*p, px(3.5), colors::SPECULATIVE.filled())),
-        )
-        .map_err(chart_error)?;
-    if let Some(b) = table.crossing {
+    for (i, a) in arms.iter().enumerate() {
+        let ratios: Vec<(f64, f64)> = a
+            .table
+            .rows
+            .iter()
+            .filter_map(|r| r.ratio().map(|x| (r.level, x)))
+            .collect();
         lower
-            .draw_series([Circle::new((b, 1.0), px(6.0), colors::REJECTED.filled())])
+            .draw_series(a.table.rows.iter().filter_map(|r| {
+                let (lo, hi) = r
+                    .ratio_bounds()
+                    .filter(|_| r.spec_spread.is_some() || r.base_spread.is_some())?;
+                Some(PathElement::new(
+                    [(r.level, lo), (r.level, hi)],
+                    a.color.stroke_width(px(2.0)),
+                ))
+            }))
             .map_err(chart_error)?;
         lower
-            .draw_series([Text::new(
-                format!("measured {} = {b:.1}", table.axis.symbol()),
-                (b, 1.0 + r_max * 0.08),
-                font(13.0),
-            )])
+            .draw_series(LineSeries::new(ratios.iter().copied(), a.color.stroke_width(px(2.5))))
             .map_err(chart_error)?;
+        lower
+            .draw_series(ratios.iter().map(|p| Circle::new(*p, px(3.5), a.color.filled())))
+            .map_err(chart_error)?;
+        if let Some(b) = a.table.crossing {
+            lower
+                .draw_series([Circle::new((b, 1.0), px(6.0), colors::REJECTED.filled())])
+                .map_err(chart_error)?;
+            let label = if arms.len() == 1 {
+                format!("measured {} = {b:.1}", table.axis.symbol())
+            } else {
+                format!("{} {} = {b:.1}", a.name, table.axis.symbol())
+            };
+            // Labels of several arms stacked, so that near crossings stay readable.
+            let y = 1.0 + r_max * (0.08 + 0.09 * i as f64);
+            lower
+                .draw_series([Text::new(label, (b, y), font(13.0))])
+                .map_err(chart_error)?;
+        }
     }
-    if let Some(p) = table.prediction.as_ref().filter(|_| table.axis.is_concurrency()) {
+    if let Some(p) = table
+        .prediction
+        .as_ref()
+        .filter(|_| table.axis.is_concurrency() && arms.len() == 1)
+    {
         let b = p.break_even_batch;
         if b > 0.0 && b < x_max {
             lower

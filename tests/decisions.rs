@@ -1,0 +1,353 @@
+//! Decisions from measurements: a sweep of several speculative arms against plain and its
+//! recommendation, the recommendation for known per-position rates, `speclens check` against a
+//! stored baseline, and the workload warnings.
+
+use std::path::Path;
+use std::time::Duration;
+
+use serde_json::Value;
+use speclens_shared::model::{best_k, Costs};
+
+use crate::common::{run_speclens, run_speclens_within, Speclens};
+
+/// A timed sim on a small ridge (T* = 8 token positions), so that its arms cross within a few
+/// concurrent requests; `extra` sets k and acceptance.
+fn timed_sim(extra: &[&str]) -> Speclens {
+    let mut args = vec!["sim", "--port", "0", "--ridge", "8", "--step-ms", "6"];
+    args.extend_from_slice(extra);
+    Speclens::start(&args)
+}
+
+fn read_json(path: &Path) -> Value {
+    serde_json::from_str(&std::fs::read_to_string(path).unwrap_or_else(|e| panic!("{}: {e}", path.display()))).unwrap()
+}
+
+#[test]
+fn a_three_arm_sweep_compares_every_arm_and_recommends_the_best_measured_k() {
+    // k = 4 pays most at low load; k = 1 keeps paying longer (the model: k = 4 up to about
+    // batch 2, k = 1 from about 4, off above 7.2 on a ridge of 8).
+    let long = timed_sim(&["--num-spec-tokens", "4", "--acceptance-rates", "0.8,0.6,0.45,0.3"]);
+    let short = timed_sim(&["--num-spec-tokens", "1", "--acceptance-rates", "0.8"]);
+    let base = timed_sim(&[]);
+    let dir = tempfile::tempdir().unwrap();
+    let out = dir.path().join("sweep");
+    let (code, stdout, stderr) = run_speclens_within(
+        &[
+            "sweep",
+            "--arm",
+            &format!("k4={}", long.url()),
+            "--arm",
+            &format!("k1={}", short.url()),
+            "--base-url",
+            &base.url(),
+            "--concurrency",
+            "1,2,4,8,16",
+            "--requests-per-slot",
+            "2",
+            "--repeats",
+            "2",
+            "--input-tokens",
+            "8",
+            "--output-tokens",
+            "32",
+            "--ridge",
+            "8",
+            "--speculative-config",
+            r#"{"method":"eagle3","model":"org/draft"}"#,
+            "--out",
+            out.to_str().unwrap(),
+        ],
+        Duration::from_secs(300),
+    );
+    assert_eq!(code, 0, "{stdout}\n{stderr}");
+    for name in ["k4-c1.json", "k1-c16.json", "base-c8.json"] {
+        assert!(out.join(name).is_file(), "{name}");
+    }
+    let table = read_json(&out.join("sweep.json"));
+    let arms = table["arms"].as_array().expect("every arm in sweep.json");
+    assert_eq!(arms.len(), 2, "{table}");
+    // Three ratios and three crossings: each arm against plain, and the arms against each other.
+    let pairs = table["pairs"].as_array().unwrap();
+    assert_eq!(pairs.len(), 1);
+    for t in arms
+        .iter()
+        .map(|a| &a["table"])
+        .chain(pairs.iter().map(|p| &p["table"]))
+    {
+        assert!(t["rows"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .all(|r| r["spec_output_tokens_per_s"].is_number()));
+        assert!(t["crossing"].is_number(), "a crossing: {t}");
+    }
+    assert_eq!(arms[0]["k"], 4);
+    assert_eq!(arms[1]["k"], 1);
+    // The recommendation at each level is the arm that measured best, or one within its
+    // interval; at concurrency 1 that is k = 4, at 16 (twice the ridge) plain.
+    let rec = &table["recommendation"];
+    let ratio_at = |arm: &Value, level: f64| -> (f64, f64, f64) {
+        let row = arm["table"]["rows"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|r| r["level"] == level)
+            .unwrap();
+        let (s, b) = (
+            row["spec_output_tokens_per_s"].as_f64().unwrap(),
+            row["base_output_tokens_per_s"].as_f64().unwrap(),
+        );
+        let (s_lo, s_hi) = (
+            row["spec_spread"][0].as_f64().unwrap(),
+            row["spec_spread"][1].as_f64().unwrap(),
+        );
+        let (b_lo, b_hi) = (
+            row["base_spread"][0].as_f64().unwrap(),
+            row["base_spread"][1].as_f64().unwrap(),
+        );
+        (s / b, s_lo / b_hi, s_hi / b_lo)
+    };
+    for pick in rec["levels"].as_array().unwrap() {
+        let level = pick["level"].as_f64().unwrap();
+        let scored: Vec<(&Value, (f64, f64, f64))> = arms.iter().map(|a| (a, ratio_at(a, level))).collect();
+        let (best, (ratio, _, _)) = scored.iter().max_by(|x, y| x.1 .0.total_cmp(&y.1 .0)).unwrap();
+        if *ratio <= 1.0 {
+            assert!(pick["arm"].is_null(), "plain measured best at {level}: {pick}");
+            continue;
+        }
+        let chosen = scored.iter().find(|(a, _)| a["name"] == pick["arm"]).expect("an arm");
+        let lower_bound_of_best = scored.iter().find(|(a, _)| a["name"] == best["name"]).unwrap().1 .1;
+        assert!(
+            chosen.0["name"] == best["name"] || chosen.1 .2 >= lower_bound_of_best,
+            "at {level} the pick {pick} is not the best measured {} within its interval",
+            best["name"]
+        );
+        assert_eq!(pick["recommended_k"], chosen.0["k"], "{pick}");
+    }
+    let first = &rec["levels"][0];
+    assert_eq!(
+        (first["level"].as_f64(), first["recommended_k"].as_u64()),
+        (Some(1.0), Some(4))
+    );
+    assert!(rec["levels"].as_array().unwrap().last().unwrap()["arm"].is_null());
+    // The engine lines: vLLM's per-batch-size schedule in the servers' own config, SGLang's flags.
+    let vllm = rec["settings"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|s| s["engine"] == "vLLM")
+        .unwrap();
+    let line = vllm["line"].as_str().unwrap();
+    let json: Value = serde_json::from_str(
+        line.strip_prefix("--speculative-config '")
+            .and_then(|l| l.strip_suffix('\''))
+            .unwrap(),
+    )
+    .unwrap();
+    assert_eq!(
+        (json["method"].as_str(), json["model"].as_str()),
+        (Some("eagle3"), Some("org/draft"))
+    );
+    assert_eq!(json["num_speculative_tokens"], 4);
+    let schedule = json["num_speculative_tokens_per_batch_size"].as_array().unwrap();
+    assert_eq!(schedule[0][0], 1);
+    assert_eq!(schedule[0][2], 4);
+    assert_eq!(schedule.last().unwrap()[2], 0, "off at the top: {line}");
+    assert!(stdout.contains("Arms against plain"), "{stdout}");
+    assert!(stdout.contains("k4 ÷ k1: crossing = "), "{stdout}");
+    assert!(
+        stdout.contains("Recommendation:") && stdout.contains("SGLang: --speculative-num-steps 4"),
+        "{stdout}"
+    );
+    assert!(
+        stdout.contains("Latency, k4 minus plain (ms; negative: faster):"),
+        "{stdout}"
+    );
+    assert!(stdout.contains("Engine load, k1 | plain"), "{stdout}");
+
+    // The static report carries every arm.
+    let report = dir.path().join("report.html");
+    let (code, o, e) = run_speclens(&["report", out.to_str().unwrap(), "-o", report.to_str().unwrap()]);
+    assert_eq!(code, 0, "{o}{e}");
+    let html = std::fs::read_to_string(&report).unwrap();
+    assert!(html.contains("\"pairs\"") && html.contains("\"k4\"") && html.contains("\"k1\""));
+}
+
+#[test]
+fn the_recommendation_for_known_rates_is_the_model_s_best_k() {
+    // Known unconditional per-position rates and a draft cost that makes k = 2 the best at
+    // batch 1 (k = 1: 1.9 / 1.3, k = 2: 2.5 / 1.6, k = 3: 2.6 / 1.9).
+    let rates = [0.9, 0.6, 0.1];
+    let costs = Costs {
+        draft_cost: 0.3,
+        ridge_tokens: 295.0,
+    };
+    let want = best_k(&rates, costs, 1.0).unwrap().k;
+    assert_eq!(want, 2);
+    let timed = |extra: &[&str]| {
+        let mut args = vec!["sim", "--port", "0", "--step-ms", "3", "--draft-cost", "0.3"];
+        args.extend_from_slice(extra);
+        Speclens::start(&args)
+    };
+    let spec = timed(&["--num-spec-tokens", "3", "--acceptance-rates", "0.9,0.6,0.1"]);
+    let base = timed(&[]);
+    let dir = tempfile::tempdir().unwrap();
+    let out = dir.path().join("sweep");
+    let (code, stdout, stderr) = crate::common::sweep_within(
+        &spec.url(),
+        &base.url(),
+        "1",
+        &out,
+        &[
+            "--repeats",
+            "1",
+            "--min-requests",
+            "40",
+            "--output-tokens",
+            "32",
+            "--draft-cost",
+            "0.3",
+        ],
+        Duration::from_secs(120),
+    );
+    assert_eq!(code, 0, "{stdout}\n{stderr}");
+    let table = read_json(&out.join("sweep.json"));
+    let rec = &table["recommendation"];
+    assert_eq!(rec["model"]["ranges"][0][2], want, "{rec}");
+    assert_eq!(rec["levels"][0]["recommended_k"], want, "{rec}");
+    assert_eq!(rec["levels"][0]["from_model"], true);
+    let vllm = rec["settings"][0]["line"].as_str().unwrap();
+    assert_eq!(
+        vllm,
+        format!("--speculative-config '{{\"num_speculative_tokens\":{want}}}'")
+    );
+    assert!(
+        stdout.contains(&format!(
+            "k = {want} (arm spec measured best; the model of its per-position rates prefers k = {want}"
+        )),
+        "{stdout}"
+    );
+}
+
+/// `bench` of `url` into `out` with the check's workload: 120 requests at concurrency 8.
+fn bench_for_check(url: &str, out: &Path) {
+    let (code, o, e) = run_speclens(&[
+        "bench",
+        "--url",
+        url,
+        "--num-prompts",
+        "120",
+        "--concurrency",
+        "8",
+        "--out",
+        out.to_str().unwrap(),
+    ]);
+    assert_eq!(code, 0, "{o}{e}");
+}
+
+#[test]
+fn check_passes_a_rerun_and_fails_lowered_acceptance() {
+    let usual = Speclens::instant_spec_sim("0.7", &[]);
+    let lowered = Speclens::instant_spec_sim("0.55", &[]);
+    let dir = tempfile::tempdir().unwrap();
+    let (old, rerun, low) = (dir.path().join("old"), dir.path().join("rerun"), dir.path().join("low"));
+    bench_for_check(&usual.url(), &old);
+    bench_for_check(&usual.url(), &rerun);
+    bench_for_check(&lowered.url(), &low);
+    let check = |new: &Path, extra: &[&str]| {
+        let mut args = vec!["check", "--baseline", old.to_str().unwrap(), new.to_str().unwrap()];
+        args.extend_from_slice(extra);
+        run_speclens(&args)
+    };
+    let (code, stdout, stderr) = check(&rerun, &[]);
+    assert_eq!(code, 0, "a rerun of the same configuration passes:\n{stdout}{stderr}");
+    assert!(
+        stdout.contains("No checked figure got worse beyond its noise."),
+        "{stdout}"
+    );
+    let (code, stdout, stderr) = check(&low, &[]);
+    assert_eq!(code, 3, "lowered acceptance fails:\n{stdout}{stderr}");
+    assert!(
+        stdout.contains("acceptance_length") && stdout.contains("WORSE"),
+        "{stdout}"
+    );
+    assert!(
+        stderr.contains("worse than the baseline beyond the noise: acceptance_length"),
+        "{stderr}"
+    );
+    // Only the figures chosen fail: a check of a figure the runs lack passes nothing silently.
+    let (code, _, stderr) = check(&low, &["--figure", "crossing"]);
+    assert_eq!(code, 0, "no crossing in a run: nothing chosen got worse: {stderr}");
+    let (code, _, stderr) = check(&low, &["--figure", "latency"]);
+    assert_eq!(code, 2, "{stderr}");
+    // A run against a sweep: refused by name.
+    let sweep = dir.path().join("sweep");
+    std::fs::create_dir_all(&sweep).unwrap();
+    std::fs::write(
+        sweep.join("sweep.json"),
+        r#"{"rows": [], "crossing": null, "prediction": null}"#,
+    )
+    .unwrap();
+    let (code, _, stderr) = check(&sweep, &[]);
+    assert_eq!(code, 2, "{stderr}");
+    assert!(stderr.contains("compare a run with a run"), "{stderr}");
+}
+
+#[test]
+fn each_workload_bias_is_named_in_the_run() {
+    let spec = Speclens::instant_spec_sim("0.7", &[]);
+    let dir = tempfile::tempdir().unwrap();
+    // Random-token prompts (synthetic, ignore_eos set) at temperature 0.8.
+    let out = dir.path().join("random");
+    let (code, stdout, stderr) = run_speclens(&[
+        "bench",
+        "--url",
+        &spec.url(),
+        "--num-prompts",
+        "8",
+        "--temperature",
+        "0.8",
+        "--out",
+        out.to_str().unwrap(),
+    ]);
+    assert_eq!(code, 0, "{stdout}{stderr}");
+    let workload = read_json(&out.join("result.json"))["notices"]["workload"].clone();
+    let notes: Vec<&str> = workload.as_array().unwrap().iter().filter_map(Value::as_str).collect();
+    assert_eq!(notes.len(), 3, "{notes:?}");
+    assert!(notes[0].contains("random-token prompts bias acceptance low"));
+    assert!(notes[1].contains("ignore_eos made every output run to max_tokens"));
+    assert!(notes[2].contains("temperature 0.8"));
+    for n in &notes {
+        assert!(stdout.contains(n), "the console says it too: {n}\n{stdout}");
+    }
+    // A category with too few requests for its interval (accept with 3 requests each).
+    let prompts = dir.path().join("prompts.jsonl");
+    std::fs::write(
+        &prompts,
+        "{\"prompt\": \"Summarize the memo\", \"category\": \"summarization\"}\n{\"prompt\": \"Write code\", \"category\": \"coding\"}\n",
+    )
+    .unwrap();
+    let (code, stdout, stderr) = run_speclens(&[
+        "accept",
+        "--url",
+        &spec.url(),
+        "--dataset",
+        "jsonl",
+        "--dataset-path",
+        prompts.to_str().unwrap(),
+        "--requests-per-category",
+        "3",
+        "--request-rate",
+        "100",
+        "--output-tokens",
+        "16",
+        "--out",
+        dir.path().join("accept").to_str().unwrap(),
+    ]);
+    assert_eq!(code, 0, "{stdout}{stderr}");
+    assert!(
+        stdout.contains("Note: Category coding: 3 requests give acceptance length")
+            && stdout.contains("too few for its interval"),
+        "{stdout}"
+    );
+}
