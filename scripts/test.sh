@@ -20,17 +20,17 @@ say "clippy (web app, wasm32)"
 cargo clippy -p speclens-web --target wasm32-unknown-unknown -- -D warnings
 # The real-engine tests' servers load (about a minute) while the dashboard builds: speculative
 # with per-request stats detailed, summary and none, and the plain base arm, on free ports.
-say "starting four real vLLM servers (their logs: .tools/vllm/logs/)"
-read -r PORT_SPEC PORT_SUMMARY PORT_NONE PORT_BASE PORT_LLAMACPP < <(python3 -c '
+say "starting five real vLLM servers (their logs: .tools/vllm/logs/)"
+read -r PORT_SPEC PORT_SUMMARY PORT_NONE PORT_BASE PORT_K1 PORT_LLAMACPP < <(python3 -c '
 import socket
-socks = [socket.socket() for _ in range(5)]
+socks = [socket.socket() for _ in range(6)]
 for s in socks:
     s.bind(("127.0.0.1", 0))
 print(*(s.getsockname()[1] for s in socks))')
 log="$(mktemp)"
 cleanup() {
   rm -f "$log"
-  for port in "$PORT_SPEC" "$PORT_SUMMARY" "$PORT_NONE" "$PORT_BASE"; do
+  for port in "$PORT_SPEC" "$PORT_SUMMARY" "$PORT_NONE" "$PORT_BASE" "$PORT_K1"; do
     bash scripts/real-vllm.sh stop "$port" || true
   done
   bash scripts/real-llamacpp.sh stop "$PORT_LLAMACPP" || true
@@ -42,7 +42,12 @@ for server in "spec $PORT_SPEC detailed" "spec $PORT_SUMMARY summary" "spec $POR
   bash scripts/real-vllm.sh serve $server &
   starters+=("$!")
 done
+# A second draft length (k = 1) for the two-k sweep and its recommendation.
+REAL_VLLM_SPEC_CONFIG='{"method":"ngram","num_speculative_tokens":1,"prompt_lookup_max":4,"prompt_lookup_min":2}' \
+  bash scripts/real-vllm.sh serve spec "$PORT_K1" detailed &
+starters+=("$!")
 export SPECLENS_REAL_VLLM_SPEC="http://127.0.0.1:$PORT_SPEC"
+export SPECLENS_REAL_VLLM_SPEC_K1="http://127.0.0.1:$PORT_K1"
 export SPECLENS_REAL_VLLM_SPEC_SUMMARY="http://127.0.0.1:$PORT_SUMMARY"
 export SPECLENS_REAL_VLLM_SPEC_NONE="http://127.0.0.1:$PORT_NONE"
 export SPECLENS_REAL_VLLM_BASE="http://127.0.0.1:$PORT_BASE"

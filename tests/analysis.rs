@@ -292,7 +292,10 @@ async fn the_demo_measures_then_serves_the_seeded_what_if() {
         demo.earlier
     );
     assert!(
-        demo.earlier.contains("summarization") && demo.earlier.contains("Measured crossing: B* = "),
+        demo.earlier.contains("summarization")
+            && demo.earlier.contains("Arms against plain")
+            && demo.earlier.contains("spec ÷ spec-k1: crossing")
+            && demo.earlier.contains("Recommendation:"),
         "{}",
         demo.earlier
     );
@@ -307,7 +310,11 @@ async fn the_demo_measures_then_serves_the_seeded_what_if() {
         out.path().join("sweep/sweep.json").is_file(),
         "the sweep table is saved for the dashboard"
     );
-    assert!(out.path().join("sweep/spec-c1.json").is_file() && out.path().join("sweep/base-c80.json").is_file());
+    assert!(
+        out.path().join("sweep/spec-c1.json").is_file()
+            && out.path().join("sweep/spec-k1-c80.json").is_file()
+            && out.path().join("sweep/base-c80.json").is_file()
+    );
     assert!(
         demo.earlier.contains("Report: ") && out.path().join("report.html").is_file(),
         "the demo writes its static report: {}",

@@ -162,12 +162,11 @@ fn a_sweep_sends_the_given_headers_and_skips_the_scrape_when_told() {
     let url = sim.url();
     let sweep = |extra: &[&str], dir: &str| {
         let dir = out.path().join(dir);
+        let arm = format!("spec={url}");
         let mut args = vec![
             "sweep",
             "--arm",
-            "spec",
-            "--url",
-            &url,
+            &arm,
             "--concurrency",
             "1",
             "--requests-per-slot",
@@ -223,8 +222,8 @@ fn help(cmd: &str) -> String {
     String::from_utf8(out.stdout).unwrap()
 }
 
-const COMMANDS: [&str; 11] = [
-    "", "serve", "sim", "bench", "scrape", "model", "sweep", "read", "report", "accept", "demo",
+const COMMANDS: [&str; 12] = [
+    "", "serve", "sim", "bench", "scrape", "model", "sweep", "read", "report", "accept", "demo", "check",
 ];
 
 #[test]
@@ -443,14 +442,12 @@ fn arms_swept_one_at_a_time_into_one_folder_make_one_table() {
     let base = Speclens::start(&["sim", "--port", "0", "--time-scale", "0"]);
     let out = tempfile::tempdir().unwrap();
     let dir = out.path().to_str().unwrap();
-    for (arm, url) in [("spec", spec.url()), ("base", base.url())] {
+    for (flag, value) in [("--arm", format!("spec={}", spec.url())), ("--base-url", base.url())] {
         let (code, stdout, stderr) = run_speclens_within(
             &[
                 "sweep",
-                "--arm",
-                arm,
-                "--url",
-                &url,
+                flag,
+                &value,
                 "--concurrency",
                 "1,2",
                 "--min-requests",
@@ -463,7 +460,7 @@ fn arms_swept_one_at_a_time_into_one_folder_make_one_table() {
             LIMIT,
         );
         assert_eq!(code, 0, "{stdout}{stderr}");
-        if arm == "base" {
+        if flag == "--base-url" {
             assert!(stdout.contains("with points measured earlier in"), "{stdout}");
         }
     }

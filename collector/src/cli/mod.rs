@@ -41,8 +41,8 @@ pub enum Command {
     Scrape(ScrapeArgs),
     /// The speedup model's table (no server needed): E(α, k), S(1), S(∞), break-even batch.
     Model(ModelArgs),
-    /// The same concurrency sweep against a speculative and a plain server: where speculation
-    /// stops paying.
+    /// The same concurrency (or request-rate) sweep against speculative arms and a plain server:
+    /// where speculation stops paying, and which k to run at each load.
     Sweep(Box<SweepArgs>),
     /// Tabulate the result files in a folder (ours and `vllm bench serve`'s).
     Read(ReadArgs),
