@@ -38,7 +38,10 @@ fn measure(results: &Path) {
         Speclens::start(&args)
     };
     let spec = timed(&["--num-spec-tokens", "3", "--acceptance-rates", "0.8,0.6,0.45"]);
+    // The same drafter cut to one token: a second speculative arm of the sweep.
+    let short = timed(&["--num-spec-tokens", "1", "--acceptance-rates", "0.8"]);
     let base = timed(&[]);
+    let short_arm = format!("spec-k1={}", short.url());
     let run = |args: &[&str]| {
         let (code, out, err) = run_speclens_within(args, Duration::from_secs(240));
         assert_eq!(code, 0, "{args:?}\n{out}{err}");
@@ -48,6 +51,8 @@ fn measure(results: &Path) {
         "sweep",
         "--spec-url",
         &spec.url(),
+        "--arm",
+        &short_arm,
         "--base-url",
         &base.url(),
         "--concurrency",
@@ -173,6 +178,17 @@ async fn the_overview_lands_first_with_the_measured_crossing_and_the_views_fit_a
         sentence.contains(&format!("below about {} concurrent requests", batch_text(crossing))),
         "{sentence}"
     );
+    // Every arm of the sweep, and the recommendation drawn from them.
+    let arms = text_of(&client, "#overview-arms").await;
+    assert!(
+        arms.contains("spec (k = 3") && arms.contains("spec-k1 (k = 1"),
+        "{arms}"
+    );
+    let recommended = text_of(&client, "#overview-recommendation").await;
+    assert!(
+        recommended.starts_with("Recommended: k = 3 (spec) at concurrency 1"),
+        "{recommended}"
+    );
     let acceptance = text_of(&client, "#overview-acceptance").await;
     assert!(acceptance.contains("for a geometric α of the same E"), "{acceptance}");
     for chart in ["overview-sweep", "overview-positions", "overview-accept"] {
@@ -290,6 +306,16 @@ async fn the_overview_lands_first_with_the_measured_crossing_and_the_views_fit_a
         visit(&client, &base, fragment, ready).await;
         if name != "overview" {
             screenshot(&client, &format!("{name}-1400")).await;
+        }
+        if name == "sweep" {
+            // The sweep's page lists each arm and prints the engine lines.
+            let rows = client.find_all(Locator::Css("#sweep-arms tbody tr")).await.unwrap();
+            assert_eq!(rows.len(), 2, "one row per speculative arm");
+            let rec = text_of(&client, "#sweep-recommendation").await;
+            assert!(
+                rec.contains("vLLM: --speculative-config") && rec.contains("num_speculative_tokens"),
+                "{rec}"
+            );
         }
     }
     // A resized window redraws its charts for the new width (not a stretched bitmap).

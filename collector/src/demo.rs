@@ -69,7 +69,12 @@ fn demo_run(url: &str, workload: Workload, load: Load, out: PathBuf, label: &str
         target,
         workload,
         load,
-        scrape: Scrape::default(),
+        // Four live scrapes a second: the demo's points last a few seconds each, and the
+        // engine's gauges (batch, KV cache) are read from the scrapes during a point.
+        scrape: Scrape {
+            interval: std::time::Duration::from_millis(250),
+            ..Scrape::default()
+        },
         output: Output {
             dir: Some(out),
             label: label.into(),

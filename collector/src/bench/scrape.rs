@@ -208,6 +208,7 @@ pub async fn sample_live(
     let mut ticker = tokio::time::interval(interval);
     ticker.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
     let mut last_at: Option<Instant> = None;
+    let mut ticked = false;
     let mut stopping = false;
     loop {
         if stopping {
@@ -221,9 +222,12 @@ pub async fn sample_live(
         let at = Instant::now();
         let t_s = (at - started).as_secs_f64();
         let (counters, load) = fetch_with_load(&client, &endpoint.url).await;
-        if let Some(load) = load {
+        // The first tick comes at once, before the load has ramped up: its gauges would show
+        // an idle engine (as the counters' first scrape is only their baseline).
+        if let Some(load) = load.filter(|_| ticked) {
             timeline.loads.push((endpoint.label.clone(), load));
         }
+        ticked = true;
         let point = match counters {
             Err(e) => Some(TimelinePoint {
                 endpoint: endpoint.label.clone(),

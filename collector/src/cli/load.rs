@@ -421,6 +421,18 @@ pub struct SweepArgs {
     /// The widest range of a point's runs, in percent of their median, that ends its repeats.
     #[arg(long, default_value_t = 3.0)]
     pub repeat_spread: f64,
+    /// The prompts of every point: synthetic (random tokens), or a file (acceptance depends
+    /// on the text: random tokens bias it low).
+    #[arg(long, value_enum, default_value_t = DatasetArg::Synthetic)]
+    pub dataset: DatasetArg,
+    /// File for --dataset spec-bench, sharegpt, sonnet, jsonl or hf.
+    #[arg(long)]
+    pub dataset_path: Option<PathBuf>,
+    #[command(flatten)]
+    pub columns: ColumnArgs,
+    /// Only prompts of these categories (repeatable).
+    #[arg(long = "category")]
+    pub categories: Vec<String>,
     /// Synthetic prompt length in tokens (mean).
     #[arg(long, default_value_t = 128)]
     pub input_tokens: u32,
@@ -726,9 +738,12 @@ impl SweepArgs {
         };
         let point = bench::Plan {
             target: self.target.target(Vec::new())?,
-            workload: self
-                .workload
-                .workload(Dataset::Synthetic, Vec::new(), self.input_tokens, self.output_tokens),
+            workload: self.workload.workload(
+                self.dataset.with_path(self.dataset_path.clone(), &self.columns)?,
+                self.categories.clone(),
+                self.input_tokens,
+                self.output_tokens,
+            ),
             load: Load {
                 burstiness: self.burstiness,
                 ..self.workload.closed_loop(self.max_concurrency, 1)?
