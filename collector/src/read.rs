@@ -71,6 +71,7 @@ pub fn sweep_of(files: &[(String, RunResult)], costs: Costs) -> Option<SweepTabl
             level: *level,
             result,
             spread: None,
+            category_tpot_ms: None,
         })
         .collect();
     let has_base = points.iter().any(|p| p.arm == BASE_ARM);

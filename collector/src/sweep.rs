@@ -5,6 +5,7 @@
 //! latencies by rate) with the repeats' spread, the measured crossing with its interval, and
 //! the model's prediction from the measured acceptance length.
 
+use std::collections::BTreeMap;
 use std::path::PathBuf;
 use std::sync::{Arc, OnceLock};
 
@@ -235,6 +236,7 @@ pub async fn run_with(plan: Plan, hub: Option<LiveHub>) -> Result<(), CollectorE
             level: m.level,
             result: &m.result,
             spread: m.spread,
+            category_tpot_ms: m.category_tpot_ms.as_ref(),
         })
         .collect();
     let table = SweepTable::of_arms(&named, plan.costs, plan.speculative_config.as_ref());
@@ -274,6 +276,8 @@ struct Measured {
     level: Level,
     result: RunResult,
     spread: Option<(f64, f64)>,
+    /// Median TPOT by prompt category (prompts with categories only).
+    category_tpot_ms: Option<BTreeMap<String, f64>>,
 }
 
 /// Run one point's repeats (at least `repeats`, more up to `max_repeats` while they disagree),
@@ -339,7 +343,37 @@ async fn measure_point(
         level: p.level,
         result,
         spread,
+        category_tpot_ms: category_tpot(&point_dir)?,
     }))
+}
+
+/// The median TPOT of a run's successful requests by prompt category, from its records
+/// (`None` when no record has a category).
+fn category_tpot(run: &std::path::Path) -> Result<Option<BTreeMap<String, f64>>, CollectorError> {
+    let records = run.join("records.jsonl");
+    if !records.is_file() {
+        return Ok(None);
+    }
+    let mut by: BTreeMap<String, Vec<f64>> = BTreeMap::new();
+    crate::history::for_each_record(&records, |r| {
+        let (Some(category), Some(ttft), Some(e2el)) = (&r.category, r.ttft_ms, r.e2el_ms) else {
+            return;
+        };
+        if r.success && !r.warmup && r.output_tokens > 1 {
+            by.entry(category.clone())
+                .or_default()
+                .push((e2el - ttft) / (r.output_tokens - 1) as f64);
+        }
+    })
+    .map_err(CollectorError::Output)?;
+    let medians: BTreeMap<String, f64> = by
+        .into_iter()
+        .map(|(category, mut v)| {
+            v.sort_by(f64::total_cmp);
+            (category, v[(v.len() - 1) / 2])
+        })
+        .collect();
+    Ok((!medians.is_empty()).then_some(medians))
 }
 
 /// Whether a point's runs so far agree on the axis's figure (see [`repeats_settled`]).
@@ -374,11 +408,13 @@ fn earlier_points(out: &std::path::Path, ran: &[Measured]) -> Result<Vec<Measure
             // Points of the other axis belong to another sweep.
             let other_axis = axis.is_some_and(|a| a != level.axis());
             let ran_again = ran.iter().any(|m| m.arm == arm && m.level == level);
+            let category_tpot_ms = category_tpot(&out.join(arms::point_id(&arm, level))).ok().flatten();
             (!other_axis && !ran_again).then_some(Measured {
                 arm,
                 level,
                 result,
                 spread: None,
+                category_tpot_ms,
             })
         })
         .collect())

@@ -29,6 +29,20 @@ pub struct NamedPoint<'a> {
     pub level: Level,
     pub result: &'a RunResult,
     pub spread: Option<(f64, f64)>,
+    /// Median TPOT (ms) of the run's successful requests by prompt category, when its prompts
+    /// had categories.
+    pub category_tpot_ms: Option<&'a BTreeMap<String, f64>>,
+}
+
+/// One prompt category's speedup by level: plain ÷ arm median TPOT (per-request decode speed;
+/// output throughput of a mixed batch does not divide by category), and where it falls
+/// through 1.0.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct CategorySpeedup {
+    pub category: String,
+    /// `(level, plain ÷ arm median TPOT)`, ascending.
+    pub ratios: Vec<(f64, f64)>,
+    pub crossing: Option<f64>,
 }
 
 /// Whether `name` can name a speculative arm: letters, digits, `.`, `_` and `-`, not `base`.
@@ -104,6 +118,9 @@ pub struct ArmSweep {
     pub latency: Vec<LatencyRow>,
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub engine: Vec<EngineRow>,
+    /// Speedup and break-even by prompt category, when the prompts had categories.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub by_category: Vec<CategorySpeedup>,
     /// The highest level at which at least [`SLO_ATTAINMENT`] of its requests met every
     /// `--goodput` objective (when they were given and some level did).
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -261,6 +278,46 @@ fn engine_rows(points: &[NamedPoint<'_>], arm: &str) -> Vec<EngineRow> {
         .collect()
 }
 
+/// Each category's plain ÷ `arm` median TPOT by level, and its crossing.
+fn category_rows(points: &[NamedPoint<'_>], arm: &str) -> Vec<CategorySpeedup> {
+    let mut by: BTreeMap<String, Vec<(f64, f64)>> = BTreeMap::new();
+    for p in points.iter().filter(|p| p.arm == arm) {
+        let (Some(mine), Some(plain)) = (
+            p.category_tpot_ms,
+            points
+                .iter()
+                .find(|b| b.arm == BASE_ARM && b.level == p.level)
+                .and_then(|b| b.category_tpot_ms),
+        ) else {
+            continue;
+        };
+        for (category, tpot) in mine {
+            if let Some(base) = plain.get(category).filter(|_| *tpot > 0.0) {
+                by.entry(category.clone())
+                    .or_default()
+                    .push((p.level.value(), base / tpot));
+            }
+        }
+    }
+    by.into_iter()
+        .map(|(category, mut ratios)| {
+            ratios.sort_by(|a, b| a.0.total_cmp(&b.0));
+            let points: Vec<crate::model::RatioPoint> = ratios
+                .iter()
+                .map(|(level, ratio)| crate::model::RatioPoint {
+                    concurrency: *level,
+                    ratio: *ratio,
+                })
+                .collect();
+            CategorySpeedup {
+                category,
+                crossing: crate::model::sweep_crossing(&points),
+                ratios,
+            }
+        })
+        .collect()
+}
+
 /// Acceptance length pooled over `arm`'s points, and its per-position rates weighted by drafts.
 fn pooled_acceptance(points: &[NamedPoint<'_>], arm: &str) -> (Option<u32>, Option<f64>, Option<f64>, Vec<f64>) {
     let mine: Vec<&RunResult> = points.iter().filter(|p| p.arm == arm).map(|p| p.result).collect();
@@ -316,6 +373,7 @@ impl Arms {
                     table: two_arm_table(points, name, BASE_ARM, costs),
                     latency: latency_rows(points, name),
                     engine: engine_rows(points, name),
+                    by_category: category_rows(points, name),
                     sustained_within_slo: sustained(points, name),
                 }
             })
@@ -414,7 +472,8 @@ impl Arms {
 
     /// Latency, engine load and sustained load beside throughput.
     pub fn render_beside(&self) -> String {
-        let mut out = self.render_latency();
+        let mut out = self.render_categories();
+        out.push_str(&self.render_latency());
         out.push_str(&self.render_engine());
         if self.arms.iter().any(|a| a.sustained_within_slo.is_some()) || self.base_sustained_within_slo.is_some() {
             out.push_str(&format!(
@@ -430,6 +489,24 @@ impl Arms {
             parts.push(format!("plain {}", part(self.base_sustained_within_slo)));
             out.push_str(&parts.join(", "));
             out.push('\n');
+        }
+        out
+    }
+
+    fn render_categories(&self) -> String {
+        let mut out = String::new();
+        for a in self.arms.iter().filter(|a| !a.by_category.is_empty()) {
+            out.push_str(&format!(
+                "By prompt category, {} (plain ÷ arm median TPOT by level; crossing):\n",
+                a.name
+            ));
+            for c in &a.by_category {
+                let cells: Vec<String> = c.ratios.iter().map(|(l, x)| format!("{l}: {x:.3}")).collect();
+                let crossing = c
+                    .crossing
+                    .map_or_else(|| "no crossing".to_string(), |b| format!("crossing {b:.1}"));
+                out.push_str(&format!("  {:<16} {}; {crossing}\n", c.category, cells.join(", ")));
+            }
         }
         out
     }
