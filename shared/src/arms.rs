@@ -357,6 +357,18 @@ fn pooled_acceptance(points: &[NamedPoint<'_>], arm: &str) -> (Option<u32>, Opti
 }
 
 impl Arms {
+    /// Every level any arm measured, ascending.
+    pub fn levels(&self) -> Vec<f64> {
+        let mut levels: Vec<f64> = self
+            .arms
+            .iter()
+            .flat_map(|a| a.table.rows.iter().map(|r| r.level))
+            .collect();
+        levels.sort_by(f64::total_cmp);
+        levels.dedup();
+        levels
+    }
+
     /// Every speculative arm against plain, and every pair of them.
     pub fn of(points: &[NamedPoint<'_>], costs: Costs) -> Arms {
         let names = arm_names(points);
@@ -416,14 +428,7 @@ impl Arms {
             out.push_str(&format!("   {:>w$}", a.name, w = width(&a.name)));
         }
         out.push('\n');
-        let mut levels: Vec<f64> = self
-            .arms
-            .iter()
-            .flat_map(|a| a.table.rows.iter().map(|r| r.level))
-            .collect();
-        levels.sort_by(f64::total_cmp);
-        levels.dedup();
-        for level in levels {
+        for level in self.levels() {
             out.push_str(&format!("{level:>12}"));
             for a in &self.arms {
                 let row = a.table.rows.iter().find(|r| r.level == level);

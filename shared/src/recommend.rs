@@ -179,14 +179,8 @@ impl Recommendation {
                 _ => Some(a),
             });
         let model = longest.and_then(|a| ModelSchedule::from_rates(&a.name, &a.per_position_acceptance_rates, costs));
-        let mut levels: Vec<f64> = arms
-            .arms
-            .iter()
-            .flat_map(|a| a.table.rows.iter().map(|r| r.level))
-            .collect();
-        levels.sort_by(f64::total_cmp);
-        levels.dedup();
-        let picks: Vec<LevelPick> = levels
+        let picks: Vec<LevelPick> = arms
+            .levels()
             .iter()
             .filter_map(|&level| {
                 let scored: Vec<(&ArmSweep, f64, (f64, f64))> = arms

@@ -124,6 +124,29 @@ impl DatasetArg {
     }
 }
 
+/// The prompts of `bench` and `sweep`: synthetic (random tokens) by default, or a file.
+#[derive(Debug, Clone, Args)]
+pub struct DatasetFlags {
+    /// Where the prompts come from (acceptance depends on the text: random tokens bias it low).
+    #[arg(long, value_enum, default_value_t = DatasetArg::Synthetic)]
+    pub dataset: DatasetArg,
+    /// File for --dataset spec-bench, sharegpt, sonnet, jsonl or hf.
+    #[arg(long)]
+    pub dataset_path: Option<PathBuf>,
+    #[command(flatten)]
+    pub columns: ColumnArgs,
+    /// Only prompts of these categories (repeatable).
+    #[arg(long = "category")]
+    pub categories: Vec<String>,
+}
+
+impl DatasetFlags {
+    /// The dataset these flags name.
+    pub fn dataset(&self) -> Result<Dataset, CollectorError> {
+        self.dataset.with_path(self.dataset_path.clone(), &self.columns)
+    }
+}
+
 /// Reading the spec-decode counters through a Prometheus server (fleets of replicas).
 #[derive(Debug, Clone, Default, Args)]
 pub struct PrometheusArgs {
@@ -291,21 +314,13 @@ pub struct BenchArgs {
     /// Send for this many seconds instead of a fixed number of prompts.
     #[arg(long)]
     pub duration: Option<f64>,
-    #[arg(long, value_enum, default_value_t = DatasetArg::Synthetic)]
-    pub dataset: DatasetArg,
-    /// File for --dataset spec-bench, sharegpt, sonnet, jsonl or hf.
-    #[arg(long)]
-    pub dataset_path: Option<PathBuf>,
     #[command(flatten)]
-    pub columns: ColumnArgs,
+    pub data: DatasetFlags,
     /// Send every turn of a multi-turn question (MT-Bench / Spec-Bench `turns`, or a hf list
     /// column) as a chat, each with the earlier turns and the server's answers to them; one
     /// record per turn (needs --endpoint chat).
     #[arg(long)]
     pub multi_turn: bool,
-    /// Only prompts of these categories (repeatable).
-    #[arg(long = "category")]
-    pub categories: Vec<String>,
     /// Synthetic prompt length in tokens (mean).
     #[arg(long, default_value_t = 256)]
     pub input_tokens: u32,
@@ -421,18 +436,8 @@ pub struct SweepArgs {
     /// The widest range of a point's runs, in percent of their median, that ends its repeats.
     #[arg(long, default_value_t = 3.0)]
     pub repeat_spread: f64,
-    /// The prompts of every point: synthetic (random tokens), or a file (acceptance depends
-    /// on the text: random tokens bias it low).
-    #[arg(long, value_enum, default_value_t = DatasetArg::Synthetic)]
-    pub dataset: DatasetArg,
-    /// File for --dataset spec-bench, sharegpt, sonnet, jsonl or hf.
-    #[arg(long)]
-    pub dataset_path: Option<PathBuf>,
     #[command(flatten)]
-    pub columns: ColumnArgs,
-    /// Only prompts of these categories (repeatable).
-    #[arg(long = "category")]
-    pub categories: Vec<String>,
+    pub data: DatasetFlags,
     /// Synthetic prompt length in tokens (mean).
     #[arg(long, default_value_t = 128)]
     pub input_tokens: u32,
@@ -649,8 +654,8 @@ impl BenchArgs {
             workload: Workload {
                 multi_turn: self.multi_turn,
                 ..self.workload.workload(
-                    self.dataset.with_path(self.dataset_path.clone(), &self.columns)?,
-                    self.categories.clone(),
+                    self.data.dataset()?,
+                    self.data.categories.clone(),
                     self.input_tokens,
                     self.output_tokens,
                 )
@@ -739,8 +744,8 @@ impl SweepArgs {
         let point = bench::Plan {
             target: self.target.target(Vec::new())?,
             workload: self.workload.workload(
-                self.dataset.with_path(self.dataset_path.clone(), &self.columns)?,
-                self.categories.clone(),
+                self.data.dataset()?,
+                self.data.categories.clone(),
                 self.input_tokens,
                 self.output_tokens,
             ),

@@ -61,14 +61,7 @@ pub fn sweep_at(table: &SweepTable, level: f64) -> Option<String> {
 
 /// A multi-arm sweep's level nearest `level`: each arm's ratio to plain.
 fn arms_at(table: &SweepTable, level: f64) -> Option<String> {
-    let mut levels: Vec<f64> = table
-        .arms
-        .arms
-        .iter()
-        .flat_map(|a| a.table.rows.iter().map(|r| r.level))
-        .collect();
-    levels.sort_by(f64::total_cmp);
-    levels.dedup();
+    let levels = table.arms.levels();
     let at = levels[nearest(levels.iter().copied(), level)?];
     let noun = match table.axis {
         Axis::Concurrency => "concurrency",
