@@ -249,7 +249,10 @@ async fn the_overview_lands_first_with_the_measured_crossing_and_the_views_fit_a
     })
     .await;
     assert!(
-        tip.starts_with("concurrency ") && tip.contains("speculative") && tip.contains("plain"),
+        tip.starts_with("concurrency ")
+            && tip.contains("spec ")
+            && tip.contains("spec-k1 ")
+            && tip.contains("· plain "),
         "{tip}"
     );
     screenshot(&client, "overview-hover-1400").await;

@@ -125,6 +125,11 @@ impl BreakEvenSummary {
                 _ => format!("No {levels} was measured on both arms."),
             },
         };
+        // Several arms: the sentence is the first one's; the overview lists them all.
+        let sentence = match table.arms.arms.first() {
+            Some(first) if table.arms.arms.len() > 1 => format!("{} — {sentence}", first.name),
+            _ => sentence,
+        };
         BreakEvenSummary {
             axis: table.axis,
             measured: table.crossing,

@@ -657,7 +657,150 @@ fn cut_off_of(arms: &Arms, picks: &[LevelPick]) -> Option<CutOff> {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::arms::NamedPoint;
     use crate::model::best_k;
+    use crate::results::RunResult;
+    use crate::sweep::{Level, SweepTable};
+
+    /// A point's result: output tok/s, and acceptance at `rates` (k = their count) when given.
+    fn run(tokens: f64, rates: &[f64]) -> RunResult {
+        let mut r = RunResult {
+            steady_output_throughput: Some(tokens),
+            ..RunResult::default()
+        };
+        r.output_throughput = Some(tokens);
+        if !rates.is_empty() {
+            let drafts = 1000u64;
+            r.spec_decode_acceptance_length = Some(1.0 + rates.iter().sum::<f64>());
+            r.spec_decode_per_position_acceptance_rates = Some(rates.to_vec());
+            r.spec_decode_num_drafts = Some(drafts);
+            r.spec_decode_draft_tokens = Some(drafts * rates.len() as u64);
+            r.spec_decode_accepted_tokens = Some((rates.iter().sum::<f64>() * drafts as f64) as u64);
+        }
+        r
+    }
+
+    #[test]
+    fn two_arms_give_ranges_a_cut_off_and_a_vllm_schedule() {
+        let long = [0.8, 0.6, 0.45];
+        let short = [0.8];
+        // Output tok/s by concurrency: k3 best at 1 and 8, k1 at 32, plain at 64.
+        let data = [
+            (1, 300.0, 200.0, 100.0),
+            (8, 2000.0, 1500.0, 800.0),
+            (32, 3000.0, 3600.0, 3000.0),
+            (64, 3000.0, 3400.0, 4000.0),
+        ];
+        let results: Vec<(&str, u64, RunResult)> = data
+            .iter()
+            .flat_map(|(c, k3, k1, plain)| {
+                [
+                    ("k3", *c, run(*k3, &long)),
+                    ("k1", *c, run(*k1, &short)),
+                    ("base", *c, run(*plain, &[])),
+                ]
+            })
+            .collect();
+        let points: Vec<NamedPoint<'_>> = results
+            .iter()
+            .map(|(arm, c, r)| NamedPoint {
+                arm,
+                level: Level::Concurrency(*c),
+                result: r,
+                spread: None,
+                category_tpot_ms: None,
+            })
+            .collect();
+        let config = serde_json::json!({"method": "eagle3", "num_speculative_tokens": 5});
+        let t = SweepTable::of_arms(&points, Costs::H100_FREE_DRAFTS, Some(&config));
+        let rec = t.recommendation.as_ref().unwrap();
+        let picks: Vec<Option<&str>> = rec.levels.iter().map(|l| l.arm.as_deref()).collect();
+        assert_eq!(picks, [Some("k3"), Some("k3"), Some("k1"), None]);
+        // k3 ÷ k1 falls through 1 between 8 (1.333) and 32 (0.833): 8 + 24 · 0.333 / 0.5 = 24.
+        assert_eq!(
+            rec.batch_schedule(),
+            vec![(1, 24, 3), (25, 50, 1), (51, SCHEDULE_END, 0)]
+        );
+        let cut = rec.cut_off.as_ref().unwrap();
+        // k1 ÷ plain: 1.2 at 32, 0.85 at 64: 32 + 32 · 0.2 / 0.35 = 50.3.
+        assert!((cut.level - (32.0 + 32.0 * 0.2 / 0.35)).abs() < 1e-9, "{}", cut.level);
+        assert_eq!(cut.arm, "k1");
+        let vllm = &rec.settings[0];
+        assert_eq!(
+            vllm.line,
+            r#"--speculative-config '{"method":"eagle3","num_speculative_tokens":3,"num_speculative_tokens_per_batch_size":[[1,24,3],[25,50,1],[51,65536,0]]}'"#
+        );
+        assert!(
+            vllm.basis.contains("off above k1's measured crossing B* = 50.3"),
+            "{}",
+            vllm.basis
+        );
+        assert!(rec.settings[1].line.starts_with("--speculative-num-steps 3 "));
+        let text = t.render();
+        assert!(text.contains("concurrency 1–24: k = 3 (arm k3)"), "{text}");
+        assert!(text.contains("concurrency 51 and above: speculation off"), "{text}");
+        assert!(rec
+            .summary()
+            .starts_with("Recommended: k = 3 (k3) at concurrency 1–24; k = 1 (k1) at concurrency 25–50"));
+    }
+
+    #[test]
+    fn overlapping_repeats_are_ties_and_plain_everywhere_turns_speculation_off() {
+        let rates = [0.5];
+        let (a, b, plain) = (run(1100.0, &rates), run(1080.0, &[0.5, 0.2]), run(1000.0, &[]));
+        let points = [
+            NamedPoint {
+                arm: "a",
+                level: Level::Concurrency(4),
+                result: &a,
+                spread: Some((1050.0, 1150.0)),
+                category_tpot_ms: None,
+            },
+            NamedPoint {
+                arm: "b",
+                level: Level::Concurrency(4),
+                result: &b,
+                spread: Some((1060.0, 1120.0)),
+                category_tpot_ms: None,
+            },
+            NamedPoint {
+                arm: "base",
+                level: Level::Concurrency(4),
+                result: &plain,
+                spread: Some((990.0, 1010.0)),
+                category_tpot_ms: None,
+            },
+        ];
+        let t = SweepTable::of_arms(&points, Costs::H100_FREE_DRAFTS, None);
+        let pick = &t.recommendation.as_ref().unwrap().levels[0];
+        assert_eq!(pick.arm.as_deref(), Some("a"));
+        // b's best case (1120 / 990) reaches a's worst (1050 / 1010); a's worst is above 1.
+        assert_eq!(pick.tied, vec!["b".to_string()]);
+        assert!(!t.recommendation.as_ref().unwrap().ranges[0].sure);
+        let loses = run(900.0, &rates);
+        let points = [
+            NamedPoint {
+                arm: "a",
+                level: Level::Concurrency(4),
+                result: &loses,
+                spread: None,
+                category_tpot_ms: None,
+            },
+            NamedPoint {
+                arm: "base",
+                level: Level::Concurrency(4),
+                result: &plain,
+                spread: None,
+                category_tpot_ms: None,
+            },
+        ];
+        let t = SweepTable::of_arms(&points, Costs::H100_FREE_DRAFTS, None);
+        let rec = t.recommendation.unwrap();
+        assert_eq!(
+            rec.settings[0].line,
+            "(no --speculative-config: serve without speculation)"
+        );
+    }
 
     #[test]
     fn the_model_schedule_is_the_best_k_at_every_batch() {

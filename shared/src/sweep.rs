@@ -554,6 +554,9 @@ impl SweepTable {
     pub fn render(&self) -> String {
         let mut out = if self.arms.arms.len() > 1 {
             let mut out = self.arms.render(self.axis);
+            if let Some(slo) = &self.goodput_slo {
+                out.push_str(&self.render_arms_goodput(slo));
+            }
             for a in &self.arms.arms {
                 if let Some(line) = a
                     .table
@@ -573,6 +576,35 @@ impl SweepTable {
         if let Some(r) = &self.recommendation {
             out.push('\n');
             out.push_str(&r.render());
+        }
+        out
+    }
+
+    /// Every arm's goodput by level beside plain's, and each arm's goodput crossing.
+    fn render_arms_goodput(&self, slo: &str) -> String {
+        let cell = |v: Option<f64>| v.map_or_else(|| "—".to_string(), |v| format!("{v:.2}"));
+        let mut out = format!(
+            "Goodput (completed requests/s within {slo}):\n{:>12}",
+            self.axis.column()
+        );
+        for a in &self.arms.arms {
+            out.push_str(&format!(" {:>12}", a.name));
+        }
+        out.push_str(&format!(" {:>12}\n", "plain"));
+        for level in self.arms.levels() {
+            out.push_str(&format!("{level:>12}"));
+            let row = |t: &SweepTable| t.rows.iter().find(|r| r.level == level).copied();
+            for a in &self.arms.arms {
+                out.push_str(&format!(" {:>12}", cell(row(&a.table).and_then(|r| r.spec_goodput))));
+            }
+            out.push_str(&format!(" {:>12}\n", cell(row(self).and_then(|r| r.base_goodput))));
+        }
+        for a in &self.arms.arms {
+            let crossing = a.table.goodput_crossing.map_or_else(
+                || "no goodput crossing in range".to_string(),
+                |b| format!("goodput crossing {b:.1}"),
+            );
+            out.push_str(&format!("  {}: {crossing}\n", a.name));
         }
         out
     }
