@@ -80,8 +80,18 @@ fn arms_at(table: &SweepTable, level: f64) -> Option<String> {
             )
         })
         .collect();
+    let unit = match table.axis {
+        Axis::Concurrency => "tok/s",
+        Axis::RequestRate => "ms median E2E",
+    };
+    let plain = table
+        .arms
+        .arms
+        .iter()
+        .find_map(|a| a.table.rows.iter().find(|r| r.level == at).and_then(|r| r.figures().1))
+        .map_or_else(|| "not measured".to_string(), |v| format!("{} {unit}", tick(v, 1e9)));
     Some(format!(
-        "{noun} {}: {} (each ÷ plain)",
+        "{noun} {}: {} (each ÷ plain) · plain {plain}",
         tick(at, 1e9),
         parts.join(" · ")
     ))
