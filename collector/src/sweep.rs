@@ -1,9 +1,10 @@
 //! `speclens sweep`: the same sweep of concurrencies (closed loop) or request rates (open loop)
-//! against a speculative and a plain server, `--repeats` `speclens bench` runs per arm and point
-//! (the median's result is `spec-c<N>.json` / `base-r<rate>.json`, readable as `vllm bench
-//! serve` results), then the ratio table (steady-state throughputs by concurrency, median E2E
-//! latencies by rate) with the repeats' spread, the measured crossing with its interval, and
-//! the model's prediction from the measured acceptance length.
+//! against one or more speculative arms and a plain server, `--repeats` `speclens bench` runs
+//! per arm and point (the median's result is `spec-c<N>.json` / `<arm>-c<N>.json` /
+//! `base-r<rate>.json`, readable as `vllm bench serve` results), then each arm's ratio table
+//! (steady-state throughputs by concurrency, median E2E latencies by rate) with the repeats'
+//! spread, the measured crossings with their intervals, latency and engine load beside them,
+//! the model's prediction from the measured acceptance length, and the recommendation.
 
 use std::collections::BTreeMap;
 use std::path::PathBuf;

@@ -1,6 +1,7 @@
-//! The break-even sweep's table: both arms by concurrency (output-token throughput) or by
+//! The break-even sweep's table: two arms by concurrency (output-token throughput) or by
 //! request rate (median E2E latency), their ratio and verdict, the measured crossing (B* or λ*),
-//! and the model's prediction beside it.
+//! and the model's prediction beside it; with every arm of a multi-arm sweep and its
+//! recommendation beside the first arm's table (`crate::arms`, `crate::recommend`).
 
 use serde::{Deserialize, Serialize};
 
@@ -9,7 +10,8 @@ use crate::model::{break_even_batch, sweep_crossing, Costs, RatioPoint, UNCHARGE
 use crate::recommend::Recommendation;
 use crate::results::RunResult;
 
-/// The two arms of a sweep.
+/// The two roles in one two-arm table: the arm compared (a speculative arm, or the first of a
+/// pair) and the one it is compared with (plain, or the second of a pair).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
 #[serde(rename_all = "lowercase")]
 pub enum Arm {
@@ -17,15 +19,6 @@ pub enum Arm {
     Spec,
     /// The plain server.
     Base,
-}
-
-impl Arm {
-    pub fn name(self) -> &'static str {
-        match self {
-            Arm::Spec => "spec",
-            Arm::Base => "base",
-        }
-    }
 }
 
 /// What a sweep varies.
