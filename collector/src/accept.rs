@@ -300,7 +300,7 @@ pub async fn run_with(args: Plan, hub: Option<LiveHub>) -> Result<Vec<CategoryAc
         bench::output::write_atomic(&path, &bench::output::to_json_bytes(row)?)?;
     }
     crate::console::status(&render(&rows));
-    for warning in speclens_shared::notices::category_warnings(&rows) {
+    for warning in speclens_shared::warnings::category_warnings(&rows) {
         crate::statusln!("Note: {warning}");
     }
     crate::statusln!("Results: {}", out.display());

@@ -29,6 +29,7 @@ pub mod scrape;
 pub mod sse;
 pub mod steady;
 pub mod sweep;
+pub mod warnings;
 pub mod whatif;
 
 pub use error::Error;

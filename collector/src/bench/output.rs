@@ -11,11 +11,12 @@ use indicatif::{ProgressBar, ProgressDrawTarget, ProgressStyle};
 use serde_json::Value;
 use speclens_shared::aggregate::{SpecSummary, CONSOLE_COLUMNS};
 use speclens_shared::aiperf::{profile_export, record_line, RunInfo};
-use speclens_shared::notices::{workload_warnings, Notices};
+use speclens_shared::notices::Notices;
 use speclens_shared::protocol::Distributions;
 use speclens_shared::results::{EndpointResult, ErrorCount, Errors, RunConfig, RunResult, SpecDecodeSection};
 use speclens_shared::run::{vllm_summary, RunMetrics};
 use speclens_shared::scrape::{console_block, result_file_label, SpecDecodeData, SpecDecodeResult};
+use speclens_shared::warnings::workload_warnings;
 
 use super::paths::SpecPaths;
 use super::plan::Stop;
