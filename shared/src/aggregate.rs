@@ -34,18 +34,8 @@ pub struct MetricStats {
     pub sum: f64,
 }
 
-/// Linear-interpolation percentile of sorted values: `idx = q/100·(n−1)`.
-pub fn percentile(sorted: &[f64], q: f64) -> Option<f64> {
-    let n = sorted.len();
-    if n == 0 {
-        return None;
-    }
-    let idx = q / 100.0 * (n - 1) as f64;
-    let lo = idx.floor() as usize;
-    let hi = idx.ceil() as usize;
-    let frac = idx - lo as f64;
-    Some(sorted[lo] + frac * (sorted[hi] - sorted[lo]))
-}
+/// Linear-interpolation percentile of sorted values (in `sample.rs`, where samples keep them).
+pub use crate::sample::percentile;
 
 /// A distribution as equal-width bins, for charts: a few dozen numbers however many values.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]

@@ -293,6 +293,39 @@ impl EngineLoad {
     }
 }
 
+impl EngineLoad {
+    /// The load over a window: the gauges' mean (and KV's highest) over the live scrapes during
+    /// it (a scrape after the run sees an idle engine), preemptions as after minus before
+    /// (`None` across a counter reset).
+    pub fn over(
+        before: Option<&crate::scrape::LoadSample>,
+        during: &[crate::scrape::LoadSample],
+        after: Option<&crate::scrape::LoadSample>,
+    ) -> Option<EngineLoad> {
+        let mean = |f: fn(&crate::scrape::LoadSample) -> Option<f64>| {
+            let v: Vec<f64> = during.iter().filter_map(f).collect();
+            (!v.is_empty()).then(|| v.iter().sum::<f64>() / v.len() as f64)
+        };
+        let preemptions = match (before.and_then(|b| b.preemptions), after.and_then(|a| a.preemptions)) {
+            (Some(b), Some(a)) if a >= b => Some(a - b),
+            _ => None,
+        };
+        let load = EngineLoad {
+            kv_cache_usage_mean: mean(|s| s.kv_cache_usage),
+            kv_cache_usage_max: during.iter().filter_map(|s| s.kv_cache_usage).reduce(f64::max),
+            preemptions,
+            running_mean: mean(|s| s.running),
+            waiting_mean: mean(|s| s.waiting),
+            scrapes: during.len(),
+        };
+        let any = load.kv_cache_usage_mean.is_some()
+            || load.preemptions.is_some()
+            || load.running_mean.is_some()
+            || load.waiting_mean.is_some();
+        any.then_some(load)
+    }
+}
+
 /// A value, or its default when the file holds null.
 fn null_as_default<'de, D, T>(d: D) -> Result<T, D::Error>
 where

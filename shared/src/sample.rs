@@ -5,8 +5,6 @@
 
 use hdrhistogram::Histogram;
 
-use crate::aggregate::percentile;
-
 /// Values kept exactly before the histogram takes over: every run of up to this many values (a
 /// few thousand requests' inter-token gaps) reports what numpy would; 512 KiB at most.
 pub const EXACT_LIMIT: usize = 1 << 16;
@@ -17,6 +15,19 @@ const SCALE: f64 = 1e6;
 
 /// Significant decimal digits the histogram keeps.
 pub const HISTOGRAM_DIGITS: u8 = 3;
+
+/// Linear-interpolation percentile of sorted values: `idx = q/100·(n−1)`.
+pub fn percentile(sorted: &[f64], q: f64) -> Option<f64> {
+    let n = sorted.len();
+    if n == 0 {
+        return None;
+    }
+    let idx = q / 100.0 * (n - 1) as f64;
+    let lo = idx.floor() as usize;
+    let hi = idx.ceil() as usize;
+    let frac = idx - lo as f64;
+    Some(sorted[lo] + frac * (sorted[hi] - sorted[lo]))
+}
 
 /// One metric's values, folded as they come.
 #[derive(Debug, Clone)]

@@ -411,39 +411,6 @@ impl LoadSample {
     }
 }
 
-impl crate::results::EngineLoad {
-    /// The load over a window: the gauges' mean (and KV's highest) over the live scrapes during
-    /// it (a scrape after the run sees an idle engine), preemptions as after minus before
-    /// (`None` across a counter reset).
-    pub fn over(
-        before: Option<&LoadSample>,
-        during: &[LoadSample],
-        after: Option<&LoadSample>,
-    ) -> Option<crate::results::EngineLoad> {
-        let mean = |f: fn(&LoadSample) -> Option<f64>| {
-            let v: Vec<f64> = during.iter().filter_map(f).collect();
-            (!v.is_empty()).then(|| v.iter().sum::<f64>() / v.len() as f64)
-        };
-        let preemptions = match (before.and_then(|b| b.preemptions), after.and_then(|a| a.preemptions)) {
-            (Some(b), Some(a)) if a >= b => Some(a - b),
-            _ => None,
-        };
-        let load = crate::results::EngineLoad {
-            kv_cache_usage_mean: mean(|s| s.kv_cache_usage),
-            kv_cache_usage_max: during.iter().filter_map(|s| s.kv_cache_usage).reduce(f64::max),
-            preemptions,
-            running_mean: mean(|s| s.running),
-            waiting_mean: mean(|s| s.waiting),
-            scrapes: during.len(),
-        };
-        let any = load.kv_cache_usage_mean.is_some()
-            || load.preemptions.is_some()
-            || load.running_mean.is_some()
-            || load.waiting_mean.is_some();
-        any.then_some(load)
-    }
-}
-
 /// llama.cpp prints counters with 6 significant digits: from 1e6 on, a value is rounded.
 const LLAMACPP_EXACT_BELOW: u64 = 1_000_000;
 
@@ -1252,6 +1219,7 @@ impl IncreaseAccumulator {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::results::EngineLoad;
 
     #[test]
     fn engine_load_over_a_window() {
@@ -1268,7 +1236,7 @@ mod tests {
             LoadSample::of_text(&text(0.1, 2, 6)).unwrap(),
         ];
         let after = LoadSample::of_text(&text(0.0, 0, 7)).unwrap();
-        let load = crate::results::EngineLoad::over(Some(&before), &during, Some(&after)).unwrap();
+        let load = EngineLoad::over(Some(&before), &during, Some(&after)).unwrap();
         assert_eq!(load.kv_cache_usage_mean, Some(0.3));
         assert_eq!(load.kv_cache_usage_max, Some(0.5));
         assert_eq!(
@@ -1276,10 +1244,10 @@ mod tests {
             (Some(4), Some(5.0), 2)
         );
         // Without live scrapes only the preemptions are known (the idle after-scrape is no mean).
-        let bare = crate::results::EngineLoad::over(Some(&before), &[], Some(&after)).unwrap();
+        let bare = EngineLoad::over(Some(&before), &[], Some(&after)).unwrap();
         assert_eq!((bare.kv_cache_usage_mean, bare.preemptions), (None, Some(4)));
         // A counter reset gives no preemption count, not a silent zero; no families: nothing.
-        let reset = crate::results::EngineLoad::over(Some(&after), &during, Some(&before)).unwrap();
+        let reset = EngineLoad::over(Some(&after), &during, Some(&before)).unwrap();
         assert_eq!(reset.preemptions, None);
         assert_eq!(LoadSample::of_text("vllm:spec_decode_num_drafts_total 3\n"), None);
         assert_eq!(LoadSample::of_text("not exposition {"), None);
