@@ -8,7 +8,7 @@ use std::time::Duration;
 use serde_json::Value;
 use speclens_shared::model::{best_k, Costs};
 
-use crate::common::{run_speclens, run_speclens_within, Speclens};
+use crate::common::{read_json, run_speclens, run_speclens_within, Speclens};
 
 /// A timed sim on a small ridge (T* = 8 token positions), so that its arms cross within a few
 /// concurrent requests; `extra` sets k and acceptance.
@@ -16,10 +16,6 @@ fn timed_sim(extra: &[&str]) -> Speclens {
     let mut args = vec!["sim", "--port", "0", "--ridge", "8", "--step-ms", "6"];
     args.extend_from_slice(extra);
     Speclens::start(&args)
-}
-
-fn read_json(path: &Path) -> Value {
-    serde_json::from_str(&std::fs::read_to_string(path).unwrap_or_else(|e| panic!("{}: {e}", path.display()))).unwrap()
 }
 
 #[test]

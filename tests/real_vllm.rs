@@ -23,7 +23,7 @@ use serde_json::{json, Value};
 use speclens_shared::run::RequestRecord;
 
 use crate::common::{
-    bench_into, get_text, post_json, post_sse, read_records, run_speclens_within, workspace, Speclens,
+    bench_into, get_text, post_json, post_sse, read_json, read_records, run_speclens_within, workspace, Speclens,
 };
 
 const NEEDS: &str = "needs the real vLLM servers that scripts/test.sh starts (scripts/real-vllm.sh)";
@@ -70,11 +70,6 @@ fn speclens(args: &[&str]) -> (String, String) {
     let (code, stdout, stderr) = run_speclens_within(args, Duration::from_secs(180));
     assert_eq!(code, 0, "speclens {args:?} failed:\n{stdout}\n{stderr}");
     (stdout, stderr)
-}
-
-fn read_json(path: &Path) -> Value {
-    let text = std::fs::read_to_string(path).unwrap_or_else(|e| panic!("{}: {e}", path.display()));
-    serde_json::from_str(&text).unwrap_or_else(|e| panic!("{}: {e}", path.display()))
 }
 
 /// The spec-decode counters of a `/metrics` text, read by hand: each family's samples summed

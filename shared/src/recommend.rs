@@ -508,13 +508,13 @@ impl Recommendation {
                 .filter(|l| l.model_k.is_some() && l.k.is_some())
                 .collect();
             if !checked.is_empty() {
-                let agree = checked
+                // The model agrees where its k is the pick's, or that of an arm tied with it.
+                let (agreeing, differing): (Vec<&LevelPick>, Vec<&LevelPick>) = checked
                     .iter()
-                    .filter(|l| l.model_k == l.k || l.tied.iter().any(|t| self.k_of(t) == l.model_k))
-                    .count();
-                let disagree: Vec<String> = checked
+                    .partition(|l| l.model_k == l.k || l.tied.iter().any(|t| self.k_of(t) == l.model_k));
+                let agree = agreeing.len();
+                let disagree: Vec<String> = differing
                     .iter()
-                    .filter(|l| !(l.model_k == l.k || l.tied.iter().any(|t| self.k_of(t) == l.model_k)))
                     .map(|l| {
                         let model_k = l.model_k.unwrap_or(0);
                         let untried = if model_k > 0 && !self.levels.iter().any(|x| x.k == Some(model_k)) {

@@ -190,6 +190,12 @@ pub fn run_speclens_within(args: &[&str], limit: Duration) -> (i32, String, Stri
     }
 }
 
+/// A JSON file's value; a missing or malformed file fails the test, naming it.
+pub fn read_json(path: &Path) -> serde_json::Value {
+    let text = std::fs::read_to_string(path).unwrap_or_else(|e| panic!("{}: {e}", path.display()));
+    serde_json::from_str(&text).unwrap_or_else(|e| panic!("{}: {e}", path.display()))
+}
+
 /// `speclens sweep` of the servers at `spec` and `base` at concurrency `levels` into `out`, with
 /// `extra` flags, within `limit`: (exit code, stdout, stderr).
 pub fn sweep_within(
