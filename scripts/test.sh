@@ -60,13 +60,25 @@ for pid in "${starters[@]}"; do
   wait "$pid" || die "a real engine's server did not start (see the message above)"
 done
 say "tests"
+# Snapshots and screenshots are checked here, never rewritten.
+unset SPECLENS_UPDATE_SNAPSHOTS SPECLENS_UPDATE_SCREENSHOTS
 set +e
 # One test at a time: the timing tests measure a simulated server, and a neighbour test
 # loading both cores would skew what they measure. --include-ignored runs the real-engine
 # tests, which a plain `cargo test` skips for want of the servers.
-cargo test -- --test-threads=1 --include-ignored 2>&1 | tee "$log"
+cargo test --no-fail-fast -- --test-threads=1 --include-ignored 2>&1 | tee "$log"
 status=${PIPESTATUS[0]}
 set -e
+# Every test the suite defines ran: none filtered out, ignored or left in a binary that did
+# not run (the list is of the same build, so it costs no compile).
+defined="$(cargo test -q -- --list 2>/dev/null | grep -c ': test$')"
+ran="$(awk '/^test result:/ { for (i = 2; i <= NF; i++) if ($i ~ /^(passed|failed);/) n += $(i - 1) } END { print n + 0 }' "$log")"
+skipped="$(awk '/^test result:/ { for (i = 2; i <= NF; i++) if ($i ~ /^(ignored|filtered)/) n += $(i - 1) } END { print n + 0 }' "$log")"
+if [ "$ran" != "$defined" ] || [ "$skipped" != 0 ]; then
+  printf 'speclens test: error: the suite defines %s tests; %s ran and %s were ignored or filtered out\n' \
+    "$defined" "$ran" "$skipped" >&2
+  [ "$status" != 0 ] || status=1
+fi
 # One closing line with the totals of every test binary.
 awk '/^test result:/ { for (i = 2; i <= NF; i++) { if ($i ~ /^passed;/) p += $(i - 1); if ($i ~ /^failed;/) f += $(i - 1) } }
      END { printf "tests: %d passed, %d failed\n", p, f }' "$log"

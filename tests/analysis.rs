@@ -303,6 +303,30 @@ async fn the_demo_measures_then_serves_the_seeded_what_if() {
         demo.earlier.contains("speclens dashboard: http://127.0.0.1:"),
         "the live page is served from the start"
     );
+    // The seeded figures are what the demo measured: the accept categories' files, pooled by
+    // hand (E = 1 + Σaccepted ÷ Σsteps; each position's rate weighted by its category's steps).
+    let (mut steps, mut accepted, mut weighted) = (0.0, 0.0, [0.0; 3]);
+    for entry in std::fs::read_dir(out.path().join("accept")).unwrap() {
+        let path = entry.unwrap().path();
+        if !path.file_name().unwrap().to_str().unwrap().starts_with("accept-") {
+            continue;
+        }
+        let category = crate::common::read_json(&path);
+        let n = category["num_spec_steps"].as_f64().unwrap();
+        steps += n;
+        accepted += category["accepted_tokens"].as_f64().unwrap();
+        for (pos, slot) in weighted.iter_mut().enumerate() {
+            *slot += category["per_position_acceptance_rates"][pos.to_string()]
+                .as_f64()
+                .unwrap_or(0.0)
+                * n;
+        }
+    }
+    assert!(steps > 0.0, "the demo measured acceptance");
+    let query = |name: &str| crate::common::field_after(&url.replace('&', " "), &format!("{name}="));
+    assert_eq!(query("e"), format!("{:.3}", 1.0 + accepted / steps), "{url}");
+    let rates: Vec<String> = weighted.iter().map(|w| format!("{:.3}", w / steps)).collect();
+    assert_eq!(query("rates"), rates.join(","), "{url}");
     let page = reqwest::get(url.split('#').next().unwrap()).await.unwrap();
     assert_eq!(page.status(), 200);
     assert!(out.path().join("accept/accept-summarization.json").is_file());
@@ -389,6 +413,7 @@ fn scrape_prints_counters_and_rates() {
         "--alpha",
         "0.8",
     ]);
+    let run = tempfile::tempdir().unwrap();
     let (code, out, _) = run_speclens(&[
         "bench",
         "--url",
@@ -398,16 +423,43 @@ fn scrape_prints_counters_and_rates() {
         "--output-tokens",
         "20",
         "--out",
-        tempfile::tempdir().unwrap().path().join("r").to_str().unwrap(),
+        run.path().to_str().unwrap(),
     ]);
     assert_eq!(code, 0, "{out}");
-    let (code, out, _) = run_speclens(&["scrape", &spec.url()]);
-    assert_eq!(code, 0);
-    assert!(
-        out.contains("/metrics: drafts ") && out.contains("since start: acceptance rate "),
-        "{out}"
-    );
+    let result = crate::common::read_json(&run.path().join("result.json"));
+    // The sim served only this run: its counters since start are the run's window.
+    let (code, out, err) = run_speclens(&["scrape", &spec.url()]);
+    assert_eq!(code, 0, "{err}");
+    let field = crate::common::field_after;
+    let counters = out
+        .lines()
+        .find(|l| l.contains("/metrics: drafts "))
+        .unwrap_or_else(|| panic!("{out}"));
+    for (name, key) in [
+        ("drafts ", "spec_decode_num_drafts"),
+        ("draft tokens ", "spec_decode_draft_tokens"),
+        ("accepted ", "spec_decode_accepted_tokens"),
+    ] {
+        let n = result[key].as_u64().unwrap_or_else(|| panic!("{key}"));
+        assert!(n > 0, "{key}");
+        assert_eq!(field(counters, name), n.to_string(), "{name}in {counters}");
+    }
+    let since = out
+        .lines()
+        .find(|l| l.contains("since start: acceptance rate "))
+        .unwrap_or_else(|| panic!("{out}"));
+    for (name, key) in [
+        ("acceptance rate ", "spec_decode_acceptance_rate"),
+        ("acceptance length ", "spec_decode_acceptance_length"),
+    ] {
+        let expected = result[key].as_f64().unwrap_or_else(|| panic!("{key}"));
+        assert_eq!(field(since, name), format!("{expected:.2}"), "{since}");
+    }
     let base = Speclens::start(&["sim", "--port", "0"]);
-    let (_, out, _) = run_speclens(&["scrape", &format!("{}/metrics", base.url())]);
+    let (code, out, err) = run_speclens(&["scrape", &format!("{}/metrics", base.url())]);
+    assert_eq!(
+        code, 0,
+        "a server without speculation is a finding, not a failure: {err}"
+    );
     assert!(out.contains("No spec decode metrics found on server"), "{out}");
 }

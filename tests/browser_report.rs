@@ -9,7 +9,9 @@ use std::time::Duration;
 use serde_json::Value;
 
 use crate::browser_whatif::redrawn;
-use crate::common::browser::{canvas_ink, open_offline_browser, severe_log, start_chromedriver, text_of, value_of};
+use crate::common::browser::{
+    assert_series_drawn, canvas_ink, open_offline_browser, rgb, severe_log, start_chromedriver, text_of, value_of,
+};
 use crate::common::{run_speclens, wait_for, workspace, Speclens};
 
 const HOSTILE: &str = "<img src=x onerror=alert(1)>";
@@ -93,6 +95,8 @@ async fn a_report_opens_offline_from_a_file_with_its_figures_charts_and_fragment
         .await;
         assert!(ink > 2000, "{id}");
     }
+    assert_series_drawn(&client, "live-positions", &[("per-request bars", rgb::ACCEPTED)]).await;
+    assert_series_drawn(&client, "live-latency-dist", &[("latency bars", rgb::PROPOSED)]).await;
 
     // The what-if seeded from the run, then changed: its URL reopens the same view and values.
     client.goto(&format!("{url}#whatif?alpha=0.6&k=4")).await.unwrap();
@@ -155,6 +159,12 @@ async fn vllm_results_and_sweeps_make_a_report_and_another_schema_gets_a_message
     wait_for("the sweep chart", Duration::from_secs(20), || async {
         canvas_ink(&client, "sweep-chart").await.filter(|(ink, _)| *ink > 2000)
     })
+    .await;
+    assert_series_drawn(
+        &client,
+        "sweep-chart",
+        &[("speculative arm", rgb::SPECULATIVE), ("plain arm", rgb::BASE)],
+    )
     .await;
     assert!(severe_log(&client).await.is_empty());
 

@@ -13,8 +13,8 @@ use fantoccini::{Client, Locator};
 use serde_json::Value;
 
 use crate::common::browser::{
-    canvas_backing, canvas_ink, clipped_tables, open_browser, open_browser_at_scale, screenshot, set_width, severe_log,
-    sideways_overflow, start_chromedriver, text_of,
+    assert_series_drawn, canvas_backing, canvas_ink, clipped_tables, open_browser, open_browser_at_scale, rgb,
+    screenshot, set_width, severe_log, sideways_overflow, start_chromedriver, text_of,
 };
 use speclens_shared::overview::batch_text;
 
@@ -197,6 +197,14 @@ async fn the_overview_lands_first_with_the_measured_crossing_and_the_views_fit_a
         })
         .await;
     }
+    assert_series_drawn(
+        &client,
+        "overview-sweep",
+        &[("speculative arm", rgb::SPECULATIVE), ("plain arm", rgb::BASE)],
+    )
+    .await;
+    assert_series_drawn(&client, "overview-positions", &[("measured bars", rgb::ACCEPTED)]).await;
+    assert_series_drawn(&client, "overview-accept", &[("category bars", rgb::SPECULATIVE)]).await;
     screenshot(&client, "overview-1400").await;
     // The served page runs under its full Content-Security-Policy: nothing refused.
     let severe = severe_log(&client).await;

@@ -272,8 +272,13 @@ fn check_passes_a_rerun_and_fails_lowered_acceptance() {
         "{stderr}"
     );
     // Only the figures chosen fail: a check of a figure the runs lack passes nothing silently.
-    let (code, _, stderr) = check(&low, &["--figure", "crossing"]);
+    let (code, stdout, stderr) = check(&low, &["--figure", "crossing"]);
     assert_eq!(code, 0, "no crossing in a run: nothing chosen got worse: {stderr}");
+    assert!(
+        stdout.contains("Not checked: crossing was chosen with --figure, but the baseline ")
+            && stdout.contains("has no such figure (a run has none: speedups and crossings come from sweeps)."),
+        "the absent figure is named: {stdout}"
+    );
     let (code, _, stderr) = check(&low, &["--figure", "latency"]);
     assert_eq!(code, 2, "{stderr}");
     // A run against a sweep: refused by name.
@@ -409,4 +414,62 @@ fn a_sweep_over_categorised_prompts_gives_each_category_its_speedup() {
         !stdout.contains("random-token prompts"),
         "a real dataset draws no such warning: {stdout}"
     );
+}
+
+#[test]
+fn a_sweep_with_swapped_arms_stops_naming_each_arm_unless_allowed() {
+    let spec = Speclens::instant_spec_sim("0.7", &[]);
+    let plain = Speclens::start(&["sim", "--port", "0", "--time-scale", "0"]);
+    let dir = tempfile::tempdir().unwrap();
+    let out = dir.path().join("swapped");
+    let flags = ["--requests-per-slot", "2", "--repeats", "1", "--output-tokens", "16"];
+    // The plain server given as the speculative arm, the speculative one as plain.
+    let (code, stdout, stderr) =
+        crate::common::sweep_within(&plain.url(), &spec.url(), "1,2", &out, &flags, Duration::from_secs(60));
+    assert_eq!(code, 2, "a usage error:\n{stdout}{stderr}");
+    assert!(
+        stderr.contains("arm spec is given as speculative but its server does not speculate")
+            && stderr.contains("arm base is given as plain (--base-url) but its server speculates"),
+        "{stderr}"
+    );
+    assert!(!out.join("sweep.json").exists(), "nothing was measured");
+    // --allow-mixed-arms goes on, and sweep.json keeps the warnings.
+    let allowed: Vec<&str> = flags.iter().copied().chain(["--allow-mixed-arms"]).collect();
+    let (code, stdout, stderr) = crate::common::sweep_within(
+        &plain.url(),
+        &spec.url(),
+        "1,2",
+        &out,
+        &allowed,
+        Duration::from_secs(60),
+    );
+    assert_eq!(code, 0, "{stdout}{stderr}");
+    let table = crate::common::read_json(&out.join("sweep.json"));
+    let warnings: Vec<&str> = table["warnings"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|w| w.as_str().unwrap())
+        .collect();
+    assert_eq!(warnings.len(), 2, "{warnings:?}");
+    assert!(
+        warnings[0].starts_with("arm spec is given as speculative"),
+        "{warnings:?}"
+    );
+    assert!(warnings[1].starts_with("arm base is given as plain"), "{warnings:?}");
+    // Arms that match their servers pass without a word.
+    let right = dir.path().join("right");
+    let (code, stdout, stderr) = crate::common::sweep_within(
+        &spec.url(),
+        &plain.url(),
+        "1,2",
+        &right,
+        &flags,
+        Duration::from_secs(60),
+    );
+    assert_eq!(code, 0, "{stdout}{stderr}");
+    assert!(!stderr.contains("do not match") && !stdout.contains("do not match"));
+    assert!(crate::common::read_json(&right.join("sweep.json"))
+        .get("warnings")
+        .is_none());
 }

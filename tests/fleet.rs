@@ -182,13 +182,6 @@ async fn the_prometheus_path_equals_the_direct_scrapes_across_three_replicas() {
     );
     // The live timeline has per-instance points from rate().
     let timeline = result["spec_decode"]["timeline"].as_array().unwrap();
-    eprintln!(
-        "DEBUG {:?}",
-        timeline
-            .iter()
-            .filter(|p| p["endpoint"].as_str().unwrap().starts_with("prometheus"))
-            .collect::<Vec<_>>()
-    );
     assert!(
         timeline
             .iter()
@@ -267,23 +260,101 @@ fn an_unreachable_prometheus_is_a_reason_and_the_run_completes() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn sglang_gauges_are_averaged_over_the_window() {
-    // SGLang's exposition (a reference fixture) served as a scrape target of its own.
-    let text = crate::common::read_fixture("generated_sglang_multiproc.prom");
-    let app = axum::Router::new().route("/metrics", axum::routing::get(move || async move { text }));
+    // SGLang's exposition (a reference fixture) served as a scrape target of its own, whose
+    // gauges change a third of the way into the run: accept length 2.00 (rate 0.40) before,
+    // 4.00 (rate 0.80) after. An instant query or `last_over_time` reads 4.00, a range ending
+    // at the start reads 2.00; the window's mean lies between them, at the time-weighted value.
+    use std::sync::atomic::{AtomicBool, Ordering};
+    use std::sync::Arc;
+    let fixture = crate::common::read_fixture("generated_sglang_multiproc.prom");
+    assert!(
+        fixture.contains("} 3.09\n") && fixture.contains("} 0.6973\n"),
+        "the fixture's values"
+    );
+    let before = fixture
+        .replace("} 3.09\n", "} 2.00\n")
+        .replace("} 0.6973\n", "} 0.40\n");
+    let after = fixture
+        .replace("} 3.09\n", "} 4.00\n")
+        .replace("} 0.6973\n", "} 0.80\n");
+    let switched = Arc::new(AtomicBool::new(false));
+    let flag = switched.clone();
+    let app = axum::Router::new().route(
+        "/metrics",
+        axum::routing::get(move || {
+            let text = if flag.load(Ordering::SeqCst) {
+                after.clone()
+            } else {
+                before.clone()
+            };
+            async move { text }
+        }),
+    );
     let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
     let target = format!("http://{}", listener.local_addr().unwrap());
     tokio::spawn(async move { axum::serve(listener, app).await });
     let prometheus = start_prometheus_job("sglang", &[target]).await;
     let replica = Speclens::instant_spec_sim("0.7", &[]);
-    let (stdout, result) = bench_selecting(
-        &[replica.url()],
-        &prometheus.url,
-        r#"{job="sglang"}"#,
-        &["--num-prompts", "20", "--request-rate", "20"],
-    );
+    let unix_s = || {
+        std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .unwrap()
+            .as_secs_f64()
+    };
+    // 40 requests at a constant 10 per second: about 4 s; the gauges change 1.5 s in.
+    let started_s = unix_s();
+    let switch = {
+        let switched = switched.clone();
+        tokio::spawn(async move {
+            tokio::time::sleep(Duration::from_millis(1500)).await;
+            switched.store(true, Ordering::SeqCst);
+            unix_s()
+        })
+    };
+    let (url, prom) = (replica.url(), prometheus.url.clone());
+    let (stdout, result) = tokio::task::spawn_blocking(move || {
+        bench_selecting(
+            &[url],
+            &prom,
+            r#"{job="sglang"}"#,
+            &["--num-prompts", "40", "--request-rate", "10", "--arrival", "constant"],
+        )
+    })
+    .await
+    .unwrap();
+    let ended_s = unix_s();
+    let switched_s = switch.await.unwrap();
     let fleet = &result["spec_decode"]["prometheus"];
     assert_eq!(fleet["result"]["status"], "na");
-    assert_eq!(fleet["sglang"]["accept_length"].as_f64(), Some(3.09), "{fleet}");
-    assert_eq!(fleet["sglang"]["accept_rate"].as_f64(), Some(0.6973));
-    assert!(stdout.contains("accept length 3.09, accept rate 69.73 %"), "{stdout}");
+    let length = fleet["sglang"]["accept_length"]
+        .as_f64()
+        .unwrap_or_else(|| panic!("{fleet}"));
+    let rate = fleet["sglang"]["accept_rate"]
+        .as_f64()
+        .unwrap_or_else(|| panic!("{fleet}"));
+    assert!(
+        2.0 < length && length < 4.0,
+        "strictly between the two values: {length}"
+    );
+    // The time-weighted mean over the window, which opens after the process started and
+    // closes before it exited, lasting at least the run's own duration: the earliest such
+    // window weighs 2.00 the most, the latest 4.00.
+    let duration_s = result["duration"].as_f64().unwrap();
+    let weighted =
+        |start_s: f64, end_s: f64| (2.0 * (switched_s - start_s) + 4.0 * (end_s - switched_s)) / (end_s - start_s);
+    let lowest = weighted(started_s, started_s + duration_s);
+    let highest = weighted(ended_s - duration_s, ended_s);
+    assert!(
+        (lowest - 0.15..=highest + 0.15).contains(&length),
+        "accept length {length}: the time-weighted mean lies in {lowest:.2}–{highest:.2}"
+    );
+    // The rate is the same mix of 0.40 and 0.80 (each value is 0.2 × its length here).
+    assert!(
+        (rate - length * 0.2).abs() < 0.01,
+        "accept rate {rate} against length {length}"
+    );
+    assert!(
+        stdout.contains(&format!("accept length {length:.2}, accept rate {:.2} %", rate * 100.0)),
+        "{stdout}"
+    );
 }

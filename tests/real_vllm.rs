@@ -380,8 +380,24 @@ async fn real_vllm_sweep_accept_and_scrape_complete() {
     let url = spec_detailed();
     let hand = Hand::scrape(&url).await;
     let (scraped, _) = speclens(&["scrape", &url]);
-    assert!(
-        scraped.contains(&hand.drafts.to_string()) && scraped.contains(&hand.accepted.to_string()),
+    let line = scraped
+        .lines()
+        .find(|l| l.contains("/metrics: drafts "))
+        .unwrap_or_else(|| panic!("{scraped}"));
+    let field = |name: &str| crate::common::field_after(line, name);
+    assert_eq!(
+        (field("drafts "), field("draft tokens "), field("accepted ")),
+        (
+            hand.drafts.to_string(),
+            hand.draft_tokens.to_string(),
+            hand.accepted.to_string()
+        ),
+        "hand: {hand:?}\n{scraped}"
+    );
+    let per_position = line.split("per position ").nth(1).unwrap_or_else(|| panic!("{line}"));
+    assert_eq!(
+        per_position.trim(),
+        format!("{:?}", hand.per_pos.values().collect::<Vec<_>>()),
         "hand: {hand:?}\n{scraped}"
     );
 }

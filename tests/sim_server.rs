@@ -327,18 +327,19 @@ async fn one_wave_tokens_per_s(url: &str, clients: &[reqwest::Client], tokens: u
 
 #[tokio::test]
 async fn with_timing_on_speculation_wins_at_low_concurrency_and_loses_at_high() {
-    // Model: E = 2.53 at α = 0.7, k = 3. Batch 1: spec 2.5× ahead; batch 256 on a 295-token
-    // ridge: spec steps hold 1,024 positions (3.5× slower) for 2.53 tokens each, so ≈ 0.73×.
-    // Real-time steps (scale 1): sleeps dominate the client's and server's own CPU time.
-    let common = ["--step-ms", "12", "--ridge", "295"];
+    // Model: E = 2.53 at α = 0.7, k = 3. Batch 1: spec 2.5× ahead; batch 64 on a 64-token
+    // ridge: spec steps hold 256 positions (4× slower) for 2.53 tokens each, so ≈ 0.63×.
+    // Real-time steps (scale 1): sleeps dominate the client's and server's own CPU time, and a
+    // wave of 64 (not 256) keeps the client's own work small beside a busy second core.
+    let common = ["--step-ms", "12", "--ridge", "64"];
     let spec_args = ["sim", "--port", "0", "--num-spec-tokens", "3", "--alpha", "0.7"];
     let spec_server = Speclens::start(&[&spec_args[..], &common[..]].concat());
     let base_server = Speclens::start(&[&["sim", "--port", "0"][..], &common[..]].concat());
     let (spec, base) = (spec_server.url(), base_server.url());
     let low = throughput_ratio(&spec, &base, 1, 48).await;
-    let high = throughput_ratio(&spec, &base, 256, 48).await;
+    let high = throughput_ratio(&spec, &base, 64, 48).await;
     assert!(low > 1.5, "concurrency 1: spec/base = {low:.2}");
-    assert!(high < 0.95, "concurrency 256: spec/base = {high:.2}");
+    assert!(high < 0.85, "concurrency 64: spec/base = {high:.2}");
 }
 
 #[tokio::test]
@@ -419,6 +420,13 @@ async fn eos_ends_requests_early_unless_ignored() {
             .or_insert(0) += 1;
     }
     assert!(reasons.get("stop").copied().unwrap_or(0) >= 18, "{reasons:?}");
+    // With ignore_eos every answer runs to max_tokens, as vLLM's do.
+    let body = json!({"prompt": "x", "max_tokens": 40, "temperature": 0, "ignore_eos": true});
+    for _ in 0..20 {
+        let (_, reply) = post_json(&format!("{url}/v1/completions"), &body).await;
+        assert_eq!(reply["choices"][0]["finish_reason"], "length", "{reply}");
+        assert_eq!(reply["usage"]["completion_tokens"], 40, "{reply}");
+    }
 }
 
 #[tokio::test]

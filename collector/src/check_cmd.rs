@@ -99,6 +99,19 @@ pub fn run(plan: &Plan) -> Result<(), CollectorError> {
         plan.baseline.display(),
         regress::render(&comparisons)
     ))?;
+    for kind in regress::unchecked(&plan.figures, &comparisons) {
+        let source = match (kind, &baseline) {
+            (FigureKind::Speedup | FigureKind::Crossing, Stored::Run(_)) => {
+                " (a run has none: speedups and crossings come from sweeps)"
+            }
+            _ => "",
+        };
+        crate::console::print(&format!(
+            "\nNot checked: {} was chosen with --figure, but the baseline {} has no such figure{source}.\n",
+            kind.name(),
+            plan.baseline.display()
+        ))?;
+    }
     let failed: Vec<&Comparison> = comparisons
         .iter()
         .filter(|c| plan.figures.contains(&c.kind) && matches!(c.verdict, Verdict::Worse | Verdict::Missing))

@@ -155,6 +155,7 @@ fn sweep_plan(spec_url: &str, k1_url: &str, base_url: &str, out: PathBuf) -> cra
         out: Some(out),
         dry_run: false,
         dashboard_port: None,
+        allow_mixed_arms: false,
     }
 }
 

@@ -9,10 +9,12 @@
 use std::collections::BTreeMap;
 use std::path::PathBuf;
 use std::sync::{Arc, OnceLock};
+use std::time::Duration;
 
 use speclens_shared::arms::{self, NamedPoint, BASE_ARM};
 use speclens_shared::model::Costs;
 use speclens_shared::results::RunResult;
+use speclens_shared::scrape::ScrapeFailure;
 use speclens_shared::sweep::{repeats_settled, Axis, Level, SweepTable};
 
 use crate::bench;
@@ -58,6 +60,53 @@ pub struct Plan {
     pub dry_run: bool,
     /// Serve the live dashboard on this port while the sweep runs.
     pub dashboard_port: Option<u16>,
+    /// Go on when an arm's server does not match its role (a plain arm that speculates, a
+    /// speculative one that does not); the warning is kept in `sweep.json`.
+    pub allow_mixed_arms: bool,
+}
+
+/// What an arm's `/metrics` says of its role before the sweep sends anything.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Role {
+    /// Spec-decode counters (or SGLang's gauges) are exported: the server speculates.
+    Speculates,
+    /// The metrics answer without any: the server does not.
+    Plain,
+    /// No answer to judge by (unreachable, malformed): the sweep's own points will say why.
+    Unknown,
+}
+
+/// Each arm's role as its server shows it against the role it was given: a sentence per
+/// mismatch, naming the arm and what was seen.
+async fn mismatched_arms(arms: &[(String, String)]) -> Vec<String> {
+    let Ok(client) = reqwest::Client::builder().timeout(Duration::from_secs(10)).build() else {
+        return Vec::new();
+    };
+    let mut found = Vec::new();
+    for (name, url) in arms {
+        let Ok(endpoints) = bench::scrape::endpoints(std::slice::from_ref(url), &[]) else {
+            continue;
+        };
+        let Some(endpoint) = endpoints.first() else { continue };
+        let (metrics, _) = bench::scrape::resolve_url(&client, &endpoint.url).await;
+        let role = match bench::scrape::fetch(&client, &metrics).await {
+            Ok(_) => Role::Speculates,
+            Err(ScrapeFailure::NoSpecMetrics) => Role::Plain,
+            Err(_) => Role::Unknown,
+        };
+        let plain = name == BASE_ARM;
+        let redacted = bench::redact_url(&metrics);
+        match (plain, role) {
+            (true, Role::Speculates) => found.push(format!(
+                "arm {name} is given as plain (--base-url) but its server speculates: {redacted} exports spec-decode counters"
+            )),
+            (false, Role::Plain) => found.push(format!(
+                "arm {name} is given as speculative but its server does not speculate: {redacted} exports no spec-decode counters"
+            )),
+            _ => {}
+        }
+    }
+    found
 }
 
 /// One point of a sweep.
@@ -190,6 +239,22 @@ pub async fn run_with(plan: Plan, hub: Option<LiveHub>) -> Result<(), CollectorE
         crate::console::status("--dry-run: nothing was sent.\n");
         return Ok(());
     }
+    // The arms' set-up, checked before anything is measured: swapped URLs would otherwise
+    // measure a crossing of the wrong sign and recommend "speculation off".
+    let warnings = mismatched_arms(&plan.arms).await;
+    if !warnings.is_empty() {
+        let lines: Vec<String> = warnings.iter().map(|w| format!("  {w}")).collect();
+        if !plan.allow_mixed_arms {
+            return Err(CollectorError::InvalidArgument(format!(
+                "the arms do not match their servers:\n{}\n(check the URLs; --allow-mixed-arms goes on and keeps this warning in sweep.json)",
+                lines.join("\n")
+            )));
+        }
+        crate::console::status(&format!(
+            "Warning: the arms do not match their servers (--allow-mixed-arms):\n{}\n",
+            lines.join("\n")
+        ));
+    }
     std::fs::create_dir_all(&out)
         .map_err(|e| CollectorError::Output(format!("cannot create {}: {e}", out.display())))?;
     let external = hub.is_some();
@@ -240,7 +305,10 @@ pub async fn run_with(plan: Plan, hub: Option<LiveHub>) -> Result<(), CollectorE
             category_tpot_ms: m.category_tpot_ms.as_ref(),
         })
         .collect();
-    let table = SweepTable::of_arms(&named, plan.costs, plan.speculative_config.as_ref());
+    let table = SweepTable {
+        warnings,
+        ..SweepTable::of_arms(&named, plan.costs, plan.speculative_config.as_ref())
+    };
     bench::output::write_atomic(&out.join("sweep.json"), &bench::output::to_json_bytes(&table)?)?;
     // The points' workload warnings, once each (every point ran the same workload).
     let mut notes: Vec<&String> = Vec::new();

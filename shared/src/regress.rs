@@ -366,6 +366,16 @@ pub fn of_baseline(comparisons: Vec<Comparison>) -> Vec<Comparison> {
     comparisons.into_iter().filter(|c| c.baseline.is_some()).collect()
 }
 
+/// The chosen figures the comparisons hold none of (the baseline lacks them): each is named on
+/// the console, never passed in silence.
+pub fn unchecked(chosen: &[FigureKind], comparisons: &[Comparison]) -> Vec<FigureKind> {
+    chosen
+        .iter()
+        .copied()
+        .filter(|k| !comparisons.iter().any(|c| c.kind == *k))
+        .collect()
+}
+
 /// The console table of the comparisons.
 pub fn render(comparisons: &[Comparison]) -> String {
     let num = |v: Option<f64>| v.map_or_else(|| "—".to_string(), |v| format!("{v:.4}"));
@@ -395,6 +405,17 @@ pub fn render(comparisons: &[Comparison]) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_chosen_figure_without_a_comparison_is_unchecked() {
+        let both = compare_runs(&run(2.5, &[0.7, 0.5], 1000), &run(2.5, &[0.7, 0.5], 1000), 3.0);
+        assert!(both.iter().any(|c| c.kind == FigureKind::AcceptanceLength));
+        assert_eq!(
+            unchecked(&[FigureKind::Crossing, FigureKind::AcceptanceLength], &both),
+            vec![FigureKind::Crossing]
+        );
+        assert!(unchecked(&[FigureKind::AcceptanceLength], &both).is_empty());
+    }
 
     fn run(e: f64, rates: &[f64], drafts: u64) -> RunResult {
         let accepted = (rates.iter().sum::<f64>() * drafts as f64).round() as u64;

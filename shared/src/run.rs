@@ -416,9 +416,25 @@ fn row_f(out: &mut String, label: &str, value: f64) {
     let _ = writeln!(out, "{label:<40} {:<10.2}", value);
 }
 
-/// The `vllm bench serve` console summary; its "Speculative Decoding" section when the scrape
-/// path measured a window.
-pub fn vllm_summary(m: &RunMetrics, spec: Option<&SpecDecodeData>) -> String {
+/// What the summary's "Speculative Decoding" section holds.
+#[derive(Debug, Clone, Copy)]
+pub enum SpecSection<'a> {
+    /// The scrape path's window: vLLM's rows.
+    Measured(&'a SpecDecodeData),
+    /// No window: the section stays, one line says why (`not measured: …`).
+    NotMeasured(&'a str),
+}
+
+/// The one line a run against a server that shows no speculation prints: what was seen and
+/// the flag that turns it on in each engine.
+pub const NO_SPECULATION_HINT: &str = "The server shows no speculative decoding (no spec-decode \
+counters in /metrics, no per-request stats in its answers): vLLM turns it on with \
+--speculative-config, SGLang with --speculative-algorithm, TensorRT-LLM with speculative_config \
+in its --extra_llm_api_options file.";
+
+/// The `vllm bench serve` console summary, with its "Speculative Decoding" section: vLLM's rows
+/// when the scrape path measured a window, else one line saying why not.
+pub fn vllm_summary(m: &RunMetrics, spec: SpecSection<'_>) -> String {
     let mut out = String::new();
     header(&mut out, " Serving Benchmark Result ", '=');
     row(&mut out, "Successful requests:", m.completed);
@@ -454,8 +470,15 @@ pub fn vllm_summary(m: &RunMetrics, spec: Option<&SpecDecodeData>) -> String {
             row_f(&mut out, &format!("P{p} {short} (ms):"), *v);
         }
     }
-    if let Some(d) = spec {
-        header(&mut out, "Speculative Decoding", '-');
+    header(&mut out, "Speculative Decoding", '-');
+    let d = match spec {
+        SpecSection::NotMeasured(reason) => {
+            let _ = writeln!(out, "not measured: {reason}");
+            None
+        }
+        SpecSection::Measured(d) => Some(d),
+    };
+    if let Some(d) = d {
         // A figure the engine does not count reads N/A (the notes say why).
         let count = |v: Option<u64>| v.map_or_else(|| "N/A".to_string(), |v| v.to_string());
         row(&mut out, "Acceptance rate (%):", d.rate_text());
@@ -489,7 +512,7 @@ pub(crate) mod tests {
             notes: Vec::new(),
         };
         let m = RunTally::default().metrics(1.0, None, None, 0, &[99.0]);
-        let text = vllm_summary(&m, Some(&data));
+        let text = vllm_summary(&m, SpecSection::Measured(&data));
         let fixture = include_str!("../../tests/fixtures/real_vllm_bench_serve_spec_section_pr48892.txt");
         let start = fixture.find("---------------Speculative Decoding").unwrap();
         let end = start

@@ -287,6 +287,10 @@ pub struct SweepTable {
     /// The best k by load, the cut-off, and the engine settings.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub recommendation: Option<Recommendation>,
+    /// What the set-up check before the sweep found and `--allow-mixed-arms` let pass (an arm
+    /// given as plain that speculates, or one given as speculative that does not).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub warnings: Vec<String>,
 }
 
 impl SweepTable {
@@ -456,6 +460,7 @@ impl SweepTable {
             prediction,
             arms: Arms::default(),
             recommendation: None,
+            warnings: Vec::new(),
         }
     }
 

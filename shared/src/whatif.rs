@@ -254,17 +254,36 @@ impl WhatIf {
                 _ => {}
             }
         }
-        match proposer_key.as_deref() {
-            None | Some("ngram") => {}
-            Some("1b-draft") => w.proposer = Proposer::Drafter1b,
-            Some("custom") => w.proposer = Proposer::Custom(custom_c.unwrap_or(0.0)),
-            Some(other) => errors.push(format!("ignored proposer={other:?}: use ngram, 1b-draft or custom")),
+        // A draft cost `c=` or a ridge `ridge=` alone means the custom proposer or GPU they
+        // belong to; beside a preset they are ignored, and the notice says so.
+        match (proposer_key.as_deref(), custom_c) {
+            (None | Some("custom"), Some(c)) => w.proposer = Proposer::Custom(c),
+            (Some("custom"), None) => w.proposer = Proposer::Custom(0.0),
+            (None, None) | (Some("ngram"), None) => {}
+            (Some("ngram"), Some(c)) => errors.push(format!(
+                "ignored c={c}: proposer=ngram sets the draft cost (use proposer=custom)"
+            )),
+            (Some("1b-draft"), c) => {
+                w.proposer = Proposer::Drafter1b;
+                if let Some(c) = c {
+                    errors.push(format!(
+                        "ignored c={c}: proposer=1b-draft sets the draft cost (use proposer=custom)"
+                    ));
+                }
+            }
+            (Some(other), _) => errors.push(format!("ignored proposer={other:?}: use ngram, 1b-draft or custom")),
         }
-        match gpu_key.as_deref() {
-            None => {}
-            Some("custom") => w.gpu = Gpu::Ridge(ridge.unwrap_or(295.0)),
-            Some(key) => match model::gpu_preset(key) {
-                Some(g) => w.gpu = Gpu::Preset(g.key),
+        match (gpu_key.as_deref(), ridge) {
+            (None | Some("custom"), Some(t)) => w.gpu = Gpu::Ridge(t),
+            (Some("custom"), None) => w.gpu = Gpu::Ridge(295.0),
+            (None, None) => {}
+            (Some(key), ridge) => match model::gpu_preset(key) {
+                Some(g) => {
+                    w.gpu = Gpu::Preset(g.key);
+                    if let Some(t) = ridge {
+                        errors.push(format!("ignored ridge={t}: gpu={key} sets the ridge (use gpu=custom)"));
+                    }
+                }
                 None => errors.push(format!("ignored gpu={key:?}: unknown GPU")),
             },
         }
@@ -398,6 +417,17 @@ mod tests {
 
     #[test]
     fn percent_escapes_are_decoded() {
+        // A ridge alone is a custom GPU (the link `speclens demo` prints); beside a preset it is
+        // named as ignored, never dropped in silence.
+        let (w, errors) = WhatIf::from_fragment("#whatif?e=2.739&k=3&batch=64&ridge=74");
+        assert_eq!((w.gpu, errors.len()), (Gpu::Ridge(74.0), 0), "{errors:?}");
+        let (w, errors) = WhatIf::from_fragment("#whatif?e=2.739&k=3&ridge=74&gpu=h100&c=0.1");
+        assert_eq!(w.gpu, Gpu::Preset("h100"));
+        assert_eq!(w.proposer, Proposer::Custom(0.1));
+        assert_eq!(
+            errors,
+            vec!["ignored ridge=74: gpu=h100 sets the ridge (use gpu=custom)".to_string()]
+        );
         let (w, errors) = WhatIf::from_fragment("whatif?alphas=0.3%2C0.5&gpu=h200");
         assert!(errors.is_empty(), "{errors:?}");
         assert_eq!(w.table_alphas, vec![0.3, 0.5]);

@@ -247,3 +247,43 @@ pub async fn clipped_tables(client: &Client) -> Vec<String> {
         .map(|a| a.iter().filter_map(|t| t.as_str().map(str::to_string)).collect())
         .unwrap_or_default()
 }
+
+/// Pixels of a canvas within 3 of `rgb` on every channel: a series drawn in its own colour
+/// (a narrow band: anti-aliased text edges pass through every grey and would count as the
+/// plain arm's).
+pub async fn canvas_colour(client: &Client, id: &str, rgb: (u8, u8, u8)) -> Option<u64> {
+    let (r, g, b) = rgb;
+    let script = format!(
+        "const c = document.getElementById('{id}'); if (!c || !c.width) return null; \
+         const d = c.getContext('2d').getImageData(0, 0, c.width, c.height).data; let n = 0; \
+         for (let i = 0; i < d.length; i += 4) {{ \
+           if (Math.abs(d[i] - {r}) <= 3 && Math.abs(d[i + 1] - {g}) <= 3 && Math.abs(d[i + 2] - {b}) <= 3) n++; }} \
+         return n;"
+    );
+    client.execute(&script, vec![]).await.ok()?.as_u64()
+}
+
+/// More pixels of one colour than a legend swatch holds (a 2× screen's swatch is under 300):
+/// the series itself is drawn, not only its key.
+pub const SERIES_PIXELS: u64 = 400;
+
+/// Wait until chart `id` holds each named series in its own colour (more than
+/// [`SERIES_PIXELS`]); an axes-only chart, or one missing a series, fails naming it.
+pub async fn assert_series_drawn(client: &Client, id: &str, series: &[(&str, (u8, u8, u8))]) {
+    for (name, rgb) in series {
+        let what = format!("{id}: the {name} series in its colour");
+        crate::common::wait_for(&what, std::time::Duration::from_secs(30), || async {
+            canvas_colour(client, id, *rgb).await.filter(|n| *n > SERIES_PIXELS)
+        })
+        .await;
+    }
+}
+
+/// The charts' colours (`speclens_shared::chart::colors`) as RGB triples.
+pub mod rgb {
+    use speclens_shared::chart::colors as c;
+    pub const ACCEPTED: (u8, u8, u8) = (c::ACCEPTED.0, c::ACCEPTED.1, c::ACCEPTED.2);
+    pub const PROPOSED: (u8, u8, u8) = (c::PROPOSED.0, c::PROPOSED.1, c::PROPOSED.2);
+    pub const SPECULATIVE: (u8, u8, u8) = (c::SPECULATIVE.0, c::SPECULATIVE.1, c::SPECULATIVE.2);
+    pub const BASE: (u8, u8, u8) = (c::BASE.0, c::BASE.1, c::BASE.2);
+}

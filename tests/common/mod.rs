@@ -190,6 +190,16 @@ pub fn run_speclens_within(args: &[&str], limit: Duration) -> (i32, String, Stri
     }
 }
 
+/// The word after the first `name` in a console line (`field_after("drafts 12 · accepted 9",
+/// "accepted ")` is `"9"`); a missing field fails the test, naming it.
+pub fn field_after(line: &str, name: &str) -> String {
+    line.split(name)
+        .nth(1)
+        .and_then(|rest| rest.split_whitespace().next())
+        .unwrap_or_else(|| panic!("{name:?} in {line:?}"))
+        .to_string()
+}
+
 /// A JSON file's value; a missing or malformed file fails the test, naming it.
 pub fn read_json(path: &Path) -> serde_json::Value {
     let text = std::fs::read_to_string(path).unwrap_or_else(|e| panic!("{}: {e}", path.display()));

@@ -14,7 +14,7 @@ use speclens_shared::aiperf::{profile_export, record_line, RunInfo};
 use speclens_shared::notices::Notices;
 use speclens_shared::protocol::Distributions;
 use speclens_shared::results::{EndpointResult, ErrorCount, Errors, RunConfig, RunResult, SpecDecodeSection};
-use speclens_shared::run::{vllm_summary, RunMetrics};
+use speclens_shared::run::{vllm_summary, RunMetrics, SpecSection, NO_SPECULATION_HINT};
 use speclens_shared::scrape::{console_block, result_file_label, SpecDecodeData, SpecDecodeResult};
 use speclens_shared::warnings::workload_warnings;
 
@@ -149,7 +149,21 @@ impl<'a> Figures<'a> {
 /// The console report, in order: vLLM's summary, failures, AIPerf's table, AISBench's blocks,
 /// the notices.
 fn console(f: &Figures<'_>) -> String {
-    let mut console = vllm_summary(&f.metrics, f.headline.as_ref());
+    let no_speculation = f.paths.shows_no_speculation();
+    let section = match &f.headline {
+        Some(d) => SpecSection::Measured(d),
+        None if no_speculation => SpecSection::NotMeasured("the server shows no speculation"),
+        None => SpecSection::NotMeasured(
+            f.results
+                .iter()
+                .find_map(|(_, r)| r.error.as_deref())
+                .unwrap_or("no /metrics window (--no-scrape)"),
+        ),
+    };
+    let mut console = vllm_summary(&f.metrics, section);
+    if no_speculation {
+        console.push_str(&format!("{NO_SPECULATION_HINT}\n"));
+    }
     let failures = &f.outcome.tally.failures;
     if !failures.is_empty() {
         console.push_str("Failed requests by kind:\n");

@@ -159,6 +159,19 @@ impl SpecPaths {
         }
     }
 
+    /// Whether the server showed no speculation at all: every endpoint's `/metrics` answered
+    /// without spec-decode counters and no answer carried per-request stats (a failed scrape
+    /// says nothing either way).
+    pub fn shows_no_speculation(&self) -> bool {
+        !self.windows.is_empty()
+            && self
+                .windows
+                .iter()
+                .all(|w| matches!(w.after, Err(ScrapeFailure::NoSpecMetrics)))
+            && self.spec.summary().is_none()
+            && self.rejected.is_empty()
+    }
+
     /// The run's headline acceptance: the direct scrapes summed over every endpoint whose
     /// window is valid (of the first such endpoint's engine), else the Prometheus path.
     pub fn headline(&self) -> Option<SpecDecodeData> {

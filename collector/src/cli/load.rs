@@ -462,6 +462,12 @@ pub struct SweepArgs {
     /// Print the plan and run nothing.
     #[arg(long)]
     pub dry_run: bool,
+    /// Go on when an arm's server does not match its role: a plain arm (--base-url) whose
+    /// /metrics shows speculation, or a speculative arm whose /metrics shows none. Without it
+    /// such a sweep stops before sending anything (exit 2); with it the warning is kept in
+    /// sweep.json.
+    #[arg(long)]
+    pub allow_mixed_arms: bool,
     #[command(flatten)]
     pub dashboard: DashboardArgs,
 }
@@ -788,6 +794,7 @@ impl SweepArgs {
             out: self.out.clone(),
             dry_run: self.dry_run,
             dashboard_port: self.dashboard.port(),
+            allow_mixed_arms: self.allow_mixed_arms,
         };
         plan.check()?;
         Ok(plan)
