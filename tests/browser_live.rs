@@ -89,12 +89,6 @@ async fn the_live_page_follows_a_run_recovers_from_a_cut_and_ends_on_the_result(
         canvas_ink(&client, "live-flow").await.filter(|(ink, _)| *ink > 2000)
     })
     .await;
-    assert_series_drawn(
-        &client,
-        "live-flow",
-        &[("proposed/s", rgb::PROPOSED), ("accepted/s", rgb::ACCEPTED)],
-    )
-    .await;
     let completed_now = |text: String| {
         text.split(" completed")
             .next()
@@ -142,6 +136,13 @@ async fn the_live_page_follows_a_run_recovers_from_a_cut_and_ends_on_the_result(
     .await;
     let status = text_of(&client, "#run-status").await;
     assert_eq!(completed_now(status.clone()), result["completed"].as_u64(), "{status}");
+    // The token flow over the whole run: each series in its own colour.
+    assert_series_drawn(
+        &client,
+        "live-flow",
+        &[("proposed/s", rgb::PROPOSED), ("accepted/s", rgb::ACCEPTED)],
+    )
+    .await;
     // The finished run's tiles are the whole run's figures, as result.json has them (not the
     // last scrape interval's), and say so.
     let figure = |key: &str| result[key].as_f64().unwrap_or_else(|| panic!("{key} in result.json"));

@@ -248,16 +248,28 @@ pub async fn clipped_tables(client: &Client) -> Vec<String> {
         .unwrap_or_default()
 }
 
-/// Pixels of a canvas within 3 of `rgb` on every channel: a series drawn in its own colour
-/// (a narrow band: anti-aliased text edges pass through every grey and would count as the
-/// plain arm's).
+/// Pixels of a canvas drawn in `rgb`. A colour is counted pixel by pixel (within 12 on every
+/// channel). A grey (the plain arm's) is counted only where drawn solidly: the top-left corners
+/// of 2 × 2 blocks within 3 of it, leaving out rows where such blocks span most of the width, so
+/// that the axes (whose anti-aliased rows are grey too), 1 px grid lines and the edges of text
+/// do not count as the series.
 pub async fn canvas_colour(client: &Client, id: &str, rgb: (u8, u8, u8)) -> Option<u64> {
     let (r, g, b) = rgb;
+    let grey = r == g && g == b;
+    let (near, block) = if grey {
+        (3, "is(x + 1, y) && is(x, y + 1) && is(x + 1, y + 1)")
+    } else {
+        (12, "true")
+    };
     let script = format!(
         "const c = document.getElementById('{id}'); if (!c || !c.width) return null; \
-         const d = c.getContext('2d').getImageData(0, 0, c.width, c.height).data; let n = 0; \
-         for (let i = 0; i < d.length; i += 4) {{ \
-           if (Math.abs(d[i] - {r}) <= 3 && Math.abs(d[i + 1] - {g}) <= 3 && Math.abs(d[i + 2] - {b}) <= 3) n++; }} \
+         const w = c.width, h = c.height, d = c.getContext('2d').getImageData(0, 0, w, h).data; \
+         const is = (x, y) => {{ if (x < 0 || y < 0 || x >= w || y >= h) return false; const i = 4 * (y * w + x); \
+           return Math.abs(d[i] - {r}) <= {near} && Math.abs(d[i + 1] - {g}) <= {near} && Math.abs(d[i + 2] - {b}) <= {near}; }}; \
+         let n = 0; \
+         for (let y = 0; y < h; y++) {{ let row = 0; \
+           for (let x = 0; x < w; x++) if (is(x, y) && {block}) row++; \
+           if (!{grey} || row < 0.6 * w) n += row; }} \
          return n;"
     );
     client.execute(&script, vec![]).await.ok()?.as_u64()
@@ -273,7 +285,8 @@ pub async fn assert_series_drawn(client: &Client, id: &str, series: &[(&str, (u8
     for (name, rgb) in series {
         let what = format!("{id}: the {name} series in its colour");
         crate::common::wait_for(&what, std::time::Duration::from_secs(30), || async {
-            canvas_colour(client, id, *rgb).await.filter(|n| *n > SERIES_PIXELS)
+            let n = canvas_colour(client, id, *rgb).await;
+            n.filter(|n| *n > SERIES_PIXELS)
         })
         .await;
     }
