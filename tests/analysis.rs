@@ -287,7 +287,7 @@ async fn the_demo_measures_then_serves_the_seeded_what_if() {
     );
     let url = demo.url();
     assert!(
-        url.contains("#whatif?e=") && url.contains("&k=3&rates="),
+        url.contains("#whatif?e=") && url.contains("&k=3&") && url.contains("&rates="),
         "{url}\n{}",
         demo.earlier
     );
@@ -303,30 +303,46 @@ async fn the_demo_measures_then_serves_the_seeded_what_if() {
         demo.earlier.contains("speclens dashboard: http://127.0.0.1:"),
         "the live page is served from the start"
     );
-    // The seeded figures are what the demo measured: the accept categories' files, pooled by
-    // hand (E = 1 + Σaccepted ÷ Σsteps; each position's rate weighted by its category's steps).
-    let (mut steps, mut accepted, mut weighted) = (0.0, 0.0, [0.0; 3]);
-    for entry in std::fs::read_dir(out.path().join("accept")).unwrap() {
-        let path = entry.unwrap().path();
-        if !path.file_name().unwrap().to_str().unwrap().starts_with("accept-") {
-            continue;
-        }
-        let category = crate::common::read_json(&path);
-        let n = category["num_spec_steps"].as_f64().unwrap();
-        steps += n;
-        accepted += category["accepted_tokens"].as_f64().unwrap();
-        for (pos, slot) in weighted.iter_mut().enumerate() {
-            *slot += category["per_position_acceptance_rates"][pos.to_string()]
-                .as_f64()
-                .unwrap_or(0.0)
-                * n;
-        }
-    }
-    assert!(steps > 0.0, "the demo measured acceptance");
+    // The seeded figures are the sweep's headline arm's, as sweep.json holds them, with every
+    // parameter the model needs; the B* printed beside the link is that arm's prediction.
+    let named = demo
+        .earlier
+        .split("seeded with the measured acceptance of arm ")
+        .nth(1)
+        .and_then(|rest| rest.split(' ').next())
+        .unwrap_or_else(|| panic!("the headline arm: {}", demo.earlier));
+    let table = crate::common::read_json(&out.path().join("sweep/sweep.json"));
+    let arm = table["arms"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|a| a["name"] == named)
+        .unwrap_or_else(|| panic!("arm {named} in sweep.json"));
+    let prediction = &arm["table"]["prediction"];
     let query = |name: &str| crate::common::field_after(&url.replace('&', " "), &format!("{name}="));
-    assert_eq!(query("e"), format!("{:.3}", 1.0 + accepted / steps), "{url}");
-    let rates: Vec<String> = weighted.iter().map(|w| format!("{:.3}", w / steps)).collect();
+    let e: f64 = query("e").parse().unwrap();
+    assert_eq!(Some(e), prediction["measured_e"].as_f64(), "{url}");
+    assert!((e - arm["acceptance_length"].as_f64().unwrap()).abs() < 1e-9, "{url}");
+    let rates: Vec<String> = arm["per_position_acceptance_rates"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|r| r.as_f64().unwrap().to_string())
+        .collect();
     assert_eq!(query("rates"), rates.join(","), "{url}");
+    assert_eq!(query("k"), prediction["k"].to_string(), "{url}");
+    assert_eq!(
+        query("ridge").parse::<f64>().ok(),
+        prediction["costs"]["ridge_tokens"].as_f64(),
+        "{url}"
+    );
+    let printed = crate::common::field_after(&demo.earlier, "model B* = ");
+    let b = prediction["break_even_batch"].as_f64().unwrap();
+    assert_eq!(printed, format!("{b:.1}"), "{}", demo.earlier);
+    // The page reads the link as the model the sweep ran: the same B*, no notice.
+    let (page, notices) = speclens_shared::whatif::WhatIf::from_fragment(url.split('#').nth(1).unwrap());
+    assert!(notices.is_empty(), "{notices:?}");
+    assert!((page.selected_row().break_even_batch - b).abs() < 1e-9, "{url}");
     let page = reqwest::get(url.split('#').next().unwrap()).await.unwrap();
     assert_eq!(page.status(), 200);
     assert!(out.path().join("accept/accept-summarization.json").is_file());

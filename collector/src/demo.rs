@@ -5,6 +5,7 @@
 
 use std::path::PathBuf;
 
+use speclens_shared::headline::Headline;
 use speclens_shared::model::Costs;
 use speclens_shared::sweep::Level;
 
@@ -223,9 +224,9 @@ pub async fn run(port: u16, web_dir: Option<PathBuf>, out: Option<PathBuf>) -> R
         .collect();
     crate::bench::output::write_atomic(&dataset, lines.as_bytes())?;
     let accept = accept_plan(&spec_url, &dataset, out.join("accept"));
-    let rows = crate::accept::run_with(accept, Some(hub.clone())).await?;
+    crate::accept::run_with(accept, Some(hub.clone())).await?;
     crate::console::status("\n");
-    crate::sweep::run_with(
+    let sweep = crate::sweep::run_with(
         sweep_plan(&spec_url, &k1_url, &base_url, out.join("sweep")),
         Some(hub.clone()),
     )
@@ -242,33 +243,20 @@ pub async fn run(port: u16, web_dir: Option<PathBuf>, out: Option<PathBuf>) -> R
         Err(e) => eprintln!("speclens: the static report was not written: {e}"),
     }
 
-    // Seed the what-if page with what was measured: pooled E and per-position rates.
-    let steps: u64 = rows.iter().map(|r| r.num_spec_steps).sum();
-    let accepted: u64 = rows.iter().map(|r| r.accepted_tokens).sum();
-    let mut fragment = String::from("whatif?");
-    if steps > 0 {
-        let e = 1.0 + accepted as f64 / steps as f64;
-        let mut rates = [0.0; 3];
-        for r in &rows {
-            for (pos, rate) in &r.per_position_acceptance_rates {
-                if let Some(slot) = rates.get_mut(*pos as usize) {
-                    *slot += rate * r.num_spec_steps as f64 / steps as f64;
-                }
-            }
-        }
-        let rates: Vec<String> = rates.iter().map(|r| format!("{r:.3}")).collect();
-        fragment.push_str(&format!(
-            "e={e:.3}&k=3&rates={}&batch=64&ridge={}",
-            rates.join(","),
-            DEMO_COSTS.ridge_tokens
-        ));
-    } else {
-        fragment.push_str(&format!("k=3&ridge={}", DEMO_COSTS.ridge_tokens));
-    }
+    // The what-if page seeded with the sweep's headline arm: every parameter the model needs,
+    // and the B* the page shows for it printed beside the link.
+    let headline = sweep.as_ref().and_then(Headline::of_sweep);
+    let (fragment, headline_line) = match &headline {
+        Some(h) => (h.whatif_link().0, h.sentence()),
+        None => (
+            format!("whatif?k=3&gpu=custom&ridge={}", DEMO_COSTS.ridge_tokens),
+            "no speculative arm measured acceptance".to_string(),
+        ),
+    };
     hub.end_session().await;
     let base_url = dashboard.url.split('#').next().unwrap_or(&dashboard.url).to_string();
     crate::statusln!("\nThe overview of everything measured: {base_url}#overview");
-    crate::statusln!("\nThe what-if page, seeded with the measured acceptance:");
+    crate::statusln!("\nThe what-if page, seeded with the measured acceptance of {headline_line}:");
     crate::statusln!("speclens what-if: {base_url}#{fragment}");
     crate::statusln!("(past runs: {base_url}#runs) — press Ctrl-C to stop.");
     let _ = crate::net::stop_signal().await;

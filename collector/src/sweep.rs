@@ -209,11 +209,12 @@ impl Plan {
 
 /// `speclens sweep`.
 pub async fn run(plan: Plan) -> Result<(), CollectorError> {
-    run_with(plan, None).await
+    run_with(plan, None).await.map(|_| ())
 }
 
-/// A sweep feeding `hub` (a dashboard another command serves) when given.
-pub async fn run_with(plan: Plan, hub: Option<LiveHub>) -> Result<(), CollectorError> {
+/// A sweep feeding `hub` (a dashboard another command serves) when given; returns its table
+/// (`None` after `--dry-run`).
+pub async fn run_with(plan: Plan, hub: Option<LiveHub>) -> Result<Option<SweepTable>, CollectorError> {
     plan.check()?;
     let out = plan
         .out
@@ -237,7 +238,7 @@ pub async fn run_with(plan: Plan, hub: Option<LiveHub>) -> Result<(), CollectorE
     crate::console::status(&text);
     if plan.dry_run {
         crate::console::status("--dry-run: nothing was sent.\n");
-        return Ok(());
+        return Ok(None);
     }
     // The arms' set-up, checked before anything is measured: swapped URLs would otherwise
     // measure a crossing of the wrong sign and recommend "speculation off".
@@ -336,7 +337,7 @@ pub async fn run_with(plan: Plan, hub: Option<LiveHub>) -> Result<(), CollectorE
         let _ = crate::net::stop_signal().await;
         d.stop().await?;
     }
-    Ok(())
+    Ok(Some(table))
 }
 
 /// One point as measured: the median repeat's result and the repeats' spread of its figure.

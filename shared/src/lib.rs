@@ -10,6 +10,7 @@ pub mod error;
 pub mod fleet;
 pub mod gates;
 pub mod goodput;
+pub mod headline;
 pub mod live_state;
 pub mod model;
 pub mod notices;
