@@ -132,8 +132,25 @@ async fn the_overview_lands_first_with_the_measured_crossing_and_the_views_fit_a
     measure(results.path());
     let sweep: Value =
         serde_json::from_str(&std::fs::read_to_string(results.path().join("sweep/sweep.json")).unwrap()).unwrap();
-    let crossing = sweep["crossing"].as_f64().expect("the sweep's arms cross");
-    let predicted = sweep["prediction"]["break_even_batch"].as_f64().unwrap();
+    // The headline arm: the one recommended at the lowest load, as sweep.json names it.
+    let headline = sweep["recommendation"]["ranges"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|r| r["from_model"] != true)
+        .find_map(|r| r["arm"].as_str())
+        .expect("a recommended arm");
+    let arm = sweep["arms"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|a| a["name"] == headline)
+        .unwrap()
+        .clone();
+    let crossing = arm["table"]["crossing"]
+        .as_f64()
+        .expect("the headline arm crosses plain");
+    let predicted = arm["table"]["prediction"]["break_even_batch"].as_f64().unwrap();
     let server = Speclens::start(&[
         "serve",
         "--port",
@@ -144,35 +161,28 @@ async fn the_overview_lands_first_with_the_measured_crossing_and_the_views_fit_a
         results.path().to_str().unwrap(),
     ]);
     let base = format!("{}/", server.url().trim_end_matches('/'));
-    let runs: Value = reqwest::get(format!("{base}api/runs"))
-        .await
-        .unwrap()
-        .json()
-        .await
-        .unwrap();
-    let described = runs["runs"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .find(|r| r["spec_decode_acceptance_length"].is_number())
-        .expect("a run with spec-decode figures")
-        .clone();
 
     let driver = start_chromedriver().await;
     let profile = tempfile::tempdir().unwrap();
     let client = open_browser(&driver, profile.path()).await;
     set_width(&client, 1400).await;
 
-    // The landing view is the overview: the measured crossing beside the model's, the
-    // acceptance of the newest speculative run, and the charts drawn.
+    // The landing view is the overview: the headline arm's measured crossing beside the
+    // model's, its pooled acceptance, and the charts drawn.
     client.goto(&base).await.unwrap();
     assert_eq!(overview_crossing(&client).await, batch_text(crossing));
     assert_eq!(
         text_of(&client, "#ov-predicted .tile-value").await,
         batch_text(predicted)
     );
-    let e = described["spec_decode_acceptance_length"].as_f64().unwrap();
+    let e = arm["acceptance_length"].as_f64().unwrap();
     assert_eq!(text_of(&client, "#ov-e .tile-value").await, format!("{e:.2}"));
+    assert!(
+        text_of(&client, "#overview-sources")
+            .await
+            .contains(&format!("acceptance from the sweep's arm {headline} (")),
+        "the tiles name their arm"
+    );
     let sentence = text_of(&client, "#overview-break-even").await;
     assert!(
         sentence.contains(&format!("below about {} concurrent requests", batch_text(crossing))),
@@ -264,6 +274,33 @@ async fn the_overview_lands_first_with_the_measured_crossing_and_the_views_fit_a
         "{tip}"
     );
     screenshot(&client, "overview-hover-1400").await;
+
+    // The overview's what-if link opens on the headline arm's model B*, with no notice of a
+    // parameter the page could not use.
+    let whatif: String = client
+        .execute(
+            "return [...document.querySelectorAll('#overview-links a')].map(a => a.getAttribute('href')).find(h => h.startsWith('#whatif?'));",
+            vec![],
+        )
+        .await
+        .unwrap()
+        .as_str()
+        .expect("the overview links to the what-if page")
+        .to_string();
+    client.goto(&format!("{base}{whatif}")).await.unwrap();
+    let bstar = wait_for("the what-if page's B*", Duration::from_secs(30), || async {
+        Some(text_of(&client, "#tile-bstar .tile-value").await).filter(|t| !t.is_empty())
+    })
+    .await;
+    assert_eq!(bstar, format!("{predicted:.1}"), "{whatif}");
+    let notices: Value = client
+        .execute(
+            "return [...document.querySelectorAll('#link-notices, [id^=notice-]')].map(n => n.textContent).filter(t => t.trim());",
+            vec![],
+        )
+        .await
+        .unwrap();
+    assert_eq!(notices, serde_json::json!([]), "{whatif}");
 
     // One WebSocket, however often the live view is visited.
     visit(&client, &base, "live", "#live-empty").await;

@@ -3,6 +3,7 @@
 //! beside the model) in one sentence, the speedup at the lowest concurrency, and the best k.
 //! Pure: the page (and its tests) fetch the files, this decides what they say.
 
+use crate::headline::Headline;
 use crate::model::{self, best_k, expected_tokens, implied_alpha, Costs, KChoice};
 use crate::positions::PathPositions;
 use crate::results::{run_view_from_result, RunListEntry, RunResult};
@@ -46,6 +47,29 @@ impl AcceptanceSummary {
             implied_alpha: alpha,
             geometric: (1..=k as i32).map(|i| alpha.powi(i)).collect(),
             positions,
+        })
+    }
+
+    /// From a sweep's headline arm: its acceptance pooled over its points and its per-position
+    /// rates (`None` when the arm has no rates).
+    pub fn of_headline(h: &Headline) -> Option<AcceptanceSummary> {
+        let rates = h.per_position_acceptance_rates.clone();
+        if rates.is_empty() || !(h.acceptance_length.is_finite() && h.acceptance_length >= 1.0) {
+            return None;
+        }
+        let k = rates.len() as u32;
+        let alpha = implied_alpha(h.acceptance_length, k);
+        Some(AcceptanceSummary {
+            acceptance_length: h.acceptance_length,
+            acceptance_rate: None,
+            k,
+            implied_alpha: alpha,
+            geometric: (1..=k as i32).map(|i| alpha.powi(i)).collect(),
+            positions: PathPositions {
+                label: format!("sweep arm {}", h.arm),
+                rates,
+                acceptance_length: h.acceptance_length,
+            },
         })
     }
 
@@ -139,6 +163,20 @@ impl BreakEvenSummary {
             lowest_predicted,
             sentence,
         }
+    }
+}
+
+/// The break-even of a sweep's headline arm (its own table against plain), its sentence
+/// naming the arm and why it is the one; the first arm's when there is no headline.
+pub fn break_even_of_headline(table: &SweepTable, headline: Option<&Headline>) -> BreakEvenSummary {
+    let arm = headline.and_then(|h| Some((h, table.arms.arms.iter().find(|a| a.name == h.arm)?)));
+    match arm {
+        Some((h, a)) => {
+            let mut summary = BreakEvenSummary::of(&a.table);
+            summary.sentence = format!("Arm {} ({}): {}", h.arm, h.why, summary.sentence);
+            summary
+        }
+        None => BreakEvenSummary::of(table),
     }
 }
 

@@ -6,8 +6,9 @@
 
 use leptos::prelude::*;
 use speclens_shared::chart::{colors, draw_per_position, hover, CategoryBar, Positions, XFrame};
+use speclens_shared::headline::Headline;
 use speclens_shared::model::Costs;
-use speclens_shared::overview::{arm_lines, batch_text, pick_run, AcceptanceSummary, BreakEvenSummary};
+use speclens_shared::overview::{arm_lines, batch_text, break_even_of_headline, pick_run, AcceptanceSummary};
 use speclens_shared::protocol::RunView;
 use speclens_shared::results::{run_view_from_result, AcceptMatrix, RunList, RunResult};
 use speclens_shared::sweep::{Axis, SweepTable};
@@ -106,8 +107,17 @@ pub fn OverviewPage() -> impl IntoView {
 
 #[component]
 fn OverviewBody(data: Loaded) -> impl IntoView {
-    let acceptance = data.run.as_ref().and_then(|(_, r)| AcceptanceSummary::of(r));
-    let break_even = data.sweep.as_ref().map(|(_, t)| BreakEvenSummary::of(t));
+    // With a sweep, the story is about its headline arm (recommended, else first): the
+    // acceptance, the break-even and the what-if link are all that arm's.
+    let headline = data.sweep.as_ref().and_then(|(_, t)| Headline::of_sweep(t));
+    let acceptance = match &headline {
+        Some(h) => AcceptanceSummary::of_headline(h),
+        None => data.run.as_ref().and_then(|(_, r)| AcceptanceSummary::of(r)),
+    };
+    let break_even = data
+        .sweep
+        .as_ref()
+        .map(|(_, t)| break_even_of_headline(t, headline.as_ref()));
     let costs = data
         .sweep
         .as_ref()
@@ -193,7 +203,10 @@ fn OverviewBody(data: Loaded) -> impl IntoView {
             ))
         )
     });
-    let whatif = run_view.as_ref().and_then(whatif_fragment);
+    let whatif = match &headline {
+        Some(h) => Some(h.whatif_link().0),
+        None => run_view.as_ref().and_then(whatif_fragment),
+    };
     let run_id = data.run.as_ref().map(|(id, _)| id.clone());
     let accept_id = data.accept.as_ref().map(|(id, _)| id.clone());
     let speedup_line = break_even.as_ref().and_then(|b| {
@@ -222,8 +235,12 @@ fn OverviewBody(data: Loaded) -> impl IntoView {
         .map(|r| r.summary());
     let sources = {
         let mut parts = Vec::new();
-        if let (Some((id, _)), Some(_)) = (&data.run, &acceptance) {
-            parts.push(format!("acceptance from run {id}, the newest with spec-decode figures"));
+        match (&headline, &data.run, &acceptance) {
+            (Some(h), _, Some(_)) => parts.push(format!("acceptance from the sweep's arm {} ({})", h.arm, h.why)),
+            (None, Some((id, _)), Some(_)) => {
+                parts.push(format!("acceptance from run {id}, the newest with spec-decode figures"))
+            }
+            _ => {}
         }
         if let Some((id, _)) = &data.sweep {
             parts.push(format!("break-even from sweep {id}"));

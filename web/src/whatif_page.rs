@@ -194,7 +194,7 @@ pub fn WhatIfPage() -> impl IntoView {
                 "computed in your browser before anything is measured. Feed it a measured E to see what your runs imply."
             </p>
             {(!load_errors.is_empty()).then(|| view! {
-                <div class="notice" role="alert">
+                <div class="notice" role="alert" id="link-notices">
                     <strong>"Some link values were ignored: "</strong>
                     {load_errors.join("; ")}
                 </div>
