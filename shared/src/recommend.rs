@@ -217,15 +217,8 @@ impl Recommendation {
                 if bounds.0 <= 1.0 {
                     tied.push("plain".into());
                 }
-                // One arm: a shorter draft of it where the model of its own rates prefers one
-                // (the per-position extension is all there is to choose it by). Several arms:
-                // what they measured decides, and the model's other k is named to try.
-                let shorter = (axis.is_concurrency() && arms.arms.len() == 1)
-                    .then(|| ModelSchedule::from_rates(&best.name, &best.per_position_acceptance_rates, costs))
-                    .flatten()
-                    .map(|m| m.k_at(level))
-                    .filter(|mk| *mk > 0 && best.k.is_some_and(|k| *mk < k))
-                    .filter(|mk| !arms.arms.iter().any(|a| a.k == Some(*mk)));
+                // What was measured decides: the model's k at this level (`model_k`) is said
+                // beside it, never put in its place (an unmeasured k is no recommendation).
                 Some(LevelPick {
                     level,
                     arm: Some(best.name.clone()),
@@ -234,8 +227,8 @@ impl Recommendation {
                     bounds,
                     tied,
                     model_k,
-                    recommended_k: shorter.or(best.k),
-                    from_model: shorter.is_some(),
+                    recommended_k: best.k,
+                    from_model: false,
                 })
             })
             .collect();
@@ -678,6 +671,64 @@ mod tests {
             r.spec_decode_accepted_tokens = Some((rates.iter().sum::<f64>() * drafts as f64) as u64);
         }
         r
+    }
+
+    #[test]
+    fn one_arm_above_plain_everywhere_is_recommended_everywhere_measured() {
+        // A k = 3 server at 1.3× plain up to concurrency 128, with rates whose model prefers a
+        // shorter k at high load: the measured k holds every range and every engine line; the
+        // model's k stays on its own labelled line.
+        let rates = [0.8, 0.5, 0.2];
+        let costs = Costs {
+            draft_cost: 0.0,
+            ridge_tokens: 74.0,
+        };
+        let results: Vec<(&str, u64, RunResult)> = [1u64, 16, 64, 128]
+            .iter()
+            .flat_map(|c| {
+                [
+                    ("spec", *c, run(130.0 * *c as f64, &rates)),
+                    ("base", *c, run(100.0 * *c as f64, &[])),
+                ]
+            })
+            .collect();
+        let points: Vec<NamedPoint<'_>> = results
+            .iter()
+            .map(|(arm, c, r)| NamedPoint {
+                arm,
+                level: Level::Concurrency(*c),
+                result: r,
+                spread: None,
+                category_tpot_ms: None,
+            })
+            .collect();
+        let t = SweepTable::of_arms(&points, costs, None);
+        let rec = t.recommendation.as_ref().unwrap();
+        let model = rec.model.as_ref().expect("the model's schedule from the arm's rates");
+        assert!(
+            model.ranges.iter().any(|(_, _, k)| *k != 3),
+            "the model prefers another k somewhere: {:?}",
+            model.ranges
+        );
+        assert!(
+            rec.levels.iter().all(|l| l.recommended_k == Some(3) && !l.from_model),
+            "{:?}",
+            rec.levels
+        );
+        assert_eq!(rec.ranges.len(), 1, "{:?}", rec.ranges);
+        assert_eq!((rec.ranges[0].k, rec.ranges[0].from_model), (Some(3), false));
+        for s in &rec.settings {
+            for k in [0, 1, 2, 4] {
+                assert!(
+                    !s.line.contains(&format!("\"num_speculative_tokens\":{k}")) && !s.line.contains(&format!(",{k}]")),
+                    "{s:?} ships an unmeasured k = {k}"
+                );
+            }
+        }
+        let text = rec.render();
+        assert!(text.contains("k = 3 (arm spec)"), "{text}");
+        assert!(!text.contains("not measured: an arm"), "{text}");
+        assert!(text.contains("Model (per-position rates of spec"), "{text}");
     }
 
     #[test]
