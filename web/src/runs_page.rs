@@ -448,7 +448,7 @@ fn SweepView(id: String) -> impl IntoView {
     let parsed = Signal::derive(move || table.get().and_then(|r| r.ok()));
     view! {
         <section class="page runs">
-            <h1>"Sweep " {id.clone()}</h1>
+            <h1>{view_title("Sweep", "sweep", &id)}</h1>
             <p><a href="#runs">"← all runs"</a></p>
             {move || match table.get() {
                 Some(Err(e)) => Some(view! { <p class="error">"Cannot open the sweep: " {e}</p> }),
@@ -535,7 +535,7 @@ fn AcceptView(id: String) -> impl IntoView {
     let rows = LocalResource::new(move || fetch_json::<AcceptMatrix>(url.clone()));
     view! {
         <section class="page runs">
-            <h1>"Acceptance by category " {id.clone()}</h1>
+            <h1>{view_title("Acceptance by category", "accept", &id)}</h1>
             <p><a href="#runs">"← all runs"</a></p>
             {move || match rows.get() {
                 None => view! { <p class="hint">"Loading…"</p> }.into_any(),
@@ -563,5 +563,15 @@ fn AcceptView(id: String) -> impl IntoView {
                 }.into_any(),
             }}
         </section>
+    }
+}
+
+/// A view's title: its kind, then the folder's name unless that name only repeats the kind (the
+/// demo's `sweep` and `accept` folders would read "Sweep sweep").
+fn view_title(kind: &str, folder_word: &str, id: &str) -> String {
+    if id.eq_ignore_ascii_case(folder_word) {
+        kind.to_string()
+    } else {
+        format!("{kind}: {id}")
     }
 }
