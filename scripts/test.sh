@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Every check and test: installs what is missing (browser and a real vLLM included), then
-# formatting, the shared crate for wasm32, clippy (native and wasm32), the dashboard build, and
+# formatting, clippy (native, and the shared crate and web app for wasm32), the dashboard build, and
 # all tests (unit, property, integration with the real binary, headless Chromium, and the
 # real-engine tests against four vLLM servers and a llama-server on 127.0.0.1).
 source "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
@@ -12,12 +12,12 @@ say "llama-server (llama.cpp from PyPI's llama-cpp-python 0.3.36) and the tiny m
 bash scripts/real-llamacpp.sh setup
 say "cargo fmt --check"
 cargo fmt --all --check
-say "shared crate for wasm32"
-cargo check -p speclens-shared --target wasm32-unknown-unknown
 say "clippy (native)"
 cargo clippy --all-targets -- -D warnings
-say "clippy (web app, wasm32)"
-cargo clippy -p speclens-web --target wasm32-unknown-unknown -- -D warnings
+# One wasm32 pass checks and lints both: the shared crate builds for wasm32 (pure logic, no
+# I/O) and the web app on top of it.
+say "clippy (shared crate and web app, wasm32)"
+cargo clippy -p speclens-shared -p speclens-web --target wasm32-unknown-unknown -- -D warnings
 # The real-engine tests' servers load (about a minute) while the dashboard builds: speculative
 # with per-request stats detailed, summary and none, and the plain base arm, on free ports.
 say "starting five real vLLM servers (their logs: .tools/vllm/logs/)"
