@@ -397,7 +397,7 @@ async fn real_vllm_sweep_accept_and_scrape_complete() {
     let per_position = line.split("per position ").nth(1).unwrap_or_else(|| panic!("{line}"));
     assert_eq!(
         per_position.trim(),
-        format!("{:?}", hand.per_pos.values().collect::<Vec<_>>()),
+        format!("{:?}", hand.per_pos),
         "hand: {hand:?}\n{scraped}"
     );
 }
