@@ -177,11 +177,10 @@ async fn the_overview_lands_first_with_the_measured_crossing_and_the_views_fit_a
     );
     let e = arm["acceptance_length"].as_f64().unwrap();
     assert_eq!(text_of(&client, "#ov-e .tile-value").await, format!("{e:.2}"));
+    let sources = text_of(&client, "#overview-sources").await;
     assert!(
-        text_of(&client, "#overview-sources")
-            .await
-            .contains(&format!("acceptance from the sweep's arm {headline} (")),
-        "the tiles name their arm"
+        sources.starts_with(&format!("Acceptance from the sweep's arm {headline} (")),
+        "the tiles name their arm: {sources}"
     );
     let sentence = text_of(&client, "#overview-break-even").await;
     assert!(

@@ -217,7 +217,10 @@ fn the_recommendation_keeps_the_measured_k_and_names_the_model_s_beside_it() {
     assert_eq!(rec["levels"][0]["from_model"], false);
     let vllm = rec["settings"][0]["line"].as_str().unwrap();
     assert_eq!(vllm, "--speculative-config '{\"num_speculative_tokens\":3}'");
-    assert!(stdout.contains("concurrency 1: k = 3 (arm spec)"), "{stdout}");
+    assert!(
+        stdout.contains("concurrency 1 and above: k = 3 (arm spec)\n"),
+        "{stdout}"
+    );
     assert!(
         stdout.contains("Model (per-position rates of spec: ") && stdout.contains(&format!(": k = {want}")),
         "{stdout}"
