@@ -655,6 +655,20 @@ mod tests {
     use crate::results::RunResult;
     use crate::sweep::{Level, SweepTable};
 
+    /// Concurrency points of `(arm, level, result)` triples, unrepeated.
+    fn named<'a>(results: &'a [(&'a str, u64, RunResult)]) -> Vec<NamedPoint<'a>> {
+        results
+            .iter()
+            .map(|(arm, c, r)| NamedPoint {
+                arm,
+                level: Level::Concurrency(*c),
+                result: r,
+                spread: None,
+                category_tpot_ms: None,
+            })
+            .collect()
+    }
+
     /// A point's result: output tok/s, and acceptance at `rates` (k = their count) when given.
     fn run(tokens: f64, rates: &[f64]) -> RunResult {
         let mut r = RunResult {
@@ -692,16 +706,7 @@ mod tests {
                 ]
             })
             .collect();
-        let points: Vec<NamedPoint<'_>> = results
-            .iter()
-            .map(|(arm, c, r)| NamedPoint {
-                arm,
-                level: Level::Concurrency(*c),
-                result: r,
-                spread: None,
-                category_tpot_ms: None,
-            })
-            .collect();
+        let points = named(&results);
         let t = SweepTable::of_arms(&points, costs, None);
         let rec = t.recommendation.as_ref().unwrap();
         let model = rec.model.as_ref().expect("the model's schedule from the arm's rates");
@@ -752,16 +757,7 @@ mod tests {
                 ]
             })
             .collect();
-        let points: Vec<NamedPoint<'_>> = results
-            .iter()
-            .map(|(arm, c, r)| NamedPoint {
-                arm,
-                level: Level::Concurrency(*c),
-                result: r,
-                spread: None,
-                category_tpot_ms: None,
-            })
-            .collect();
+        let points = named(&results);
         let config = serde_json::json!({"method": "eagle3", "num_speculative_tokens": 5});
         let t = SweepTable::of_arms(&points, Costs::H100_FREE_DRAFTS, Some(&config));
         let rec = t.recommendation.as_ref().unwrap();
