@@ -101,6 +101,16 @@ async fn the_live_page_follows_a_run_recovers_from_a_cut_and_ends_on_the_result(
             .starts_with("Last scrape interval"),
         "interval figures are labelled as such while the run goes"
     );
+    // TPOT is measured live, beside ITL: a number while the run goes.
+    let live_tpot: f64 = wait_for("a live TPOT", Duration::from_secs(30), || async {
+        row_of(&text_of(&client, "#latency").await, "TPOT")
+            .split(' ')
+            .nth(1)?
+            .parse()
+            .ok()
+    })
+    .await;
+    assert!(live_tpot > 0.0, "{live_tpot}");
     set_width(&client, 1400).await;
     screenshot(&client, "live-running-1400").await;
     set_width(&client, 420).await;
@@ -175,6 +185,11 @@ async fn the_live_page_follows_a_run_recovers_from_a_cut_and_ends_on_the_result(
     assert_eq!(
         text_of(&client, "#tiles-scope").await,
         "Whole run, as saved in result.json."
+    );
+    let tpot_row = row_of(&text_of(&client, "#latency").await, "TPOT");
+    assert!(
+        tpot_row.starts_with(&format!("TPOT {:.2} ", figure("mean_tpot_ms"))),
+        "{tpot_row}"
     );
     screenshot(&client, "live-finished-1400").await;
     set_width(&client, 420).await;
@@ -294,6 +309,7 @@ async fn past_runs_open_in_the_same_views_and_compare_side_by_side() {
         results.path().join("accept-x").to_str().unwrap(),
     ]);
     assert_eq!(code, 0, "{out}{err}");
+    let out_accept = format!("{out}{err}");
     // A speculating server that returns no per-request stats: the run says so, and the page too.
     let quiet = Speclens::instant_spec_sim("0.7", &["--per-request-metrics", "none"]);
     let (code, out, err) = crate::common::run_speclens(&[
@@ -331,6 +347,13 @@ async fn past_runs_open_in_the_same_views_and_compare_side_by_side() {
         (t.contains("spec-run") && t.contains("base-run")).then_some(())
     })
     .await;
+    // Both throughputs, each named by its window and defined on hover.
+    let list = text_of(&client, "#run-list").await;
+    assert!(
+        list.contains("out tok/s (steady window)") && list.contains("out tok/s (whole run)"),
+        "{list}"
+    );
+    assert_all_defined(&client, "#run-list th[title]", 4).await;
 
     let result: Value =
         serde_json::from_str(&std::fs::read_to_string(results.path().join("spec-run/result.json")).unwrap()).unwrap();
@@ -345,6 +368,19 @@ async fn past_runs_open_in_the_same_views_and_compare_side_by_side() {
     .await;
     let status = text_of(&client, "#run-status").await;
     assert!(status.contains("finished · 20 completed"), "{status}");
+    // TPOT beside ITL, as result.json has it; every tile and latency row defined on hover; the
+    // throughput named by its window.
+    let tpot = result["mean_tpot_ms"].as_f64().unwrap();
+    let latency = text_of(&client, "#latency").await;
+    let tpot_row = row_of(&latency, "TPOT");
+    assert!(tpot_row.starts_with(&format!("TPOT {tpot:.2} ")), "{latency}");
+    assert_all_defined(&client, ".tile, #latency td[title], #latency tr td:first-child", 10).await;
+    let throughput = text_of(&client, "#output-throughput").await;
+    let whole = result["output_throughput"].as_f64().unwrap();
+    assert!(
+        throughput.starts_with(&format!("Output: {whole:.1} tokens/s (whole run)")),
+        "{throughput}"
+    );
     let ink = wait_for("the per-position chart", Duration::from_secs(30), || async {
         canvas_ink(&client, "live-positions")
             .await
@@ -390,6 +426,23 @@ async fn past_runs_open_in_the_same_views_and_compare_side_by_side() {
     })
     .await;
     assert!(table.contains(&format!("{length:.3}")), "{table}");
+    // "better" names the run whose figure is better, whichever way its number moved.
+    let base: Value =
+        serde_json::from_str(&std::fs::read_to_string(results.path().join("base-run/result.json")).unwrap()).unwrap();
+    let (base_tpot, spec_tpot) = (
+        base["mean_tpot_ms"].as_f64().unwrap(),
+        result["mean_tpot_ms"].as_f64().unwrap(),
+    );
+    let faster = if spec_tpot < base_tpot { "spec-run" } else { "base-run" };
+    let tpot_row = row_of(&table, "mean TPOT (ms)");
+    assert!(tpot_row.ends_with(faster), "{table}");
+    let throughput_row = row_of(&table, "output tokens/s (whole run)");
+    let more = if result["output_throughput"].as_f64() > base["output_throughput"].as_f64() {
+        "spec-run"
+    } else {
+        "base-run"
+    };
+    assert!(throughput_row.ends_with(more), "{table}");
     let classes: Value = client
         .execute(
             "return [...document.querySelectorAll('#compare thead th')].map(e => e.className)",
@@ -450,6 +503,29 @@ async fn past_runs_open_in_the_same_views_and_compare_side_by_side() {
             .then_some(())
     })
     .await;
+    // The pooled E the console prints, from the category files' counts.
+    let (mut steps, mut accepted) = (0u64, 0u64);
+    for entry in std::fs::read_dir(results.path().join("accept-x")).unwrap() {
+        let path = entry.unwrap().path();
+        let name = path.file_name().unwrap().to_string_lossy().to_string();
+        if name.starts_with("accept-") && name.ends_with(".json") {
+            let row: Value = serde_json::from_str(&std::fs::read_to_string(&path).unwrap()).unwrap();
+            steps += row["num_spec_steps"].as_u64().unwrap();
+            accepted += row["accepted_tokens"].as_u64().unwrap();
+        }
+    }
+    let pooled = text_of(&client, "#accept-pooled").await;
+    assert!(
+        pooled.contains(&format!(
+            "acceptance length {:.3}",
+            1.0 + accepted as f64 / steps as f64
+        )),
+        "{pooled}"
+    );
+    assert!(
+        out_accept.contains(&pooled),
+        "the console printed the same line: {out_accept}"
+    );
 
     // A link taken from the dashboard opens the same run in a report of the same folder: the
     // sweep's nested point (`sweep-x/spec-c4`) has one id in both.
@@ -496,4 +572,32 @@ async fn past_runs_open_in_the_same_views_and_compare_side_by_side() {
     .await;
     assert_eq!(report_status, live_status, "the same run, by the same link");
     client.close().await.unwrap();
+}
+
+/// At least `at_least` elements match `css`, and each carries a definition (a `title` of more
+/// than a few words) that hover and keyboard focus show.
+async fn assert_all_defined(client: &fantoccini::Client, css: &str, at_least: u64) {
+    let found: Value = client
+        .execute(
+            "return [...document.querySelectorAll(arguments[0])].map(e => [e.textContent.trim().slice(0, 40), e.getAttribute('title') || '', e.tabIndex]);",
+            vec![Value::from(css)],
+        )
+        .await
+        .unwrap();
+    let found = found.as_array().unwrap();
+    assert!(found.len() as u64 >= at_least, "{css}: {found:?}");
+    for e in found {
+        let title = e[1].as_str().unwrap();
+        assert!(title.split_whitespace().count() >= 5, "{css}: no definition on {e}");
+        assert_eq!(e[2], 0, "{css}: {e} is not reachable by keyboard focus");
+    }
+}
+
+/// The row of a table's text that starts with `name`, its cells joined by single spaces.
+fn row_of(table: &str, name: &str) -> String {
+    table
+        .lines()
+        .map(|l| l.split_whitespace().collect::<Vec<_>>().join(" "))
+        .find(|l| l.starts_with(name))
+        .unwrap_or_default()
 }

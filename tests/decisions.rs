@@ -156,7 +156,7 @@ fn a_three_arm_sweep_compares_every_arm_and_recommends_the_best_measured_k() {
         "{stdout}"
     );
     assert!(
-        stdout.contains("Latency, k4 minus plain (ms; negative: faster):"),
+        stdout.contains("Latency, k4 minus plain (ms; negative: faster; ITL is per chunk"),
         "{stdout}"
     );
     assert!(stdout.contains("Engine load, k1 | plain"), "{stdout}");

@@ -7,7 +7,7 @@ use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 
 use comfy_table::{presets, CellAlignment, Table};
-use speclens_shared::results::{CategoryAcceptance, RunResult};
+use speclens_shared::results::{AcceptMatrix, CategoryAcceptance, RunResult};
 use speclens_shared::run::RequestRecord;
 
 use crate::bench;
@@ -176,23 +176,18 @@ pub fn render(rows: &[CategoryAcceptance]) -> String {
         "category",
         "path",
         "requests",
-        "acceptance length",
+        "acceptance length (± 95 %)",
         "acceptance rate %",
         "per-position rates",
     ]);
     for r in rows {
-        let per_pos: Vec<String> = r
-            .per_position_acceptance_rates
-            .values()
-            .map(|v| format!("{v:.3}"))
-            .collect();
         table.add_row(vec![
             r.category.clone(),
             r.path.clone(),
             r.requests.to_string(),
-            format!("{:.3}", r.acceptance_length),
+            r.length_text(),
             format!("{:.2}", r.acceptance_rate),
-            per_pos.join(", "),
+            r.positions_text(),
         ]);
     }
     for i in 2..5 {
@@ -200,7 +195,8 @@ pub fn render(rows: &[CategoryAcceptance]) -> String {
             col.set_cell_alignment(CellAlignment::Right);
         }
     }
-    format!("{table}\n")
+    let pooled = AcceptMatrix::pooled_line(rows).map_or(String::new(), |l| format!("{l}\n"));
+    format!("{table}\n{pooled}")
 }
 
 /// `speclens accept`: returns the rows it measured.

@@ -13,7 +13,8 @@ use axum::extract::ws::Utf8Bytes;
 use hdrhistogram::Histogram;
 use speclens_shared::aggregate::{Bins, SpecAggregator};
 use speclens_shared::protocol::{
-    draft_share_pct, Distributions, RunStatus, RunView, ServerMessage, Tiles, TimelinePoint, MAX_BINS, PROTOCOL_VERSION,
+    draft_share_pct, Distributions, PreviousRun, RunStatus, RunView, ServerMessage, Tiles, TimelinePoint, MAX_BINS,
+    PROTOCOL_VERSION,
 };
 use speclens_shared::results::{run_view_from_result, RunResult};
 use speclens_shared::run::{percentile_name, LatencyStats, RequestRecord};
@@ -99,6 +100,7 @@ impl Latency {
 struct Accumulated {
     ttft_ms: Latency,
     itl_ms: Latency,
+    tpot_ms: Latency,
     e2el_ms: Latency,
     output_tokens: u64,
     spec: SpecAggregator,
@@ -111,6 +113,7 @@ impl Accumulated {
         Accumulated {
             ttft_ms: Latency::new(),
             itl_ms: Latency::new(),
+            tpot_ms: Latency::new(),
             e2el_ms: Latency::new(),
             output_tokens: 0,
             spec: SpecAggregator::new(),
@@ -274,7 +277,17 @@ impl Hub {
     }
 
     fn start(&mut self, label: String, model: String, total: Option<u64>) {
+        // A finished run's tiles stand, named, until the new run's first interval (a sweep's
+        // points follow each other: the page shows the last point's figures, not blanks).
+        let previous = match self.view.status {
+            RunStatus::Finished | RunStatus::Partial => Some(PreviousRun {
+                label: self.view.label.clone(),
+                tiles: self.view.tiles.clone(),
+            }),
+            _ => self.view.previous.take(),
+        };
         self.view = RunView::idle();
+        self.view.previous = previous;
         self.view.label = label;
         self.view.model = model;
         self.view.status = RunStatus::Running;
@@ -299,6 +312,7 @@ impl Hub {
             r.ttft_ms.into_iter().for_each(|v| self.acc.ttft_ms.record(v));
             r.e2el_ms.into_iter().for_each(|v| self.acc.e2el_ms.record(v));
             r.itl_ms.iter().for_each(|v| self.acc.itl_ms.record(*v));
+            r.tpot_ms().into_iter().for_each(|v| self.acc.tpot_ms.record(v));
             if let Some(spec) = &r.spec_decode_acceptance {
                 self.acc.spec.push(spec);
             }
@@ -318,6 +332,7 @@ impl Hub {
         view.progress.elapsed_s = elapsed_s;
         view.ttft_ms = acc.ttft_ms.stats();
         view.itl_ms = acc.itl_ms.stats();
+        view.tpot_ms = acc.tpot_ms.stats();
         view.e2el_ms = acc.e2el_ms.stats();
         view.distributions = Distributions {
             ttft_ms: acc.ttft_ms.bins(),
@@ -505,5 +520,17 @@ mod tests {
             "the finished run shows the saved whole-run figures, not the last interval's 50 %"
         );
         assert_eq!(client.run.tiles.draft_share, Some(90.0 / 130.0 * 100.0));
+
+        // The next run (a sweep's next point) shows the finished run's tiles, named, until its
+        // own first interval; then its own.
+        hub.start_run("r2", "m", Some(3)).await;
+        let next = hub.current().await;
+        let rate = |t: &Tiles| t.acceptance_rate;
+        assert_eq!(next.tiles.acceptance_rate, None);
+        assert_eq!(next.tile_or_previous(rate), (Some(75.0), Some("r")));
+        hub.note_point(Source::Direct, point("a", 3.0, 6.0, 2.0)).await;
+        tokio::time::sleep(TICK * 3).await;
+        let own = hub.current().await;
+        assert_eq!(own.tile_or_previous(rate), (Some(50.0), None));
     }
 }

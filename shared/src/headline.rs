@@ -111,9 +111,23 @@ impl Headline {
 }
 
 #[cfg(test)]
-mod tests {
+pub(crate) mod tests {
     use super::*;
     use crate::model::Costs;
+
+    /// Two speculative arms (k = 3 first, then k = 1) with the demo's costs and no rows.
+    pub(crate) fn two_arm_table() -> SweepTable {
+        let costs = Costs {
+            draft_cost: 0.05,
+            ridge_tokens: 74.0,
+        };
+        let mut table = SweepTable::new(Vec::new(), None);
+        table.arms.arms = vec![
+            arm("spec", 2.886, 3, &[0.82, 0.62, 0.45], costs),
+            arm("spec-k1", 1.82, 1, &[0.82], costs),
+        ];
+        table
+    }
 
     fn arm(name: &str, e: f64, k: u32, rates: &[f64], costs: Costs) -> ArmSweep {
         ArmSweep {
@@ -135,15 +149,7 @@ mod tests {
 
     #[test]
     fn the_link_reproduces_the_model_b_star_of_the_arm_it_names() {
-        let costs = Costs {
-            draft_cost: 0.05,
-            ridge_tokens: 74.0,
-        };
-        let mut table = SweepTable::new(Vec::new(), None);
-        table.arms.arms = vec![
-            arm("spec", 2.886, 3, &[0.82, 0.62, 0.45], costs),
-            arm("spec-k1", 1.82, 1, &[0.82], costs),
-        ];
+        let table = two_arm_table();
         let h = Headline::of_sweep(&table).unwrap();
         assert_eq!(h.arm, "spec");
         let (fragment, b) = h.whatif_link();

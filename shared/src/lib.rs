@@ -9,6 +9,7 @@ pub mod chart;
 pub mod error;
 pub mod fleet;
 pub mod gates;
+pub mod glossary;
 pub mod goodput;
 pub mod headline;
 pub mod live_state;

@@ -3,11 +3,12 @@
 //! beside the model) in one sentence, the speedup at the lowest concurrency, and the best k.
 //! Pure: the page (and its tests) fetch the files, this decides what they say.
 
+use crate::arms::point_id;
 use crate::headline::Headline;
 use crate::model::{self, best_k, expected_tokens, implied_alpha, Costs, KChoice};
 use crate::positions::PathPositions;
 use crate::results::{run_view_from_result, RunListEntry, RunResult};
-use crate::sweep::{Axis, SweepTable};
+use crate::sweep::{Axis, Level, SweepTable};
 
 /// The measured acceptance of one run.
 #[derive(Debug, Clone, PartialEq)]
@@ -227,12 +228,29 @@ pub fn batch_text(b: f64) -> String {
     }
 }
 
-/// Which saved run the overview describes: the newest with spec-decode figures (runs are listed
-/// newest first), else the newest.
-pub fn pick_run(runs: &[RunListEntry]) -> Option<&RunListEntry> {
-    runs.iter()
-        .find(|r| r.spec_decode_acceptance_length.is_some())
-        .or_else(|| runs.first())
+/// Which saved run the overview describes, and why (runs are listed newest first): the
+/// newest run the user made on its own (a bench, or a `vllm bench serve` file) with spec-decode
+/// figures; else, with a sweep, the headline arm's point at the headline's level; else the
+/// newest run with spec-decode figures; else the newest.
+pub fn pick_run<'a>(runs: &'a [RunListEntry], sweep: Option<(&str, &Headline)>) -> Option<(&'a RunListEntry, String)> {
+    let has_spec = |r: &&RunListEntry| r.spec_decode_acceptance_length.is_some();
+    let own = |r: &&RunListEntry| !r.kind.starts_with("sweep") && r.kind != "accept";
+    if let Some(r) = runs.iter().filter(own).find(has_spec) {
+        return Some((r, "the newest run with spec-decode figures".into()));
+    }
+    if let Some((id, h)) = sweep {
+        let tags = [Level::Concurrency(h.level as u64), Level::Rate(h.level)];
+        let point = runs
+            .iter()
+            .find(|r| tags.iter().any(|l| r.id == format!("{id}/{}", point_id(&h.arm, *l))));
+        if let Some(r) = point {
+            return Some((r, format!("the sweep's arm {} at {}", h.arm, batch_text(h.level))));
+        }
+    }
+    match runs.iter().find(has_spec) {
+        Some(r) => Some((r, "the newest run with spec-decode figures".into())),
+        None => runs.first().map(|r| (r, "the newest run".into())),
+    }
 }
 
 /// E of the geometric curve at α and k, for the overview's "beside the geometric curve" line.
@@ -323,6 +341,40 @@ mod tests {
         assert!(
             AcceptanceSummary::of(&RunResult::default()).is_none(),
             "no spec-decode data"
+        );
+    }
+
+    /// The overview describes the user's own run when there is one, else the headline arm's
+    /// point, never just the newest sweep point.
+    #[test]
+    fn the_overview_run_is_the_users_own_else_the_headline_arms_point() {
+        let r: RunResult =
+            serde_json::from_value(serde_json::json!({"speclens_version": "x", "spec_decode_acceptance_length": 2.0}))
+                .unwrap();
+        let entry = |id: &str, date: &str, kind: &str| RunListEntry {
+            date: Some(date.into()),
+            kind: kind.into(),
+            ..RunListEntry::new(id, &r)
+        };
+        let table = crate::headline::tests::two_arm_table();
+        let h = Headline::of_sweep(&table).unwrap();
+        let level = Level::Concurrency(h.level as u64);
+        let point = format!("sw/{}", point_id(&h.arm, level));
+        let mut runs = vec![
+            entry("sw/spec-k1-c80", "3", "sweep spec"),
+            entry(&point, "2", "sweep spec"),
+            entry("accept/all", "1", "accept"),
+        ];
+        let (picked, why) = pick_run(&runs, Some(("sw", &h))).unwrap();
+        assert_eq!(picked.id, point, "the headline arm's point, not the newest");
+        assert!(why.contains(&h.arm), "{why}");
+        runs.push(entry("my-bench", "0", "bench"));
+        assert_eq!(pick_run(&runs, Some(("sw", &h))).unwrap().0.id, "my-bench");
+        runs.pop();
+        assert_eq!(
+            pick_run(&runs, None).unwrap().0.id,
+            "sw/spec-k1-c80",
+            "no sweep: the newest with figures"
         );
     }
 }

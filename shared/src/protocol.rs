@@ -125,6 +125,9 @@ pub struct RunView {
     pub ttft_ms: Option<LatencyStats>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub itl_ms: Option<LatencyStats>,
+    /// Time per output token after the first (per request), beside the per-chunk ITL.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub tpot_ms: Option<LatencyStats>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub e2el_ms: Option<LatencyStats>,
     #[serde(default)]
@@ -141,11 +144,41 @@ pub struct RunView {
     /// less when their match is short).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub mean_draft_tokens: Option<f64>,
-    /// Output tokens per second over the run so far.
+    /// Output tokens per second over the whole run (so far).
     pub output_tokens_per_s: f64,
+    /// Output tokens per second in the steady window, and that window's length, once the run
+    /// is saved and had one (the figure sweeps compare).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub steady_output_tokens_per_s: Option<f64>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub steady_window_s: Option<f64>,
+    /// The run this hub finished just before this one started (a sweep's previous point): its
+    /// whole-run tiles stand, labelled as its, until this run's first scrape interval.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub previous: Option<PreviousRun>,
+}
+
+/// A finished run's label and tiles, kept beside the next run of the same hub.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct PreviousRun {
+    pub label: String,
+    pub tiles: Tiles,
 }
 
 impl RunView {
+    /// What a tile shows: this run's figure, else the previous run's with its label, else
+    /// nothing yet.
+    pub fn tile_or_previous(&self, pick: fn(&Tiles) -> Option<f64>) -> (Option<f64>, Option<&str>) {
+        match (pick(&self.tiles), &self.previous) {
+            (Some(v), _) => (Some(v), None),
+            (None, Some(p)) => match pick(&p.tiles) {
+                Some(v) => (Some(v), Some(p.label.as_str())),
+                None => (None, None),
+            },
+            (None, None) => (None, None),
+        }
+    }
+
     /// An empty view before any run.
     pub fn idle() -> RunView {
         RunView {
@@ -157,6 +190,7 @@ impl RunView {
             timeline: Vec::new(),
             ttft_ms: None,
             itl_ms: None,
+            tpot_ms: None,
             e2el_ms: None,
             distributions: Distributions::default(),
             per_request: None,
@@ -164,6 +198,9 @@ impl RunView {
             notices: Vec::new(),
             mean_draft_tokens: None,
             output_tokens_per_s: 0.0,
+            steady_output_tokens_per_s: None,
+            steady_window_s: None,
+            previous: None,
         }
     }
 
@@ -177,6 +214,7 @@ impl RunView {
             timeline_append: self.timeline[fresh..].to_vec(),
             ttft_ms: self.ttft_ms.clone(),
             itl_ms: self.itl_ms.clone(),
+            tpot_ms: self.tpot_ms.clone(),
             e2el_ms: self.e2el_ms.clone(),
             distributions: self.distributions.clone(),
             per_request: self.per_request.clone(),
@@ -184,6 +222,8 @@ impl RunView {
             notices: self.notices.clone(),
             mean_draft_tokens: self.mean_draft_tokens,
             output_tokens_per_s: self.output_tokens_per_s,
+            steady_output_tokens_per_s: self.steady_output_tokens_per_s,
+            steady_window_s: self.steady_window_s,
         }
     }
 
@@ -195,6 +235,7 @@ impl RunView {
         self.timeline.extend(d.timeline_append);
         self.ttft_ms = d.ttft_ms;
         self.itl_ms = d.itl_ms;
+        self.tpot_ms = d.tpot_ms;
         self.e2el_ms = d.e2el_ms;
         self.distributions = d.distributions;
         self.per_request = d.per_request;
@@ -202,6 +243,8 @@ impl RunView {
         self.notices = d.notices;
         self.mean_draft_tokens = d.mean_draft_tokens;
         self.output_tokens_per_s = d.output_tokens_per_s;
+        self.steady_output_tokens_per_s = d.steady_output_tokens_per_s;
+        self.steady_window_s = d.steady_window_s;
     }
 }
 
@@ -216,6 +259,9 @@ pub struct RunDelta {
     pub ttft_ms: Option<LatencyStats>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub itl_ms: Option<LatencyStats>,
+    /// Time per output token after the first (per request), beside the per-chunk ITL.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub tpot_ms: Option<LatencyStats>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub e2el_ms: Option<LatencyStats>,
     #[serde(default)]
@@ -228,6 +274,10 @@ pub struct RunDelta {
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub mean_draft_tokens: Option<f64>,
     pub output_tokens_per_s: f64,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub steady_output_tokens_per_s: Option<f64>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub steady_window_s: Option<f64>,
 }
 
 /// Messages from the collector to the page: `{"type": …, "body": {…}}`. Adjacently tagged,

@@ -4,7 +4,7 @@
 //! described in `docs/FORMATS.md`. `vllm bench serve` result files read into [`RunResult`] too
 //! (every key optional; keys this model does not name land in [`RunResult::extra`]).
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, BTreeSet};
 
 use serde::{Deserialize, Serialize};
 
@@ -547,10 +547,49 @@ pub struct CategoryAcceptance {
     pub run: String,
 }
 
+impl CategoryAcceptance {
+    /// The acceptance length with its 95 % interval when it has one: `2.740 ± 0.051`.
+    pub fn length_text(&self) -> String {
+        match self.acceptance_length_ci95 {
+            Some(h) => format!("{:.3} ± {h:.3}", self.acceptance_length),
+            None => format!("{:.3}", self.acceptance_length),
+        }
+    }
+
+    /// The per-position rates numbered from 0, as vLLM's `position` label: `0: 0.800, 1: 0.560`.
+    pub fn positions_text(&self) -> String {
+        let parts: Vec<String> = self
+            .per_position_acceptance_rates
+            .iter()
+            .map(|(i, v)| format!("{i}: {v:.3}"))
+            .collect();
+        parts.join(", ")
+    }
+}
+
 /// An accept folder's categories (`/api/accept/<id>`).
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
 pub struct AcceptMatrix {
     pub categories: Vec<CategoryAcceptance>,
+}
+
+impl AcceptMatrix {
+    /// Every category's acceptance pooled: 1 + Σ accepted ÷ Σ verify steps, and the requests
+    /// it is over; none without a step.
+    pub fn pooled(categories: &[CategoryAcceptance]) -> Option<(f64, u64)> {
+        let steps: u64 = categories.iter().map(|c| c.num_spec_steps).sum();
+        let accepted: u64 = categories.iter().map(|c| c.accepted_tokens).sum();
+        let requests = categories.iter().map(|c| c.requests).sum();
+        (steps > 0).then(|| (1.0 + accepted as f64 / steps as f64, requests))
+    }
+
+    /// "Pooled over every category: acceptance length 2.712 (360 requests)."
+    pub fn pooled_line(categories: &[CategoryAcceptance]) -> Option<String> {
+        let (e, requests) = AcceptMatrix::pooled(categories)?;
+        Some(format!(
+            "Pooled over every category: acceptance length {e:.3} ({requests} requests)."
+        ))
+    }
 }
 
 /// One line of the run list.
@@ -564,7 +603,11 @@ pub struct RunListEntry {
     pub model_id: Option<String>,
     pub partial: bool,
     pub completed: Option<u64>,
+    /// Output tokens per second over the whole run.
     pub output_throughput: Option<f64>,
+    /// Output tokens per second in the steady window (what sweeps compare), when it had one.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub steady_output_throughput: Option<f64>,
     pub spec_decode_acceptance_length: Option<f64>,
     /// The closed loop's concurrency, when the run had one.
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -573,6 +616,13 @@ pub struct RunListEntry {
     /// `vllm bench serve` (a file speclens did not write).
     #[serde(default)]
     pub kind: String,
+    /// For a sweep point's extra repeat (`spec-c16-r2`), the id of the point whose figure is
+    /// the repeats' median (`spec-c16`); the list shows it under that point.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub repeat_of: Option<String>,
+    /// For a sweep point that was repeated, how many runs its median is of.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub repeats: Option<usize>,
 }
 
 impl RunListEntry {
@@ -585,6 +635,7 @@ impl RunListEntry {
             partial: r.partial,
             completed: r.completed,
             output_throughput: r.output_throughput,
+            steady_output_throughput: r.steady_output_throughput,
             spec_decode_acceptance_length: r.spec_decode_acceptance_length,
             max_concurrency: r.max_concurrency.or(r.config.as_ref().and_then(|c| c.concurrency)),
             kind: if r.speclens_version.is_some() {
@@ -593,7 +644,14 @@ impl RunListEntry {
                 "vllm bench serve"
             }
             .into(),
+            repeat_of: None,
+            repeats: None,
         }
+    }
+
+    /// The figure sweeps compare: the steady window's output tokens/s, else the whole run's.
+    pub fn compared_throughput(&self) -> Option<f64> {
+        self.steady_output_throughput.or(self.output_throughput)
     }
 
     /// The date as people read it: `2026-12-01 04:28:26` (UTC) from RFC 3339 with nanoseconds.
@@ -654,12 +712,45 @@ impl RunList {
             }
         }
         runs.sort_by(|a, b| b.date.cmp(&a.date));
+        group_repeats(&mut runs);
         RunList {
             results_dir: results_dir.into(),
             runs,
             sweeps,
             accepts,
         }
+    }
+}
+
+/// A sweep point's repeats under the point: a run `<point>-r<n>` of a sweep whose `<point>`
+/// is listed too is marked as its repeat and moved right after it, and the point counts them.
+fn group_repeats(runs: &mut Vec<RunListEntry>) {
+    let point_of = |r: &RunListEntry| -> Option<String> {
+        if !r.kind.starts_with("sweep") {
+            return None;
+        }
+        let (point, n) = r.id.rsplit_once("-r")?;
+        (!n.is_empty() && n.bytes().all(|b| b.is_ascii_digit())).then(|| point.to_string())
+    };
+    let ids: BTreeSet<String> = runs.iter().map(|r| r.id.clone()).collect();
+    let mut repeats: BTreeMap<String, Vec<RunListEntry>> = BTreeMap::new();
+    let mut rest = Vec::with_capacity(runs.len());
+    for mut run in runs.drain(..) {
+        match point_of(&run).filter(|p| ids.contains(p)) {
+            Some(point) => {
+                run.repeat_of = Some(point.clone());
+                repeats.entry(point).or_default().push(run);
+            }
+            None => rest.push(run),
+        }
+    }
+    for mut run in rest {
+        let mine = repeats.remove(&run.id).unwrap_or_default();
+        if !mine.is_empty() {
+            run.repeats = Some(mine.len() + 1);
+        }
+        runs.push(run);
+        runs.extend(mine);
     }
 }
 
@@ -701,6 +792,7 @@ pub fn run_view_from_result(result: &RunResult) -> RunView {
         timeline: spec.timeline,
         ttft_ms: result.latency("ttft"),
         itl_ms: result.latency("itl"),
+        tpot_ms: result.latency("tpot"),
         e2el_ms: result.latency("e2el"),
         distributions: result.distributions.clone().unwrap_or_default(),
         not_available: result.not_available(),
@@ -713,6 +805,9 @@ pub fn run_view_from_result(result: &RunResult) -> RunView {
             .map(|(tokens, drafts)| tokens as f64 / drafts as f64)
             .or(result.spec_decode_mean_draft_tokens),
         output_tokens_per_s: result.output_throughput.unwrap_or(0.0),
+        steady_output_tokens_per_s: result.steady_output_throughput,
+        steady_window_s: result.steady_window_s,
+        previous: None,
     }
 }
 
@@ -786,5 +881,70 @@ mod view_tests {
         let run = run_view_from_result(&serde_json::from_value(v).unwrap());
         assert_eq!(run.notices, ["Paths disagree: …", "Drafts were shorter than k: …"]);
         assert_eq!(run.mean_draft_tokens, Some(778.0 / 300.0));
+    }
+
+    fn listed(id: &str, date: &str, steady: Option<f64>) -> RunListEntry {
+        let r: RunResult = serde_json::from_value(serde_json::json!({
+            "date": date, "speclens_version": "x", "output_throughput": 100.0,
+            "steady_output_throughput": steady, "spec_decode_acceptance_length": 2.5
+        }))
+        .unwrap();
+        RunListEntry::new(id, &r)
+    }
+
+    /// A point's repeats follow the point, marked as its repeats; the point counts them and
+    /// shows the figure the sweep compares (steady window), beside the whole run's.
+    #[test]
+    fn a_sweep_points_repeats_are_listed_under_the_point() {
+        let runs = vec![
+            listed("sw/spec-c1-r1", "2026-01-01T00:00:01", Some(90.0)),
+            listed("sw/spec-c1", "2026-01-01T00:00:02", Some(95.0)),
+            listed("sw/spec-c1-r3", "2026-01-01T00:00:03", Some(99.0)),
+            listed("sw/base-c1", "2026-01-01T00:00:04", None),
+            listed("mine-r2", "2026-01-01T00:00:05", Some(50.0)),
+        ];
+        let list = RunList::new("results", runs, vec!["sw".into()], Vec::new());
+        let ids: Vec<&str> = list.runs.iter().map(|r| r.id.as_str()).collect();
+        assert_eq!(
+            ids,
+            ["mine-r2", "sw/base-c1", "sw/spec-c1", "sw/spec-c1-r3", "sw/spec-c1-r1"]
+        );
+        let point = &list.runs[2];
+        assert_eq!((point.repeats, point.repeat_of.as_deref()), (Some(3), None));
+        assert_eq!(list.runs[3].repeat_of.as_deref(), Some("sw/spec-c1"));
+        assert_eq!(list.runs[0].repeat_of, None, "a bench run named -r2 is not a repeat");
+        assert_eq!(point.compared_throughput(), Some(95.0));
+        assert_eq!(
+            list.runs[1].compared_throughput(),
+            Some(100.0),
+            "no steady window: the whole run's"
+        );
+    }
+
+    #[test]
+    fn an_accept_matrix_pools_its_categories_and_shows_intervals() {
+        let row = |category: &str, steps: u64, accepted: u64, ci95: Option<f64>| CategoryAcceptance {
+            category: category.into(),
+            path: "per_request".into(),
+            requests: 10,
+            acceptance_length: 1.0 + accepted as f64 / steps as f64,
+            acceptance_rate: 50.0,
+            per_position_acceptance_rates: BTreeMap::from([(0, 0.8), (1, 0.5)]),
+            num_spec_steps: steps,
+            accepted_tokens: accepted,
+            draft_tokens: steps * 2,
+            acceptance_length_ci95: ci95,
+            run: "all".into(),
+        };
+        let rows = [row("a", 100, 150, Some(0.0512)), row("b", 300, 150, None)];
+        assert_eq!(AcceptMatrix::pooled(&rows), Some((1.0 + 300.0 / 400.0, 20)));
+        assert_eq!(
+            AcceptMatrix::pooled_line(&rows).unwrap(),
+            "Pooled over every category: acceptance length 1.750 (20 requests)."
+        );
+        assert_eq!(rows[0].length_text(), "2.500 ± 0.051");
+        assert_eq!(rows[1].length_text(), "1.500");
+        assert_eq!(rows[0].positions_text(), "0: 0.800, 1: 0.500");
+        assert_eq!(AcceptMatrix::pooled(&[]), None);
     }
 }

@@ -89,6 +89,15 @@ pub struct RequestRecord {
     pub usage: Option<UsageRecord>,
 }
 
+impl RequestRecord {
+    /// Time per output token after the first, (E2E − TTFT) ÷ (output tokens − 1): none for a
+    /// request without both times or with a single token (vLLM leaves those out of TPOT).
+    pub fn tpot_ms(&self) -> Option<f64> {
+        let (t, e) = (self.ttft_ms?, self.e2el_ms?);
+        (self.output_tokens > 1).then(|| RequestLatency::of(t, e, self.output_tokens).tpot_ms)
+    }
+}
+
 /// What a response's `usage` reported, beside speclens's own count of the same prompt and
 /// generated text (the cl100k_base tokenizer): AIPerf's `usage_*` figures and their
 /// discrepancy from the client's count.
@@ -318,12 +327,11 @@ impl RunTally {
         }
         if let Some(t) = r.ttft_ms {
             self.ttft_ms.push(t);
-            if let Some(e) = r.e2el_ms.filter(|_| r.output_tokens > 1) {
-                let tpot_ms = RequestLatency::of(t, e, r.output_tokens).tpot_ms;
-                self.tpot_ms.push(tpot_ms);
-                if tpot_ms > 0.0 {
-                    self.tokens_per_s_per_user.push(1e3 / tpot_ms);
-                }
+        }
+        if let Some(tpot_ms) = r.tpot_ms() {
+            self.tpot_ms.push(tpot_ms);
+            if tpot_ms > 0.0 {
+                self.tokens_per_s_per_user.push(1e3 / tpot_ms);
             }
         }
         if let Some(gap) = r.itl_ms.first() {

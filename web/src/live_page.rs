@@ -15,9 +15,10 @@ use speclens_shared::chart::{
     colors, draw_histograms, draw_per_position, draw_series_chart, draw_series_panels, hover, HistogramPanel,
     Positions, Series, SeriesPanel, XFrame,
 };
+use speclens_shared::glossary::Term;
 use speclens_shared::live_state::{Applied, LiveState};
 use speclens_shared::model::implied_alpha;
-use speclens_shared::protocol::{RunStatus, RunView, ServerMessage, TimelinePoint};
+use speclens_shared::protocol::{RunStatus, RunView, ServerMessage, Tiles, TimelinePoint};
 use speclens_shared::run::LatencyStats;
 use speclens_shared::Error;
 use wasm_bindgen::closure::Closure;
@@ -178,12 +179,38 @@ fn fmt(v: Option<f64>, decimals: usize) -> String {
     v.map_or_else(|| "No traffic".to_string(), |x| format!("{x:.decimals$}"))
 }
 
-pub fn latency_row(name: &'static str, stats: Option<LatencyStats>) -> impl IntoView {
+/// One latency's mean, median and p99, its name defined on hover (the table's rows name the
+/// figure without the unit: the header says milliseconds).
+pub fn latency_row(term: Term, stats: Option<LatencyStats>) -> impl IntoView {
     let cells = match stats {
         Some(s) => [s.mean, s.median, s.percentiles.get("99").copied().unwrap_or(f64::NAN)].map(|v| format!("{v:.2}")),
         None => [(); 3].map(|_| "—".to_string()),
     };
-    view! { <tr><td>{name}</td><td>{cells[0].clone()}</td><td>{cells[1].clone()}</td><td>{cells[2].clone()}</td></tr> }
+    let name = term.name().trim_end_matches(" (ms)").trim_end_matches(" latency");
+    view! { <tr><td title=term.definition() tabindex="0">{name}</td><td>{cells[0].clone()}</td><td>{cells[1].clone()}</td><td>{cells[2].clone()}</td></tr> }
+}
+
+/// The first letter in capitals (a tile's label from the glossary's name).
+pub fn capitalised(name: &str) -> String {
+    let mut chars = name.chars();
+    chars
+        .next()
+        .map_or(String::new(), |c| c.to_uppercase().chain(chars).collect())
+}
+
+/// "Output: X tokens/s (whole run)", and the steady window's figure when the run had one: the
+/// one a sweep compares, so a sweep point's page shows the console's number, named.
+fn throughput_line(r: &RunView) -> String {
+    let whole = format!("Output: {:.1} tokens/s (whole run)", r.output_tokens_per_s);
+    match (r.steady_output_tokens_per_s, r.steady_window_s) {
+        (Some(steady), Some(window_s)) => {
+            format!("{whole} · {steady:.1} tokens/s in the steady window ({window_s:.2} s), the figure sweeps compare")
+        }
+        (Some(steady), None) => {
+            format!("{whole} · {steady:.1} tokens/s in the steady window, the figure sweeps compare")
+        }
+        _ => whole,
+    }
 }
 
 /// Acceptance over time: the rate (percent) and the length (tokens per step), each on its own
@@ -357,8 +384,19 @@ fn acceptance_counts(run: &RunView) -> String {
 /// opened from the history).
 #[component]
 pub fn RunPanel(run: Signal<RunView>) -> impl IntoView {
-    let tile = move |id: &'static str, label: &'static str, value: Box<dyn Fn() -> String + Send + Sync>| {
-        view! { <div class="tile" id=id><div class="tile-label">{label}</div><div class="tile-value">{value}</div></div> }
+    // A tile shows this run's figure; before its first interval, the previous run's (a sweep's
+    // last point), named under the value.
+    let tile = move |id: &'static str, term: Term, pick: fn(&Tiles) -> Option<f64>, decimals: usize| {
+        let shown = move || {
+            run.with(|r| {
+                let (value, from) = r.tile_or_previous(pick);
+                (fmt(value, decimals), from.map(|label| format!("{label}, the last run")))
+            })
+        };
+        view! { <div class="tile" id=id title=term.definition() tabindex="0"><div class="tile-label">{capitalised(term.name())}</div>
+            <div class="tile-value">{move || shown().0}</div>
+            {move || shown().1.map(|note| view! { <div class="tile-note">{note}</div> })}
+        </div> }
     };
     let scope = move || {
         run.with(|r| match r.status {
@@ -370,12 +408,12 @@ pub fn RunPanel(run: Signal<RunView>) -> impl IntoView {
     view! {
         <p class="hint tiles-scope" id="tiles-scope">{scope}</p>
         <div class="tiles">
-            {tile("tile-acceptance-rate", "Acceptance rate (%)", Box::new(move || fmt(run.with(|r| r.tiles.acceptance_rate), 2)))}
-            {tile("tile-acceptance-length", "Acceptance length", Box::new(move || fmt(run.with(|r| r.tiles.acceptance_length), 2)))}
-            {tile("tile-accepted-per-s", "Accepted tokens/s", Box::new(move || fmt(run.with(|r| r.tiles.accepted_per_s), 1)))}
-            {tile("tile-drafted-per-s", "Drafted tokens/s", Box::new(move || fmt(run.with(|r| r.tiles.drafted_per_s), 1)))}
-            {tile("tile-drafts-per-s", "Drafts/s", Box::new(move || fmt(run.with(|r| r.tiles.drafts_per_s), 1)))}
-            {tile("tile-draft-share", "Output from drafts (%)", Box::new(move || fmt(run.with(|r| r.tiles.draft_share), 1)))}
+            {tile("tile-acceptance-rate", Term::AcceptanceRate, |t| t.acceptance_rate, 2)}
+            {tile("tile-acceptance-length", Term::AcceptanceLength, |t| t.acceptance_length, 2)}
+            {tile("tile-accepted-per-s", Term::AcceptedPerS, |t| t.accepted_per_s, 1)}
+            {tile("tile-drafted-per-s", Term::DraftedPerS, |t| t.drafted_per_s, 1)}
+            {tile("tile-drafts-per-s", Term::DraftsPerS, |t| t.drafts_per_s, 1)}
+            {tile("tile-draft-share", Term::DraftShare, |t| t.draft_share, 1)}
         </div>
         <div class="grid2">
             <div class="chart-box"><h3>"Acceptance over time"</h3>{chart_canvas::<_, AcceptanceOverTime>("live-acceptance", "small-chart", "speclens-acceptance-over-time".into(), run)}</div>
@@ -387,12 +425,13 @@ pub fn RunPanel(run: Signal<RunView>) -> impl IntoView {
                 <div class="table-box"><table class="model-table" id="latency">
                     <thead><tr><th>""</th><th>"mean"</th><th>"median"</th><th>"p99"</th></tr></thead>
                     <tbody>
-                        {move || latency_row("TTFT", run.with(|r| r.ttft_ms.clone()))}
-                        {move || latency_row("ITL", run.with(|r| r.itl_ms.clone()))}
-                        {move || latency_row("E2E", run.with(|r| r.e2el_ms.clone()))}
+                        {move || latency_row(Term::Ttft, run.with(|r| r.ttft_ms.clone()))}
+                        {move || latency_row(Term::Tpot, run.with(|r| r.tpot_ms.clone()))}
+                        {move || latency_row(Term::Itl, run.with(|r| r.itl_ms.clone()))}
+                        {move || latency_row(Term::E2el, run.with(|r| r.e2el_ms.clone()))}
                     </tbody>
                 </table></div>
-                <p id="output-throughput">{move || format!("Output: {:.1} tokens/s", run.with(|r| r.output_tokens_per_s))}</p>
+                <p id="output-throughput">{move || run.with(throughput_line)}</p>
                 <h3>"Per-request path"</h3>
                 <div id="per-request">
                     {move || run.with(|r| match &r.per_request {

@@ -6,6 +6,7 @@
 
 use leptos::prelude::*;
 use speclens_shared::chart::{colors, draw_per_position, hover, CategoryBar, Positions, XFrame};
+use speclens_shared::glossary::Term;
 use speclens_shared::headline::Headline;
 use speclens_shared::model::Costs;
 use speclens_shared::overview::{arm_lines, batch_text, break_even_of_headline, pick_run, AcceptanceSummary};
@@ -22,22 +23,33 @@ use crate::runs_page::{category_bars, fetch_json, CategoryChart, SweepChart};
 #[derive(Clone)]
 struct Loaded {
     list: RunList,
-    run: Option<(String, RunResult)>,
+    /// The run the overview describes: its id, why it was chosen, and its result.
+    run: Option<(String, String, RunResult)>,
     sweep: Option<(String, SweepTable)>,
     accept: Option<(String, AcceptMatrix)>,
 }
 
 async fn load() -> Result<Loaded, String> {
     let list = fetch_json::<RunList>("/api/runs".into()).await?;
-    let run = match pick_run(&list.runs) {
-        Some(entry) => Some((
-            entry.id.clone(),
-            fetch_json::<RunResult>(format!("/api/runs/{}", entry.id)).await?,
-        )),
-        None => None,
-    };
     let sweep = match list.sweeps.first() {
         Some(id) => Some((id.clone(), fetch_json::<SweepTable>(format!("/api/sweeps/{id}")).await?)),
+        None => None,
+    };
+    let headline = sweep.as_ref().and_then(|(_, t)| Headline::of_sweep(t));
+    let picked = pick_run(
+        &list.runs,
+        sweep
+            .as_ref()
+            .zip(headline.as_ref())
+            .map(|((id, _), h)| (id.as_str(), h)),
+    )
+    .map(|(entry, why)| (entry.id.clone(), why));
+    let run = match picked {
+        Some((id, why)) => Some((
+            id.clone(),
+            why,
+            fetch_json::<RunResult>(format!("/api/runs/{id}")).await?,
+        )),
         None => None,
     };
     let accept = match list.accepts.first() {
@@ -78,8 +90,9 @@ impl Draw<AcceptanceSummary> for MeasuredPositions {
     }
 }
 
-fn tile(id: &'static str, label: String, value: String) -> impl IntoView {
-    view! { <div class="tile" id=id><div class="tile-label">{label}</div><div class="tile-value">{value}</div></div> }
+/// A headline tile: its label, value and the glossary's definition on hover and focus.
+fn tile(id: &'static str, term: Term, label: String, value: String) -> impl IntoView {
+    view! { <div class="tile" id=id title=term.definition() tabindex="0"><div class="tile-label">{label}</div><div class="tile-value">{value}</div></div> }
 }
 
 #[component]
@@ -112,7 +125,7 @@ fn OverviewBody(data: Loaded) -> impl IntoView {
     let headline = data.sweep.as_ref().and_then(|(_, t)| Headline::of_sweep(t));
     let acceptance = match &headline {
         Some(h) => AcceptanceSummary::of_headline(h),
-        None => data.run.as_ref().and_then(|(_, r)| AcceptanceSummary::of(r)),
+        None => data.run.as_ref().and_then(|(_, _, r)| AcceptanceSummary::of(r)),
     };
     let break_even = data
         .sweep
@@ -123,7 +136,7 @@ fn OverviewBody(data: Loaded) -> impl IntoView {
         .as_ref()
         .and_then(|(_, t)| t.prediction.as_ref().map(|p| p.costs))
         .unwrap_or(Costs::H100_FREE_DRAFTS);
-    let run_view: Option<RunView> = data.run.as_ref().map(|(_, r)| run_view_from_result(r));
+    let run_view: Option<RunView> = data.run.as_ref().map(|(_, _, r)| run_view_from_result(r));
     let best = acceptance.as_ref().and_then(|a| a.best_k(costs, 1.0));
     // Near the break-even a shorter draft can still pay where the measured k does not.
     let loaded_batch = break_even
@@ -139,16 +152,23 @@ fn OverviewBody(data: Loaded) -> impl IntoView {
     if let Some(a) = &acceptance {
         tiles.push(tile(
             "ov-e",
+            Term::AcceptanceLength,
             "Acceptance length E".into(),
             format!("{:.2}", a.acceptance_length),
         ));
         tiles.push(tile(
             "ov-alpha",
+            Term::ImpliedAlpha,
             format!("Implied α (k = {})", a.k),
             format!("{:.3}", a.implied_alpha),
         ));
         if let Some(rate) = a.acceptance_rate {
-            tiles.push(tile("ov-rate", "Acceptance rate (%)".into(), format!("{rate:.1}")));
+            tiles.push(tile(
+                "ov-rate",
+                Term::AcceptanceRate,
+                "Acceptance rate (%)".into(),
+                format!("{rate:.1}"),
+            ));
         }
     }
     if let Some(b) = &break_even {
@@ -157,24 +177,36 @@ fn OverviewBody(data: Loaded) -> impl IntoView {
             Axis::Concurrency => ("Measured break-even B*", "Speedup at concurrency"),
             Axis::RequestRate => ("Measured break-even λ* (req/s)", "Latency speedup at req/s"),
         };
-        tiles.push(tile("ov-crossing", crossing_label.into(), measured));
+        tiles.push(tile("ov-crossing", Term::Crossing, crossing_label.into(), measured));
         if let Some(p) = b.predicted {
-            tiles.push(tile("ov-predicted", "Model's B*".into(), batch_text(p)));
+            tiles.push(tile(
+                "ov-predicted",
+                Term::ModelBreakEven,
+                "Model's B*".into(),
+                batch_text(p),
+            ));
         }
         if let Some((c, ratio)) = b.lowest {
             tiles.push(tile(
                 "ov-speedup",
+                Term::Ratio,
                 format!("{speedup_label} {}", batch_text(c)),
                 format!("{ratio:.2}×"),
             ));
         }
     }
     if let Some(k) = best {
-        tiles.push(tile("ov-best-k", "Best k at batch 1".into(), k.k.to_string()));
+        tiles.push(tile(
+            "ov-best-k",
+            Term::BestK,
+            "Best k at batch 1".into(),
+            k.k.to_string(),
+        ));
     }
     if let Some((b, k)) = best_loaded {
         tiles.push(tile(
             "ov-best-k-loaded",
+            Term::BestK,
             format!("Best k at batch {b:.0}"),
             k.k.to_string(),
         ));
@@ -207,7 +239,7 @@ fn OverviewBody(data: Loaded) -> impl IntoView {
         Some(h) => Some(h.whatif_link().0),
         None => run_view.as_ref().and_then(whatif_fragment),
     };
-    let run_id = data.run.as_ref().map(|(id, _)| id.clone());
+    let run_id = data.run.as_ref().map(|(id, why, _)| (id.clone(), why.clone()));
     let accept_id = data.accept.as_ref().map(|(id, _)| id.clone());
     let speedup_line = break_even.as_ref().and_then(|b| {
         let (c, ratio) = b.lowest?;
@@ -237,9 +269,7 @@ fn OverviewBody(data: Loaded) -> impl IntoView {
         let mut parts = Vec::new();
         match (&headline, &data.run, &acceptance) {
             (Some(h), _, Some(_)) => parts.push(format!("acceptance from the sweep's arm {} ({})", h.arm, h.why)),
-            (None, Some((id, _)), Some(_)) => {
-                parts.push(format!("acceptance from run {id}, the newest with spec-decode figures"))
-            }
+            (None, Some((id, why, _)), Some(_)) => parts.push(format!("acceptance from run {id} ({why})")),
             _ => {}
         }
         if let Some((id, _)) = &data.sweep {
@@ -286,17 +316,18 @@ fn OverviewBody(data: Loaded) -> impl IntoView {
                     <p><a href=format!("#runs?accept={id}")>"Every category's figures →"</a></p>
                 </div>
             })}
-            {run_view.clone().zip(run_id.clone()).map(|(r, id)| view! {
+            {run_view.clone().zip(run_id.clone()).map(|(r, (id, why))| view! {
                 <div>
                     <h3>"Latency at a glance (ms)"</h3>
-                    <p class="hint">{format!("Run {id}")}</p>
+                    <p class="hint" id="overview-latency-run">{format!("Run {id}: {why}.")}</p>
                     <div class="table-box">
                         <table class="model-table" id="overview-latency">
                             <thead><tr><th>""</th><th>"mean"</th><th>"median"</th><th>"p99"</th></tr></thead>
                             <tbody>
-                                {latency_row("TTFT", r.ttft_ms.clone())}
-                                {latency_row("ITL", r.itl_ms.clone())}
-                                {latency_row("E2E", r.e2el_ms.clone())}
+                                {latency_row(Term::Ttft, r.ttft_ms.clone())}
+                                {latency_row(Term::Tpot, r.tpot_ms.clone())}
+                                {latency_row(Term::Itl, r.itl_ms.clone())}
+                                {latency_row(Term::E2el, r.e2el_ms.clone())}
                             </tbody>
                         </table>
                     </div>

@@ -5,9 +5,11 @@
 use std::sync::OnceLock;
 
 use leptos::prelude::*;
+use speclens_shared::headline::Headline;
 use speclens_shared::overview::pick_run;
 use speclens_shared::report_data::{ReportData, REPORT_ELEMENT_ID};
 use speclens_shared::results::{run_view_from_result, RunList, RunResult};
+use speclens_shared::sweep::SweepTable;
 
 static REPORT: OnceLock<Option<Result<ReportData, String>>> = OnceLock::new();
 
@@ -52,12 +54,21 @@ pub fn only_run() -> Option<String> {
     }
 }
 
-/// The what-if fragment seeded with the acceptance of the run the overview describes, so a
-/// report's What-if opens on what was measured instead of the model's defaults.
+/// The what-if fragment the overview links to, so a report's What-if opens on what was
+/// measured instead of the model's defaults: the sweep's headline (the same link the overview
+/// and the console give), else the acceptance of the run the overview describes.
 pub fn measured_whatif() -> Option<String> {
     let Some(Ok(data)) = embedded() else { return None };
     let list: RunList = serde_json::from_value(data.responses.get("/api/runs")?.clone()).ok()?;
-    let entry = pick_run(&list.runs)?;
+    let headline = list.sweeps.first().and_then(|id| {
+        let table: SweepTable =
+            serde_json::from_value(data.responses.get(&format!("/api/sweeps/{id}"))?.clone()).ok()?;
+        Headline::of_sweep(&table)
+    });
+    if let Some(h) = headline {
+        return Some(h.whatif_link().0);
+    }
+    let (entry, _) = pick_run(&list.runs, None)?;
     let result: RunResult =
         serde_json::from_value(data.responses.get(&format!("/api/runs/{}", entry.id))?.clone()).ok()?;
     crate::live_page::whatif_fragment(&run_view_from_result(&result))

@@ -5,6 +5,7 @@
 use gloo_net::http::Request;
 use leptos::prelude::*;
 use serde::de::DeserializeOwned;
+use speclens_shared::glossary::Term;
 use speclens_shared::model::implied_alpha;
 use speclens_shared::protocol::{RunView, TimelinePoint};
 use speclens_shared::results::{run_view_from_result, AcceptMatrix, RunList, RunListEntry, RunResult};
@@ -14,6 +15,7 @@ use speclens_shared::chart::{
     hover, CategoryBar, Positions, RunLatencies, Series, SeriesPanel, XFrame,
 };
 use speclens_shared::sweep::{Axis, SweepTable};
+use speclens_shared::warnings::category_warnings;
 use speclens_shared::Error;
 
 use crate::canvas::{chart_canvas, Draw, Root};
@@ -106,6 +108,11 @@ pub async fn fetch_json<T: DeserializeOwned>(url: String) -> Result<T, String> {
     serde_json::from_value(value).map_err(|e| format!("{url}: {e}"))
 }
 
+/// A column header whose figure the glossary defines (on hover and focus).
+pub fn term_th(label: &'static str, term: Term) -> impl IntoView {
+    view! { <th title=term.definition() tabindex="0">{label}</th> }
+}
+
 fn cell(v: Option<impl Into<f64>>, decimals: usize) -> String {
     v.map_or_else(|| "—".into(), |x| format!("{:.decimals$}", x.into()))
 }
@@ -169,7 +176,9 @@ fn RunList() -> impl IntoView {
                         }}</p>
                         <div class="table-box">
                             <table class="model-table run-list" id="run-list">
-                                <thead><tr><th>""</th><th>"run"</th><th>"kind"</th><th>"model"</th><th>"label"</th><th>"concurrency"</th><th>"E"</th><th>"out tok/s"</th><th>"date"</th></tr></thead>
+                                <thead><tr><th>""</th><th>"run"</th><th>"kind"</th><th>"model"</th><th>"label"</th>
+                                    {term_th("concurrency", Term::Concurrency)}{term_th("E", Term::AcceptanceLength)}
+                                    {term_th("out tok/s (steady window)", Term::OutputSteady)}{term_th("out tok/s (whole run)", Term::OutputWholeRun)}<th>"date"</th></tr></thead>
                                 <tbody>
                                     {list_rows(rows, filter, set_picked)}
                                 </tbody>
@@ -198,8 +207,14 @@ fn list_rows(
             let id = r.id.clone();
             let id_for_box = id.clone();
             let row = r.clone();
+            let name = match (&r.repeat_of, r.repeats) {
+                (Some(point), _) => format!("↳ repeat of {}", point.rsplit('/').next().unwrap_or(point)),
+                (None, Some(n)) => format!(" (median of {n})"),
+                (None, None) => String::new(),
+            };
+            let repeat = r.repeat_of.is_some();
             view! {
-                <tr class:hidden=move || !row.matches(&filter.get())>
+                <tr class:hidden=move || !row.matches(&filter.get()) class:repeat=repeat>
                     <td><input type="checkbox" aria-label=format!("compare {id}") on:change=move |ev| {
                         let on = event_target_checked(&ev);
                         let id = id_for_box.clone();
@@ -209,12 +224,14 @@ fn list_rows(
                             while p.len() > 2 { p.remove(0); }
                         });
                     }/></td>
-                    <td class="text"><a href=format!("#runs?open={id}")>{id.clone()}</a>{r.partial.then_some(" (partial)")}</td>
+                    <td class="text"><a href=format!("#runs?open={id}")>{id.clone()}</a>{r.partial.then_some(" (partial)")}
+                        {(!name.is_empty()).then(|| view! { <span class="hint">{name}</span> })}</td>
                     <td class="text">{r.kind.clone()}</td>
                     <td class="text">{r.model_id.clone().unwrap_or_else(|| "—".into())}</td>
                     <td class="text">{if r.label.is_empty() { "—".to_string() } else { r.label.clone() }}</td>
                     <td>{cell(r.max_concurrency.map(|c| c as f64), 0)}</td>
                     <td>{cell(r.spec_decode_acceptance_length, 2)}</td>
+                    <td>{cell(r.steady_output_throughput, 1)}</td>
                     <td>{cell(r.output_throughput, 1)}</td>
                     <td class="text">{r.readable_date().unwrap_or_else(|| "—".into())}</td>
                 </tr>
@@ -287,32 +304,104 @@ impl Draw<Vec<SeriesPanel>> for TimelineComparison {
     }
 }
 
-/// A figure of the comparison table: its name, how to read it from a run, and its decimals.
-type Figure = (&'static str, fn(&RunResult) -> Option<f64>, usize);
+/// Which way a figure of the comparison is better.
+#[derive(Clone, Copy)]
+enum Better {
+    Higher,
+    Lower,
+    /// Neither way (a count of requests).
+    Neither,
+}
 
-const FIGURES: [Figure; 8] = [
-    ("completed requests", |r| r.completed.map(|c| c as f64), 0),
-    ("failed requests", |r| r.failed.map(|c| c as f64), 0),
-    ("output tokens/s", |r| r.output_throughput, 1),
-    ("mean TTFT (ms)", |r| r.mean_ttft_ms, 2),
-    ("mean ITL (ms)", |r| r.mean_itl_ms.filter(|_| streamed(r)), 2),
-    ("mean TPOT (ms)", |r| r.mean_tpot_ms.filter(|_| streamed(r)), 2),
-    ("acceptance rate (%)", |r| r.spec_decode_acceptance_rate, 2),
-    ("acceptance length", |r| r.spec_decode_acceptance_length, 3),
+/// A figure of the comparison table: its name, its definition, how to read it from a run, its
+/// decimals and which way is better.
+type Figure = (&'static str, Option<Term>, fn(&RunResult) -> Option<f64>, usize, Better);
+
+const FIGURES: [Figure; 9] = [
+    (
+        "completed requests",
+        None,
+        |r| r.completed.map(|c| c as f64),
+        0,
+        Better::Neither,
+    ),
+    (
+        "failed requests",
+        None,
+        |r| r.failed.map(|c| c as f64),
+        0,
+        Better::Lower,
+    ),
+    (
+        "output tokens/s (steady window)",
+        Some(Term::OutputSteady),
+        |r| r.steady_output_throughput,
+        1,
+        Better::Higher,
+    ),
+    (
+        "output tokens/s (whole run)",
+        Some(Term::OutputWholeRun),
+        |r| r.output_throughput,
+        1,
+        Better::Higher,
+    ),
+    ("mean TTFT (ms)", Some(Term::Ttft), |r| r.mean_ttft_ms, 2, Better::Lower),
+    (
+        "mean TPOT (ms)",
+        Some(Term::Tpot),
+        |r| r.mean_tpot_ms.filter(|_| streamed(r)),
+        2,
+        Better::Lower,
+    ),
+    (
+        "mean ITL (ms)",
+        Some(Term::Itl),
+        |r| r.mean_itl_ms.filter(|_| streamed(r)),
+        2,
+        Better::Neither,
+    ),
+    (
+        "acceptance rate (%)",
+        Some(Term::AcceptanceRate),
+        |r| r.spec_decode_acceptance_rate,
+        2,
+        Better::Higher,
+    ),
+    (
+        "acceptance length",
+        Some(Term::AcceptanceLength),
+        |r| r.spec_decode_acceptance_length,
+        3,
+        Better::Higher,
+    ),
 ];
 
-/// `second − first` with its sign, and the relative change.
-fn difference(first: Option<f64>, second: Option<f64>, decimals: usize) -> (String, String) {
+/// `second − first` with its sign, the relative change, and which run is better by the figure
+/// (so a faster run reads as better whichever way its number moved).
+fn difference(
+    first: Option<f64>,
+    second: Option<f64>,
+    decimals: usize,
+    better: Better,
+    names: (&str, &str),
+) -> (String, String, String) {
     match (first, second) {
-        (Some(p), Some(q)) => (
-            format!("{:+.decimals$}", q - p),
-            if p != 0.0 {
+        (Some(p), Some(q)) => {
+            let winner = match better {
+                _ if p == q => "same".to_string(),
+                Better::Neither => "—".to_string(),
+                Better::Higher => if q > p { names.1 } else { names.0 }.to_string(),
+                Better::Lower => if q < p { names.1 } else { names.0 }.to_string(),
+            };
+            let change = if p != 0.0 {
                 format!("{:+.1} %", (q / p - 1.0) * 100.0)
             } else {
                 "—".into()
-            },
-        ),
-        _ => ("—".into(), "—".into()),
+            };
+            (format!("{:+.decimals$}", q - p), change, winner)
+        }
+        _ => ("—".into(), "—".into(), "—".into()),
     }
 }
 
@@ -376,29 +465,31 @@ fn compare_body(a: &str, x: &RunResult, b: &str, y: &RunResult) -> impl IntoView
             });
         }
     }
-    let timeline_of = |id: &str, view: &RunView, color, pick: fn(&TimelinePoint) -> Option<f64>| Series {
-        label: id.to_string(),
-        color,
-        points: view
-            .timeline
-            .iter()
-            .filter_map(|p| pick(p).map(|v| (p.t_s, v)))
-            .collect(),
+    // A run without speculation has no acceptance: it is left out of the timelines (absent),
+    // not drawn as a line at 0.
+    let timeline_of = |pick: fn(&TimelinePoint) -> Option<f64>| -> Vec<Series> {
+        [(a, &va, x, col_a), (b, &vb, y, col_b)]
+            .into_iter()
+            .filter(|(_, _, result, _)| result.spec_decode_acceptance_length.is_some())
+            .map(|(id, view, _, color)| Series {
+                label: id.to_string(),
+                color,
+                points: view
+                    .timeline
+                    .iter()
+                    .filter_map(|p| pick(p).map(|v| (p.t_s, v)))
+                    .collect(),
+            })
+            .collect()
     };
     let timelines = vec![
         SeriesPanel {
             y_desc: "acceptance rate (%)".into(),
-            series: vec![
-                timeline_of(a, &va, col_a, |p| p.acceptance_rate),
-                timeline_of(b, &vb, col_b, |p| p.acceptance_rate),
-            ],
+            series: timeline_of(|p| p.acceptance_rate),
         },
         SeriesPanel {
             y_desc: "accepted tokens/s".into(),
-            series: vec![
-                timeline_of(a, &va, col_a, |p| Some(p.accepted_per_s)),
-                timeline_of(b, &vb, col_b, |p| Some(p.accepted_per_s)),
-            ],
+            series: timeline_of(|p| Some(p.accepted_per_s)),
         },
     ];
     let any_timeline = timelines.iter().any(|p| p.series.iter().any(|s| !s.points.is_empty()));
@@ -411,11 +502,12 @@ fn compare_body(a: &str, x: &RunResult, b: &str, y: &RunResult) -> impl IntoView
         <div class="table-box">
             <table class="model-table compare" id="compare">
                 <thead><tr><th class="text">""</th>
-                    <th class=ca>{a.to_string()}</th><th class=cb>{b.to_string()}</th><th>"second − first"</th><th>"change"</th></tr></thead>
+                    <th class=ca>{a.to_string()}</th><th class=cb>{b.to_string()}</th><th>"second − first"</th><th>"change"</th>
+                    <th title="The run whose figure is better: higher throughput and acceptance, lower latency and failures. ITL has no better side: speculation sends several tokens per chunk, so its ITL grows while TPOT falls." tabindex="0">"better"</th></tr></thead>
                 <tbody>
-                    {FIGURES.iter().map(|(label, figure, d)| {
-                        let (delta, change) = difference(figure(x), figure(y), *d);
-                        view! { <tr><td class="text">{*label}</td><td class=ca>{cell(figure(x), *d)}</td><td class=cb>{cell(figure(y), *d)}</td><td>{delta}</td><td>{change}</td></tr> }
+                    {FIGURES.iter().map(|(label, term, figure, d, better)| {
+                        let (delta, change, winner) = difference(figure(x), figure(y), *d, *better, (a, b));
+                        view! { <tr><td class="text" title=term.map(|t| t.definition())>{*label}</td><td class=ca>{cell(figure(x), *d)}</td><td class=cb>{cell(figure(y), *d)}</td><td>{delta}</td><td>{change}</td><td class="text">{winner}</td></tr> }
                     }).collect_view()}
                 </tbody>
             </table>
@@ -471,7 +563,8 @@ fn SweepView(id: String) -> impl IntoView {
                     {arms.map(|arms| view! {
                         <div class="table-box">
                             <table class="model-table" id="sweep-arms">
-                                <thead><tr><th>"arm"</th><th>"k"</th><th>"acceptance length"</th><th>"crossing (repeats' range)"</th><th>"ratio to plain by level"</th></tr></thead>
+                                <thead><tr><th>"arm"</th>{term_th("k", Term::DraftLength)}{term_th("acceptance length", Term::AcceptanceLength)}
+                                    {term_th("crossing (repeats' range)", Term::Crossing)}{term_th("ratio to plain by level", Term::Ratio)}</tr></thead>
                                 <tbody>
                                     {arms.into_iter().map(|a| {
                                         let crossing = match (a.table.crossing, a.table.crossing_interval) {
@@ -505,8 +598,12 @@ fn SweepView(id: String) -> impl IntoView {
                     <div class="table-box">
                         <table class="model-table" id="sweep-table">
                             {match t.axis {
-                                Axis::Concurrency => view! { <thead><tr><th>"concurrency"</th><th>"spec output tok/s (repeats' range)"</th><th>"plain output tok/s (repeats' range)"</th><th>"spec ÷ plain"</th><th>"verdict"</th></tr></thead> },
-                                Axis::RequestRate => view! { <thead><tr><th>"requests/s"</th><th>"spec median E2E ms (repeats' range)"</th><th>"plain median E2E ms (repeats' range)"</th><th>"plain ÷ spec"</th><th>"verdict"</th></tr></thead> },
+                                Axis::Concurrency => view! { <thead><tr>{term_th("concurrency", Term::Concurrency)}
+                                    {term_th("spec output tok/s, steady window (repeats' range)", Term::OutputSteady)}
+                                    {term_th("plain output tok/s, steady window (repeats' range)", Term::OutputSteady)}
+                                    {term_th("spec ÷ plain", Term::Ratio)}<th>"verdict"</th></tr></thead> }.into_any(),
+                                Axis::RequestRate => view! { <thead><tr><th>"requests/s"</th>{term_th("spec median E2E ms (repeats' range)", Term::E2el)}
+                                    {term_th("plain median E2E ms (repeats' range)", Term::E2el)}<th>"plain ÷ spec"</th><th>"verdict"</th></tr></thead> }.into_any(),
                             }}
                             <tbody>
                                 {t.rows.iter().map(|r| {
@@ -523,6 +620,10 @@ fn SweepView(id: String) -> impl IntoView {
                             </tbody>
                         </table>
                     </div>
+                    <details class="console" id="sweep-console" open>
+                        <summary>"What the console printed: every arm against plain, latency differences (TPOT first), engine load and each arm's model prediction"</summary>
+                        <pre>{t.render()}</pre>
+                    </details>
                 }
             })}
         </section>
@@ -540,27 +641,34 @@ fn AcceptView(id: String) -> impl IntoView {
             {move || match rows.get() {
                 None => view! { <p class="hint">"Loading…"</p> }.into_any(),
                 Some(Err(e)) => view! { <p class="error">"Cannot open: " {e}</p> }.into_any(),
-                Some(Ok(v)) => view! {
+                Some(Ok(v)) => {
+                    let pooled = AcceptMatrix::pooled_line(&v.categories);
+                    let notes = category_warnings(&v.categories);
+                    view! {
                     <div class="chart-box"><h3>"Acceptance length by category"</h3>
                         {chart_canvas::<_, CategoryChart>("accept-chart", "small-chart", "speclens-acceptance-by-category".into(), Signal::stored(category_bars(&v)))}
                     </div>
+                    {pooled.map(|l| view! { <p class="headline" id="accept-pooled">{l}</p> })}
                     <div class="table-box"><table class="model-table" id="accept-matrix">
-                        <thead><tr><th>"category"</th><th>"path"</th><th>"requests"</th><th>"acceptance length"</th><th>"acceptance rate %"</th><th>"per-position rates"</th></tr></thead>
+                        <thead><tr><th>"category"</th><th>"path"</th><th>"requests"</th>
+                            {term_th("acceptance length (± 95 %)", Term::AcceptanceLength)}{term_th("acceptance rate %", Term::AcceptanceRate)}
+                            {term_th("per-position rates", Term::DraftPosition)}</tr></thead>
                         <tbody>
-                            {v.categories.into_iter().map(|r| {
-                                let per_pos: Vec<String> = r.per_position_acceptance_rates.values().map(|x| format!("{x:.3}")).collect();
-                                view! { <tr>
-                                    <td>{r.category}</td>
-                                    <td>{r.path}</td>
-                                    <td>{r.requests}</td>
-                                    <td>{format!("{:.3}", r.acceptance_length)}</td>
-                                    <td>{format!("{:.2}", r.acceptance_rate)}</td>
-                                    <td>{per_pos.join(", ")}</td>
-                                </tr> }
-                            }).collect_view()}
+                            {v.categories.iter().map(|r| view! { <tr>
+                                <td>{r.category.clone()}</td>
+                                <td>{r.path.clone()}</td>
+                                <td>{r.requests}</td>
+                                <td>{r.length_text()}</td>
+                                <td>{format!("{:.2}", r.acceptance_rate)}</td>
+                                <td>{r.positions_text()}</td>
+                            </tr> }).collect_view()}
                         </tbody>
                     </table></div>
-                }.into_any(),
+                    <div id="accept-notes">
+                        {notes.into_iter().map(|n| view! { <p class="notice">{format!("Note: {n}")}</p> }).collect_view()}
+                    </div>
+                }.into_any()
+                }
             }}
         </section>
     }

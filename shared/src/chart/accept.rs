@@ -43,7 +43,12 @@ pub fn draw_category_chart<DB: DrawingBackend>(
     let y_max = bars.iter().map(|b| b.acceptance_length).fold(1.0f64, f64::max);
     let y_max = 1.0 + (y_max - 1.0) * 1.15 + 0.05;
     let n = bars.len();
-    let names: Vec<String> = bars.iter().map(|b| b.category.clone()).collect();
+    // Each name fits its slot (about 7 px a character at 12 px): a longer one is cut with an
+    // ellipsis, so neighbours never run together on a narrow screen (the table names them).
+    let slot_chars = ((root.dim_in_pixel().0 as f64 / scale - 72.0) / n as f64 / 7.0)
+        .floor()
+        .max(3.0) as usize;
+    let names: Vec<String> = bars.iter().map(|b| fit(&b.category, slot_chars)).collect();
     let mut chart = ChartBuilder::on(root)
         .margin(px(10.0))
         .x_label_area_size(px(36.0))
@@ -83,7 +88,11 @@ pub fn draw_category_chart<DB: DrawingBackend>(
     chart
         .draw_series(bars.iter().enumerate().map(|(i, b)| {
             Text::new(
-                format!("{:.2} ({} req.)", b.acceptance_length, b.requests),
+                if slot_chars >= 15 {
+                    format!("{:.2} ({} req.)", b.acceptance_length, b.requests)
+                } else {
+                    format!("{:.2}", b.acceptance_length)
+                },
                 (i as f64, b.acceptance_length.max(1.0)),
                 TextStyle::from(font(12.0)).pos(Pos::new(HPos::Center, VPos::Bottom)),
             )
@@ -91,6 +100,15 @@ pub fn draw_category_chart<DB: DrawingBackend>(
         .map_err(chart_error)?;
     root.present().map_err(chart_error)?;
     Ok(Some(XFrame::of(chart.plotting_area(), -0.5, n as f64 - 0.5, false)))
+}
+
+/// `name` cut to at most `chars` characters (the last an ellipsis) when longer.
+fn fit(name: &str, chars: usize) -> String {
+    if name.chars().count() <= chars {
+        name.to_string()
+    } else {
+        name.chars().take(chars.saturating_sub(1)).chain(['…']).collect()
+    }
 }
 
 #[cfg(test)]
@@ -125,5 +143,11 @@ pub(crate) mod tests {
         let (coding, qa) = (find("\ncoding\n"), find("\nqa\n"));
         assert!(coding < qa, "coding (E 2.6) comes first");
         assert!(svg.contains("2.60 (5 req.)") && svg.contains("1.80 (4 req.)"));
+    }
+
+    #[test]
+    fn names_are_cut_to_their_slot() {
+        assert_eq!(fit("coding", 8), "coding");
+        assert_eq!(fit("summarization", 8), "summari…");
     }
 }

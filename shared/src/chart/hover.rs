@@ -106,7 +106,8 @@ pub fn positions_at(paths: &[Positions], alpha: f64, x: f64) -> Option<String> {
         .filter_map(|p| Some(format!("{} {:.3}", p.label, p.rates.get(position - 1)?)))
         .collect();
     parts.push(format!("geometric {:.3}", alpha.powi(position as i32)));
-    Some(format!("position {position}: {}", parts.join(" · ")))
+    // Numbered from 0 as the axis, the console and vLLM's `position` label number them.
+    Some(format!("position {}: {}", position - 1, parts.join(" · ")))
 }
 
 /// Each S(B) curve at the batch size nearest `batch`.
@@ -173,7 +174,7 @@ mod tests {
         }];
         assert_eq!(
             positions_at(&paths, 0.75, 2.2).unwrap(),
-            "position 2: per-request 0.560 · geometric 0.562"
+            "position 1: per-request 0.560 · geometric 0.562"
         );
         let bars = crate::chart::accept::tests::two_bars();
         assert_eq!(

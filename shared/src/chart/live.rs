@@ -127,7 +127,8 @@ pub struct Positions {
     pub rates: Vec<f64>,
 }
 
-/// Measured acceptance by draft position (1..k as users count them), one bar per path side by
+/// Measured acceptance by draft position (labelled 0..k−1, as vLLM's `position` label and the
+/// console number them; drawn at x = 1..k), one bar per path side by
 /// side, beside the geometric curve implied by the measured E (of the first path). Returns
 /// where the position axis lies (`None` without data).
 pub fn draw_per_position<DB: DrawingBackend>(
@@ -167,11 +168,11 @@ pub fn draw_per_position<DB: DrawingBackend>(
         .map_err(chart_error)?;
     chart
         .configure_mesh()
-        .x_desc("draft position")
+        .x_desc("draft position (from 0, as vLLM's position label)")
         .y_desc("accepted (fraction of drafts)")
         .y_label_formatter(&|y| tick(*y, 1.0))
         .x_labels(k.min(16))
-        .x_label_formatter(&|x| format!("{x:.0}"))
+        .x_label_formatter(&|x| format!("{:.0}", x - 1.0))
         .label_style(font(12.0))
         .axis_desc_style(font(13.0))
         .light_line_style(colors::GRID)

@@ -115,6 +115,8 @@ pub(crate) enum Swatch {
     Line(RGBColor),
     Dashed(RGBColor),
     Bar(RGBColor),
+    /// A dot of the first colour ringed in the second (a crossing marker).
+    Dot(RGBColor, RGBColor),
 }
 
 /// Draw `items` left to right (wrapping into rows) in a strip above the plot, and return the
@@ -169,6 +171,12 @@ pub(crate) fn legend_above<DB: DrawingBackend>(
                 [(x, y - s(5.0)), (x + swatch_w, y + s(5.0))],
                 c.filled(),
             )),
+            Swatch::Dot(inner, ring) => {
+                let centre = (x + swatch_w / 2, y);
+                strip
+                    .draw(&Circle::new(centre, s(7.0).max(2) as u32, ring.filled()))
+                    .and_then(|_| strip.draw(&Circle::new(centre, s(5.0).max(1) as u32, inner.filled())))
+            }
         }
         .map_err(chart_error)?;
         strip

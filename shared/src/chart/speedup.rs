@@ -119,6 +119,13 @@ pub fn draw_speedup_chart<DB: DrawingBackend>(
         };
         (label, Swatch::Line(color_of(i, c)))
     }));
+    // B* is named with its value in the legend, where no curve can run through it.
+    if let Some(b) = data.break_even {
+        legend.push((
+            format!("B* = {b:.1}"),
+            Swatch::Dot(colors::SPECULATIVE, colors::SPECULATIVE),
+        ));
+    }
     let plot = legend_above(root, &legend, scale)?;
     let mut chart = ChartBuilder::on(&plot)
         .margin(px(12.0))
@@ -161,9 +168,6 @@ pub fn draw_speedup_chart<DB: DrawingBackend>(
     if let Some(b) = data.break_even {
         chart
             .draw_series([Circle::new((b, 1.0), px(5.0), colors::SPECULATIVE.filled())])
-            .map_err(chart_error)?;
-        chart
-            .draw_series([Text::new(format!("B* = {b:.1}"), (b, 1.0 + y_max * 0.04), font(13.0))])
             .map_err(chart_error)?;
     }
     root.present().map_err(chart_error)?;

@@ -61,15 +61,31 @@ pub fn draw_sweep_chart<DB: DrawingBackend>(
     {
         legend.push(("bars: the repeats' range".to_string(), Swatch::Bar(colors::REFERENCE)));
     }
-    if arms.iter().any(|a| a.table.crossing.is_some()) {
+    // The crossings and the model's B* are named with their values in the legend, never on
+    // the plot, where a curve could run through the text; the plot marks where they are.
+    let symbol = table.axis.symbol();
+    for a in &arms {
+        if let Some(b) = a.table.crossing {
+            let label = if arms.len() == 1 {
+                format!("measured {symbol} = {b:.1}")
+            } else {
+                format!("{} measured {symbol} = {b:.1}", a.name)
+            };
+            legend.push((label, Swatch::Dot(colors::REJECTED, a.color)));
+        }
+    }
+    for (first, second, b) in switches(table) {
         legend.push((
-            format!("measured {}", table.axis.symbol()),
-            Swatch::Bar(colors::REJECTED),
+            format!("k switch {first} → {second} at {b:.1}"),
+            Swatch::Dashed(colors::REFERENCE),
         ));
     }
-    // The model's B* is a batch size: drawn on a concurrency axis only, for one arm.
-    if arms.len() == 1 && table.prediction.is_some() && table.axis.is_concurrency() {
-        legend.push(("model's B*".to_string(), Swatch::Dashed(colors::PROPOSED)));
+    if let Some((name, b)) = model_break_even(table, &arms) {
+        let label = match name {
+            Some(name) => format!("model B* = {b:.1} ({name})"),
+            None => format!("model B* = {b:.1}"),
+        };
+        legend.push((label, Swatch::Dashed(colors::PROPOSED)));
     }
     let plot = legend_above(root, &legend, scale)?;
     let (top, bottom) = plot.split_vertically(plot.dim_in_pixel().1 * 3 / 5);
@@ -230,7 +246,7 @@ fn draw_ratio<DB: DrawingBackend>(
             colors::REFERENCE.stroke_width(px(1.0)),
         ))
         .map_err(chart_error)?;
-    for (i, a) in arms.iter().enumerate() {
+    for a in arms {
         let ratios: Vec<(f64, f64)> = a
             .table
             .rows
@@ -255,42 +271,54 @@ fn draw_ratio<DB: DrawingBackend>(
             .draw_series(ratios.iter().map(|p| Circle::new(*p, px(3.5), a.color.filled())))
             .map_err(chart_error)?;
         if let Some(b) = a.table.crossing {
+            // The crossing's dot: vermillion, ringed in the arm's colour (named in the legend).
             lower
-                .draw_series([Circle::new((b, 1.0), px(6.0), colors::REJECTED.filled())])
-                .map_err(chart_error)?;
-            let label = if arms.len() == 1 {
-                format!("measured {} = {b:.1}", table.axis.symbol())
-            } else {
-                format!("{} {} = {b:.1}", a.name, table.axis.symbol())
-            };
-            // Labels of several arms stacked, so that near crossings stay readable.
-            let y = 1.0 + r_max * (0.08 + 0.09 * i as f64);
-            lower
-                .draw_series([Text::new(label, (b, y), font(13.0))])
+                .draw_series([
+                    Circle::new((b, 1.0), px(7.0), a.color.filled()),
+                    Circle::new((b, 1.0), px(5.0), colors::REJECTED.filled()),
+                ])
                 .map_err(chart_error)?;
         }
     }
-    if let Some(p) = table
-        .prediction
-        .as_ref()
-        .filter(|_| table.axis.is_concurrency() && arms.len() == 1)
-    {
-        let b = p.break_even_batch;
-        if b > 0.0 && b < x_max {
-            lower
-                .draw_series(DashedLineSeries::new(
-                    [(b, 0.0), (b, r_max)],
-                    px(4.0),
-                    px(4.0),
-                    colors::PROPOSED.stroke_width(px(1.5)),
-                ))
-                .map_err(chart_error)?;
-            lower
-                .draw_series([Text::new(format!("model B* = {b:.1}"), (b, r_max * 0.9), font(12.0))])
-                .map_err(chart_error)?;
-        }
+    let mut verticals: Vec<(f64, RGBColor, f64)> = switches(table)
+        .into_iter()
+        .map(|(_, _, b)| (b, colors::REFERENCE, 1.0))
+        .collect();
+    verticals.extend(model_break_even(table, arms).map(|(_, b)| (b, colors::PROPOSED, 1.5)));
+    for (b, color, width) in verticals.into_iter().filter(|(b, _, _)| *b > 0.0 && *b < x_max) {
+        lower
+            .draw_series(DashedLineSeries::new(
+                [(b, 0.0), (b, r_max)],
+                px(4.0),
+                px(4.0),
+                color.stroke_width(px(width)),
+            ))
+            .map_err(chart_error)?;
     }
     Ok(())
+}
+
+/// Where one arm starts to beat another (the level to change k at): each pair's crossing.
+fn switches(table: &SweepTable) -> Vec<(String, String, f64)> {
+    table
+        .arms
+        .pairs
+        .iter()
+        .filter_map(|p| Some((p.first.clone(), p.second.clone(), p.table.crossing?)))
+        .collect()
+}
+
+/// The model's B* to draw (a batch size: on a concurrency axis only): the sweep's prediction
+/// with one arm, else the first arm's that has one, named.
+fn model_break_even(table: &SweepTable, arms: &[ArmLine<'_>]) -> Option<(Option<String>, f64)> {
+    if !table.axis.is_concurrency() {
+        return None;
+    }
+    if arms.len() == 1 {
+        return Some((None, table.prediction.as_ref()?.break_even_batch));
+    }
+    arms.iter()
+        .find_map(|a| Some((Some(a.name.clone()), a.table.prediction.as_ref()?.break_even_batch)))
 }
 
 /// A level's axis label: whole concurrencies, rates with a decimal where they need one.
@@ -339,5 +367,95 @@ mod sweep_chart_tests {
             out.contains("measured B* = 163.8") && out.contains("model B* = 184.4"),
             "labels"
         );
+    }
+
+    /// Text elements of an SVG whose text contains `needle`, with their y coordinate.
+    fn texts_with(svg: &str, needle: &str) -> Vec<(f64, String)> {
+        svg.split("<text")
+            .skip(1)
+            .filter_map(|t| {
+                let body = t.split('>').nth(1)?.split("</text").next()?.to_string();
+                let y: f64 = t.split(" y=\"").nth(1)?.split('"').next()?.parse().ok()?;
+                body.contains(needle).then_some((y, body))
+            })
+            .collect()
+    }
+
+    /// Every crossing, the k switch and the model's B* are named with their values in the
+    /// legend strip above the plots, at a wide and a phone width: no curve can cross them.
+    #[test]
+    fn every_crossing_is_named_with_its_value_above_the_plots() {
+        let rows = |spec: [f64; 3]| -> Vec<SweepRow> {
+            [(1.0, spec[0]), (32.0, spec[1]), (128.0, spec[2])]
+                .map(|(c, s)| SweepRow {
+                    spec_output_tokens_per_s: Some(s),
+                    base_output_tokens_per_s: Some(1000.0),
+                    ..SweepRow::at(Level::Concurrency(c as u64))
+                })
+                .to_vec()
+        };
+        let costs = crate::model::Costs {
+            draft_cost: 0.05,
+            ridge_tokens: 74.0,
+        };
+        let arm = |name: &str, spec: [f64; 3], e: f64, k: u32| crate::arms::ArmSweep {
+            name: name.into(),
+            k: Some(k),
+            acceptance_length: Some(e),
+            drafts: None,
+            per_position_acceptance_rates: Vec::new(),
+            table: SweepTable::new(rows(spec), Some(crate::sweep::Prediction::new(e, k, None, costs))),
+            latency: Vec::new(),
+            engine: Vec::new(),
+            by_category: Vec::new(),
+            sustained_within_slo: None,
+        };
+        let mut table = SweepTable::new(rows([2000.0, 1100.0, 800.0]), None);
+        table.arms.arms = vec![
+            arm("spec", [2000.0, 1100.0, 800.0], 2.9, 3),
+            arm("spec-k1", [1500.0, 1200.0, 900.0], 1.8, 1),
+        ];
+        table.arms.pairs = vec![crate::arms::PairSweep {
+            first: "spec".into(),
+            second: "spec-k1".into(),
+            table: SweepTable::new(
+                [(1.0, 2000.0, 1500.0), (32.0, 1100.0, 1200.0), (128.0, 800.0, 900.0)]
+                    .map(|(c, a, b)| SweepRow {
+                        spec_output_tokens_per_s: Some(a),
+                        base_output_tokens_per_s: Some(b),
+                        ..SweepRow::at(Level::Concurrency(c as u64))
+                    })
+                    .to_vec(),
+                None,
+            ),
+        }];
+        let spec_b = table.arms.arms[0].table.crossing.unwrap();
+        let k1_b = table.arms.arms[1].table.crossing.unwrap();
+        let switch = table.arms.pairs[0].table.crossing.unwrap();
+        let model_b = table.arms.arms[0].table.prediction.unwrap().break_even_batch;
+        for (w, h) in [(1400, 560), (420, 420)] {
+            let mut out = String::new();
+            {
+                let root = SVGBackend::with_string(&mut out, (w, h)).into_drawing_area();
+                draw_sweep_chart(&root, &table, 1.0).unwrap();
+            }
+            let labels = [
+                format!("spec measured B* = {spec_b:.1}"),
+                format!("spec-k1 measured B* = {k1_b:.1}"),
+                format!("k switch spec → spec-k1 at {switch:.1}"),
+                format!("model B* = {model_b:.1} (spec)"),
+            ];
+            // The plots start below the legend: the highest axis tick label is lower down.
+            let top_tick = texts_with(&out, "×").iter().map(|(y, _)| *y).fold(f64::MAX, f64::min);
+            for label in labels {
+                let found = texts_with(&out, &label);
+                assert_eq!(found.len(), 1, "{label} once at {w} px: {found:?}");
+                assert!(
+                    found[0].0 < top_tick.min(h as f64 * 0.4),
+                    "{label} at y {} above the plots at {w} px",
+                    found[0].0
+                );
+            }
+        }
     }
 }
