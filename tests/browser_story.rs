@@ -13,8 +13,8 @@ use fantoccini::{Client, Locator};
 use serde_json::Value;
 
 use crate::common::browser::{
-    assert_series_drawn, canvas_backing, canvas_ink, clipped_tables, open_browser, open_browser_at_scale, rgb,
-    screenshot, set_width, severe_log, sideways_overflow, start_chromedriver, text_of,
+    assert_series_drawn, canvas_backing, canvas_ink, clipped_tables, open_browser, open_browser_at_scale,
+    overlapping_texts, rgb, screenshot, set_width, severe_log, sideways_overflow, start_chromedriver, text_of,
 };
 use speclens_shared::overview::batch_text;
 
@@ -378,6 +378,27 @@ async fn the_overview_lands_first_with_the_measured_crossing_and_the_views_fit_a
             0,
             "#{fragment} scrolls sideways at 420 px"
         );
+        assert_eq!(
+            overlapping_texts(&client).await,
+            Vec::<String>::new(),
+            "#{fragment}: text over text at 420 px"
+        );
+        if name == "overview" {
+            // The check sees what it must refuse: a label laid over the title.
+            client
+                .execute(
+                    "const h = document.querySelector('h1').getBoundingClientRect();                      const d = document.createElement('div'); d.id = 'overlap-probe'; d.textContent = 'probe label';                      d.style = `position:absolute;left:${h.left + scrollX}px;top:${h.top + scrollY}px`;                      document.body.appendChild(d);",
+                    vec![],
+                )
+                .await
+                .unwrap();
+            let seen = overlapping_texts(&client).await;
+            assert!(seen.iter().any(|p| p.contains("probe label")), "{seen:?}");
+            client
+                .execute("document.getElementById('overlap-probe').remove();", vec![])
+                .await
+                .unwrap();
+        }
         screenshot(&client, &format!("{name}-420")).await;
     }
     set_width(&client, 1024).await;
