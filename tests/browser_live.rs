@@ -10,7 +10,8 @@ use std::time::Duration;
 use serde_json::Value;
 
 use crate::common::browser::{
-    assert_series_drawn, canvas_ink, open_browser, rgb, screenshot, set_width, start_chromedriver, text_of,
+    assert_series_drawn, canvas_ink, href_of, open_browser, rgb, screenshot, set_width, start_chromedriver, text_of,
+    whatif_bstar,
 };
 use crate::common::{wait_for, Speclens};
 
@@ -388,23 +389,30 @@ async fn past_runs_open_in_the_same_views_and_compare_side_by_side() {
     })
     .await;
     assert!(ink.1 >= 1);
-    let whatif = client
-        .find(fantoccini::Locator::Css("#whatif-from-run"))
-        .await
-        .unwrap()
-        .attr("href")
-        .await
-        .unwrap()
-        .unwrap();
+    let whatif = href_of(&client, "#whatif-from-run").await;
+    let e_in_link: f64 = whatif
+        .strip_prefix("#whatif?e=")
+        .and_then(|r| r.split('&').next())
+        .and_then(|v| v.parse().ok())
+        .unwrap_or_else(|| panic!("{whatif}"));
+    assert_eq!(e_in_link, (length * 1e3).round() / 1e3, "{whatif}");
     assert!(
-        whatif.starts_with(&format!("#whatif?e={length:.3}&k=3&rates=")),
+        whatif.contains("&k=3&") && whatif.contains("&gpu=h100&") && whatif.contains("&rates="),
         "{whatif}"
     );
+    let beside = text_of(&client, "#whatif-from-run-bstar").await;
     let notices = client
         .find(fantoccini::Locator::Css("#notices"))
         .await
         .expect("the notices block");
     assert_eq!(notices.text().await.unwrap(), "", "both paths agree on the sim");
+    // The link opens on the B* printed beside it.
+    client.goto(&format!("{}{whatif}", server.url())).await.unwrap();
+    let bstar = whatif_bstar(&client).await;
+    assert!(
+        beside.starts_with(&format!("model B* = {bstar} ")),
+        "{beside} against {bstar}"
+    );
     client
         .goto(&format!("{}#runs?open=quiet-run", server.url()))
         .await

@@ -13,8 +13,9 @@ use fantoccini::{Client, Locator};
 use serde_json::Value;
 
 use crate::common::browser::{
-    assert_series_drawn, canvas_backing, canvas_ink, clipped_tables, open_browser, open_browser_at_scale,
+    assert_series_drawn, canvas_backing, canvas_ink, clipped_tables, href_of, open_browser, open_browser_at_scale,
     overlapping_texts, rgb, screenshot, set_width, severe_log, sideways_overflow, start_chromedriver, text_of,
+    whatif_bstar,
 };
 use speclens_shared::overview::batch_text;
 
@@ -287,10 +288,7 @@ async fn the_overview_lands_first_with_the_measured_crossing_and_the_views_fit_a
         .expect("the overview links to the what-if page")
         .to_string();
     client.goto(&format!("{base}{whatif}")).await.unwrap();
-    let bstar = wait_for("the what-if page's B*", Duration::from_secs(30), || async {
-        Some(text_of(&client, "#tile-bstar .tile-value").await).filter(|t| !t.is_empty())
-    })
-    .await;
+    let bstar = whatif_bstar(&client).await;
     assert_eq!(bstar, format!("{predicted:.1}"), "{whatif}");
     let notices: Value = client
         .execute(
@@ -358,6 +356,14 @@ async fn the_overview_lands_first_with_the_measured_crossing_and_the_views_fit_a
             // The sweep's page lists each arm and prints the engine lines.
             let rows = client.find_all(Locator::Css("#sweep-arms tbody tr")).await.unwrap();
             assert_eq!(rows.len(), 2, "one row per speculative arm");
+            // Its what-if link names the headline arm and opens on the B* printed beside it.
+            let link = href_of(&client, "#whatif-from-sweep").await;
+            let beside = text_of(&client, "#whatif-from-sweep-bstar").await;
+            assert_eq!(beside, format!("arm {headline}: model B* = {predicted:.1}"));
+            client.goto(&format!("{base}{link}")).await.unwrap();
+            let bstar = whatif_bstar(&client).await;
+            assert_eq!(bstar, format!("{predicted:.1}"), "{link}");
+            visit(&client, &base, fragment, ready).await;
             let rec = text_of(&client, "#sweep-recommendation").await;
             assert!(
                 rec.contains("vLLM: --speculative-config") && rec.contains("num_speculative_tokens"),

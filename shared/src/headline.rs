@@ -6,6 +6,7 @@
 
 use crate::arms::ArmSweep;
 use crate::model::Proposer;
+use crate::protocol::RunView;
 use crate::sweep::{Prediction, SweepTable};
 use crate::whatif::{Acceptance, Gpu, WhatIf, MAX_BATCH};
 
@@ -108,6 +109,31 @@ impl Headline {
             self.prediction.costs.draft_cost
         )
     }
+}
+
+/// The what-if link seeded from one run's measured acceptance (E, k, the measured draft length
+/// when drafts were shorter than k, and the first path's per-position rates) on the page's
+/// stated defaults (an H100's ridge, drafts free as an n-gram proposer's): the link the run and
+/// live pages give, and the model B* the page opens on. `None` without rates or with E ≤ 1.
+pub fn run_whatif_link(run: &RunView) -> Option<(String, f64)> {
+    let path = run.positions_by_path().into_iter().next()?;
+    let (rates, e) = (path.rates, path.acceptance_length);
+    if rates.is_empty() || e <= 1.0 {
+        return None;
+    }
+    let round3 = |v: f64| (v * 1e3).round() / 1e3;
+    let k = rates.len() as u32;
+    let state = WhatIf {
+        acceptance: Acceptance::MeasuredE(round3(e)),
+        k,
+        draft_tokens: run.mean_draft_tokens.filter(|d| *d < f64::from(k) - 0.005).map(round3),
+        position_rates: rates.into_iter().map(round3).collect(),
+        batch: 64,
+        ..WhatIf::default()
+    };
+    let fragment = state.to_fragment();
+    let (page, _) = WhatIf::from_fragment(&fragment);
+    Some((fragment, page.selected_row().break_even_batch))
 }
 
 #[cfg(test)]

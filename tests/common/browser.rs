@@ -121,6 +121,26 @@ pub async fn text_of(client: &Client, css: &str) -> String {
     }
 }
 
+/// The `href` of the first element matching `css` (which must exist).
+pub async fn href_of(client: &Client, css: &str) -> String {
+    client
+        .find(Locator::Css(css))
+        .await
+        .unwrap_or_else(|_| panic!("{css} on the page"))
+        .attr("href")
+        .await
+        .unwrap()
+        .unwrap_or_else(|| panic!("{css} has an href"))
+}
+
+/// The break-even batch the what-if page shows, once it shows one.
+pub async fn whatif_bstar(client: &Client) -> String {
+    crate::common::wait_for("the what-if page's B*", std::time::Duration::from_secs(30), || async {
+        Some(text_of(client, "#tile-bstar .tile-value").await).filter(|t| !t.is_empty())
+    })
+    .await
+}
+
 pub async fn value_of(client: &Client, css: &str) -> String {
     client
         .find(Locator::Css(css))

@@ -16,6 +16,7 @@ use speclens_shared::chart::{
     Positions, Series, SeriesPanel, XFrame,
 };
 use speclens_shared::glossary::Term;
+use speclens_shared::headline::run_whatif_link;
 use speclens_shared::live_state::{Applied, LiveState};
 use speclens_shared::model::implied_alpha;
 use speclens_shared::protocol::{RunStatus, RunView, ServerMessage, Tiles, TimelinePoint};
@@ -485,24 +486,15 @@ pub fn RunPanel(run: Signal<RunView>) -> impl IntoView {
     }
 }
 
-/// The what-if fragment seeded from a run's measured acceptance (E, k, per-position rates).
-pub fn whatif_fragment(run: &RunView) -> Option<String> {
-    let path = run.positions_by_path().into_iter().next()?;
-    let (rates, e) = (path.rates, path.acceptance_length);
-    if rates.is_empty() || e <= 1.0 {
-        return None;
-    }
-    let list: Vec<String> = rates.iter().map(|r| format!("{r:.3}")).collect();
-    // The measured draft length, when the drafts were shorter than k.
-    let draft_tokens = run
-        .mean_draft_tokens
-        .filter(|d| *d < rates.len() as f64 - 0.005)
-        .map_or(String::new(), |d| format!("&d={d:.3}"));
-    Some(format!(
-        "whatif?e={e:.3}&k={}{draft_tokens}&rates={}&batch=64",
-        rates.len(),
-        list.join(",")
-    ))
+/// The link to the what-if page seeded with a run's measured acceptance, with the model B*
+/// it opens on beside it (`shared::headline::run_whatif_link`).
+pub fn whatif_link(run: &RunView) -> Option<AnyView> {
+    let (fragment, b) = run_whatif_link(run)?;
+    Some(
+        view! { <p><a id="whatif-from-run" href=format!("#{fragment}")>"What-if with this run's measured acceptance →"</a>
+            <span class="hint" id="whatif-from-run-bstar">{format!(" model B* = {b:.1} (an H100's ridge, drafts free: change them there)")}</span></p> }
+        .into_any(),
+    )
 }
 
 #[component]
@@ -522,7 +514,7 @@ pub fn LivePage() -> impl IntoView {
                 </span>
                 {move || status_line(&run.get())}
             </p>
-            {move || run.with(whatif_fragment).map(|f| view! { <p><a id="whatif-from-run" href=format!("#{f}")>"What-if with this run's measured acceptance →"</a></p> })}
+            {move || run.with(whatif_link)}
             {move || (run.with(|r| r.status) == RunStatus::Idle).then(|| view! {
                 <div class="empty" id="live-empty">
                     <p>"No run is being measured by this server."</p>

@@ -7,7 +7,7 @@
 use leptos::prelude::*;
 use speclens_shared::chart::{colors, draw_per_position, hover, CategoryBar, Positions, XFrame};
 use speclens_shared::glossary::Term;
-use speclens_shared::headline::Headline;
+use speclens_shared::headline::{run_whatif_link, Headline};
 use speclens_shared::model::Costs;
 use speclens_shared::overview::{arm_lines, batch_text, break_even_of_headline, pick_run, AcceptanceSummary};
 use speclens_shared::protocol::RunView;
@@ -16,7 +16,7 @@ use speclens_shared::sweep::{Axis, SweepTable};
 use speclens_shared::Error;
 
 use crate::canvas::{chart_canvas, Draw, Root};
-use crate::live_page::{latency_row, whatif_fragment};
+use crate::live_page::latency_row;
 use crate::runs_page::{category_bars, fetch_json, CategoryChart, SweepChart};
 
 /// Everything the overview shows, fetched once.
@@ -237,7 +237,10 @@ fn OverviewBody(data: Loaded) -> impl IntoView {
     });
     let whatif = match &headline {
         Some(h) => Some(h.whatif_link().0),
-        None => run_view.as_ref().and_then(whatif_fragment),
+        None => run_view
+            .as_ref()
+            .and_then(run_whatif_link)
+            .map(|(fragment, _)| fragment),
     };
     let run_id = data.run.as_ref().map(|(id, why, _)| (id.clone(), why.clone()));
     let accept_id = data.accept.as_ref().map(|(id, _)| id.clone());

@@ -5,7 +5,7 @@
 use std::sync::OnceLock;
 
 use leptos::prelude::*;
-use speclens_shared::headline::Headline;
+use speclens_shared::headline::{run_whatif_link, Headline};
 use speclens_shared::overview::pick_run;
 use speclens_shared::report_data::{ReportData, REPORT_ELEMENT_ID};
 use speclens_shared::results::{run_view_from_result, RunList, RunResult};
@@ -71,5 +71,5 @@ pub fn measured_whatif() -> Option<String> {
     let (entry, _) = pick_run(&list.runs, None)?;
     let result: RunResult =
         serde_json::from_value(data.responses.get(&format!("/api/runs/{}", entry.id))?.clone()).ok()?;
-    crate::live_page::whatif_fragment(&run_view_from_result(&result))
+    run_whatif_link(&run_view_from_result(&result)).map(|(fragment, _)| fragment)
 }

@@ -6,6 +6,7 @@ use gloo_net::http::Request;
 use leptos::prelude::*;
 use serde::de::DeserializeOwned;
 use speclens_shared::glossary::Term;
+use speclens_shared::headline::Headline;
 use speclens_shared::model::implied_alpha;
 use speclens_shared::protocol::{RunView, TimelinePoint};
 use speclens_shared::results::{run_view_from_result, AcceptMatrix, RunList, RunListEntry, RunResult};
@@ -19,7 +20,7 @@ use speclens_shared::warnings::category_warnings;
 use speclens_shared::Error;
 
 use crate::canvas::{chart_canvas, Draw, Root};
-use crate::live_page::{status_line, whatif_fragment, RunPanel};
+use crate::live_page::{status_line, whatif_link, RunPanel};
 
 /// The sweep: both arms' throughput by concurrency (or latency by rate), their ratio, the
 /// crossing and the model's.
@@ -258,7 +259,7 @@ fn OpenRun(id: String) -> impl IntoView {
                 None => view! { <p class="hint">"Loading…"</p> }.into_any(),
                 Some(Ok(_)) => view! {
                     <p class="status" id="run-status">{move || status_line(&run.get())}</p>
-                    {move || run.with(whatif_fragment).map(|f| view! { <p><a id="whatif-from-run" href=format!("#{f}")>"What-if with this run's measured acceptance →"</a></p> })}
+                    {move || run.with(whatif_link)}
                     <RunPanel run=run/>
                 }.into_any(),
             }}
@@ -556,10 +557,16 @@ fn SweepView(id: String) -> impl IntoView {
                 };
                 let arms = (t.arms.arms.len() > 1).then(|| t.arms.arms.clone());
                 let recommendation = t.recommendation.clone();
+                let whatif = Headline::of_sweep(&t).map(|h| {
+                    let (fragment, b) = h.whatif_link();
+                    (fragment, format!(" arm {}: model B* = {b:.1}", h.arm))
+                });
                 view! {
                     <div class="findings" id="sweep-findings">
                         {t.findings().into_iter().map(|line| view! { <p>{line}</p> }).collect_view()}
                     </div>
+                    {whatif.map(|(fragment, beside)| view! { <p><a id="whatif-from-sweep" href=format!("#{fragment}")>"What-if with the headline arm's measured acceptance →"</a>
+                        <span class="hint" id="whatif-from-sweep-bstar">{beside}</span></p> })}
                     {arms.map(|arms| view! {
                         <div class="table-box">
                             <table class="model-table" id="sweep-arms">
