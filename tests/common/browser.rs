@@ -249,19 +249,39 @@ pub async fn sideways_overflow(client: &Client) -> i64 {
     v.as_i64().unwrap_or(i64::MAX)
 }
 
+/// A JSON array's strings (what a page script returned as a list of names).
+fn strings(v: &serde_json::Value) -> Vec<String> {
+    v.as_array()
+        .map(|a| a.iter().filter_map(|t| t.as_str().map(str::to_string)).collect())
+        .unwrap_or_default()
+}
+
 /// Pairs of visible text runs on the page whose boxes overlap (by more than 2 × 2 CSS pixels),
 /// each named by the start of its text: text drawn over text.
 pub async fn overlapping_texts(client: &Client) -> Vec<String> {
     let v: serde_json::Value = client
         .execute(
-            "const boxes = [];              const walk = document.createTreeWalker(document.body, NodeFilter.SHOW_TEXT);              while (walk.nextNode()) {                const n = walk.currentNode; const text = n.textContent.trim();                if (!text) continue;                const range = document.createRange(); range.selectNodeContents(n);                for (const r of range.getClientRects()) if (r.width > 0 && r.height > 0) boxes.push([r, text.slice(0, 30)]);              }              const out = [];              for (let i = 0; i < boxes.length; i++) for (let j = i + 1; j < boxes.length; j++) {                const [a, ta] = boxes[i], [b, tb] = boxes[j];                const w = Math.min(a.right, b.right) - Math.max(a.left, b.left);                const h = Math.min(a.bottom, b.bottom) - Math.max(a.top, b.top);                if (w > 2 && h > 2) out.push(ta + ' × ' + tb);              }              return out;",
+            "const boxes = []; \
+             const walk = document.createTreeWalker(document.body, NodeFilter.SHOW_TEXT); \
+             while (walk.nextNode()) { \
+               const n = walk.currentNode; const text = n.textContent.trim(); \
+               if (!text) continue; \
+               const range = document.createRange(); range.selectNodeContents(n); \
+               for (const r of range.getClientRects()) if (r.width > 0 && r.height > 0) boxes.push([r, text.slice(0, 30)]); \
+             } \
+             const out = []; \
+             for (let i = 0; i < boxes.length; i++) for (let j = i + 1; j < boxes.length; j++) { \
+               const [a, ta] = boxes[i], [b, tb] = boxes[j]; \
+               const w = Math.min(a.right, b.right) - Math.max(a.left, b.left); \
+               const h = Math.min(a.bottom, b.bottom) - Math.max(a.top, b.top); \
+               if (w > 2 && h > 2) out.push(ta + ' × ' + tb); \
+             } \
+             return out;",
             vec![],
         )
         .await
         .expect("the page's text boxes");
-    v.as_array()
-        .map(|a| a.iter().filter_map(|t| t.as_str().map(str::to_string)).collect())
-        .unwrap_or_default()
+    strings(&v)
 }
 
 /// Tables cut off on the page: for each table, its id when its box scrolls or it reaches past
@@ -278,9 +298,7 @@ pub async fn clipped_tables(client: &Client) -> Vec<String> {
         )
         .await
         .expect("the tables' widths");
-    v.as_array()
-        .map(|a| a.iter().filter_map(|t| t.as_str().map(str::to_string)).collect())
-        .unwrap_or_default()
+    strings(&v)
 }
 
 /// Pixels of a canvas drawn in `rgb`. A colour is counted pixel by pixel (within 12 on every
