@@ -13,9 +13,9 @@ use fantoccini::{Client, Locator};
 use serde_json::Value;
 
 use crate::common::browser::{
-    assert_series_drawn, canvas_backing, canvas_ink, clipped_tables, href_of, open_browser, open_browser_at_scale,
-    overlapping_texts, rgb, screenshot, set_width, severe_log, sideways_overflow, start_chromedriver, text_of,
-    whatif_bstar,
+    assert_labels_clear, assert_series_drawn, canvas_backing, canvas_ink, clipped_tables, href_of, label_overdraw,
+    open_browser, open_browser_at_scale, overlapping_texts, overview_whatif_link, rgb, screenshot, set_width,
+    severe_log, sideways_overflow, start_chromedriver, text_of, visit, whatif_bstar,
 };
 use speclens_shared::overview::batch_text;
 
@@ -117,15 +117,6 @@ async fn overview_crossing(client: &Client) -> String {
     .await
 }
 
-/// Visit `fragment` and wait until `ready` (a CSS selector) shows.
-async fn visit(client: &Client, base: &str, fragment: &str, ready: &str) {
-    client.goto(&format!("{base}#{fragment}")).await.unwrap();
-    wait_for(&format!("{ready} on #{fragment}"), Duration::from_secs(30), || async {
-        client.find(Locator::Css(ready)).await.ok().map(|_| ())
-    })
-    .await;
-}
-
 #[tokio::test]
 async fn the_overview_lands_first_with_the_measured_crossing_and_the_views_fit_any_width() {
     let dist = crate::common::built_web_dir();
@@ -152,6 +143,20 @@ async fn the_overview_lands_first_with_the_measured_crossing_and_the_views_fit_a
         .as_f64()
         .expect("the headline arm crosses plain");
     let predicted = arm["table"]["prediction"]["break_even_batch"].as_f64().unwrap();
+    // The sweep chart names every arm's measured crossing and the model's B* with its value.
+    let mut labels: Vec<String> = sweep["arms"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter_map(|a| {
+            Some(format!(
+                "{} measured B* = {:.1}",
+                a["name"].as_str()?,
+                a["table"]["crossing"].as_f64()?
+            ))
+        })
+        .collect();
+    labels.push("model B* = ".into());
     let server = Speclens::start(&[
         "serve",
         "--port",
@@ -178,6 +183,12 @@ async fn the_overview_lands_first_with_the_measured_crossing_and_the_views_fit_a
     );
     let e = arm["acceptance_length"].as_f64().unwrap();
     assert_eq!(text_of(&client, "#ov-e .tile-value").await, format!("{e:.2}"));
+    let k = arm["k"].as_u64().expect("the headline arm's k");
+    assert_eq!(
+        text_of(&client, "#ov-alpha .tile-label").await,
+        format!("Implied α (k = {k})"),
+        "the tiles are about the headline arm's draft length"
+    );
     let sources = text_of(&client, "#overview-sources").await;
     assert!(
         sources.starts_with(&format!("Acceptance from the sweep's arm {headline} (")),
@@ -199,6 +210,10 @@ async fn the_overview_lands_first_with_the_measured_crossing_and_the_views_fit_a
         recommended.starts_with("Recommended: k = 3 (spec) at concurrency 1"),
         "{recommended}"
     );
+    // The latency figures are the user's own bench run's (the newest with spec figures), not a
+    // sweep point's.
+    let latency_run = text_of(&client, "#overview-latency-run").await;
+    assert!(latency_run.starts_with("Run spec-run: "), "{latency_run}");
     let acceptance = text_of(&client, "#overview-acceptance").await;
     assert!(acceptance.contains("for a geometric α of the same E"), "{acceptance}");
     for chart in ["overview-sweep", "overview-positions", "overview-accept"] {
@@ -213,6 +228,14 @@ async fn the_overview_lands_first_with_the_measured_crossing_and_the_views_fit_a
         &[("speculative arm", rgb::SPECULATIVE), ("plain arm", rgb::BASE)],
     )
     .await;
+    // No curve or marker over a crossing's label; and the check sees one that is.
+    assert_labels_clear(&client, "overview-sweep", &labels, "1400 px").await;
+    let crossed = label_overdraw(&client, "overview-sweep", true).await;
+    assert!(
+        !crossed.is_empty() && crossed.iter().all(|(_, n)| *n > 0),
+        "a line through each label is counted: {crossed:?}"
+    );
+    assert_labels_clear(&client, "overview-sweep", &labels, "1400 px, drawn again").await;
     assert_series_drawn(&client, "overview-positions", &[("measured bars", rgb::ACCEPTED)]).await;
     assert_series_drawn(&client, "overview-accept", &[("category bars", rgb::SPECULATIVE)]).await;
     screenshot(&client, "overview-1400").await;
@@ -277,16 +300,7 @@ async fn the_overview_lands_first_with_the_measured_crossing_and_the_views_fit_a
 
     // The overview's what-if link opens on the headline arm's model B*, with no notice of a
     // parameter the page could not use.
-    let whatif: String = client
-        .execute(
-            "return [...document.querySelectorAll('#overview-links a')].map(a => a.getAttribute('href')).find(h => h.startsWith('#whatif?'));",
-            vec![],
-        )
-        .await
-        .unwrap()
-        .as_str()
-        .expect("the overview links to the what-if page")
-        .to_string();
+    let whatif = overview_whatif_link(&client).await;
     client.goto(&format!("{base}{whatif}")).await.unwrap();
     let bstar = whatif_bstar(&client).await;
     assert_eq!(bstar, format!("{predicted:.1}"), "{whatif}");
@@ -354,6 +368,7 @@ async fn the_overview_lands_first_with_the_measured_crossing_and_the_views_fit_a
         }
         if name == "sweep" {
             // The sweep's page lists each arm and prints the engine lines.
+            assert_labels_clear(&client, "sweep-chart", &labels, "1400 px").await;
             let rows = client.find_all(Locator::Css("#sweep-arms tbody tr")).await.unwrap();
             assert_eq!(rows.len(), 2, "one row per speculative arm");
             // Its what-if link names the headline arm and opens on the B* printed beside it.
@@ -389,6 +404,9 @@ async fn the_overview_lands_first_with_the_measured_crossing_and_the_views_fit_a
             Vec::<String>::new(),
             "#{fragment}: text over text at 420 px"
         );
+        if let Some(chart) = sweep_chart_of(name) {
+            assert_labels_clear(&client, chart, &labels, "420 px").await;
+        }
         if name == "overview" {
             // The check sees what it must refuse: a label laid over the title.
             client
@@ -408,9 +426,12 @@ async fn the_overview_lands_first_with_the_measured_crossing_and_the_views_fit_a
         screenshot(&client, &format!("{name}-420")).await;
     }
     set_width(&client, 1024).await;
-    for (fragment, ready, _) in views {
+    for (fragment, ready, name) in views {
         visit(&client, &base, fragment, ready).await;
         tokio::time::sleep(Duration::from_millis(300)).await;
+        if let Some(chart) = sweep_chart_of(name) {
+            assert_labels_clear(&client, chart, &labels, "1024 px").await;
+        }
         assert_eq!(
             clipped_tables(&client).await,
             Vec::<String>::new(),
@@ -438,6 +459,16 @@ async fn the_overview_lands_first_with_the_measured_crossing_and_the_views_fit_a
     client.goto(&format!("file://{}", report.display())).await.unwrap();
     assert_eq!(overview_crossing(&client).await, batch_text(crossing));
     assert_eq!(text_of(&client, "#ov-e .tile-value").await, format!("{e:.2}"));
+    assert_eq!(
+        text_of(&client, "#ov-predicted .tile-value").await,
+        batch_text(predicted)
+    );
+    assert!(text_of(&client, "#overview-latency-run")
+        .await
+        .starts_with("Run spec-run: "));
+    assert!(text_of(&client, "#overview-sources")
+        .await
+        .starts_with(&format!("Acceptance from the sweep's arm {headline} (")));
     client.close().await.unwrap();
 
     // On a screen with two device pixels per CSS pixel, charts are drawn at twice the pixels.
@@ -453,6 +484,15 @@ async fn the_overview_lands_first_with_the_measured_crossing_and_the_views_fit_a
         "canvas {backing} px for {css} device px"
     );
     client.close().await.unwrap();
+}
+
+/// The sweep chart's canvas on a view, if the view has one.
+fn sweep_chart_of(view: &str) -> Option<&'static str> {
+    match view {
+        "overview" => Some("overview-sweep"),
+        "sweep" => Some("sweep-chart"),
+        _ => None,
+    }
 }
 
 /// Wait until chart `id` is drawn, inked, for the size and pixel ratio it is shown at; returns

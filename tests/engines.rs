@@ -254,3 +254,141 @@ fn llama_cpp_rounded_counters_are_flagged_and_its_timings_give_a_rate() {
     let overall = &result["spec_decode"]["per_request"]["spec_decode_overall_draft_acceptance_rate"]["avg"];
     assert_eq!(overall.as_f64(), Some(accepted as f64 / drafted as f64 * 100.0));
 }
+
+/// `speclens probe --json` of a server; the findings.
+pub fn probe(url: &str) -> serde_json::Value {
+    let (code, stdout, stderr) = run_speclens_within(&["probe", url, "--json"], LIMIT);
+    assert_eq!(code, 0, "{stdout}{stderr}");
+    serde_json::from_str(&stdout).unwrap_or_else(|e| panic!("{e}: {stdout}"))
+}
+
+/// The strings of a findings list, joined, for `contains` checks.
+pub fn joined(findings: &serde_json::Value, key: &str) -> String {
+    findings[key]
+        .as_array()
+        .unwrap_or_else(|| panic!("{key} in {findings}"))
+        .iter()
+        .filter_map(|v| v.as_str())
+        .collect::<Vec<_>>()
+        .join(" | ")
+}
+
+/// `probe` names each engine shape the sim speaks: the engine, whether it speculates, which
+/// spec-decode families its metrics export, the per-request level, what cannot be measured and
+/// the option that turns it on, and the next commands with the URL filled in.
+#[test]
+fn probe_names_what_each_engine_gives_and_what_turns_the_rest_on() {
+    // (payload flags, engine, per-request level, a family it exports, what it cannot measure)
+    let cases: [(&[&str], &str, &str, &str, &str); 5] = [
+        (
+            &["--payload", "vllm"],
+            "vllm",
+            "summary",
+            "vllm:spec_decode_num_accepted_tokens_per_pos_total",
+            "",
+        ),
+        (
+            &["--payload", "vllm", "--per-request-metrics", "none"],
+            "vllm",
+            "none",
+            "vllm:spec_decode_num_drafts_total",
+            "--per-request-spec-decode-metrics summary",
+        ),
+        (
+            &["--payload", "trtllm"],
+            "trtllm",
+            "partial",
+            "trtllm_spec_decode_acceptance_length",
+            "per_request_spec_decode_stats",
+        ),
+        (
+            &["--payload", "trtllm-pr19311"],
+            "trtllm",
+            "summary",
+            "trtllm_spec_decode_num_draft_tokens_total",
+            "",
+        ),
+        (
+            &["--payload", "sglang"],
+            "sglang",
+            "summary",
+            "sglang:spec_verify_calls_total",
+            "",
+        ),
+    ];
+    for (flags, engine, level, family, cannot) in cases {
+        let sim = Speclens::instant_spec_sim("0.7", flags);
+        let found = probe(&sim.url());
+        let what = format!("{flags:?}: {found}");
+        assert_eq!(found["reachable"], true, "{what}");
+        assert_eq!(found["engine"], engine, "{what}");
+        assert_eq!(found["speculates"], true, "{what}");
+        assert_eq!(found["per_request"], level, "{what}");
+        assert!(joined(&found, "spec_families").contains(family), "{what}");
+        if cannot.is_empty() {
+            assert_eq!(found["cannot"], json!([]), "{what}");
+        } else {
+            assert!(joined(&found, "cannot").contains(cannot), "{what}");
+        }
+        assert!(
+            joined(&found, "measures").contains("acceptance rate and length from the"),
+            "{what}"
+        );
+        assert!(
+            joined(&found, "next").contains(&format!("speclens bench --url {} ", sim.url().trim_end_matches('/'))),
+            "{what}"
+        );
+    }
+    // TensorRT-LLM's Prometheus text is found where trtllm-serve mounts it.
+    let trt = Speclens::instant_spec_sim("0.7", &["--payload", "trtllm"]);
+    let found = probe(&trt.url());
+    assert!(
+        found["metrics_url"].as_str().unwrap().ends_with("/prometheus/metrics"),
+        "{found}"
+    );
+    assert!(
+        found["metrics_note"].as_str().unwrap().contains("answers JSON"),
+        "{found}"
+    );
+
+    // llama.cpp: counters, and a rate per request (no length).
+    let llama = Speclens::instant_spec_sim("0.7", &["--payload", "llamacpp"]);
+    let found = probe(&llama.url());
+    assert_eq!(found["engine"], "llamacpp", "{found}");
+    assert_eq!(found["speculates"], true, "{found}");
+    assert!(
+        joined(&found, "spec_families").contains("llamacpp:spec_decode_num_drafts_total"),
+        "{found}"
+    );
+
+    // A plain server: no speculation, the flags that turn it on, and its place as a plain arm.
+    let plain = Speclens::start(&["sim", "--port", "0", "--time-scale", "0"]);
+    let found = probe(&plain.url());
+    assert_eq!(found["speculates"], false, "{found}");
+    let cannot = joined(&found, "cannot");
+    assert!(
+        cannot.contains("--speculative-config") && cannot.contains("--speculative-algorithm"),
+        "{found}"
+    );
+    assert!(
+        joined(&found, "next").contains("--base-url http://127.0.0.1:"),
+        "{found}"
+    );
+
+    // Metrics down: the per-request stats still show speculation; the scrape path is named
+    // as missing, with why.
+    let down = Speclens::instant_spec_sim("0.7", &["--metrics-down"]);
+    let found = probe(&down.url());
+    assert_eq!(found["speculates"], true, "{found}");
+    assert!(found["metrics_error"].as_str().is_some(), "{found}");
+    assert!(joined(&found, "cannot").contains("the scrape path"), "{found}");
+
+    // The text form says the same, for people.
+    let (code, text, _) = crate::common::run_speclens(&["probe", &plain.url()]);
+    assert_eq!(code, 0);
+    assert!(text.contains("speculates    no (") && text.contains("Next:"), "{text}");
+    // An unreachable server: exit 1 and why.
+    let (code, text, err) = crate::common::run_speclens(&["probe", "http://127.0.0.1:9"]);
+    assert_eq!(code, 1, "{text}{err}");
+    assert!(text.contains("reachable     no"), "{text}");
+}

@@ -222,8 +222,8 @@ fn help(cmd: &str) -> String {
     String::from_utf8(out.stdout).unwrap()
 }
 
-const COMMANDS: [&str; 12] = [
-    "", "serve", "sim", "bench", "scrape", "model", "sweep", "read", "report", "accept", "demo", "check",
+const COMMANDS: [&str; 13] = [
+    "", "serve", "sim", "bench", "scrape", "probe", "model", "sweep", "read", "report", "accept", "demo", "check",
 ];
 
 #[test]
@@ -231,18 +231,32 @@ fn every_command_s_help_matches_its_snapshot() {
     let dir = workspace().join("tests/snapshots/help");
     let update = std::env::var_os("SPECLENS_UPDATE_SNAPSHOTS").is_some();
     let mut stale = Vec::new();
-    for cmd in COMMANDS {
-        let name = if cmd.is_empty() { "speclens" } else { cmd };
-        let path = dir.join(format!("{name}.txt"));
-        let text = help(cmd);
-        if std::fs::read_to_string(&path).ok().as_deref() != Some(text.as_str()) {
+    // The CLI reference is every command's help, in the order of `speclens --help`.
+    let mut reference = String::from(
+        "# CLI reference\n\nEvery command's `--help`, as the binary prints it. Made from \
+         `tests/snapshots/help/` by the snapshot test, which keeps the two in step.\n",
+    );
+    let mut check = |path: std::path::PathBuf, text: &str| {
+        if std::fs::read_to_string(&path).ok().as_deref() != Some(text) {
             stale.push(path.display().to_string());
             if update {
-                std::fs::create_dir_all(&dir).unwrap();
-                std::fs::write(&path, &text).unwrap();
+                std::fs::create_dir_all(path.parent().unwrap()).unwrap();
+                std::fs::write(&path, text).unwrap();
             }
         }
+    };
+    for cmd in COMMANDS {
+        let name = if cmd.is_empty() { "speclens" } else { cmd };
+        let text = help(cmd);
+        let title = if cmd.is_empty() {
+            "speclens".to_string()
+        } else {
+            format!("speclens {cmd}")
+        };
+        reference.push_str(&format!("\n## {title}\n\n```text\n{}\n```\n", text.trim_end()));
+        check(dir.join(format!("{name}.txt")), &text);
     }
+    check(workspace().join("docs/CLI.md"), &reference);
     // A rewrite is never a pass: the run that rewrote fails, naming what it rewrote, and the
     // next run (without the variable) checks the new snapshots.
     assert!(
@@ -250,6 +264,112 @@ fn every_command_s_help_matches_its_snapshot() {
         "{}: {stale:?}; review the change (and the README), then run the test with SPECLENS_UPDATE_SNAPSHOTS=1 once and again without it",
         if update { "--help changed, snapshots rewritten" } else { "--help changed" }
     );
+}
+
+/// Every flag of every command says what it is for (a flag without help text is a flag a user
+/// must guess at).
+#[test]
+fn every_flag_has_help_text() {
+    use clap::CommandFactory;
+    fn walk(cmd: &clap::Command, path: &str, missing: &mut Vec<String>) {
+        for arg in cmd.get_arguments() {
+            let id = arg.get_id().as_str();
+            if id == "help" || id == "version" || arg.is_positional() && arg.get_help().is_some() {
+                continue;
+            }
+            if arg.get_help().is_none() && arg.get_long_help().is_none() {
+                missing.push(format!("{path} --{}", arg.get_long().unwrap_or(id)));
+            }
+        }
+        for sub in cmd.get_subcommands() {
+            walk(sub, &format!("{path} {}", sub.get_name()), missing);
+        }
+    }
+    let mut missing = Vec::new();
+    walk(&speclens::cli::Cli::command(), "speclens", &mut missing);
+    assert_eq!(missing, Vec::<String>::new(), "flags without help text");
+}
+
+/// The commands with many flags group them under headings, and `-h` is the short form: one
+/// line a flag, the common ones, on one screen.
+#[test]
+fn the_load_commands_help_is_grouped_and_short_help_fits_a_screen() {
+    let short = |cmd: &str| {
+        let out = std::process::Command::new(env!("CARGO_BIN_EXE_speclens"))
+            .args([cmd, "-h"])
+            .output()
+            .unwrap();
+        assert!(out.status.success(), "{cmd} -h");
+        String::from_utf8(out.stdout).unwrap()
+    };
+    for (cmd, headings) in [
+        (
+            "bench",
+            &[
+                "Target:",
+                "Load:",
+                "Workload:",
+                "Metrics scrape:",
+                "Prometheus (a fleet's counters):",
+                "Output:",
+                "Dashboard:",
+                "CI gates:",
+                "Engine-specific:",
+            ][..],
+        ),
+        (
+            "sweep",
+            &[
+                "Arms:",
+                "Load:",
+                "Workload:",
+                "Target:",
+                "Metrics scrape:",
+                "Model:",
+                "Output:",
+                "Dashboard:",
+                "Engine-specific:",
+            ][..],
+        ),
+        (
+            "accept",
+            &[
+                "Target:",
+                "Workload:",
+                "Load:",
+                "Metrics scrape:",
+                "Output:",
+                "Dashboard:",
+            ][..],
+        ),
+    ] {
+        let long = help(cmd);
+        for heading in headings {
+            assert!(
+                long.lines().any(|l| l == *heading),
+                "{cmd} --help has no {heading:?} heading"
+            );
+        }
+        let text = short(cmd);
+        let lines = text.lines().count();
+        assert!(lines <= 60, "{cmd} -h is {lines} lines:\n{text}");
+        assert!(text.contains("--help"), "{cmd} -h says where the rest is");
+    }
+    // The dashboard's port has one name on every command: --port works on bench too.
+    let out = std::process::Command::new(env!("CARGO_BIN_EXE_speclens"))
+        .args([
+            "bench",
+            "--port",
+            "0",
+            "--num-prompts",
+            "0",
+            "--url",
+            "http://127.0.0.1:1",
+        ])
+        .output()
+        .unwrap();
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(!err.contains("unexpected argument"), "{err}");
 }
 
 #[test]
@@ -320,9 +440,13 @@ fn words(line: &str) -> Vec<String> {
     out
 }
 
+/// The README and the guide: every `speclens` command in their code blocks parses, and every
+/// flag a command's bullet in the guide names exists on that command.
 #[test]
 fn the_readme_s_commands_and_flags_parse() {
-    let readme = std::fs::read_to_string(workspace().join("README.md")).unwrap();
+    let readme = ["README.md", "docs/GUIDE.md"]
+        .map(|f| std::fs::read_to_string(workspace().join(f)).unwrap())
+        .join("\n");
     // Commands in code blocks, continuation lines joined.
     let mut commands = Vec::new();
     let mut in_block = false;
@@ -578,4 +702,111 @@ fn exit_codes_tell_a_ci_job_what_happened() {
     assert_eq!(code, 3, "a figure the run lacks fails the gate: {err}");
     let (code, _, err) = run_speclens(&["bench", "--url", &sim.url(), "--fail-if", "acceptance_length"]);
     assert_eq!(code, 2, "a malformed gate is a usage error: {err}");
+}
+
+/// Errors that say what to do: a wrong input is a usage error (2) naming the fix, and a run
+/// that never sent a request leaves no results folder.
+#[test]
+fn wrong_targets_get_usage_errors_that_name_the_fix() {
+    let sim = Speclens::instant_spec_sim("0.7", &[]);
+    let out = tempfile::tempdir().unwrap();
+    let run = out.path().join("run");
+    let bench = |url: &str, extra: &[&str]| {
+        let mut args = vec![
+            "bench",
+            "--url",
+            url,
+            "--num-prompts",
+            "2",
+            "--quiet",
+            "--out",
+            run.to_str().unwrap(),
+        ];
+        args.extend_from_slice(extra);
+        run_speclens(&args)
+    };
+    // A URL without a scheme.
+    let bare = sim.url().trim_start_matches("http://").to_string();
+    let (code, _, err) = bench(&bare, &[]);
+    assert_eq!(code, 2, "{err}");
+    assert!(
+        err.contains("is not an http:// or https:// URL: did you mean http://127.0.0.1:"),
+        "{err}"
+    );
+    // A model the server does not serve: named before any request, with the ones it serves.
+    let (code, _, err) = bench(&sim.url(), &["--model", "Qwen/Qwen3-8B"]);
+    assert_eq!(code, 2, "{err}");
+    assert!(
+        err.contains("--model \"Qwen/Qwen3-8B\" is not served by http://127.0.0.1:")
+            && err.contains("it serves \"speclens/sim-8b\""),
+        "{err}"
+    );
+    // https:// to a port that speaks plain HTTP.
+    let tls = sim.url().replace("http://", "https://");
+    let (code, _, err) = bench(&tls, &[]);
+    assert_eq!(code, 1, "the server's side: {err}");
+    assert!(
+        err.contains("TLS failed: the server speaks plain HTTP there, use http://"),
+        "{err}"
+    );
+    assert!(!run.exists(), "no results folder for a run that never sent a request");
+    // The same checks hold for a sweep's arms.
+    let (code, _, err) = run_speclens(&["sweep", "--spec-url", &bare, "--base-url", &sim.url(), "--dry-run"]);
+    assert_eq!(code, 2, "{err}");
+    assert!(err.contains("is not an http:// or https:// URL"), "{err}");
+}
+
+/// The README's "Against your own server" commands run as written, in a folder holding their
+/// prompts file, against a speculative sim on the README's port 8000 and a plain one on 8001
+/// (their URLs substituted), each exiting 0 and leaving what the next one reads.
+#[test]
+fn the_readme_s_own_server_commands_run_as_written() {
+    let readme = std::fs::read_to_string(workspace().join("README.md")).unwrap();
+    let section = readme
+        .split("## Against your own server")
+        .nth(1)
+        .and_then(|rest| rest.split("\n## ").next())
+        .expect("the README has an \"Against your own server\" section");
+    let commands: Vec<&str> = section
+        .split("```sh\n")
+        .skip(1)
+        .filter_map(|block| block.split("```").next())
+        .map(str::trim)
+        .collect();
+    assert_eq!(commands.len(), 4, "{commands:?}");
+    let spec = Speclens::instant_spec_sim("0.7", &[]);
+    let base = Speclens::start(&["sim", "--port", "0", "--time-scale", "0"]);
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::write(
+        dir.path().join("prompts.jsonl"),
+        "{\"prompt\": \"Summarize the memo in two lines\", \"category\": \"summarization\"}\n\
+         {\"prompt\": \"Write code that sorts a list\", \"category\": \"coding\"}\n",
+    )
+    .unwrap();
+    for command in &commands {
+        let line = command
+            .replace("http://127.0.0.1:8000", &spec.url())
+            .replace("http://127.0.0.1:8001", &base.url());
+        let argv = words(&line);
+        assert_eq!(argv[0], "speclens", "{command}");
+        let out = Command::new(env!("CARGO_BIN_EXE_speclens"))
+            .args(&argv[1..])
+            .current_dir(dir.path())
+            .output()
+            .unwrap();
+        assert!(
+            out.status.success(),
+            "{command}\n{}{}",
+            String::from_utf8_lossy(&out.stdout),
+            String::from_utf8_lossy(&out.stderr)
+        );
+    }
+    for made in [
+        "results/bench/result.json",
+        "results/accept",
+        "results/sweep/sweep.json",
+        "report.html",
+    ] {
+        assert!(dir.path().join(made).exists(), "{made}");
+    }
 }

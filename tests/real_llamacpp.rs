@@ -149,3 +149,20 @@ async fn real_llamacpp_window_and_per_request_timings_agree_with_its_counters() 
         assert!(stdout.contains("Speculative Decoding"), "{what}");
     }
 }
+
+/// `probe` against the real llama-server: llama.cpp, its spec-decode counters, a per-request
+/// rate (drafted and accepted tokens, no length), and the per-request records it cannot give.
+#[test]
+#[ignore = "needs the llama-server that scripts/test.sh starts"]
+fn real_llamacpp_probe_names_its_counters_and_its_partial_per_request_stats() {
+    use crate::engines::{joined, probe};
+    let found = probe(&server());
+    assert_eq!(found["engine"], "llamacpp", "{found}");
+    assert_eq!(found["speculates"], true, "{found}");
+    assert!(
+        joined(&found, "spec_families").contains("llamacpp:spec_decode_num_draft_tokens_total"),
+        "{found}"
+    );
+    assert_eq!(found["per_request"], "partial", "{found}");
+    assert!(joined(&found, "cannot").contains("full per-request records"), "{found}");
+}

@@ -9,7 +9,7 @@
 //! What they hold to: both spec-decode paths and a hand delta of the server's own `/metrics`
 //! equal to the count; `vllm bench serve` (from the same install) and `speclens bench` print the
 //! same "Speculative Decoding" section; sweep, accept and scrape complete on a real engine; the
-//! sim's exposition and payloads have the real server's shape (or the README lists why not).
+//! sim's exposition and payloads have the real server's shape (or docs/ENGINES.md lists why not).
 //! Greedy decoding (temperature 0) on one engine makes each prompt's tokens, and so its drafts,
 //! the same on every run.
 
@@ -585,14 +585,14 @@ fn skeleton(v: &Value) -> Value {
     }
 }
 
-/// Families (and name patterns ending in `*`) that the README lists as deliberately not served
+/// Families (and name patterns ending in `*`) that docs/ENGINES.md lists as deliberately not served
 /// by the sim.
 fn deliberately_missing() -> Vec<String> {
-    let readme = std::fs::read_to_string(workspace().join("README.md")).unwrap();
-    let line = readme
+    let doc = std::fs::read_to_string(workspace().join("docs/ENGINES.md")).unwrap();
+    let line = doc
         .lines()
         .find(|l| l.starts_with("- Families the sim does not serve:"))
-        .expect("the README lists the families the sim does not serve");
+        .expect("docs/ENGINES.md lists the families the sim does not serve");
     line.split('`').skip(1).step_by(2).map(str::to_string).collect()
 }
 
@@ -709,7 +709,7 @@ async fn real_vllm_the_sim_has_the_real_servers_exposition_and_payloads() {
         }
 
         // The exposition: every family the sim serves, with the real server's TYPE, HELP,
-        // label names and value format; every family it leaves out listed in the README.
+        // label names and value format; every family it leaves out listed in docs/ENGINES.md.
         let (_, real_text) = get_text(&format!("{real}/metrics")).await;
         let (_, sim_text) = get_text(&format!("{sim_url}/metrics")).await;
         let (theirs, ours) = (exposition(&real_text), exposition(&sim_text));
@@ -744,7 +744,7 @@ async fn real_vllm_the_sim_has_the_real_servers_exposition_and_payloads() {
             .collect();
         assert!(
             unlisted.is_empty(),
-            "families the sim lacks and the README does not list: {unlisted:?}"
+            "families the sim lacks and docs/ENGINES.md does not list: {unlisted:?}"
         );
     }
 }
@@ -776,6 +776,8 @@ async fn real_vllm_a_sweep_over_two_k_values_recommends_a_config_the_server_star
         "16",
         "--warmup",
         "2",
+        "--input-tokens",
+        "128",
         "--output-tokens",
         "32",
         "--speculative-config",
@@ -820,4 +822,37 @@ async fn real_vllm_a_sweep_over_two_k_values_recommends_a_config_the_server_star
     let (_, result) = bench(&url, &dir.path().join("recommended"), &["--num-prompts", "4"]);
     assert_eq!(result["completed"], 4, "{result}");
     assert!(result["spec_decode_num_drafts"].as_u64().unwrap_or(0) > 0, "{result}");
+}
+
+/// `probe` against each real server: vLLM and its version, speculation seen, the per-request
+/// level each was started with (and the option for the one without), the plain one as plain.
+#[test]
+#[ignore = "needs the real vLLM servers that scripts/test.sh starts"]
+fn real_vllm_probe_names_each_server_s_per_request_level_and_the_plain_one() {
+    use crate::engines::{joined, probe};
+    for (url, level) in [
+        (spec_detailed(), "detailed"),
+        (spec_summary(), "summary"),
+        (spec_none(), "none"),
+    ] {
+        let found = probe(&url);
+        let what = format!("{level}: {found}");
+        assert_eq!(found["engine"], "vllm", "{what}");
+        assert_eq!(found["version"], "0.32.0+cpu", "{what}");
+        assert_eq!(found["speculates"], true, "{what}");
+        assert_eq!(found["per_request"], level, "{what}");
+        assert!(
+            joined(&found, "spec_families").contains("vllm:spec_decode_num_drafts_total"),
+            "{what}"
+        );
+        let cannot = joined(&found, "cannot");
+        assert_eq!(
+            cannot.contains("--per-request-spec-decode-metrics summary"),
+            level == "none",
+            "{what}"
+        );
+    }
+    let found = probe(&base());
+    assert_eq!(found["speculates"], false, "{found}");
+    assert!(joined(&found, "cannot").contains("--speculative-config"), "{found}");
 }

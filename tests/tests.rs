@@ -2,6 +2,7 @@
 
 mod analysis;
 mod bench_run;
+mod browser_demo;
 mod browser_live;
 mod browser_report;
 mod browser_story;

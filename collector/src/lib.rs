@@ -11,6 +11,7 @@ pub mod history;
 pub mod live;
 pub mod model_cmd;
 pub mod net;
+pub mod probe_cmd;
 pub mod read;
 pub mod report;
 pub mod scrape_cmd;

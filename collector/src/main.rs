@@ -49,6 +49,7 @@ fn run(cli: Cli) -> anyhow::Result<()> {
         Command::Report(args) => speclens::report::run(args.plan(), args.web_dir)?,
         Command::Model(args) => speclens::model_cmd::run(&args.report()?, args.json)?,
         Command::Scrape(args) => runtime.block_on(speclens::scrape_cmd::run(&args.url, args.watch, args.interval))?,
+        Command::Probe(args) => runtime.block_on(speclens::probe_cmd::run(args.plan()?))?,
     }
     Ok(())
 }

@@ -62,6 +62,21 @@ pub fn describe_http(e: reqwest::Error) -> String {
     }
 }
 
+/// What to do about a failed connection whose [`describe_http`] text shows a TLS failure: an
+/// untrusted certificate (give its CA, or skip the check), or https:// to a port that speaks
+/// plain HTTP. `None` when it is not TLS's doing.
+pub fn connect_hint(described: &str) -> Option<&'static str> {
+    let text = described.to_ascii_lowercase();
+    if text.contains("invalidcontenttype") || text.contains("corrupt message") || text.contains("wrong version number")
+    {
+        Some("TLS failed: the server speaks plain HTTP there, use http://")
+    } else if text.contains("certificate") || text.contains("unknownissuer") || text.contains("causedasendentity") {
+        Some("TLS failed: the server's certificate is not trusted; trust its CA with --ca-cert FILE, or skip the check with --insecure")
+    } else {
+        None
+    }
+}
+
 /// The most a `/metrics` text may hold (a 64-engine vLLM's is about 1 MB).
 pub const MAX_METRICS_BYTES: usize = 32 << 20;
 

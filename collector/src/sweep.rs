@@ -207,6 +207,63 @@ impl Plan {
     }
 }
 
+/// A decode time per output token assumed by the plan's time estimate: an 8B model's TPOT on
+/// one H100 at moderate load. The server's own TPOT scales the estimate.
+const ASSUMED_TPOT_MS: f64 = 10.0;
+
+/// The plan's first line: points, runs with repeats (the settling rule's least and most), and
+/// requests.
+fn plan_heading(plan: &Plan, points: &[Point<'_>], out: &std::path::Path) -> String {
+    let (least, most) = (u64::from(plan.repeats), u64::from(plan.max_repeats.max(plan.repeats)));
+    let requests: u64 = points.iter().map(|p| p.requests).sum();
+    let runs = |n: u64| n * points.len() as u64;
+    let each = if least == most {
+        format!("each run {least} time{}", if least == 1 { "" } else { "s" })
+    } else {
+        format!(
+            "each run {least}–{most} times (more while its runs differ by over {:.0} %)",
+            plan.repeat_spread * 100.0
+        )
+    };
+    let span = |a: u64, b: u64| if a == b { a.to_string() } else { format!("{a}–{b}") };
+    format!(
+        "Sweep plan: {} points ({} arms × {} levels), {each}: {} runs, {} requests, into {}:\n",
+        points.len(),
+        plan.arms.len(),
+        plan.levels.len(),
+        span(runs(least), runs(most)),
+        span(requests * least, requests * most),
+        out.display()
+    )
+}
+
+/// The plan's wall-time estimate, and how it was made: each closed-loop point as waves of
+/// `concurrency` requests, each wave `output_tokens` decode steps of [`ASSUMED_TPOT_MS`]; each
+/// rate point its arrivals' span plus one request's time.
+fn plan_estimate(plan: &Plan, points: &[Point<'_>]) -> String {
+    let output_tokens = f64::from(plan.point.workload.output_tokens.max(1));
+    let request_s = output_tokens * ASSUMED_TPOT_MS / 1000.0;
+    let run_s: f64 = points
+        .iter()
+        .map(|p| match p.level {
+            Level::Concurrency(c) => p.requests.div_ceil(c.max(1)) as f64 * request_s,
+            Level::Rate(r) if r > 0.0 => p.requests as f64 / r + request_s,
+            Level::Rate(_) => request_s,
+        })
+        .sum();
+    let minutes = |runs: u32| run_s * f64::from(runs) / 60.0;
+    let (least, most) = (minutes(plan.repeats), minutes(plan.max_repeats.max(plan.repeats)));
+    let span = if (most - least).abs() < 0.05 {
+        format!("{least:.1} min")
+    } else {
+        format!("{least:.1}–{most:.1} min")
+    };
+    format!(
+        "Estimated time: {span} (at {ASSUMED_TPOT_MS:.0} ms per output token, {output_tokens:.0} tokens a request, \
+         closed-loop points in waves of their concurrency; it scales with the server's TPOT)\n"
+    )
+}
+
 /// `speclens sweep`.
 pub async fn run(plan: Plan) -> Result<(), CollectorError> {
     run_with(plan, None).await.map(|_| ())
@@ -221,7 +278,7 @@ pub async fn run_with(plan: Plan, hub: Option<LiveHub>) -> Result<Option<SweepTa
         .clone()
         .unwrap_or_else(|| PathBuf::from("speclens-results").join(sweep_stamp()));
     let points = plan.points();
-    let mut text = format!("Sweep plan ({} runs) into {}:\n", points.len(), out.display());
+    let mut text = plan_heading(&plan, &points, &out);
     for p in &points {
         let level = match p.level {
             Level::Concurrency(c) => format!("concurrency {c:>4}"),
@@ -235,6 +292,7 @@ pub async fn run_with(plan: Plan, hub: Option<LiveHub>) -> Result<Option<SweepTa
             point_file(p.arm, p.level)
         ));
     }
+    text.push_str(&plan_estimate(&plan, &points));
     crate::console::status(&text);
     if plan.dry_run {
         crate::console::status("--dry-run: nothing was sent.\n");

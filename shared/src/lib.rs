@@ -18,6 +18,7 @@ pub mod notices;
 pub mod overview;
 pub mod per_request;
 pub mod positions;
+pub mod probe;
 pub mod prom;
 pub mod protocol;
 pub mod pyfloat;

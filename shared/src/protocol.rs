@@ -165,6 +165,9 @@ pub struct PreviousRun {
     pub tiles: Tiles,
 }
 
+/// Scrape intervals a saved run's timelines need before they are drawn.
+pub const MIN_TIMELINE_INTERVALS: usize = 4;
+
 impl RunView {
     /// What a tile shows: this run's figure, else the previous run's with its label, else
     /// nothing yet.
@@ -177,6 +180,38 @@ impl RunView {
             },
             (None, None) => (None, None),
         }
+    }
+
+    /// Why a saved run's timelines are not drawn: its scrapes covered fewer than
+    /// [`MIN_TIMELINE_INTERVALS`] intervals of any one endpoint, so "over time" would be a dot or
+    /// two. A running run always draws (its timeline is still growing).
+    pub fn timeline_too_short(&self) -> Option<String> {
+        if matches!(self.status, RunStatus::Running | RunStatus::Idle) {
+            return None;
+        }
+        let mut per_endpoint: BTreeMap<&str, (usize, f64)> = BTreeMap::new();
+        for p in &self.timeline {
+            let entry = per_endpoint.entry(p.endpoint.as_str()).or_insert((0, p.interval_s));
+            entry.0 += 1;
+        }
+        let (intervals, interval_s) = per_endpoint
+            .values()
+            .copied()
+            .max_by_key(|(n, _)| *n)
+            .unwrap_or((0, 0.0));
+        if intervals >= MIN_TIMELINE_INTERVALS {
+            return None;
+        }
+        let covered = match intervals {
+            0 => "no scrape interval".to_string(),
+            1 => format!("1 scrape interval of {interval_s:.2} s"),
+            n => format!("{n} scrape intervals of {interval_s:.2} s"),
+        };
+        Some(format!(
+            "Not drawn: this run lasted {:.2} s, {covered}; a timeline needs at least {MIN_TIMELINE_INTERVALS}. \
+             A longer run (--duration or more --num-prompts) or a shorter --scrape-interval draws one.",
+            self.progress.elapsed_s
+        ))
     }
 
     /// An empty view before any run.
@@ -324,6 +359,36 @@ pub(crate) mod tests {
             per_position: BTreeMap::new(),
             error: None,
         }
+    }
+
+    #[test]
+    fn a_saved_run_draws_its_timeline_only_over_enough_intervals() {
+        let mut run = RunView::idle();
+        run.status = RunStatus::Finished;
+        run.progress.elapsed_s = 0.31;
+        run.timeline = vec![point(0.25)];
+        let why = run.timeline_too_short().expect("one interval is not a timeline");
+        assert!(
+            why.starts_with("Not drawn: this run lasted 0.31 s, 1 scrape interval of 1.00 s;"),
+            "{why}"
+        );
+        // Two endpoints of three intervals each are still three intervals, not six.
+        run.timeline = (1..=3)
+            .flat_map(|t| {
+                let other = TimelinePoint {
+                    endpoint: "h:2".into(),
+                    ..point(f64::from(t))
+                };
+                [point(f64::from(t)), other]
+            })
+            .collect();
+        assert!(run.timeline_too_short().unwrap().contains("3 scrape intervals"));
+        run.timeline.push(point(4.0));
+        assert_eq!(run.timeline_too_short(), None);
+        // While it runs, the timeline grows and is drawn from its first point.
+        run.timeline.truncate(1);
+        run.status = RunStatus::Running;
+        assert_eq!(run.timeline_too_short(), None);
     }
 
     #[test]

@@ -353,3 +353,102 @@ pub mod rgb {
     pub const SPECULATIVE: (u8, u8, u8) = (c::SPECULATIVE.0, c::SPECULATIVE.1, c::SPECULATIVE.2);
     pub const BASE: (u8, u8, u8) = (c::BASE.0, c::BASE.1, c::BASE.2);
 }
+
+/// The labels of crossings and of the model's B* (texts with "B*" or "k switch") on chart `id`
+/// as its canvas last drew them, each with the number of coloured pixels inside its text box:
+/// 0 when no curve, marker or bar is drawn over it (-1: the text had an empty box). Text is drawn in black, so its anti-aliased
+/// edges are grey; a pixel whose channels differ by more than 60 is something else's.
+///
+/// The page's `fillText` is wrapped to record where each text went (its position, measured box
+/// and the canvas transform), then the chart is redrawn by a resize event, so the boxes are
+/// those of the drawing being checked. With `cross_out`, a line in the speculative arm's colour
+/// is drawn through each label before counting (what a curve over it would look like), so a
+/// test can show that the count sees it.
+pub async fn label_overdraw(client: &Client, id: &str, cross_out: bool) -> Vec<(String, i64)> {
+    let hook = format!(
+        "if (!window.__texts) {{ window.__texts = []; \
+           const fill = CanvasRenderingContext2D.prototype.fillText; \
+           CanvasRenderingContext2D.prototype.fillText = function (text, x, y, ...rest) {{ \
+             const m = this.measureText(text), t = this.getTransform(); \
+             window.__texts.push({{canvas: this.canvas.id, draw: Number(this.canvas.dataset.draws || 0), text: String(text), \
+               box: [x - m.actualBoundingBoxLeft, y - m.actualBoundingBoxAscent, x + m.actualBoundingBoxRight, y + m.actualBoundingBoxDescent], \
+               t: [t.a, t.b, t.c, t.d, t.e, t.f]}}); \
+             return fill.call(this, text, x, y, ...rest); }}; }} \
+         const c = document.getElementById('{id}'); const before = Number(c.dataset.draws || 0); \
+         window.dispatchEvent(new Event('resize')); return before;"
+    );
+    let before = client
+        .execute(&hook, vec![])
+        .await
+        .expect("the text hook")
+        .as_u64()
+        .unwrap_or(0);
+    let draws_now = format!("return Number(document.getElementById('{id}').dataset.draws || 0);");
+    wait_for(&format!("{id} redrawn"), Duration::from_secs(30), || async {
+        let n = client.execute(&draws_now, vec![]).await.ok()?.as_u64()?;
+        (n > before).then_some(())
+    })
+    .await;
+    let count = format!(
+        "const c = document.getElementById('{id}'); const last = Number(c.dataset.draws) - 1; \
+         const ctx = c.getContext('2d'); const out = []; \
+         for (const r of window.__texts.filter(r => r.canvas === '{id}' && r.draw === last)) {{ \
+           if (!/B\\*|k switch/.test(r.text) || r.t[1] !== 0 || r.t[2] !== 0) continue; \
+           const [x0, y0, x1, y1] = r.box; \
+           const left = Math.floor(r.t[0] * x0 + r.t[4]), top = Math.floor(r.t[3] * y0 + r.t[5]); \
+           const w = Math.ceil(r.t[0] * x1 + r.t[4]) - left, h = Math.ceil(r.t[3] * y1 + r.t[5]) - top; \
+           if (w <= 0 || h <= 0) {{ out.push([r.text, -1]); continue; }} \
+           if ({cross_out}) {{ ctx.save(); ctx.setTransform(1, 0, 0, 1, 0, 0); ctx.strokeStyle = '#cc79a7'; ctx.lineWidth = 2; \
+             ctx.beginPath(); ctx.moveTo(left, top + h / 2); ctx.lineTo(left + w, top + h / 2); ctx.stroke(); ctx.restore(); }} \
+           const d = ctx.getImageData(left, top, w, h).data; let n = 0; \
+           for (let i = 0; i < d.length; i += 4) {{ \
+             if (Math.max(d[i], d[i + 1], d[i + 2]) - Math.min(d[i], d[i + 1], d[i + 2]) > 60) n++; }} \
+           out.push([r.text, n]); }} \
+         return out;"
+    );
+    let v = client.execute(&count, vec![]).await.expect("the label boxes");
+    v.as_array()
+        .map(|rows| {
+            rows.iter()
+                .filter_map(|r| Some((r[0].as_str()?.to_string(), r[1].as_i64()?)))
+                .collect()
+        })
+        .unwrap_or_default()
+}
+
+/// Assert that chart `id` names each of `labels` (starts of its texts) and that no curve or
+/// marker is drawn over any crossing or B* label ([`label_overdraw`]); `at` names the width.
+pub async fn assert_labels_clear(client: &Client, id: &str, labels: &[String], at: &str) {
+    let found = label_overdraw(client, id, false).await;
+    for label in labels {
+        assert!(
+            found.iter().any(|(text, _)| text.starts_with(label.as_str())),
+            "{id} at {at}: no label {label:?} among {found:?}"
+        );
+    }
+    let over: Vec<_> = found.iter().filter(|(_, n)| *n != 0).collect();
+    assert!(over.is_empty(), "{id} at {at}: drawn over: {over:?}");
+}
+
+/// Visit `fragment` of the page at `base` and wait until `ready` (a CSS selector) shows.
+pub async fn visit(client: &Client, base: &str, fragment: &str, ready: &str) {
+    client.goto(&format!("{base}#{fragment}")).await.unwrap();
+    wait_for(&format!("{ready} on #{fragment}"), Duration::from_secs(30), || async {
+        client.find(Locator::Css(ready)).await.ok().map(|_| ())
+    })
+    .await;
+}
+
+/// The overview's "what-if with the measured acceptance" link.
+pub async fn overview_whatif_link(client: &Client) -> String {
+    client
+        .execute(
+            "return [...document.querySelectorAll('#overview-links a')].map(a => a.getAttribute('href')).find(h => h.startsWith('#whatif?'));",
+            vec![],
+        )
+        .await
+        .unwrap()
+        .as_str()
+        .expect("the overview links to the what-if page")
+        .to_string()
+}

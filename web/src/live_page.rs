@@ -406,6 +406,9 @@ pub fn RunPanel(run: Signal<RunView>) -> impl IntoView {
             RunStatus::Idle => "",
         })
     };
+    // The timelines, or why a saved run's are not drawn; a memo, so the charts are made again
+    // only when that answer changes, not on every update of the run.
+    let timeline_too_short = Memo::new(move |_| run.with(|r| r.timeline_too_short()));
     view! {
         <p class="hint tiles-scope" id="tiles-scope">{scope}</p>
         <div class="tiles">
@@ -416,10 +419,18 @@ pub fn RunPanel(run: Signal<RunView>) -> impl IntoView {
             {tile("tile-drafts-per-s", Term::DraftsPerS, |t| t.drafts_per_s, 1)}
             {tile("tile-draft-share", Term::DraftShare, |t| t.draft_share, 1)}
         </div>
-        <div class="grid2">
-            <div class="chart-box"><h3>"Acceptance over time"</h3>{chart_canvas::<_, AcceptanceOverTime>("live-acceptance", "small-chart", "speclens-acceptance-over-time".into(), run)}</div>
-            <div class="chart-box"><h3>"Token flow"</h3>{chart_canvas::<_, TokenFlow>("live-flow", "small-chart", "speclens-token-flow".into(), run)}</div>
-        </div>
+        {move || match timeline_too_short.get() {
+            None => view! {
+                <div class="grid2">
+                    <div class="chart-box"><h3>"Acceptance over time"</h3>{chart_canvas::<_, AcceptanceOverTime>("live-acceptance", "small-chart", "speclens-acceptance-over-time".into(), run)}</div>
+                    <div class="chart-box"><h3>"Token flow"</h3>{chart_canvas::<_, TokenFlow>("live-flow", "small-chart", "speclens-token-flow".into(), run)}</div>
+                </div>
+            }.into_any(),
+            Some(why) => view! {
+                <h3>"Acceptance over time · token flow"</h3>
+                <p class="hint" id="timeline-too-short">{why}</p>
+            }.into_any(),
+        }}
         <div class="grid2">
             <div>
                 <h3>"Latency (ms)"</h3>

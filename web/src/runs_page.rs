@@ -467,11 +467,13 @@ fn compare_body(a: &str, x: &RunResult, b: &str, y: &RunResult) -> impl IntoView
         }
     }
     // A run without speculation has no acceptance: it is left out of the timelines (absent),
-    // not drawn as a line at 0.
+    // not drawn as a line at 0; so is a run too short for a timeline (its page says why).
     let timeline_of = |pick: fn(&TimelinePoint) -> Option<f64>| -> Vec<Series> {
         [(a, &va, x, col_a), (b, &vb, y, col_b)]
             .into_iter()
-            .filter(|(_, _, result, _)| result.spec_decode_acceptance_length.is_some())
+            .filter(|(_, view, result, _)| {
+                result.spec_decode_acceptance_length.is_some() && view.timeline_too_short().is_none()
+            })
             .map(|(id, view, _, color)| Series {
                 label: id.to_string(),
                 color,

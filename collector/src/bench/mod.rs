@@ -484,16 +484,31 @@ async fn stop_on_signal(cancel: Arc<watch::Sender<bool>>, caught: Arc<std::sync:
 }
 
 fn http_client(plan: &Plan) -> Result<reqwest::Client, CollectorError> {
-    reqwest::Client::builder()
+    client_for(
+        &plan.target,
+        plan.load.concurrency.map_or(1024, |c| c as usize).min(4096),
+    )
+}
+
+/// An HTTP client for `target`'s servers (its TLS settings), keeping `idle` connections a host.
+pub(crate) fn client_for(target: &plan::Target, idle: usize) -> Result<reqwest::Client, CollectorError> {
+    let mut builder = reqwest::Client::builder()
         .tcp_nodelay(true)
-        .pool_max_idle_per_host(plan.load.concurrency.map_or(1024, |c| c as usize).min(4096))
+        .pool_max_idle_per_host(idle)
+        .danger_accept_invalid_certs(target.insecure);
+    if let Some(pem) = &target.ca_cert_pem {
+        let cert = reqwest::Certificate::from_pem(pem)
+            .map_err(|e| CollectorError::InvalidArgument(format!("--ca-cert is not a PEM certificate: {e}")))?;
+        builder = builder.add_root_certificate(cert);
+    }
+    builder
         .build()
         .map_err(|e| CollectorError::InvalidArgument(format!("cannot build the HTTP client: {e}")))
 }
 
 /// The model to ask for: `--model`, else the first one the first server lists.
 /// The first server's model list (`/v1/models`).
-async fn list_models(client: &reqwest::Client, target: &plan::Target) -> Result<serde_json::Value, String> {
+pub(crate) async fn list_models(client: &reqwest::Client, target: &plan::Target) -> Result<serde_json::Value, String> {
     let url = format!("{}/v1/models", server_base(&target.urls[0]));
     let shown = redact_url(&url);
     let response = client
@@ -503,12 +518,13 @@ async fn list_models(client: &reqwest::Client, target: &plan::Target) -> Result<
         .send()
         .await
         .map_err(|e| {
-            let fix = if e.is_connect() {
+            let described = crate::net::describe_http(e);
+            let fix = crate::net::connect_hint(&described).unwrap_or(if described.starts_with("cannot connect") {
                 "is the server running, and is --url its address?"
             } else {
                 "is --url an OpenAI-compatible server?"
-            };
-            format!("{shown}: {} — {fix}", crate::net::describe_http(e))
+            });
+            format!("{shown}: {described} — {fix}")
         })?;
     let status = response.status();
     if !status.is_success() {
@@ -540,6 +556,20 @@ async fn resolve_model(
         .and_then(|v| v["data"][0]["owned_by"].as_str().and_then(Engine::from_owned_by));
     let engine = target.engine.or(owned_by);
     if let Some(m) = &target.model {
+        // A model the server does not serve would fail every request: say so before any is sent.
+        let served: Vec<&str> = listed
+            .as_ref()
+            .ok()
+            .and_then(|v| v["data"].as_array())
+            .map(|models| models.iter().filter_map(|d| d["id"].as_str()).collect())
+            .unwrap_or_default();
+        if !served.is_empty() && !served.contains(&m.as_str()) {
+            return Err(CollectorError::InvalidArgument(format!(
+                "--model {m:?} is not served by {}: it serves {} (name one of them with --model, or leave --model out for the first)",
+                redact_url(server_base(&target.urls[0])),
+                served.iter().map(|s| format!("{s:?}")).collect::<Vec<_>>().join(", ")
+            )));
+        }
         return Ok((m.clone(), engine));
     }
     let v = listed.map_err(|why| CollectorError::Server(format!("cannot list the models: {why}")))?;
@@ -577,7 +607,7 @@ pub fn redact_url(url: &str) -> String {
 }
 
 /// A server's base URL without a trailing `/` or `/v1` (OpenAI clients often include it).
-fn server_base(url: &str) -> &str {
+pub(crate) fn server_base(url: &str) -> &str {
     let url = url.trim_end_matches('/');
     url.strip_suffix("/v1").unwrap_or(url)
 }

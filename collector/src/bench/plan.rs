@@ -55,6 +55,10 @@ pub struct Target {
     pub sglang_spec_details: bool,
     /// The engine, when the user names it (None: from the server's `/v1/models`).
     pub engine: Option<Engine>,
+    /// A CA's PEM certificate to trust for https:// servers (besides the system's roots).
+    pub ca_cert_pem: Option<Vec<u8>>,
+    /// Accept any certificate of an https:// server (a self-signed test server).
+    pub insecure: bool,
 }
 
 impl Target {
@@ -76,6 +80,8 @@ impl Target {
             max_buffered_bytes: 1 << 30,
             sglang_spec_details: false,
             engine: None,
+            ca_cert_pem: None,
+            insecure: false,
         }
     }
 

@@ -72,16 +72,17 @@ pub enum DatasetArg {
 
 /// Which columns of a `--dataset hf` file hold what.
 #[derive(Debug, Clone, Default, Args)]
+#[command(next_help_heading = "Workload")]
 pub struct ColumnArgs {
     /// The prompt's column (a list's first item: MT-Bench's `turns`) [default: the first of
     /// prompt, question, instruction, input, text, turns, content]
-    #[arg(long)]
+    #[arg(long, hide_short_help = true)]
     pub prompt_column: Option<String>,
     /// A column of output lengths in tokens, sent as max_tokens [default: --output-tokens]
-    #[arg(long)]
+    #[arg(long, hide_short_help = true)]
     pub output_len_column: Option<String>,
     /// The category's column [default: category, when the file has one]
-    #[arg(long)]
+    #[arg(long, hide_short_help = true)]
     pub category_column: Option<String>,
 }
 
@@ -126,6 +127,7 @@ impl DatasetArg {
 
 /// The prompts of `bench` and `sweep`: synthetic (random tokens) by default, or a file.
 #[derive(Debug, Clone, Args)]
+#[command(next_help_heading = "Workload")]
 pub struct DatasetFlags {
     /// Where the prompts come from (acceptance depends on the text: random tokens bias it low).
     #[arg(long, value_enum, default_value_t = DatasetArg::Synthetic)]
@@ -149,40 +151,52 @@ impl DatasetFlags {
 
 /// Reading the spec-decode counters through a Prometheus server (fleets of replicas).
 #[derive(Debug, Clone, Default, Args)]
+#[command(next_help_heading = "Prometheus (a fleet's counters)")]
 pub struct PrometheusArgs {
     /// Prometheus HTTP API base URL (Thanos, Mimir and VictoriaMetrics answer the same API),
     /// e.g. http://prometheus:9090. Adds the fleet path beside the direct /metrics scrapes.
-    #[arg(long)]
+    #[arg(long, value_name = "URL")]
     pub prometheus_url: Option<String>,
     /// Series selector narrowing the counters, e.g. '{job="vllm",model_name="Qwen/Qwen3-8B"}'.
-    #[arg(long, default_value = "")]
+    #[arg(long, value_name = "SELECTOR", default_value = "")]
     pub prometheus_selector: String,
     /// Bearer token for the Prometheus API; never written anywhere.
-    #[arg(long, env = "SPECLENS_PROMETHEUS_TOKEN", hide_env_values = true)]
+    #[arg(
+        long,
+        env = "SPECLENS_PROMETHEUS_TOKEN",
+        hide_env_values = true,
+        hide_short_help = true
+    )]
     pub prometheus_token: Option<String>,
     /// Basic-auth user for the Prometheus API.
-    #[arg(long, env = "SPECLENS_PROMETHEUS_USER")]
+    #[arg(long, env = "SPECLENS_PROMETHEUS_USER", hide_short_help = true)]
     pub prometheus_user: Option<String>,
     /// Basic-auth password for the Prometheus API; never written anywhere.
-    #[arg(long, env = "SPECLENS_PROMETHEUS_PASSWORD", hide_env_values = true)]
+    #[arg(
+        long,
+        env = "SPECLENS_PROMETHEUS_PASSWORD",
+        hide_env_values = true,
+        hide_short_help = true
+    )]
     pub prometheus_password: Option<String>,
     /// PEM file of a CA to trust for an https:// Prometheus (besides the system's roots).
-    #[arg(long)]
+    #[arg(long, hide_short_help = true)]
     pub prometheus_ca_cert: Option<std::path::PathBuf>,
     /// Seconds per Prometheus API request.
-    #[arg(long, default_value_t = 10.0)]
+    #[arg(long, default_value_t = 10.0, hide_short_help = true)]
     pub prometheus_timeout: f64,
     /// Seconds to wait after the run for Prometheus to store a sample past the window's end
     /// (about one scrape interval).
-    #[arg(long, default_value_t = 60.0)]
+    #[arg(long, default_value_t = 60.0, hide_short_help = true)]
     pub prometheus_wait: f64,
     /// Range of rate() for the live timeline, in seconds (at least two scrape intervals).
-    #[arg(long, default_value_t = 60.0)]
+    #[arg(long, default_value_t = 60.0, hide_short_help = true)]
     pub prometheus_rate_window: f64,
 }
 
 /// How to reach the servers under test: flags shared by `bench`, `sweep` and `accept`.
 #[derive(Debug, Clone, Args)]
+#[command(next_help_heading = "Target")]
 pub struct TargetArgs {
     /// Which OpenAI endpoint to load.
     #[arg(long, value_enum, default_value_t = EndpointArg::Chat)]
@@ -194,33 +208,41 @@ pub struct TargetArgs {
     #[arg(long, env = "OPENAI_API_KEY", hide_env_values = true)]
     pub api_key: Option<String>,
     /// Extra request header, "Name: value" (repeatable).
-    #[arg(long = "header", value_name = "NAME: VALUE")]
+    #[arg(long = "header", value_name = "NAME: VALUE", hide_short_help = true)]
     pub headers: Vec<String>,
     /// Seconds before a request is abandoned as timed out.
-    #[arg(long, default_value_t = 600.0)]
+    #[arg(long, default_value_t = 600.0, hide_short_help = true)]
     pub timeout: f64,
+    /// PEM file of a CA to trust for https:// servers (besides the system's roots).
+    #[arg(long, value_name = "FILE", hide_short_help = true)]
+    pub ca_cert: Option<PathBuf>,
+    /// Accept any certificate from https:// servers (a self-signed test server; never in
+    /// production).
+    #[arg(long, hide_short_help = true)]
+    pub insecure: bool,
     /// Ask for whole responses instead of SSE streams (no TTFT/ITL then; lighter on the client).
     #[arg(long)]
     pub no_stream: bool,
     /// A response larger than this many MiB is abandoned as a bad response.
-    #[arg(long, default_value_t = 64, value_parser = clap::value_parser!(u64).range(1..=65_536))]
+    #[arg(long, default_value_t = 64, value_parser = clap::value_parser!(u64).range(1..=65_536), hide_short_help = true)]
     pub max_response_mib: u64,
     /// The responses in flight together may buffer this many MiB; the one that would pass it is
     /// abandoned as a bad response.
-    #[arg(long, default_value_t = 1024, value_parser = clap::value_parser!(u64).range(1..=1_048_576))]
+    #[arg(long, default_value_t = 1024, value_parser = clap::value_parser!(u64).range(1..=1_048_576), hide_short_help = true)]
     pub max_buffered_mib: u64,
     /// Ask for SGLang's per-request stats (`return_spec_tokens_details`) whatever the engine
     /// (sent by default to a server that is SGLang; never to TensorRT-LLM).
-    #[arg(long)]
+    #[arg(long, help_heading = "Engine-specific", hide_short_help = true)]
     pub sglang_spec_details: bool,
     /// The serving engine (default: from the server's /v1/models `owned_by`); decides which
     /// engine-specific request fields are sent.
-    #[arg(long, value_enum, default_value_t = EngineArg::Auto)]
+    #[arg(long, value_enum, default_value_t = EngineArg::Auto, help_heading = "Engine-specific")]
     pub engine: EngineArg,
 }
 
 /// The requests' shape beyond their lengths: flags shared by `bench`, `sweep` and `accept`.
 #[derive(Debug, Clone, Args)]
+#[command(next_help_heading = "Workload")]
 pub struct WorkloadArgs {
     /// Seed of the prompt draw, the lengths and the arrival times.
     #[arg(long, default_value_t = 0)]
@@ -232,47 +254,64 @@ pub struct WorkloadArgs {
     #[arg(long, default_value_t = 0.0)]
     pub temperature: f64,
     /// Set ignore_eos on dataset prompts too (synthetic prompts always set it).
-    #[arg(long)]
+    #[arg(long, hide_short_help = true)]
     pub ignore_eos: bool,
     /// Standard deviation of the synthetic prompt length, in tokens.
-    #[arg(long, default_value_t = 0.0)]
+    #[arg(long, default_value_t = 0.0, hide_short_help = true)]
     pub input_tokens_stddev: f64,
     /// Standard deviation of the output length, in tokens.
-    #[arg(long, default_value_t = 0.0)]
+    #[arg(long, default_value_t = 0.0, hide_short_help = true)]
     pub output_tokens_stddev: f64,
     /// Synthetic lengths uniform in [⌊L·(1 − R)⌋, ⌈L·(1 + R)⌉] for the input and output means L,
     /// as vLLM's random dataset draws them (R in [0, 1)).
-    #[arg(long, visible_alias = "random-range-ratio", default_value_t = 0.0)]
+    #[arg(
+        long,
+        visible_alias = "random-range-ratio",
+        default_value_t = 0.0,
+        hide_short_help = true
+    )]
     pub range_ratio: f64,
     /// Tokens of a prefix every prompt shares, before its own --input-tokens (vLLM's
     /// --random-prefix-len; with --dataset sonnet, its --sonnet-prefix-len).
-    #[arg(long, visible_alias = "random-prefix-len", default_value_t = 0)]
+    #[arg(
+        long,
+        visible_alias = "random-prefix-len",
+        default_value_t = 0,
+        hide_short_help = true
+    )]
     pub prefix_tokens: u32,
     /// Percentiles to report for TTFT, TPOT, ITL and E2EL.
-    #[arg(long, value_delimiter = ',', default_value = "99")]
+    #[arg(
+        long,
+        value_delimiter = ',',
+        default_value = "99",
+        help_heading = "Output",
+        hide_short_help = true
+    )]
     pub percentiles: Vec<f64>,
     /// Service-level objectives in ms for goodput, as `vllm bench serve`: "ttft:500 tpot:50
     /// e2el:2000" (AIPerf's time_to_first_token, inter_token_latency and request_latency too).
-    #[arg(long, num_args = 1.., value_name = "KEY:MS")]
+    #[arg(long, num_args = 1.., value_name = "KEY:MS", help_heading = "Output")]
     pub goodput: Vec<String>,
     /// After Ctrl-C or SIGTERM, seconds to wait for requests in flight before abandoning them
     /// (a second signal abandons them at once).
-    #[arg(long, default_value_t = 10.0)]
+    #[arg(long, default_value_t = 10.0, help_heading = "Load", hide_short_help = true)]
     pub drain_timeout: f64,
 }
 
 /// Where the spec-decode counters are read: flags shared by `bench`, `sweep` and `accept`.
 #[derive(Debug, Clone, Args)]
+#[command(next_help_heading = "Metrics scrape")]
 pub struct ScrapeFlags {
     /// Metrics endpoint to scrape (repeatable; default: /metrics of each server measured; in a
     /// sweep, of the speculative arm).
-    #[arg(long = "metrics-url")]
+    #[arg(long = "metrics-url", value_name = "URL")]
     pub metrics_urls: Vec<String>,
     /// Do not scrape /metrics at all.
     #[arg(long)]
     pub no_scrape: bool,
     /// Seconds between live scrapes during the run.
-    #[arg(long, default_value_t = 1.0)]
+    #[arg(long, value_name = "SECONDS", default_value_t = 1.0)]
     pub scrape_interval: f64,
     #[command(flatten)]
     pub prometheus: PrometheusArgs,
@@ -280,12 +319,13 @@ pub struct ScrapeFlags {
 
 /// The live dashboard during a run: flags shared by `bench`, `sweep` and `accept`.
 #[derive(Debug, Clone, Args)]
+#[command(next_help_heading = "Dashboard")]
 pub struct DashboardArgs {
     /// Serve the live dashboard during the run (and after it, until Ctrl-C).
     #[arg(long)]
     pub dashboard: bool,
-    /// Port of the live dashboard (0 picks a free one).
-    #[arg(long, default_value_t = 8321)]
+    /// Port of the live dashboard (0 picks a free one); `--port`, as on serve, sim and demo.
+    #[arg(long, visible_alias = "port", value_name = "PORT", default_value_t = 8321)]
     pub dashboard_port: u16,
 }
 
@@ -293,49 +333,51 @@ pub struct DashboardArgs {
 #[derive(Debug, Clone, Args)]
 pub struct BenchArgs {
     /// Base URL of a server (repeatable: requests are spread across them).
-    #[arg(long = "url", default_value = "http://127.0.0.1:8000")]
+    #[arg(long = "url", default_value = "http://127.0.0.1:8000", help_heading = "Target")]
     pub urls: Vec<String>,
     #[command(flatten)]
     pub target: TargetArgs,
     /// Most requests in flight at once (default: no limit).
-    #[arg(long)]
+    #[arg(long, help_heading = "Load")]
     pub concurrency: Option<u64>,
     /// Requests per second (default: all at once, limited by --concurrency).
-    #[arg(long)]
+    #[arg(long, help_heading = "Load")]
     pub request_rate: Option<f64>,
-    #[arg(long, value_enum, default_value_t = ArrivalArg::Poisson)]
+    /// How arrivals are spaced at --request-rate: exponential gaps (gamma with --burstiness) or
+    /// equal ones.
+    #[arg(long, value_enum, default_value_t = ArrivalArg::Poisson, help_heading = "Load", hide_short_help = true)]
     pub arrival: ArrivalArg,
     /// Gamma shape of the inter-arrival times: 1 is Poisson, below 1 burstier, above smoother.
-    #[arg(long, default_value_t = 1.0)]
+    #[arg(long, default_value_t = 1.0, help_heading = "Load", hide_short_help = true)]
     pub burstiness: f64,
     /// Requests in the measured window.
-    #[arg(long, default_value_t = 200)]
+    #[arg(long, default_value_t = 200, help_heading = "Load")]
     pub num_prompts: u64,
     /// Send for this many seconds instead of a fixed number of prompts.
-    #[arg(long)]
+    #[arg(long, help_heading = "Load")]
     pub duration: Option<f64>,
     #[command(flatten)]
     pub data: DatasetFlags,
     /// Send every turn of a multi-turn question (MT-Bench / Spec-Bench `turns`, or a hf list
     /// column) as a chat, each with the earlier turns and the server's answers to them; one
     /// record per turn (needs --endpoint chat).
-    #[arg(long)]
+    #[arg(long, help_heading = "Workload", hide_short_help = true)]
     pub multi_turn: bool,
     /// Synthetic prompt length in tokens (mean).
-    #[arg(long, default_value_t = 256)]
+    #[arg(long, default_value_t = 256, help_heading = "Workload")]
     pub input_tokens: u32,
     /// Output length in tokens (mean); the max_tokens of every request.
-    #[arg(long, default_value_t = 128)]
+    #[arg(long, default_value_t = 128, help_heading = "Workload")]
     pub output_tokens: u32,
     #[command(flatten)]
     pub workload: WorkloadArgs,
     #[command(flatten)]
     pub scrape: ScrapeFlags,
     /// Results folder (default: speclens-results/<time>-<label>/).
-    #[arg(long)]
+    #[arg(long, help_heading = "Output")]
     pub out: Option<PathBuf>,
     /// Label for the run (folder name, reports).
-    #[arg(long, default_value = "bench")]
+    #[arg(long, default_value = "bench", help_heading = "Output")]
     pub label: String,
     /// Write the files but print no report.
     #[arg(long, hide = true)]
@@ -344,12 +386,12 @@ pub struct BenchArgs {
     pub dashboard: DashboardArgs,
     /// Exit 1 when more than this fraction of the requests failed (1 never; a run where none
     /// succeeded always fails).
-    #[arg(long, default_value_t = 0.5)]
+    #[arg(long, value_name = "FRACTION", default_value_t = 0.5, help_heading = "CI gates")]
     pub max_error_rate: f64,
     /// Exit 3 when this holds of the saved result, e.g. "acceptance_length<2.5" or
     /// "p99_ttft_ms>500" (a `result.json` key, `spec_decode_` optional; repeatable; a figure
     /// the run lacks fails too).
-    #[arg(long = "fail-if", value_name = "FIGURE<N")]
+    #[arg(long = "fail-if", value_name = "FIGURE<N", help_heading = "CI gates")]
     pub fail_if: Vec<String>,
 }
 
@@ -388,61 +430,73 @@ impl std::str::FromStr for ArmArg {
 #[derive(Debug, Clone, Args)]
 pub struct SweepArgs {
     /// The speculative server's base URL (the arm named "spec").
-    #[arg(long)]
+    #[arg(long, help_heading = "Arms")]
     pub spec_url: Option<String>,
     /// The plain (non-speculative) server's base URL: the arm every other is compared with.
-    #[arg(long)]
+    #[arg(long, help_heading = "Arms")]
     pub base_url: Option<String>,
     /// A named speculative arm, NAME=URL (repeatable: e.g. --arm eagle3-k3=URL --arm
     /// ngram-k4=URL). Give only some arms to run those alone: points of the others already in
     /// --out join the table.
-    #[arg(long = "arm", value_name = "NAME=URL")]
+    #[arg(long = "arm", value_name = "NAME=URL", help_heading = "Arms")]
     pub arms: Vec<ArmArg>,
     /// The speculative servers' own vLLM --speculative-config JSON: the recommended line keeps
     /// its keys and sets num_speculative_tokens (and the per-batch-size schedule).
-    #[arg(long, value_name = "JSON")]
+    #[arg(long, value_name = "JSON", help_heading = "Arms")]
     pub speculative_config: Option<String>,
     /// Concurrency levels to measure (a closed loop at each).
-    #[arg(long, value_delimiter = ',', default_value = "1,4,16,64,128,256")]
+    #[arg(
+        long,
+        value_name = "LEVELS",
+        value_delimiter = ',',
+        default_value = "1,4,16,64,128,256",
+        help_heading = "Load"
+    )]
     pub concurrency: Vec<u64>,
     /// Request rates to measure instead, in requests/s (an open loop at each, Poisson arrivals
     /// unless --burstiness says otherwise); the arms compare by median E2E latency.
-    #[arg(long, value_delimiter = ',', conflicts_with = "concurrency")]
+    #[arg(
+        long,
+        value_name = "RATES",
+        value_delimiter = ',',
+        conflicts_with = "concurrency",
+        help_heading = "Load"
+    )]
     pub request_rate: Vec<f64>,
     /// Seconds of arrivals at each rate: rate × this many requests, at least --min-requests.
-    #[arg(long, default_value_t = 20.0)]
+    #[arg(long, default_value_t = 20.0, help_heading = "Load", hide_short_help = true)]
     pub seconds_per_rate: f64,
     /// Gamma shape of a rate sweep's arrival gaps: 1 is Poisson, below 1 burstier.
-    #[arg(long, default_value_t = 1.0)]
+    #[arg(long, default_value_t = 1.0, help_heading = "Load", hide_short_help = true)]
     pub burstiness: f64,
     /// Most requests in flight at once during a rate sweep (none by default).
-    #[arg(long, requires = "request_rate")]
+    #[arg(long, requires = "request_rate", help_heading = "Load", hide_short_help = true)]
     pub max_concurrency: Option<u64>,
     /// Requests per concurrency slot at each point (steady state needs several waves).
-    #[arg(long, default_value_t = 4)]
+    #[arg(long, value_name = "N", default_value_t = 4, help_heading = "Load")]
     pub requests_per_slot: u64,
     /// At least this many requests per point.
-    #[arg(long, default_value_t = 16)]
+    #[arg(long, default_value_t = 16, help_heading = "Load", hide_short_help = true)]
     pub min_requests: u64,
     /// Runs per point at least: the median's throughput counts, the others give its spread and
     /// the crossing's interval.
-    #[arg(long, default_value_t = 3)]
+    #[arg(long, value_name = "N", default_value_t = 3, help_heading = "Load")]
     pub repeats: u32,
     /// Runs per point at most: after --repeats, one more at a time while the runs' range is
     /// wider than --repeat-spread of their median, so that one or two disturbed runs cannot
     /// move it [default: --repeats + 2; with --repeats 1, one]
-    #[arg(long)]
+    #[arg(long, help_heading = "Load", hide_short_help = true)]
     pub max_repeats: Option<u32>,
     /// The widest range of a point's runs, in percent of their median, that ends its repeats.
-    #[arg(long, default_value_t = 3.0)]
+    #[arg(long, default_value_t = 3.0, help_heading = "Load", hide_short_help = true)]
     pub repeat_spread: f64,
     #[command(flatten)]
     pub data: DatasetFlags,
     /// Synthetic prompt length in tokens (mean).
-    #[arg(long, default_value_t = 128)]
+    #[arg(long, default_value_t = 256, help_heading = "Workload")]
     pub input_tokens: u32,
     /// Output length in tokens (mean); the max_tokens of every request.
-    #[arg(long, default_value_t = 128)]
+    #[arg(long, default_value_t = 128, help_heading = "Workload")]
     pub output_tokens: u32,
     #[command(flatten)]
     pub target: TargetArgs,
@@ -451,22 +505,26 @@ pub struct SweepArgs {
     #[command(flatten)]
     pub scrape: ScrapeFlags,
     /// Draft cost c for the model's prediction.
-    #[arg(long, default_value_t = 0.0)]
+    #[arg(long, default_value_t = 0.0, help_heading = "Model")]
     pub draft_cost: f64,
-    /// Ridge T* for the model's prediction (token positions; H100 SXM bf16: 295).
-    #[arg(long, default_value_t = 295.0)]
-    pub ridge: f64,
+    /// GPU preset for the model's roofline ridge: h100, h200, a100 (as `speclens model`).
+    #[arg(long, default_value = "h100", help_heading = "Model")]
+    pub gpu: String,
+    /// Ridge T* for the model's prediction in token positions (overrides --gpu; H100 SXM bf16:
+    /// 295).
+    #[arg(long, help_heading = "Model")]
+    pub ridge: Option<f64>,
     /// Folder for `spec-c<N>.json` / `base-c<N>.json` (default: speclens-results/<time>-sweep/).
-    #[arg(long)]
+    #[arg(long, help_heading = "Output")]
     pub out: Option<PathBuf>,
     /// Print the plan and run nothing.
-    #[arg(long)]
+    #[arg(long, help_heading = "Output")]
     pub dry_run: bool,
     /// Go on when an arm's server does not match its role: a plain arm (--base-url) whose
     /// /metrics shows speculation, or a speculative arm whose /metrics shows none. Without it
     /// such a sweep stops before sending anything (exit 2); with it the warning is kept in
     /// sweep.json.
-    #[arg(long)]
+    #[arg(long, help_heading = "Arms", hide_short_help = true)]
     pub allow_mixed_arms: bool,
     #[command(flatten)]
     pub dashboard: DashboardArgs,
@@ -476,26 +534,27 @@ pub struct SweepArgs {
 #[derive(Debug, Clone, Args)]
 pub struct AcceptArgs {
     /// The speculative server's base URL.
-    #[arg(long, default_value = "http://127.0.0.1:8000")]
+    #[arg(long, default_value = "http://127.0.0.1:8000", help_heading = "Target")]
     pub url: String,
     /// Categories to measure (default: every category in the dataset).
-    #[arg(long, num_args = 1..)]
+    #[arg(long, num_args = 1.., help_heading = "Workload")]
     pub categories: Vec<String>,
-    #[arg(long, value_enum, default_value_t = DatasetArg::SpecBench)]
+    /// The prompts file's format (acceptance is measured per category of its prompts).
+    #[arg(long, value_enum, default_value_t = DatasetArg::SpecBench, help_heading = "Workload")]
     pub dataset: DatasetArg,
     /// Spec-Bench `question.jsonl`, a JSONL of prompts with categories, or a Hugging Face file.
-    #[arg(long)]
+    #[arg(long, help_heading = "Workload")]
     pub dataset_path: PathBuf,
     #[command(flatten)]
     pub columns: ColumnArgs,
     /// Requests per category (each category's prompts are shuffled by --seed, then cycled to N).
-    #[arg(long, default_value_t = 20)]
+    #[arg(long, default_value_t = 20, help_heading = "Workload")]
     pub requests_per_category: u64,
     /// Open-loop arrival rate, well below saturation so batch size does not confound E.
-    #[arg(long, default_value_t = 4.0)]
+    #[arg(long, default_value_t = 4.0, help_heading = "Load")]
     pub request_rate: f64,
     /// Output length in tokens (the max_tokens of every request; a JSONL line may set its own).
-    #[arg(long, default_value_t = 128)]
+    #[arg(long, default_value_t = 128, help_heading = "Workload")]
     pub output_tokens: u32,
     #[command(flatten)]
     pub target: TargetArgs,
@@ -504,7 +563,7 @@ pub struct AcceptArgs {
     #[command(flatten)]
     pub scrape: ScrapeFlags,
     /// Folder for `accept-<category>.json` (default: speclens-results/<time>-accept/).
-    #[arg(long)]
+    #[arg(long, help_heading = "Output")]
     pub out: Option<PathBuf>,
     #[command(flatten)]
     pub dashboard: DashboardArgs,
@@ -514,6 +573,19 @@ pub struct AcceptArgs {
 
 fn invalid<T>(message: impl Into<String>) -> Result<T, CollectorError> {
     Err(CollectorError::InvalidArgument(message.into()))
+}
+
+/// A server's URL must be http:// or https:// with a host: "127.0.0.1:8000" alone would be read
+/// as a scheme named 127.0.0.1.
+fn check_url(url: &str) -> Result<(), CollectorError> {
+    match reqwest::Url::parse(url) {
+        Ok(u) if matches!(u.scheme(), "http" | "https") && u.has_host() => Ok(()),
+        _ => invalid(format!(
+            "{:?} is not an http:// or https:// URL: did you mean http://{}?",
+            crate::bench::redact_url(url),
+            url.split("://").last().unwrap_or(url)
+        )),
+    }
 }
 
 impl TargetArgs {
@@ -546,6 +618,16 @@ impl TargetArgs {
         for header in &self.headers {
             target.add_header(header)?;
         }
+        for url in &target.urls {
+            check_url(url)?;
+        }
+        if let Some(path) = &self.ca_cert {
+            let pem = std::fs::read(path).map_err(|e| {
+                CollectorError::InvalidArgument(format!("cannot read --ca-cert {}: {e}", path.display()))
+            })?;
+            target.ca_cert_pem = Some(pem);
+        }
+        target.insecure = self.insecure;
         Ok(target)
     }
 }
@@ -734,6 +816,9 @@ impl SweepArgs {
         if arms.is_empty() {
             return invalid("give the arms: --spec-url (or --arm NAME=URL, repeatable) and --base-url");
         }
+        for (_, url) in &arms {
+            check_url(url)?;
+        }
         if speculative > 1 && !self.scrape.metrics_urls.is_empty() {
             return invalid(
                 "--metrics-url names one server's metrics: with several speculative arms each arm's own URL is scraped",
@@ -789,7 +874,7 @@ impl SweepArgs {
             point,
             costs: Costs {
                 draft_cost: self.draft_cost,
-                ridge_tokens: self.ridge,
+                ridge_tokens: super::ridge_of(&self.gpu, self.ridge)?.0,
             },
             out: self.out.clone(),
             dry_run: self.dry_run,

@@ -39,6 +39,10 @@ pub enum Command {
     Bench(Box<BenchArgs>),
     /// Print a server's spec-decode counters and derived rates (once, or --watch).
     Scrape(ScrapeArgs),
+    /// What a server is and what speclens can measure there: engine, models, spec-decode
+    /// metrics, per-request stats, what is missing and the option that turns it on, and the
+    /// next commands.
+    Probe(Box<ProbeArgs>),
     /// The speedup model's table (no server needed): E(α, k), S(1), S(∞), break-even batch.
     Model(ModelArgs),
     /// The same concurrency (or request-rate) sweep against speculative arms and a plain server:
@@ -130,6 +134,7 @@ pub struct DemoArgs {
     /// Dashboard port (0 picks a free one).
     #[arg(long, default_value_t = 8321)]
     pub port: u16,
+    /// Folder holding the built dashboard (default: the one built into this binary).
     #[arg(long, env = "SPECLENS_WEB_DIR")]
     pub web_dir: Option<PathBuf>,
     /// Results folder (default: speclens-results/<time>-demo/).
@@ -173,8 +178,31 @@ pub struct ScrapeArgs {
     /// Scrape again every --interval seconds and print the rates between scrapes.
     #[arg(long)]
     pub watch: bool,
+    /// Seconds between scrapes with --watch.
     #[arg(long, default_value_t = 5.0)]
     pub interval: f64,
+}
+
+/// Flags of `speclens probe`.
+#[derive(Debug, Clone, Args)]
+pub struct ProbeArgs {
+    /// The server's base URL.
+    pub url: String,
+    #[command(flatten)]
+    pub target: TargetArgs,
+    /// Print the findings as JSON (for scripts).
+    #[arg(long)]
+    pub json: bool,
+}
+
+impl ProbeArgs {
+    /// The probe these flags ask for.
+    pub fn plan(&self) -> Result<crate::probe_cmd::Plan, CollectorError> {
+        Ok(crate::probe_cmd::Plan {
+            target: self.target.target(vec![self.url.clone()])?,
+            json: self.json,
+        })
+    }
 }
 
 /// Draft proposers with a known cost fraction.
@@ -196,6 +224,7 @@ pub struct ModelArgs {
     /// Draft lengths k (table columns).
     #[arg(long, alias = "k", value_delimiter = ',', default_value = "1,2,3,4,5")]
     pub kappa: Vec<u32>,
+    /// The draft proposer, for its cost fraction c.
     #[arg(long, value_enum, default_value_t = ProposerArg::Ngram)]
     pub proposer: ProposerArg,
     /// Draft cost fraction c (overrides --proposer).
@@ -243,6 +272,19 @@ impl ReportArgs {
     }
 }
 
+/// The roofline ridge T* (token positions) and the GPU's name from `--gpu` and `--ridge` (which
+/// overrides it), as `model` and `sweep` take them.
+fn ridge_of(gpu: &str, ridge: Option<f64>) -> Result<(f64, String), CollectorError> {
+    let invalid = |m: String| CollectorError::InvalidArgument(m);
+    match ridge {
+        Some(t) if t.is_finite() && t > 0.0 => Ok((t, "custom ridge".to_string())),
+        Some(t) => Err(invalid(format!("--ridge must be > 0, got {t}"))),
+        None => gpu_preset(gpu)
+            .map(|g| (g.ridge_tokens, g.name.to_string()))
+            .ok_or_else(|| invalid(format!("unknown --gpu {gpu:?}: use h100, h200, a100 or --ridge"))),
+    }
+}
+
 impl ModelArgs {
     /// The model's report these flags ask for (checked).
     pub fn report(&self) -> Result<ModelReport, CollectorError> {
@@ -260,15 +302,7 @@ impl ModelArgs {
             (None, ProposerArg::Ngram) => (Proposer::Ngram.draft_cost(), Proposer::Ngram.key().to_string()),
             (None, ProposerArg::Drafter1b) => (Proposer::Drafter1b.draft_cost(), Proposer::Drafter1b.key().to_string()),
         };
-        let (ridge_tokens, gpu) = match args.ridge {
-            Some(t) if t.is_finite() && t > 0.0 => (t, "custom ridge".to_string()),
-            Some(t) => return Err(invalid(format!("--ridge must be > 0, got {t}"))),
-            None => {
-                let g = gpu_preset(&args.gpu)
-                    .ok_or_else(|| invalid(format!("unknown --gpu {:?}: use h100, h200, a100 or --ridge", args.gpu)))?;
-                (g.ridge_tokens, g.name.to_string())
-            }
-        };
+        let (ridge_tokens, gpu) = ridge_of(&args.gpu, args.ridge)?;
         let measured = match args.measured_e {
             None => None,
             Some(e) => {

@@ -138,6 +138,7 @@ pub struct FaultArgs {
     /// Delay the first token of this fraction of requests by --stall-ms.
     #[arg(long, default_value_t = 0.0)]
     pub stall_rate: f64,
+    /// Milliseconds a stalled request waits before its first token (--stall-rate).
     #[arg(long, default_value_t = 2000)]
     pub stall_ms: u64,
     /// Never answer this fraction of requests (the client must time out).
@@ -146,6 +147,7 @@ pub struct FaultArgs {
     /// Answer this fraction of requests with an oversized body (--oversized-kib of padding).
     #[arg(long, default_value_t = 0.0)]
     pub oversized_rate: f64,
+    /// KiB of padding in an oversized answer (--oversized-rate).
     #[arg(long, default_value_t = 128 * 1024)]
     pub oversized_kib: u64,
     /// `/metrics` answers HTTP 503 from the start.

@@ -1,0 +1,253 @@
+//! `speclens demo` tells one story on its console, its dashboard and its report: the what-if
+//! link it prints carries the sweep's headline arm and opens, in real headless Chromium, on the
+//! B* printed beside it; the overview's tiles are that arm's figures from `sweep.json`; every
+//! what-if link on the pages opens on the B* shown beside it; no crossing's label is drawn over
+//! at 1400, 1024 or 420 px and no text overlaps at 420 px; the report, opened from `file://`,
+//! lands on the same overview. The demo's points are too short for a timeline, and the run page
+//! says so instead of drawing two dots.
+
+use std::time::Duration;
+
+use fantoccini::{Client, Locator};
+use serde_json::Value;
+use speclens_shared::overview::batch_text;
+
+use crate::common::browser::{
+    assert_labels_clear, href_of, open_browser, overlapping_texts, overview_whatif_link, set_width, start_chromedriver,
+    text_of, visit, whatif_bstar,
+};
+use crate::common::{field_after, read_json, wait_for, Speclens};
+
+#[tokio::test]
+async fn the_demo_tells_one_story_on_its_console_dashboard_and_report() {
+    let dist = crate::common::built_web_dir();
+    let out = tempfile::tempdir().unwrap();
+    let demo = Speclens::start_until(
+        &[
+            "demo",
+            "--port",
+            "0",
+            "--web-dir",
+            dist.to_str().unwrap(),
+            "--out",
+            out.path().to_str().unwrap(),
+        ],
+        "speclens what-if: ",
+        Duration::from_secs(240),
+    );
+    let url = demo.url();
+    let console = &demo.earlier;
+    assert!(
+        url.contains("#whatif?e=") && url.contains("&k=3&") && url.contains("&rates="),
+        "{url}\n{console}"
+    );
+    assert!(
+        console.contains("summarization")
+            && console.contains("Arms against plain")
+            && console.contains("spec ÷ spec-k1: crossing")
+            && console.contains("Recommendation:"),
+        "{console}"
+    );
+    assert!(
+        console.contains("speclens dashboard: http://127.0.0.1:"),
+        "the live page is served from the start"
+    );
+    // The seeded figures are the sweep's headline arm's, as sweep.json holds them, with every
+    // parameter the model needs; the B* printed beside the link is that arm's prediction.
+    let named = console
+        .split("seeded with the measured acceptance of arm ")
+        .nth(1)
+        .and_then(|rest| rest.split(' ').next())
+        .unwrap_or_else(|| panic!("the headline arm: {console}"))
+        .to_string();
+    let sweep = read_json(&out.path().join("sweep/sweep.json"));
+    let arm = sweep["arms"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|a| a["name"] == named.as_str())
+        .unwrap_or_else(|| panic!("arm {named} in sweep.json"))
+        .clone();
+    let prediction = &arm["table"]["prediction"];
+    let query = |name: &str| field_after(&url.replace('&', " "), &format!("{name}="));
+    let e: f64 = query("e").parse().unwrap();
+    assert_eq!(Some(e), prediction["measured_e"].as_f64(), "{url}");
+    assert!((e - arm["acceptance_length"].as_f64().unwrap()).abs() < 1e-9, "{url}");
+    let rates: Vec<String> = arm["per_position_acceptance_rates"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|r| r.as_f64().unwrap().to_string())
+        .collect();
+    assert_eq!(query("rates"), rates.join(","), "{url}");
+    assert_eq!(query("k"), prediction["k"].to_string(), "{url}");
+    assert_eq!(
+        query("ridge").parse::<f64>().ok(),
+        prediction["costs"]["ridge_tokens"].as_f64(),
+        "{url}"
+    );
+    let printed = field_after(console, "model B* = ");
+    let predicted = prediction["break_even_batch"].as_f64().unwrap();
+    assert_eq!(printed, format!("{predicted:.1}"), "{console}");
+    for file in [
+        "accept/accept-summarization.json",
+        "sweep/spec-c1.json",
+        "sweep/spec-k1-c80.json",
+        "sweep/base-c80.json",
+        "report.html",
+    ] {
+        assert!(out.path().join(file).is_file(), "the demo saved {file}");
+    }
+    assert!(console.contains("Report: "), "{console}");
+
+    let driver = start_chromedriver().await;
+    let profile = tempfile::tempdir().unwrap();
+    let client = open_browser(&driver, profile.path()).await;
+    set_width(&client, 1400).await;
+
+    // The console's link opens on the B* printed beside it, with no notice of an unread
+    // parameter.
+    client.goto(&url).await.unwrap();
+    assert_eq!(whatif_bstar(&client).await, printed, "{url}");
+    let notices: Value = client
+        .execute(
+            "return [...document.querySelectorAll('#link-notices, [id^=notice-]')].map(n => n.textContent).filter(t => t.trim());",
+            vec![],
+        )
+        .await
+        .unwrap();
+    assert_eq!(notices, serde_json::json!([]), "{url}");
+
+    // The overview is about the same arm: its E, k, measured and predicted break-even.
+    let base = format!("{}/", url.split('#').next().unwrap().trim_end_matches('/'));
+    let crossing = arm["table"]["crossing"]
+        .as_f64()
+        .expect("the headline arm crosses plain");
+    let k = arm["k"].as_u64().unwrap();
+    let headline = Headline {
+        arm: named.clone(),
+        e,
+        k,
+        crossing: batch_text(crossing),
+        predicted: batch_text(predicted),
+    };
+    headline.holds_on_the_overview(&client, &base).await;
+
+    // The overview's and the sweep page's what-if links open on the B* they print.
+    let overview_link = overview_whatif_link(&client).await;
+    client.goto(&format!("{base}{overview_link}")).await.unwrap();
+    assert_eq!(whatif_bstar(&client).await, printed, "{overview_link}");
+    visit(&client, &base, "runs?sweep=sweep", "#sweep-table").await;
+    let sweep_link = href_of(&client, "#whatif-from-sweep").await;
+    assert_eq!(
+        text_of(&client, "#whatif-from-sweep-bstar").await,
+        format!("arm {named}: model B* = {printed}")
+    );
+    client.goto(&format!("{base}{sweep_link}")).await.unwrap();
+    assert_eq!(whatif_bstar(&client).await, printed, "{sweep_link}");
+
+    // Every arm's crossing and the model's B* are named on the sweep charts, nothing drawn over
+    // them at any width; at a phone's width no text lies over another.
+    let mut labels: Vec<String> = sweep["arms"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter_map(|a| {
+            Some(format!(
+                "{} measured B* = {:.1}",
+                a["name"].as_str()?,
+                a["table"]["crossing"].as_f64()?
+            ))
+        })
+        .collect();
+    labels.push(format!("model B* = {printed} ({named})"));
+    for width in [1400, 1024, 420] {
+        set_width(&client, width).await;
+        for (fragment, ready, chart) in [
+            ("overview", "#ov-crossing", "overview-sweep"),
+            ("runs?sweep=sweep", "#sweep-table", "sweep-chart"),
+        ] {
+            visit(&client, &base, fragment, ready).await;
+            tokio::time::sleep(Duration::from_millis(300)).await;
+            assert_labels_clear(&client, chart, &labels, &format!("{width} px")).await;
+            if width == 420 {
+                assert_eq!(
+                    overlapping_texts(&client).await,
+                    Vec::<String>::new(),
+                    "#{fragment}: text over text at 420 px"
+                );
+            }
+        }
+    }
+    set_width(&client, 1400).await;
+
+    // A demo point lasts well under a second: its page says why it draws no timeline.
+    visit(&client, &base, "overview", "#overview-latency-run").await;
+    let run_line = text_of(&client, "#overview-latency-run").await;
+    let run_id = run_line
+        .strip_prefix("Run ")
+        .and_then(|rest| rest.split(':').next())
+        .unwrap_or_else(|| panic!("{run_line}"))
+        .to_string();
+    visit(&client, &base, &format!("runs?open={run_id}"), "#latency").await;
+    let why = wait_for("the timeline's note", Duration::from_secs(30), || async {
+        Some(text_of(&client, "#timeline-too-short").await).filter(|t| !t.is_empty())
+    })
+    .await;
+    let result = read_json(&out.path().join(format!("{run_id}.json")));
+    let lasted = result["duration"].as_f64().expect("the point's duration");
+    assert!(
+        why.starts_with(&format!("Not drawn: this run lasted {lasted:.2} s, ")) && why.contains("at least 4"),
+        "{why}"
+    );
+    assert!(client.find(Locator::Css("#live-acceptance")).await.is_err());
+
+    // The report, opened from a file, tells the same story.
+    let report = format!("file://{}", out.path().join("report.html").display());
+    headline.holds_on_the_overview(&client, &report).await;
+    let link = overview_whatif_link(&client).await;
+    client.goto(&format!("{report}{link}")).await.unwrap();
+    assert_eq!(whatif_bstar(&client).await, printed, "the report's {link}");
+    client.close().await.unwrap();
+}
+
+/// What the overview must show of the sweep's headline arm.
+struct Headline {
+    arm: String,
+    e: f64,
+    k: u64,
+    crossing: String,
+    predicted: String,
+}
+
+impl Headline {
+    /// Open the overview of the page at `base` and hold its tiles to this arm.
+    async fn holds_on_the_overview(&self, client: &Client, base: &str) {
+        visit(client, base, "overview", "#ov-crossing .tile-value").await;
+        assert_eq!(
+            text_of(client, "#ov-e .tile-value").await,
+            format!("{:.2}", self.e),
+            "{base}"
+        );
+        assert_eq!(
+            text_of(client, "#ov-alpha .tile-label").await,
+            format!("Implied α (k = {})", self.k),
+            "{base}"
+        );
+        assert_eq!(
+            text_of(client, "#ov-crossing .tile-value").await,
+            self.crossing,
+            "{base}"
+        );
+        assert_eq!(
+            text_of(client, "#ov-predicted .tile-value").await,
+            self.predicted,
+            "{base}"
+        );
+        let sources = text_of(client, "#overview-sources").await;
+        assert!(
+            sources.starts_with(&format!("Acceptance from the sweep's arm {} (", self.arm)),
+            "{base}: {sources}"
+        );
+    }
+}
