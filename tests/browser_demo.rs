@@ -13,8 +13,8 @@ use serde_json::Value;
 use speclens_shared::overview::batch_text;
 
 use crate::common::browser::{
-    assert_labels_clear, href_of, open_browser, overlapping_texts, overview_whatif_link, set_width, start_chromedriver,
-    text_of, visit, whatif_bstar,
+    assert_labels_clear, crossing_labels, href_of, open_browser, overlapping_texts, overview_whatif_link, set_width,
+    start_chromedriver, text_of, visit, whatif_bstar,
 };
 use crate::common::{field_after, read_json, wait_for, Speclens};
 
@@ -148,18 +148,7 @@ async fn the_demo_tells_one_story_on_its_console_dashboard_and_report() {
 
     // Every arm's crossing and the model's B* are named on the sweep charts, nothing drawn over
     // them at any width; at a phone's width no text lies over another.
-    let mut labels: Vec<String> = sweep["arms"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .filter_map(|a| {
-            Some(format!(
-                "{} measured B* = {:.1}",
-                a["name"].as_str()?,
-                a["table"]["crossing"].as_f64()?
-            ))
-        })
-        .collect();
+    let mut labels = crossing_labels(&sweep);
     labels.push(format!("model B* = {printed} ({named})"));
     for width in [1400, 1024, 420] {
         set_width(&client, width).await;

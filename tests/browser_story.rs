@@ -13,9 +13,9 @@ use fantoccini::{Client, Locator};
 use serde_json::Value;
 
 use crate::common::browser::{
-    assert_labels_clear, assert_series_drawn, canvas_backing, canvas_ink, clipped_tables, href_of, label_overdraw,
-    open_browser, open_browser_at_scale, overlapping_texts, overview_whatif_link, rgb, screenshot, set_width,
-    severe_log, sideways_overflow, start_chromedriver, text_of, visit, whatif_bstar,
+    assert_labels_clear, assert_series_drawn, canvas_backing, canvas_ink, clipped_tables, crossing_labels, href_of,
+    label_overdraw, open_browser, open_browser_at_scale, overlapping_texts, overview_whatif_link, rgb, screenshot,
+    set_width, severe_log, sideways_overflow, start_chromedriver, text_of, visit, whatif_bstar,
 };
 use speclens_shared::overview::batch_text;
 
@@ -144,18 +144,7 @@ async fn the_overview_lands_first_with_the_measured_crossing_and_the_views_fit_a
         .expect("the headline arm crosses plain");
     let predicted = arm["table"]["prediction"]["break_even_batch"].as_f64().unwrap();
     // The sweep chart names every arm's measured crossing and the model's B* with its value.
-    let mut labels: Vec<String> = sweep["arms"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .filter_map(|a| {
-            Some(format!(
-                "{} measured B* = {:.1}",
-                a["name"].as_str()?,
-                a["table"]["crossing"].as_f64()?
-            ))
-        })
-        .collect();
+    let mut labels = crossing_labels(&sweep);
     labels.push("model B* = ".into());
     let server = Speclens::start(&[
         "serve",

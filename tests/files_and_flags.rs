@@ -767,11 +767,28 @@ fn the_readme_s_own_server_commands_run_as_written() {
         .nth(1)
         .and_then(|rest| rest.split("\n## ").next())
         .expect("the README has an \"Against your own server\" section");
-    let commands: Vec<&str> = section
+    // Each command's block, and the start of each output line shown after it (up to its first
+    // colon or number: the label, which the real output must print too).
+    let commands: Vec<(&str, Vec<String>)> = section
         .split("```sh\n")
         .skip(1)
-        .filter_map(|block| block.split("```").next())
-        .map(str::trim)
+        .map(|block| {
+            let command = block.split("```").next().unwrap_or_default().trim();
+            let shown = block
+                .split("```text\n")
+                .nth(1)
+                .and_then(|t| t.split("```").next())
+                .unwrap_or_default();
+            let labels = shown
+                .lines()
+                .map(|l| {
+                    let end = l.find(|c: char| c == ':' || c.is_ascii_digit()).unwrap_or(l.len());
+                    l[..end].trim().to_string()
+                })
+                .filter(|l| !l.is_empty())
+                .collect();
+            (command, labels)
+        })
         .collect();
     assert_eq!(commands.len(), 4, "{commands:?}");
     let spec = Speclens::instant_spec_sim("0.7", &[]);
@@ -783,7 +800,7 @@ fn the_readme_s_own_server_commands_run_as_written() {
          {\"prompt\": \"Write code that sorts a list\", \"category\": \"coding\"}\n",
     )
     .unwrap();
-    for command in &commands {
+    for (command, labels) in &commands {
         let line = command
             .replace("http://127.0.0.1:8000", &spec.url())
             .replace("http://127.0.0.1:8001", &base.url());
@@ -794,12 +811,19 @@ fn the_readme_s_own_server_commands_run_as_written() {
             .current_dir(dir.path())
             .output()
             .unwrap();
-        assert!(
-            out.status.success(),
-            "{command}\n{}{}",
+        let printed = format!(
+            "{}{}",
             String::from_utf8_lossy(&out.stdout),
             String::from_utf8_lossy(&out.stderr)
         );
+        assert!(out.status.success(), "{command}\n{printed}");
+        assert!(!labels.is_empty(), "{command}: the README shows its output");
+        for label in labels {
+            assert!(
+                printed.contains(label.as_str()),
+                "{command}: no {label:?} in\n{printed}"
+            );
+        }
     }
     for made in [
         "results/bench/result.json",
@@ -808,5 +832,19 @@ fn the_readme_s_own_server_commands_run_as_written() {
         "report.html",
     ] {
         assert!(dir.path().join(made).exists(), "{made}");
+    }
+}
+
+/// The README is the short path: a newcomer reads it in two minutes (under 12 KB); the rest is
+/// in the docs it lists, each of which exists.
+#[test]
+fn the_readme_is_short_and_its_docs_exist() {
+    let readme = std::fs::read_to_string(workspace().join("README.md")).unwrap();
+    assert!(readme.len() < 12 * 1024, "README.md is {} bytes", readme.len());
+    for link in readme.split("](").skip(1).filter_map(|rest| rest.split(')').next()) {
+        assert!(
+            workspace().join(link).exists(),
+            "the README links {link}, which is not there"
+        );
     }
 }

@@ -838,7 +838,7 @@ fn real_vllm_probe_names_each_server_s_per_request_level_and_the_plain_one() {
         let found = probe(&url);
         let what = format!("{level}: {found}");
         assert_eq!(found["engine"], "vllm", "{what}");
-        assert_eq!(found["version"], "0.32.0+cpu", "{what}");
+        assert_eq!(found["version"], "0.32.0", "{what}");
         assert_eq!(found["speculates"], true, "{what}");
         assert_eq!(found["per_request"], level, "{what}");
         assert!(

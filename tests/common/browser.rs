@@ -361,7 +361,8 @@ pub mod rgb {
 ///
 /// The page's `fillText` is wrapped to record where each text went (its position, measured box
 /// and the canvas transform), then the chart is redrawn by a resize event, so the boxes are
-/// those of the drawing being checked. With `cross_out`, a line in the speculative arm's colour
+/// those of the drawing being checked, on this canvas element (a view shown again makes a new
+/// canvas of the same id, whose draws count from 0 again). With `cross_out`, a line in the speculative arm's colour
 /// is drawn through each label before counting (what a curve over it would look like), so a
 /// test can show that the count sees it.
 pub async fn label_overdraw(client: &Client, id: &str, cross_out: bool) -> Vec<(String, i64)> {
@@ -370,11 +371,12 @@ pub async fn label_overdraw(client: &Client, id: &str, cross_out: bool) -> Vec<(
            const fill = CanvasRenderingContext2D.prototype.fillText; \
            CanvasRenderingContext2D.prototype.fillText = function (text, x, y, ...rest) {{ \
              const m = this.measureText(text), t = this.getTransform(); \
-             window.__texts.push({{canvas: this.canvas.id, draw: Number(this.canvas.dataset.draws || 0), text: String(text), \
+             window.__texts.push({{canvas: this.canvas, draw: Number(this.canvas.dataset.draws || 0), text: String(text), \
                box: [x - m.actualBoundingBoxLeft, y - m.actualBoundingBoxAscent, x + m.actualBoundingBoxRight, y + m.actualBoundingBoxDescent], \
                t: [t.a, t.b, t.c, t.d, t.e, t.f]}}); \
              return fill.call(this, text, x, y, ...rest); }}; }} \
          const c = document.getElementById('{id}'); const before = Number(c.dataset.draws || 0); \
+         window.__texts = window.__texts.filter(r => r.canvas.isConnected); \
          window.dispatchEvent(new Event('resize')); return before;"
     );
     let before = client
@@ -392,7 +394,7 @@ pub async fn label_overdraw(client: &Client, id: &str, cross_out: bool) -> Vec<(
     let count = format!(
         "const c = document.getElementById('{id}'); const last = Number(c.dataset.draws) - 1; \
          const ctx = c.getContext('2d'); const out = []; \
-         for (const r of window.__texts.filter(r => r.canvas === '{id}' && r.draw === last)) {{ \
+         for (const r of window.__texts.filter(r => r.canvas === c && r.draw === last)) {{ \
            if (!/B\\*|k switch/.test(r.text) || r.t[1] !== 0 || r.t[2] !== 0) continue; \
            const [x0, y0, x1, y1] = r.box; \
            const left = Math.floor(r.t[0] * x0 + r.t[4]), top = Math.floor(r.t[3] * y0 + r.t[5]); \
@@ -451,4 +453,22 @@ pub async fn overview_whatif_link(client: &Client) -> String {
         .as_str()
         .expect("the overview links to the what-if page")
         .to_string()
+}
+
+/// The sweep chart's label of each arm's measured crossing in `sweep.json`, with its value.
+pub fn crossing_labels(sweep: &serde_json::Value) -> Vec<String> {
+    sweep["arms"]
+        .as_array()
+        .map(|arms| {
+            arms.iter()
+                .filter_map(|a| {
+                    Some(format!(
+                        "{} measured B* = {:.1}",
+                        a["name"].as_str()?,
+                        a["table"]["crossing"].as_f64()?
+                    ))
+                })
+                .collect()
+        })
+        .unwrap_or_default()
 }
