@@ -151,7 +151,7 @@ async fn real_llamacpp_window_and_per_request_timings_agree_with_its_counters() 
 }
 
 /// `probe` against the real llama-server: llama.cpp, its spec-decode counters, a per-request
-/// rate (drafted and accepted tokens, no length), and the per-request records it cannot give.
+/// rate at most (drafted and accepted tokens, no length), and what it cannot give.
 #[test]
 #[ignore = "needs the llama-server that scripts/test.sh starts"]
 fn real_llamacpp_probe_names_its_counters_and_its_partial_per_request_stats() {
@@ -163,6 +163,13 @@ fn real_llamacpp_probe_names_its_counters_and_its_partial_per_request_stats() {
         joined(&found, "spec_families").contains("llamacpp:spec_decode_num_draft_tokens_total"),
         "{found}"
     );
-    assert_eq!(found["per_request"], "partial", "{found}");
-    assert!(joined(&found, "cannot").contains("full per-request records"), "{found}");
+    // One short probe request may draft nothing on the tiny model: its timings are then no
+    // record ("none"); with drafts they are a rate ("partial"). Either way the line says what
+    // llama-server returns per request.
+    let level = found["per_request"].as_str().unwrap_or_default();
+    assert!(level == "partial" || level == "none", "{found}");
+    assert!(
+        joined(&found, "cannot").contains("llama-server returns drafted and accepted tokens per request"),
+        "{found}"
+    );
 }
