@@ -9,12 +9,11 @@
 use std::time::Duration;
 
 use fantoccini::{Client, Locator};
-use serde_json::Value;
 use speclens_shared::overview::batch_text;
 
 use crate::common::browser::{
-    assert_labels_clear, crossing_labels, href_of, open_browser, overlapping_texts, overview_whatif_link, set_width,
-    start_chromedriver, text_of, visit, whatif_bstar,
+    assert_labels_clear, crossing_labels, href_of, link_notices, open_browser, overlapping_texts, overview_whatif_link,
+    set_width, start_chromedriver, text_of, visit, whatif_bstar,
 };
 use crate::common::{field_after, read_json, wait_for, Speclens};
 
@@ -109,13 +108,7 @@ async fn the_demo_tells_one_story_on_its_console_dashboard_and_report() {
     // parameter.
     client.goto(&url).await.unwrap();
     assert_eq!(whatif_bstar(&client).await, printed, "{url}");
-    let notices: Value = client
-        .execute(
-            "return [...document.querySelectorAll('#link-notices, [id^=notice-]')].map(n => n.textContent).filter(t => t.trim());",
-            vec![],
-        )
-        .await
-        .unwrap();
+    let notices = link_notices(&client).await;
     assert_eq!(notices, serde_json::json!([]), "{url}");
 
     // The overview is about the same arm: its E, k, measured and predicted break-even.

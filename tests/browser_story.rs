@@ -14,8 +14,8 @@ use serde_json::Value;
 
 use crate::common::browser::{
     assert_labels_clear, assert_series_drawn, canvas_backing, canvas_ink, clipped_tables, crossing_labels, href_of,
-    label_overdraw, open_browser, open_browser_at_scale, overlapping_texts, overview_whatif_link, rgb, screenshot,
-    set_width, severe_log, sideways_overflow, start_chromedriver, text_of, visit, whatif_bstar,
+    label_overdraw, link_notices, open_browser, open_browser_at_scale, overlapping_texts, overview_whatif_link, rgb,
+    screenshot, set_width, severe_log, sideways_overflow, start_chromedriver, text_of, visit, whatif_bstar,
 };
 use speclens_shared::overview::batch_text;
 
@@ -293,13 +293,7 @@ async fn the_overview_lands_first_with_the_measured_crossing_and_the_views_fit_a
     client.goto(&format!("{base}{whatif}")).await.unwrap();
     let bstar = whatif_bstar(&client).await;
     assert_eq!(bstar, format!("{predicted:.1}"), "{whatif}");
-    let notices: Value = client
-        .execute(
-            "return [...document.querySelectorAll('#link-notices, [id^=notice-]')].map(n => n.textContent).filter(t => t.trim());",
-            vec![],
-        )
-        .await
-        .unwrap();
+    let notices = link_notices(&client).await;
     assert_eq!(notices, serde_json::json!([]), "{whatif}");
 
     // One WebSocket, however often the live view is visited.

@@ -162,31 +162,33 @@ impl ProbeReport {
             .and_then(engine_of_owner)
             .map(str::to_string)
             .or(schema.map(|s| s.engine().to_string()));
-        let (per_request, stats_drafted) = match &seen.answer {
+        // The level of the probe request's stats, and what they say of drafting (if anything).
+        let drafted = |n: u64| (n > 0).then(|| format!("the probe request's answer counts {n} draft tokens"));
+        let (per_request, answer_evidence) = match &seen.answer {
             Err(_) => ("not probed".to_string(), None),
             Ok(body) => match adapt_response(body) {
                 PayloadOutcome::Record(r) if r.per_step_accepted.is_some() => {
-                    ("detailed".into(), Some(r.num_draft_tokens))
+                    ("detailed".into(), drafted(r.num_draft_tokens))
                 }
-                PayloadOutcome::Record(r) => ("summary".into(), Some(r.num_draft_tokens)),
-                PayloadOutcome::Partial(p) => (
-                    "partial".into(),
-                    Some(
-                        p.num_draft_tokens
-                            .unwrap_or(u64::from(p.mean_acceptance_length.is_some_and(|e| e > 1.0))),
-                    ),
-                ),
+                PayloadOutcome::Record(r) => ("summary".into(), drafted(r.num_draft_tokens)),
+                PayloadOutcome::Partial(p) => {
+                    let evidence = match (p.num_draft_tokens, p.mean_acceptance_length) {
+                        (Some(n), _) => drafted(n),
+                        (None, Some(e)) if e > 1.0 => Some(format!(
+                            "the probe request's answer reports {e:.2} tokens per decoding iteration"
+                        )),
+                        _ => None,
+                    };
+                    ("partial".into(), evidence)
+                }
                 PayloadOutcome::NoStats | PayloadOutcome::Rejected(_) => ("none".into(), None),
             },
         };
         let counter_delta = seen.drafts_before_after.map(|(a, b)| b.saturating_sub(a));
-        let (speculates, evidence) = match (counter_delta, stats_drafted, spec_families.is_empty()) {
+        let (speculates, evidence) = match (counter_delta, answer_evidence, spec_families.is_empty()) {
             (Some(d), _, _) if d > 0 => (Some(true), format!("the probe request added {d} to the draft counter")),
-            (_, Some(d), _) if d > 0 => (
-                Some(true),
-                format!("the probe request's answer counts {d} draft tokens"),
-            ),
-            (_, _, false) => (
+            (_, Some(evidence), _) => (Some(true), evidence),
+            (_, None, false) => (
                 Some(true),
                 "its metrics export spec-decode families (the probe request drafted nothing)".to_string(),
             ),

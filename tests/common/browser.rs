@@ -472,3 +472,14 @@ pub fn crossing_labels(sweep: &serde_json::Value) -> Vec<String> {
         })
         .unwrap_or_default()
 }
+
+/// The what-if page's notices of link parameters it could not use (empty: it read them all).
+pub async fn link_notices(client: &Client) -> serde_json::Value {
+    client
+        .execute(
+            "return [...document.querySelectorAll('#link-notices, [id^=notice-]')].map(n => n.textContent).filter(t => t.trim());",
+            vec![],
+        )
+        .await
+        .expect("the what-if page's notices")
+}
