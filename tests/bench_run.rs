@@ -12,7 +12,7 @@ use serde_json::Value;
 use speclens_shared::run::RequestRecord;
 use speclens_shared::scrape::{console_block, SpecDecodeResult};
 
-use crate::common::{bench_into, read_records, Speclens};
+use crate::common::{bench_into, raw_server, read_records, Speclens};
 
 fn sim(args: &[&str]) -> (Speclens, String) {
     let mut all = vec!["sim", "--port", "0"];
@@ -586,28 +586,6 @@ fn a_duration_run_without_a_rate_stops_on_time_too() {
     );
 }
 
-/// A raw HTTP server on 127.0.0.1: each connection's request head is read and handed, with the
-/// stream, to `answer` on a thread of its own. Returns `http://host:port`.
-fn raw_server(answer: fn(&str, std::net::TcpStream)) -> String {
-    use std::io::Read;
-    let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
-    let url = format!("http://{}", listener.local_addr().unwrap());
-    std::thread::spawn(move || {
-        for stream in listener.incoming() {
-            let Ok(mut stream) = stream else { continue };
-            std::thread::spawn(move || {
-                let mut head = Vec::new();
-                let mut byte = [0u8; 1];
-                while !head.ends_with(b"\r\n\r\n") && stream.read(&mut byte).is_ok_and(|n| n == 1) {
-                    head.push(byte[0]);
-                }
-                answer(&String::from_utf8_lossy(&head), stream);
-            });
-        }
-    });
-    url
-}
-
 /// A `/metrics` that never ends: a chunked 200 whose body goes on until the client hangs up.
 fn endless_metrics() -> String {
     let base = raw_server(|_, mut stream| {
@@ -741,34 +719,26 @@ fn forty_oversized_responses_in_flight_share_one_budget() {
     let url = oversized_server();
     let dir = tempfile::tempdir().unwrap();
     let out = dir.path().join("run");
-    let mut child = Command::new(env!("CARGO_BIN_EXE_speclens"))
-        .args(["bench", "--url", &url, "--model", "m", "--no-stream", "--no-scrape"])
-        .args([
+    let (peak_kb, _) = crate::common::speclens_peak_rss_kb(
+        &[
+            "bench",
+            "--url",
+            &url,
+            "--model",
+            "m",
+            "--no-stream",
+            "--no-scrape",
             "--num-prompts",
             "40",
             "--concurrency",
             "40",
             "--max-buffered-mib",
             "128",
-        ])
-        .args(["--out", out.to_str().unwrap()])
-        .stdout(Stdio::null())
-        .stderr(Stdio::null())
-        .spawn()
-        .unwrap();
-    // Peak resident memory, read while it runs (VmHWM only grows).
-    let status = format!("/proc/{}/status", child.id());
-    let mut peak_kb = 0u64;
-    let deadline = std::time::Instant::now() + Duration::from_secs(60);
-    while child.try_wait().unwrap().is_none() {
-        assert!(std::time::Instant::now() < deadline, "bench did not finish");
-        if let Ok(text) = std::fs::read_to_string(&status) {
-            if let Some(kb) = text.lines().find_map(|l| l.strip_prefix("VmHWM:")) {
-                peak_kb = peak_kb.max(kb.trim().trim_end_matches(" kB").trim().parse().unwrap_or(0));
-            }
-        }
-        std::thread::sleep(Duration::from_millis(10));
-    }
+            "--out",
+            out.to_str().unwrap(),
+        ],
+        Duration::from_secs(60),
+    );
     // 40 × 24 MiB is 960 MiB; the budget holds what is buffered to 128 MiB.
     assert!(peak_kb > 0 && peak_kb < 400 * 1024, "peak RSS {peak_kb} kB");
     let recs = records(dir.path());

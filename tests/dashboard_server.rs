@@ -183,8 +183,18 @@ async fn a_non_loopback_bind_requires_the_generated_token() {
         .unwrap();
     assert_eq!(wrong.status(), 401);
 
-    let opened = client.get(format!("{base}/?token={token}")).send().await.unwrap();
-    assert_eq!(opened.status(), 200);
+    // The token URL sets the cookie and sends the page on to the address without the token.
+    let no_redirects = reqwest::Client::builder()
+        .redirect(reqwest::redirect::Policy::none())
+        .build()
+        .unwrap();
+    let opened = no_redirects
+        .get(format!("{base}/?token={token}&view=runs"))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(opened.status(), 303);
+    assert_eq!(opened.headers()["location"], "/?view=runs");
     let cookie = opened.headers()["set-cookie"].to_str().unwrap().to_string();
     assert!(
         cookie.contains("HttpOnly") && cookie.contains("SameSite=Strict"),
@@ -198,6 +208,13 @@ async fn a_non_loopback_bind_requires_the_generated_token() {
         .await
         .unwrap();
     assert_eq!(with_cookie.status(), 200);
+    let page = client
+        .get(format!("{base}/?view=runs"))
+        .header("cookie", cookie_pair)
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(page.status(), 200);
     let with_bearer = client
         .get(format!("{base}/app.js"))
         .bearer_auth(token)
@@ -405,4 +422,83 @@ async fn idle_connections_cannot_exhaust_the_server() {
         Err(e) if e.kind() == std::io::ErrorKind::ConnectionReset => {}
         other => panic!("an idle connection stayed open: {other:?}"),
     }
+}
+
+/// Open a WebSocket to `host`'s `/ws` by hand: the handshake's status line (101, or 503 when
+/// the dashboard has no WebSocket slot left), and the stream.
+fn ws_handshake(host: &str) -> (String, TcpStream) {
+    let mut stream = TcpStream::connect(host).unwrap();
+    stream
+        .set_read_timeout(Some(std::time::Duration::from_secs(20)))
+        .unwrap();
+    write!(
+        stream,
+        "GET /ws HTTP/1.1\r\nHost: {host}\r\nUpgrade: websocket\r\nConnection: Upgrade\r\n\
+         Sec-WebSocket-Key: dGhlIHNhbXBsZSBub25jZQ==\r\nSec-WebSocket-Version: 13\r\n\r\n"
+    )
+    .unwrap();
+    let mut head = Vec::new();
+    let mut byte = [0u8; 1];
+    while !head.ends_with(b"\r\n") && stream.read(&mut byte).is_ok_and(|n| n == 1) {
+        head.push(byte[0]);
+    }
+    (String::from_utf8_lossy(&head).trim().to_string(), stream)
+}
+
+/// #33 item 4: WebSockets count against the connection cap and hold at most half of it, so under
+/// a 200-file limit 120 held WebSockets neither use up the process's files nor keep the page
+/// from being served; a client message far over the size limit closes its connection at once.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn held_websockets_are_capped_and_the_page_is_still_served() {
+    let root = web_dir();
+    let dist = root.path().join("dist");
+    let server = Speclens::start_with_file_limit(&["serve", "--port", "0", "--web-dir", dist.to_str().unwrap()], 200);
+    let url = server.url();
+    let host = url.trim_start_matches("http://").trim_end_matches('/').to_string();
+    let mut held = Vec::new();
+    let (mut opened, mut refused) = (0, 0);
+    for _ in 0..120 {
+        let (status, stream) = ws_handshake(&host);
+        if status.contains(" 101 ") {
+            opened += 1;
+            held.push(stream);
+        } else {
+            assert!(status.contains(" 503 "), "{status}");
+            refused += 1;
+        }
+    }
+    // The cap is 150 connections (three quarters of 200), WebSockets at most 75 of them.
+    assert_eq!((opened, refused), (75, 45));
+    let page = reqwest::Client::new()
+        .get(&url)
+        .timeout(std::time::Duration::from_secs(30))
+        .send()
+        .await
+        .expect("the page is served with every WebSocket slot held");
+    assert_eq!(page.status(), 200);
+    // A masked binary frame that announces 1 MiB: refused before its payload is read.
+    let mut big = held.pop().unwrap();
+    let mut frame = vec![0x82u8, 0xFF];
+    frame.extend_from_slice(&(1u64 << 20).to_be_bytes());
+    frame.extend_from_slice(&[1, 2, 3, 4]);
+    big.write_all(&frame).unwrap();
+    big.set_read_timeout(Some(std::time::Duration::from_secs(10))).unwrap();
+    let mut rest = Vec::new();
+    match big.read_to_end(&mut rest) {
+        Ok(_) => {}
+        Err(e) if e.kind() == std::io::ErrorKind::ConnectionReset => {}
+        Err(e) => panic!("the oversized message's connection stayed open: {e}"),
+    }
+    // Its slot is free again (given back as its task ends): one more WebSocket opens.
+    let mut status = String::new();
+    for _ in 0..20 {
+        let (line, again) = ws_handshake(&host);
+        status = line;
+        if status.contains(" 101 ") {
+            held.push(again);
+            break;
+        }
+        std::thread::sleep(std::time::Duration::from_millis(50));
+    }
+    assert!(status.contains(" 101 "), "{status}");
 }

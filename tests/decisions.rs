@@ -273,9 +273,11 @@ fn check_passes_a_rerun_and_fails_lowered_acceptance() {
         stderr.contains("worse than the baseline beyond the noise: acceptance_length"),
         "{stderr}"
     );
-    // Only the figures chosen fail: a check of a figure the runs lack passes nothing silently.
+    // Only the figures chosen fail: a check of a figure the runs lack passes nothing silently,
+    // and a check of nothing at all is a usage error.
     let (code, stdout, stderr) = check(&low, &["--figure", "crossing"]);
-    assert_eq!(code, 0, "no crossing in a run: nothing chosen got worse: {stderr}");
+    assert_eq!(code, 2, "no crossing in a run: nothing to compare: {stderr}");
+    assert!(stderr.contains("nothing to compare: the baseline "), "{stderr}");
     assert!(
         stdout.contains("Not checked: crossing was chosen with --figure, but the baseline ")
             && stdout.contains("has no such figure (a run has none: speedups and crossings come from sweeps)."),

@@ -15,7 +15,7 @@ use serde::Serialize;
 use speclens_shared::results::{CategoryAcceptance, RunList, RunResult};
 use speclens_shared::sweep::SweepTable;
 
-use crate::common::{get_text, json_fixture_text, run_speclens, run_speclens_within, workspace, Speclens};
+use crate::common::{get_text, json_fixture_text, run_speclens, run_speclens_within, workspace, Snapshots, Speclens};
 
 const LIMIT: Duration = Duration::from_secs(120);
 
@@ -229,22 +229,12 @@ const COMMANDS: [&str; 13] = [
 #[test]
 fn every_command_s_help_matches_its_snapshot() {
     let dir = workspace().join("tests/snapshots/help");
-    let update = std::env::var_os("SPECLENS_UPDATE_SNAPSHOTS").is_some();
-    let mut stale = Vec::new();
+    let mut snapshots = Snapshots::new();
     // The CLI reference is every command's help, in the order of `speclens --help`.
     let mut reference = String::from(
         "# CLI reference\n\nEvery command's `--help`, as the binary prints it. Made from \
          `tests/snapshots/help/` by the snapshot test, which keeps the two in step.\n",
     );
-    let mut check = |path: std::path::PathBuf, text: &str| {
-        if std::fs::read_to_string(&path).ok().as_deref() != Some(text) {
-            stale.push(path.display().to_string());
-            if update {
-                std::fs::create_dir_all(path.parent().unwrap()).unwrap();
-                std::fs::write(&path, text).unwrap();
-            }
-        }
-    };
     for cmd in COMMANDS {
         let name = if cmd.is_empty() { "speclens" } else { cmd };
         let text = help(cmd);
@@ -254,16 +244,10 @@ fn every_command_s_help_matches_its_snapshot() {
             format!("speclens {cmd}")
         };
         reference.push_str(&format!("\n## {title}\n\n```text\n{}\n```\n", text.trim_end()));
-        check(dir.join(format!("{name}.txt")), &text);
+        snapshots.check(&dir.join(format!("{name}.txt")), &text);
     }
-    check(workspace().join("docs/CLI.md"), &reference);
-    // A rewrite is never a pass: the run that rewrote fails, naming what it rewrote, and the
-    // next run (without the variable) checks the new snapshots.
-    assert!(
-        stale.is_empty(),
-        "{}: {stale:?}; review the change (and the README), then run the test with SPECLENS_UPDATE_SNAPSHOTS=1 once and again without it",
-        if update { "--help changed, snapshots rewritten" } else { "--help changed" }
-    );
+    snapshots.check(&workspace().join("docs/CLI.md"), &reference);
+    snapshots.finish("--help");
 }
 
 /// Every flag of every command says what it is for (a flag without help text is a flag a user
@@ -711,30 +695,22 @@ fn wrong_targets_get_usage_errors_that_name_the_fix() {
     let sim = Speclens::instant_spec_sim("0.7", &[]);
     let out = tempfile::tempdir().unwrap();
     let run = out.path().join("run");
-    let bench = |url: &str, extra: &[&str]| {
-        let mut args = vec![
-            "bench",
-            "--url",
-            url,
-            "--num-prompts",
-            "2",
-            "--quiet",
-            "--out",
-            run.to_str().unwrap(),
-        ];
-        args.extend_from_slice(extra);
-        run_speclens(&args)
+    let mut snapshots = Snapshots::new();
+    let mut bench = |name: &str, url: &str, extra: &[&str]| {
+        let (code, err) = bench_error(url, &run, extra);
+        snapshots.check(&error_snapshot(name), &error_text(code, &err, out.path()));
+        (code, err)
     };
     // A URL without a scheme.
     let bare = sim.url().trim_start_matches("http://").to_string();
-    let (code, _, err) = bench(&bare, &[]);
+    let (code, err) = bench("url-without-scheme", &bare, &[]);
     assert_eq!(code, 2, "{err}");
     assert!(
         err.contains("is not an http:// or https:// URL: did you mean http://127.0.0.1:"),
         "{err}"
     );
     // A model the server does not serve: named before any request, with the ones it serves.
-    let (code, _, err) = bench(&sim.url(), &["--model", "Qwen/Qwen3-8B"]);
+    let (code, err) = bench("unserved-model", &sim.url(), &["--model", "Qwen/Qwen3-8B"]);
     assert_eq!(code, 2, "{err}");
     assert!(
         err.contains("--model \"Qwen/Qwen3-8B\" is not served by http://127.0.0.1:")
@@ -743,7 +719,7 @@ fn wrong_targets_get_usage_errors_that_name_the_fix() {
     );
     // https:// to a port that speaks plain HTTP.
     let tls = sim.url().replace("http://", "https://");
-    let (code, _, err) = bench(&tls, &[]);
+    let (code, err) = bench("https-to-plain-http", &tls, &[]);
     assert_eq!(code, 1, "the server's side: {err}");
     assert!(
         err.contains("TLS failed: the server speaks plain HTTP there, use http://"),
@@ -752,8 +728,178 @@ fn wrong_targets_get_usage_errors_that_name_the_fix() {
     assert!(!run.exists(), "no results folder for a run that never sent a request");
     // The same checks hold for a sweep's arms.
     let (code, _, err) = run_speclens(&["sweep", "--spec-url", &bare, "--base-url", &sim.url(), "--dry-run"]);
+    snapshots.check(
+        &error_snapshot("sweep-url-without-scheme"),
+        &error_text(code, &err, out.path()),
+    );
     assert_eq!(code, 2, "{err}");
     assert!(err.contains("is not an http:// or https:// URL"), "{err}");
+    snapshots.finish("error messages");
+}
+
+/// A server whose certificate is signed by a CA the system does not trust (made here with
+/// openssl, served by `openssl s_server`): the error names both ways past it, and each of them
+/// gets past TLS (to the answer, which is not an OpenAI server's).
+#[test]
+fn an_untrusted_certificate_is_named_with_the_flags_that_trust_it() {
+    let dir = tempfile::tempdir().unwrap();
+    let openssl = |args: &[&str]| {
+        let out = Command::new("openssl")
+            .args(args)
+            .current_dir(dir.path())
+            .output()
+            .expect("openssl runs");
+        assert!(
+            out.status.success(),
+            "openssl {args:?}: {}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+    };
+    let ec = ["-newkey", "ec", "-pkeyopt", "ec_paramgen_curve:prime256v1", "-nodes"];
+    openssl(
+        &[
+            &["req", "-x509"][..],
+            &ec,
+            &[
+                "-keyout",
+                "ca.key",
+                "-out",
+                "ca.pem",
+                "-days",
+                "2",
+                "-subj",
+                "/CN=speclens-test-ca",
+            ],
+        ]
+        .concat(),
+    );
+    openssl(
+        &[
+            &["req"][..],
+            &ec,
+            &["-keyout", "leaf.key", "-out", "leaf.csr", "-subj", "/CN=127.0.0.1"],
+        ]
+        .concat(),
+    );
+    std::fs::write(
+        dir.path().join("leaf.ext"),
+        "subjectAltName=IP:127.0.0.1\nbasicConstraints=CA:FALSE\n",
+    )
+    .unwrap();
+    openssl(&[
+        "x509",
+        "-req",
+        "-in",
+        "leaf.csr",
+        "-CA",
+        "ca.pem",
+        "-CAkey",
+        "ca.key",
+        "-CAcreateserial",
+        "-out",
+        "leaf.pem",
+        "-days",
+        "2",
+        "-extfile",
+        "leaf.ext",
+    ]);
+    let mut server = Command::new("openssl")
+        .args([
+            "s_server",
+            "-accept",
+            "127.0.0.1:0",
+            "-cert",
+            "leaf.pem",
+            "-key",
+            "leaf.key",
+            "-www",
+        ])
+        .current_dir(dir.path())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::null())
+        .spawn()
+        .expect("openssl s_server starts");
+    struct Kill(std::process::Child);
+    impl Drop for Kill {
+        fn drop(&mut self) {
+            let _ = self.0.kill();
+            let _ = self.0.wait();
+        }
+    }
+    let stdout = server.stdout.take().unwrap();
+    let _server = Kill(server);
+    // "ACCEPT 127.0.0.1:PORT" once it listens.
+    let port = BufReader::new(stdout)
+        .lines()
+        .map_while(Result::ok)
+        .find_map(|line| line.strip_prefix("ACCEPT 127.0.0.1:").map(str::to_string))
+        .expect("s_server prints the port it listens on");
+    let url = format!("https://127.0.0.1:{port}");
+    let run = dir.path().join("run");
+    let (code, err) = bench_error(&url, &run, &[]);
+    let mut snapshots = Snapshots::new();
+    snapshots.check(
+        &error_snapshot("untrusted-certificate"),
+        &error_text(code, &err, dir.path()),
+    );
+    assert_eq!(code, 1, "{err}");
+    assert!(
+        err.contains("TLS failed: the server's certificate is not trusted; trust its CA with --ca-cert FILE, or skip the check with --insecure"),
+        "{err}"
+    );
+    assert!(!run.exists(), "no results folder for a run that never sent a request");
+    // Either flag gets past TLS: the error is then about the answer, not the certificate.
+    let ca = dir.path().join("ca.pem");
+    for extra in [&["--ca-cert", ca.to_str().unwrap()][..], &["--insecure"]] {
+        let (code, err) = bench_error(&url, &run, extra);
+        assert_ne!(code, 0, "{extra:?}: {err}");
+        assert!(!err.contains("TLS failed"), "{extra:?} gets past TLS: {err}");
+        assert!(
+            err.contains("/v1/models"),
+            "{extra:?}: the model list was read and refused: {err}"
+        );
+    }
+    snapshots.finish("error messages");
+}
+
+/// Run a short `bench` against `url` that is expected to fail: its exit code and stderr.
+fn bench_error(url: &str, run: &Path, extra: &[&str]) -> (i32, String) {
+    let mut args = vec![
+        "bench",
+        "--url",
+        url,
+        "--num-prompts",
+        "2",
+        "--quiet",
+        "--out",
+        run.to_str().unwrap(),
+    ];
+    args.extend_from_slice(extra);
+    let (code, _, err) = run_speclens(&args);
+    (code, err)
+}
+
+/// Where an error message's snapshot lives.
+fn error_snapshot(name: &str) -> std::path::PathBuf {
+    workspace().join("tests/snapshots/errors").join(format!("{name}.txt"))
+}
+
+/// An error as its snapshot holds it: the exit code, then stderr with loopback ports as `PORT`
+/// and the test's temporary folder as `TMP` (the parts that differ from run to run).
+fn error_text(code: i32, err: &str, tmp: &Path) -> String {
+    let mut text = format!("exit {code}\n");
+    let mut rest = err.replace(tmp.to_str().unwrap(), "TMP");
+    while let Some(at) = rest.find("127.0.0.1:") {
+        let (head, tail) = rest.split_at(at + "127.0.0.1:".len());
+        text.push_str(head);
+        let digits = tail.len() - tail.trim_start_matches(|c: char| c.is_ascii_digit()).len();
+        if digits > 0 {
+            text.push_str("PORT");
+        }
+        rest = tail[digits..].to_string();
+    }
+    text.push_str(&rest);
+    text
 }
 
 /// The README's "Against your own server" commands run as written, in a folder holding their

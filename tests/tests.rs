@@ -2,6 +2,7 @@
 
 mod analysis;
 mod bench_run;
+mod bounds;
 mod browser_demo;
 mod browser_live;
 mod browser_report;

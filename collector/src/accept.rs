@@ -213,6 +213,7 @@ pub async fn run_with(args: Plan, hub: Option<LiveHub>) -> Result<Vec<CategoryAc
         .unwrap_or_else(|| bench::output::default_out_dir("accept"));
     std::fs::create_dir_all(&out)
         .map_err(|e| CollectorError::Output(format!("cannot create {}: {e}", out.display())))?;
+    let _lock = bench::output::lock_dir(&out)?;
     let categories = if args.categories.is_empty() {
         dataset_categories(&args)?
     } else {
@@ -247,6 +248,17 @@ pub async fn run_with(args: Plan, hub: Option<LiveHub>) -> Result<Vec<CategoryAc
     )
     .await?;
     let per_request = probe.tally.with_full_stats > 0;
+    // One file label a category, unique and bounded, for its folder and its file.
+    let labels: std::collections::BTreeMap<&String, String> = categories
+        .iter()
+        .zip(speclens_shared::scrape::unique_file_labels(&categories))
+        .collect();
+    let label_of = |category: &String| {
+        labels
+            .get(category)
+            .cloned()
+            .unwrap_or_else(|| speclens_shared::scrape::result_file_label(category))
+    };
     let mut rows = Vec::new();
     if per_request {
         // One run over every category: the per-request path splits it by category.
@@ -266,7 +278,7 @@ pub async fn run_with(args: Plan, hub: Option<LiveHub>) -> Result<Vec<CategoryAc
     } else {
         crate::statusln!("The server returned no per-request stats: measuring by scrape, one run per category.");
         for category in &categories {
-            let name = format!("category-{}", speclens_shared::scrape::result_file_label(category));
+            let name = format!("category-{}", label_of(category));
             let prompts: Vec<_> = plan
                 .prompts
                 .iter()
@@ -289,10 +301,7 @@ pub async fn run_with(args: Plan, hub: Option<LiveHub>) -> Result<Vec<CategoryAc
         }
     }
     for row in &rows {
-        let path = out.join(format!(
-            "accept-{}.json",
-            speclens_shared::scrape::result_file_label(&row.category)
-        ));
+        let path = out.join(format!("accept-{}.json", label_of(&row.category)));
         bench::output::write_atomic(&path, &bench::output::to_json_bytes(row)?)?;
     }
     crate::console::status(&render(&rows));
@@ -360,8 +369,7 @@ fn plan_workload(args: &Plan, categories: &[String]) -> Result<WorkloadPlan, Col
 /// Every category named in the dataset file.
 fn dataset_categories(args: &Plan) -> Result<Vec<String>, CollectorError> {
     let path = args.run.workload.dataset.path().unwrap_or(Path::new(""));
-    let text = std::fs::read_to_string(path)
-        .map_err(|e| CollectorError::InvalidArgument(format!("cannot read {}: {e}", path.display())))?;
+    let text = crate::bench::workload::read_dataset(path)?;
     let mut cats: Vec<String> = text
         .lines()
         .filter_map(|l| serde_json::from_str::<serde_json::Value>(l).ok())

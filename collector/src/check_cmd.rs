@@ -112,23 +112,42 @@ pub fn run(plan: &Plan) -> Result<(), CollectorError> {
             plan.baseline.display()
         ))?;
     }
+    if !comparisons.iter().any(|c| plan.figures.contains(&c.kind)) {
+        return Err(CollectorError::InvalidArgument(format!(
+            "nothing to compare: the baseline {} has none of the figures chosen with --figure",
+            plan.baseline.display()
+        )));
+    }
     let failed: Vec<&Comparison> = comparisons
         .iter()
-        .filter(|c| plan.figures.contains(&c.kind) && matches!(c.verdict, Verdict::Worse | Verdict::Missing))
+        .filter(|c| {
+            plan.figures.contains(&c.kind)
+                && matches!(c.verdict, Verdict::Worse | Verdict::Missing | Verdict::Uncomparable)
+        })
         .collect();
     if failed.is_empty() {
         crate::console::print("\nNo checked figure got worse beyond its noise.\n")?;
         return Ok(());
     }
-    let names: Vec<String> = failed
-        .iter()
-        .map(|c| match (c.baseline, c.new) {
-            (Some(o), Some(n)) => format!("{} {o:.4} → {n:.4}", c.figure),
-            _ => format!("{} missing", c.figure),
-        })
-        .collect();
-    Err(CollectorError::GateTripped(format!(
-        "worse than the baseline beyond the noise: {}",
-        names.join("; ")
-    )))
+    let (unjudged, worse): (Vec<&Comparison>, Vec<&Comparison>) =
+        failed.into_iter().partition(|c| c.verdict == Verdict::Uncomparable);
+    let mut reasons = Vec::new();
+    if !worse.is_empty() {
+        let names: Vec<String> = worse
+            .iter()
+            .map(|c| match (c.baseline, c.new) {
+                (Some(o), Some(n)) => format!("{} {o:.4} → {n:.4}", c.figure),
+                _ => format!("{} missing", c.figure),
+            })
+            .collect();
+        reasons.push(format!(
+            "worse than the baseline beyond the noise: {}",
+            names.join("; ")
+        ));
+    }
+    if !unjudged.is_empty() {
+        let names: Vec<String> = unjudged.iter().map(|c| format!("{} ({})", c.figure, c.basis)).collect();
+        reasons.push(format!("cannot be compared: {}", names.join("; ")));
+    }
+    Err(CollectorError::GateTripped(reasons.join("; and ")))
 }

@@ -2,7 +2,9 @@
 //! matrices, and the JSON bodies the dashboard reads for each (served by `speclens serve`,
 //! embedded by `speclens report`).
 
+use std::collections::{HashMap, HashSet};
 use std::path::{Path, PathBuf};
+use std::time::SystemTime;
 
 use speclens_shared::results::{AcceptMatrix, RunList, RunListEntry, RunResult};
 use speclens_shared::run::RequestRecord;
@@ -86,19 +88,29 @@ fn files_starting(dir: &Path, prefix: &str) -> Vec<PathBuf> {
 /// Everything under `results_dir`, as `/api/runs` answers. Ids are folder paths relative to
 /// `results_dir`, as in a report of that folder.
 pub fn list_results(results_dir: &Path) -> RunList {
+    list_with(results_dir, entry_of)
+}
+
+/// [`list_results`] with `entry` reading each run's `result.json`. Folders and files reached
+/// through a symlink out of `results_dir` are left out, as `/api/runs/<id>` refuses them.
+fn list_with(results_dir: &Path, mut entry: impl FnMut(&str, &Path) -> Option<RunListEntry>) -> RunList {
+    let within = |(id, path): (String, PathBuf), marker: &str| {
+        let target = if marker.ends_with('*') {
+            path.clone()
+        } else {
+            path.join(marker)
+        };
+        inside(results_dir, &target).map(|_| (id, path))
+    };
     let runs = find_folders(results_dir, 3, "result.json")
         .into_iter()
-        .filter_map(|(id, path)| match read_result(&path.join("result.json")) {
-            Ok(result) => Some(RunListEntry::new(&id, &result?)),
-            Err(why) => {
-                tracing::warn!("run list: skipped {why}");
-                None
-            }
-        })
+        .filter_map(|found| within(found, "result.json"))
+        .filter_map(|(id, path)| entry(&id, &path.join("result.json")))
         .collect();
     let ids = |marker| {
         find_folders(results_dir, 3, marker)
             .into_iter()
+            .filter_map(|found| within(found, marker))
             .map(|(id, _)| id)
             .collect()
     };
@@ -110,10 +122,75 @@ pub fn list_results(results_dir: &Path) -> RunList {
     )
 }
 
+/// A run's list entry from its `result.json`, or `None` (logged) when it does not read.
+fn entry_of(id: &str, path: &Path) -> Option<RunListEntry> {
+    match read_result(path) {
+        Ok(result) => Some(RunListEntry::new(id, &result?)),
+        Err(why) => {
+            tracing::warn!("run list: skipped {why}");
+            None
+        }
+    }
+}
+
+/// The run list as `speclens serve` keeps it: each `result.json` is parsed once and again only
+/// when its size or modification time changes, so `/api/runs` costs a walk of the folders, not
+/// a parse of every run (one at a time: parallel calls wait for one refresh).
+#[derive(Default)]
+pub struct RunIndex {
+    cache: std::sync::Mutex<HashMap<PathBuf, Indexed>>,
+}
+
+/// A result file's modification time and size when it was read, and its entry then.
+type Indexed = (Option<SystemTime>, u64, Option<RunListEntry>);
+
+impl RunIndex {
+    pub fn list(&self, results_dir: &Path) -> RunList {
+        let mut cache = self.cache.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
+        let mut seen = HashSet::new();
+        let list = list_with(results_dir, |id, path| {
+            let meta = std::fs::metadata(path).ok()?;
+            let stamp = (meta.modified().ok(), meta.len());
+            seen.insert(path.to_path_buf());
+            match cache.get(path) {
+                Some((modified, len, entry)) if (*modified, *len) == stamp => entry.clone(),
+                _ => {
+                    let entry = entry_of(id, path);
+                    cache.insert(path.to_path_buf(), (stamp.0, stamp.1, entry.clone()));
+                    entry
+                }
+            }
+        });
+        // Runs deleted since are forgotten.
+        cache.retain(|path, _| seen.contains(path));
+        list
+    }
+}
+
+/// The largest result file read (`result.json`, `sweep.json`, `accept-*.json`): a run's is a
+/// few hundred KiB; one far larger is not a file speclens wrote.
+pub const MAX_RESULT_FILE_BYTES: u64 = 256 << 20;
+
+/// A result file's text: a regular file (a FIFO would hang the read) of at most
+/// [`MAX_RESULT_FILE_BYTES`]; the error says which rule it broke.
+pub fn read_bounded(path: &Path) -> Result<String, String> {
+    let meta = std::fs::metadata(path).map_err(|e| e.to_string())?;
+    if !meta.is_file() {
+        return Err("not a regular file".into());
+    }
+    if meta.len() > MAX_RESULT_FILE_BYTES {
+        return Err(format!(
+            "{} MiB, over the {} MiB a result file may hold",
+            meta.len() >> 20,
+            MAX_RESULT_FILE_BYTES >> 20
+        ));
+    }
+    std::fs::read_to_string(path).map_err(|e| e.to_string())
+}
+
 /// A JSON file as `T`; the error names the file and why it did not read.
 pub fn read_json<T: serde::de::DeserializeOwned>(path: &Path) -> Result<T, String> {
-    std::fs::read_to_string(path)
-        .map_err(|e| e.to_string())
+    read_bounded(path)
         .and_then(|text| serde_json::from_str(&text).map_err(|e| e.to_string()))
         .map_err(|why| format!("{}: {why}", path.display()))
 }
@@ -122,6 +199,10 @@ pub fn read_json<T: serde::de::DeserializeOwned>(path: &Path) -> Result<T, Strin
 /// memory); `f` sees every one. The error names the file, and the line that did not read.
 pub fn for_each_record(path: &Path, mut f: impl FnMut(&RequestRecord)) -> Result<(), String> {
     use std::io::BufRead;
+    let meta = std::fs::metadata(path).map_err(|e| format!("{}: {e}", path.display()))?;
+    if !meta.is_file() {
+        return Err(format!("{}: not a regular file", path.display()));
+    }
     let file = std::fs::File::open(path).map_err(|e| format!("{}: {e}", path.display()))?;
     for (i, line) in std::io::BufReader::new(file).lines().enumerate() {
         let line = line.map_err(|e| format!("{}: {e}", path.display()))?;

@@ -17,6 +17,38 @@ pub async fn bind(addr: SocketAddr) -> Result<(TcpListener, SocketAddr), Collect
     Ok((listener, local))
 }
 
+/// Every HTTP client of the collector starts here: redirects are followed only within one
+/// origin (scheme, host and port), and no `Referer` is sent. reqwest drops `Authorization` on a
+/// cross-host redirect, but not an `X-Api-Key` or `api-key` given with `--header`, nor the
+/// prompt body: a redirect to another host is refused with a message naming where it pointed.
+pub fn client_builder() -> reqwest::ClientBuilder {
+    reqwest::Client::builder()
+        .referer(false)
+        .redirect(reqwest::redirect::Policy::custom(|attempt| {
+            let next = attempt.url();
+            let same_origin = attempt.previous().last().is_some_and(|from| {
+                from.scheme() == next.scheme()
+                    && from.host_str() == next.host_str()
+                    && from.port_or_known_default() == next.port_or_known_default()
+            });
+            if !same_origin {
+                let shown = format!(
+                    "{}://{}{}",
+                    next.scheme(),
+                    next.host_str().unwrap_or_default(),
+                    next.port().map(|p| format!(":{p}")).unwrap_or_default()
+                );
+                attempt.error(format!(
+                    "the server redirected to {shown}, another origin; speclens does not send your headers or prompts there (give that address as the URL if you trust it)"
+                ))
+            } else if attempt.previous().len() > 10 {
+                attempt.error("more than 10 redirects")
+            } else {
+                attempt.follow()
+            }
+        }))
+}
+
 /// Compare secrets in constant time, so a token cannot be guessed byte by byte from timings.
 pub fn same_secret(a: &str, b: &str) -> bool {
     a.len() == b.len() && a.bytes().zip(b.bytes()).fold(0u8, |acc, (x, y)| acc | (x ^ y)) == 0

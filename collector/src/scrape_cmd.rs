@@ -19,7 +19,7 @@ pub async fn run(url: &str, watch: bool, interval_s: f64) -> Result<(), Collecto
         let (label, scheme) = host_port(url)?;
         format!("{scheme}://{label}/metrics")
     };
-    let client = reqwest::Client::builder()
+    let client = crate::net::client_builder()
         .timeout(Duration::from_secs(10))
         .build()
         .map_err(|e| CollectorError::InvalidArgument(e.to_string()))?;
@@ -74,7 +74,7 @@ pub async fn run(url: &str, watch: bool, interval_s: f64) -> Result<(), Collecto
                             Err(_) => crate::outln!("  last {dt:.1} s: No traffic")?,
                         }
                     }
-                    for r in acc.resets.drain(..) {
+                    for r in std::mem::take(&mut acc.resets).lines("", "counter resets") {
                         crate::outln!("  reset: {r}")?;
                     }
                 } else if let Some(g) = &snapshot.sglang {

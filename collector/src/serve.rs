@@ -179,13 +179,29 @@ pub fn dashboard_url(addr: SocketAddr, token: Option<&str>) -> String {
 struct AppState {
     hub: LiveHub,
     results_dir: PathBuf,
+    /// The connection slots ([`connection_cap`]): an HTTP connection holds one while it is
+    /// served, and a WebSocket holds one of its own for as long as it is open (hyper lets go of
+    /// an upgraded connection, so without it held WebSockets would use up the process's files).
+    slots: Arc<tokio::sync::Semaphore>,
+    /// WebSockets open at once: at most half of the slots, so pages and the API are still
+    /// served with every WebSocket slot held.
+    ws_slots: Arc<tokio::sync::Semaphore>,
+    /// The run list, parsed once per result file version.
+    index: history::RunIndex,
 }
 
+/// The largest WebSocket message or frame a dashboard client may send: its messages are a few
+/// bytes (it only listens), so anything larger is refused instead of buffered.
+const MAX_WS_MESSAGE_BYTES: usize = 64 << 10;
+
 /// The dashboard's routes: the live WebSocket, the run history API, and the web app's files.
-pub fn router(settings: &ServeSettings, hub: LiveHub) -> Router {
+fn router(settings: &ServeSettings, hub: LiveHub, slots: Arc<tokio::sync::Semaphore>) -> Router {
     let state = Arc::new(AppState {
         hub,
         results_dir: settings.results_dir.clone(),
+        ws_slots: Arc::new(tokio::sync::Semaphore::new(slots.available_permits() / 2)),
+        slots,
+        index: history::RunIndex::default(),
     });
     let api = Router::new()
         .route("/ws", get(ws_upgrade))
@@ -314,9 +330,10 @@ pub async fn start(settings: &ServeSettings, hub: LiveHub) -> Result<Dashboard, 
         url.push('#');
         url.push_str(fragment);
     }
-    let app = router(settings, hub);
+    let slots = Arc::new(tokio::sync::Semaphore::new(connection_cap()));
+    let app = router(settings, hub, slots.clone());
     let (tx, rx) = oneshot::channel::<()>();
-    let task = tokio::spawn(serve_bounded(listener, app, rx));
+    let task = tokio::spawn(serve_bounded(listener, app, slots, rx));
     tracing::info!(%addr, assets = %settings.web_dir, "dashboard listening");
     Ok(Dashboard {
         url,
@@ -329,9 +346,10 @@ pub async fn start(settings: &ServeSettings, hub: LiveHub) -> Result<Dashboard, 
 /// response) on; an idle or half-sent connection is closed after it.
 const HEADER_READ_TIMEOUT: Duration = Duration::from_secs(10);
 
-/// Connections served at once: three quarters of the open-file limit (the rest is for files and
-/// the runs), at most 4,096. Past it, new connections wait in the listen backlog until one
-/// closes, so idle connections cannot exhaust the process's files.
+/// Connections served at once, WebSockets included: three quarters of the open-file limit (the
+/// rest is for files and the runs), at most 4,096. Past it, new connections wait in the listen
+/// backlog until one closes, and a WebSocket upgrade is refused (503), so idle connections
+/// cannot exhaust the process's files.
 fn connection_cap() -> usize {
     #[cfg(target_os = "linux")]
     {
@@ -345,8 +363,14 @@ fn connection_cap() -> usize {
 
 /// Serve `app` on `listener` until `stop`: HTTP/1.1 with upgrades (the live WebSocket), a
 /// header-read timeout on every connection and a cap on connections at once.
-async fn serve_bounded(listener: TcpListener, app: Router, mut stop: oneshot::Receiver<()>) -> std::io::Result<()> {
-    let slots = Arc::new(tokio::sync::Semaphore::new(connection_cap()));
+async fn serve_bounded(
+    listener: TcpListener,
+    app: Router,
+    slots: Arc<tokio::sync::Semaphore>,
+    mut stop: oneshot::Receiver<()>,
+) -> std::io::Result<()> {
+    // One warning per run of failed accepts (out of files), not one every 50 ms.
+    let mut warned = false;
     loop {
         let permit = tokio::select! {
             _ = &mut stop => return Ok(()),
@@ -355,10 +379,16 @@ async fn serve_bounded(listener: TcpListener, app: Router, mut stop: oneshot::Re
         let tcp = tokio::select! {
             _ = &mut stop => return Ok(()),
             accepted = listener.accept() => match accepted {
-                Ok((tcp, _)) => tcp,
+                Ok((tcp, _)) => {
+                    warned = false;
+                    tcp
+                }
                 // Out of files or a connection reset before it was taken: try again shortly.
                 Err(e) => {
-                    tracing::warn!(error = %e, "dashboard accept failed");
+                    if !warned {
+                        tracing::warn!(error = %e, "dashboard accept failed (retrying every 50 ms; said once)");
+                        warned = true;
+                    }
                     tokio::time::sleep(Duration::from_millis(50)).await;
                     continue;
                 }
@@ -400,8 +430,23 @@ async fn ws_upgrade(
             return (StatusCode::FORBIDDEN, "speclens: cross-origin WebSocket refused\n").into_response();
         }
     }
+    let (Ok(ws_slot), Ok(slot)) = (
+        app.ws_slots.clone().try_acquire_owned(),
+        app.slots.clone().try_acquire_owned(),
+    ) else {
+        return (
+            StatusCode::SERVICE_UNAVAILABLE,
+            "speclens: too many live dashboards open; close one and reload\n",
+        )
+            .into_response();
+    };
     let hub = app.hub.clone();
-    ws.on_upgrade(move |socket| ws_client(socket, hub))
+    ws.max_message_size(MAX_WS_MESSAGE_BYTES)
+        .max_frame_size(MAX_WS_MESSAGE_BYTES)
+        .on_upgrade(move |socket| async move {
+            let _slots = (ws_slot, slot);
+            ws_client(socket, hub).await
+        })
 }
 
 /// One dashboard client: hello and snapshot, then the broadcast deltas; a client that lags
@@ -462,7 +507,9 @@ async fn json_file(results_dir: &Path, id: &str, file: &'static str, what: &str)
     let results_dir = results_dir.to_path_buf();
     let read = tokio::task::spawn_blocking(move || {
         let path = history::inside(&results_dir, &folder.join(file))?;
-        std::fs::read_to_string(path).ok()
+        history::read_bounded(&path)
+            .map_err(|why| tracing::warn!("{}: {why}", path.display()))
+            .ok()
     });
     match read.await {
         Ok(Some(text)) => ([(header::CONTENT_TYPE, "application/json")], text).into_response(),
@@ -471,8 +518,8 @@ async fn json_file(results_dir: &Path, id: &str, file: &'static str, what: &str)
 }
 
 async fn list_runs(State(app): State<Arc<AppState>>) -> Response {
-    let results_dir = app.results_dir.clone();
-    match tokio::task::spawn_blocking(move || history::list_results(&results_dir)).await {
+    let state = app.clone();
+    match tokio::task::spawn_blocking(move || state.index.list(&state.results_dir)).await {
         Ok(list) => axum::Json(list).into_response(),
         Err(_) => StatusCode::INTERNAL_SERVER_ERROR.into_response(),
     }
@@ -532,7 +579,28 @@ async fn require_token(State(token): State<Arc<String>>, req: Request, next: Nex
         )
             .into_response();
     }
-    let mut response = next.run(req).await;
+    // A page opened with `?token=` is sent on to the same address without it, the cookie set:
+    // the token does not stay in the address bar, the history or a copied link. (The API and
+    // the WebSocket answer as they are.)
+    let path = req.uri().path().to_string();
+    let page = req.method() == axum::http::Method::GET && path != "/ws" && !path.starts_with("/api/");
+    let mut response = if query_ok && page {
+        let rest: Vec<&str> = req
+            .uri()
+            .query()
+            .unwrap_or_default()
+            .split('&')
+            .filter(|pair| !pair.is_empty() && !pair.starts_with("token="))
+            .collect();
+        let location = if rest.is_empty() {
+            path
+        } else {
+            format!("{path}?{}", rest.join("&"))
+        };
+        (StatusCode::SEE_OTHER, [(header::LOCATION, location)]).into_response()
+    } else {
+        next.run(req).await
+    };
     if query_ok {
         let cookie = format!("{TOKEN_COOKIE}={token}; Path=/; HttpOnly; SameSite=Strict");
         if let Ok(value) = HeaderValue::from_str(&cookie) {

@@ -79,7 +79,7 @@ enum Role {
 /// Each arm's role as its server shows it against the role it was given: a sentence per
 /// mismatch, naming the arm and what was seen.
 async fn mismatched_arms(arms: &[(String, String)]) -> Vec<String> {
-    let Ok(client) = reqwest::Client::builder().timeout(Duration::from_secs(10)).build() else {
+    let Ok(client) = crate::net::client_builder().timeout(Duration::from_secs(10)).build() else {
         return Vec::new();
     };
     let mut found = Vec::new();
@@ -316,6 +316,7 @@ pub async fn run_with(plan: Plan, hub: Option<LiveHub>) -> Result<Option<SweepTa
     }
     std::fs::create_dir_all(&out)
         .map_err(|e| CollectorError::Output(format!("cannot create {}: {e}", out.display())))?;
+    let _lock = bench::output::lock_dir(&out)?;
     let external = hub.is_some();
     let hub = hub.unwrap_or_else(|| LiveHub::new(64));
     let dashboard = match plan.dashboard_port {

@@ -14,6 +14,7 @@ use std::collections::BTreeMap;
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
+use crate::capped::CappedLog;
 use crate::error::Error;
 use crate::scrape::{family_of, Family, SpecCounters};
 
@@ -159,10 +160,18 @@ pub struct FleetWindow {
     pub by_engine: BTreeMap<String, SpecCounters>,
     /// By `model_name`.
     pub by_model: BTreeMap<String, SpecCounters>,
-    /// One line per series that restarted inside the window.
+    /// One line per series that restarted inside the window (the first few, then how many more).
     pub resets: Vec<String>,
-    /// Series Prometheus had no sample of after the window's end (their growth may be short).
+    /// Series Prometheus had no sample of after the window's end (their growth may be short;
+    /// the first few, then how many more).
     pub short: Vec<String>,
+    /// How many series were short of samples (`short` lists the first few).
+    #[serde(default, skip_serializing_if = "is_zero")]
+    pub short_count: u64,
+}
+
+fn is_zero(n: &u64) -> bool {
+    *n == 0
 }
 
 fn series_text(s: &ApiSeries) -> String {
@@ -173,6 +182,7 @@ fn series_text(s: &ApiSeries) -> String {
 /// Sum the window's growth of every spec-decode counter series; an error when none is there.
 pub fn fleet_window(series: &[ApiSeries], start_s: f64, end_s: f64) -> Result<FleetWindow, String> {
     let mut w = FleetWindow::default();
+    let (mut resets, mut short) = (CappedLog::default(), CappedLog::default());
     for s in series {
         let Some((prefix, family)) = family_of(&s.name) else {
             continue;
@@ -187,14 +197,16 @@ pub fn fleet_window(series: &[ApiSeries], start_s: f64, end_s: f64) -> Result<Fl
             return Err(format!("{} grew by {}: not a counter", series_text(s), g.increase));
         }
         if g.resets > 0 {
-            w.resets.push(format!(
-                "{} restarted {} time(s) in the window: counted as growth from zero",
-                series_text(s),
-                g.resets
-            ));
+            resets.record(|| {
+                format!(
+                    "{} restarted {} time(s) in the window: counted as growth from zero",
+                    series_text(s),
+                    g.resets
+                )
+            });
         }
         if !g.reaches_end {
-            w.short.push(series_text(s));
+            short.record(|| series_text(s));
         }
         let mut c = SpecCounters::default();
         let n = g.increase.round() as u64;
@@ -223,6 +235,9 @@ pub fn fleet_window(series: &[ApiSeries], start_s: f64, end_s: f64) -> Result<Fl
     if w.prefix.is_empty() {
         return Err(NO_COUNTERS.into());
     }
+    w.resets = resets.lines("", "series restarts");
+    w.short = short.lines("", "series short of samples");
+    w.short_count = short.count;
     Ok(w)
 }
 

@@ -5,6 +5,7 @@
 pub mod aggregate;
 pub mod aiperf;
 pub mod arms;
+pub mod capped;
 pub mod chart;
 pub mod error;
 pub mod fleet;

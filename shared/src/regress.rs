@@ -56,6 +56,9 @@ pub enum Verdict {
     Worse,
     /// The new run lacks a figure the baseline has (a check that cannot pass).
     Missing,
+    /// Both have it, but it cannot be judged: a value or its noise is not a finite number, or
+    /// a rate lies outside [0, 1] (a check that cannot pass either; `basis` says why).
+    Uncomparable,
 }
 
 impl Verdict {
@@ -65,6 +68,7 @@ impl Verdict {
             Verdict::Better => "better",
             Verdict::Worse => "WORSE",
             Verdict::Missing => "missing",
+            Verdict::Uncomparable => "CANNOT COMPARE",
         }
     }
 }
@@ -139,6 +143,45 @@ fn judge(baseline: f64, new: f64, noise: f64) -> Verdict {
     }
 }
 
+/// Why two values and their noise cannot be judged, if they cannot: a value or the noise is not
+/// finite (no drafts to weigh a rate by gives an infinite one), or a rate is outside [0, 1].
+fn uncomparable(kind: FigureKind, old: f64, new: f64, noise: f64) -> Option<String> {
+    if !(old.is_finite() && new.is_finite()) {
+        Some(format!("a value is not a number: {old} against {new}"))
+    } else if kind == FigureKind::PerPosition && ![old, new].iter().all(|r| (0.0..=1.0).contains(r)) {
+        Some(format!("a rate outside [0, 1]: {old} against {new}"))
+    } else if !noise.is_finite() {
+        Some(format!("its noise is {noise} (nothing to weigh it by)"))
+    } else {
+        None
+    }
+}
+
+/// The comparison of a figure both sides have, unless [`uncomparable`] says it cannot be judged.
+fn judged(
+    kind: FigureKind,
+    figure: String,
+    old: f64,
+    new: f64,
+    noise: f64,
+    basis: String,
+    verdict: Verdict,
+) -> Comparison {
+    let (basis, verdict) = match uncomparable(kind, old, new, noise) {
+        Some(reason) => (reason, Verdict::Uncomparable),
+        None => (basis, verdict),
+    };
+    Comparison {
+        kind,
+        figure,
+        baseline: Some(old),
+        new: Some(new),
+        noise: Some(noise),
+        basis,
+        verdict,
+    }
+}
+
 /// One figure from two estimates.
 fn compare_estimates(
     kind: FigureKind,
@@ -151,15 +194,16 @@ fn compare_estimates(
     match (old, new) {
         (Some(o), Some(n)) => {
             let noise = sigmas * (o.se * o.se + n.se * n.se).sqrt();
-            Comparison {
+            let verdict = judge(o.value, n.value, noise);
+            judged(
                 kind,
                 figure,
-                baseline: Some(o.value),
-                new: Some(n.value),
-                noise: Some(noise),
-                basis: format!("{sigmas}σ of {basis}"),
-                verdict: judge(o.value, n.value, noise),
-            }
+                o.value,
+                n.value,
+                noise,
+                format!("{sigmas}σ of {basis}"),
+                verdict,
+            )
         }
         (o, n) => Comparison {
             kind,
@@ -273,15 +317,7 @@ fn compare_intervals(
             (verdict, noise, "5 % (no repeats' range)".to_string())
         }
     };
-    Comparison {
-        kind,
-        figure,
-        baseline: Some(o),
-        new: Some(n),
-        noise: Some(noise),
-        basis,
-        verdict,
-    }
+    judged(kind, figure, o, n, noise, basis, verdict)
 }
 
 fn flip(v: Verdict) -> Verdict {
@@ -405,6 +441,31 @@ pub fn render(comparisons: &[Comparison]) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn figures_that_cannot_be_judged_say_why_instead_of_within_noise() {
+        let est = |value, se| Some(Estimate { value, se });
+        let kind = FigureKind::PerPosition;
+        let c = |o, n| compare_estimates(kind, "per_position[1]".into(), o, n, 3.0, "draft counts");
+        let infinite = c(est(0.7, f64::INFINITY), est(0.7, 0.01));
+        assert_eq!(infinite.verdict, Verdict::Uncomparable);
+        assert!(infinite.basis.contains("noise is inf"), "{}", infinite.basis);
+        assert_eq!(c(est(f64::NAN, 0.01), est(0.7, 0.01)).verdict, Verdict::Uncomparable);
+        let out_of_range = c(est(1.4, 0.01), est(1.4, 0.01));
+        assert_eq!(out_of_range.verdict, Verdict::Uncomparable);
+        assert!(out_of_range.basis.contains("outside [0, 1]"), "{}", out_of_range.basis);
+        assert_eq!(c(est(0.7, 0.01), est(0.7, 0.01)).verdict, Verdict::Same);
+        // Lengths above 1 are lengths, not rates.
+        let length = compare_estimates(
+            FigureKind::AcceptanceLength,
+            "acceptance_length".into(),
+            est(2.5, 0.01),
+            est(2.5, 0.01),
+            3.0,
+            "x",
+        );
+        assert_eq!(length.verdict, Verdict::Same);
+    }
 
     #[test]
     fn a_chosen_figure_without_a_comparison_is_unchecked() {

@@ -8,6 +8,7 @@ use std::fmt;
 
 use serde::{Deserialize, Serialize};
 
+use crate::capped::CappedLog;
 use crate::error::Error;
 use crate::prom::{self, Sample};
 
@@ -1118,6 +1119,31 @@ pub fn result_file_label(host_port: &str) -> String {
         .collect()
 }
 
+/// The longest file label [`unique_file_labels`] makes (a file name must stay well under the
+/// file system's 255 bytes with its prefix and extension).
+pub const MAX_FILE_LABEL_CHARS: usize = 64;
+
+/// A file label for each name, as [`result_file_label`] makes it, cut to
+/// [`MAX_FILE_LABEL_CHARS`], and made unique: names that clean to the same label (`a/b`, `a_b`,
+/// `a?b`) get `-2`, `-3`… in their order, so none overwrites another's file. The names
+/// themselves are kept inside the files.
+pub fn unique_file_labels(names: &[String]) -> Vec<String> {
+    let mut taken = BTreeSet::new();
+    names
+        .iter()
+        .map(|name| {
+            let base: String = result_file_label(name).chars().take(MAX_FILE_LABEL_CHARS).collect();
+            let mut label = base.clone();
+            let mut n = 1;
+            while !taken.insert(label.clone()) {
+                n += 1;
+                label = format!("{base}-{n}");
+            }
+            label
+        })
+        .collect()
+}
+
 /// The AISBench console block for one server (starts with an empty line, ends without one).
 pub fn console_block(host_port: &str, result: &SpecDecodeResult) -> String {
     let title = format!("========== Speculative Decoding Metrics  [{host_port}] ==========");
@@ -1162,8 +1188,8 @@ pub struct IncreaseAccumulator {
     pub total: SpecCounters,
     /// Growth per label set since the first observed scrape.
     pub series: BTreeMap<String, SpecCounters>,
-    /// One line per detected reset, naming the counter.
-    pub resets: Vec<String>,
+    /// The resets detected, each naming the counter (the first few in full).
+    pub resets: CappedLog,
 }
 
 impl IncreaseAccumulator {
@@ -1180,10 +1206,7 @@ impl IncreaseAccumulator {
                     if now >= was {
                         now - was
                     } else {
-                        resets.push(format!(
-                            "{} went down from {was} to {now}: counted as a restart",
-                            name()
-                        ));
+                        resets.record(|| format!("{} went down from {was} to {now}: counted as a restart", name()));
                         now
                     }
                 };
@@ -1365,6 +1388,18 @@ mod tests {
     }
 
     #[test]
+    fn names_that_clean_alike_get_labels_of_their_own_and_long_ones_are_cut() {
+        let names: Vec<String> = ["a/b", "a_b", "a?b", "a_b-2", &"x".repeat(300)]
+            .map(String::from)
+            .to_vec();
+        let labels = unique_file_labels(&names);
+        assert_eq!(labels[..3], ["a_b", "a_b-2", "a_b-3"]);
+        // A name whose own label is taken by a suffix gets the next.
+        assert_eq!(labels[3], "a_b-2-2");
+        assert_eq!(labels[4], "x".repeat(MAX_FILE_LABEL_CHARS));
+    }
+
+    #[test]
     fn file_labels() {
         assert_eq!(result_file_label("10.0.0.1:8080"), "10.0.0.1_8080");
         assert_eq!(result_file_label("[::1]:9090"), "___1__9090");
@@ -1507,7 +1542,7 @@ Per-position acceptance rates                 {0: 1.0000, 1: 0.9000, 2: 0.7500, 
         let step = acc.observe(&single(counters(4, 12, 6, &[3])));
         assert_eq!(step, counters(4, 12, 6, &[3]));
         assert_eq!(acc.total, counters(14, 42, 16, &[8]));
-        assert_eq!(acc.resets.len(), 4);
-        assert!(acc.resets[0].contains("vllm:spec_decode_num_drafts_total{engine=\"0\"} went down from 110 to 4"));
+        assert_eq!(acc.resets.count, 4);
+        assert!(acc.resets.kept[0].contains("vllm:spec_decode_num_drafts_total{engine=\"0\"} went down from 110 to 4"));
     }
 }

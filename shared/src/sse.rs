@@ -8,6 +8,18 @@
 /// Events without a `data:` line (comments, keep-alives) are skipped. Linear in the input.
 pub fn events<B: AsRef<[u8]>>(chunks: &[B]) -> (Vec<(usize, String)>, bool) {
     let mut events = Vec::new();
+    let trailing = for_each_event(chunks, |index, data| {
+        events.push((index, data.to_string()));
+        true
+    });
+    (events, trailing)
+}
+
+/// Hand each event of `chunks` to `each` as it is framed (the index of its completing chunk and
+/// its data), holding one event at a time: a stream of millions of tiny events costs no list
+/// of them. `each` returns `false` to stop. Returns whether bytes other than whitespace were
+/// left after the last complete event, as [`events`] does.
+pub fn for_each_event<B: AsRef<[u8]>>(chunks: &[B], mut each: impl FnMut(usize, &str) -> bool) -> bool {
     let mut pending: Vec<u8> = Vec::new();
     for (index, chunk) in chunks.iter().enumerate() {
         // Resume the separator search just before the new bytes (a separator may straddle).
@@ -15,17 +27,21 @@ pub fn events<B: AsRef<[u8]>>(chunks: &[B]) -> (Vec<(usize, String)>, bool) {
         pending.extend_from_slice(chunk.as_ref());
         let mut start = 0;
         while let Some((end, sep)) = find_event_end(&pending[from..]).map(|(e, s)| (from + e, s)) {
-            push_event(&pending[start..end], index, &mut events);
+            if let Some(data) = event_data(&pending[start..end]) {
+                if !each(index, &data) {
+                    return false;
+                }
+            }
             start = end + sep;
             from = start;
         }
         pending.drain(..start);
     }
-    let trailing = !pending.iter().all(u8::is_ascii_whitespace);
-    (events, trailing)
+    !pending.iter().all(u8::is_ascii_whitespace)
 }
 
-fn push_event(raw: &[u8], index: usize, events: &mut Vec<(usize, String)>) {
+/// One event's `data:` lines joined, or `None` when it has none.
+fn event_data(raw: &[u8]) -> Option<String> {
     let text = String::from_utf8_lossy(raw);
     // A stream may open with a byte-order mark (the SSE standard's decoder drops it).
     let data: Vec<&str> = text
@@ -33,9 +49,7 @@ fn push_event(raw: &[u8], index: usize, events: &mut Vec<(usize, String)>) {
         .lines()
         .filter_map(|l| l.strip_prefix("data:").map(|d| d.strip_prefix(' ').unwrap_or(d)))
         .collect();
-    if !data.is_empty() {
-        events.push((index, data.join("\n")));
-    }
+    (!data.is_empty()).then(|| data.join("\n"))
 }
 
 /// End of the first event (`\n\n` or `\r\n\r\n`) and the separator's length.
@@ -51,6 +65,49 @@ fn find_event_end(buf: &[u8]) -> Option<(usize, usize)> {
         }
         i += 1 + buf[i + 1..].iter().position(|b| *b == b'\n')?;
     }
+}
+
+/// `json` with every `\uD800`–`\uDFFF` escape that is not half of a surrogate pair written as
+/// `\uFFFD` (the replacement character), or `None` when it holds no such escape. JSON parsers
+/// refuse a lone surrogate (`serde_json`: "lone leading surrogate"); one bad character in one
+/// event must not cost the whole response, so the event is read again with it replaced.
+pub fn without_lone_surrogates(json: &str) -> Option<String> {
+    let bytes = json.as_bytes();
+    let unit_at = |i: usize| -> Option<u16> {
+        let hex = json.get(i + 2..i + 6)?;
+        (bytes.get(i) == Some(&b'\\') && bytes.get(i + 1) == Some(&b'u'))
+            .then(|| u16::from_str_radix(hex, 16).ok())
+            .flatten()
+    };
+    let mut out = String::new();
+    let mut copied = 0;
+    let mut i = 0;
+    while i < bytes.len() {
+        if bytes[i] != b'\\' {
+            i += 1;
+            continue;
+        }
+        let Some(unit) = unit_at(i) else {
+            // Any other escape: skip its two characters (so `\\u…` is not read as an escape).
+            i += 2;
+            continue;
+        };
+        let paired = (0xD800..0xDC00).contains(&unit) && unit_at(i + 6).is_some_and(|u| (0xDC00..0xE000).contains(&u));
+        if paired {
+            i += 12;
+        } else if (0xD800..0xE000).contains(&unit) {
+            out.push_str(&json[copied..i]);
+            out.push_str("\\uFFFD");
+            i += 6;
+            copied = i;
+        } else {
+            i += 6;
+        }
+    }
+    (copied > 0).then(|| {
+        out.push_str(&json[copied..]);
+        out
+    })
 }
 
 #[cfg(test)]
@@ -99,5 +156,22 @@ mod tests {
             let split: Vec<String> = events(&chunks).0.into_iter().map(|(_, d)| d).collect();
             proptest::prop_assert_eq!(whole, split);
         }
+    }
+
+    #[test]
+    fn lone_surrogates_are_replaced_and_pairs_and_escaped_backslashes_kept() {
+        let fixed = without_lone_surrogates(r#"{"text":"a\ud800b"}"#).unwrap();
+        assert_eq!(fixed, r#"{"text":"a\uFFFDb"}"#);
+        let v: serde_json::Value = serde_json::from_str(&fixed).unwrap();
+        assert_eq!(v["text"], "a\u{FFFD}b");
+        // A trailing low half alone, and one at the very end.
+        assert_eq!(
+            without_lone_surrogates(r#""\udc00x\udfff""#).unwrap(),
+            r#""\uFFFDx\uFFFD""#
+        );
+        // A pair (😀), an ordinary escape and an escaped backslash before "u" are left alone.
+        assert_eq!(without_lone_surrogates(r#""\ud83d\ude00 \u00e9 \\ud800""#), None);
+        // A cut escape is not a surrogate.
+        assert_eq!(without_lone_surrogates(r#""\ud8"#), None);
     }
 }

@@ -327,3 +327,95 @@ pub async fn get_text(url: &str) -> (u16, String) {
     let response = reqwest::get(url).await.expect("GET");
     (response.status().as_u16(), response.text().await.unwrap_or_default())
 }
+
+/// Text files checked against what the binary prints now. With `SPECLENS_UPDATE_SNAPSHOTS` set
+/// a stale file is rewritten; either way [`Snapshots::finish`] fails naming every stale file, so
+/// a rewrite is never a pass and the next run (without the variable) checks the new text.
+pub struct Snapshots {
+    update: bool,
+    stale: Vec<String>,
+}
+
+impl Snapshots {
+    pub fn new() -> Snapshots {
+        Snapshots {
+            update: std::env::var_os("SPECLENS_UPDATE_SNAPSHOTS").is_some(),
+            stale: Vec::new(),
+        }
+    }
+
+    /// Compare `path` with `text` (and rewrite it when updating).
+    pub fn check(&mut self, path: &Path, text: &str) {
+        if std::fs::read_to_string(path).ok().as_deref() != Some(text) {
+            self.stale.push(path.display().to_string());
+            if self.update {
+                std::fs::create_dir_all(path.parent().unwrap()).unwrap();
+                std::fs::write(path, text).unwrap();
+            }
+        }
+    }
+
+    /// Fail when any file was stale; `what` names what changed ("--help", "error messages").
+    pub fn finish(self, what: &str) {
+        assert!(
+            self.stale.is_empty(),
+            "{what} changed{}: {:?}; review the change (and the README), then run the test with SPECLENS_UPDATE_SNAPSHOTS=1 once and again without it",
+            if self.update { ", snapshots rewritten" } else { "" },
+            self.stale
+        );
+    }
+}
+
+/// A raw HTTP server on 127.0.0.1: each connection's request head is read and handed, with the
+/// stream, to `answer` on a thread of its own. Returns `http://host:port`.
+pub fn raw_server(answer: impl Fn(&str, std::net::TcpStream) + Send + Sync + 'static) -> String {
+    let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let url = format!("http://{}", listener.local_addr().unwrap());
+    let answer = std::sync::Arc::new(answer);
+    std::thread::spawn(move || {
+        for stream in listener.incoming() {
+            let Ok(mut stream) = stream else { continue };
+            let answer = answer.clone();
+            std::thread::spawn(move || {
+                let mut head = Vec::new();
+                let mut byte = [0u8; 1];
+                while !head.ends_with(b"\r\n\r\n") && stream.read(&mut byte).is_ok_and(|n| n == 1) {
+                    head.push(byte[0]);
+                }
+                answer(&String::from_utf8_lossy(&head), stream);
+            });
+        }
+    });
+    url
+}
+
+/// Wait for `child` to exit (failing after `limit`), reading its peak resident memory while it
+/// runs (VmHWM only grows, so the last reading is within a poll of the peak). In kB.
+pub fn peak_rss_kb(child: &mut Child, limit: Duration) -> u64 {
+    let status = format!("/proc/{}/status", child.id());
+    let mut peak_kb = 0u64;
+    let deadline = Instant::now() + limit;
+    while child.try_wait().unwrap().is_none() {
+        assert!(Instant::now() < deadline, "the command did not finish within {limit:?}");
+        if let Ok(text) = std::fs::read_to_string(&status) {
+            if let Some(kb) = text.lines().find_map(|l| l.strip_prefix("VmHWM:")) {
+                peak_kb = peak_kb.max(kb.trim().trim_end_matches(" kB").trim().parse().unwrap_or(0));
+            }
+        }
+        std::thread::sleep(Duration::from_millis(10));
+    }
+    peak_kb
+}
+
+/// Run `speclens ARGS…` to its end (output discarded): its peak resident memory in kB (see
+/// [`peak_rss_kb`]) and how it exited.
+pub fn speclens_peak_rss_kb(args: &[&str], limit: Duration) -> (u64, std::process::ExitStatus) {
+    let mut child = Command::new(env!("CARGO_BIN_EXE_speclens"))
+        .args(args)
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .spawn()
+        .expect("start speclens");
+    let peak_kb = peak_rss_kb(&mut child, limit);
+    (peak_kb, child.wait().expect("speclens exits"))
+}

@@ -133,6 +133,7 @@ pub struct Received {
     sent: Instant,
     status: reqwest::StatusCode,
     content_type: Option<String>,
+    content_encoding: Option<String>,
     chunks: Vec<(Instant, Bytes)>,
     /// Why the body ended early, if it did.
     cut: Option<(ErrorKind, String)>,
@@ -187,6 +188,7 @@ async fn on_the_wire(wire: &Wire, target: &Target, body: Bytes) -> Result<Receiv
         sent: delivery.sent,
         status: delivery.status,
         content_type: delivery.content_type,
+        content_encoding: delivery.content_encoding,
         chunks: delivery.chunks,
         cut: delivery.cut.map(|e| wire_error(e, target)),
         _charge: charge,
@@ -220,6 +222,7 @@ async fn through_reqwest(
     };
     let status = response.status();
     let content_type = super::wire::content_type_of(response.headers());
+    let content_encoding = super::wire::header_text(response.headers(), reqwest::header::CONTENT_ENCODING);
     let mut chunks: Vec<(Instant, Bytes)> = Vec::new();
     let mut received_bytes = 0usize;
     let mut charge = target.budget.charge();
@@ -239,7 +242,7 @@ async fn through_reqwest(
                 if received_bytes > target.max_response_bytes {
                     return Err(too_large(target));
                 }
-                if !charge.take(bytes.len()) {
+                if !charge.take_chunk(bytes.len()) {
                     return Err(over_budget(target));
                 }
                 // A copy, so the connection's read buffer is not kept alive by the chunk.
@@ -259,6 +262,7 @@ async fn through_reqwest(
         sent,
         status,
         content_type,
+        content_encoding,
         chunks,
         cut,
         _charge: charge,
@@ -276,10 +280,15 @@ pub fn measure(target: &Target, outcome: Outcome) -> Exchange {
     ex
 }
 
+/// The most of a server's error text a record keeps: a message is a line or two, and a server
+/// that answers 60 MB of it must not put 60 MB in every record, export and console line.
+pub const MAX_SERVER_TEXT_BYTES: usize = 1024;
+
 /// A server's text made fit for the console, files and reports: the values of the headers we
 /// sent (the API key and any `--header`) replaced by `[redacted]` — a server may echo them in
-/// its error — and control characters written as `\u{..}` escapes, so an escape sequence in a
-/// server's answer cannot drive the terminal.
+/// its error — then cut to [`MAX_SERVER_TEXT_BYTES`] (saying how much was left out), and
+/// control characters written as `\u{..}` escapes, so an escape sequence in a server's answer
+/// cannot drive the terminal.
 pub fn clean_server_text(text: &str, headers: &HeaderMap) -> String {
     let mut text = text.to_string();
     for (name, value) in headers {
@@ -293,6 +302,13 @@ pub fn clean_server_text(text: &str, headers: &HeaderMap) -> String {
             }
         }
     }
+    if text.len() > MAX_SERVER_TEXT_BYTES {
+        let mut end = MAX_SERVER_TEXT_BYTES;
+        while !text.is_char_boundary(end) {
+            end -= 1;
+        }
+        text = format!("{}… ({} more bytes not kept)", &text[..end], text.len() - end);
+    }
     crate::console::escape_controls(&text, &[]).into_owned()
 }
 
@@ -305,11 +321,22 @@ fn measure_exchange(target: &Target, outcome: Outcome) -> Exchange {
         sent,
         status,
         content_type,
+        content_encoding,
         chunks,
         cut,
         _charge,
     } = received;
     let ended = chunks.last().map_or_else(Instant::now, |c| c.0);
+    // speclens sends no Accept-Encoding: a compressed answer would be read as raw bytes.
+    if let Some(encoding) = content_encoding.filter(|e| !e.trim().eq_ignore_ascii_case("identity")) {
+        return failed(
+            ErrorKind::BadResponse,
+            format!(
+                "HTTP {}: the answer is compressed (Content-Encoding: {encoding}), which speclens neither asks for nor decodes; turn compression off for this client on the server or proxy",
+                status.as_u16()
+            ),
+        );
+    }
     if !status.is_success() {
         let body: Vec<u8> = chunks.iter().flat_map(|(_, b)| b.iter().copied()).collect();
         let message = serde_json::from_slice::<Value>(&body)
@@ -331,8 +358,10 @@ fn measure_exchange(target: &Target, outcome: Outcome) -> Exchange {
     } else {
         parse_whole(&chunks, sent, target.endpoint)
     };
-    if ex.error.is_none() {
-        if let Some(cut) = cut {
+    if let Some(cut) = cut {
+        // A body cut by the deadline is a timeout, whatever the half-read body looks like (the
+        // other transport files it so too).
+        if ex.error.is_none() || cut.0 == ErrorKind::Timeout {
             ex.error = Some(cut);
         }
     }
@@ -429,17 +458,6 @@ fn finish_scan(ex: &mut Exchange, scan: PayloadScan) {
     }
 }
 
-/// The SSE events of the received chunks, each stamped with the arrival of the chunk that
-/// completed it.
-fn sse_events(chunks: &[(Instant, Bytes)]) -> (Vec<(Instant, String)>, bool) {
-    let bytes: Vec<&[u8]> = chunks.iter().map(|(_, b)| b.as_ref()).collect();
-    let (events, trailing) = speclens_shared::sse::events(&bytes);
-    (
-        events.into_iter().map(|(i, data)| (chunks[i].0, data)).collect(),
-        trailing,
-    )
-}
-
 /// What the timing needs from a streamed event, borrowed from its text where it can be.
 #[derive(Deserialize)]
 struct Skim<'a> {
@@ -532,34 +550,55 @@ fn read_event(data: &str, endpoint: EndpointKind) -> Result<Event<'_>, String> {
 
 fn parse_stream(chunks: &[(Instant, Bytes)], sent: Instant, endpoint: EndpointKind) -> Exchange {
     let mut ex = Exchange::default();
-    let (events, trailing) = sse_events(chunks);
+    let bytes: Vec<&[u8]> = chunks.iter().map(|(_, b)| b.as_ref()).collect();
     let mut scan = PayloadScan::new();
     let mut last_content: Option<Instant> = None;
     let mut done = false;
-    for (at, data) in &events {
+    // Each event is read as it is framed (none is kept), stamped with the arrival of the chunk
+    // that completed it.
+    let trailing = speclens_shared::sse::for_each_event(&bytes, |index, data| {
+        let at = chunks[index].0;
         if data.trim() == "[DONE]" {
             done = true;
-            continue;
+            return true;
         }
+        // An event with a lone surrogate escape is read again with it replaced.
+        let repaired;
         let event = match read_event(data, endpoint) {
             Ok(e) => e,
-            Err(e) => {
-                ex.error = Some((ErrorKind::BadResponse, e));
-                return ex;
-            }
+            Err(e) => match speclens_shared::sse::without_lone_surrogates(data) {
+                Some(fixed) => {
+                    repaired = fixed;
+                    match read_event(&repaired, endpoint) {
+                        Ok(e) => e,
+                        Err(e) => {
+                            ex.error = Some((ErrorKind::BadResponse, e));
+                            return false;
+                        }
+                    }
+                }
+                None => {
+                    ex.error = Some((ErrorKind::BadResponse, e));
+                    return false;
+                }
+            },
         };
         if !event.text.is_empty() {
             ex.generated_text.push_str(&event.text);
             match last_content {
-                None => ex.ttft_ms = Some(ms(*at - sent)),
-                Some(prev) => ex.itl_ms.push(ms(*at - prev)),
+                None => ex.ttft_ms = Some(ms(at - sent)),
+                Some(prev) => ex.itl_ms.push(ms(at - prev)),
             }
-            last_content = Some(*at);
+            last_content = Some(at);
         }
         if let Some(whole) = event.whole {
             note_usage(&mut ex, &whole);
             scan.push(&whole);
         }
+        true
+    });
+    if ex.error.is_some() {
+        return ex;
     }
     if !done {
         ex.error = Some((
@@ -583,7 +622,15 @@ fn parse_stream(chunks: &[(Instant, Bytes)], sent: Instant, endpoint: EndpointKi
 fn parse_whole(chunks: &[(Instant, Bytes)], sent: Instant, endpoint: EndpointKind) -> Exchange {
     let mut ex = Exchange::default();
     let body: Vec<u8> = chunks.iter().flat_map(|(_, b)| b.iter().copied()).collect();
-    let v: Value = match serde_json::from_slice(&body) {
+    let parsed = serde_json::from_slice::<Value>(&body).or_else(|e| {
+        // A lone surrogate escape is replaced, not fatal.
+        std::str::from_utf8(&body)
+            .ok()
+            .and_then(speclens_shared::sse::without_lone_surrogates)
+            .ok_or(e)
+            .and_then(|fixed| serde_json::from_str(&fixed))
+    });
+    let v = match parsed {
         Ok(v) => v,
         Err(e) => {
             ex.error = Some((ErrorKind::BadResponse, format!("the response is not JSON: {e}")));
@@ -603,6 +650,17 @@ fn parse_whole(chunks: &[(Instant, Bytes)], sent: Instant, endpoint: EndpointKin
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// The SSE events of the received chunks, each stamped with the arrival of the chunk that
+    /// completed it.
+    fn sse_events(chunks: &[(Instant, Bytes)]) -> (Vec<(Instant, String)>, bool) {
+        let bytes: Vec<&[u8]> = chunks.iter().map(|(_, b)| b.as_ref()).collect();
+        let (events, trailing) = speclens_shared::sse::events(&bytes);
+        (
+            events.into_iter().map(|(i, data)| (chunks[i].0, data)).collect(),
+            trailing,
+        )
+    }
 
     fn at(base: Instant, ms: u64, text: &str) -> (Instant, Bytes) {
         (base + Duration::from_millis(ms), Bytes::from(text.to_string()))

@@ -163,6 +163,7 @@ pub async fn run_with(plan: Plan, hub: Option<LiveHub>) -> Result<RunOutput, Col
     let external_hub = hub.is_some();
     let hub = hub.unwrap_or_else(|| LiveHub::new(64));
     let prepared = prepare(plan, hub.clone()).await?;
+    let _lock = output::lock_dir(&prepared.out_dir)?;
     let dashboard = match prepared.plan.dashboard_port {
         Some(port) if !external_hub => Some(live_dashboard(port, results_dir_of(&prepared.out_dir), &hub).await?),
         _ => None,
@@ -222,8 +223,6 @@ pub async fn prepare(plan: Plan, hub: LiveHub) -> Result<Prepared, CollectorErro
         Some(dir) => dir.clone(),
         None => output::default_out_dir(&plan.output.label),
     };
-    std::fs::create_dir_all(out_dir.join("performances"))
-        .map_err(|e| CollectorError::Output(format!("cannot create {}: {e}", out_dir.display())))?;
     let token_counter = tokens::TokenCounter::new()?;
     let settings = BodySettings {
         endpoint: plan.target.endpoint,
@@ -242,6 +241,10 @@ pub async fn prepare(plan: Plan, hub: LiveHub) -> Result<Prepared, CollectorErro
         token_counter,
     )
     .await?;
+    // The folder is made once the workload is read: a run refused for its flags or its
+    // dataset leaves none behind.
+    std::fs::create_dir_all(out_dir.join("performances"))
+        .map_err(|e| CollectorError::Output(format!("cannot create {}: {e}", out_dir.display())))?;
     let servers = servers(&plan.target);
     let shared = Arc::new(Shared::new(client, hub, token_counter, servers));
     Ok(Prepared {
@@ -492,7 +495,7 @@ fn http_client(plan: &Plan) -> Result<reqwest::Client, CollectorError> {
 
 /// An HTTP client for `target`'s servers (its TLS settings), keeping `idle` connections a host.
 pub(crate) fn client_for(target: &plan::Target, idle: usize) -> Result<reqwest::Client, CollectorError> {
-    let mut builder = reqwest::Client::builder()
+    let mut builder = crate::net::client_builder()
         .tcp_nodelay(true)
         .pool_max_idle_per_host(idle)
         .danger_accept_invalid_certs(target.insecure);

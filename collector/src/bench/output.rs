@@ -31,7 +31,11 @@ pub fn default_out_dir(label: &str) -> PathBuf {
             "[year][month][day]-[hour][minute][second]"
         ))
         .unwrap_or_else(|_| "run".into());
-    PathBuf::from("speclens-results").join(format!("{stamp}-{}", result_file_label(label)))
+    let label: String = result_file_label(label)
+        .chars()
+        .take(speclens_shared::scrape::MAX_FILE_LABEL_CHARS)
+        .collect();
+    PathBuf::from("speclens-results").join(format!("{stamp}-{label}"))
 }
 
 /// A progress bar on stderr (drawn only when stderr is a terminal).
@@ -50,6 +54,49 @@ pub fn progress_bar(total: u64, stop: Stop) -> ProgressBar {
     }
     bar.enable_steady_tick(Duration::from_millis(250));
     bar
+}
+
+/// The lock file a command holds in the results folder it writes.
+pub const LOCK_FILE: &str = ".speclens.lock";
+
+/// Hold `dir` for the caller's writes until the returned file is dropped: an exclusive lock on
+/// its [`LOCK_FILE`], so two commands given one `--out` cannot interleave their records and
+/// temporary files. A second writer gets an error naming the folder and the first writer's pid.
+pub fn lock_dir(dir: &Path) -> Result<std::fs::File, CollectorError> {
+    use std::io::{Read, Seek, Write};
+    let path = dir.join(LOCK_FILE);
+    let fail = |e: std::io::Error| CollectorError::Output(format!("cannot lock {}: {e}", path.display()));
+    let mut file = std::fs::OpenOptions::new()
+        .read(true)
+        .write(true)
+        .create(true)
+        .truncate(false)
+        .open(&path)
+        .map_err(fail)?;
+    match file.try_lock() {
+        Ok(()) => {}
+        Err(std::fs::TryLockError::WouldBlock) => {
+            let mut holder = String::new();
+            let _ = file.read_to_string(&mut holder);
+            let holder = holder.trim();
+            return Err(CollectorError::Output(format!(
+                "{} is being written by another speclens{}; give each run its own --out",
+                dir.display(),
+                if holder.is_empty() {
+                    String::new()
+                } else {
+                    format!(" (pid {holder})")
+                }
+            )));
+        }
+        Err(std::fs::TryLockError::Error(e)) => return Err(fail(e)),
+    }
+    // The holder's pid, for the message a second writer gets.
+    let _ = file
+        .set_len(0)
+        .and_then(|()| file.rewind())
+        .and_then(|()| write!(file, "{}", std::process::id()));
+    Ok(file)
 }
 
 /// Write a file atomically: a temporary sibling, flushed, then renamed over the target.
@@ -411,7 +458,7 @@ fn run_result(run: &Prepared, f: &Figures<'_>) -> RunResult {
         per_request_rejected: paths.rejected.clone(),
         prometheus: paths.fleet.clone(),
         timeline: paths.timeline.points.clone(),
-        resets: paths.timeline.resets.iter().map(ToString::to_string).collect(),
+        resets: paths.timeline.reset_lines(),
     });
     result
 }

@@ -5,6 +5,7 @@
 use std::collections::BTreeMap;
 
 use speclens_shared::aggregate::SpecAggregator;
+use speclens_shared::capped::CappedLog;
 use speclens_shared::notices::{Notices, PathFigures};
 use speclens_shared::results::EngineLoad;
 use speclens_shared::run::RunTally;
@@ -15,7 +16,7 @@ use speclens_shared::scrape::{
 
 use super::prometheus::FleetOutcome;
 use super::redact_url;
-use super::scrape::{Endpoint, Reset, Timeline};
+use super::scrape::{Endpoint, Timeline};
 
 /// The before/after scrape of one endpoint, as fetched.
 pub struct Scrapes {
@@ -33,7 +34,7 @@ pub struct ScrapeWindow {
     pub before: Result<CounterSet, ScrapeFailure>,
     pub after: Result<CounterSet, ScrapeFailure>,
     /// Restarts the live scrapes saw on this endpoint during the window.
-    pub live_resets: Vec<String>,
+    pub live_resets: CappedLog,
     /// The engine gauges of each scrape in the window (the live ones, then "after").
     pub gauges: Vec<BTreeMap<String, f64>>,
 }
@@ -107,14 +108,7 @@ impl SpecPaths {
         fleet: Option<FleetOutcome>,
         tally: &RunTally,
     ) -> SpecPaths {
-        let resets_of = |label: &str| -> Vec<String> {
-            timeline
-                .resets
-                .iter()
-                .filter(|r: &&Reset| r.endpoint == label)
-                .map(|r| r.message.clone())
-                .collect()
-        };
+        let resets_of = |label: &str| -> CappedLog { timeline.resets.get(label).cloned().unwrap_or_default() };
         let engine_load = endpoints.iter().find_map(|s| {
             let during: Vec<LoadSample> = timeline
                 .loads

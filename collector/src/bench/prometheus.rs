@@ -108,7 +108,7 @@ impl Prometheus {
             value.set_sensitive(true);
             headers.insert(AUTHORIZATION, value);
         }
-        let mut builder = reqwest::Client::builder()
+        let mut builder = crate::net::client_builder()
             .default_headers(headers)
             .timeout(Duration::from_secs_f64(args.timeout_s.max(0.1)));
         if let Some(path) = &args.ca_cert {
@@ -226,7 +226,7 @@ impl Prometheus {
                 return Err(format!(
                     "Prometheus had no sample after the window's end within {:.0} s for {} series (raise --prometheus-wait to about one scrape interval)",
                     self.wait.as_secs_f64(),
-                    w.short.len()
+                    w.short_count
                 ));
             }
             Ok((derive_stats(&w.total)?, w))

@@ -5,6 +5,7 @@
 use std::collections::BTreeMap;
 use std::time::Duration;
 
+use speclens_shared::capped::CappedLog;
 use speclens_shared::protocol::TimelinePoint;
 use speclens_shared::scrape::{
     counters_from_text, derive, CounterSet, IncreaseAccumulator, LoadSample, ScrapeFailure, WindowFacts,
@@ -151,26 +152,12 @@ pub async fn fetch_settled(
     (Ok(last), load)
 }
 
-/// A counter reset the live scrapes saw.
-#[derive(Debug, Clone, PartialEq)]
-pub struct Reset {
-    /// The endpoint's label (`host:port`).
-    pub endpoint: String,
-    pub message: String,
-}
-
-impl std::fmt::Display for Reset {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        write!(f, "[{}] {}", self.endpoint, self.message)
-    }
-}
-
 /// What the live samplers saw.
 #[derive(Debug, Default)]
 pub struct Timeline {
     pub points: Vec<TimelinePoint>,
-    /// Counter resets seen during the run.
-    pub resets: Vec<Reset>,
+    /// Counter resets seen during the run, by endpoint label (counted; the first few in full).
+    pub resets: BTreeMap<String, CappedLog>,
     /// The engine gauges of each scrape in the window, by endpoint label (TensorRT-LLM's and
     /// SGLang's; a window averages them).
     pub gauges: Vec<(String, BTreeMap<String, f64>)>,
@@ -179,12 +166,23 @@ pub struct Timeline {
 }
 
 impl Timeline {
+    /// The resets as `result.json` and the console list them: `[endpoint] what happened`, the
+    /// first few of each endpoint, then how many more.
+    pub fn reset_lines(&self) -> Vec<String> {
+        self.resets
+            .iter()
+            .flat_map(|(label, log)| log.lines(&format!("[{label}] "), "counter resets"))
+            .collect()
+    }
+
     /// Every sampler's timeline as one, in time order.
     pub fn merge(parts: Vec<Timeline>) -> Timeline {
         let mut all = Timeline::default();
         for part in parts {
             all.points.extend(part.points);
-            all.resets.extend(part.resets);
+            for (label, log) in part.resets {
+                all.resets.entry(label).or_default().absorb(log);
+            }
             all.gauges.extend(part.gauges);
             all.loads.extend(part.loads);
         }
@@ -243,10 +241,10 @@ pub async fn sample_live(
             }),
             Ok(counters) => {
                 let step = acc.observe(&counters);
-                timeline.resets.extend(acc.resets.drain(..).map(|message| Reset {
-                    endpoint: endpoint.label.clone(),
-                    message,
-                }));
+                if !acc.resets.is_empty() {
+                    let log = std::mem::take(&mut acc.resets);
+                    timeline.resets.entry(endpoint.label.clone()).or_default().absorb(log);
+                }
                 if last_at.is_some() && !counters.gauges.is_empty() {
                     timeline.gauges.push((endpoint.label.clone(), counters.gauges.clone()));
                 }

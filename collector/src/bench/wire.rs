@@ -37,6 +37,8 @@ pub struct Delivery {
     pub status: hyper::StatusCode,
     /// The response's `Content-Type`, when it sent one.
     pub content_type: Option<String>,
+    /// The response's `Content-Encoding`, when it sent one (speclens asks for none).
+    pub content_encoding: Option<String>,
     /// Each body chunk with its arrival time.
     pub chunks: Vec<(Instant, Bytes)>,
     /// Why the body ended early, if it did.
@@ -80,7 +82,18 @@ pub struct Charge {
     held: usize,
 }
 
+/// What keeping one received chunk costs beyond its payload: its slot in the response's list
+/// (an `Instant` and a `Bytes`, 48 bytes, twice over while the list grows) and its allocation.
+/// Charged with every chunk, so a server sending 1-byte chunks is held to the budget by what
+/// its chunks really cost, not by their payload alone.
+pub const CHUNK_OVERHEAD_BYTES: usize = 128;
+
 impl Charge {
+    /// Take one received chunk of `payload` bytes: its payload and [`CHUNK_OVERHEAD_BYTES`].
+    pub fn take_chunk(&mut self, payload: usize) -> bool {
+        self.take(payload + CHUNK_OVERHEAD_BYTES)
+    }
+
     /// Take `bytes` more; false (nothing taken) when the budget would pass its limit.
     pub fn take(&mut self, bytes: usize) -> bool {
         use std::sync::atomic::Ordering;
@@ -319,7 +332,7 @@ impl Wire {
                     if received > max_response_bytes {
                         return Err(WireError::TooLarge);
                     }
-                    if !charge.take(data.len()) {
+                    if !charge.take_chunk(data.len()) {
                         return Err(WireError::OverBudget);
                     }
                     let at = lock(&conn.stamps).last_read.unwrap_or_else(Instant::now);
@@ -336,6 +349,7 @@ impl Wire {
             sent,
             status: parts.status,
             content_type: content_type_of(&parts.headers),
+            content_encoding: header_text(&parts.headers, hyper::header::CONTENT_ENCODING),
             chunks,
             cut,
         })
@@ -344,8 +358,13 @@ impl Wire {
 
 /// A response's `Content-Type` as text (an unreadable one is written lossily).
 pub fn content_type_of(headers: &HeaderMap) -> Option<String> {
+    header_text(headers, hyper::header::CONTENT_TYPE)
+}
+
+/// A response header's value as text (an unreadable one is written lossily).
+pub fn header_text(headers: &HeaderMap, name: hyper::header::HeaderName) -> Option<String> {
     headers
-        .get(hyper::header::CONTENT_TYPE)
+        .get(name)
         .map(|v| String::from_utf8_lossy(v.as_bytes()).into_owned())
 }
 

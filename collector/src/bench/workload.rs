@@ -429,7 +429,32 @@ fn invalid_workload<T>(message: &str) -> Result<T, CollectorError> {
     Err(CollectorError::InvalidArgument(message.into()))
 }
 
-fn read_dataset(path: &Path) -> Result<String, CollectorError> {
+/// The largest dataset file read (ShareGPT's is about 650 MB).
+pub const MAX_DATASET_BYTES: u64 = 4 << 30;
+
+/// A dataset must be a regular file (a FIFO would hang the read, `/dev/zero` never ends) of at
+/// most [`MAX_DATASET_BYTES`]; the error says which rule it broke.
+fn check_dataset_file(path: &Path) -> Result<(), CollectorError> {
+    let bad = |what: String| CollectorError::InvalidArgument(format!("dataset {}: {what}", path.display()));
+    let meta = std::fs::metadata(path).map_err(|e| bad(format!("cannot read: {e}")))?;
+    if !meta.is_file() {
+        return Err(bad(
+            "not a regular file (a device, FIFO or folder cannot be a dataset)".into()
+        ));
+    }
+    if meta.len() > MAX_DATASET_BYTES {
+        return Err(bad(format!(
+            "{} MiB, over the {} MiB a dataset may hold",
+            meta.len() >> 20,
+            MAX_DATASET_BYTES >> 20
+        )));
+    }
+    Ok(())
+}
+
+/// A dataset file's text, once [`check_dataset_file`] accepts it.
+pub(crate) fn read_dataset(path: &Path) -> Result<String, CollectorError> {
+    check_dataset_file(path)?;
     std::fs::read_to_string(path)
         .map_err(|e| CollectorError::InvalidArgument(format!("cannot read dataset {}: {e}", path.display())))
 }
@@ -446,6 +471,7 @@ fn hf_rows(path: &Path) -> Result<Vec<HfRow>, CollectorError> {
     };
     if path.extension().is_some_and(|e| e.eq_ignore_ascii_case("parquet")) {
         use parquet::file::reader::{FileReader, SerializedFileReader};
+        check_dataset_file(path)?;
         let file = std::fs::File::open(path).map_err(|e| bad(format!("cannot read: {e}")))?;
         let reader = SerializedFileReader::new(file).map_err(|e| bad(format!("not a parquet file: {e}")))?;
         let rows = reader

@@ -1,0 +1,613 @@
+//! Bounds on what speclens keeps and writes, not only on the bytes it reads: hostile servers
+//! (counters that fall at every scrape, huge error texts, redirects to other hosts, odd
+//! encodings) and odd inputs (devices and FIFOs as datasets, figures that cannot be compared),
+//! each scaled to run in seconds.
+
+use std::io::Write;
+use std::net::TcpStream;
+use std::process::{Command, Stdio};
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use crate::common::{
+    raw_server, read_json, read_records, run_speclens, run_speclens_within, speclens_peak_rss_kb, Speclens,
+};
+
+/// Write one HTTP/1.1 response and close.
+fn respond(mut stream: TcpStream, status: &str, headers: &str, body: &[u8]) {
+    let _ = write!(
+        stream,
+        "HTTP/1.1 {status}\r\ncontent-length: {}\r\nconnection: close\r\n{headers}\r\n",
+        body.len()
+    );
+    let _ = stream.write_all(body);
+    finish(stream);
+}
+
+/// Close after the client has read the answer: the request body the server never read is
+/// drained first (closing with unread bytes sends a reset, which would cut the answer short).
+fn finish(mut stream: TcpStream) {
+    let _ = stream.shutdown(std::net::Shutdown::Write);
+    let _ = stream.set_read_timeout(Some(Duration::from_secs(10)));
+    let _ = std::io::copy(&mut stream, &mut std::io::sink());
+}
+
+const MODELS: &str = r#"{"object":"list","data":[{"id":"m","object":"model","owned_by":"test"}]}"#;
+
+/// Answer `/v1/models` with the one model "m", and everything else with `other`.
+fn models_or(other: impl Fn(&str, TcpStream) + Send + Sync + 'static) -> String {
+    raw_server(move |head, stream| {
+        if head.starts_with("GET /v1/models") {
+            respond(
+                stream,
+                "200 OK",
+                "content-type: application/json\r\n",
+                MODELS.as_bytes(),
+            );
+        } else {
+            other(head, stream)
+        }
+    })
+}
+
+/// A short bench of `url` into `out`: its exit code and console.
+fn bench(url: &str, out: &std::path::Path, extra: &[&str]) -> (i32, String, String) {
+    let mut args = vec!["bench", "--url", url, "--quiet", "--out", out.to_str().unwrap()];
+    if !extra.contains(&"--num-prompts") {
+        args.extend_from_slice(&["--num-prompts", "3"]);
+    }
+    args.extend_from_slice(extra);
+    run_speclens_within(&args, Duration::from_secs(60))
+}
+
+/// Item 1: 20,000 series × 3 counter families that fall at every scrape, scraped ten times a
+/// second for 4 s: each reset is counted, the first few are kept in full, and neither memory
+/// nor `result.json` grows with them (before, one line a series a scrape: ~2 M lines).
+#[test]
+fn counter_resets_at_every_scrape_are_counted_not_kept_one_by_one() {
+    const SERIES: usize = 20_000;
+    let scrapes = Arc::new(AtomicU64::new(0));
+    let seen = scrapes.clone();
+    let metrics = raw_server(move |_, stream| {
+        let value = 1_000_000_000 - seen.fetch_add(1, Ordering::SeqCst) * 10;
+        let mut body = String::with_capacity(SERIES * 3 * 80);
+        for family in ["num_drafts", "num_draft_tokens", "num_accepted_tokens"] {
+            body.push_str(&format!("# TYPE vllm:spec_decode_{family} counter\n"));
+            for i in 0..SERIES {
+                body.push_str(&format!(
+                    "vllm:spec_decode_{family}_total{{engine=\"{i}\",model_name=\"m\"}} {value}\n"
+                ));
+            }
+        }
+        respond(
+            stream,
+            "200 OK",
+            "content-type: text/plain; version=0.0.4\r\n",
+            body.as_bytes(),
+        );
+    });
+    let sim = Speclens::instant_spec_sim("0.7", &[]);
+    let dir = tempfile::tempdir().unwrap();
+    let out = dir.path().join("run");
+    let metrics_url = format!("{metrics}/metrics");
+    let (peak_kb, status) = speclens_peak_rss_kb(
+        &[
+            "bench",
+            "--url",
+            &sim.url(),
+            "--metrics-url",
+            &metrics_url,
+            "--duration",
+            "4",
+            "--request-rate",
+            "20",
+            "--scrape-interval",
+            "0.1",
+            "--quiet",
+            "--out",
+            out.to_str().unwrap(),
+        ],
+        Duration::from_secs(120),
+    );
+    assert!(status.success());
+    let served = scrapes.load(Ordering::SeqCst);
+    assert!(served >= 10, "the counters were scraped {served} times");
+    let file = out.join("result.json");
+    let bytes = std::fs::metadata(&file).unwrap().len();
+    assert!(bytes < 1 << 20, "result.json holds {bytes} bytes");
+    let result = read_json(&file);
+    let resets: Vec<&str> = result["spec_decode"]["resets"]
+        .as_array()
+        .expect("the resets are listed")
+        .iter()
+        .map(|l| l.as_str().unwrap())
+        .collect();
+    assert!(resets.len() <= 12, "{} lines", resets.len());
+    assert!(resets[0].contains("went down from"), "{}", resets[0]);
+    let last = resets.last().unwrap();
+    let in_all: u64 = last
+        .split(" (")
+        .nth(1)
+        .and_then(|t| t.strip_suffix(" in all)"))
+        .and_then(|n| n.parse().ok())
+        .unwrap_or_else(|| panic!("the last line counts them all: {last}"));
+    assert!(last.contains("more counter resets not listed"), "{last}");
+    // Every live scrape after the first saw every series fall (the last scrapes are the run's
+    // after-snapshot and its settling retries, not the live sampler's).
+    assert!(
+        in_all >= 3 * SERIES as u64 * 5,
+        "{in_all} resets counted of {served} scrapes"
+    );
+    // The window is not a valid delta, and says why.
+    let window = &result["spec_decode"]["scrape"][0]["result"];
+    assert_eq!(window["status"], "na", "{window}");
+    assert!(peak_kb < 200 * 1024, "peak RSS {peak_kb} kB");
+    eprintln!("peak RSS {peak_kb} kB, result.json {bytes} bytes, {in_all} resets over {served} scrapes");
+}
+
+/// Item 3: five HTTP 500 answers of 4 MB error text each: every record, export and the console
+/// keep about 1 KiB of it and say how much was left out.
+#[test]
+fn a_huge_server_error_is_kept_to_a_kibibyte() {
+    let url = models_or(|_, stream| {
+        let message = "overloaded ".repeat(400_000);
+        let body = format!(r#"{{"error":{{"message":"{message}","type":"server_error","code":500}}}}"#);
+        respond(
+            stream,
+            "500 Internal Server Error",
+            "content-type: application/json\r\n",
+            body.as_bytes(),
+        );
+    });
+    let dir = tempfile::tempdir().unwrap();
+    let out = dir.path().join("run");
+    let (code, stdout, stderr) = bench(&url, &out, &["--num-prompts", "5", "--model", "m", "--no-scrape"]);
+    assert_ne!(code, 0, "no request succeeded");
+    assert!(
+        stdout.len() + stderr.len() < 64 << 10,
+        "{} bytes printed",
+        stdout.len() + stderr.len()
+    );
+    let records = read_records(&out);
+    assert_eq!(records.len(), 5);
+    for r in &records {
+        let error = r.error.as_deref().unwrap();
+        assert!(error.starts_with("HTTP 500: overloaded overloaded"), "{}", &error[..80]);
+        assert!(error.len() < 1200, "{} bytes kept", error.len());
+        assert!(
+            error.ends_with("more bytes not kept)"),
+            "{}",
+            &error[error.len() - 60..]
+        );
+    }
+    let written: u64 = std::fs::read_dir(&out)
+        .unwrap()
+        .map(|e| e.unwrap().metadata().unwrap().len())
+        .sum();
+    assert!(written < 256 << 10, "the results folder holds {written} bytes");
+}
+
+/// Item 5: a server that redirects to another origin (here `localhost` on another port) gets no
+/// request from speclens there: not the model list with the `--header` values, not the prompts,
+/// on either transport (plain http, and reqwest's, which credentials in the URL select).
+#[test]
+fn redirects_to_another_host_are_refused_and_send_it_nothing() {
+    let heard: Arc<Mutex<Vec<String>>> = Arc::default();
+    let log = heard.clone();
+    let elsewhere = raw_server(move |head, stream| {
+        log.lock().unwrap().push(head.to_string());
+        respond(
+            stream,
+            "200 OK",
+            "content-type: application/json\r\n",
+            MODELS.as_bytes(),
+        );
+    });
+    let port = elsewhere.rsplit(':').next().unwrap().to_string();
+    let target = format!("http://localhost:{port}");
+    // Every request redirected.
+    let moved = format!("307 Temporary Redirect\r\nlocation: {target}/v1/models");
+    let all = raw_server(move |_, stream| respond(stream, &moved, "", b""));
+    let dir = tempfile::tempdir().unwrap();
+    let out = dir.path().join("run");
+    let secret = ["--header", "X-Api-Key: sk-never-elsewhere"];
+    let (code, _, stderr) = bench(&all, &out, &secret);
+    assert_ne!(code, 0, "{stderr}");
+    assert!(
+        stderr.contains(&format!("the server redirected to {target}, another origin")),
+        "{stderr}"
+    );
+    // Only the completions redirected, on reqwest's path (credentials in the URL).
+    let moved = format!("307 Temporary Redirect\r\nlocation: {target}/v1/completions");
+    let completions = models_or(move |_, stream| respond(stream, &moved, "", b""));
+    let with_credentials = completions.replace("http://", "http://user:pw@");
+    let (code, _, stderr) = bench(
+        &with_credentials,
+        &out,
+        &[&secret[..], &["--model", "m", "--no-scrape"]].concat(),
+    );
+    assert_ne!(code, 0, "{stderr}");
+    let records = read_records(&out);
+    assert!(
+        records
+            .iter()
+            .all(|r| r.error.as_deref().is_some_and(|e| e.contains("another origin"))),
+        "{:?}",
+        records.iter().map(|r| r.error.clone()).collect::<Vec<_>>()
+    );
+    // Our own transport does not follow redirects at all: the 307 is the error.
+    let (code, _, _) = bench(
+        &completions,
+        &out,
+        &[&secret[..], &["--model", "m", "--no-scrape"]].concat(),
+    );
+    assert_ne!(code, 0);
+    assert!(read_records(&out)
+        .iter()
+        .all(|r| r.error.as_deref().is_some_and(|e| e.starts_with("HTTP 307"))));
+    assert_eq!(
+        *heard.lock().unwrap(),
+        Vec::<String>::new(),
+        "the other host was sent something"
+    );
+}
+
+/// Item 7: a dataset must be a regular file: `/dev/zero` (endless) and a FIFO (a read that
+/// never returns) are refused at once, by name.
+#[test]
+fn devices_and_fifos_are_not_datasets() {
+    let sim = Speclens::instant_spec_sim("0.7", &[]);
+    let dir = tempfile::tempdir().unwrap();
+    let fifo = dir.path().join("prompts.jsonl");
+    let made = Command::new("mkfifo").arg(&fifo).status().unwrap();
+    assert!(made.success());
+    for path in [std::path::Path::new("/dev/zero"), fifo.as_path()] {
+        let out = dir.path().join("run");
+        let (code, _, stderr) = bench(
+            &sim.url(),
+            &out,
+            &["--dataset", "jsonl", "--dataset-path", path.to_str().unwrap()],
+        );
+        assert_eq!(code, 2, "{stderr}");
+        assert!(stderr.contains("not a regular file"), "{stderr}");
+        assert!(!out.exists());
+    }
+}
+
+/// Item 7: `check` of per-position rates that cannot be judged (a rate above 1, as a broken or
+/// hand-edited file may hold) fails and says why, where it said "within noise".
+#[test]
+fn a_figure_that_cannot_be_compared_fails_the_check_with_the_reason() {
+    let sim = Speclens::instant_spec_sim("0.7", &[]);
+    let dir = tempfile::tempdir().unwrap();
+    let base = dir.path().join("base");
+    let (code, _, stderr) = bench(&sim.url(), &base, &["--num-prompts", "8"]);
+    assert_eq!(code, 0, "{stderr}");
+    let new = dir.path().join("new");
+    std::fs::create_dir_all(&new).unwrap();
+    let mut result = read_json(&base.join("result.json"));
+    result["spec_decode_per_position_acceptance_rates"] = serde_json::json!([1.4, 0.5, 0.3]);
+    std::fs::write(new.join("result.json"), serde_json::to_vec(&result).unwrap()).unwrap();
+    let (code, stdout, stderr) = run_speclens(&[
+        "check",
+        "--baseline",
+        base.to_str().unwrap(),
+        new.to_str().unwrap(),
+        "--figure",
+        "per_position",
+    ]);
+    assert_eq!(code, 3, "{stdout}{stderr}");
+    assert!(stdout.contains("CANNOT COMPARE"), "{stdout}");
+    assert!(
+        stderr.contains("cannot be compared: per_position[1] (a rate outside [0, 1]: "),
+        "{stderr}"
+    );
+}
+
+/// Item 9: one event with a lone surrogate escape costs that character, not the response; a
+/// compressed answer is named by its encoding; a stream still open at `--timeout` is a timeout
+/// on reqwest's path as on ours.
+#[test]
+fn odd_answers_are_classified_by_what_went_wrong() {
+    let stream_with_lone_surrogate = models_or(|_, stream| {
+        let events = concat!(
+            "data: {\"id\":\"c\",\"object\":\"text_completion\",\"choices\":[{\"index\":0,\"text\":\"a\\ud800b\"}]}\n\n",
+            "data: {\"id\":\"c\",\"object\":\"text_completion\",\"choices\":[{\"index\":0,\"text\":\" c\",\"finish_reason\":\"length\"}]}\n\n",
+            "data: [DONE]\n\n"
+        );
+        respond(
+            stream,
+            "200 OK",
+            "content-type: text/event-stream\r\n",
+            events.as_bytes(),
+        );
+    });
+    let dir = tempfile::tempdir().unwrap();
+    let out = dir.path().join("run");
+    let (code, _, stderr) = bench(
+        &stream_with_lone_surrogate,
+        &out,
+        &["--model", "m", "--no-scrape", "--endpoint", "completions"],
+    );
+    assert_eq!(code, 0, "{stderr}");
+    for r in read_records(&out) {
+        assert!(r.success && r.error.is_none(), "{:?}", r.error);
+        assert!(r.output_tokens > 0);
+    }
+    let compressed = models_or(|_, stream| {
+        respond(
+            stream,
+            "200 OK",
+            "content-type: text/event-stream\r\ncontent-encoding: gzip\r\n",
+            b"\x1f\x8b\x08\x00junk",
+        )
+    });
+    let (code, _, _) = bench(&compressed, &out, &["--model", "m", "--no-scrape"]);
+    assert_ne!(code, 0);
+    for r in read_records(&out) {
+        let error = r.error.unwrap_or_default();
+        assert!(
+            error.contains("the answer is compressed (Content-Encoding: gzip)"),
+            "{error}"
+        );
+    }
+    // One event, then nothing until the client gives up.
+    let hangs = models_or(|_, mut stream| {
+        let event =
+            "data: {\"id\":\"c\",\"object\":\"text_completion\",\"choices\":[{\"index\":0,\"text\":\"a\"}]}\n\n";
+        let _ = write!(
+            stream,
+            "HTTP/1.1 200 OK\r\ncontent-type: text/event-stream\r\ntransfer-encoding: chunked\r\n\r\n{:x}\r\n{event}\r\n",
+            event.len()
+        );
+        std::thread::sleep(Duration::from_secs(5));
+    });
+    for url in [hangs.clone(), hangs.replace("http://", "http://user:pw@")] {
+        let (code, _, _) = bench(&url, &out, &["--model", "m", "--no-scrape", "--timeout", "1"]);
+        assert_ne!(code, 0);
+        for r in read_records(&out) {
+            assert_eq!(
+                r.error_kind,
+                Some(speclens_shared::run::ErrorKind::Timeout),
+                "{url}: {:?}",
+                r.error
+            );
+        }
+    }
+}
+
+/// Run `bench` against `url` to its end and return its peak resident memory in kB.
+fn bench_peak_kb(url: &str, out: &std::path::Path, extra: &[&str]) -> u64 {
+    let mut args = vec![
+        "bench",
+        "--url",
+        url,
+        "--model",
+        "m",
+        "--no-scrape",
+        "--quiet",
+        "--out",
+        out.to_str().unwrap(),
+    ];
+    args.extend_from_slice(extra);
+    speclens_peak_rss_kb(&args, Duration::from_secs(120)).0
+}
+
+/// Item 2: 4 MiB of payload as 1-byte HTTP chunks (4 M chunks, ~370 MB kept at their old cost)
+/// is charged per chunk and abandoned at the budget; 24 MiB of 3 M tiny SSE events is read one
+/// event at a time (no list of them). Both on both transports.
+#[test]
+fn many_tiny_chunks_and_events_are_charged_what_they_cost() {
+    let one_byte_chunks = models_or(|_, mut stream| {
+        let _ = stream
+            .write_all(b"HTTP/1.1 200 OK\r\ncontent-type: text/event-stream\r\ntransfer-encoding: chunked\r\n\r\n");
+        let block = "1\r\nx\r\n".repeat(1 << 16);
+        for _ in 0..64 {
+            if stream.write_all(block.as_bytes()).is_err() {
+                return;
+            }
+        }
+        let _ = stream.write_all(b"0\r\n\r\n");
+        finish(stream);
+    });
+    let tiny_events = models_or(|_, mut stream| {
+        let events = "data:1\n\n".repeat(3 << 20) + "data: [DONE]\n\n";
+        let _ = write!(
+            stream,
+            "HTTP/1.1 200 OK\r\ncontent-type: text/event-stream\r\ncontent-length: {}\r\nconnection: close\r\n\r\n",
+            events.len()
+        );
+        let _ = stream.write_all(events.as_bytes());
+        finish(stream);
+    });
+    let dir = tempfile::tempdir().unwrap();
+    let out = dir.path().join("run");
+    for reqwest_path in [false, true] {
+        let via = |url: &str| {
+            if reqwest_path {
+                url.replace("http://", "http://user:pw@")
+            } else {
+                url.to_string()
+            }
+        };
+        let peak_kb = bench_peak_kb(
+            &via(&one_byte_chunks),
+            &out,
+            &["--num-prompts", "1", "--max-buffered-mib", "64"],
+        );
+        let error = read_records(&out)[0].error.clone().unwrap_or_default();
+        assert!(error.contains("passed 64 MiB (--max-buffered-mib)"), "{error}");
+        assert!(peak_kb < 150 * 1024, "1-byte chunks: peak RSS {peak_kb} kB");
+        let peak_kb = bench_peak_kb(&via(&tiny_events), &out, &["--num-prompts", "1"]);
+        let error = read_records(&out)[0].error.clone().unwrap_or_default();
+        assert!(error.contains("the stream carried no generated text"), "{error}");
+        assert!(peak_kb < 150 * 1024, "tiny events: peak RSS {peak_kb} kB");
+    }
+}
+
+/// Item 6: one writer a results folder (a second command given the same `--out` is refused,
+/// naming the first; the first's records stay whole), and categories whose names clean to one
+/// file name, or are 300 characters long, each keep a file of their own.
+#[test]
+fn a_results_folder_has_one_writer_and_each_category_its_own_file() {
+    // Each answer takes 2 s: the first bench holds its folder for a while.
+    let slow = models_or(|_, stream| {
+        std::thread::sleep(Duration::from_secs(2));
+        respond(
+            stream,
+            "500 Internal Server Error",
+            "content-type: application/json\r\n",
+            br#"{"error":{"message":"slow"}}"#,
+        );
+    });
+    let dir = tempfile::tempdir().unwrap();
+    let out = dir.path().join("run");
+    let mut first = Command::new(env!("CARGO_BIN_EXE_speclens"))
+        .args([
+            "bench",
+            "--url",
+            &slow,
+            "--model",
+            "m",
+            "--no-scrape",
+            "--num-prompts",
+            "2",
+            "--concurrency",
+            "1",
+        ])
+        .args(["--quiet", "--out", out.to_str().unwrap()])
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .spawn()
+        .unwrap();
+    let deadline = std::time::Instant::now() + Duration::from_secs(20);
+    while !out.join(".speclens.lock").exists() {
+        assert!(
+            std::time::Instant::now() < deadline,
+            "the first bench never took its folder"
+        );
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    let (code, _, stderr) = bench(&slow, &out, &["--model", "m", "--no-scrape"]);
+    assert_eq!(code, 1, "{stderr}");
+    assert!(
+        stderr.contains(&format!(
+            "{} is being written by another speclens (pid {})",
+            out.display(),
+            first.id()
+        )),
+        "{stderr}"
+    );
+    let _ = first.wait();
+    assert_eq!(read_records(&out).len(), 2, "the first run's records are whole");
+
+    let sim = Speclens::instant_spec_sim("0.7", &[]);
+    let long = "c".repeat(300);
+    let data = dir.path().join("prompts.jsonl");
+    let mut lines = String::new();
+    for category in ["a/b", "a_b", "a?b", long.as_str()] {
+        for i in 0..2 {
+            lines.push_str(&format!(
+                "{{\"prompt\": \"Summarize memo {i} of {category}\", \"category\": \"{category}\"}}\n"
+            ));
+        }
+    }
+    std::fs::write(&data, lines).unwrap();
+    let accept = dir.path().join("accept");
+    let (code, stdout, stderr) = run_speclens_within(
+        &[
+            "accept",
+            "--url",
+            &sim.url(),
+            "--dataset",
+            "jsonl",
+            "--dataset-path",
+            data.to_str().unwrap(),
+            "--requests-per-category",
+            "2",
+            "--request-rate",
+            "200",
+            "--output-tokens",
+            "32",
+            "--out",
+            accept.to_str().unwrap(),
+        ],
+        Duration::from_secs(120),
+    );
+    assert_eq!(code, 0, "{stdout}{stderr}");
+    let mut kept: Vec<String> = std::fs::read_dir(&accept)
+        .unwrap()
+        .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+        .filter(|n| n.starts_with("accept-"))
+        .collect();
+    kept.sort();
+    let cut = format!("accept-{}.json", "c".repeat(64));
+    assert_eq!(
+        kept,
+        [
+            "accept-a_b-2.json",
+            "accept-a_b-3.json",
+            "accept-a_b.json",
+            cut.as_str()
+        ]
+    );
+    // Each file keeps its category's own name.
+    let mut names: Vec<String> = kept
+        .iter()
+        .map(|f| read_json(&accept.join(f))["category"].as_str().unwrap().to_string())
+        .collect();
+    names.sort();
+    assert_eq!(names, ["a/b", "a?b", "a_b", long.as_str()]);
+}
+
+/// Item 8: the dashboard's run list: a FIFO named `result.json` and a result file reached
+/// through a symlink out of the results folder are not listed (and the FIFO does not hang the
+/// answer), and the list answers the same while the file is unchanged.
+#[tokio::test]
+async fn the_run_list_skips_fifos_and_links_out_of_the_results_folder() {
+    let sim = Speclens::instant_spec_sim("0.7", &[]);
+    let dir = tempfile::tempdir().unwrap();
+    let results = dir.path().join("results");
+    let outside = dir.path().join("outside");
+    let (code, _, stderr) = bench(&sim.url(), &results.join("real-run"), &[]);
+    assert_eq!(code, 0, "{stderr}");
+    let (code, _, stderr) = bench(&sim.url(), &outside.join("secret-run"), &[]);
+    assert_eq!(code, 0, "{stderr}");
+    std::os::unix::fs::symlink(outside.join("secret-run"), results.join("linked-run")).unwrap();
+    std::fs::create_dir_all(results.join("fifo-run")).unwrap();
+    assert!(Command::new("mkfifo")
+        .arg(results.join("fifo-run/result.json"))
+        .status()
+        .unwrap()
+        .success());
+    let web = crate::common::built_web_dir();
+    let server = Speclens::start(&[
+        "serve",
+        "--port",
+        "0",
+        "--web-dir",
+        web.to_str().unwrap(),
+        "--results-dir",
+        results.to_str().unwrap(),
+    ]);
+    let base = server.url().trim_end_matches('/').to_string();
+    let list = || async {
+        let (status, text) = crate::common::get_text(&format!("{base}/api/runs")).await;
+        assert_eq!(status, 200, "{text}");
+        serde_json::from_str::<serde_json::Value>(&text).unwrap()
+    };
+    let first = list().await;
+    let ids: Vec<&str> = first["runs"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|r| r["id"].as_str().unwrap())
+        .collect();
+    assert_eq!(ids, ["real-run"], "{first}");
+    assert_eq!(list().await, first);
+    // The FIFO asked for by id: refused, not a hang.
+    let (status, answer) = crate::common::get_text(&format!("{base}/api/runs/fifo-run")).await;
+    assert_eq!(status, 404, "{answer}");
+    assert!(answer.contains("no such run"), "{answer}");
+}
