@@ -611,3 +611,67 @@ async fn the_run_list_skips_fifos_and_links_out_of_the_results_folder() {
     assert_eq!(status, 404, "{answer}");
     assert!(answer.contains("no such run"), "{answer}");
 }
+
+/// Item 9: 20 streaming clients that send a long request (500,000 tokens) and never read: the
+/// sim's engine runs them to the end all the same, but each request holds a bounded queue of
+/// events (tokens merged past it), not one event per step (~200,000 each, far past what the
+/// sockets' buffers take); connections are capped as the dashboard's are.
+#[test]
+fn clients_that_never_read_cost_the_sim_a_bounded_queue_each() {
+    const CLIENTS: usize = 20;
+    let sim = Speclens::instant_spec_sim("0.7", &["--max-model-len", "600000", "--kv-cache-tokens", "20000000"]);
+    let host = sim
+        .url()
+        .trim_start_matches("http://")
+        .trim_end_matches('/')
+        .to_string();
+    let body = r#"{"model":"speclens/sim-8b","prompt":"hi","max_tokens":500000,"stream":true,"ignore_eos":true}"#;
+    let held: Vec<TcpStream> = (0..CLIENTS)
+        .map(|_| {
+            let mut stream = TcpStream::connect(&host).unwrap();
+            write!(
+                stream,
+                "POST /v1/completions HTTP/1.1\r\nHost: {host}\r\nContent-Type: application/json\r\nContent-Length: {}\r\n\r\n{body}",
+                body.len()
+            )
+            .unwrap();
+            stream
+        })
+        .collect();
+    // Every request is generated (the counters say so) while no client reads.
+    let deadline = std::time::Instant::now() + Duration::from_secs(60);
+    loop {
+        let metrics = {
+            use std::io::Read;
+            let mut stream = TcpStream::connect(&host).unwrap();
+            write!(
+                stream,
+                "GET /metrics HTTP/1.1\r\nHost: {host}\r\nConnection: close\r\n\r\n"
+            )
+            .unwrap();
+            let mut text = String::new();
+            let _ = stream.read_to_string(&mut text);
+            text
+        };
+        let finished: f64 = metrics
+            .lines()
+            .filter(|l| l.starts_with("vllm:request_success_total{"))
+            .filter_map(|l| l.rsplit(' ').next()?.parse::<f64>().ok())
+            .sum();
+        if finished >= CLIENTS as f64 {
+            break;
+        }
+        assert!(
+            std::time::Instant::now() < deadline,
+            "{finished} of {CLIENTS} requests finished"
+        );
+        std::thread::sleep(Duration::from_millis(200));
+    }
+    let peak_kb = sim.peak_rss_kb();
+    eprintln!("sim peak RSS {peak_kb} kB with {CLIENTS} unread streams");
+    assert!(
+        peak_kb < 150 * 1024,
+        "sim peak RSS {peak_kb} kB with {CLIENTS} unread streams"
+    );
+    drop(held);
+}

@@ -49,6 +49,96 @@ pub fn client_builder() -> reqwest::ClientBuilder {
         }))
 }
 
+/// Connections a server of ours (the dashboard, the sim) serves at once: three quarters of the
+/// open-file limit (the rest is for files and the runs), at most 4,096. Past it, new
+/// connections wait in the listen backlog until one closes (the dashboard also refuses a
+/// WebSocket upgrade, 503), so idle connections cannot exhaust the process's files.
+pub fn connection_cap() -> usize {
+    #[cfg(target_os = "linux")]
+    {
+        use nix::sys::resource::{getrlimit, Resource};
+        if let Ok((soft, _)) = getrlimit(Resource::RLIMIT_NOFILE) {
+            return usize::try_from(soft / 4 * 3).unwrap_or(4096).clamp(16, 4096);
+        }
+    }
+    768
+}
+
+/// A listener for `axum::serve` that holds one of `slots` for each connection it hands out, for
+/// as long as the connection lives: past the cap, accepting waits until one closes.
+pub struct CappedListener<L> {
+    pub inner: L,
+    pub slots: std::sync::Arc<tokio::sync::Semaphore>,
+}
+
+impl<L: axum::serve::Listener> axum::serve::Listener for CappedListener<L> {
+    type Io = Held<L::Io>;
+    type Addr = L::Addr;
+
+    async fn accept(&mut self) -> (Self::Io, Self::Addr) {
+        // The semaphore is never closed, so the permit always comes.
+        let permit = self.slots.clone().acquire_owned().await.ok();
+        let (io, addr) = self.inner.accept().await;
+        (Held { io, _slot: permit }, addr)
+    }
+
+    fn local_addr(&self) -> std::io::Result<Self::Addr> {
+        self.inner.local_addr()
+    }
+}
+
+/// A connection holding its slot of a [`CappedListener`].
+pub struct Held<T> {
+    io: T,
+    _slot: Option<tokio::sync::OwnedSemaphorePermit>,
+}
+
+impl<T: tokio::io::AsyncRead + Unpin> tokio::io::AsyncRead for Held<T> {
+    fn poll_read(
+        self: std::pin::Pin<&mut Self>,
+        cx: &mut std::task::Context<'_>,
+        buf: &mut tokio::io::ReadBuf<'_>,
+    ) -> std::task::Poll<std::io::Result<()>> {
+        std::pin::Pin::new(&mut self.get_mut().io).poll_read(cx, buf)
+    }
+}
+
+impl<T: tokio::io::AsyncWrite + Unpin> tokio::io::AsyncWrite for Held<T> {
+    fn poll_write(
+        self: std::pin::Pin<&mut Self>,
+        cx: &mut std::task::Context<'_>,
+        buf: &[u8],
+    ) -> std::task::Poll<std::io::Result<usize>> {
+        std::pin::Pin::new(&mut self.get_mut().io).poll_write(cx, buf)
+    }
+
+    fn poll_write_vectored(
+        self: std::pin::Pin<&mut Self>,
+        cx: &mut std::task::Context<'_>,
+        bufs: &[std::io::IoSlice<'_>],
+    ) -> std::task::Poll<std::io::Result<usize>> {
+        std::pin::Pin::new(&mut self.get_mut().io).poll_write_vectored(cx, bufs)
+    }
+
+    fn is_write_vectored(&self) -> bool {
+        self.io.is_write_vectored()
+    }
+
+    fn poll_flush(
+        self: std::pin::Pin<&mut Self>,
+        cx: &mut std::task::Context<'_>,
+    ) -> std::task::Poll<std::io::Result<()>> {
+        std::pin::Pin::new(&mut self.get_mut().io).poll_flush(cx)
+    }
+
+    fn poll_shutdown(
+        self: std::pin::Pin<&mut Self>,
+        cx: &mut std::task::Context<'_>,
+    ) -> std::task::Poll<std::io::Result<()>> {
+        std::pin::Pin::new(&mut self.get_mut().io).poll_shutdown(cx)
+    }
+}
+
 /// Compare secrets in constant time, so a token cannot be guessed byte by byte from timings.
 pub fn same_secret(a: &str, b: &str) -> bool {
     a.len() == b.len() && a.bytes().zip(b.bytes()).fold(0u8, |acc, (x, y)| acc | (x ^ y)) == 0

@@ -179,7 +179,7 @@ pub fn dashboard_url(addr: SocketAddr, token: Option<&str>) -> String {
 struct AppState {
     hub: LiveHub,
     results_dir: PathBuf,
-    /// The connection slots ([`connection_cap`]): an HTTP connection holds one while it is
+    /// The connection slots ([`crate::net::connection_cap`]): an HTTP connection holds one while it is
     /// served, and a WebSocket holds one of its own for as long as it is open (hyper lets go of
     /// an upgraded connection, so without it held WebSockets would use up the process's files).
     slots: Arc<tokio::sync::Semaphore>,
@@ -330,7 +330,7 @@ pub async fn start(settings: &ServeSettings, hub: LiveHub) -> Result<Dashboard, 
         url.push('#');
         url.push_str(fragment);
     }
-    let slots = Arc::new(tokio::sync::Semaphore::new(connection_cap()));
+    let slots = Arc::new(tokio::sync::Semaphore::new(crate::net::connection_cap()));
     let app = router(settings, hub, slots.clone());
     let (tx, rx) = oneshot::channel::<()>();
     let task = tokio::spawn(serve_bounded(listener, app, slots, rx));
@@ -345,21 +345,6 @@ pub async fn start(settings: &ServeSettings, hub: LiveHub) -> Result<Dashboard, 
 /// How long a client may take to send a request's head, from its connection (or its previous
 /// response) on; an idle or half-sent connection is closed after it.
 const HEADER_READ_TIMEOUT: Duration = Duration::from_secs(10);
-
-/// Connections served at once, WebSockets included: three quarters of the open-file limit (the
-/// rest is for files and the runs), at most 4,096. Past it, new connections wait in the listen
-/// backlog until one closes, and a WebSocket upgrade is refused (503), so idle connections
-/// cannot exhaust the process's files.
-fn connection_cap() -> usize {
-    #[cfg(target_os = "linux")]
-    {
-        use nix::sys::resource::{getrlimit, Resource};
-        if let Ok((soft, _)) = getrlimit(Resource::RLIMIT_NOFILE) {
-            return usize::try_from(soft / 4 * 3).unwrap_or(4096).clamp(16, 4096);
-        }
-    }
-    768
-}
 
 /// Serve `app` on `listener` until `stop`: HTTP/1.1 with upgrades (the live WebSocket), a
 /// header-read timeout on every connection and a cap on connections at once.

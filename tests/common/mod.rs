@@ -156,6 +156,16 @@ impl Speclens {
             .map(|(_, rest)| format!("http{rest}"))
             .unwrap_or_else(|| panic!("unexpected first line {:?}", self.first_line))
     }
+
+    /// The process's peak resident memory so far, in kB (its `VmHWM`).
+    pub fn peak_rss_kb(&self) -> u64 {
+        let status = std::fs::read_to_string(format!("/proc/{}/status", self.child.id())).unwrap_or_default();
+        status
+            .lines()
+            .find_map(|l| l.strip_prefix("VmHWM:"))
+            .and_then(|kb| kb.trim().trim_end_matches(" kB").trim().parse().ok())
+            .unwrap_or(0)
+    }
 }
 
 impl Drop for Speclens {

@@ -475,7 +475,7 @@ async fn completions(State(state): State<Arc<SimState>>, headers: HeaderMap, bod
             }
         })
         .collect();
-    let (tx, rx) = mpsc::unbounded_channel();
+    let (tx, rx) = mpsc::channel(super::engine::EVENTS_QUEUED);
     if state
         .submit(Submission {
             seqs,
@@ -734,7 +734,7 @@ impl Progress {
     }
 }
 
-async fn full_response(reply: Reply, mut rx: mpsc::UnboundedReceiver<SeqEvent>, fault: StreamFault) -> Response {
+async fn full_response(reply: Reply, mut rx: mpsc::Receiver<SeqEvent>, fault: StreamFault) -> Response {
     let mut progress = Progress::new(reply.n);
     while let Some(event) = rx.recv().await {
         match event {
@@ -826,7 +826,7 @@ async fn full_response(reply: Reply, mut rx: mpsc::UnboundedReceiver<SeqEvent>, 
 /// usage chunk when asked, `[DONE]`.
 struct StreamState {
     reply: Reply,
-    rx: mpsc::UnboundedReceiver<SeqEvent>,
+    rx: mpsc::Receiver<SeqEvent>,
     progress: Progress,
     fault: StreamFault,
     /// Tokens after which the fault strikes.
@@ -921,12 +921,7 @@ impl StreamState {
     }
 }
 
-fn stream_response(
-    reply: Reply,
-    rx: mpsc::UnboundedReceiver<SeqEvent>,
-    fault: StreamFault,
-    max_tokens: u64,
-) -> Response {
+fn stream_response(reply: Reply, rx: mpsc::Receiver<SeqEvent>, fault: StreamFault, max_tokens: u64) -> Response {
     let n = reply.n;
     let state = StreamState {
         reply,

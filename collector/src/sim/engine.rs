@@ -188,7 +188,7 @@ pub struct SeqSpec {
 #[derive(Debug)]
 pub struct Submission {
     pub seqs: Vec<SeqSpec>,
-    pub events: mpsc::UnboundedSender<SeqEvent>,
+    pub events: mpsc::Sender<SeqEvent>,
     /// Streamed: every step's tokens are sent as they come. A whole response needs only the
     /// end, and not waking its handler each step keeps the sim's CPU per step low.
     pub stream: bool,
@@ -298,6 +298,10 @@ fn admit_blocks(spec: &SeqSpec, k: u32) -> u64 {
     (spec.prompt_tokens + 1 + u64::from(k)).div_ceil(KV_BLOCK_TOKENS)
 }
 
+/// Events queued for one request before its tokens are coalesced: a client that does not read
+/// its stream holds this many events (and one merged token range), not one per step.
+pub const EVENTS_QUEUED: usize = 64;
+
 /// Hooks from the engine back to the server (simulated restarts).
 pub trait FinishHook: Send + Sync {
     /// Called once per finished request (all its choices done).
@@ -309,8 +313,11 @@ struct Seq {
     generated: u32,
     prefilled: bool,
     stats: SeqStats,
-    events: mpsc::UnboundedSender<SeqEvent>,
+    events: mpsc::Sender<SeqEvent>,
     stream: bool,
+    /// Tokens generated but not yet sent, as `(first, count)`: the request's queue was full
+    /// (its client is not reading), so they go out merged with the next ones.
+    unsent: Option<(u32, u32)>,
     /// Shared by the choices of one request: how many are still running.
     open_choices: Arc<AtomicU64>,
     /// Tokens to recompute at its next prefill after a preemption (what it had generated).
@@ -373,6 +380,7 @@ pub async fn run_engine(
                     prefilled: false,
                     events: sub.events.clone(),
                     stream: sub.stream,
+                    unsent: None,
                     open_choices: open.clone(),
                     recompute: 0,
                 });
@@ -488,13 +496,18 @@ fn advance(seq: &mut Seq, config: &EngineConfig, rng: &mut SmallRng, c: &mut Eng
     c.generation_tokens += u64::from(emitted);
     let index = seq.spec.index;
     let gone = if seq.stream {
-        seq.events
-            .send(SeqEvent::Tokens {
-                index,
-                first,
-                count: emitted,
-            })
-            .is_err()
+        let (first, count) = match seq.unsent.take() {
+            Some((from, held)) => (from, held + emitted),
+            None => (first, emitted),
+        };
+        match seq.events.try_send(SeqEvent::Tokens { index, first, count }) {
+            Ok(()) => false,
+            Err(mpsc::error::TrySendError::Full(_)) => {
+                seq.unsent = Some((first, count));
+                false
+            }
+            Err(mpsc::error::TrySendError::Closed(_)) => true,
+        }
     } else {
         seq.events.is_closed()
     };
@@ -518,13 +531,44 @@ fn advance(seq: &mut Seq, config: &EngineConfig, rng: &mut SmallRng, c: &mut Eng
         FinishReason::Length
     };
     finish_counts(seq, c);
-    let _ = seq.events.send(SeqEvent::Finished {
+    let unsent = seq
+        .unsent
+        .take()
+        .map(|(first, count)| SeqEvent::Tokens { index, first, count });
+    let finished = SeqEvent::Finished {
         index,
         reason,
         tokens: seq.generated,
         stats: std::mem::take(&mut seq.stats),
-    });
+    };
+    deliver_last(&seq.events, unsent, finished);
     false
+}
+
+/// Send a finished choice's last events: at once when its queue has room, else from a task of
+/// their own that waits for the client to read (the engine never waits on one client).
+fn deliver_last(events: &mpsc::Sender<SeqEvent>, unsent: Option<SeqEvent>, finished: SeqEvent) {
+    let pending = match unsent.map(|tokens| events.try_send(tokens)) {
+        None | Some(Ok(())) => None,
+        Some(Err(mpsc::error::TrySendError::Closed(_))) => return,
+        Some(Err(mpsc::error::TrySendError::Full(tokens))) => Some(tokens),
+    };
+    let finished = match pending {
+        None => match events.try_send(finished) {
+            Ok(()) | Err(mpsc::error::TrySendError::Closed(_)) => return,
+            Err(mpsc::error::TrySendError::Full(finished)) => finished,
+        },
+        Some(_) => finished,
+    };
+    let events = events.clone();
+    tokio::spawn(async move {
+        if let Some(tokens) = pending {
+            if events.send(tokens).await.is_err() {
+                return;
+            }
+        }
+        let _ = events.send(finished).await;
+    });
 }
 
 /// What SGLang adds to its counters when a request finishes.

@@ -321,6 +321,12 @@ pub async fn start(settings: SimSettings) -> Result<SimHandle, CollectorError> {
         // Without TCP_NODELAY each streamed chunk waits ~40 ms (Nagle meets delayed ACK).
         let _ = tcp.set_nodelay(true);
     });
+    // Connections at once are capped as the dashboard's are: clients that never read cannot
+    // use up the process's files.
+    let listener = crate::net::CappedListener {
+        inner: listener,
+        slots: Arc::new(tokio::sync::Semaphore::new(crate::net::connection_cap())),
+    };
     let task = tokio::spawn(async move {
         axum::serve(listener, app)
             .with_graceful_shutdown(async {
