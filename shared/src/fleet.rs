@@ -12,7 +12,6 @@
 use std::collections::BTreeMap;
 
 use serde::{Deserialize, Serialize};
-use serde_json::Value;
 
 use crate::capped::CappedLog;
 use crate::error::Error;
@@ -39,60 +38,90 @@ fn api_error(message: impl Into<String>) -> Error {
     Error::PrometheusApi(message.into())
 }
 
-/// A sample `[<unix seconds>, "<value>"]` (values are strings in the API: "NaN", "+Inf" too).
-fn sample(v: &Value) -> Result<(f64, f64), Error> {
-    let pair = v
-        .as_array()
-        .filter(|a| a.len() == 2)
-        .ok_or_else(|| api_error("a sample is not [time, value]"))?;
-    let t = pair[0]
-        .as_f64()
-        .ok_or_else(|| api_error("a sample time is not a number"))?;
-    let text = pair[1]
-        .as_str()
-        .ok_or_else(|| api_error("a sample value is not a string"))?;
-    let value = match text {
-        "+Inf" | "Inf" => f64::INFINITY,
-        "-Inf" => f64::NEG_INFINITY,
-        other => other
-            .parse()
-            .map_err(|_| api_error(format!("sample value {other:?} is not a number")))?,
-    };
-    Ok((t, value))
+/// A sample's value as the API writes it: a string ("NaN", "+Inf" too), read straight into a
+/// number (no text kept per sample).
+struct SampleValue(f64);
+
+impl<'de> Deserialize<'de> for SampleValue {
+    fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<SampleValue, D::Error> {
+        struct Visit;
+        impl serde::de::Visitor<'_> for Visit {
+            type Value = SampleValue;
+            fn expecting(&self, f: &mut std::fmt::Formatter) -> std::fmt::Result {
+                f.write_str("a sample value string")
+            }
+            fn visit_str<E: serde::de::Error>(self, text: &str) -> Result<SampleValue, E> {
+                match text {
+                    "+Inf" | "Inf" => Ok(SampleValue(f64::INFINITY)),
+                    "-Inf" => Ok(SampleValue(f64::NEG_INFINITY)),
+                    other => other
+                        .parse()
+                        .map(SampleValue)
+                        .map_err(|_| E::custom(format!("sample value {other:?} is not a number"))),
+                }
+            }
+        }
+        d.deserialize_str(Visit)
+    }
+}
+
+/// An API answer as it is read: typed, so a 60 MiB answer costs its series and samples (16
+/// bytes a sample), not a tree of JSON values several times its size.
+#[derive(Deserialize)]
+struct Answer {
+    status: String,
+    #[serde(rename = "errorType", default)]
+    error_type: Option<String>,
+    #[serde(default)]
+    error: Option<String>,
+    #[serde(default)]
+    data: Option<AnswerData>,
+}
+
+#[derive(Deserialize)]
+struct AnswerData {
+    #[serde(rename = "resultType")]
+    result_type: String,
+    result: Vec<AnswerSeries>,
+}
+
+#[derive(Deserialize)]
+struct AnswerSeries {
+    metric: BTreeMap<String, String>,
+    #[serde(default)]
+    values: Option<Vec<(f64, SampleValue)>>,
+    #[serde(default)]
+    value: Option<(f64, SampleValue)>,
 }
 
 /// The series of a `/api/v1/query` or `/api/v1/query_range` answer (`matrix` or `vector`); an
 /// answer with `"status": "error"` becomes its `errorType: error` text.
 pub fn parse_api_answer(body: &str) -> Result<Vec<ApiSeries>, Error> {
-    let v: Value = serde_json::from_str(body).map_err(|e| api_error(format!("the answer is not JSON ({e})")))?;
-    if v["status"] != "success" {
-        let kind = v["errorType"].as_str().unwrap_or("error");
-        let message = v["error"].as_str().unwrap_or("no error text");
+    let answer: Answer = serde_json::from_str(body)
+        .map_err(|e| api_error(format!("the answer is not a Prometheus API answer ({e})")))?;
+    if answer.status != "success" {
+        let kind = answer.error_type.as_deref().unwrap_or("error");
+        let message = answer.error.as_deref().unwrap_or("no error text");
         return Err(api_error(format!("{kind}: {message}")));
     }
-    let data = &v["data"];
-    let kind = data["resultType"].as_str().unwrap_or("");
-    let results = data["result"]
-        .as_array()
+    let data = answer
+        .data
         .ok_or_else(|| api_error("the answer has no data.result list"))?;
-    let mut out = Vec::with_capacity(results.len());
-    for r in results {
-        let mut labels: BTreeMap<String, String> = match r["metric"].as_object() {
-            Some(m) => m
-                .iter()
-                .map(|(k, v)| (k.clone(), v.as_str().unwrap_or_default().to_string()))
-                .collect(),
-            None => return Err(api_error("a series has no metric labels")),
-        };
+    let mut out = Vec::with_capacity(data.result.len());
+    for r in data.result {
+        let mut labels = r.metric;
         let name = labels.remove("__name__").unwrap_or_default();
-        let samples = match kind {
-            "matrix" => r["values"]
-                .as_array()
+        let samples: Vec<(f64, f64)> = match data.result_type.as_str() {
+            "matrix" => r
+                .values
                 .ok_or_else(|| api_error("a matrix series has no values"))?
-                .iter()
-                .map(sample)
-                .collect::<Result<Vec<_>, _>>()?,
-            "vector" => vec![sample(&r["value"])?],
+                .into_iter()
+                .map(|(t, v)| (t, v.0))
+                .collect(),
+            "vector" => {
+                let (t, v) = r.value.ok_or_else(|| api_error("a vector series has no value"))?;
+                vec![(t, v.0)]
+            }
             other => return Err(api_error(format!("result type {other:?}, expected matrix or vector"))),
         };
         out.push(ApiSeries { name, labels, samples });
