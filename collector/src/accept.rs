@@ -248,17 +248,7 @@ pub async fn run_with(args: Plan, hub: Option<LiveHub>) -> Result<Vec<CategoryAc
     )
     .await?;
     let per_request = probe.tally.with_full_stats > 0;
-    // One file label a category, unique and bounded, for its folder and its file.
-    let labels: std::collections::BTreeMap<&String, String> = categories
-        .iter()
-        .zip(speclens_shared::scrape::unique_file_labels(&categories))
-        .collect();
-    let label_of = |category: &String| {
-        labels
-            .get(category)
-            .cloned()
-            .unwrap_or_else(|| speclens_shared::scrape::result_file_label(category))
-    };
+    let label_of = category_labels(&categories);
     let mut rows = Vec::new();
     if per_request {
         // One run over every category: the per-request path splits it by category.
@@ -364,6 +354,21 @@ fn plan_workload(args: &Plan, categories: &[String]) -> Result<WorkloadPlan, Col
         prompts.extend(chosen);
     }
     Ok(WorkloadPlan { prompts, notes })
+}
+
+/// One file label a category, unique and bounded, for its folder and its file (a category not
+/// in the list gets its plain label).
+fn category_labels(categories: &[String]) -> impl Fn(&String) -> String + '_ {
+    let labels: std::collections::BTreeMap<&String, String> = categories
+        .iter()
+        .zip(speclens_shared::scrape::unique_file_labels(categories))
+        .collect();
+    move |category| {
+        labels
+            .get(category)
+            .cloned()
+            .unwrap_or_else(|| speclens_shared::scrape::result_file_label(category))
+    }
 }
 
 /// Every category named in the dataset file.
