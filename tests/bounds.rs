@@ -275,6 +275,90 @@ fn devices_and_fifos_are_not_datasets() {
     }
 }
 
+/// Item 7: a dataset is read a line or an item at a time and sampled as it is read: 1 M
+/// ShareGPT entries (about 150 MB) for `--num-prompts 2` cost a small share of the file's size
+/// (before: the file, then every entry, then every entry tokenized); a 20 MiB line is refused
+/// by number; `--max-dataset-mib` bounds the file.
+#[test]
+fn a_huge_dataset_is_sampled_as_it_is_read_and_a_huge_line_refused() {
+    let sim = Speclens::instant_spec_sim("0.7", &[]);
+    let dir = tempfile::tempdir().unwrap();
+    let sharegpt = dir.path().join("sharegpt.json");
+    {
+        let mut file = std::io::BufWriter::new(std::fs::File::create(&sharegpt).unwrap());
+        file.write_all(b"[").unwrap();
+        for i in 0..1_000_000 {
+            let sep = if i == 0 { "" } else { ",\n" };
+            write!(
+                file,
+                r#"{sep}{{"id":"{i}","conversations":[{{"from":"human","value":"Question {i}: say why the sky is blue at noon."}},{{"from":"gpt","value":"Because of Rayleigh scattering, entry {i}."}}]}}"#
+            )
+            .unwrap();
+        }
+        file.write_all(b"]").unwrap();
+    }
+    let file_kb = std::fs::metadata(&sharegpt).unwrap().len() / 1024;
+    let out = dir.path().join("run");
+    let path = sharegpt.to_str().unwrap();
+    let args = [
+        "bench",
+        "--url",
+        &sim.url(),
+        "--quiet",
+        "--no-scrape",
+        "--out",
+        out.to_str().unwrap(),
+        "--num-prompts",
+        "2",
+        "--dataset",
+        "sharegpt",
+        "--dataset-path",
+        path,
+    ];
+    let (peak_kb, status) = speclens_peak_rss_kb(&args, Duration::from_secs(120));
+    assert!(status.success(), "{status}");
+    let records = read_records(&out);
+    assert_eq!(records.len(), 2);
+    assert!(peak_kb < file_kb / 2, "peak RSS {peak_kb} kB for a {file_kb} kB file");
+
+    let jsonl = dir.path().join("prompts.jsonl");
+    let huge = format!("{{\"prompt\": \"hi\"}}\n{{\"prompt\": \"{}\"}}\n", "x".repeat(20 << 20));
+    std::fs::write(&jsonl, huge).unwrap();
+    let jsonl = jsonl.to_str().unwrap();
+    let (peak_kb, _) = speclens_peak_rss_kb(
+        &[
+            "bench",
+            "--url",
+            &sim.url(),
+            "--quiet",
+            "--dataset",
+            "jsonl",
+            "--dataset-path",
+            jsonl,
+            "--out",
+            out.to_str().unwrap(),
+        ],
+        Duration::from_secs(60),
+    );
+    assert!(peak_kb < 120 * 1024, "a 20 MiB line: peak RSS {peak_kb} kB");
+    let (code, _, stderr) = bench(&sim.url(), &out, &["--dataset", "jsonl", "--dataset-path", jsonl]);
+    assert_eq!(code, 2, "{stderr}");
+    assert!(
+        stderr.contains("line 2 is over 16 MiB, the most a dataset line may hold"),
+        "{stderr}"
+    );
+    let (code, _, stderr) = bench(
+        &sim.url(),
+        &out,
+        &["--dataset", "jsonl", "--dataset-path", jsonl, "--max-dataset-mib", "8"],
+    );
+    assert_eq!(code, 2, "{stderr}");
+    assert!(
+        stderr.contains("20.0 MiB, over the 8 MiB a dataset may hold (--max-dataset-mib)"),
+        "{stderr}"
+    );
+}
+
 /// Item 7: `check` of per-position rates that cannot be judged (a rate above 1, as a broken or
 /// hand-edited file may hold) fails and says why, where it said "within noise".
 #[test]

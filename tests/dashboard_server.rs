@@ -502,3 +502,43 @@ async fn held_websockets_are_capped_and_the_page_is_still_served() {
     }
     assert!(status.contains(" 101 "), "{status}");
 }
+
+/// #33 item 4: a WebSocket client that starts a frame and never finishes it is closed (it cannot
+/// answer the dashboard's pings behind its half-sent frame), and its slot is given back: the
+/// unfinished message is not held for as long as the client likes.
+#[test]
+fn an_unfinished_websocket_message_is_closed_on_time() {
+    let root = web_dir();
+    let dist = root.path().join("dist");
+    let server = Speclens::start(&["serve", "--port", "0", "--web-dir", dist.to_str().unwrap()]);
+    let url = server.url();
+    let host = url.trim_start_matches("http://").trim_end_matches('/').to_string();
+    let (status, mut stream) = ws_handshake(&host);
+    assert!(status.contains(" 101 "), "{status}");
+    // A masked binary frame that announces 1,000 bytes, of which 10 are sent.
+    let mut frame = vec![0x82u8, 0xFE];
+    frame.extend_from_slice(&1000u16.to_be_bytes());
+    frame.extend_from_slice(&[1, 2, 3, 4]);
+    frame.extend_from_slice(&[0; 10]);
+    stream.write_all(&frame).unwrap();
+    let started = std::time::Instant::now();
+    stream
+        .set_read_timeout(Some(std::time::Duration::from_secs(40)))
+        .unwrap();
+    let mut rest = Vec::new();
+    match stream.read_to_end(&mut rest) {
+        Ok(_) => {}
+        Err(e) if e.kind() == std::io::ErrorKind::ConnectionReset => {}
+        Err(e) => panic!(
+            "the unfinished message's connection stayed open {:?}: {e}",
+            started.elapsed()
+        ),
+    }
+    let closed_after = started.elapsed();
+    assert!(
+        closed_after < std::time::Duration::from_secs(30),
+        "closed after {closed_after:?}"
+    );
+    // The pings it could not answer came first (opcode 0x89, no payload).
+    assert!(rest.windows(2).any(|w| w == [0x89, 0x00]), "{rest:?}");
+}

@@ -374,14 +374,17 @@ fn category_labels(categories: &[String]) -> impl Fn(&String) -> String + '_ {
 /// Every category named in the dataset file.
 fn dataset_categories(args: &Plan) -> Result<Vec<String>, CollectorError> {
     let path = args.run.workload.dataset.path().unwrap_or(Path::new(""));
-    let text = crate::bench::workload::read_dataset(path)?;
-    let mut cats: Vec<String> = text
-        .lines()
-        .filter_map(|l| serde_json::from_str::<serde_json::Value>(l).ok())
-        .filter_map(|v| v["category"].as_str().map(str::to_string))
-        .collect();
-    cats.sort();
-    cats.dedup();
+    let mut cats = std::collections::BTreeSet::new();
+    crate::bench::datafile::for_each_line(path, args.run.workload.max_dataset_bytes, |_, line| {
+        if let Some(category) = serde_json::from_str::<serde_json::Value>(line)
+            .ok()
+            .and_then(|v| v["category"].as_str().map(str::to_string))
+        {
+            cats.insert(category);
+        }
+        Ok(())
+    })?;
+    let cats: Vec<String> = cats.into_iter().collect();
     if cats.is_empty() {
         return Err(CollectorError::InvalidArgument(format!(
             "{} names no categories",

@@ -103,6 +103,7 @@ fn accept_plan(spec_url: &str, dataset: &std::path::Path, out: PathBuf) -> crate
         temperature: 0.0,
         seed: 0,
         multi_turn: false,
+        max_dataset_bytes: crate::bench::datafile::DEFAULT_MAX_DATASET_BYTES,
     };
     let load = Load {
         request_rate: Some(40.0),
@@ -134,6 +135,7 @@ fn sweep_plan(spec_url: &str, k1_url: &str, base_url: &str, out: PathBuf) -> cra
         temperature: 0.0,
         seed: 0,
         multi_turn: false,
+        max_dataset_bytes: crate::bench::datafile::DEFAULT_MAX_DATASET_BYTES,
     };
     let point = demo_run("", workload, Load::closed_loop(None, 1), out.clone(), "");
     crate::sweep::Plan {

@@ -434,8 +434,18 @@ async fn ws_upgrade(
         })
 }
 
+/// How often the dashboard pings each WebSocket client (browsers answer at once, in the
+/// background too).
+const WS_PING_EVERY: Duration = Duration::from_secs(5);
+
+/// A WebSocket client not heard from (no pong, no message) for this long is closed: a dead
+/// peer, or one that began a frame and stopped (a pong cannot pass a half-sent frame), gives
+/// its slot back.
+const WS_SILENT_AFTER: Duration = Duration::from_secs(15);
+
 /// One dashboard client: hello and snapshot, then the broadcast deltas; a client that lags
-/// behind the bounded queue gets a fresh snapshot instead.
+/// behind the bounded queue gets a fresh snapshot instead. Pinged every [`WS_PING_EVERY`] and
+/// closed when silent for [`WS_SILENT_AFTER`].
 async fn ws_client(mut socket: WebSocket, hub: LiveHub) {
     let Some((mut rx, first)) = hub.join().await else {
         return;
@@ -445,8 +455,19 @@ async fn ws_client(mut socket: WebSocket, hub: LiveHub) {
             return;
         }
     }
+    let mut heard = tokio::time::Instant::now();
+    let mut ping = tokio::time::interval_at(heard + WS_PING_EVERY, WS_PING_EVERY);
     loop {
         tokio::select! {
+            _ = ping.tick() => {
+                if heard.elapsed() >= WS_SILENT_AFTER {
+                    tracing::debug!("closing a dashboard WebSocket silent for {:?}", heard.elapsed());
+                    return;
+                }
+                if socket.send(Message::Ping(Default::default())).await.is_err() {
+                    return;
+                }
+            }
             message = rx.recv() => {
                 let texts = match message {
                     Ok(text) => vec![text],
@@ -461,7 +482,7 @@ async fn ws_client(mut socket: WebSocket, hub: LiveHub) {
             }
             incoming = socket.recv() => match incoming {
                 None | Some(Err(_)) | Some(Ok(Message::Close(_))) => return,
-                Some(Ok(_)) => {}
+                Some(Ok(_)) => heard = tokio::time::Instant::now(),
             },
         }
     }

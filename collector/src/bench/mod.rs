@@ -5,6 +5,7 @@
 //! what is in flight (bounded) and saves a partial run.
 
 pub mod client;
+pub mod datafile;
 pub mod engine;
 pub mod load;
 pub mod output;

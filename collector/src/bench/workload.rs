@@ -14,6 +14,7 @@ use serde_json::json;
 use tokio::sync::mpsc;
 
 use super::client::EndpointKind;
+use super::datafile::{self, Sample};
 use super::tokens::TokenCounter;
 use crate::error::CollectorError;
 
@@ -98,6 +99,8 @@ pub struct Workload {
     /// Send a question's later turns too, each with the conversation so far (MT-Bench's
     /// `turns`: turn 2 carries turn 1's answer).
     pub multi_turn: bool,
+    /// The largest dataset file read (`--max-dataset-mib`).
+    pub max_dataset_bytes: u64,
 }
 
 /// One prompt to send.
@@ -307,46 +310,47 @@ fn sharegpt_pair_fits(prompt_tokens: u64, output_tokens: u64) -> bool {
 
 /// A ShareGPT file's prompts, as vLLM takes them: the first turn is the prompt and the second's
 /// length the output length; entries of fewer than two turns, and pairs outside vLLM's limits,
-/// are left out (and counted in the error when nothing is left).
+/// are left out (and counted in the error when nothing is left). At most `cap` are kept, a
+/// seeded sample of the file read entry by entry.
 fn from_sharegpt(
     args: &Workload,
     path: &Path,
-    text: &str,
+    cap: usize,
     tokens: &TokenCounter,
 ) -> Result<Vec<Prompt>, CollectorError> {
-    let entries: Vec<ShareGptEntry> = serde_json::from_str(text).map_err(|e| {
-        CollectorError::InvalidArgument(format!(
-            "{}: not a ShareGPT file (a JSON array of {{\"conversations\": [{{\"from\": …, \"value\": …}}, …]}}): {e}",
-            path.display()
-        ))
-    })?;
-    let (mut short, mut outside) = (0, 0);
-    let mut prompts = Vec::new();
-    for entry in &entries {
-        let [first, second, ..] = entry.conversations.as_slice() else {
+    let (mut entries, mut short, mut outside) = (0u64, 0u64, 0u64);
+    let mut sample = Sample::new(cap, args.seed);
+    let shape = "a ShareGPT file (a JSON array of {\"conversations\": [{\"from\": …, \"value\": …}, …]})";
+    datafile::for_each_array_item(path, args.max_dataset_bytes, shape, |entry: ShareGptEntry| {
+        entries += 1;
+        let mut turns = entry.conversations.into_iter();
+        let (Some(first), Some(second)) = (turns.next(), turns.next()) else {
             short += 1;
-            continue;
+            return Ok(());
         };
-        let (input_tokens, output_tokens) = (tokens.count(&first.value), tokens.count(&second.value));
-        if !sharegpt_pair_fits(input_tokens, output_tokens) {
-            outside += 1;
-            continue;
-        }
-        prompts.push(Prompt {
-            text: first.value.clone(),
-            category: None,
-            max_tokens: u32::try_from(output_tokens).unwrap_or(u32::MAX),
-            ignore_eos: args.ignore_eos,
-            input_tokens,
-            later_turns: Vec::new(),
+        sample.offer(|| {
+            let (input_tokens, output_tokens) = (tokens.count(&first.value), tokens.count(&second.value));
+            if !sharegpt_pair_fits(input_tokens, output_tokens) {
+                outside += 1;
+                return None;
+            }
+            Some(Prompt {
+                text: first.value,
+                category: None,
+                max_tokens: u32::try_from(output_tokens).unwrap_or(u32::MAX),
+                ignore_eos: args.ignore_eos,
+                input_tokens,
+                later_turns: Vec::new(),
+            })
         });
-    }
+        Ok(())
+    })?;
+    let prompts = sample.into_vec();
     if prompts.is_empty() {
         return Err(CollectorError::InvalidArgument(format!(
-            "{} holds no usable ShareGPT pair: {} entries, {short} with fewer than two turns, {outside} outside vLLM's \
-             limits (4 to 1,024 prompt tokens, at least 4 output tokens, at most 2,048 together)",
+            "{} holds no usable ShareGPT pair: {entries} entries, {short} with fewer than two turns, {outside} outside \
+             vLLM's limits (4 to 1,024 prompt tokens, at least 4 output tokens, at most 2,048 together)",
             path.display(),
-            entries.len()
         )));
     }
     Ok(prompts)
@@ -363,11 +367,17 @@ const SONNET_BASE: &str = "Pick as many lines as you can from these poem lines:\
 fn from_sonnet(
     args: &Workload,
     path: &Path,
-    text: &str,
     count: usize,
     tokens: &TokenCounter,
 ) -> Result<Vec<Prompt>, CollectorError> {
-    let lines: Vec<&str> = text.split_inclusive('\n').filter(|l| !l.trim().is_empty()).collect();
+    let mut owned = Vec::new();
+    datafile::for_each_line(path, args.max_dataset_bytes, |_, line| {
+        if !line.trim().is_empty() {
+            owned.push(line.to_string());
+        }
+        Ok(())
+    })?;
+    let lines: Vec<&str> = owned.iter().map(String::as_str).collect();
     if lines.is_empty() {
         return Err(CollectorError::InvalidArgument(format!(
             "{} holds no poem lines for --dataset sonnet",
@@ -429,41 +439,16 @@ fn invalid_workload<T>(message: &str) -> Result<T, CollectorError> {
     Err(CollectorError::InvalidArgument(message.into()))
 }
 
-/// The largest dataset file read (ShareGPT's is about 650 MB).
-pub const MAX_DATASET_BYTES: u64 = 4 << 30;
-
-/// A dataset must be a regular file (a FIFO would hang the read, `/dev/zero` never ends) of at
-/// most [`MAX_DATASET_BYTES`]; the error says which rule it broke.
-fn check_dataset_file(path: &Path) -> Result<(), CollectorError> {
-    let bad = |what: String| CollectorError::InvalidArgument(format!("dataset {}: {what}", path.display()));
-    let meta = std::fs::metadata(path).map_err(|e| bad(format!("cannot read: {e}")))?;
-    if !meta.is_file() {
-        return Err(bad(
-            "not a regular file (a device, FIFO or folder cannot be a dataset)".into()
-        ));
-    }
-    if meta.len() > MAX_DATASET_BYTES {
-        return Err(bad(format!(
-            "{} MiB, over the {} MiB a dataset may hold",
-            meta.len() >> 20,
-            MAX_DATASET_BYTES >> 20
-        )));
-    }
-    Ok(())
-}
-
-/// A dataset file's text, once [`check_dataset_file`] accepts it.
-pub(crate) fn read_dataset(path: &Path) -> Result<String, CollectorError> {
-    check_dataset_file(path)?;
-    std::fs::read_to_string(path)
-        .map_err(|e| CollectorError::InvalidArgument(format!("cannot read dataset {}: {e}", path.display())))
-}
-
 /// One row of a Hugging Face file: where it is (`row 3`, `line 3`) and its columns.
 type HfRow = (String, serde_json::Map<String, serde_json::Value>);
 
-/// A Hugging Face file's rows as JSON objects.
-fn hf_rows(path: &Path) -> Result<Vec<HfRow>, CollectorError> {
+/// Calls `each` with every row of a Hugging Face file (parquet, a JSON array of rows or JSON
+/// lines) as a JSON object, one row at a time.
+fn for_each_hf_row(
+    path: &Path,
+    max_bytes: u64,
+    mut each: impl FnMut(HfRow) -> Result<(), CollectorError>,
+) -> Result<(), CollectorError> {
     let bad = |what: String| CollectorError::InvalidArgument(format!("{}: {what}", path.display()));
     let object = |at: String, v: serde_json::Value| match v {
         serde_json::Value::Object(m) => Ok((at, m)),
@@ -471,53 +456,39 @@ fn hf_rows(path: &Path) -> Result<Vec<HfRow>, CollectorError> {
     };
     if path.extension().is_some_and(|e| e.eq_ignore_ascii_case("parquet")) {
         use parquet::file::reader::{FileReader, SerializedFileReader};
-        check_dataset_file(path)?;
-        let file = std::fs::File::open(path).map_err(|e| bad(format!("cannot read: {e}")))?;
+        let file = datafile::open(path, max_bytes)?.into_inner();
         let reader = SerializedFileReader::new(file).map_err(|e| bad(format!("not a parquet file: {e}")))?;
         let rows = reader
             .get_row_iter(None)
             .map_err(|e| bad(format!("cannot read its rows: {e}")))?;
-        return rows
-            .enumerate()
-            .map(|(i, row)| {
-                let row = row.map_err(|e| bad(format!("row {}: {e}", i + 1)))?;
-                object(format!("row {}", i + 1), row.to_json_value())
-            })
-            .collect();
+        for (i, row) in rows.enumerate() {
+            let row = row.map_err(|e| bad(format!("row {}: {e}", i + 1)))?;
+            each(object(format!("row {}", i + 1), row.to_json_value())?)?;
+        }
+        return Ok(());
     }
-    let text = read_dataset(path)?;
-    if text.trim_start().starts_with('[') {
-        let rows: Vec<serde_json::Value> =
-            serde_json::from_str(&text).map_err(|e| bad(format!("not a JSON array of rows: {e}")))?;
-        return rows
-            .into_iter()
-            .enumerate()
-            .map(|(i, v)| object(format!("row {}", i + 1), v))
-            .collect();
+    if datafile::holds_a_json_array(path, max_bytes)? {
+        let mut i = 0;
+        return datafile::for_each_array_item(path, max_bytes, "a JSON array of rows", |v: serde_json::Value| {
+            i += 1;
+            each(object(format!("row {i}"), v)?)
+        });
     }
-    text.lines()
-        .enumerate()
-        .filter(|(_, l)| !l.trim().is_empty())
-        .map(|(i, line)| {
-            let v = serde_json::from_str(line).map_err(|e| bad(format!("line {}: not a JSON row: {e}", i + 1)))?;
-            object(format!("line {}", i + 1), v)
-        })
-        .collect()
+    datafile::for_each_line(path, max_bytes, |i, line| {
+        if line.trim().is_empty() {
+            return Ok(());
+        }
+        let v = serde_json::from_str(line).map_err(|e| bad(format!("line {i}: not a JSON row: {e}")))?;
+        each(object(format!("line {i}"), v)?)
+    })
 }
 
-/// A Hugging Face file's prompts through its column mapping.
-fn from_hf(
-    args: &Workload,
-    path: &Path,
+/// The prompt and category columns of a Hugging Face file, named or found in its first row.
+fn hf_columns(
     columns: &Columns,
-    tokens: &TokenCounter,
-) -> Result<Vec<Prompt>, CollectorError> {
-    let rows = hf_rows(path)?;
-    let bad = |what: String| CollectorError::InvalidArgument(format!("{}: {what}", path.display()));
-    let Some((_, first)) = rows.first() else {
-        return Err(bad("holds no rows".into()));
-    };
-    let prompt_column = match &columns.prompt {
+    first: &serde_json::Map<String, serde_json::Value>,
+) -> Result<(String, Option<String>), String> {
+    let prompt = match &columns.prompt {
         Some(c) => c.clone(),
         None => PROMPT_COLUMNS
             .iter()
@@ -525,20 +496,38 @@ fn from_hf(
             .map(|c| (*c).to_string())
             .ok_or_else(|| {
                 let have: Vec<&str> = first.keys().map(String::as_str).collect();
-                bad(format!(
-                    "no prompt column among {PROMPT_COLUMNS:?}; its columns are {have:?}: name one with --prompt-column"
-                ))
+                format!("no prompt column among {PROMPT_COLUMNS:?}; its columns are {have:?}: name one with --prompt-column")
             })?,
     };
-    let category_column = columns
+    let category = columns
         .category
         .clone()
         .or_else(|| first.contains_key("category").then(|| "category".to_string()));
-    let mut prompts = Vec::new();
-    for (at, row) in &rows {
+    Ok((prompt, category))
+}
+
+/// A Hugging Face file's prompts through its column mapping: every row is checked, at most
+/// `cap` kept (a seeded sample).
+fn from_hf(
+    args: &Workload,
+    path: &Path,
+    columns: &Columns,
+    cap: usize,
+    tokens: &TokenCounter,
+) -> Result<Vec<Prompt>, CollectorError> {
+    let bad = |what: String| CollectorError::InvalidArgument(format!("{}: {what}", path.display()));
+    let mut found: Option<(String, Option<String>)> = None;
+    let mut sample = Sample::new(cap, args.seed);
+    for_each_hf_row(path, args.max_dataset_bytes, |(at, row)| {
+        if found.is_none() {
+            found = Some(hf_columns(columns, &row).map_err(bad)?);
+        }
+        let Some((prompt_column, category_column)) = &found else {
+            return Ok(());
+        };
         let cell = |column: &str| row.get(column).filter(|v| !v.is_null());
         let mut later_turns = Vec::new();
-        let text = match cell(&prompt_column) {
+        let text = match cell(prompt_column) {
             Some(serde_json::Value::String(s)) => s.clone(),
             Some(serde_json::Value::Array(items)) => {
                 let texts: Option<Vec<&str>> = items.iter().map(serde_json::Value::as_str).collect();
@@ -563,55 +552,66 @@ fn from_hf(
                 .ok_or_else(|| bad(format!("{at}: column {c:?} is not a whole number of tokens: {v}")))?,
             Some((c, None)) => return Err(bad(format!("{at}: no column {c:?}"))),
         };
-        let category = match category_column.as_deref().map(|c| (c, cell(c))) {
-            Some((_, Some(serde_json::Value::String(s)))) => Some(s.clone()),
-            Some((_, Some(v))) => Some(v.to_string()),
+        let category = match category_column.as_deref().map(cell) {
+            Some(Some(serde_json::Value::String(s))) => Some(s.clone()),
+            Some(Some(v)) => Some(v.to_string()),
             _ => None,
         };
         if !args.categories.is_empty() && !category.as_ref().is_some_and(|c| args.categories.contains(c)) {
-            continue;
+            return Ok(());
         }
-        prompts.push(Prompt {
-            input_tokens: tokens.count(&text),
-            text,
-            category,
-            max_tokens: max_tokens.max(1),
-            ignore_eos: args.ignore_eos,
-            later_turns,
+        sample.offer(|| {
+            Some(Prompt {
+                input_tokens: tokens.count(&text),
+                text,
+                category,
+                max_tokens: max_tokens.max(1),
+                ignore_eos: args.ignore_eos,
+                later_turns,
+            })
         });
+        Ok(())
+    })?;
+    if found.is_none() {
+        return Err(bad("holds no rows".into()));
     }
+    let prompts = sample.into_vec();
     if prompts.is_empty() {
         return Err(bad(format!("holds no prompts of categories {:?}", args.categories)));
     }
     Ok(prompts)
 }
 
-fn from_file(args: &Workload, path: &Path, tokens: &TokenCounter) -> Result<Vec<Prompt>, CollectorError> {
+/// A dataset file's prompts, at most `cap` of them: a seeded sample, in a seeded order, of the
+/// file read one line or item at a time (never whole).
+fn from_file(args: &Workload, path: &Path, cap: usize, tokens: &TokenCounter) -> Result<Vec<Prompt>, CollectorError> {
     if let Dataset::Hf(_, columns) = &args.dataset {
-        return from_hf(args, path, columns, tokens);
+        return from_hf(args, path, columns, cap, tokens);
     }
-    let text = read_dataset(path)?;
     if matches!(args.dataset, Dataset::ShareGpt(_)) {
         if !args.categories.is_empty() {
             return Err(CollectorError::InvalidArgument(
                 "ShareGPT prompts have no categories: --category takes a spec-bench or jsonl dataset".into(),
             ));
         }
-        return from_sharegpt(args, path, &text, tokens);
+        return from_sharegpt(args, path, cap, tokens);
     }
-    let mut prompts = Vec::new();
-    for (i, line) in text.lines().enumerate().filter(|(_, l)| !l.trim().is_empty()) {
+    let mut sample = Sample::new(cap, args.seed);
+    datafile::for_each_line(path, args.max_dataset_bytes, |i, line| {
+        if line.trim().is_empty() {
+            return Ok(());
+        }
         let bad = |e: serde_json::Error| {
-            CollectorError::InvalidArgument(format!("{}:{}: not a dataset line: {e}", path.display(), i + 1))
+            CollectorError::InvalidArgument(format!("{}:{i}: not a dataset line: {e}", path.display()))
         };
         let mut later_turns = Vec::new();
         let (prompt, category, max_tokens) = match args.dataset {
             Dataset::SpecBench(_) => {
                 let l: SpecBenchLine = serde_json::from_str(line).map_err(bad)?;
                 let mut turns = l.turns.into_iter();
-                let first = turns.next().ok_or_else(|| {
-                    CollectorError::InvalidArgument(format!("{}:{}: no turns", path.display(), i + 1))
-                })?;
+                let first = turns
+                    .next()
+                    .ok_or_else(|| CollectorError::InvalidArgument(format!("{}:{i}: no turns", path.display())))?;
                 later_turns = if args.multi_turn { turns.collect() } else { Vec::new() };
                 (first, l.category, None)
             }
@@ -621,17 +621,21 @@ fn from_file(args: &Workload, path: &Path, tokens: &TokenCounter) -> Result<Vec<
             }
         };
         if !args.categories.is_empty() && !category.as_ref().is_some_and(|c| args.categories.contains(c)) {
-            continue;
+            return Ok(());
         }
-        prompts.push(Prompt {
-            input_tokens: tokens.count(&prompt),
-            text: prompt,
-            category,
-            max_tokens: max_tokens.unwrap_or(args.output_tokens).max(1),
-            ignore_eos: args.ignore_eos,
-            later_turns,
+        sample.offer(|| {
+            Some(Prompt {
+                input_tokens: tokens.count(&prompt),
+                text: prompt,
+                category,
+                max_tokens: max_tokens.unwrap_or(args.output_tokens).max(1),
+                ignore_eos: args.ignore_eos,
+                later_turns,
+            })
         });
-    }
+        Ok(())
+    })?;
+    let prompts = sample.into_vec();
     if prompts.is_empty() {
         return Err(CollectorError::InvalidArgument(format!(
             "{} holds no prompts{}",
@@ -646,32 +650,23 @@ fn from_file(args: &Workload, path: &Path, tokens: &TokenCounter) -> Result<Vec<
     Ok(prompts)
 }
 
-/// The prompts of a run: `count` of them (file datasets are cycled, shuffled by the seed).
+/// The prompts of a run: `count` of them (a dataset file's are a seeded sample of at most
+/// `count`, cycled when the file holds fewer).
 pub fn load(args: &Workload, count: usize, tokens: &TokenCounter) -> Result<Vec<Prompt>, CollectorError> {
     if !args.categories.is_empty() && matches!(args.dataset, Dataset::Synthetic | Dataset::Sonnet(_)) {
         return invalid_workload("--category takes a spec-bench or jsonl dataset");
     }
     if let Dataset::Sonnet(path) = &args.dataset {
         // Every sonnet prompt is drawn on its own, as vLLM does: no pool to cycle.
-        return from_sonnet(args, path, &read_dataset(path)?, count, tokens);
+        return from_sonnet(args, path, count, tokens);
     }
     match args.dataset.path() {
         None => Ok(Synthetic::new(args, *tokens).take(count).collect()),
         Some(path) => {
-            let pool = shuffled_file(args, path, tokens)?;
+            let pool = from_file(args, path, count, tokens)?;
             Ok((0..count).map(|i| pool[i % pool.len()].clone()).collect())
         }
     }
-}
-
-/// A dataset file's prompts in the order a run sends them (shuffled by the seed, then cycled).
-fn shuffled_file(args: &Workload, path: &Path, tokens: &TokenCounter) -> Result<Vec<Prompt>, CollectorError> {
-    let mut pool = from_file(args, path, tokens)?;
-    let mut rng = SmallRng::seed_from_u64(args.seed);
-    for i in (1..pool.len()).rev() {
-        pool.swap(i, rng.random_range(0..=i));
-    }
-    Ok(pool)
 }
 
 /// Requests built before the run at most: a longer synthetic run is generated as it goes, by a
@@ -818,9 +813,10 @@ pub async fn feeds(
     };
     let opts = settings.options();
     if let Some(path) = args.dataset.path() {
+        let count = (warmup + window).max(1);
         let pool = match &args.dataset {
-            Dataset::Sonnet(_) => load(args, (warmup + window).max(1), &tokens)?,
-            _ => shuffled_file(args, path, &tokens)?,
+            Dataset::Sonnet(_) => load(args, count, &tokens)?,
+            _ => from_file(args, path, count, &tokens)?,
         };
         return Ok(built(pool.iter().map(|p| Ready::of(p, &opts)).collect()));
     }
@@ -1217,27 +1213,28 @@ mod tests {
             "topic",
         ]);
         // `question` is found without --prompt-column.
-        let pool = from_file(&a, &path, &t).unwrap();
-        let got: Vec<(&str, u32, Option<&str>)> = pool
+        let pool = from_file(&a, &path, 100, &t).unwrap();
+        // The pool is in a seeded order, not the file's.
+        let mut got: Vec<(&str, u32, Option<&str>)> = pool
             .iter()
             .map(|p| (p.text.as_str(), p.max_tokens, p.category.as_deref()))
             .collect();
-        assert_eq!(
-            got,
-            [
-                (questions[0], 40, Some("qa")),
-                (questions[1], 12, Some("qa")),
-                (questions[2], 64, Some("reasoning"))
-            ]
-        );
+        got.sort();
+        let mut want = [
+            (questions[0], 40, Some("qa")),
+            (questions[1], 12, Some("qa")),
+            (questions[2], 64, Some("reasoning")),
+        ];
+        want.sort();
+        assert_eq!(got, want);
         assert_eq!(pool[0].input_tokens, t.count(questions[0]));
         // A column the file lacks is named with the row; a file that is not parquet says so.
         let missing = args(&["--dataset", "hf", "--dataset-path", p, "--prompt-column", "instruction"]);
-        let e = from_file(&missing, &path, &t).unwrap_err().to_string();
+        let e = from_file(&missing, &path, 100, &t).unwrap_err().to_string();
         assert!(e.contains("train.parquet: row 1: no column \"instruction\""), "{e}");
         let fake = dir.path().join("fake.parquet");
         std::fs::write(&fake, "prompt,answer\n").unwrap();
-        let e = from_file(&missing, &fake, &t).unwrap_err().to_string();
+        let e = from_file(&missing, &fake, 100, &t).unwrap_err().to_string();
         assert!(e.contains("fake.parquet: not a parquet file"), "{e}");
     }
 
@@ -1258,7 +1255,7 @@ mod tests {
         .unwrap();
         let p = path.to_str().unwrap();
         let a = args(&["--dataset", "hf", "--dataset-path", p, "--category", "reasoning"]);
-        let pool = from_file(&a, &path, &t).unwrap();
+        let pool = from_file(&a, &path, 100, &t).unwrap();
         assert_eq!(pool.len(), 1);
         assert_eq!(
             (pool[0].text.as_str(), pool[0].category.as_deref()),
@@ -1266,7 +1263,7 @@ mod tests {
         );
         // A malformed line is named by its number; a JSON array of rows reads too.
         std::fs::write(&path, "{\"prompt\": \"a\"}\n{\"prompt\": \n").unwrap();
-        let e = from_file(&args(&["--dataset", "hf", "--dataset-path", p]), &path, &t)
+        let e = from_file(&args(&["--dataset", "hf", "--dataset-path", p]), &path, 100, &t)
             .unwrap_err()
             .to_string();
         assert!(e.contains("mt_bench.jsonl: line 2: not a JSON row"), "{e}");
@@ -1280,7 +1277,7 @@ mod tests {
             "--output-len-column",
             "n",
         ]);
-        let pool = from_file(&a, &array, &t).unwrap();
+        let pool = from_file(&a, &array, 100, &t).unwrap();
         assert_eq!(pool.iter().map(|p| p.max_tokens).collect::<Vec<_>>(), [5, 7]);
         // Column flags name a hf file's columns only.
         let e = crate::cli::bench_plan_of(&["speclens", "bench", "--prompt-column", "q"])
@@ -1295,7 +1292,7 @@ mod tests {
         let fixture = concat!(env!("CARGO_MANIFEST_DIR"), "/../tests/fixtures/made_sharegpt.json");
         let t = TokenCounter::new().unwrap();
         let a = args(&["--dataset", "sharegpt", "--dataset-path", fixture]);
-        let pool = shuffled_file(&a, Path::new(fixture), &t).unwrap();
+        let pool = from_file(&a, Path::new(fixture), 100, &t).unwrap();
         // sg-3 has one turn and sg-4's answer ("Yes.") is under 4 tokens: 3 of 5 entries remain.
         let mut texts: Vec<&str> = pool.iter().map(|p| p.text.as_str()).collect();
         texts.sort();

@@ -256,6 +256,10 @@ pub struct WorkloadArgs {
     /// Set ignore_eos on dataset prompts too (synthetic prompts always set it).
     #[arg(long, hide_short_help = true)]
     pub ignore_eos: bool,
+    /// The largest dataset file read, in MiB (it is read line by line, never whole, and each
+    /// line or JSON item may hold at most 16 MiB).
+    #[arg(long, default_value_t = 4096, value_parser = clap::value_parser!(u64).range(1..), hide_short_help = true)]
+    pub max_dataset_mib: u64,
     /// Standard deviation of the synthetic prompt length, in tokens.
     #[arg(long, default_value_t = 0.0, hide_short_help = true)]
     pub input_tokens_stddev: f64,
@@ -689,6 +693,7 @@ impl WorkloadArgs {
             temperature: self.temperature,
             seed: self.seed,
             multi_turn: false,
+            max_dataset_bytes: self.max_dataset_mib.saturating_mul(1 << 20),
         }
     }
 
