@@ -275,6 +275,68 @@ fn devices_and_fifos_are_not_datasets() {
     }
 }
 
+/// Item 6: a sweep re-run into a folder an earlier sweep left against a changed server (another
+/// URL, k = 3 then k = 5) does not pool the old point with the new ones: it is left out of the
+/// table, and sweep.json and the console name it and how its server differed; `--join-stale`
+/// pools it, marked. Every point file says when its sweep started.
+#[test]
+fn points_of_an_earlier_sweep_against_another_server_are_not_pooled_silently() {
+    let first = Speclens::instant_spec_sim("0.7", &[]);
+    let changed = Speclens::instant_sim_of_k("5", "0.3", &[]);
+    let dir = tempfile::tempdir().unwrap();
+    let out = dir.path().to_str().unwrap();
+    let sweep = |url: &str, levels: &str, extra: &[&str]| {
+        let arm = format!("spec={url}");
+        let mut args = vec![
+            "sweep",
+            "--arm",
+            &arm,
+            "--concurrency",
+            levels,
+            "--min-requests",
+            "2",
+            "--output-tokens",
+            "8",
+            "--out",
+            out,
+        ];
+        args.extend_from_slice(extra);
+        let (code, stdout, stderr) = run_speclens_within(&args, Duration::from_secs(120));
+        assert_eq!(code, 0, "{stdout}{stderr}");
+        (stdout, read_json(&dir.path().join("sweep.json")))
+    };
+    sweep(&first.url(), "1,2", &[]);
+    let old = read_json(&dir.path().join("spec-c2.json"));
+    let started = old["sweep_started"]
+        .as_str()
+        .expect("the point says when its sweep started")
+        .to_string();
+    let (stdout, table) = sweep(&changed.url(), "1", &[]);
+    let earlier = &table["earlier_points"];
+    assert_eq!(earlier.as_array().map(Vec::len), Some(1), "{earlier}");
+    assert_eq!(earlier[0]["point"], "spec-c2");
+    assert_eq!(earlier[0]["joined"], false);
+    assert_eq!(earlier[0]["sweep_started"], started.as_str());
+    let differences = earlier[0]["differences"].to_string();
+    assert!(
+        differences.contains(&format!("URL {}", first.url())) && differences.contains("k 3, now 5"),
+        "{differences}"
+    );
+    let levels: Vec<&serde_json::Value> = table["rows"].as_array().unwrap().iter().map(|r| &r["level"]).collect();
+    assert_eq!(levels.len(), 1, "only the new point is in the table: {levels:?}");
+    assert!(
+        stdout.contains("Left out, measured against another server or workload (--join-stale pools them): spec-c2"),
+        "{stdout}"
+    );
+    let (stdout, table) = sweep(&changed.url(), "1", &["--join-stale"]);
+    assert_eq!(table["earlier_points"][0]["joined"], true);
+    assert_eq!(table["rows"].as_array().unwrap().len(), 2);
+    assert!(
+        stdout.contains("Joined from earlier: spec-c2 (from the sweep of"),
+        "{stdout}"
+    );
+}
+
 /// Item 7: a dataset is read a line or an item at a time and sampled as it is read: 1 M
 /// ShareGPT entries (about 150 MB) for `--num-prompts 2` cost a small share of the file's size
 /// (before: the file, then every entry, then every entry tokenized); a 20 MiB line is refused

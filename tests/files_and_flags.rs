@@ -573,7 +573,10 @@ fn arms_swept_one_at_a_time_into_one_folder_make_one_table() {
         );
         assert_eq!(code, 0, "{stdout}{stderr}");
         if flag == "--base-url" {
-            assert!(stdout.contains("with points measured earlier in"), "{stdout}");
+            assert!(
+                stdout.contains("Joined from earlier: spec-c1 (from the sweep of 20"),
+                "{stdout}"
+            );
         }
     }
     let table: SweepTable =
@@ -581,6 +584,12 @@ fn arms_swept_one_at_a_time_into_one_folder_make_one_table() {
     assert_eq!(table.rows.len(), 2);
     assert!(table.rows.iter().all(|r| r.ratio().is_some()), "{table:?}");
     assert!(table.prediction.is_some(), "the spec arm's E feeds the model");
+    let joined: Vec<(&str, bool)> = table
+        .earlier_points
+        .iter()
+        .map(|p| (p.point.as_str(), p.joined))
+        .collect();
+    assert_eq!(joined, [("spec-c1", true), ("spec-c2", true)]);
 }
 
 #[test]

@@ -159,6 +159,7 @@ fn sweep_plan(spec_url: &str, k1_url: &str, base_url: &str, out: PathBuf) -> cra
         dry_run: false,
         dashboard_port: None,
         allow_mixed_arms: false,
+        join_stale: false,
     }
 }
 

@@ -15,7 +15,7 @@ use speclens_shared::arms::{self, NamedPoint, BASE_ARM};
 use speclens_shared::model::Costs;
 use speclens_shared::results::RunResult;
 use speclens_shared::scrape::ScrapeFailure;
-use speclens_shared::sweep::{repeats_settled, Axis, Level, SweepTable};
+use speclens_shared::sweep::{repeats_settled, Axis, EarlierPoint, Level, SweepTable};
 
 use crate::bench;
 use crate::error::{CollectorError, Signal};
@@ -63,6 +63,9 @@ pub struct Plan {
     /// Go on when an arm's server does not match its role (a plain arm that speculates, a
     /// speculative one that does not); the warning is kept in `sweep.json`.
     pub allow_mixed_arms: bool,
+    /// Pool points an earlier sweep left in the folder even where their server or workload
+    /// differs from this sweep's (they are left out otherwise).
+    pub join_stale: bool,
 }
 
 /// What an arm's `/metrics` says of its role before the sweep sends anything.
@@ -324,6 +327,7 @@ pub async fn run_with(plan: Plan, hub: Option<LiveHub>) -> Result<Option<SweepTa
         _ => None,
     };
     let axis = plan.levels.first().map_or(Axis::Concurrency, |l| l.axis());
+    let started = bench::output::now_rfc3339();
     let mut results: Vec<Measured> = Vec::new();
     let mut stopped = None;
     // A signal between two points (no run listening) stops the sweep before the next one.
@@ -335,7 +339,7 @@ pub async fn run_with(plan: Plan, hub: Option<LiveHub>) -> Result<Option<SweepTa
         }
     });
     for p in &points {
-        match measure_point(&plan, p, axis, &out, &hub, &caught).await? {
+        match measure_point(&plan, p, axis, &out, &started, &hub, &caught).await? {
             Ok(measured) => results.push(measured),
             Err(signal) => {
                 stopped = Some(signal);
@@ -344,16 +348,9 @@ pub async fn run_with(plan: Plan, hub: Option<LiveHub>) -> Result<Option<SweepTa
         }
     }
     watcher.abort();
-    // Points this folder holds from earlier runs (`--arm spec=…`, then `--base-url …`) join the table.
-    let earlier = earlier_points(&out, &results)?;
-    if !earlier.is_empty() {
-        let names: Vec<String> = earlier.iter().map(|m| arms::point_id(&m.arm, m.level)).collect();
-        crate::console::status(&format!(
-            "  with points measured earlier in {}: {}\n",
-            out.display(),
-            names.join(", ")
-        ));
-    }
+    // Points this folder holds from earlier sweeps (`--arm spec=…`, then `--base-url …`) join
+    // the table when they were measured against the same servers and workload.
+    let (earlier, earlier_points) = earlier_points(&out, &results, plan.join_stale)?;
     let named: Vec<NamedPoint<'_>> = results
         .iter()
         .chain(&earlier)
@@ -367,6 +364,7 @@ pub async fn run_with(plan: Plan, hub: Option<LiveHub>) -> Result<Option<SweepTa
         .collect();
     let table = SweepTable {
         warnings,
+        earlier_points,
         ..SweepTable::of_arms(&named, plan.costs, plan.speculative_config.as_ref())
     };
     bench::output::write_atomic(&out.join("sweep.json"), &bench::output::to_json_bytes(&table)?)?;
@@ -410,13 +408,15 @@ struct Measured {
 }
 
 /// Run one point's repeats (at least `repeats`, more up to `max_repeats` while they disagree),
-/// keep the median's folder as the point's, and write its `<arm>-<level>.json`. A signal (now
+/// keep the median's folder as the point's, and write its `<arm>-<level>.json` (marked with
+/// when the sweep `started`). A signal (now
 /// or during a run) is returned in place of the point: the sweep ends with those it finished.
 async fn measure_point(
     plan: &Plan,
     p: &Point<'_>,
     axis: Axis,
     out: &std::path::Path,
+    started: &str,
     hub: &LiveHub,
     caught: &OnceLock<Signal>,
 ) -> Result<Result<Measured, Signal>, CollectorError> {
@@ -435,7 +435,8 @@ async fn measure_point(
         repeats.push((run.dir, run.result));
     }
     let runs = repeats.len();
-    let (dir, result, spread) = median_run(axis, repeats);
+    let (dir, mut result, spread) = median_run(axis, repeats);
+    result.sweep_started = Some(started.to_string());
     // The median's folder is the point's (`spec-c16/`, as with one repeat); the others keep
     // their `-r<N>` names.
     let point_dir = out.join(arms::point_id(p.arm, p.level));
@@ -522,31 +523,54 @@ fn median_run(axis: Axis, mut repeats: Vec<(PathBuf, RunResult)>) -> (PathBuf, R
     (dir, result, spread)
 }
 
-/// The point files in `out` that this run did not measure again (of the same axis).
-fn earlier_points(out: &std::path::Path, ran: &[Measured]) -> Result<Vec<Measured>, CollectorError> {
+/// The point files in `out` that this sweep did not measure again (of the same axis), each
+/// compared with what this sweep measured: its server with this sweep's point of the same arm,
+/// its workload with any of this sweep's points. Those that differ are left out unless
+/// `join_stale`. Returns the points to pool and what was found.
+fn earlier_points(
+    out: &std::path::Path,
+    ran: &[Measured],
+    join_stale: bool,
+) -> Result<(Vec<Measured>, Vec<EarlierPoint>), CollectorError> {
     let axis = ran.first().map(|p| p.level.axis());
     let found = crate::read::result_files(out)?;
     for (_, why) in &found.skipped {
         eprintln!("speclens sweep: skipped {why}");
     }
-    Ok(found
-        .files
-        .into_iter()
-        .filter_map(|(name, result)| {
-            let (arm, level) = arms::parse_point_name(&name)?;
-            // Points of the other axis belong to another sweep.
-            let other_axis = axis.is_some_and(|a| a != level.axis());
-            let ran_again = ran.iter().any(|m| m.arm == arm && m.level == level);
+    let (mut pooled, mut seen) = (Vec::new(), Vec::new());
+    for (name, result) in found.files {
+        let Some((arm, level)) = arms::parse_point_name(&name) else {
+            continue;
+        };
+        // Points of the other axis belong to another sweep.
+        if axis.is_some_and(|a| a != level.axis()) || ran.iter().any(|m| m.arm == arm && m.level == level) {
+            continue;
+        }
+        let mut differences = ran
+            .first()
+            .map_or_else(Vec::new, |m| m.result.workload_differences(&result));
+        if let Some(same_arm) = ran.iter().find(|m| m.arm == arm) {
+            differences.extend(same_arm.result.server_differences(&result));
+        }
+        let joined = differences.is_empty() || join_stale;
+        seen.push(EarlierPoint {
+            point: arms::point_id(&arm, level),
+            sweep_started: result.sweep_started.clone(),
+            differences,
+            joined,
+        });
+        if joined {
             let category_tpot_ms = category_tpot(&out.join(arms::point_id(&arm, level))).ok().flatten();
-            (!other_axis && !ran_again).then_some(Measured {
+            pooled.push(Measured {
                 arm,
                 level,
                 result,
                 spread: None,
                 category_tpot_ms,
-            })
-        })
-        .collect())
+            });
+        }
+    }
+    Ok((pooled, seen))
 }
 
 fn sweep_stamp() -> String {

@@ -61,7 +61,7 @@ fn is_zero_u32(v: &u32) -> bool {
 }
 
 /// The run's settings as recorded: header names only (values may be secret), never the key.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
 pub struct RunConfig {
     pub urls: Vec<String>,
     pub endpoint: String,
@@ -250,10 +250,32 @@ pub struct RunResult {
     /// The engine's own load over the window, where it exports the gauges (vLLM).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub engine_load: Option<EngineLoad>,
+    /// A sweep point's file: when the sweep that measured it started (RFC 3339), so a later
+    /// sweep into the same folder can tell its own points from earlier ones.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub sweep_started: Option<String>,
     /// Keys this model does not name: the latency percentiles (`p99_ttft_ms`, named by the
     /// percentiles asked for) and, in `vllm bench serve` files, everything else it writes.
     #[serde(flatten)]
     pub extra: BTreeMap<String, serde_json::Value>,
+}
+
+/// The named settings where two run configurations differ, as "model a, now b" (`now` is
+/// `this`'s); nothing when either file has no configuration (a `vllm bench serve` file).
+fn differences(
+    this: Option<&RunConfig>,
+    other: Option<&RunConfig>,
+    settings: impl Fn(&RunConfig) -> Vec<(&'static str, String)>,
+) -> Vec<String> {
+    let (Some(this), Some(other)) = (this, other) else {
+        return Vec::new();
+    };
+    settings(this)
+        .into_iter()
+        .zip(settings(other))
+        .filter(|((_, now), (_, then))| now != then)
+        .map(|((name, now), (_, then))| format!("{name} {then}, now {now}"))
+        .collect()
 }
 
 /// The engine's own load over a run's window: vLLM's `kv_cache_usage_perc`,
@@ -349,6 +371,52 @@ impl RunResult {
             label: label.into(),
             ..RunResult::default()
         }
+    }
+
+    /// How this run's server differs from `other`'s, as the two files tell it (base URL,
+    /// model, engine, and k where both saw it): one phrase per difference, empty when none is
+    /// seen. Two points of one arm pool only when this is empty.
+    pub fn server_differences(&self, other: &RunResult) -> Vec<String> {
+        let k = |r: &RunResult| r.spec_decode_num_spec_tokens.map(|k| k.to_string());
+        let mut found = differences(self.config.as_ref(), other.config.as_ref(), |c| {
+            vec![
+                ("URL", c.urls.join(" ")),
+                ("model", c.model.clone()),
+                ("engine", c.engine.clone().unwrap_or_else(|| "unknown".into())),
+            ]
+        });
+        if let (Some(a), Some(b)) = (k(self), k(other)) {
+            if a != b {
+                found.push(format!("k {b}, now {a}"));
+            }
+        }
+        found
+    }
+
+    /// How this run's workload differs from `other`'s (endpoint, streaming, dataset, lengths,
+    /// temperature): points of any two arms compare only when this is empty.
+    pub fn workload_differences(&self, other: &RunResult) -> Vec<String> {
+        differences(self.config.as_ref(), other.config.as_ref(), |c| {
+            vec![
+                ("endpoint", c.endpoint.clone()),
+                ("streaming", c.stream.to_string()),
+                ("dataset", c.dataset.clone()),
+                ("dataset file", c.dataset_path.clone().unwrap_or_default()),
+                ("categories", c.categories.join(",")),
+                (
+                    "input tokens",
+                    format!("{} ± {}", c.input_tokens, c.input_tokens_stddev),
+                ),
+                (
+                    "output tokens",
+                    format!("{} ± {}", c.output_tokens, c.output_tokens_stddev),
+                ),
+                ("range ratio", c.range_ratio.to_string()),
+                ("prefix tokens", c.prefix_tokens.to_string()),
+                ("temperature", c.temperature.to_string()),
+                ("ignore_eos", c.ignore_eos.to_string()),
+            ]
+        })
     }
 
     /// Whether speclens wrote this file (else it is a `vllm bench serve` result or similar).
@@ -833,6 +901,49 @@ mod tests {
         assert!(r.latency("itl").is_none());
         let detailed: RunResult = serde_json::from_str(r#"{"errors": ["", "timeout"], "completed": 1}"#).unwrap();
         assert!(matches!(detailed.errors, Some(Errors::PerRequest(_))));
+    }
+
+    #[test]
+    fn two_runs_differ_by_their_server_and_workload_settings_only() {
+        let config = RunConfig {
+            urls: vec!["http://a".into()],
+            model: "m".into(),
+            output_tokens: 128,
+            ..RunConfig::default()
+        };
+        let run = |config: RunConfig, k: Option<u32>| RunResult {
+            config: Some(config),
+            spec_decode_num_spec_tokens: k,
+            ..RunResult::default()
+        };
+        let then = run(config.clone(), Some(3));
+        // Another level, seed or k unseen: the same server and workload.
+        let same = run(
+            RunConfig {
+                concurrency: Some(8),
+                seed: 9,
+                ..config.clone()
+            },
+            None,
+        );
+        assert!(same.server_differences(&then).is_empty() && same.workload_differences(&then).is_empty());
+        let other = run(
+            RunConfig {
+                urls: vec!["http://b".into()],
+                output_tokens: 64,
+                ..config
+            },
+            Some(5),
+        );
+        assert_eq!(
+            other.server_differences(&then),
+            ["URL http://a, now http://b", "k 3, now 5"]
+        );
+        assert_eq!(other.workload_differences(&then), ["output tokens 128 ± 0, now 64 ± 0"]);
+        assert!(
+            RunResult::default().server_differences(&then).is_empty(),
+            "a file without a config"
+        );
     }
 
     #[test]

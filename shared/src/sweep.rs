@@ -291,6 +291,40 @@ pub struct SweepTable {
     /// given as plain that speculates, or one given as speculative that does not).
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub warnings: Vec<String>,
+    /// Points found in the folder from an earlier sweep: joined into the table, or left out
+    /// because their server or workload differs from this sweep's (unless `--join-stale`).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub earlier_points: Vec<EarlierPoint>,
+}
+
+/// A point a sweep found in its folder rather than measured.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct EarlierPoint {
+    /// Its id (`spec-c16`).
+    pub point: String,
+    /// When the sweep that measured it started, when its file says.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub sweep_started: Option<String>,
+    /// How its server or workload differs from this sweep's ("model a, now b").
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub differences: Vec<String>,
+    /// Whether it is in the table.
+    pub joined: bool,
+}
+
+impl EarlierPoint {
+    /// "spec-c16 (sweep of 2026-12-03T10:00:00Z)" or "spec-c16 (model a, now b)".
+    pub fn describe(&self) -> String {
+        let when = self
+            .sweep_started
+            .as_deref()
+            .map_or_else(|| "an earlier sweep".to_string(), |s| format!("the sweep of {s}"));
+        if self.differences.is_empty() {
+            format!("{} (from {when})", self.point)
+        } else {
+            format!("{} (from {when}: {})", self.point, self.differences.join("; "))
+        }
+    }
 }
 
 impl SweepTable {
@@ -461,6 +495,7 @@ impl SweepTable {
             arms: Arms::default(),
             recommendation: None,
             warnings: Vec::new(),
+            earlier_points: Vec::new(),
         }
     }
 
@@ -574,6 +609,19 @@ impl SweepTable {
         if let Some(r) = &self.recommendation {
             out.push('\n');
             out.push_str(&r.render());
+        }
+        let (joined, left_out): (Vec<&EarlierPoint>, Vec<&EarlierPoint>) =
+            self.earlier_points.iter().partition(|p| p.joined);
+        if !joined.is_empty() {
+            let names: Vec<String> = joined.iter().map(|p| p.describe()).collect();
+            out.push_str(&format!("Joined from earlier: {}\n", names.join(", ")));
+        }
+        if !left_out.is_empty() {
+            let names: Vec<String> = left_out.iter().map(|p| p.describe()).collect();
+            out.push_str(&format!(
+                "Left out, measured against another server or workload (--join-stale pools them): {}\n",
+                names.join(", ")
+            ));
         }
         out
     }

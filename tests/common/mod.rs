@@ -69,6 +69,11 @@ fn speclens_command(args: &[&str]) -> Command {
 impl Speclens {
     /// An untimed speculative sim (k = 3, geometric acceptance `alpha`) on a free port.
     pub fn instant_spec_sim(alpha: &str, extra: &[&str]) -> Speclens {
+        Speclens::instant_sim_of_k("3", alpha, extra)
+    }
+
+    /// An untimed speculative sim drafting `k` tokens, geometric acceptance `alpha`.
+    pub fn instant_sim_of_k(k: &str, alpha: &str, extra: &[&str]) -> Speclens {
         let mut args = vec![
             "sim",
             "--port",
@@ -76,7 +81,7 @@ impl Speclens {
             "--time-scale",
             "0",
             "--num-spec-tokens",
-            "3",
+            k,
             "--alpha",
             alpha,
         ];

@@ -398,12 +398,17 @@ fn aiperf_records(records: &Path, path: &Path, run_start_unix_ns: u64, stream: b
     written.map_err(fail)
 }
 
+/// The time now in RFC 3339 (UTC), as result files date themselves.
+pub fn now_rfc3339() -> String {
+    time::OffsetDateTime::now_utc()
+        .format(&time::format_description::well_known::Rfc3339)
+        .unwrap_or_default()
+}
+
 /// `result.json`'s content.
 fn run_result(run: &Prepared, f: &Figures<'_>) -> RunResult {
     let (outcome, paths) = (f.outcome, f.paths);
-    let date = time::OffsetDateTime::now_utc()
-        .format(&time::format_description::well_known::Rfc3339)
-        .unwrap_or_default();
+    let date = now_rfc3339();
     let mut result = RunResult::new(env!("CARGO_PKG_VERSION"), &date, &run.plan.output.label);
     result.partial = outcome.partial;
     result.backend = Some(run.plan.target.endpoint.backend().into());

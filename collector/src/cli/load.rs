@@ -530,6 +530,11 @@ pub struct SweepArgs {
     /// sweep.json.
     #[arg(long, help_heading = "Arms", hide_short_help = true)]
     pub allow_mixed_arms: bool,
+    /// Pool the points an earlier sweep left in --out even where their server (URL, model,
+    /// engine, k) or workload differs from this sweep's; without it they are left out of the
+    /// table, and sweep.json and the console name them and why.
+    #[arg(long, help_heading = "Output", hide_short_help = true)]
+    pub join_stale: bool,
     #[command(flatten)]
     pub dashboard: DashboardArgs,
 }
@@ -885,6 +890,7 @@ impl SweepArgs {
             dry_run: self.dry_run,
             dashboard_port: self.dashboard.port(),
             allow_mixed_arms: self.allow_mixed_arms,
+            join_stale: self.join_stale,
         };
         plan.check()?;
         Ok(plan)
