@@ -337,6 +337,113 @@ fn points_of_an_earlier_sweep_against_another_server_are_not_pooled_silently() {
     );
 }
 
+/// Item 6: a run killed (SIGKILL) before it saved its result leaves only its records, in
+/// `.records.jsonl.tmp`. While it runs, nothing lists it as killed (it holds its folder's lock);
+/// once killed, `read`, `report` and `serve` each show it as a partial run recovered from those
+/// records, with the request counts the records hold.
+#[test]
+fn a_killed_run_is_shown_as_a_partial_run_recovered_from_its_records() {
+    let sim = Speclens::start(&["sim", "--port", "0", "--step-ms", "10", "--num-spec-tokens", "2"]);
+    let dir = tempfile::tempdir().unwrap();
+    let out = dir.path().join("killed");
+    let mut child = Command::new(env!("CARGO_BIN_EXE_speclens"))
+        .args([
+            "bench",
+            "--url",
+            &sim.url(),
+            "--num-prompts",
+            "400",
+            "--concurrency",
+            "4",
+            "--output-tokens",
+            "16",
+            "--quiet",
+            "--out",
+            out.to_str().unwrap(),
+        ])
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .spawn()
+        .unwrap();
+    let tmp = out.join(".records.jsonl.tmp");
+    let deadline = std::time::Instant::now() + Duration::from_secs(30);
+    while std::fs::read_to_string(&tmp).map_or(0, |t| t.lines().count()) < 8 {
+        assert!(std::time::Instant::now() < deadline, "no records written");
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    let results = dir.path().to_str().unwrap();
+    let (code, stdout, stderr) = run_speclens(&["read", results]);
+    assert_eq!(code, 2, "a running run is not a killed one: {stdout}{stderr}");
+    child.kill().unwrap();
+    child.wait().unwrap();
+    assert!(!out.join("result.json").exists());
+    let records: Vec<serde_json::Value> = std::fs::read_to_string(&tmp)
+        .unwrap()
+        .lines()
+        .filter_map(|l| serde_json::from_str(l).ok())
+        .collect();
+    let completed = records.iter().filter(|r| r["success"] == true).count() as u64;
+    let failed = records.len() as u64 - completed;
+
+    let (code, stdout, stderr) = run_speclens(&["read", results]);
+    assert_eq!(code, 0, "{stderr}");
+    let row = stdout
+        .lines()
+        .find(|l| l.contains("killed/.records.jsonl.tmp"))
+        .unwrap_or_else(|| panic!("{stdout}"));
+    let cells: Vec<&str> = row.split(['│', '┆']).map(str::trim).collect();
+    assert_eq!(
+        (cells[2], cells[3]),
+        (completed.to_string().as_str(), failed.to_string().as_str()),
+        "{row}"
+    );
+    assert!(
+        stderr.contains(&format!("recovered from the {} records", records.len())),
+        "{stderr}"
+    );
+
+    let report = dir.path().join("report.html");
+    let web = crate::common::workspace().join("web/dist");
+    let (code, _, stderr) = run_speclens(&[
+        "report",
+        results,
+        "--web-dir",
+        web.to_str().unwrap(),
+        "-o",
+        report.to_str().unwrap(),
+    ]);
+    assert_eq!(code, 0, "{stderr}");
+    assert!(std::fs::read_to_string(&report).unwrap().contains("recovered from the"));
+
+    let server = Speclens::start(&[
+        "serve",
+        "--port",
+        "0",
+        "--web-dir",
+        web.to_str().unwrap(),
+        "--results-dir",
+        results,
+    ]);
+    let base = server.url();
+    let runtime = tokio::runtime::Runtime::new().unwrap();
+    let get = |path: &str| -> serde_json::Value {
+        let url = format!("{}{path}", base.trim_end_matches('/'));
+        runtime.block_on(async { reqwest::get(url).await.unwrap().json().await.unwrap() })
+    };
+    let list = get("/api/runs");
+    assert!(list.to_string().contains("\"killed\""), "{list}");
+    let run = get("/api/runs/killed");
+    assert_eq!(run["partial"], true);
+    assert_eq!(
+        (run["completed"].as_u64(), run["failed"].as_u64()),
+        (Some(completed), Some(failed))
+    );
+    assert!(run["recovered"]
+        .as_str()
+        .unwrap_or_default()
+        .contains("stopped before saving its result"));
+}
+
 /// Item 7: a dataset is read a line or an item at a time and sampled as it is read: 1 M
 /// ShareGPT entries (about 150 MB) for `--num-prompts 2` cost a small share of the file's size
 /// (before: the file, then every entry, then every entry tokenized); a 20 MiB line is refused

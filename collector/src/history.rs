@@ -85,6 +85,70 @@ fn files_starting(dir: &Path, prefix: &str) -> Vec<PathBuf> {
     files
 }
 
+/// The records a run writes as it goes, renamed `records.jsonl` when it saves its result: a
+/// folder that holds them and no `result.json` is a run that was stopped before it finished
+/// (killed), or one still running.
+pub const RECORDS_IN_PROGRESS: &str = ".records.jsonl.tmp";
+
+/// The file a run folder's result is read from: its `result.json`, or, for a run killed before
+/// it saved one, its [`RECORDS_IN_PROGRESS`] (read as a partial result by [`read_result`]);
+/// `None` for a folder with neither, or whose run is still writing (it holds the folder's lock).
+pub fn run_file(folder: &Path) -> Option<PathBuf> {
+    let result = folder.join("result.json");
+    if result.exists() {
+        return Some(result);
+    }
+    let records = folder.join(RECORDS_IN_PROGRESS);
+    (records.is_file() && !still_written(folder)).then_some(records)
+}
+
+/// Whether a command holds `folder`'s lock now (a killed one's lock is gone with it).
+fn still_written(folder: &Path) -> bool {
+    let Ok(file) = std::fs::File::open(folder.join(crate::bench::output::LOCK_FILE)) else {
+        return false;
+    };
+    matches!(file.try_lock_shared(), Err(std::fs::TryLockError::WouldBlock))
+}
+
+/// The run folders under `dir` (up to `depth` levels down) by id, with the file each one's
+/// result is read from ([`run_file`]): finished runs and runs killed before they finished.
+pub fn run_folders(dir: &Path, depth: u32) -> Vec<(String, PathBuf)> {
+    let mut found = find_folders(dir, depth, "result.json");
+    found.extend(find_folders(dir, depth, RECORDS_IN_PROGRESS));
+    found.sort();
+    found.dedup_by(|a, b| a.0 == b.0);
+    found
+        .into_iter()
+        .filter_map(|(id, folder)| run_file(&folder).map(|file| (id, file)))
+        .collect()
+}
+
+/// A partial result from the records a killed run left at `path`, named by its folder: the
+/// records read one at a time, a line that does not read (the one the kill cut) counted.
+fn recovered(path: &Path) -> Result<RunResult, String> {
+    use std::io::BufRead;
+    let meta = std::fs::metadata(path).map_err(|e| format!("{}: {e}", path.display()))?;
+    if !meta.is_file() {
+        return Err(format!("{}: not a regular file", path.display()));
+    }
+    let file = std::fs::File::open(path).map_err(|e| format!("{}: {e}", path.display()))?;
+    let mut recovery = speclens_shared::results::Recovery::default();
+    let mut cut = 0;
+    for line in std::io::BufReader::new(file).lines() {
+        let line = line.map_err(|e| format!("{}: {e}", path.display()))?;
+        match serde_json::from_str::<RequestRecord>(&line) {
+            Ok(record) => recovery.push(&record),
+            Err(_) if line.trim().is_empty() => {}
+            Err(_) => cut += 1,
+        }
+    }
+    let label = path
+        .parent()
+        .and_then(Path::file_name)
+        .map_or_else(String::new, |n| n.to_string_lossy().into_owned());
+    Ok(recovery.finish(&label, cut))
+}
+
 /// Everything under `results_dir`, as `/api/runs` answers. Ids are folder paths relative to
 /// `results_dir`, as in a report of that folder.
 pub fn list_results(results_dir: &Path) -> RunList {
@@ -102,10 +166,10 @@ fn list_with(results_dir: &Path, mut entry: impl FnMut(&str, &Path) -> Option<Ru
         };
         inside(results_dir, &target).map(|_| (id, path))
     };
-    let runs = find_folders(results_dir, 3, "result.json")
+    let runs = run_folders(results_dir, 3)
         .into_iter()
-        .filter_map(|found| within(found, "result.json"))
-        .filter_map(|(id, path)| entry(&id, &path.join("result.json")))
+        .filter_map(|(id, file)| inside(results_dir, &file).map(|_| (id, file)))
+        .filter_map(|(id, file)| entry(&id, &file))
         .collect();
     let ids = |marker| {
         find_folders(results_dir, 3, marker)
@@ -220,6 +284,9 @@ pub fn for_each_record(path: &Path, mut f: impl FnMut(&RequestRecord)) -> Result
 /// when the file is not one; an error, naming the file and why, when it looks like one but does
 /// not read.
 pub fn read_result(path: &Path) -> Result<Option<RunResult>, String> {
+    if path.file_name().is_some_and(|n| n == RECORDS_IN_PROGRESS) {
+        return recovered(path).map(Some);
+    }
     let Ok(value) = read_json::<serde_json::Value>(path) else {
         return Ok(None);
     };

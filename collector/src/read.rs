@@ -21,7 +21,8 @@ pub struct Found {
     pub skipped: Vec<(String, String)>,
 }
 
-/// Result files in `dir`: `*.json` holding `vllm bench serve` keys, and `*/result.json`.
+/// Result files in `dir`: `*.json` holding `vllm bench serve` keys, `*/result.json`, and the
+/// records of runs killed before they saved one (`*/.records.jsonl.tmp`).
 pub fn result_files(dir: &Path) -> Result<Found, CollectorError> {
     let mut paths: Vec<PathBuf> = Vec::new();
     let entries =
@@ -29,8 +30,8 @@ pub fn result_files(dir: &Path) -> Result<Found, CollectorError> {
     for entry in entries.flatten() {
         let path = entry.path();
         if path.is_dir() {
-            let inner = path.join("result.json");
-            if inner.is_file() {
+            // A run killed before it saved its result is read from its records, as partial.
+            if let Some(inner) = crate::history::run_file(&path).filter(|p| p.is_file()) {
                 paths.push(inner);
             }
         } else if path.extension().is_some_and(|e| e == "json") {
@@ -120,6 +121,11 @@ pub fn run(dir: &Path) -> Result<(), CollectorError> {
     let Found { files, skipped } = result_files(dir)?;
     for (_, why) in &skipped {
         eprintln!("speclens read: skipped {why}");
+    }
+    for (name, result) in &files {
+        if let Some(how) = &result.recovered {
+            eprintln!("speclens read: {name}: {how}");
+        }
     }
     if files.is_empty() {
         return Err(CollectorError::InvalidArgument(format!(

@@ -5,7 +5,7 @@
 
 use std::collections::BTreeSet;
 use std::io::Write as _;
-use std::path::Path;
+use std::path::{Path, PathBuf};
 
 use base64::Engine as _;
 use serde_json::Value;
@@ -174,8 +174,14 @@ impl Collector {
                 .map(|(id, p)| (join_id(prefixed, &base, &id), p))
                 .collect::<Vec<_>>()
         };
-        for (id, folder) in nested("result.json") {
-            if let Some(result) = self.read_run(&folder.join("result.json")) {
+        let mut runs: Vec<(String, PathBuf)> = history::run_file(path)
+            .map(|file| (String::new(), file))
+            .into_iter()
+            .chain(history::run_folders(path, 3))
+            .collect();
+        runs.iter_mut().for_each(|(id, _)| *id = join_id(prefixed, &base, id));
+        for (id, file) in runs {
+            if let Some(result) = self.read_run(&file) {
                 self.add_run(&id, &result)?;
             }
         }

@@ -532,7 +532,25 @@ async fn list_runs(State(app): State<Arc<AppState>>) -> Response {
 }
 
 async fn one_run(State(app): State<Arc<AppState>>, UrlPath(id): UrlPath<String>) -> Response {
-    json_file(&app.results_dir, &id, "result.json", "run").await
+    let Some(folder) = history::run_folder(&app.results_dir, &id) else {
+        return bad_id("run");
+    };
+    if folder.join("result.json").exists() {
+        return json_file(&app.results_dir, &id, "result.json", "run").await;
+    }
+    // A run killed before it saved its result: its records, read as a partial result.
+    let results_dir = app.results_dir.clone();
+    let read = tokio::task::spawn_blocking(move || {
+        let path = history::inside(&results_dir, &history::run_file(&folder)?)?;
+        history::read_result(&path)
+            .map_err(|why| tracing::warn!("{why}"))
+            .ok()
+            .flatten()
+    });
+    match read.await {
+        Ok(Some(result)) => axum::Json(result).into_response(),
+        _ => not_found("run"),
+    }
 }
 
 async fn one_sweep(State(app): State<Arc<AppState>>, UrlPath(id): UrlPath<String>) -> Response {

@@ -13,7 +13,7 @@ use crate::fleet::FleetWindow;
 use crate::model::Measured;
 use crate::notices::Notices;
 use crate::protocol::{draft_share_pct, Distributions, Progress, RunStatus, RunView, Tiles, TimelinePoint};
-use crate::run::{LatencyStats, RunMetrics};
+use crate::run::{LatencyStats, RequestRecord, RunMetrics, RunTally};
 use crate::scrape::{SglangGauges, SpecDecodeData, SpecDecodeResult};
 
 /// `schema` of a speclens `result.json`.
@@ -254,10 +254,75 @@ pub struct RunResult {
     /// sweep into the same folder can tell its own points from earlier ones.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub sweep_started: Option<String>,
+    /// Set when this result was not written by its run but recovered from the records it left
+    /// (killed before it finished): what was recovered and what was lost.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub recovered: Option<String>,
     /// Keys this model does not name: the latency percentiles (`p99_ttft_ms`, named by the
     /// percentiles asked for) and, in `vllm bench serve` files, everything else it writes.
     #[serde(flatten)]
     pub extra: BTreeMap<String, serde_json::Value>,
+}
+
+/// The records a run left when it stopped before writing its result (killed, or its machine
+/// went down), folded one at a time into a partial result.
+#[derive(Default)]
+pub struct Recovery {
+    tally: RunTally,
+    /// Each window request's start and end (ms since the run began).
+    spans_ms: Vec<(f64, f64)>,
+}
+
+impl Recovery {
+    pub fn push(&mut self, r: &RequestRecord) {
+        self.tally.push(r);
+        if !r.warmup {
+            self.spans_ms.push((r.start_ms, r.start_ms + r.e2el_ms.unwrap_or(0.0)));
+        }
+    }
+
+    /// The partial result: the request figures over the records' span (first start to last
+    /// end), as `vllm bench serve` defines them; `cut_lines` records that did not read (the
+    /// last line cut by the kill) are named, and so is what was never saved (the metrics
+    /// scrapes, so no acceptance from the counters).
+    pub fn finish(self, label: &str, cut_lines: u64) -> RunResult {
+        let start = self.spans_ms.iter().map(|s| s.0).fold(f64::INFINITY, f64::min);
+        let end = self.spans_ms.iter().map(|s| s.1).fold(f64::NEG_INFINITY, f64::max);
+        let duration_s = if end > start { (end - start) / 1e3 } else { 0.0 };
+        let metrics = self
+            .tally
+            .metrics(duration_s, None, None, max_overlap(&self.spans_ms), &[99.0]);
+        let mut result = RunResult {
+            label: label.into(),
+            partial: true,
+            num_prompts: Some(self.tally.requests),
+            ..RunResult::default()
+        };
+        result.set_metrics(&metrics);
+        let cut = match cut_lines {
+            0 => String::new(),
+            1 => "; 1 line did not read (cut by the stop)".into(),
+            n => format!("; {n} lines did not read"),
+        };
+        result.recovered = Some(format!(
+            "recovered from the {} records of a run that stopped before saving its result{cut}; its metrics scrapes were not saved",
+            self.tally.requests
+        ));
+        result
+    }
+}
+
+/// The most spans open at once.
+fn max_overlap(spans_ms: &[(f64, f64)]) -> u64 {
+    let mut events: Vec<(f64, i64)> = spans_ms.iter().flat_map(|&(a, b)| [(a, 1), (b, -1)]).collect();
+    // An end before a start at the same instant: back-to-back requests do not overlap.
+    events.sort_by(|x, y| x.0.total_cmp(&y.0).then(x.1.cmp(&y.1)));
+    let (mut open, mut most) = (0i64, 0i64);
+    for (_, step) in events {
+        open += step;
+        most = most.max(open);
+    }
+    most.max(0) as u64
 }
 
 /// The named settings where two run configurations differ, as "model a, now b" (`now` is
@@ -865,7 +930,13 @@ pub fn run_view_from_result(result: &RunResult) -> RunView {
         distributions: result.distributions.clone().unwrap_or_default(),
         not_available: result.not_available(),
         per_request: spec.per_request,
-        notices: result.notices.as_ref().map(|n| n.messages.clone()).unwrap_or_default(),
+        // A run recovered from its records says so first.
+        notices: result
+            .recovered
+            .iter()
+            .cloned()
+            .chain(result.notices.iter().flat_map(|n| n.messages.clone()))
+            .collect(),
         mean_draft_tokens: result
             .spec_decode_draft_tokens
             .zip(result.spec_decode_num_drafts)
@@ -944,6 +1015,32 @@ mod tests {
             RunResult::default().server_differences(&then).is_empty(),
             "a file without a config"
         );
+    }
+
+    #[test]
+    fn a_killed_run_s_records_become_a_partial_result_over_their_span() {
+        let record = |start_ms: f64, e2el_ms: f64, success: bool| RequestRecord {
+            start_ms,
+            e2el_ms: Some(e2el_ms),
+            success,
+            output_tokens: if success { 10 } else { 0 },
+            ..RequestRecord::default()
+        };
+        let mut recovery = Recovery::default();
+        for r in [
+            record(0.0, 500.0, true),
+            record(250.0, 750.0, true),
+            record(1000.0, 1000.0, false),
+        ] {
+            recovery.push(&r);
+        }
+        let r = recovery.finish("run-a", 1);
+        assert!(r.partial);
+        assert_eq!((r.completed, r.failed, r.num_prompts), (Some(2), Some(1), Some(3)));
+        // 0 → 2,000 ms: 20 tokens in 2 s; two requests overlap, the third starts as one ends.
+        assert_eq!((r.duration, r.output_throughput), (Some(2.0), Some(10.0)));
+        assert_eq!(r.max_concurrent_requests, Some(2));
+        assert!(r.recovered.unwrap().contains("3 records"));
     }
 
     #[test]

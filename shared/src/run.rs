@@ -45,7 +45,7 @@ impl ErrorKind {
 }
 
 /// One sent request, as written to `records.jsonl`.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
 pub struct RequestRecord {
     /// Sequence number in sending order (0-based, warm-up included).
     pub request_id: u64,

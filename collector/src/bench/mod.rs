@@ -169,7 +169,7 @@ pub async fn run_with(plan: Plan, hub: Option<LiveHub>) -> Result<RunOutput, Col
         Some(port) if !external_hub => Some(live_dashboard(port, results_dir_of(&prepared.out_dir), &hub).await?),
         _ => None,
     };
-    let records_tmp = prepared.out_dir.join(".records.jsonl.tmp");
+    let records_tmp = prepared.out_dir.join(crate::history::RECORDS_IN_PROGRESS);
     let measured = measure(&prepared, &hub, &records_tmp).await?;
     let paths = SpecPaths::new(
         measured.scrapes,
