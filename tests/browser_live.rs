@@ -286,6 +286,16 @@ async fn past_runs_open_in_the_same_views_and_compare_side_by_side() {
         sweep_dir.to_str().unwrap(),
     ]);
     assert_eq!(code, 0, "{out}{err}");
+    // What the sweep page must show of an earlier sweep's point it left out and of a set-up
+    // warning, written in as a re-run against another server would (markup must stay text).
+    let sweep_file = sweep_dir.join("sweep.json");
+    let mut sweep_json: Value = serde_json::from_slice(&std::fs::read(&sweep_file).unwrap()).unwrap();
+    sweep_json["earlier_points"] = serde_json::json!([{
+        "point": "spec-c8", "sweep_started": "2026-12-03T10:00:00Z",
+        "differences": ["model <b>old</b>, now new"], "joined": false,
+    }]);
+    sweep_json["warnings"] = serde_json::json!(["arm plain drafts tokens"]);
+    std::fs::write(&sweep_file, serde_json::to_vec(&sweep_json).unwrap()).unwrap();
     let data = results.path().join("prompts.jsonl");
     std::fs::write(
         &data,
@@ -490,6 +500,12 @@ async fn past_runs_open_in_the_same_views_and_compare_side_by_side() {
     assert!(table.contains("concurrency"), "{table}");
     let findings = text_of(&client, "#sweep-findings").await;
     assert!(findings.contains("Model prediction: B* = "), "{findings}");
+    let notices = text_of(&client, "#sweep-notices").await;
+    assert!(notices.contains("arm plain drafts tokens"), "{notices}");
+    assert!(
+        notices.contains("Left out, measured against another server or workload (--join-stale pools them): spec-c8 (from the sweep of 2026-12-03T10:00:00Z: model <b>old</b>, now new)"),
+        "{notices}"
+    );
     wait_for("the sweep chart", Duration::from_secs(30), || async {
         canvas_ink(&client, "sweep-chart").await.filter(|(ink, _)| *ink > 2000)
     })

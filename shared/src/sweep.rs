@@ -610,20 +610,30 @@ impl SweepTable {
             out.push('\n');
             out.push_str(&r.render());
         }
-        let (joined, left_out): (Vec<&EarlierPoint>, Vec<&EarlierPoint>) =
-            self.earlier_points.iter().partition(|p| p.joined);
-        if !joined.is_empty() {
-            let names: Vec<String> = joined.iter().map(|p| p.describe()).collect();
-            out.push_str(&format!("Joined from earlier: {}\n", names.join(", ")));
-        }
-        if !left_out.is_empty() {
-            let names: Vec<String> = left_out.iter().map(|p| p.describe()).collect();
-            out.push_str(&format!(
-                "Left out, measured against another server or workload (--join-stale pools them): {}\n",
-                names.join(", ")
-            ));
+        for line in self.earlier_notes() {
+            out.push_str(&line);
+            out.push('\n');
         }
         out
+    }
+
+    /// The points taken from an earlier sweep's files and those left out, one line each (none
+    /// when every point was measured by this sweep); the console and the sweep page show them.
+    pub fn earlier_notes(&self) -> Vec<String> {
+        let (joined, left_out): (Vec<&EarlierPoint>, Vec<&EarlierPoint>) =
+            self.earlier_points.iter().partition(|p| p.joined);
+        let names = |points: &[&EarlierPoint]| points.iter().map(|p| p.describe()).collect::<Vec<_>>().join(", ");
+        let mut lines = Vec::new();
+        if !joined.is_empty() {
+            lines.push(format!("Joined from earlier: {}", names(&joined)));
+        }
+        if !left_out.is_empty() {
+            lines.push(format!(
+                "Left out, measured against another server or workload (--join-stale pools them): {}",
+                names(&left_out)
+            ));
+        }
+        lines
     }
 
     /// Every arm's goodput by level beside plain's, and each arm's goodput crossing.
@@ -702,6 +712,37 @@ impl SweepTable {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn earlier_points_are_named_joined_or_left_out_with_their_differences() {
+        let mut t = SweepTable::new(Vec::new(), None);
+        assert!(
+            t.earlier_notes().is_empty(),
+            "a sweep that measured every point says nothing"
+        );
+        t.earlier_points = vec![
+            EarlierPoint {
+                point: "spec-c1".into(),
+                sweep_started: Some("2026-12-03T10:00:00Z".into()),
+                differences: vec![],
+                joined: true,
+            },
+            EarlierPoint {
+                point: "spec-c2".into(),
+                sweep_started: None,
+                differences: vec!["k 3, now 5".into()],
+                joined: false,
+            },
+        ];
+        assert_eq!(
+            t.earlier_notes(),
+            vec![
+                "Joined from earlier: spec-c1 (from the sweep of 2026-12-03T10:00:00Z)".to_string(),
+                "Left out, measured against another server or workload (--join-stale pools them): spec-c2 (from an earlier sweep: k 3, now 5)".to_string(),
+            ]
+        );
+        assert!(t.render().ends_with(&(t.earlier_notes().join("\n") + "\n")));
+    }
 
     #[test]
     fn repeats_settle_when_their_range_is_within_the_spread() {

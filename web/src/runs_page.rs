@@ -567,6 +567,9 @@ fn SweepView(id: String) -> impl IntoView {
                     <div class="findings" id="sweep-findings">
                         {t.findings().into_iter().map(|line| view! { <p>{line}</p> }).collect_view()}
                     </div>
+                    <div class="notices" id="sweep-notices">
+                        {t.warnings.iter().cloned().chain(t.earlier_notes()).map(|line| view! { <p class="hint">{line}</p> }).collect_view()}
+                    </div>
                     {whatif.map(|(fragment, beside)| view! { <p><a id="whatif-from-sweep" href=format!("#{fragment}")>"What-if with the headline arm's measured acceptance →"</a>
                         <span class="hint" id="whatif-from-sweep-bstar">{beside}</span></p> })}
                     {arms.map(|arms| view! {
