@@ -647,9 +647,10 @@ fn bench_peak_kb(url: &str, out: &std::path::Path, extra: &[&str]) -> u64 {
     speclens_peak_rss_kb(&args, Duration::from_secs(120)).0
 }
 
-/// Item 2: 4 MiB of payload as 1-byte HTTP chunks (4 M chunks, ~370 MB kept at their old cost)
-/// is charged per chunk and abandoned at the budget; 24 MiB of 3 M tiny SSE events is read one
-/// event at a time (no list of them). Both on both transports.
+/// Item 2: 4 MiB of payload as 1-byte HTTP chunks (4 M chunks, ~370 MB kept at the cost of one
+/// allocation a chunk) is kept in one buffer, charged what it allocates, and abandoned at a
+/// budget smaller than its payload; 24 MiB of 3 M tiny SSE events is read one event at a time
+/// (no list of them). Both on both transports.
 #[test]
 fn many_tiny_chunks_and_events_are_charged_what_they_cost() {
     let one_byte_chunks = models_or(|_, mut stream| {
@@ -687,11 +688,16 @@ fn many_tiny_chunks_and_events_are_charged_what_they_cost() {
         let peak_kb = bench_peak_kb(
             &via(&one_byte_chunks),
             &out,
-            &["--num-prompts", "1", "--max-buffered-mib", "64"],
+            &["--num-prompts", "1", "--max-buffered-mib", "3"],
         );
         let error = read_records(&out)[0].error.clone().unwrap_or_default();
-        assert!(error.contains("passed 64 MiB (--max-buffered-mib)"), "{error}");
+        assert!(error.contains("passed 3 MiB (--max-buffered-mib)"), "{error}");
         assert!(peak_kb < 150 * 1024, "1-byte chunks: peak RSS {peak_kb} kB");
+        // Within a budget that holds it, the same body is read whole, in little memory.
+        let peak_kb = bench_peak_kb(&via(&one_byte_chunks), &out, &["--num-prompts", "1"]);
+        let error = read_records(&out)[0].error.clone().unwrap_or_default();
+        assert!(error.contains("not an SSE stream"), "{error}");
+        assert!(peak_kb < 150 * 1024, "1-byte chunks read whole: peak RSS {peak_kb} kB");
         let peak_kb = bench_peak_kb(&via(&tiny_events), &out, &["--num-prompts", "1"]);
         let error = read_records(&out)[0].error.clone().unwrap_or_default();
         assert!(error.contains("the stream carried no generated text"), "{error}");

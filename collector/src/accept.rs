@@ -337,7 +337,7 @@ fn plan_workload(args: &Plan, categories: &[String]) -> Result<WorkloadPlan, Col
             "--requests-per-category must be ≥ 1".into(),
         ));
     }
-    let tokens = bench::tokens::TokenCounter::new()?;
+    let tokens = bench::tokens::TokenCounter::new();
     let mut prompts = Vec::new();
     let mut notes = Vec::new();
     for category in categories {

@@ -3,53 +3,72 @@
 //! and each event tagged with the index of the chunk that completed it (the client stamps
 //! chunks with their arrival time, so an event's time is its last byte's).
 
+use std::borrow::Cow;
+
 /// The events in `chunks`, as `(index of the completing chunk, data)`, and whether bytes other
 /// than whitespace were left after the last complete event (a stream cut inside an event).
 /// Events without a `data:` line (comments, keep-alives) are skipped. Linear in the input.
 pub fn events<B: AsRef<[u8]>>(chunks: &[B]) -> (Vec<(usize, String)>, bool) {
+    let mut body = Vec::new();
+    let mut ends = Vec::with_capacity(chunks.len());
+    for chunk in chunks {
+        body.extend_from_slice(chunk.as_ref());
+        ends.push(body.len());
+    }
     let mut events = Vec::new();
-    let trailing = for_each_event(chunks, |index, data| {
+    let trailing = for_each_event(&body, &ends, |index, data| {
         events.push((index, data.to_string()));
         true
     });
     (events, trailing)
 }
 
-/// Hand each event of `chunks` to `each` as it is framed (the index of its completing chunk and
-/// its data), holding one event at a time: a stream of millions of tiny events costs no list
-/// of them. `each` returns `false` to stop. Returns whether bytes other than whitespace were
-/// left after the last complete event, as [`events`] does.
-pub fn for_each_event<B: AsRef<[u8]>>(chunks: &[B], mut each: impl FnMut(usize, &str) -> bool) -> bool {
-    let mut pending: Vec<u8> = Vec::new();
-    for (index, chunk) in chunks.iter().enumerate() {
-        // Resume the separator search just before the new bytes (a separator may straddle).
-        let mut from = pending.len().saturating_sub(3);
-        pending.extend_from_slice(chunk.as_ref());
-        let mut start = 0;
-        while let Some((end, sep)) = find_event_end(&pending[from..]).map(|(e, s)| (from + e, s)) {
-            if let Some(data) = event_data(&pending[start..end]) {
-                if !each(index, &data) {
-                    return false;
-                }
-            }
-            start = end + sep;
-            from = start;
+/// Hand each event of a body to `each` as it is framed: the index of the chunk that completed
+/// it (the chunk whose bytes hold the separator's last byte; `ends[i]` is where chunk `i`
+/// ends in `body`) and its data, borrowed from `body` unless it has several `data:` lines or
+/// bytes that are not UTF-8. Nothing is copied per event and no list of events is kept: a
+/// stream of millions of tiny events costs nothing per event. `each` returns `false` to stop.
+/// Returns whether bytes other than whitespace were left after the last complete event.
+pub fn for_each_event(body: &[u8], ends: &[usize], mut each: impl FnMut(usize, &str) -> bool) -> bool {
+    let mut start = 0;
+    let mut chunk = 0;
+    while let Some((end, sep)) = find_event_end(&body[start..]).map(|(e, s)| (start + e, s)) {
+        let last_byte = end + sep - 1;
+        while chunk + 1 < ends.len() && ends[chunk] <= last_byte {
+            chunk += 1;
         }
-        pending.drain(..start);
+        if let Some(data) = event_data(&body[start..end]) {
+            if !each(chunk, &data) {
+                return false;
+            }
+        }
+        start = end + sep;
     }
-    !pending.iter().all(u8::is_ascii_whitespace)
+    !body[start..].iter().all(u8::is_ascii_whitespace)
 }
 
-/// One event's `data:` lines joined, or `None` when it has none.
-fn event_data(raw: &[u8]) -> Option<String> {
-    let text = String::from_utf8_lossy(raw);
+/// One event's `data:` lines joined, or `None` when it has none; borrowed for the common event
+/// of one `data:` line in UTF-8 (bytes that are not UTF-8 are replaced, lossily).
+fn event_data(raw: &[u8]) -> Option<Cow<'_, str>> {
+    match std::str::from_utf8(raw) {
+        Ok(text) => joined_data(text),
+        Err(_) => joined_data(&String::from_utf8_lossy(raw)).map(|d| Cow::Owned(d.into_owned())),
+    }
+}
+
+fn joined_data(text: &str) -> Option<Cow<'_, str>> {
     // A stream may open with a byte-order mark (the SSE standard's decoder drops it).
-    let data: Vec<&str> = text
-        .trim_start_matches('\u{feff}')
-        .lines()
-        .filter_map(|l| l.strip_prefix("data:").map(|d| d.strip_prefix(' ').unwrap_or(d)))
-        .collect();
-    (!data.is_empty()).then(|| data.join("\n"))
+    let text = text.trim_start_matches('\u{feff}');
+    let data_lines = || {
+        text.lines()
+            .filter_map(|l| l.strip_prefix("data:").map(|d| d.strip_prefix(' ').unwrap_or(d)))
+    };
+    let mut lines = data_lines();
+    let first = lines.next()?;
+    if lines.next().is_none() {
+        return Some(Cow::Borrowed(first));
+    }
+    Some(Cow::Owned(data_lines().collect::<Vec<_>>().join("\n")))
 }
 
 /// End of the first event (`\n\n` or `\r\n\r\n`) and the separator's length.

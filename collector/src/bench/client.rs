@@ -16,7 +16,7 @@ use speclens_shared::per_request::{PartialSpecRecord, PayloadOutcome, PayloadSca
 use speclens_shared::run::ErrorKind;
 use tokio::time::Instant;
 
-use super::wire::{describe, Wire, WireError};
+use super::wire::{describe, Arrivals, Wire, WireError};
 
 /// Which OpenAI endpoint to load.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -134,17 +134,16 @@ pub struct Received {
     status: reqwest::StatusCode,
     content_type: Option<String>,
     content_encoding: Option<String>,
-    chunks: Vec<(Instant, Bytes)>,
+    /// The body as it arrived (held of the shared budget until the response is measured).
+    body: Arrivals,
     /// Why the body ended early, if it did.
     cut: Option<(ErrorKind, String)>,
-    /// The chunks' bytes held of the shared budget, until the response is measured.
-    _charge: super::wire::Charge,
 }
 
 impl Received {
     /// When the response's last bytes arrived (the send time for an empty body).
     pub fn last_arrival(&self) -> Instant {
-        self.chunks.last().map_or(self.sent, |(at, _)| *at)
+        self.body.last().unwrap_or(self.sent)
     }
 }
 
@@ -171,10 +170,9 @@ fn too_large(target: &Target) -> (ErrorKind, String) {
 /// `http://` targets: our own transport, stamped at the socket (see [`wire`]).
 async fn on_the_wire(wire: &Wire, target: &Target, body: Bytes) -> Result<Received, (ErrorKind, String)> {
     let deadline = Instant::now() + target.timeout;
-    let mut charge = target.budget.charge();
     let delivery = tokio::time::timeout_at(
         deadline,
-        wire.post(&target.headers, body, target.max_response_bytes, &mut charge),
+        wire.post(&target.headers, body, target.max_response_bytes, target.budget.charge()),
     )
     .await
     .map_err(|_| {
@@ -189,9 +187,8 @@ async fn on_the_wire(wire: &Wire, target: &Target, body: Bytes) -> Result<Receiv
         status: delivery.status,
         content_type: delivery.content_type,
         content_encoding: delivery.content_encoding,
-        chunks: delivery.chunks,
+        body: delivery.body,
         cut: delivery.cut.map(|e| wire_error(e, target)),
-        _charge: charge,
     })
 }
 
@@ -223,9 +220,7 @@ async fn through_reqwest(
     let status = response.status();
     let content_type = super::wire::content_type_of(response.headers());
     let content_encoding = super::wire::header_text(response.headers(), reqwest::header::CONTENT_ENCODING);
-    let mut chunks: Vec<(Instant, Bytes)> = Vec::new();
-    let mut received_bytes = 0usize;
-    let mut charge = target.budget.charge();
+    let mut received = Arrivals::new(target.budget.charge());
     let mut cut = None;
     let mut response = response;
     loop {
@@ -238,15 +233,13 @@ async fn through_reqwest(
                 break;
             }
             Ok(Ok(Some(bytes))) => {
-                received_bytes += bytes.len();
-                if received_bytes > target.max_response_bytes {
+                if received.bytes().len() + bytes.len() > target.max_response_bytes {
                     return Err(too_large(target));
                 }
-                if !charge.take_chunk(bytes.len()) {
+                // A copy, so the connection's read buffer is not kept alive by the chunk.
+                if !received.push(Instant::now(), &bytes) {
                     return Err(over_budget(target));
                 }
-                // A copy, so the connection's read buffer is not kept alive by the chunk.
-                chunks.push((Instant::now(), Bytes::copy_from_slice(&bytes)));
             }
             Ok(Ok(None)) => break,
             Ok(Err(e)) => {
@@ -263,9 +256,8 @@ async fn through_reqwest(
         status,
         content_type,
         content_encoding,
-        chunks,
+        body: received,
         cut,
-        _charge: charge,
     })
 }
 
@@ -322,11 +314,10 @@ fn measure_exchange(target: &Target, outcome: Outcome) -> Exchange {
         status,
         content_type,
         content_encoding,
-        chunks,
+        body,
         cut,
-        _charge,
     } = received;
-    let ended = chunks.last().map_or_else(Instant::now, |c| c.0);
+    let ended = body.last().unwrap_or_else(Instant::now);
     // speclens sends no Accept-Encoding: a compressed answer would be read as raw bytes.
     if let Some(encoding) = content_encoding.filter(|e| !e.trim().eq_ignore_ascii_case("identity")) {
         return failed(
@@ -338,8 +329,8 @@ fn measure_exchange(target: &Target, outcome: Outcome) -> Exchange {
         );
     }
     if !status.is_success() {
-        let body: Vec<u8> = chunks.iter().flat_map(|(_, b)| b.iter().copied()).collect();
-        let message = serde_json::from_slice::<Value>(&body)
+        let body = body.bytes();
+        let message = serde_json::from_slice::<Value>(body)
             .ok()
             .and_then(|v| {
                 v["error"]["message"]
@@ -351,12 +342,12 @@ fn measure_exchange(target: &Target, outcome: Outcome) -> Exchange {
         return failed(ErrorKind::HttpStatus, format!("HTTP {}: {message}", status.as_u16()));
     }
     let mut ex = if target.stream {
-        if let Some(error) = not_a_stream(&chunks, content_type.as_deref(), cut.is_some()) {
+        if let Some(error) = not_a_stream(body.bytes(), content_type.as_deref(), cut.is_some()) {
             return failed(ErrorKind::BadResponse, error);
         }
-        parse_stream(&chunks, sent, target.endpoint)
+        parse_stream(&body, sent, target.endpoint)
     } else {
-        parse_whole(&chunks, sent, target.endpoint)
+        parse_whole(&body, sent, target.endpoint)
     };
     if let Some(cut) = cut {
         // A body cut by the deadline is a timeout, whatever the half-read body looks like (the
@@ -374,10 +365,9 @@ fn measure_exchange(target: &Target, outcome: Outcome) -> Exchange {
 /// Why a complete answer to a stream request is not a stream at all (an HTML page from a proxy
 /// or a login wall, a JSON body), or `None` when it holds SSE events or was cut (a cut stream
 /// is `stream_cut`). A stream with a wrong `Content-Type` but real events is still read.
-fn not_a_stream(chunks: &[(Instant, Bytes)], content_type: Option<&str>, cut: bool) -> Option<String> {
-    // The first bytes decide (and make the message); the rest of the body is not copied.
-    let head: Vec<u8> = chunks.iter().flat_map(|(_, b)| b.iter().copied()).take(4096).collect();
-    let text = String::from_utf8_lossy(&head);
+fn not_a_stream(body: &[u8], content_type: Option<&str>, cut: bool) -> Option<String> {
+    // The first bytes decide (and make the message).
+    let text = String::from_utf8_lossy(&body[..body.len().min(4096)]);
     let start = text.trim_start_matches(|c: char| c.is_whitespace() || c == '\u{feff}');
     let sse_field = ["data:", "event:", "id:", "retry:", ":"];
     if cut || start.is_empty() || sse_field.iter().any(|f| start.starts_with(f)) {
@@ -462,7 +452,7 @@ fn finish_scan(ex: &mut Exchange, scan: PayloadScan) {
 #[derive(Deserialize)]
 struct Skim<'a> {
     #[serde(borrow, default)]
-    choices: Option<Vec<SkimChoice<'a>>>,
+    choices: Choices<'a>,
     #[serde(default)]
     usage: Option<IgnoredAny>,
     #[serde(default)]
@@ -475,6 +465,61 @@ struct Skim<'a> {
     /// llama.cpp's draft counts ride its `timings`.
     #[serde(default)]
     timings: Option<IgnoredAny>,
+}
+
+/// An event's `choices`, folded as they are read (no list is built: one event of the hundreds
+/// in a response costs no allocation unless several choices each carry text).
+#[derive(Default)]
+struct Choices<'a> {
+    /// The choices' `delta.content`, joined in order.
+    delta_text: Cow<'a, str>,
+    /// The choices' `text` (the completions endpoint), joined in order.
+    text: Cow<'a, str>,
+    /// A choice carries a per-choice spec-decode payload.
+    payload: bool,
+}
+
+impl<'a> Choices<'a> {
+    fn join(into: &mut Cow<'a, str>, more: Option<Cow<'a, str>>) {
+        match more {
+            Some(more) if into.is_empty() => *into = more,
+            Some(more) => into.to_mut().push_str(&more),
+            None => {}
+        }
+    }
+
+    /// The generated text of the endpoint's shape.
+    fn text(self, endpoint: EndpointKind) -> Cow<'a, str> {
+        match endpoint {
+            EndpointKind::Chat => self.delta_text,
+            EndpointKind::Completions => self.text,
+        }
+    }
+}
+
+impl<'de: 'a, 'a> Deserialize<'de> for Choices<'a> {
+    fn deserialize<D: serde::Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
+        struct Fold<'a>(std::marker::PhantomData<&'a ()>);
+        impl<'de: 'a, 'a> serde::de::Visitor<'de> for Fold<'a> {
+            type Value = Choices<'a>;
+            fn expecting(&self, f: &mut std::fmt::Formatter) -> std::fmt::Result {
+                f.write_str("a list of choices or null")
+            }
+            fn visit_unit<E>(self) -> Result<Choices<'a>, E> {
+                Ok(Choices::default())
+            }
+            fn visit_seq<S: serde::de::SeqAccess<'de>>(self, mut seq: S) -> Result<Choices<'a>, S::Error> {
+                let mut all = Choices::default();
+                while let Some(c) = seq.next_element::<SkimChoice<'a>>()? {
+                    Choices::join(&mut all.delta_text, c.delta.and_then(|d| d.content));
+                    Choices::join(&mut all.text, c.text);
+                    all.payload |= c.speculative_decoding.is_some() || c.avg_decoded_tokens_per_iter.is_some();
+                }
+                Ok(all)
+            }
+        }
+        deserializer.deserialize_any(Fold(std::marker::PhantomData))
+    }
 }
 
 #[derive(Deserialize)]
@@ -511,32 +556,20 @@ fn read_event(data: &str, endpoint: EndpointKind) -> Result<Event<'_>, String> {
         if let Some(err) = skim.error {
             return Err(format!("error event in the stream: {err}"));
         }
-        let choices = skim.choices.as_deref().unwrap_or_default();
-        let texts = choices.iter().filter_map(|c| match endpoint {
-            EndpointKind::Chat => c.delta.as_ref().and_then(|d| d.content.as_ref()),
-            EndpointKind::Completions => c.text.as_ref(),
-        });
-        let mut text: Cow<'_, str> = Cow::Borrowed("");
-        for t in texts {
-            if text.is_empty() {
-                text = t.clone();
-            } else {
-                text.to_mut().push_str(t);
-            }
-        }
         let carries_payload = skim.usage.is_some()
             || skim.metrics.is_some()
             || skim.sglext.is_some()
             || skim.timings.is_some()
-            || choices
-                .iter()
-                .any(|c| c.speculative_decoding.is_some() || c.avg_decoded_tokens_per_iter.is_some());
+            || skim.choices.payload;
         let whole = if carries_payload {
             Some(serde_json::from_str::<Value>(data).map_err(|e| format!("an SSE event is not JSON: {e}"))?)
         } else {
             None
         };
-        return Ok(Event { text, whole });
+        return Ok(Event {
+            text: skim.choices.text(endpoint),
+            whole,
+        });
     }
     let v: Value = serde_json::from_str(data).map_err(|e| format!("an SSE event is not JSON: {e}"))?;
     if let Some(err) = v.get("error").filter(|e| !e.is_null()) {
@@ -548,16 +581,15 @@ fn read_event(data: &str, endpoint: EndpointKind) -> Result<Event<'_>, String> {
     })
 }
 
-fn parse_stream(chunks: &[(Instant, Bytes)], sent: Instant, endpoint: EndpointKind) -> Exchange {
+fn parse_stream(body: &Arrivals, sent: Instant, endpoint: EndpointKind) -> Exchange {
     let mut ex = Exchange::default();
-    let bytes: Vec<&[u8]> = chunks.iter().map(|(_, b)| b.as_ref()).collect();
     let mut scan = PayloadScan::new();
     let mut last_content: Option<Instant> = None;
     let mut done = false;
     // Each event is read as it is framed (none is kept), stamped with the arrival of the chunk
     // that completed it.
-    let trailing = speclens_shared::sse::for_each_event(&bytes, |index, data| {
-        let at = chunks[index].0;
+    let trailing = speclens_shared::sse::for_each_event(body.bytes(), body.ends(), |index, data| {
+        let at = body.stamps()[index];
         if data.trim() == "[DONE]" {
             done = true;
             return true;
@@ -619,12 +651,12 @@ fn parse_stream(chunks: &[(Instant, Bytes)], sent: Instant, endpoint: EndpointKi
     ex
 }
 
-fn parse_whole(chunks: &[(Instant, Bytes)], sent: Instant, endpoint: EndpointKind) -> Exchange {
+fn parse_whole(received: &Arrivals, sent: Instant, endpoint: EndpointKind) -> Exchange {
     let mut ex = Exchange::default();
-    let body: Vec<u8> = chunks.iter().flat_map(|(_, b)| b.iter().copied()).collect();
-    let parsed = serde_json::from_slice::<Value>(&body).or_else(|e| {
+    let body = received.bytes();
+    let parsed = serde_json::from_slice::<Value>(body).or_else(|e| {
         // A lone surrogate escape is replaced, not fatal.
-        std::str::from_utf8(&body)
+        std::str::from_utf8(body)
             .ok()
             .and_then(speclens_shared::sse::without_lone_surrogates)
             .ok_or(e)
@@ -639,7 +671,7 @@ fn parse_whole(chunks: &[(Instant, Bytes)], sent: Instant, endpoint: EndpointKin
     };
     ex.generated_text = content(&v, endpoint, false);
     // Without a stream the first token arrives with the whole answer.
-    ex.ttft_ms = chunks.last().map(|(at, _)| ms(*at - sent));
+    ex.ttft_ms = received.last().map(|at| ms(at - sent));
     note_usage(&mut ex, &v);
     let mut scan = PayloadScan::new();
     scan.push(&v);
@@ -662,6 +694,15 @@ mod tests {
         )
     }
 
+    /// The chunks as the transports keep them.
+    fn arrived(chunks: &[(Instant, Bytes)]) -> Arrivals {
+        let mut body = Arrivals::new(std::sync::Arc::new(super::super::wire::Budget::new(1 << 30)).charge());
+        for (at, bytes) in chunks {
+            assert!(body.push(*at, bytes));
+        }
+        body
+    }
+
     fn at(base: Instant, ms: u64, text: &str) -> (Instant, Bytes) {
         (base + Duration::from_millis(ms), Bytes::from(text.to_string()))
     }
@@ -671,11 +712,11 @@ mod tests {
         let t = Instant::now();
         let html = [at(t, 1, "\n<!DOCTYPE html>\n<html>\n  <body>Sign in</body></html>")];
         assert_eq!(
-            not_a_stream(&html, Some("text/html"), false).unwrap(),
+            not_a_stream(arrived(&html).bytes(), Some("text/html"), false).unwrap(),
             "a stream was asked for but the answer is not an SSE stream (text/html): <!DOCTYPE html> <html> <body>Sign in</body></html>"
         );
         assert!(
-            not_a_stream(&html, None, true).is_none(),
+            not_a_stream(arrived(&html).bytes(), None, true).is_none(),
             "a cut answer is a cut stream"
         );
         for stream in [
@@ -684,7 +725,7 @@ mod tests {
             "event: x\ndata: 1\n\n",
             "",
         ] {
-            assert!(not_a_stream(&[at(t, 1, stream)], None, false).is_none(), "{stream:?}");
+            assert!(not_a_stream(stream.as_bytes(), None, false).is_none(), "{stream:?}");
         }
         let word = "x".repeat(500);
         assert_eq!(answer_head(&word), format!("{}…", "x".repeat(120)));
@@ -738,7 +779,7 @@ mod tests {
                 "data: {\"choices\":[],\"usage\":{\"prompt_tokens\":3,\"completion_tokens\":3}}\n\ndata: [DONE]\n\n",
             ),
         ];
-        let ex = parse_stream(&chunks, t, EndpointKind::Chat);
+        let ex = parse_stream(&arrived(&chunks), t, EndpointKind::Chat);
         assert_eq!(ex.error, None);
         assert_eq!(ex.ttft_ms, Some(50.0));
         assert_eq!(ex.itl_ms, vec![10.0]);
@@ -746,11 +787,11 @@ mod tests {
             (ex.prompt_tokens, ex.completion_tokens, ex.generated_text.as_str()),
             (Some(3), Some(3), " a b c")
         );
-        let cut = parse_stream(&chunks[..3], t, EndpointKind::Chat);
+        let cut = parse_stream(&arrived(&chunks[..3]), t, EndpointKind::Chat);
         assert_eq!(cut.error.unwrap().0, ErrorKind::StreamCut);
         let garbage = [at(t, 1, "data: {not json\n\n")];
         assert_eq!(
-            parse_stream(&garbage, t, EndpointKind::Chat).error.unwrap().0,
+            parse_stream(&arrived(&garbage), t, EndpointKind::Chat).error.unwrap().0,
             ErrorKind::BadResponse
         );
     }
@@ -773,12 +814,12 @@ mod tests {
             ),
             at(t, 21, done),
         ];
-        let ex = parse_stream(&chunks, t, EndpointKind::Chat);
+        let ex = parse_stream(&arrived(&chunks), t, EndpointKind::Chat);
         assert_eq!(ex.error, None);
         assert_eq!(ex.generated_text, "a\"b cd");
         assert_eq!((ex.ttft_ms, ex.itl_ms.clone()), (Some(10.0), vec![10.0]));
         let failing = [ev(5, r#"{"error":{"message":"overloaded"}}"#), at(t, 6, done)];
-        let (kind, message) = parse_stream(&failing, t, EndpointKind::Chat).error.unwrap();
+        let (kind, message) = parse_stream(&arrived(&failing), t, EndpointKind::Chat).error.unwrap();
         assert_eq!(kind, ErrorKind::BadResponse);
         assert!(message.contains("overloaded"), "{message}");
     }

@@ -16,6 +16,7 @@ use rand::rngs::SmallRng;
 use rand::SeedableRng;
 use rand_distr::{Distribution, Exp, Gamma};
 use speclens_shared::run::{ErrorKind, RequestRecord, RunTally, UsageRecord};
+use speclens_shared::steady::SteadyScan;
 use tokio::sync::{mpsc, watch, Semaphore};
 use tokio::task::JoinSet;
 use tokio::time::Instant;
@@ -161,6 +162,8 @@ pub struct Runner<'a> {
     pub records_out: &'a mut RecordSink,
     /// Where every finished record is folded.
     pub tally: &'a mut RunTally,
+    /// A closed loop's steady-window scan, fed every record as it is folded.
+    pub steady: Option<&'a mut SteadyScan>,
     pub progress: &'a ProgressBar,
     pub cancel: &'a mut watch::Receiver<bool>,
 }
@@ -243,7 +246,7 @@ impl Runner<'_> {
                 &self.shared.tokens,
             );
             self.records_out.write(&record);
-            self.tally.push(&record);
+            self.push(&record);
         }
         Ok(())
     }
@@ -283,8 +286,15 @@ impl Runner<'_> {
             self.shared.hub.note_record(&record).await;
         }
         self.progress.inc(1);
-        self.tally.push(&record);
+        self.push(&record);
         Ok(())
+    }
+
+    fn push(&mut self, record: &RequestRecord) {
+        self.tally.push(record);
+        if let Some(scan) = self.steady.as_deref_mut() {
+            scan.observe(record);
+        }
     }
 }
 

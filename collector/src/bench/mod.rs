@@ -224,7 +224,7 @@ pub async fn prepare(plan: Plan, hub: LiveHub) -> Result<Prepared, CollectorErro
         Some(dir) => dir.clone(),
         None => output::default_out_dir(&plan.output.label),
     };
-    let token_counter = tokens::TokenCounter::new()?;
+    let token_counter = tokens::TokenCounter::new();
     let settings = BodySettings {
         endpoint: plan.target.endpoint,
         model: model.clone(),
@@ -310,8 +310,14 @@ async fn measure(p: &Prepared, hub: &LiveHub, records_tmp: &std::path::Path) -> 
     // SGLang leaves the details out of a request that never verified: a zero-step request.
     let mut tally = RunTally::new((p.engine == Some(Engine::Sglang)).then_some(EngineKind::Sglang))
         .with_goodput(plan.output.goodput);
+    // A closed loop's steady window (an open loop has no "full" state to measure).
+    let mut steady_scan = match (plan.load.concurrency, plan.load.request_rate) {
+        (Some(c), None) => SteadyScan::new(c),
+        _ => None,
+    };
     let mut runner = Runner {
         tally: &mut tally,
+        steady: steady_scan.as_mut(),
         shared: &p.shared,
         load: &plan.load,
         seed: plan.workload.seed,
@@ -382,10 +388,10 @@ async fn measure(p: &Prepared, hub: &LiveHub, records_tmp: &std::path::Path) -> 
     };
     ctrl_c.abort();
     let records_cut = records_out.finish();
-    let steady = match (plan.load.concurrency, plan.load.request_rate, &records_cut) {
-        // A closed loop's steady window (an open loop has no "full" state to measure): two
-        // passes over the records just written (all of them: a cut file has no window).
-        (Some(c), None, None) => steady_window(records_tmp, c)?,
+    // The scan saw every record as it was folded; the window's figures are one pass over the
+    // records just written (all of them: a cut file has no window).
+    let steady = match (steady_scan, &records_cut) {
+        (Some(scan), None) => steady_window(records_tmp, scan)?,
         _ => None,
     };
     let scrapes = p
@@ -421,12 +427,8 @@ async fn measure(p: &Prepared, hub: &LiveHub, records_tmp: &std::path::Path) -> 
     })
 }
 
-/// The steady window of a closed loop of `c` slots, from its records file.
-fn steady_window(records: &std::path::Path, c: u64) -> Result<Option<SteadyState>, CollectorError> {
-    let Some(mut scan) = SteadyScan::new(c) else {
-        return Ok(None);
-    };
-    crate::history::for_each_record(records, |r| scan.observe(r)).map_err(CollectorError::Output)?;
+/// The steady window of a closed loop whose records `scan` observed, from its records file.
+fn steady_window(records: &std::path::Path, scan: SteadyScan) -> Result<Option<SteadyState>, CollectorError> {
     let Some(mut count) = scan.window() else {
         return Ok(None);
     };

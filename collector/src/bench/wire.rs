@@ -39,8 +39,8 @@ pub struct Delivery {
     pub content_type: Option<String>,
     /// The response's `Content-Encoding`, when it sent one (speclens asks for none).
     pub content_encoding: Option<String>,
-    /// Each body chunk with its arrival time.
-    pub chunks: Vec<(Instant, Bytes)>,
+    /// The body and when each part of it arrived.
+    pub body: Arrivals,
     /// Why the body ended early, if it did.
     pub cut: Option<WireError>,
 }
@@ -82,18 +82,7 @@ pub struct Charge {
     held: usize,
 }
 
-/// What keeping one received chunk costs beyond its payload: its slot in the response's list
-/// (an `Instant` and a `Bytes`, 48 bytes, twice over while the list grows) and its allocation.
-/// Charged with every chunk, so a server sending 1-byte chunks is held to the budget by what
-/// its chunks really cost, not by their payload alone.
-pub const CHUNK_OVERHEAD_BYTES: usize = 128;
-
 impl Charge {
-    /// Take one received chunk of `payload` bytes: its payload and [`CHUNK_OVERHEAD_BYTES`].
-    pub fn take_chunk(&mut self, payload: usize) -> bool {
-        self.take(payload + CHUNK_OVERHEAD_BYTES)
-    }
-
     /// Take `bytes` more; false (nothing taken) when the budget would pass its limit.
     pub fn take(&mut self, bytes: usize) -> bool {
         use std::sync::atomic::Ordering;
@@ -112,6 +101,95 @@ impl Drop for Charge {
         self.budget
             .used
             .fetch_sub(self.held, std::sync::atomic::Ordering::AcqRel);
+    }
+}
+
+/// A response body as it arrived: its bytes in one buffer and, for each arrival (what one read
+/// brought, however many HTTP chunks it held), when it came and where its bytes end. One buffer
+/// and two lists, not an allocation a chunk: a stream of a few hundred small events costs a
+/// handful of allocations. What it allocates is charged to the shared [`Budget`] before it is
+/// allocated, so a server sending 1-byte chunks at distinct times meets the budget at what its
+/// arrivals really cost (24 bytes each beside the payload).
+#[derive(Debug)]
+pub struct Arrivals {
+    bytes: Vec<u8>,
+    stamps: Vec<Instant>,
+    ends: Vec<usize>,
+    charge: Charge,
+}
+
+/// What one arrival's slot costs: its stamp and its end offset.
+const SLOT_BYTES: usize = std::mem::size_of::<Instant>() + std::mem::size_of::<usize>();
+
+/// The capacity a list grows to when it must hold `needed`: doubling, as `Vec` does.
+fn grown(capacity: usize, needed: usize) -> usize {
+    if needed <= capacity {
+        capacity
+    } else {
+        needed.max(capacity * 2).max(64)
+    }
+}
+
+impl Arrivals {
+    pub fn new(charge: Charge) -> Arrivals {
+        Arrivals {
+            bytes: Vec::new(),
+            stamps: Vec::new(),
+            ends: Vec::new(),
+            charge,
+        }
+    }
+
+    /// Add `data`, arrived at `at` (joined to the last arrival when it has the same stamp);
+    /// false, with nothing added, when what it needs would pass the budget.
+    pub fn push(&mut self, at: Instant, data: &[u8]) -> bool {
+        if data.is_empty() {
+            return true;
+        }
+        let joined = self.stamps.last() == Some(&at);
+        let bytes_to = grown(self.bytes.capacity(), self.bytes.len() + data.len());
+        let slots_to = if joined {
+            self.stamps.capacity()
+        } else {
+            grown(self.stamps.capacity(), self.stamps.len() + 1)
+        };
+        let cost = (bytes_to - self.bytes.capacity()) + (slots_to - self.stamps.capacity()) * SLOT_BYTES;
+        if cost > 0 && !self.charge.take(cost) {
+            return false;
+        }
+        self.bytes.reserve_exact(bytes_to - self.bytes.len());
+        self.bytes.extend_from_slice(data);
+        if joined {
+            if let Some(end) = self.ends.last_mut() {
+                *end = self.bytes.len();
+            }
+        } else {
+            self.stamps.reserve_exact(slots_to - self.stamps.len());
+            self.ends.reserve_exact(slots_to - self.ends.len());
+            self.stamps.push(at);
+            self.ends.push(self.bytes.len());
+        }
+        true
+    }
+
+    /// The body's bytes, all arrivals together.
+    pub fn bytes(&self) -> &[u8] {
+        &self.bytes
+    }
+
+    /// Where each arrival's bytes end in [`Arrivals::bytes`].
+    pub fn ends(&self) -> &[usize] {
+        &self.ends
+    }
+
+    /// When each arrival came.
+    pub fn stamps(&self) -> &[Instant] {
+        &self.stamps
+    }
+
+    /// When the last bytes arrived.
+    pub fn last(&self) -> Option<Instant> {
+        self.stamps.last().copied()
     }
 }
 
@@ -287,7 +365,7 @@ impl Wire {
         headers: &HeaderMap,
         body: Bytes,
         max_response_bytes: usize,
-        charge: &mut Charge,
+        charge: Charge,
     ) -> Result<Delivery, WireError> {
         let (mut conn, mut reused) = self.checkout().await?;
         let (sent, response) = loop {
@@ -320,25 +398,22 @@ impl Wire {
             }
         };
         let (parts, mut incoming): (_, Incoming) = Response::into_parts(response);
-        let mut chunks = Vec::new();
-        let mut received = 0usize;
+        let mut body = Arrivals::new(charge);
         let cut = loop {
             match conn.drive(incoming.frame()).await {
                 None => break None,
                 Some(Err(e)) => break Some(WireError::Body(describe(&e))),
                 Some(Ok(frame)) => {
                     let Ok(data) = frame.into_data() else { continue };
-                    received += data.len();
-                    if received > max_response_bytes {
+                    if body.bytes().len() + data.len() > max_response_bytes {
                         return Err(WireError::TooLarge);
                     }
-                    if !charge.take_chunk(data.len()) {
+                    let at = lock(&conn.stamps).last_read.unwrap_or_else(Instant::now);
+                    // Copied into the body's one buffer: the frame is a view of the
+                    // connection's read buffer, which must not stay alive with the response.
+                    if !body.push(at, &data) {
                         return Err(WireError::OverBudget);
                     }
-                    let at = lock(&conn.stamps).last_read.unwrap_or_else(Instant::now);
-                    // A copy: the frame is a view of the connection's whole read buffer, which
-                    // would stay alive as long as the chunk (8 KiB or more per chunk).
-                    chunks.push((at, Bytes::copy_from_slice(&data)));
                 }
             }
         };
@@ -350,7 +425,7 @@ impl Wire {
             status: parts.status,
             content_type: content_type_of(&parts.headers),
             content_encoding: header_text(&parts.headers, hyper::header::CONTENT_ENCODING),
-            chunks,
+            body,
             cut,
         })
     }
@@ -654,19 +729,14 @@ mod tests {
                     std::thread::sleep(Duration::from_millis(150));
                 });
                 let d = wire
-                    .post(
-                        &HeaderMap::new(),
-                        Bytes::from_static(b"{}"),
-                        1 << 20,
-                        &mut test_charge(),
-                    )
+                    .post(&HeaderMap::new(), Bytes::from_static(b"{}"), 1 << 20, test_charge())
                     .await
                     .unwrap();
                 blocker.await.unwrap();
                 assert!(d.cut.is_none());
-                assert_eq!(d.chunks.len(), 2, "round {round}");
+                assert_eq!(d.body.stamps().len(), 2, "round {round}");
                 let server = written.lock().unwrap()[2 * round..2 * round + 2].to_vec();
-                for (i, (stamp, at)) in d.chunks.iter().map(|c| c.0).zip(server).enumerate() {
+                for (i, (stamp, at)) in d.body.stamps().iter().copied().zip(server).enumerate() {
                     // Received after it was written (to the clock's resolution) and long
                     // before the client could look: the block lasted 150 ms.
                     let late_ms = stamp.saturating_duration_since(at).as_secs_f64() * 1e3;
@@ -676,7 +746,7 @@ mod tests {
                         "round {round}, chunk {i}: stamped {late_ms} ms after its write"
                     );
                 }
-                assert_eq!(&d.chunks[0].1[..], b"first");
+                assert_eq!(&d.body.bytes()[..d.body.ends()[0]], b"first");
             }
         });
     }
@@ -702,16 +772,11 @@ mod tests {
         let wire = Wire::for_url(&one_shot_server().await).unwrap();
         for round in 0..3 {
             let d = wire
-                .post(
-                    &HeaderMap::new(),
-                    Bytes::from_static(b"{}"),
-                    1 << 20,
-                    &mut test_charge(),
-                )
+                .post(&HeaderMap::new(), Bytes::from_static(b"{}"), 1 << 20, test_charge())
                 .await
                 .unwrap_or_else(|e| panic!("round {round}: {e:?}"));
             assert_eq!(d.status, 200);
-            assert_eq!(&d.chunks[0].1[..], b"ok");
+            assert_eq!(d.body.bytes(), b"ok");
         }
     }
 
@@ -747,15 +812,10 @@ mod tests {
         let wire = Wire::for_url(&url).unwrap();
         for round in 0..3 {
             let d = wire
-                .post(
-                    &HeaderMap::new(),
-                    Bytes::from_static(b"{}"),
-                    1 << 20,
-                    &mut test_charge(),
-                )
+                .post(&HeaderMap::new(), Bytes::from_static(b"{}"), 1 << 20, test_charge())
                 .await
                 .unwrap_or_else(|e| panic!("round {round}: {e:?}"));
-            assert_eq!((d.status.as_u16(), &d.chunks[0].1[..]), (200, &b"ok"[..]));
+            assert_eq!((d.status.as_u16(), d.body.bytes()), (200, &b"ok"[..]));
         }
         assert_eq!(connections.load(std::sync::atomic::Ordering::SeqCst), 3);
         // A close long after the request was written may follow a request the server worked
@@ -763,21 +823,11 @@ mod tests {
         let (url, connections) = closes_after_reading_the_second_request(200).await;
         let wire = Wire::for_url(&url).unwrap();
         assert!(wire
-            .post(
-                &HeaderMap::new(),
-                Bytes::from_static(b"{}"),
-                1 << 20,
-                &mut test_charge()
-            )
+            .post(&HeaderMap::new(), Bytes::from_static(b"{}"), 1 << 20, test_charge())
             .await
             .is_ok());
         assert!(wire
-            .post(
-                &HeaderMap::new(),
-                Bytes::from_static(b"{}"),
-                1 << 20,
-                &mut test_charge()
-            )
+            .post(&HeaderMap::new(), Bytes::from_static(b"{}"), 1 << 20, test_charge())
             .await
             .is_err());
         assert_eq!(connections.load(std::sync::atomic::Ordering::SeqCst), 1);

@@ -142,57 +142,44 @@ fn draw_in_range(rng: &mut SmallRng, mean: u32, ratio: f64, low_floor: u32) -> u
     rng.random_range(low..=high)
 }
 
-/// The prefix every synthetic prompt shares: `target` tokens of the same words.
-fn shared_prefix(target: u64, tokens: &TokenCounter) -> (String, u64) {
+/// The prefix every synthetic prompt shares: `target` tokens of the same words (each of
+/// [`WORDS`] is one cl100k_base token alone and after a space, so the count is the word count).
+fn shared_prefix(target: u64) -> (String, u64) {
     if target == 0 {
         return (String::new(), 0);
     }
-    let (text, count) = words_of(target, tokens, |w| WORDS[(w as usize * 5) % WORDS.len()].to_string());
-    (format!("{text} "), count)
-}
-
-/// A synthetic prompt of `target` tokens under `tokens` (each word below is one token; the
-/// leading number, which makes every prompt start differently so no prefix cache serves it
-/// whole, may take more, so the length is corrected by counting).
-fn synthetic_text(i: usize, target: u64, tokens: &TokenCounter) -> (String, u64) {
-    words_of(target, tokens, |w| {
-        if w == 0 {
-            format!("{i}")
-        } else {
-            WORDS[(w as usize * 7 + i * 13) % WORDS.len()].to_string()
-        }
-    })
-}
-
-/// Text of `word(0) word(1) …` with as many words as make `target` tokens, corrected by counting.
-fn words_of(target: u64, tokens: &TokenCounter, word: impl Fn(u64) -> String) -> (String, u64) {
-    let build = |words: u64| {
-        let mut text = word(0);
-        for w in 1..words {
+    let mut text = String::new();
+    for w in 0..target {
+        if w > 0 {
             text.push(' ');
-            text.push_str(&word(w));
         }
-        text
-    };
-    let mut words = target;
-    let mut text = build(words);
-    let mut count = tokens.count(&text);
-    for _ in 0..4 {
-        if count == target || (count > target && words == 1) {
-            break;
-        }
-        words = (words as i64 + target as i64 - count as i64).max(1) as u64;
-        text = build(words);
-        count = tokens.count(&text);
+        text.push_str(WORDS[(w as usize * 5) % WORDS.len()]);
     }
-    (text, count)
+    text.push(' ');
+    (text, target)
+}
+
+/// A synthetic prompt of `target` tokens: the prompt's number (which makes every prompt start
+/// differently so no prefix cache serves it whole) and then words of one token each. Counted,
+/// not tokenized: cl100k_base splits a number into groups of up to three digits, each one
+/// token, and each ` word` is one more; a number longer than `target` makes the prompt longer.
+/// The unit tests hold the count against the tokenizer.
+fn synthetic_text(i: usize, target: u64) -> (String, u64) {
+    let mut text = i.to_string();
+    let number_tokens = text.len().div_ceil(3) as u64;
+    let words = target.saturating_sub(number_tokens);
+    text.reserve(words as usize * 6);
+    for w in 1..=words {
+        text.push(' ');
+        text.push_str(WORDS[(w as usize * 7 + i * 13) % WORDS.len()]);
+    }
+    (text, number_tokens + words)
 }
 
 /// Synthetic prompts in order, each drawn from one seeded generator: the same sequence however
 /// it is consumed (all before the run, or as the run goes).
 struct Synthetic<'a> {
     args: &'a Workload,
-    tokens: TokenCounter,
     rng: SmallRng,
     next: usize,
     /// The shared prefix and its tokens.
@@ -200,13 +187,12 @@ struct Synthetic<'a> {
 }
 
 impl<'a> Synthetic<'a> {
-    fn new(args: &'a Workload, tokens: TokenCounter) -> Synthetic<'a> {
+    fn new(args: &'a Workload) -> Synthetic<'a> {
         Synthetic {
             args,
-            tokens,
             rng: SmallRng::seed_from_u64(args.seed),
             next: 0,
-            prefix: shared_prefix(u64::from(args.prefix_tokens), &tokens),
+            prefix: shared_prefix(u64::from(args.prefix_tokens)),
         }
     }
 }
@@ -232,15 +218,15 @@ impl Iterator for Synthetic<'_> {
         let (own, own_tokens) = if len == 0 {
             (String::new(), 0)
         } else {
-            synthetic_text(i, u64::from(len), &self.tokens)
+            synthetic_text(i, u64::from(len))
         };
-        let (prefix, _) = &self.prefix;
+        let (prefix, prefix_tokens) = &self.prefix;
         let (text, input_tokens) = if prefix.is_empty() {
             (own, own_tokens)
         } else {
-            let text = format!("{prefix}{own}");
-            let counted = self.tokens.count(&text);
-            (text, counted)
+            // The space between prefix and number is a token of its own (cl100k_base never
+            // joins a space to the digits after it).
+            (format!("{prefix}{own}"), prefix_tokens + 1 + own_tokens)
         };
         Some(Prompt {
             text,
@@ -661,7 +647,7 @@ pub fn load(args: &Workload, count: usize, tokens: &TokenCounter) -> Result<Vec<
         return from_sonnet(args, path, count, tokens);
     }
     match args.dataset.path() {
-        None => Ok(Synthetic::new(args, *tokens).take(count).collect()),
+        None => Ok(Synthetic::new(args).take(count).collect()),
         Some(path) => {
             let pool = from_file(args, path, count, tokens)?;
             Ok((0..count).map(|i| pool[i % pool.len()].clone()).collect())
@@ -822,7 +808,7 @@ pub async fn feeds(
     }
     if warmup + window <= BUILT_AHEAD {
         return Ok(built(
-            Synthetic::new(args, tokens)
+            Synthetic::new(args)
                 .take(warmup + window)
                 .map(|p| Ready::of(&p, &opts))
                 .collect(),
@@ -833,7 +819,7 @@ pub async fn feeds(
     let args = args.clone();
     std::thread::Builder::new()
         .name("speclens-prompts".into())
-        .spawn(move || generate(&args, warmup, window, cycle, &settings, tokens, &tx, primed_tx))
+        .spawn(move || generate(&args, warmup, window, cycle, &settings, &tx, primed_tx))
         .map_err(|e| CollectorError::InvalidArgument(format!("cannot start the prompt generator: {e}")))?;
     // The first BUILT_AHEAD are ready before the first send (or the generator stopped).
     let _ = primed.await;
@@ -843,14 +829,12 @@ pub async fn feeds(
 
 /// The generating thread: the warm-up's prompts, then the window's (again and again when
 /// `cycle`), until the run stops taking them.
-#[allow(clippy::too_many_arguments)]
 fn generate(
     args: &Workload,
     warmup: usize,
     window: usize,
     cycle: bool,
     settings: &BodySettings,
-    tokens: TokenCounter,
     tx: &mpsc::Sender<Ready>,
     primed: tokio::sync::oneshot::Sender<()>,
 ) {
@@ -867,7 +851,7 @@ fn generate(
         }
         true
     };
-    let mut prompts = Synthetic::new(args, tokens);
+    let mut prompts = Synthetic::new(args);
     for _ in 0..warmup + window {
         if !prompts.next().is_some_and(&mut send) {
             return;
@@ -877,7 +861,7 @@ fn generate(
         return;
     }
     loop {
-        let again = Synthetic::new(args, tokens).skip(warmup).take(window);
+        let again = Synthetic::new(args).skip(warmup).take(window);
         for prompt in again {
             if !send(prompt) {
                 return;
@@ -936,7 +920,7 @@ mod tests {
 
     #[test]
     fn synthetic_prompts_have_the_asked_lengths_and_differ() {
-        let t = TokenCounter::new().unwrap();
+        let t = TokenCounter::new();
         let a = args(&["--input-tokens", "50", "--output-tokens", "20"]);
         let p = load(&a, 3, &t).unwrap();
         assert!(p
@@ -960,7 +944,7 @@ mod tests {
 
     #[tokio::test]
     async fn a_long_run_generated_as_it_goes_sends_what_a_short_one_builds_first() {
-        let t = TokenCounter::new().unwrap();
+        let t = TokenCounter::new();
         let a = args(&[
             "--input-tokens",
             "3",
@@ -1009,8 +993,25 @@ mod tests {
     }
 
     #[test]
+    fn synthetic_counts_match_the_tokenizer_at_every_number_length() {
+        // The count is arithmetic (digit groups + one token a word); the tokenizer is the truth.
+        let t = TokenCounter::new();
+        let (prefix, prefix_tokens) = shared_prefix(7);
+        assert_eq!(t.count(&prefix), prefix_tokens + 1, "the trailing space is a token");
+        for i in [0, 7, 42, 999, 1000, 54_321, 999_999, 1_000_000, 123_456_789] {
+            for target in [1, 2, 3, 4, 5, 17, 128] {
+                let (text, count) = synthetic_text(i, target);
+                assert_eq!(count, t.count(&text), "prompt {i}, {target} tokens: {text}");
+                assert!(count == target || text == i.to_string(), "{text}");
+                let joined = format!("{prefix}{text}");
+                assert_eq!(prefix_tokens + 1 + count, t.count(&joined), "{joined}");
+            }
+        }
+    }
+
+    #[test]
     fn random_ranges_and_a_shared_prefix_as_vllm_draws_them() {
-        let t = TokenCounter::new().unwrap();
+        let t = TokenCounter::new();
         let a = args(&[
             "--input-tokens",
             "20",
@@ -1022,7 +1023,7 @@ mod tests {
             "16",
         ]);
         let prompts = load(&a, 300, &t).unwrap();
-        let (prefix, prefix_tokens) = shared_prefix(16, &t);
+        let (prefix, prefix_tokens) = shared_prefix(16);
         assert_eq!(prefix_tokens, 16);
         // Own lengths uniform over [10, 30], outputs over [5, 15], each end reached.
         let own: Vec<u64> = prompts.iter().map(|p| t.count(&p.text[prefix.len()..])).collect();
@@ -1053,7 +1054,7 @@ mod tests {
     #[test]
     fn sonnet_prompts_open_with_the_prefix_lines_and_fit_the_input_length() {
         let fixture = concat!(env!("CARGO_MANIFEST_DIR"), "/../tests/fixtures/made_sonnet.txt");
-        let t = TokenCounter::new().unwrap();
+        let t = TokenCounter::new();
         let a = args(&[
             "--dataset",
             "sonnet",
@@ -1108,7 +1109,7 @@ mod tests {
 
     #[test]
     fn a_conversation_s_turn_carries_every_earlier_turn_and_answer() {
-        let t = TokenCounter::new().unwrap();
+        let t = TokenCounter::new();
         let prompt = Prompt {
             text: "one".into(),
             category: None,
@@ -1192,7 +1193,7 @@ mod tests {
 
     #[test]
     fn a_hugging_face_parquet_file_loads_through_its_column_mapping() {
-        let t = TokenCounter::new().unwrap();
+        let t = TokenCounter::new();
         let dir = tempfile::tempdir().unwrap();
         let path = dir.path().join("train.parquet");
         let questions = [
@@ -1240,7 +1241,7 @@ mod tests {
 
     #[test]
     fn hugging_face_json_lines_map_their_columns_and_take_a_list_s_first_turn() {
-        let t = TokenCounter::new().unwrap();
+        let t = TokenCounter::new();
         let dir = tempfile::tempdir().unwrap();
         let path = dir.path().join("mt_bench.jsonl");
         std::fs::write(
@@ -1290,7 +1291,7 @@ mod tests {
     #[test]
     fn sharegpt_takes_the_first_turn_and_the_answer_s_length_as_vllm_does() {
         let fixture = concat!(env!("CARGO_MANIFEST_DIR"), "/../tests/fixtures/made_sharegpt.json");
-        let t = TokenCounter::new().unwrap();
+        let t = TokenCounter::new();
         let a = args(&["--dataset", "sharegpt", "--dataset-path", fixture]);
         let pool = from_file(&a, Path::new(fixture), 100, &t).unwrap();
         // sg-3 has one turn and sg-4's answer ("Yes.") is under 4 tokens: 3 of 5 entries remain.
@@ -1322,7 +1323,7 @@ mod tests {
         let dir = tempfile::tempdir().unwrap();
         let path = dir.path().join("sg.json");
         let a = args(&["--dataset", "sharegpt", "--dataset-path", path.to_str().unwrap()]);
-        let t = TokenCounter::new().unwrap();
+        let t = TokenCounter::new();
         std::fs::write(&path, "[\n {\"conversations\": [{\"from\": \"human\"}]}\n]").unwrap();
         let err = load(&a, 1, &t).unwrap_err().to_string();
         assert!(err.contains("not a ShareGPT file") && err.contains("line 2"), "{err}");
@@ -1368,7 +1369,7 @@ mod tests {
             "--category",
             "summarization",
         ]);
-        let t = TokenCounter::new().unwrap();
+        let t = TokenCounter::new();
         let p = load(&a, 3, &t).unwrap();
         assert!(p
             .iter()
