@@ -10,8 +10,8 @@
 # tool's mean TTFT and ITL minus the server's own truth (`GET /stats` of the mock).
 #
 # Peers live in virtual environments under .tools/ (installed on first use). No tokenizer is
-# downloaded: tiktoken's o200k_base and GPT-2's vocabulary come from the tiktoken-rs crate that
-# speclens already depends on. Writes target/peers/results.md (paste it into docs/PERFORMANCE.md).
+# downloaded: tiktoken's o200k_base and GPT-2's vocabulary come from the tiktoken-rs crate (a dev
+# dependency of the collector: `cargo fetch` brings it). Writes target/peers/results.md (paste it into docs/PERFORMANCE.md).
 #
 # Usage: bash perf/peers.sh [--quick]   (--quick: fewer requests, for a smoke run)
 source "$(dirname "${BASH_SOURCE[0]}")/../scripts/lib.sh"

@@ -7,5 +7,9 @@ export PATH="${CARGO_HOME:-$HOME/.cargo}/bin:$ROOT/.tools/npm/node_modules/.bin:
 # per checkout, like cargo's registry: every clone's test run finds them ready. Each entry is
 # named by its pinned version and checked by its stamp before use.
 CACHE="${SPECLENS_CACHE:-${XDG_CACHE_HOME:-$HOME/.cache}/speclens}"
-say() { printf '\033[1m==> %s\033[0m\n' "$*" >&2; }
+# Each step's line carries the seconds since the outermost script started (scripts call each
+# other; the first sets the origin), so a log shows where the time went.
+SPECLENS_T0="${SPECLENS_T0:-$(date +%s)}"
+export SPECLENS_T0
+say() { printf '\033[1m==> [%5d s] %s\033[0m\n' "$(($(date +%s) - SPECLENS_T0))" "$*" >&2; }
 die() { printf 'speclens %s: error: %s\n' "$(basename "$0" .sh)" "$*" >&2; exit 1; }

@@ -59,6 +59,8 @@ trunk build --release
 for pid in "${starters[@]}"; do
   wait "$pid" || die "a real engine's server did not start (see the message above)"
 done
+say "building the tests"
+cargo test --no-run -q
 say "tests"
 # Snapshots and screenshots are checked here, never rewritten.
 unset SPECLENS_UPDATE_SNAPSHOTS SPECLENS_UPDATE_SCREENSHOTS
