@@ -19,3 +19,4 @@ mod real_llamacpp;
 mod real_vllm;
 mod reference_data;
 mod sim_server;
+mod structure;

@@ -102,9 +102,12 @@ pub fn run_file(folder: &Path) -> Option<PathBuf> {
     (records.is_file() && !still_written(folder)).then_some(records)
 }
 
+/// The lock file a command holds in the results folder it writes.
+pub const LOCK_FILE: &str = ".speclens.lock";
+
 /// Whether a command holds `folder`'s lock now (a killed one's lock is gone with it).
 fn still_written(folder: &Path) -> bool {
-    let Ok(file) = std::fs::File::open(folder.join(crate::bench::output::LOCK_FILE)) else {
+    let Ok(file) = std::fs::File::open(folder.join(LOCK_FILE)) else {
         return false;
     };
     matches!(file.try_lock_shared(), Err(std::fs::TryLockError::WouldBlock))

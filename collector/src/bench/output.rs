@@ -22,6 +22,7 @@ use super::paths::SpecPaths;
 use super::plan::Stop;
 use super::{LoadOutcome, Prepared};
 use crate::error::CollectorError;
+use crate::history::LOCK_FILE;
 
 /// `speclens-results/<UTC time>-<label>/`.
 pub fn default_out_dir(label: &str) -> PathBuf {
@@ -55,9 +56,6 @@ pub fn progress_bar(total: u64, stop: Stop) -> ProgressBar {
     bar.enable_steady_tick(Duration::from_millis(250));
     bar
 }
-
-/// The lock file a command holds in the results folder it writes.
-pub const LOCK_FILE: &str = ".speclens.lock";
 
 /// Hold `dir` for the caller's writes until the returned file is dropped: an exclusive lock on
 /// its [`LOCK_FILE`], so two commands given one `--out` cannot interleave their records and

@@ -1,0 +1,518 @@
+//! The code's shape, read from its source: no import circle between the modules of `shared/`
+//! or `collector/`, and no function over 100 lines outside tests, except the ones named below
+//! with their reason and their length today (a ratchet: a named one may shrink, never grow,
+//! and leaves the list once it is under the limit).
+
+use std::collections::{BTreeMap, BTreeSet};
+use std::path::{Path, PathBuf};
+
+/// The longest a function may be, in lines from its `fn` line to its closing brace.
+const MAX_FUNCTION_LINES: usize = 100;
+
+/// Functions allowed past the limit: (file, function, lines today, why).
+const LONG_FUNCTIONS: &[(&str, &str, usize, &str)] = &[
+    (
+        "collector/src/sim/exposition.rs",
+        "render",
+        131,
+        "a declarative table: one row per metric family the sim exposes, in vLLM's order",
+    ),
+    (
+        "web/src/overview_page.rs",
+        "OverviewBody",
+        225,
+        "to split (#34): one view! per section",
+    ),
+    ("shared/src/probe.rs", "of", 171, "to split (#34)"),
+    (
+        "shared/src/scrape.rs",
+        "parse_metrics",
+        152,
+        "to split (#34): scrape/ per topic",
+    ),
+    ("collector/src/sim/api.rs", "completions", 136, "to split (#34)"),
+    ("collector/src/cli/sim.rs", "settings", 133, "to split (#34)"),
+    (
+        "collector/src/bench/mod.rs",
+        "measure",
+        138,
+        "to split (#34): one Session for bench, sweep, accept",
+    ),
+    ("collector/src/sweep.rs", "run_with", 122, "to split (#34): one Session"),
+    ("collector/src/sim/engine.rs", "run_engine", 116, "to split (#34)"),
+    ("shared/src/recommend.rs", "render", 115, "to split (#34)"),
+    ("web/src/live_page.rs", "RunPanel", 112, "to split (#34)"),
+    ("web/src/runs_page.rs", "compare_body", 109, "to split (#34)"),
+    ("shared/src/aiperf.rs", "derived_metrics", 106, "to split (#34)"),
+    ("collector/src/demo.rs", "run", 105, "to split (#34): one Session"),
+    ("web/src/runs_page.rs", "SweepView", 104, "to split (#34)"),
+    (
+        "collector/src/accept.rs",
+        "run_with",
+        101,
+        "to split (#34): one Session",
+    ),
+];
+
+/// Import circles allowed today (each as its modules, sorted): to break in #34.
+const CIRCLES: &[&[&str]] = &[&["arms", "recommend", "sweep"]];
+
+fn root() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("..")
+}
+
+/// The `.rs` files under `dir`, sorted.
+fn rust_files(dir: &Path) -> Vec<PathBuf> {
+    let mut out = Vec::new();
+    let mut stack = vec![dir.to_path_buf()];
+    while let Some(d) = stack.pop() {
+        for entry in std::fs::read_dir(&d).unwrap_or_else(|e| panic!("{}: {e}", d.display())) {
+            let path = entry.unwrap().path();
+            if path.is_dir() {
+                stack.push(path);
+            } else if path.extension().is_some_and(|e| e == "rs") {
+                out.push(path);
+            }
+        }
+    }
+    out.sort();
+    out
+}
+
+/// The source with comments, strings and character literals blanked (kept as spaces, so line
+/// numbers and braces outside them stay where they were), and each `#[cfg(test)]` item too.
+fn code_only(source: &str) -> String {
+    without_test_items(&blank_non_code(source))
+}
+
+/// `code` with every item under `#[cfg(test)]` blanked: to its `;`, or through the braces it
+/// opens.
+fn without_test_items(code: &str) -> String {
+    let mut b = code.as_bytes().to_vec();
+    let mut from = 0;
+    while let Some(p) = code[from..].find("#[cfg(test)]") {
+        let start = from + p;
+        let mut depth = 0i64;
+        let mut end = b.len();
+        for (i, &c) in b.iter().enumerate().skip(start + "#[cfg(test)]".len()) {
+            match c {
+                b'{' => depth += 1,
+                b'}' => {
+                    depth -= 1;
+                    if depth == 0 {
+                        end = i + 1;
+                        break;
+                    }
+                }
+                b';' if depth == 0 => {
+                    end = i + 1;
+                    break;
+                }
+                _ => {}
+            }
+        }
+        for c in &mut b[start..end] {
+            if *c != b'\n' {
+                *c = b' ';
+            }
+        }
+        from = end;
+    }
+    String::from_utf8_lossy(&b).into_owned()
+}
+
+/// The source with comments, strings and character literals blanked.
+fn blank_non_code(source: &str) -> String {
+    let b = source.as_bytes();
+    let mut out = Vec::with_capacity(b.len());
+    let mut i = 0;
+    let blank = |out: &mut Vec<u8>, c: u8| out.push(if c == b'\n' { b'\n' } else { b' ' });
+    while i < b.len() {
+        let rest = &b[i..];
+        if rest.starts_with(b"//") {
+            while i < b.len() && b[i] != b'\n' {
+                i += 1;
+            }
+            continue;
+        }
+        if rest.starts_with(b"/*") {
+            let mut depth = 0;
+            while i < b.len() {
+                if b[i..].starts_with(b"/*") {
+                    depth += 1;
+                    i += 2;
+                    out.extend_from_slice(b"  ");
+                } else if b[i..].starts_with(b"*/") {
+                    depth -= 1;
+                    i += 2;
+                    out.extend_from_slice(b"  ");
+                    if depth == 0 {
+                        break;
+                    }
+                } else {
+                    blank(&mut out, b[i]);
+                    i += 1;
+                }
+            }
+            continue;
+        }
+        // Raw strings: r"…", r#"…"#, br"…".
+        let raw_at = if rest.starts_with(b"br") {
+            Some(2)
+        } else if rest.starts_with(b"r") {
+            Some(1)
+        } else {
+            None
+        };
+        let ident_before = i > 0 && (b[i - 1].is_ascii_alphanumeric() || b[i - 1] == b'_');
+        if let (Some(skip), false) = (raw_at, ident_before) {
+            let hashes = rest[skip..].iter().take_while(|&&c| c == b'#').count();
+            if rest.get(skip + hashes) == Some(&b'"') {
+                let mut close = vec![b'"'];
+                close.extend(std::iter::repeat_n(b'#', hashes));
+                let start = i + skip + hashes + 1;
+                let end = b[start..]
+                    .windows(close.len())
+                    .position(|w| w == close.as_slice())
+                    .map_or(b.len(), |p| start + p + close.len());
+                for &c in &b[i..end] {
+                    blank(&mut out, c);
+                }
+                i = end;
+                continue;
+            }
+        }
+        if b[i] == b'"' {
+            out.push(b' ');
+            i += 1;
+            while i < b.len() && b[i] != b'"' {
+                if b[i] == b'\\' {
+                    blank(&mut out, b[i]);
+                    i += 1;
+                }
+                if i < b.len() {
+                    blank(&mut out, b[i]);
+                    i += 1;
+                }
+            }
+            out.push(b' ');
+            i += 1;
+            continue;
+        }
+        // A character literal ('x', '\n', '\u{..}'), not a lifetime ('a).
+        if b[i] == b'\'' {
+            let len = if rest.get(1) == Some(&b'\\') {
+                rest[2..].iter().position(|&c| c == b'\'').map(|p| p + 3)
+            } else {
+                let ch_len = source
+                    .get(i + 1..)
+                    .and_then(|s| s.chars().next())
+                    .map_or(1, char::len_utf8);
+                (rest.get(1 + ch_len) == Some(&b'\'')).then_some(ch_len + 2)
+            };
+            if let Some(len) = len {
+                for &c in &b[i..i + len] {
+                    blank(&mut out, c);
+                }
+                i += len;
+                continue;
+            }
+        }
+        out.push(b[i]);
+        i += 1;
+    }
+    String::from_utf8_lossy(&out).into_owned()
+}
+
+/// Each function's name and its length in lines (the `fn` line to its closing brace).
+fn function_lengths(code: &str) -> Vec<(String, usize, usize)> {
+    let lines: Vec<&str> = code.lines().collect();
+    let mut found = Vec::new();
+    for (n, line) in lines.iter().enumerate() {
+        let Some(at) = find_fn(line) else { continue };
+        let name: String = line[at + 3..]
+            .chars()
+            .take_while(|c| c.is_alphanumeric() || *c == '_')
+            .collect();
+        // From the `fn`, the first `{` or `;` at depth 0 of (), [] and <>: a body or none.
+        let mut depth = 0i64;
+        let mut open = None;
+        'scan: for (m, l) in lines.iter().enumerate().skip(n) {
+            let from = if m == n { at } else { 0 };
+            for c in l[from..].chars() {
+                match c {
+                    '(' | '[' => depth += 1,
+                    ')' | ']' => depth -= 1,
+                    ';' if depth == 0 => break 'scan,
+                    '{' if depth == 0 => {
+                        open = Some(m);
+                        break 'scan;
+                    }
+                    _ => {}
+                }
+            }
+        }
+        let Some(open) = open else { continue };
+        let mut braces = 0i64;
+        let mut started = false;
+        'body: for (m, l) in lines.iter().enumerate().skip(open) {
+            let from = if m == n { at } else { 0 };
+            for c in l[from..].chars() {
+                match c {
+                    '{' => {
+                        braces += 1;
+                        started = true;
+                    }
+                    '}' => {
+                        braces -= 1;
+                        if started && braces == 0 {
+                            found.push((name.clone(), n + 1, m - n + 1));
+                            break 'body;
+                        }
+                    }
+                    _ => {}
+                }
+            }
+        }
+    }
+    found
+}
+
+/// Where `fn ` starts as a keyword in a line, if it does.
+fn find_fn(line: &str) -> Option<usize> {
+    let mut from = 0;
+    while let Some(p) = line[from..].find("fn ") {
+        let at = from + p;
+        let before = line[..at].chars().next_back();
+        if before.is_none_or(|c| !(c.is_alphanumeric() || c == '_')) {
+            let after = line[at + 3..].chars().next();
+            if after.is_some_and(|c| c.is_alphabetic() || c == '_') {
+                return Some(at);
+            }
+        }
+        from = at + 3;
+    }
+    None
+}
+
+/// The crate's top-level module a file belongs to (`bench/load.rs` → `bench`).
+fn top_module(src: &Path, file: &Path) -> String {
+    let rel = file.strip_prefix(src).unwrap();
+    let first = rel
+        .components()
+        .next()
+        .unwrap()
+        .as_os_str()
+        .to_string_lossy()
+        .into_owned();
+    first.trim_end_matches(".rs").to_string()
+}
+
+/// Module → the crate's other top-level modules its code names (`crate::x`).
+fn import_graph(src: &Path) -> BTreeMap<String, BTreeSet<String>> {
+    let mut graph: BTreeMap<String, BTreeSet<String>> = BTreeMap::new();
+    for file in rust_files(src) {
+        let module = top_module(src, &file);
+        if module == "lib" || module == "main" {
+            continue;
+        }
+        let code = code_only(&std::fs::read_to_string(&file).unwrap());
+        let names = graph.entry(module.clone()).or_default();
+        let mut rest = code.as_str();
+        while let Some(p) = rest.find("crate::") {
+            let before = rest[..p].chars().next_back();
+            rest = &rest[p + 7..];
+            if before.is_some_and(|c| c.is_alphanumeric() || c == '_' || c == '$') {
+                continue;
+            }
+            let name: String = rest.chars().take_while(|c| c.is_alphanumeric() || *c == '_').collect();
+            if !name.is_empty() && name != module {
+                names.insert(name);
+            }
+        }
+        // `use crate::{a, b::c}` groups.
+        let mut rest = code.as_str();
+        while let Some(p) = rest.find("crate::{") {
+            rest = &rest[p + 8..];
+            let mut depth = 1;
+            let group: String = rest
+                .chars()
+                .take_while(|&c| {
+                    depth += i32::from(c == '{') - i32::from(c == '}');
+                    depth > 0
+                })
+                .collect();
+            let mut depth = 0;
+            let mut item = String::new();
+            for c in group.chars().chain([',']) {
+                match c {
+                    '{' => depth += 1,
+                    '}' => depth -= 1,
+                    ',' if depth == 0 => {
+                        let name: String = item
+                            .trim()
+                            .chars()
+                            .take_while(|c| c.is_alphanumeric() || *c == '_')
+                            .collect();
+                        if !name.is_empty() && name != module && name != "self" {
+                            names.insert(name);
+                        }
+                        item.clear();
+                        continue;
+                    }
+                    _ => {}
+                }
+                if depth == 0 {
+                    item.push(c);
+                }
+            }
+        }
+    }
+    // Names that are not modules (items re-exported at the crate root) are not edges.
+    let modules: BTreeSet<String> = graph.keys().cloned().collect();
+    for names in graph.values_mut() {
+        names.retain(|n| modules.contains(n));
+    }
+    graph
+}
+
+/// The graph's circles: its strongly connected components of more than one module.
+fn circles(graph: &BTreeMap<String, BTreeSet<String>>) -> Vec<Vec<String>> {
+    let reach = |from: &str| -> BTreeSet<String> {
+        let mut seen = BTreeSet::new();
+        let mut stack = vec![from.to_string()];
+        while let Some(m) = stack.pop() {
+            for next in graph.get(&m).into_iter().flatten() {
+                if seen.insert(next.clone()) {
+                    stack.push(next.clone());
+                }
+            }
+        }
+        seen
+    };
+    let reaches: BTreeMap<&String, BTreeSet<String>> = graph.keys().map(|m| (m, reach(m))).collect();
+    let mut out: BTreeSet<Vec<String>> = BTreeSet::new();
+    for (m, r) in &reaches {
+        let mut component: Vec<String> = r
+            .iter()
+            .filter(|other| reaches.get(other).is_some_and(|back| back.contains(*m)))
+            .cloned()
+            .collect();
+        if component.len() > 1 {
+            component.sort();
+            component.dedup();
+            out.insert(component);
+        }
+    }
+    out.into_iter().collect()
+}
+
+#[test]
+fn no_import_circle_but_the_named_ones() {
+    for krate in ["shared", "collector", "web"] {
+        let graph = import_graph(&root().join(krate).join("src"));
+        assert!(graph.len() > 3, "{krate}: too few modules read ({graph:?})");
+        for circle in circles(&graph) {
+            let names: Vec<&str> = circle.iter().map(String::as_str).collect();
+            assert!(
+                CIRCLES.contains(&names.as_slice()),
+                "{krate}/src: the modules {names:?} import each other in a circle"
+            );
+        }
+    }
+    // The named circle is still there (else it leaves the list).
+    let shared = import_graph(&root().join("shared/src"));
+    let found = circles(&shared);
+    for circle in CIRCLES {
+        assert!(
+            found
+                .iter()
+                .any(|c| c.iter().map(String::as_str).eq(circle.iter().copied())),
+            "the circle {circle:?} is gone: take it out of CIRCLES"
+        );
+    }
+}
+
+#[test]
+fn no_function_is_over_the_limit_but_the_named_ones() {
+    let mut long = Vec::new();
+    let mut seen = BTreeSet::new();
+    for krate in ["shared", "collector", "web"] {
+        for file in rust_files(&root().join(krate).join("src")) {
+            let rel = file.strip_prefix(root()).unwrap().to_string_lossy().into_owned();
+            let code = code_only(&std::fs::read_to_string(&file).unwrap());
+            for (name, line, lines) in function_lengths(&code) {
+                if lines <= MAX_FUNCTION_LINES {
+                    continue;
+                }
+                match LONG_FUNCTIONS.iter().find(|(f, n, ..)| *f == rel && *n == name) {
+                    Some((_, _, allowed, _)) if lines <= *allowed => {
+                        seen.insert((rel.clone(), name));
+                    }
+                    Some((_, _, allowed, _)) => {
+                        long.push(format!("{rel}:{line} {name}: {lines} lines, grew past its {allowed}"))
+                    }
+                    None => long.push(format!(
+                        "{rel}:{line} {name}: {lines} lines (limit {MAX_FUNCTION_LINES})"
+                    )),
+                }
+            }
+        }
+    }
+    assert!(long.is_empty(), "functions over the limit:\n{}", long.join("\n"));
+    for (file, name, ..) in LONG_FUNCTIONS {
+        assert!(
+            seen.contains(&(file.to_string(), name.to_string())),
+            "{file} {name} is under {MAX_FUNCTION_LINES} lines now (or gone): take it out of LONG_FUNCTIONS"
+        );
+    }
+}
+
+/// The scanner itself, on made source: strings, raw strings, chars and comments hold braces
+/// that are not code; a lifetime is not a character.
+#[test]
+fn the_scanner_reads_lengths_and_imports_from_code_only() {
+    let source = r##"
+use crate::a::X;
+// use crate::commented::Y;
+fn short<'a>(s: &'a str) -> char {
+    let _ = "{ not a brace";
+    let _ = r#"} nor this"#;
+    let _ = '{';
+    /* { */
+    '}'
+}
+fn declared(x: u8);
+pub(crate) async fn longer() {
+    if true {
+    }
+}
+#[cfg(test)]
+mod tests { fn ignored() {} }
+fn after_tests() {
+}
+"##;
+    let code = code_only(source);
+    assert!(!code.contains("commented"));
+    assert!(!code.contains("ignored"));
+    let lengths = function_lengths(&code);
+    assert_eq!(
+        lengths,
+        vec![
+            ("short".to_string(), 4, 7),
+            ("longer".to_string(), 12, 4),
+            ("after_tests".to_string(), 18, 2)
+        ],
+        "{code}"
+    );
+    let graph = BTreeMap::from([
+        ("a".to_string(), BTreeSet::from(["b".to_string()])),
+        ("b".to_string(), BTreeSet::from(["c".to_string()])),
+        ("c".to_string(), BTreeSet::from(["a".to_string()])),
+        ("d".to_string(), BTreeSet::from(["a".to_string()])),
+    ]);
+    assert_eq!(
+        circles(&graph),
+        vec![vec!["a".to_string(), "b".to_string(), "c".to_string()]]
+    );
+}
