@@ -397,7 +397,19 @@ pub fn raw_server(answer: impl Fn(&str, std::net::TcpStream) + Send + Sync + 'st
                 while !head.ends_with(b"\r\n\r\n") && stream.read(&mut byte).is_ok_and(|n| n == 1) {
                     head.push(byte[0]);
                 }
-                answer(&String::from_utf8_lossy(&head), stream);
+                let head = String::from_utf8_lossy(&head).into_owned();
+                // The body too, before answering: a socket closed with unread bytes sends a
+                // reset, which can reach the client before the answer does and lose it.
+                let length = head
+                    .lines()
+                    .find_map(|l| {
+                        l.split_once(':')
+                            .filter(|(n, _)| n.eq_ignore_ascii_case("content-length"))
+                    })
+                    .and_then(|(_, v)| v.trim().parse::<u64>().ok())
+                    .unwrap_or(0);
+                let _ = std::io::copy(&mut (&mut stream).take(length), &mut std::io::sink());
+                answer(&head, stream);
             });
         }
     });
