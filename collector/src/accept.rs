@@ -7,6 +7,7 @@ use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 
 use comfy_table::{presets, CellAlignment, Table};
+use speclens_shared::figures::acceptance_length_of_counts;
 use speclens_shared::results::{AcceptMatrix, CategoryAcceptance, RunResult};
 use speclens_shared::run::RequestRecord;
 
@@ -14,6 +15,7 @@ use crate::bench;
 use crate::bench::workload::Dataset;
 use crate::error::CollectorError;
 use crate::live::LiveHub;
+use crate::session::Session;
 
 /// Per-category figures from the records (streamed from a run's `records.jsonl`) carrying
 /// per-request stats.
@@ -47,9 +49,8 @@ pub fn by_category(records: &Path, run: &str) -> Result<Vec<CategoryAcceptance>,
         s.steps += spec.num_spec_steps;
         s.accepted += spec.num_accepted_draft_tokens;
         s.drafted += spec.num_draft_tokens;
-        if spec.num_spec_steps > 0 {
-            s.lengths
-                .push(1.0 + spec.num_accepted_draft_tokens as f64 / spec.num_spec_steps as f64);
+        if let Some(e) = acceptance_length_of_counts(spec.num_accepted_draft_tokens, spec.num_spec_steps) {
+            s.lengths.push(e);
         }
         let k = spec
             .num_spec_tokens
@@ -67,7 +68,8 @@ pub fn by_category(records: &Path, run: &str) -> Result<Vec<CategoryAcceptance>,
             category,
             path: "per_request".into(),
             requests: s.requests,
-            acceptance_length: 1.0 + s.accepted as f64 / s.steps as f64,
+            // Only categories with steps are kept.
+            acceptance_length: acceptance_length_of_counts(s.accepted, s.steps).unwrap_or(1.0),
             acceptance_rate: if s.drafted > 0 {
                 s.accepted as f64 / s.drafted as f64 * 100.0
             } else {
@@ -226,12 +228,9 @@ pub async fn run_with(args: Plan, hub: Option<LiveHub>) -> Result<Vec<CategoryAc
         args.requests_per_category,
         crate::bench::redact_url(args.url())
     );
-    let external = hub.is_some();
-    let hub = hub.unwrap_or_else(|| LiveHub::new(64));
-    let dashboard = match args.dashboard_port {
-        Some(port) if !external => Some(bench::live_dashboard(port, out.clone(), &hub).await?),
-        _ => None,
-    };
+    let mut session = Session::new(hub);
+    session.serve(args.dashboard_port, out.clone()).await?;
+    let hub = &session.hub;
     // Exactly N prompts per category, written as the runs' workload.
     let plan = plan_workload(&args, &categories)?;
     for note in &plan.notes {
@@ -267,28 +266,7 @@ pub async fn run_with(args: Plan, hub: Option<LiveHub>) -> Result<Vec<CategoryAc
         }
     } else {
         crate::statusln!("The server returned no per-request stats: measuring by scrape, one run per category.");
-        for category in &categories {
-            let name = format!("category-{}", label_of(category));
-            let prompts: Vec<_> = plan
-                .prompts
-                .iter()
-                .filter(|p| p.category.as_deref() == Some(category))
-                .cloned()
-                .collect();
-            let file = write_workload(&out, &name, &prompts)?;
-            let run = bench::run_with(
-                args.file_run(out.join(&name), &file, prompts.len() as u64),
-                Some(hub.clone()),
-            )
-            .await?;
-            match from_scrape(category, &run.result, &name) {
-                Some(row) => rows.push(row),
-                None => crate::statusln!(
-                    "  {category}: no spec-decode figures ({})",
-                    run.result.not_available().join("; ")
-                ),
-            }
-        }
+        rows = by_scrape(&args, &plan, &categories, hub, &out).await?;
     }
     for row in &rows {
         let path = out.join(format!("accept-{}.json", label_of(&row.category)));
@@ -299,10 +277,41 @@ pub async fn run_with(args: Plan, hub: Option<LiveHub>) -> Result<Vec<CategoryAc
         crate::statusln!("Note: {warning}");
     }
     crate::statusln!("Results: {}", out.display());
-    if let Some(d) = dashboard {
-        eprintln!("The dashboard keeps serving at {} — press Ctrl-C to quit.", d.url);
-        let _ = crate::net::stop_signal().await;
-        d.stop().await?;
+    session.close("the acceptance runs").await?;
+    Ok(rows)
+}
+
+/// One run per category, each measured by the server's counters before and after it.
+async fn by_scrape(
+    args: &Plan,
+    plan: &WorkloadPlan,
+    categories: &[String],
+    hub: &LiveHub,
+    out: &Path,
+) -> Result<Vec<CategoryAcceptance>, CollectorError> {
+    let label_of = category_labels(categories);
+    let mut rows = Vec::new();
+    for category in categories {
+        let name = format!("category-{}", label_of(category));
+        let prompts: Vec<_> = plan
+            .prompts
+            .iter()
+            .filter(|p| p.category.as_deref() == Some(category))
+            .cloned()
+            .collect();
+        let file = write_workload(out, &name, &prompts)?;
+        let run = bench::run_with(
+            args.file_run(out.join(&name), &file, prompts.len() as u64),
+            Some(hub.clone()),
+        )
+        .await?;
+        match from_scrape(category, &run.result, &name) {
+            Some(row) => rows.push(row),
+            None => crate::statusln!(
+                "  {category}: no spec-decode figures ({})",
+                run.result.not_available().join("; ")
+            ),
+        }
     }
     Ok(rows)
 }

@@ -3,7 +3,7 @@
 //! category, sweeps concurrency to find where speculation stops paying, prints the reports and
 //! leaves the dashboard serving the what-if page seeded with what was measured.
 
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 
 use speclens_shared::headline::Headline;
 use speclens_shared::model::Costs;
@@ -163,6 +163,23 @@ fn sweep_plan(spec_url: &str, k1_url: &str, base_url: &str, out: PathBuf) -> cra
     }
 }
 
+/// The demo's questions, one category each, as an MT-Bench-style file in `out`.
+fn write_dataset(out: &Path) -> Result<PathBuf, CollectorError> {
+    let dataset = out.join("demo-questions.jsonl");
+    let lines: String = DEMO_PROMPTS
+        .iter()
+        .enumerate()
+        .map(|(i, (cat, text))| {
+            format!(
+                "{}\n",
+                serde_json::json!({"question_id": i, "category": cat, "turns": [text]})
+            )
+        })
+        .collect();
+    crate::bench::output::write_atomic(&dataset, lines.as_bytes())?;
+    Ok(dataset)
+}
+
 /// `speclens demo`.
 pub async fn run(port: u16, web_dir: Option<PathBuf>, out: Option<PathBuf>) -> Result<(), CollectorError> {
     // Fail early, before any measuring, if the dashboard cannot be served.
@@ -214,18 +231,7 @@ pub async fn run(port: u16, web_dir: Option<PathBuf>, out: Option<PathBuf>) -> R
         dashboard.url
     );
 
-    let dataset = out.join("demo-questions.jsonl");
-    let lines: String = DEMO_PROMPTS
-        .iter()
-        .enumerate()
-        .map(|(i, (cat, text))| {
-            format!(
-                "{}\n",
-                serde_json::json!({"question_id": i, "category": cat, "turns": [text]})
-            )
-        })
-        .collect();
-    crate::bench::output::write_atomic(&dataset, lines.as_bytes())?;
+    let dataset = write_dataset(&out)?;
     let accept = accept_plan(&spec_url, &dataset, out.join("accept"));
     crate::accept::run_with(accept, Some(hub.clone())).await?;
     crate::console::status("\n");

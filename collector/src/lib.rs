@@ -16,6 +16,7 @@ pub mod read;
 pub mod report;
 pub mod scrape_cmd;
 pub mod serve;
+pub mod session;
 pub mod sim;
 pub mod sweep;
 

@@ -12,6 +12,7 @@ use std::time::Duration;
 use axum::extract::ws::Utf8Bytes;
 use hdrhistogram::Histogram;
 use speclens_shared::aggregate::{Bins, SpecAggregator};
+use speclens_shared::figures::{acceptance_length, acceptance_rate_pct};
 use speclens_shared::protocol::{
     draft_share_pct, Distributions, PreviousRun, RunStatus, RunView, ServerMessage, Tiles, TimelinePoint, MAX_BINS,
     PROTOCOL_VERSION,
@@ -420,8 +421,8 @@ fn tiles(latest: &BTreeMap<(Source, String), TimelinePoint>) -> Tiles {
         return Tiles::default();
     }
     Tiles {
-        acceptance_rate: Some(accepted / drafted * 100.0),
-        acceptance_length: (drafts > 0.0).then(|| 1.0 + accepted / drafts),
+        acceptance_rate: acceptance_rate_pct(accepted, drafted),
+        acceptance_length: acceptance_length(accepted, drafts),
         accepted_per_s: Some(accepted),
         drafted_per_s: Some(drafted),
         drafts_per_s: Some(drafts),

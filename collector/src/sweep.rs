@@ -7,7 +7,7 @@
 //! the model's prediction from the measured acceptance length, and the recommendation.
 
 use std::collections::BTreeMap;
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use std::sync::{Arc, OnceLock};
 use std::time::Duration;
 
@@ -20,6 +20,7 @@ use speclens_shared::sweep::{repeats_settled, Axis, EarlierPoint, Level, SweepTa
 use crate::bench;
 use crate::error::{CollectorError, Signal};
 use crate::live::LiveHub;
+use crate::session::Session;
 
 /// File name of one point.
 pub fn point_file(arm: &str, level: Level) -> String {
@@ -281,51 +282,18 @@ pub async fn run_with(plan: Plan, hub: Option<LiveHub>) -> Result<Option<SweepTa
         .clone()
         .unwrap_or_else(|| PathBuf::from("speclens-results").join(sweep_stamp()));
     let points = plan.points();
-    let mut text = plan_heading(&plan, &points, &out);
-    for p in &points {
-        let level = match p.level {
-            Level::Concurrency(c) => format!("concurrency {c:>4}"),
-            Level::Rate(r) => format!("rate {r:>6} req/s"),
-        };
-        text.push_str(&format!(
-            "  {:<4} {level}: {:>5} requests → {}  ({})\n",
-            p.arm,
-            p.requests,
-            crate::bench::redact_url(p.url),
-            point_file(p.arm, p.level)
-        ));
-    }
-    text.push_str(&plan_estimate(&plan, &points));
-    crate::console::status(&text);
+    print_plan(&plan, &points, &out);
     if plan.dry_run {
         crate::console::status("--dry-run: nothing was sent.\n");
         return Ok(None);
     }
-    // The arms' set-up, checked before anything is measured: swapped URLs would otherwise
-    // measure a crossing of the wrong sign and recommend "speculation off".
-    let warnings = mismatched_arms(&plan.arms).await;
-    if !warnings.is_empty() {
-        let lines: Vec<String> = warnings.iter().map(|w| format!("  {w}")).collect();
-        if !plan.allow_mixed_arms {
-            return Err(CollectorError::InvalidArgument(format!(
-                "the arms do not match their servers:\n{}\n(check the URLs; --allow-mixed-arms goes on and keeps this warning in sweep.json)",
-                lines.join("\n")
-            )));
-        }
-        crate::console::status(&format!(
-            "Warning: the arms do not match their servers (--allow-mixed-arms):\n{}\n",
-            lines.join("\n")
-        ));
-    }
+    let warnings = check_arms(&plan).await?;
     std::fs::create_dir_all(&out)
         .map_err(|e| CollectorError::Output(format!("cannot create {}: {e}", out.display())))?;
     let _lock = bench::output::lock_dir(&out)?;
-    let external = hub.is_some();
-    let hub = hub.unwrap_or_else(|| LiveHub::new(64));
-    let dashboard = match plan.dashboard_port {
-        Some(port) if !external => Some(bench::live_dashboard(port, out.clone(), &hub).await?),
-        _ => None,
-    };
+    let mut session = Session::new(hub);
+    session.serve(plan.dashboard_port, out.clone()).await?;
+    let hub = &session.hub;
     let axis = plan.levels.first().map_or(Axis::Concurrency, |l| l.axis());
     let started = bench::output::now_rfc3339();
     let mut results: Vec<Measured> = Vec::new();
@@ -339,7 +307,7 @@ pub async fn run_with(plan: Plan, hub: Option<LiveHub>) -> Result<Option<SweepTa
         }
     });
     for p in &points {
-        match measure_point(&plan, p, axis, &out, &started, &hub, &caught).await? {
+        match measure_point(&plan, p, axis, &out, &started, hub, &caught).await? {
             Ok(measured) => results.push(measured),
             Err(signal) => {
                 stopped = Some(signal);
@@ -368,16 +336,7 @@ pub async fn run_with(plan: Plan, hub: Option<LiveHub>) -> Result<Option<SweepTa
         ..SweepTable::of_arms(&named, plan.costs, plan.speculative_config.as_ref())
     };
     bench::output::write_atomic(&out.join("sweep.json"), &bench::output::to_json_bytes(&table)?)?;
-    // The points' workload warnings, once each (every point ran the same workload).
-    let mut notes: Vec<&String> = Vec::new();
-    for m in &results {
-        for w in m.result.notices.iter().flat_map(|n| &n.workload) {
-            if !notes.contains(&w) {
-                notes.push(w);
-            }
-        }
-    }
-    let notes: String = notes.iter().map(|w| format!("Note: {w}\n")).collect();
+    let notes = workload_notes(&results);
     crate::console::status(&format!("\n{}{notes}Results: {}\n", table.render(), out.display()));
     if let Some(signal) = stopped {
         return Err(CollectorError::Interrupted {
@@ -389,12 +348,62 @@ pub async fn run_with(plan: Plan, hub: Option<LiveHub>) -> Result<Option<SweepTa
             signal,
         });
     }
-    if let Some(d) = dashboard {
-        eprintln!("The dashboard keeps serving at {} — press Ctrl-C to quit.", d.url);
-        let _ = crate::net::stop_signal().await;
-        d.stop().await?;
-    }
+    session.close("the sweep").await?;
     Ok(Some(table))
+}
+
+/// The sweep's plan on the console: heading, one line per point, the time estimate.
+fn print_plan(plan: &Plan, points: &[Point<'_>], out: &Path) {
+    let mut text = plan_heading(plan, points, out);
+    for p in points {
+        let level = match p.level {
+            Level::Concurrency(c) => format!("concurrency {c:>4}"),
+            Level::Rate(r) => format!("rate {r:>6} req/s"),
+        };
+        text.push_str(&format!(
+            "  {:<4} {level}: {:>5} requests → {}  ({})\n",
+            p.arm,
+            p.requests,
+            crate::bench::redact_url(p.url),
+            point_file(p.arm, p.level)
+        ));
+    }
+    text.push_str(&plan_estimate(plan, points));
+    crate::console::status(&text);
+}
+
+/// The arms' set-up, checked before anything is measured (swapped URLs would otherwise measure
+/// a crossing of the wrong sign and recommend "speculation off"): the warnings to keep, or an
+/// error unless `--allow-mixed-arms`.
+async fn check_arms(plan: &Plan) -> Result<Vec<String>, CollectorError> {
+    let warnings = mismatched_arms(&plan.arms).await;
+    if !warnings.is_empty() {
+        let lines: Vec<String> = warnings.iter().map(|w| format!("  {w}")).collect();
+        if !plan.allow_mixed_arms {
+            return Err(CollectorError::InvalidArgument(format!(
+                "the arms do not match their servers:\n{}\n(check the URLs; --allow-mixed-arms goes on and keeps this warning in sweep.json)",
+                lines.join("\n")
+            )));
+        }
+        crate::console::status(&format!(
+            "Warning: the arms do not match their servers (--allow-mixed-arms):\n{}\n",
+            lines.join("\n")
+        ));
+    }
+    Ok(warnings)
+}
+
+/// The points' workload warnings, once each (every point ran the same workload).
+fn workload_notes(results: &[Measured]) -> String {
+    let mut notes: Vec<&String> = Vec::new();
+    for m in results {
+        for w in m.result.notices.iter().flat_map(|n| &n.workload) {
+            if !notes.contains(&w) {
+                notes.push(w);
+            }
+        }
+    }
+    notes.iter().map(|w| format!("Note: {w}\n")).collect()
 }
 
 /// One point as measured: the median repeat's result and the repeats' spread of its figure.

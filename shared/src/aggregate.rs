@@ -6,6 +6,7 @@ use std::collections::BTreeMap;
 
 use serde::{Deserialize, Serialize};
 
+use crate::figures::acceptance_length_of_counts;
 use crate::per_request::{EngineKind, PartialSpecRecord, SpecRecord};
 use crate::sample::Sample;
 
@@ -333,8 +334,11 @@ impl SpecAggregator {
             spec_decode_steps: stats("count", &self.steps),
             spec_decode_accepted_draft_tokens: stats("tokens", &self.accepted),
             spec_decode_draft_tokens: stats("tokens", &self.drafted),
-            spec_decode_token_weighted_acceptance_length: (self.total_steps > 0)
-                .then(|| derived("ratio", 1.0 + self.total_accepted as f64 / self.total_steps as f64)),
+            spec_decode_token_weighted_acceptance_length: acceptance_length_of_counts(
+                self.total_accepted,
+                self.total_steps,
+            )
+            .map(|e| derived("ratio", e)),
             spec_decode_overall_draft_acceptance_rate: (drafted > 0)
                 .then(|| derived("%", accepted as f64 / drafted as f64 * 100.0)),
             spec_decode_zero_step_requests: derived("requests", self.zero_step_requests as f64),
@@ -521,11 +525,7 @@ mod tests {
         }
         SpecRecord {
             engine: EngineKind::Vllm,
-            mean_acceptance_length: if steps == 0 {
-                1.0
-            } else {
-                1.0 + accepted as f64 / steps as f64
-            },
+            mean_acceptance_length: acceptance_length_of_counts(accepted, steps).unwrap_or(1.0),
             draft_acceptance_rate: if drafted == 0 {
                 0.0
             } else {

@@ -9,7 +9,7 @@ use serde_json::{json, Map, Value};
 
 use crate::aggregate::{MetricStats, SpecSummary};
 use crate::goodput::RequestLatency;
-use crate::run::{RequestRecord, RunMetrics, RunTally};
+use crate::run::{RequestRecord, RunMetrics, RunTally, UsageTally};
 use crate::sample::Sample;
 
 /// What the export says of the run beside its figures.
@@ -212,7 +212,18 @@ fn derived_metrics(tally: &RunTally, m: &RunMetrics) -> Vec<(&'static str, &'sta
             m.failed as f64,
         ));
     }
-    let usage = &tally.usage;
+    out.extend(usage_metrics(&tally.usage));
+    if let (Some(good), Some(goodput)) = (m.good_requests, m.request_goodput) {
+        out.push(("good_request_count", "Good Request Count", "requests", good as f64));
+        out.push(("goodput", "Goodput", "requests/sec", goodput));
+    }
+    out.sort_by_key(|d| d.0);
+    out
+}
+
+/// AIPerf's usage totals and its discrepancy count, over the requests that reported usage.
+fn usage_metrics(usage: &UsageTally) -> Vec<(&'static str, &'static str, &'static str, f64)> {
+    let mut out = Vec::new();
     let sum = |s: &Sample| s.moments().map(|m| m.sum);
     for (tag, header, sample) in [
         (
@@ -243,11 +254,6 @@ fn derived_metrics(tally: &RunTally, m: &RunMetrics) -> Vec<(&'static str, &'sta
             usage.discrepancies as f64,
         ));
     }
-    if let (Some(good), Some(goodput)) = (m.good_requests, m.request_goodput) {
-        out.push(("good_request_count", "Good Request Count", "requests", good as f64));
-        out.push(("goodput", "Goodput", "requests/sec", goodput));
-    }
-    out.sort_by_key(|d| d.0);
     out
 }
 

@@ -341,11 +341,8 @@ fn pooled_acceptance(points: &[NamedPoint<'_>], arm: &str) -> (Option<u32>, Opti
             }
         }
     }
-    let e = if drafts > 0.0 {
-        Some(1.0 + accepted / drafts)
-    } else {
-        mine.iter().find_map(|r| r.measured()).map(|m| m.e)
-    };
+    let e = crate::figures::acceptance_length(accepted, drafts)
+        .or_else(|| mine.iter().find_map(|r| r.measured()).map(|m| m.e));
     let rates = if weight > 0.0 {
         weighted.iter().map(|w| w / weight).collect()
     } else {

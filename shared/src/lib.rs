@@ -8,6 +8,7 @@ pub mod arms;
 pub mod capped;
 pub mod chart;
 pub mod error;
+pub mod figures;
 pub mod fleet;
 pub mod gates;
 pub mod glossary;

@@ -14,6 +14,8 @@ use std::fmt;
 use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value};
 
+use crate::figures::acceptance_length_of_counts;
+
 /// Which engine's payload shape a record came from.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
 #[serde(rename_all = "lowercase")]
@@ -416,7 +418,8 @@ fn combine(mut records: Vec<SpecRecord>) -> SpecRecord {
         }
         all.num_spec_tokens = all.num_spec_tokens.max(r.num_spec_tokens);
     }
-    all.mean_acceptance_length = 1.0 + ratio_or(all.num_accepted_draft_tokens, all.num_spec_steps, 0.0);
+    all.mean_acceptance_length =
+        acceptance_length_of_counts(all.num_accepted_draft_tokens, all.num_spec_steps).unwrap_or(1.0);
     all.draft_acceptance_rate = ratio_or(all.num_accepted_draft_tokens, all.num_draft_tokens, 0.0);
     all
 }
@@ -595,7 +598,7 @@ fn read_fields(engine: EngineKind, f: &Fields<'_>) -> Result<Raw, Rejection> {
             let rate = f.float("acceptance_rate")?;
             let accepted = f.count("total_accepted_draft_tokens")?;
             let steps = f.count("num_spec_steps")?;
-            let length = 1.0 + ratio_or(accepted, steps, 0.0);
+            let length = acceptance_length_of_counts(accepted, steps).unwrap_or(1.0);
             let (hist, drafted, k) = (
                 f.counts("acceptance_histogram")?,
                 f.count("total_draft_tokens")?,
@@ -615,7 +618,7 @@ fn read_fields(engine: EngineKind, f: &Fields<'_>) -> Result<Raw, Rejection> {
             let drafted = f.count("spec_num_proposed_drafts")?;
             let steps = f.count("spec_verify_ct")?;
             let hist = f.counts("spec_correct_drafts_histogram")?;
-            let length = 1.0 + ratio_or(accepted, steps, 0.0);
+            let length = acceptance_length_of_counts(accepted, steps).unwrap_or(1.0);
             (
                 length,
                 ratio_or(accepted, drafted, 0.0),

@@ -3,6 +3,7 @@
 
 use std::collections::BTreeMap;
 
+use crate::figures::{acceptance_length, acceptance_rate_pct};
 use crate::protocol::RunView;
 
 /// Measured acceptance by draft position of one path, over the whole run.
@@ -56,7 +57,8 @@ impl RunView {
             paths.push(PathPositions {
                 label: format!("scrape [{endpoint}]"),
                 rates: weighted.values().map(|w| w / drafts).collect(),
-                acceptance_length: 1.0 + accepted / drafts,
+                // Only endpoints with drafts are summed.
+                acceptance_length: acceptance_length(accepted, drafts).unwrap_or(1.0),
             });
         }
         paths
@@ -89,8 +91,8 @@ impl RunView {
         sums.into_iter()
             .map(|(endpoint, (accepted, drafted, drafts))| EndpointAcceptance {
                 endpoint: endpoint.to_string(),
-                acceptance_rate: (drafted > 0.0).then(|| accepted / drafted * 100.0),
-                acceptance_length: (drafts > 0.0).then(|| 1.0 + accepted / drafts),
+                acceptance_rate: acceptance_rate_pct(accepted, drafted),
+                acceptance_length: acceptance_length(accepted, drafts),
                 drafts,
             })
             .collect()

@@ -162,28 +162,7 @@ impl ProbeReport {
             .and_then(engine_of_owner)
             .map(str::to_string)
             .or(schema.map(|s| s.engine().to_string()));
-        // The level of the probe request's stats, and what they say of drafting (if anything).
-        let drafted = |n: u64| (n > 0).then(|| format!("the probe request's answer counts {n} draft tokens"));
-        let (per_request, answer_evidence) = match &seen.answer {
-            Err(_) => ("not probed".to_string(), None),
-            Ok(body) => match adapt_response(body) {
-                PayloadOutcome::Record(r) if r.per_step_accepted.is_some() => {
-                    ("detailed".into(), drafted(r.num_draft_tokens))
-                }
-                PayloadOutcome::Record(r) => ("summary".into(), drafted(r.num_draft_tokens)),
-                PayloadOutcome::Partial(p) => {
-                    let evidence = match (p.num_draft_tokens, p.mean_acceptance_length) {
-                        (Some(n), _) => drafted(n),
-                        (None, Some(e)) if e > 1.0 => Some(format!(
-                            "the probe request's answer reports {e:.2} tokens per decoding iteration"
-                        )),
-                        _ => None,
-                    };
-                    ("partial".into(), evidence)
-                }
-                PayloadOutcome::NoStats | PayloadOutcome::Rejected(_) => ("none".into(), None),
-            },
-        };
+        let (per_request, answer_evidence) = per_request_level(&seen.answer);
         let counter_delta = seen.drafts_before_after.map(|(a, b)| b.saturating_sub(a));
         let (speculates, evidence) = match (counter_delta, answer_evidence, spec_families.is_empty()) {
             (Some(d), _, _) if d > 0 => (Some(true), format!("the probe request added {d} to the draft counter")),
@@ -201,9 +180,34 @@ impl ProbeReport {
                 "its metrics could not be read and its answer carries no per-request stats".to_string(),
             ),
         };
-        let mut measures = Vec::new();
-        let mut cannot = Vec::new();
         let reachable = seen.models.is_ok() || seen.answer.is_ok();
+        let mut report = ProbeReport {
+            url: seen.url.clone(),
+            reachable,
+            engine,
+            version: seen.version.clone(),
+            models,
+            metrics_url,
+            metrics_error,
+            metrics_note: seen.metrics_note.clone(),
+            spec_families,
+            missing_families,
+            per_request,
+            speculates,
+            evidence,
+            measures: Vec::new(),
+            cannot: Vec::new(),
+            next: Vec::new(),
+        };
+        report.judge(seen, schema);
+        report
+    }
+
+    /// What speclens will measure at the server, what it cannot (each with what turns it on),
+    /// and the next commands, from what the report says of it.
+    fn judge(&mut self, seen: &Seen, schema: Option<Schema>) {
+        let (measures, cannot) = (&mut self.measures, &mut self.cannot);
+        let (reachable, speculates, per_request) = (self.reachable, self.speculates, self.per_request.as_str());
         if !reachable {
             cannot.push(format!(
                 "anything: the server did not answer ({}) — is it running, and is the URL its base address?",
@@ -216,7 +220,7 @@ impl ProbeReport {
             ));
         } else {
             measures.push("latency and throughput (TTFT, TPOT, ITL, E2E) as vllm bench serve does".into());
-            match (&metrics_error, spec_families.is_empty()) {
+            match (&self.metrics_error, self.spec_families.is_empty()) {
                 (Some(why), _) => cannot.push(format!(
                     "the scrape path (acceptance from counters before and after a run): {why}; {}",
                     metrics_option(schema)
@@ -230,29 +234,29 @@ impl ProbeReport {
                         "acceptance rate and length from the {} counters before and after each run, live every scrape interval",
                         schema.map_or("server's", Schema::engine)
                     ));
-                    if spec_families.iter().any(|f| f.ends_with("per_pos_total")) {
+                    if self.spec_families.iter().any(|f| f.ends_with("per_pos_total")) {
                         measures.push("acceptance by draft position".into());
-                    } else if !missing_families.is_empty() {
+                    } else if !self.missing_families.is_empty() {
                         cannot.push(format!(
                             "the figures of {} (not exported by this server)",
-                            missing_families.join(", ")
+                            self.missing_families.join(", ")
                         ));
                     }
                 }
             }
-            match per_request.as_str() {
+            match per_request {
                 "detailed" | "summary" => measures.push(format!(
                     "per-request acceptance ({per_request}): distributions, histograms, acceptance per category"
                 )),
                 "partial" => {
                     measures.push("a per-request acceptance figure (a length or a rate, not full counts)".into());
-                    cannot.push(format!("full per-request records: {}", how_to(engine.as_deref())));
+                    cannot.push(format!("full per-request records: {}", how_to(self.engine.as_deref())));
                 }
-                _ => cannot.push(format!("per-request stats: {}", how_to(engine.as_deref()))),
+                _ => cannot.push(format!("per-request stats: {}", how_to(self.engine.as_deref()))),
             }
         }
         let url = &seen.url;
-        let next = if !reachable {
+        self.next = if !reachable {
             Vec::new()
         } else if speculates == Some(false) {
             vec![
@@ -268,24 +272,6 @@ impl ProbeReport {
                 ),
             ]
         };
-        ProbeReport {
-            url: url.clone(),
-            reachable,
-            engine,
-            version: seen.version.clone(),
-            models,
-            metrics_url,
-            metrics_error,
-            metrics_note: seen.metrics_note.clone(),
-            spec_families,
-            missing_families,
-            per_request,
-            speculates,
-            evidence,
-            measures,
-            cannot,
-            next,
-        }
     }
 
     /// The console text: what the server is, what is measured and what is not, and what next.
@@ -374,6 +360,33 @@ fn engine_of_owner(owner: &str) -> Option<&'static str> {
         "tensorrt_llm" | "tensorrt-llm" | "trtllm" => Some("trtllm"),
         "llamacpp" | "llama.cpp" => Some("llamacpp"),
         _ => None,
+    }
+}
+
+
+/// The level of the probe request's per-request stats (`detailed`, `summary`, `partial`,
+/// `none`, or `not probed`), and what they say of drafting, if anything.
+fn per_request_level(answer: &Result<Value, String>) -> (String, Option<String>) {
+    let drafted = |n: u64| (n > 0).then(|| format!("the probe request's answer counts {n} draft tokens"));
+    match answer {
+        Err(_) => ("not probed".to_string(), None),
+        Ok(body) => match adapt_response(body) {
+            PayloadOutcome::Record(r) if r.per_step_accepted.is_some() => {
+                ("detailed".into(), drafted(r.num_draft_tokens))
+            }
+            PayloadOutcome::Record(r) => ("summary".into(), drafted(r.num_draft_tokens)),
+            PayloadOutcome::Partial(p) => {
+                let evidence = match (p.num_draft_tokens, p.mean_acceptance_length) {
+                    (Some(n), _) => drafted(n),
+                    (None, Some(e)) if e > 1.0 => Some(format!(
+                        "the probe request's answer reports {e:.2} tokens per decoding iteration"
+                    )),
+                    _ => None,
+                };
+                ("partial".into(), evidence)
+            }
+            PayloadOutcome::NoStats | PayloadOutcome::Rejected(_) => ("none".into(), None),
+        },
     }
 }
 

@@ -473,65 +473,7 @@ impl Recommendation {
             ));
         }
         if let Some(m) = &self.model {
-            let rates: Vec<String> = m.rates.iter().map(|r| format!("{r:.3}")).collect();
-            let ranges: Vec<String> = m
-                .ranges
-                .iter()
-                .map(|(from, to, k)| {
-                    let to = if *to == SCHEDULE_END {
-                        "up".to_string()
-                    } else {
-                        to.to_string()
-                    };
-                    match k {
-                        0 => format!("B {from}–{to}: off"),
-                        k => format!("B {from}–{to}: k = {k}"),
-                    }
-                })
-                .collect();
-            out.push_str(&format!(
-                "  Model (per-position rates of {}: {}): {}\n",
-                m.rates_from,
-                rates.join(", "),
-                ranges.join("; ")
-            ));
-            let checked: Vec<&LevelPick> = self
-                .levels
-                .iter()
-                .filter(|l| l.model_k.is_some() && l.k.is_some())
-                .collect();
-            if !checked.is_empty() {
-                // The model agrees where its k is the pick's, or that of an arm tied with it.
-                let (agreeing, differing): (Vec<&LevelPick>, Vec<&LevelPick>) = checked
-                    .iter()
-                    .partition(|l| l.model_k == l.k || l.tied.iter().any(|t| self.k_of(t) == l.model_k));
-                let agree = agreeing.len();
-                let disagree: Vec<String> = differing
-                    .iter()
-                    .map(|l| {
-                        let model_k = l.model_k.unwrap_or(0);
-                        let untried = if model_k > 0 && !self.levels.iter().any(|x| x.k == Some(model_k)) {
-                            format!(": no arm measured k = {model_k}, one would tell")
-                        } else {
-                            String::new()
-                        };
-                        format!(
-                            "{} (model k = {model_k}, measured k = {}{untried})",
-                            l.level,
-                            l.k.unwrap_or(0)
-                        )
-                    })
-                    .collect();
-                out.push_str(&format!(
-                    "  The model's best k agrees with the measured best at {agree} of {} levels{}\n",
-                    checked.len(),
-                    if disagree.is_empty() {
-                        String::new()
-                    } else {
-                        format!("; not at {unit} {} (the measured arms decide)", disagree.join(", "))
-                    }
-                ));
-            }
+            out.push_str(&self.render_model(m, unit));
         }
         for s in &self.settings {
             if s.line.is_empty() {
@@ -539,6 +481,72 @@ impl Recommendation {
             } else {
                 out.push_str(&format!("  {}: {}\n      from: {}\n", s.engine, s.line, s.basis));
             }
+        }
+        out
+    }
+
+    /// The model's lines: its schedule from the per-position rates, and where its best k agrees
+    /// with the measured best.
+    fn render_model(&self, m: &ModelSchedule, unit: &str) -> String {
+        let mut out = String::new();
+        let rates: Vec<String> = m.rates.iter().map(|r| format!("{r:.3}")).collect();
+        let ranges: Vec<String> = m
+            .ranges
+            .iter()
+            .map(|(from, to, k)| {
+                let to = if *to == SCHEDULE_END {
+                    "up".to_string()
+                } else {
+                    to.to_string()
+                };
+                match k {
+                    0 => format!("B {from}–{to}: off"),
+                    k => format!("B {from}–{to}: k = {k}"),
+                }
+            })
+            .collect();
+        out.push_str(&format!(
+            "  Model (per-position rates of {}: {}): {}\n",
+            m.rates_from,
+            rates.join(", "),
+            ranges.join("; ")
+        ));
+        let checked: Vec<&LevelPick> = self
+            .levels
+            .iter()
+            .filter(|l| l.model_k.is_some() && l.k.is_some())
+            .collect();
+        if !checked.is_empty() {
+            // The model agrees where its k is the pick's, or that of an arm tied with it.
+            let (agreeing, differing): (Vec<&LevelPick>, Vec<&LevelPick>) = checked
+                .iter()
+                .partition(|l| l.model_k == l.k || l.tied.iter().any(|t| self.k_of(t) == l.model_k));
+            let agree = agreeing.len();
+            let disagree: Vec<String> = differing
+                .iter()
+                .map(|l| {
+                    let model_k = l.model_k.unwrap_or(0);
+                    let untried = if model_k > 0 && !self.levels.iter().any(|x| x.k == Some(model_k)) {
+                        format!(": no arm measured k = {model_k}, one would tell")
+                    } else {
+                        String::new()
+                    };
+                    format!(
+                        "{} (model k = {model_k}, measured k = {}{untried})",
+                        l.level,
+                        l.k.unwrap_or(0)
+                    )
+                })
+                .collect();
+            out.push_str(&format!(
+                "  The model's best k agrees with the measured best at {agree} of {} levels{}\n",
+                checked.len(),
+                if disagree.is_empty() {
+                    String::new()
+                } else {
+                    format!("; not at {unit} {} (the measured arms decide)", disagree.join(", "))
+                }
+            ));
         }
         out
     }

@@ -713,7 +713,7 @@ impl AcceptMatrix {
         let steps: u64 = categories.iter().map(|c| c.num_spec_steps).sum();
         let accepted: u64 = categories.iter().map(|c| c.accepted_tokens).sum();
         let requests = categories.iter().map(|c| c.requests).sum();
-        (steps > 0).then(|| (1.0 + accepted as f64 / steps as f64, requests))
+        crate::figures::acceptance_length_of_counts(accepted, steps).map(|e| (e, requests))
     }
 
     /// "Pooled over every category: acceptance length 2.712 (360 requests)."

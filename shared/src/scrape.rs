@@ -457,18 +457,7 @@ pub fn parse_metrics(text: &str) -> Result<MetricsSnapshot, Error> {
             series_key(&sample)
         };
         let position = match family {
-            Family::PerPos => {
-                let Some(pos) = sample.label("position") else {
-                    return Err(Error::Exposition {
-                        line: sample.line,
-                        message: format!("{} sample without a position label", sample.name),
-                    });
-                };
-                pos.parse::<u32>().map_err(|_| Error::Exposition {
-                    line: sample.line,
-                    message: format!("position label {pos:?} is not a draft position"),
-                })?
-            }
+            Family::PerPos => draft_position(&sample)?,
             _ => 0,
         };
         if this_prefix != "sglang:" && !seen.insert((family, key.clone(), position)) {
@@ -518,6 +507,24 @@ pub fn parse_metrics(text: &str) -> Result<MetricsSnapshot, Error> {
     };
     let sglang = (sglang != SglangGauges::default()).then_some(sglang);
 
+    let (counters, sglang_missing) = counter_set(prefix, &families, series, &gauge_means, largest)?;
+    Ok(MetricsSnapshot {
+        counters,
+        sglang,
+        engine,
+        sglang_missing,
+    })
+}
+
+/// The counter set of one exposition's spec-decode families, with the SGLang families it lacks
+/// when they make no figure; `None` without counters (or a plain SGLang server's).
+fn counter_set(
+    prefix: Option<&'static str>,
+    families: &BTreeSet<Family>,
+    series: BTreeMap<String, SpecCounters>,
+    gauge_means: &BTreeMap<String, f64>,
+    largest: u64,
+) -> Result<(Option<CounterSet>, Vec<String>), Error> {
     let mut sglang_missing = Vec::new();
     let counters = match prefix {
         Some(prefix) if !families.is_empty() => {
@@ -565,11 +572,20 @@ pub fn parse_metrics(text: &str) -> Result<MetricsSnapshot, Error> {
         }
         _ => None,
     };
-    Ok(MetricsSnapshot {
-        counters,
-        sglang,
-        engine,
-        sglang_missing,
+    Ok((counters, sglang_missing))
+}
+
+/// A per-position sample's `position` label, as a draft position.
+fn draft_position(sample: &prom::Sample<'_>) -> Result<u32, Error> {
+    let Some(pos) = sample.label("position") else {
+        return Err(Error::Exposition {
+            line: sample.line,
+            message: format!("{} sample without a position label", sample.name),
+        });
+    };
+    pos.parse::<u32>().map_err(|_| Error::Exposition {
+        line: sample.line,
+        message: format!("position label {pos:?} is not a draft position"),
     })
 }
 
@@ -737,7 +753,7 @@ fn derive_vllm(delta: &SpecCounters, facts: &WindowFacts) -> Result<SpecDecodeDa
             .iter()
             .map(|(p, v)| (*p, *v as f64 / drafts))
             .collect();
-        (1.0 + accepted / drafts, per_pos)
+        (crate::figures::acceptance_length(accepted, drafts).unwrap_or(0.0), per_pos)
     };
     if let Some(largest) = rounded_max {
         // A value v ≥ 1e6 printed with 6 significant digits is off by up to half its last digit.

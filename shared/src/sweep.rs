@@ -428,15 +428,16 @@ impl SweepTable {
             }
         }
         let prediction = spec.iter().find_map(|p| p.2.measured()).map(|m| {
-            if drafts > 0.0 {
-                let per_draft = if all_draft_tokens {
-                    Some(draft_tokens / drafts)
-                } else {
-                    m.draft_tokens
-                };
-                Prediction::new(1.0 + accepted / drafts, m.k, per_draft, costs)
-            } else {
-                Prediction::new(m.e, m.k, m.draft_tokens, costs)
+            match crate::figures::acceptance_length(accepted, drafts) {
+                Some(e) => {
+                    let per_draft = if all_draft_tokens {
+                        Some(draft_tokens / drafts)
+                    } else {
+                        m.draft_tokens
+                    };
+                    Prediction::new(e, m.k, per_draft, costs)
+                }
+                None => Prediction::new(m.e, m.k, m.draft_tokens, costs),
             }
         });
         SweepTable {

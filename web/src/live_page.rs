@@ -446,39 +446,9 @@ pub fn RunPanel(run: Signal<RunView>) -> impl IntoView {
                 <p id="output-throughput">{move || run.with(throughput_line)}</p>
                 <h3>"Per-request path"</h3>
                 <div id="per-request">
-                    {move || run.with(|r| match &r.per_request {
-                        Some(s) => {
-                            let e = s.spec_decode_token_weighted_acceptance_length.as_ref().map_or("N/A".to_string(), |d| format!("{:.3}", d.avg));
-                            let rate = s.spec_decode_overall_draft_acceptance_rate.as_ref().map_or("N/A".to_string(), |d| format!("{:.2}", d.avg));
-                            view! {
-                                <p>"Token-weighted acceptance length: " <strong id="pr-length">{e}</strong>
-                                   " · overall draft acceptance rate: " <strong id="pr-rate">{rate}</strong> " %"
-                                   " · steps: " <strong id="pr-steps">{format!("{:.0}", s.total_spec_decode_steps.avg)}</strong></p>
-                                <p class="hint">{s.histogram_line().unwrap_or_default()}</p>
-                            }.into_any()
-                        }
-                        None => view! { <p class="hint">"N/A: no request carried spec-decode stats (yet)."</p> }.into_any(),
-                    })}
+                    {per_request_path(run)}
                 </div>
-                {move || {
-                    let rows = run.with(|r| r.acceptance_by_endpoint());
-                    (!rows.is_empty()).then(|| view! {
-                        <h3>"Per replica (live scrapes)"</h3>
-                        <div class="table-box"><table class="model-table" id="per-replica">
-                            <thead><tr><th>"endpoint"</th><th>"acceptance rate (%)"</th><th>"acceptance length"</th><th>"drafts"</th></tr></thead>
-                            <tbody>
-                                {rows.into_iter().map(|e| view! {
-                                    <tr>
-                                        <td>{e.endpoint}</td>
-                                        <td>{e.acceptance_rate.map_or("—".to_string(), |v| format!("{v:.2}"))}</td>
-                                        <td>{e.acceptance_length.map_or("—".to_string(), |v| format!("{v:.2}"))}</td>
-                                        <td>{format!("{:.0}", e.drafts)}</td>
-                                    </tr>
-                                }).collect_view()}
-                            </tbody>
-                        </table></div>
-                    })
-                }}
+                {per_replica(run)}
                 <div id="not-available">
                     {move || run.with(|r| r.not_available.clone()).into_iter().map(|r| view! { <p class="warning">"N/A: " {r}</p> }).collect_view()}
                 </div>
@@ -494,6 +464,46 @@ pub fn RunPanel(run: Signal<RunView>) -> impl IntoView {
         <div class="chart-box"><h3>"Acceptance distributions"</h3>{chart_canvas::<_, AcceptanceDistributions>("live-acceptance-dist", "wide-chart", "speclens-acceptance-distributions".into(), run)}
             <p class="hint" id="acceptance-dist-counts">{move || run.with(acceptance_counts)}</p>
         </div>
+    }
+}
+
+/// The per-request path's figures of a run, or why there are none.
+fn per_request_path(run: Signal<RunView>) -> impl IntoView {
+    move || run.with(|r| match &r.per_request {
+        Some(s) => {
+            let e = s.spec_decode_token_weighted_acceptance_length.as_ref().map_or("N/A".to_string(), |d| format!("{:.3}", d.avg));
+            let rate = s.spec_decode_overall_draft_acceptance_rate.as_ref().map_or("N/A".to_string(), |d| format!("{:.2}", d.avg));
+            view! {
+                <p>"Token-weighted acceptance length: " <strong id="pr-length">{e}</strong>
+                   " · overall draft acceptance rate: " <strong id="pr-rate">{rate}</strong> " %"
+                   " · steps: " <strong id="pr-steps">{format!("{:.0}", s.total_spec_decode_steps.avg)}</strong></p>
+                <p class="hint">{s.histogram_line().unwrap_or_default()}</p>
+            }.into_any()
+        }
+        None => view! { <p class="hint">"N/A: no request carried spec-decode stats (yet)."</p> }.into_any(),
+    })
+}
+
+/// Each endpoint's acceptance over the live scrapes, when there are any.
+fn per_replica(run: Signal<RunView>) -> impl IntoView {
+    move || {
+        let rows = run.with(|r| r.acceptance_by_endpoint());
+        (!rows.is_empty()).then(|| view! {
+            <h3>"Per replica (live scrapes)"</h3>
+            <div class="table-box"><table class="model-table" id="per-replica">
+                <thead><tr><th>"endpoint"</th><th>"acceptance rate (%)"</th><th>"acceptance length"</th><th>"drafts"</th></tr></thead>
+                <tbody>
+                    {rows.into_iter().map(|e| view! {
+                        <tr>
+                            <td>{e.endpoint}</td>
+                            <td>{e.acceptance_rate.map_or("—".to_string(), |v| format!("{v:.2}"))}</td>
+                            <td>{e.acceptance_length.map_or("—".to_string(), |v| format!("{v:.2}"))}</td>
+                            <td>{format!("{:.0}", e.drafts)}</td>
+                        </tr>
+                    }).collect_view()}
+                </tbody>
+            </table></div>
+        })
     }
 }
 

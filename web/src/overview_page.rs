@@ -8,8 +8,10 @@ use leptos::prelude::*;
 use speclens_shared::chart::{colors, draw_per_position, hover, CategoryBar, Positions, XFrame};
 use speclens_shared::glossary::Term;
 use speclens_shared::headline::{run_whatif_link, Headline};
-use speclens_shared::model::Costs;
-use speclens_shared::overview::{arm_lines, batch_text, break_even_of_headline, pick_run, AcceptanceSummary};
+use speclens_shared::model::{Costs, KChoice};
+use speclens_shared::overview::{
+    arm_lines, batch_text, break_even_of_headline, pick_run, AcceptanceSummary, BreakEvenSummary,
+};
 use speclens_shared::protocol::RunView;
 use speclens_shared::results::{run_view_from_result, AcceptMatrix, RunList, RunResult};
 use speclens_shared::sweep::{Axis, SweepTable};
@@ -90,6 +92,141 @@ impl Draw<AcceptanceSummary> for MeasuredPositions {
     }
 }
 
+/// The overview's headline tiles: acceptance, break-even, speedup and the best k.
+fn overview_tiles(
+    acceptance: Option<&AcceptanceSummary>,
+    break_even: Option<&BreakEvenSummary>,
+    best: Option<KChoice>,
+    best_loaded: Option<(f64, KChoice)>,
+) -> Vec<impl IntoView> {
+    let mut tiles = Vec::new();
+    if let Some(a) = acceptance {
+        tiles.push(tile(
+            "ov-e",
+            Term::AcceptanceLength,
+            "Acceptance length E".into(),
+            format!("{:.2}", a.acceptance_length),
+        ));
+        tiles.push(tile(
+            "ov-alpha",
+            Term::ImpliedAlpha,
+            format!("Implied α (k = {})", a.k),
+            format!("{:.3}", a.implied_alpha),
+        ));
+        if let Some(rate) = a.acceptance_rate {
+            tiles.push(tile(
+                "ov-rate",
+                Term::AcceptanceRate,
+                "Acceptance rate (%)".into(),
+                format!("{rate:.1}"),
+            ));
+        }
+    }
+    if let Some(b) = break_even {
+        let measured = b.measured.map_or("none in range".to_string(), batch_text);
+        let (crossing_label, speedup_label) = match b.axis {
+            Axis::Concurrency => ("Measured break-even B*", "Speedup at concurrency"),
+            Axis::RequestRate => ("Measured break-even λ* (req/s)", "Latency speedup at req/s"),
+        };
+        tiles.push(tile("ov-crossing", Term::Crossing, crossing_label.into(), measured));
+        if let Some(p) = b.predicted {
+            tiles.push(tile(
+                "ov-predicted",
+                Term::ModelBreakEven,
+                "Model's B*".into(),
+                batch_text(p),
+            ));
+        }
+        if let Some((c, ratio)) = b.lowest {
+            tiles.push(tile(
+                "ov-speedup",
+                Term::Ratio,
+                format!("{speedup_label} {}", batch_text(c)),
+                format!("{ratio:.2}×"),
+            ));
+        }
+    }
+    if let Some(k) = best {
+        tiles.push(tile(
+            "ov-best-k",
+            Term::BestK,
+            "Best k at batch 1".into(),
+            k.k.to_string(),
+        ));
+    }
+    if let Some((b, k)) = best_loaded {
+        tiles.push(tile(
+            "ov-best-k-loaded",
+            Term::BestK,
+            format!("Best k at batch {b:.0}"),
+            k.k.to_string(),
+        ));
+    }
+    tiles
+}
+
+/// The sentence under the per-position chart: measured rates against the geometric ones of the
+/// same E, and the model's best k from them.
+fn positions_sentence(a: &AcceptanceSummary, best: Option<KChoice>, best_loaded: Option<(f64, KChoice)>) -> String {
+    let measured: Vec<String> = a.positions.rates.iter().map(|r| format!("{r:.2}")).collect();
+    let geometric: Vec<String> = a.geometric.iter().map(|r| format!("{r:.2}")).collect();
+    format!(
+        "By draft position ({}): {} measured against {} for a geometric α of the same E. {}",
+        a.positions.label,
+        measured.join(", "),
+        geometric.join(", "),
+        best.map_or(String::new(), |k| format!(
+            "From these rates the model's best k at batch 1 is {} (E {:.2}, speedup {:.2}×){}, on the sweep's costs.",
+            k.k,
+            k.expected_tokens,
+            k.speedup,
+            best_loaded.map_or(String::new(), |(b, k)| format!(
+                " and at batch {} it is {} (speedup {:.2}×)",
+                batch_text(b),
+                k.k,
+                k.speedup
+            ))
+        ))
+    )
+}
+
+/// The speedup at the sweep's lowest level, in the axis's own terms.
+fn speedup_sentence(b: &BreakEvenSummary) -> Option<String> {
+    let (c, ratio) = b.lowest?;
+    Some(match b.axis {
+        Axis::Concurrency => format!(
+            "At concurrency {c:.0} speculation gives {ratio:.2}× the plain server's output throughput{}.",
+            b.lowest_predicted
+                .map_or(String::new(), |p| format!(" (the model: {p:.2}×)"))
+        ),
+        Axis::RequestRate => format!(
+            "At {} requests/s the plain server's median E2E latency is {ratio:.2}× the speculative one's.",
+            batch_text(c)
+        ),
+    })
+}
+
+/// Where the overview's figures come from, as one sentence.
+fn sources_sentence(data: &Loaded, headline: Option<&Headline>, has_acceptance: bool) -> Option<String> {
+    let mut parts = Vec::new();
+    match (headline, &data.run, has_acceptance) {
+        (Some(h), _, true) => parts.push(format!("acceptance from the sweep's arm {} ({})", h.arm, h.why)),
+        (None, Some((id, why, _)), true) => parts.push(format!("acceptance from run {id} ({why})")),
+        _ => {}
+    }
+    if let Some((id, _)) = &data.sweep {
+        parts.push(format!("break-even from sweep {id}"));
+    }
+    if let Some((id, _)) = &data.accept {
+        parts.push(format!("categories from {id}"));
+    }
+    (!parts.is_empty()).then(|| {
+        let mut line = parts.join("; ");
+        line[..1].make_ascii_uppercase();
+        line + "."
+    })
+}
+
 /// A headline tile: its label, value and the glossary's definition on hover and focus.
 fn tile(id: &'static str, term: Term, label: String, value: String) -> impl IntoView {
     view! { <div class="tile" id=id title=term.definition() tabindex="0"><div class="tile-label">{label}</div><div class="tile-value">{value}</div></div> }
@@ -148,93 +285,10 @@ fn OverviewBody(data: Loaded) -> impl IntoView {
         .zip(loaded_batch)
         .and_then(|(a, b)| Some((b, a.best_k(costs, b)?)));
 
-    let mut tiles = Vec::new();
-    if let Some(a) = &acceptance {
-        tiles.push(tile(
-            "ov-e",
-            Term::AcceptanceLength,
-            "Acceptance length E".into(),
-            format!("{:.2}", a.acceptance_length),
-        ));
-        tiles.push(tile(
-            "ov-alpha",
-            Term::ImpliedAlpha,
-            format!("Implied α (k = {})", a.k),
-            format!("{:.3}", a.implied_alpha),
-        ));
-        if let Some(rate) = a.acceptance_rate {
-            tiles.push(tile(
-                "ov-rate",
-                Term::AcceptanceRate,
-                "Acceptance rate (%)".into(),
-                format!("{rate:.1}"),
-            ));
-        }
-    }
-    if let Some(b) = &break_even {
-        let measured = b.measured.map_or("none in range".to_string(), batch_text);
-        let (crossing_label, speedup_label) = match b.axis {
-            Axis::Concurrency => ("Measured break-even B*", "Speedup at concurrency"),
-            Axis::RequestRate => ("Measured break-even λ* (req/s)", "Latency speedup at req/s"),
-        };
-        tiles.push(tile("ov-crossing", Term::Crossing, crossing_label.into(), measured));
-        if let Some(p) = b.predicted {
-            tiles.push(tile(
-                "ov-predicted",
-                Term::ModelBreakEven,
-                "Model's B*".into(),
-                batch_text(p),
-            ));
-        }
-        if let Some((c, ratio)) = b.lowest {
-            tiles.push(tile(
-                "ov-speedup",
-                Term::Ratio,
-                format!("{speedup_label} {}", batch_text(c)),
-                format!("{ratio:.2}×"),
-            ));
-        }
-    }
-    if let Some(k) = best {
-        tiles.push(tile(
-            "ov-best-k",
-            Term::BestK,
-            "Best k at batch 1".into(),
-            k.k.to_string(),
-        ));
-    }
-    if let Some((b, k)) = best_loaded {
-        tiles.push(tile(
-            "ov-best-k-loaded",
-            Term::BestK,
-            format!("Best k at batch {b:.0}"),
-            k.k.to_string(),
-        ));
-    }
+    let tiles = overview_tiles(acceptance.as_ref(), break_even.as_ref(), best, best_loaded);
 
     let bars: Option<Vec<CategoryBar>> = data.accept.as_ref().map(|(_, m)| category_bars(m));
-    let acceptance_line = acceptance.as_ref().map(|a| {
-        let measured: Vec<String> = a.positions.rates.iter().map(|r| format!("{r:.2}")).collect();
-        let geometric: Vec<String> = a.geometric.iter().map(|r| format!("{r:.2}")).collect();
-        format!(
-            "By draft position ({}): {} measured against {} for a geometric α of the same E. {}",
-            a.positions.label,
-            measured.join(", "),
-            geometric.join(", "),
-            best.map_or(String::new(), |k| format!(
-                "From these rates the model's best k at batch 1 is {} (E {:.2}, speedup {:.2}×){}, on the sweep's costs.",
-                k.k,
-                k.expected_tokens,
-                k.speedup,
-                best_loaded.map_or(String::new(), |(b, k)| format!(
-                    " and at batch {} it is {} (speedup {:.2}×)",
-                    batch_text(b),
-                    k.k,
-                    k.speedup
-                ))
-            ))
-        )
-    });
+    let acceptance_line = acceptance.as_ref().map(|a| positions_sentence(a, best, best_loaded));
     let whatif = match &headline {
         Some(h) => Some(h.whatif_link().0),
         None => run_view
@@ -244,20 +298,7 @@ fn OverviewBody(data: Loaded) -> impl IntoView {
     };
     let run_id = data.run.as_ref().map(|(id, why, _)| (id.clone(), why.clone()));
     let accept_id = data.accept.as_ref().map(|(id, _)| id.clone());
-    let speedup_line = break_even.as_ref().and_then(|b| {
-        let (c, ratio) = b.lowest?;
-        Some(match b.axis {
-            Axis::Concurrency => format!(
-                "At concurrency {c:.0} speculation gives {ratio:.2}× the plain server's output throughput{}.",
-                b.lowest_predicted
-                    .map_or(String::new(), |p| format!(" (the model: {p:.2}×)"))
-            ),
-            Axis::RequestRate => format!(
-                "At {} requests/s the plain server's median E2E latency is {ratio:.2}× the speculative one's.",
-                batch_text(c)
-            ),
-        })
-    });
+    let speedup_line = break_even.as_ref().and_then(speedup_sentence);
     let arms = data
         .sweep
         .as_ref()
@@ -268,25 +309,7 @@ fn OverviewBody(data: Loaded) -> impl IntoView {
         .as_ref()
         .and_then(|(_, t)| t.recommendation.as_ref())
         .map(|r| r.summary());
-    let sources = {
-        let mut parts = Vec::new();
-        match (&headline, &data.run, &acceptance) {
-            (Some(h), _, Some(_)) => parts.push(format!("acceptance from the sweep's arm {} ({})", h.arm, h.why)),
-            (None, Some((id, why, _)), Some(_)) => parts.push(format!("acceptance from run {id} ({why})")),
-            _ => {}
-        }
-        if let Some((id, _)) = &data.sweep {
-            parts.push(format!("break-even from sweep {id}"));
-        }
-        if let Some((id, _)) = &data.accept {
-            parts.push(format!("categories from {id}"));
-        }
-        (!parts.is_empty()).then(|| {
-            let mut line = parts.join("; ");
-            line[..1].make_ascii_uppercase();
-            line + "."
-        })
-    };
+    let sources = sources_sentence(&data, headline.as_ref(), acceptance.is_some());
     view! {
         {sources.map(|s| view! { <p class="hint" id="overview-sources">{s}</p> })}
         <div class="tiles" id="overview-tiles">{tiles}</div>

@@ -15,6 +15,7 @@ use speclens_shared::chart::{
     colors, draw_category_chart, draw_latency_comparison, draw_per_position, draw_series_panels, draw_sweep_chart,
     hover, CategoryBar, Positions, RunLatencies, Series, SeriesPanel, XFrame,
 };
+use speclens_shared::arms::ArmSweep;
 use speclens_shared::sweep::{Axis, SweepTable};
 use speclens_shared::warnings::category_warnings;
 use speclens_shared::Error;
@@ -424,6 +425,29 @@ fn CompareRuns(a: String, b: String) -> impl IntoView {
     }
 }
 
+/// The two runs' figures side by side, with the signed difference, the change and which is
+/// better.
+fn compare_table(
+    (a, x, ca): (&str, &RunResult, &'static str),
+    (b, y, cb): (&str, &RunResult, &'static str),
+) -> impl IntoView {
+    view! {
+        <div class="table-box">
+            <table class="model-table compare" id="compare">
+                <thead><tr><th class="text">""</th>
+                    <th class=ca>{a.to_string()}</th><th class=cb>{b.to_string()}</th><th>"second − first"</th><th>"change"</th>
+                    <th title="The run whose figure is better: higher throughput and acceptance, lower latency and failures. ITL has no better side: speculation sends several tokens per chunk, so its ITL grows while TPOT falls." tabindex="0">"better"</th></tr></thead>
+                <tbody>
+                    {FIGURES.iter().map(|(label, term, figure, d, better)| {
+                        let (delta, change, winner) = difference(figure(x), figure(y), *d, *better, (a, b));
+                        view! { <tr><td class="text" title=term.map(|t| t.definition())>{*label}</td><td class=ca>{cell(figure(x), *d)}</td><td class=cb>{cell(figure(y), *d)}</td><td>{delta}</td><td>{change}</td><td class="text">{winner}</td></tr> }
+                    }).collect_view()}
+                </tbody>
+            </table>
+        </div>
+    }
+}
+
 /// The comparison of two loaded runs: the table with signed differences, then latencies,
 /// acceptance by position and the timelines overlaid.
 fn compare_body(a: &str, x: &RunResult, b: &str, y: &RunResult) -> impl IntoView {
@@ -502,19 +526,7 @@ fn compare_body(a: &str, x: &RunResult, b: &str, y: &RunResult) -> impl IntoView
         .map(|(id, _)| id.to_string())
         .collect::<Vec<_>>();
     view! {
-        <div class="table-box">
-            <table class="model-table compare" id="compare">
-                <thead><tr><th class="text">""</th>
-                    <th class=ca>{a.to_string()}</th><th class=cb>{b.to_string()}</th><th>"second − first"</th><th>"change"</th>
-                    <th title="The run whose figure is better: higher throughput and acceptance, lower latency and failures. ITL has no better side: speculation sends several tokens per chunk, so its ITL grows while TPOT falls." tabindex="0">"better"</th></tr></thead>
-                <tbody>
-                    {FIGURES.iter().map(|(label, term, figure, d, better)| {
-                        let (delta, change, winner) = difference(figure(x), figure(y), *d, *better, (a, b));
-                        view! { <tr><td class="text" title=term.map(|t| t.definition())>{*label}</td><td class=ca>{cell(figure(x), *d)}</td><td class=cb>{cell(figure(y), *d)}</td><td>{delta}</td><td>{change}</td><td class="text">{winner}</td></tr> }
-                    }).collect_view()}
-                </tbody>
-            </table>
-        </div>
+        {compare_table((a, x, ca), (b, y, cb))}
         {(!not_streamed.is_empty()).then(|| view! {
             <p class="hint" id="compare-not-streamed">{format!("Not streamed, so no ITL or TPOT: {}.", not_streamed.join(", "))}</p>
         })}
@@ -572,31 +584,7 @@ fn SweepView(id: String) -> impl IntoView {
                     </div>
                     {whatif.map(|(fragment, beside)| view! { <p><a id="whatif-from-sweep" href=format!("#{fragment}")>"What-if with the headline arm's measured acceptance →"</a>
                         <span class="hint" id="whatif-from-sweep-bstar">{beside}</span></p> })}
-                    {arms.map(|arms| view! {
-                        <div class="table-box">
-                            <table class="model-table" id="sweep-arms">
-                                <thead><tr><th>"arm"</th>{term_th("k", Term::DraftLength)}{term_th("acceptance length", Term::AcceptanceLength)}
-                                    {term_th("crossing (repeats' range)", Term::Crossing)}{term_th("ratio to plain by level", Term::Ratio)}</tr></thead>
-                                <tbody>
-                                    {arms.into_iter().map(|a| {
-                                        let crossing = match (a.table.crossing, a.table.crossing_interval) {
-                                            (Some(b), Some((lo, hi))) => format!("{b:.1} ({lo:.1}–{hi:.1})"),
-                                            (Some(b), None) => format!("{b:.1}"),
-                                            (None, _) => "none in range".into(),
-                                        };
-                                        let ratios: Vec<String> = a.table.rows.iter().filter_map(|r| Some(format!("{}: {:.3}", r.level, r.ratio()?))).collect();
-                                        view! { <tr>
-                                            <td>{a.name}</td>
-                                            <td>{a.k.map_or("—".into(), |k| k.to_string())}</td>
-                                            <td>{cell(a.acceptance_length, 3)}</td>
-                                            <td>{crossing}</td>
-                                            <td>{ratios.join(", ")}</td>
-                                        </tr> }
-                                    }).collect_view()}
-                                </tbody>
-                            </table>
-                        </div>
-                    })}
+                    {arms.map(arms_table)}
                     {recommendation.map(|r| view! {
                         <div class="findings" id="sweep-recommendation">
                             <h3>"Recommendation"</h3>
@@ -639,6 +627,35 @@ fn SweepView(id: String) -> impl IntoView {
                 }
             })}
         </section>
+    }
+}
+
+/// Every arm of a sweep against plain: its k, acceptance length, crossing and ratio by level.
+fn arms_table(arms: Vec<ArmSweep>) -> impl IntoView {
+    view! {
+        <div class="table-box">
+            <table class="model-table" id="sweep-arms">
+                <thead><tr><th>"arm"</th>{term_th("k", Term::DraftLength)}{term_th("acceptance length", Term::AcceptanceLength)}
+                    {term_th("crossing (repeats' range)", Term::Crossing)}{term_th("ratio to plain by level", Term::Ratio)}</tr></thead>
+                <tbody>
+                    {arms.into_iter().map(|a| {
+                        let crossing = match (a.table.crossing, a.table.crossing_interval) {
+                            (Some(b), Some((lo, hi))) => format!("{b:.1} ({lo:.1}–{hi:.1})"),
+                            (Some(b), None) => format!("{b:.1}"),
+                            (None, _) => "none in range".into(),
+                        };
+                        let ratios: Vec<String> = a.table.rows.iter().filter_map(|r| Some(format!("{}: {:.3}", r.level, r.ratio()?))).collect();
+                        view! { <tr>
+                            <td>{a.name}</td>
+                            <td>{a.k.map_or("—".into(), |k| k.to_string())}</td>
+                            <td>{cell(a.acceptance_length, 3)}</td>
+                            <td>{crossing}</td>
+                            <td>{ratios.join(", ")}</td>
+                        </tr> }
+                    }).collect_view()}
+                </tbody>
+            </table>
+        </div>
     }
 }
 

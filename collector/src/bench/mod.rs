@@ -32,6 +32,7 @@ use tokio::time::Instant;
 
 use crate::error::{CollectorError, Signal};
 use crate::live::LiveHub;
+use crate::session::Session;
 use client::Target as Server;
 use engine::{Engine, RequestFields};
 use load::{Phase, Runner, Shared};
@@ -161,16 +162,15 @@ pub fn verdict(out: &RunOutput, checks: &Checks) -> Result<(), CollectorError> {
 /// A run that feeds `hub` (a dashboard another command serves) instead of its own.
 pub async fn run_with(plan: Plan, hub: Option<LiveHub>) -> Result<RunOutput, CollectorError> {
     plan.check()?;
-    let external_hub = hub.is_some();
-    let hub = hub.unwrap_or_else(|| LiveHub::new(64));
-    let prepared = prepare(plan, hub.clone()).await?;
+    let mut session = Session::new(hub);
+    let prepared = prepare(plan, session.hub.clone()).await?;
     let _lock = output::lock_dir(&prepared.out_dir)?;
-    let dashboard = match prepared.plan.dashboard_port {
-        Some(port) if !external_hub => Some(live_dashboard(port, results_dir_of(&prepared.out_dir), &hub).await?),
-        _ => None,
-    };
+    session
+        .serve(prepared.plan.dashboard_port, results_dir_of(&prepared.out_dir))
+        .await?;
+    let hub = &session.hub;
     let records_tmp = prepared.out_dir.join(crate::history::RECORDS_IN_PROGRESS);
-    let measured = measure(&prepared, &hub, &records_tmp).await?;
+    let measured = measure(&prepared, hub, &records_tmp).await?;
     let paths = SpecPaths::new(
         measured.scrapes,
         measured.timeline,
@@ -182,14 +182,7 @@ pub async fn run_with(plan: Plan, hub: Option<LiveHub>) -> Result<RunOutput, Col
     if let Some(message) = not_saved {
         return Err(CollectorError::Output(message));
     }
-    if let Some(d) = dashboard {
-        eprintln!(
-            "The dashboard keeps serving the finished run at {} — press Ctrl-C to quit.",
-            d.url
-        );
-        let _ = crate::net::stop_signal().await;
-        d.stop().await?;
-    }
+    session.close("the finished run").await?;
     Ok(RunOutput {
         dir: prepared.out_dir,
         result,
@@ -363,29 +356,7 @@ async fn measure(p: &Prepared, hub: &LiveHub, records_tmp: &std::path::Path) -> 
         .unwrap_or_else(Instant::now);
     progress.finish_and_clear();
     let _ = stop_tx.send(true);
-    let timeline = Timeline::merge(
-        futures_util::future::join_all(samplers)
-            .await
-            .into_iter()
-            .flatten()
-            .collect(),
-    );
-    let after: Vec<_> = futures_util::future::join_all(
-        p.endpoints
-            .iter()
-            .map(|e| scrape::fetch_settled(client, &e.url, Duration::from_secs(2))),
-    )
-    .await;
-    // The counters are settled: the Prometheus path's window ends here.
-    let fleet = match &plan.scrape.prometheus {
-        Some(prom) => {
-            if plan.output.print {
-                eprintln!("speclens: reading the window from Prometheus (waits for a scrape past its end)");
-            }
-            Some(prom.window(window_start_unix_s, prometheus::unix_now_s()).await)
-        }
-        None => None,
-    };
+    let (timeline, after, fleet) = after_the_window(p, samplers, window_start_unix_s).await;
     ctrl_c.abort();
     let records_cut = records_out.finish();
     // The scan saw every record as it was folded; the window's figures are one pass over the
@@ -425,6 +396,39 @@ async fn measure(p: &Prepared, hub: &LiveHub, records_tmp: &std::path::Path) -> 
         timeline,
         fleet,
     })
+}
+
+/// Once the window has ended: the samplers' timeline, the settled "after" scrapes and, once
+/// those are settled, the Prometheus window.
+async fn after_the_window(
+    p: &Prepared,
+    samplers: Vec<tokio::task::JoinHandle<Timeline>>,
+    window_start_unix_s: f64,
+) -> (Timeline, Vec<scrape::Scraped>, Option<prometheus::FleetOutcome>) {
+    let timeline = Timeline::merge(
+        futures_util::future::join_all(samplers)
+            .await
+            .into_iter()
+            .flatten()
+            .collect(),
+    );
+    let after: Vec<_> = futures_util::future::join_all(
+        p.endpoints
+            .iter()
+            .map(|e| scrape::fetch_settled(&p.shared.client, &e.url, Duration::from_secs(2))),
+    )
+    .await;
+    // The counters are settled: the Prometheus path's window ends here.
+    let fleet = match &p.plan.scrape.prometheus {
+        Some(prom) => {
+            if p.plan.output.print {
+                eprintln!("speclens: reading the window from Prometheus (waits for a scrape past its end)");
+            }
+            Some(prom.window(window_start_unix_s, prometheus::unix_now_s()).await)
+        }
+        None => None,
+    };
+    (timeline, after, fleet)
 }
 
 /// The steady window of a closed loop whose records `scan` observed, from its records file.
@@ -621,25 +625,6 @@ pub(crate) fn server_base(url: &str) -> &str {
 /// The folder a run's dashboard serves: the one holding the run's folder.
 fn results_dir_of(out_dir: &std::path::Path) -> PathBuf {
     out_dir.parent().map_or_else(|| PathBuf::from("."), PathBuf::from)
-}
-
-/// Serve the live page for `hub` on 127.0.0.1:`port` and print its URL (used by bench, sweep
-/// and accept).
-pub async fn live_dashboard(
-    port: u16,
-    results_dir: PathBuf,
-    hub: &LiveHub,
-) -> Result<crate::serve::Dashboard, CollectorError> {
-    let serve = crate::serve::ServeSettings {
-        addr: std::net::SocketAddr::from(([127, 0, 0, 1], port)),
-        token: None,
-        web_dir: crate::serve::resolve_web_dir(None)?,
-        fragment: Some("live".into()),
-        results_dir,
-    };
-    let dashboard = crate::serve::start(&serve, hub.clone()).await?;
-    crate::statusln!("speclens dashboard: {}", dashboard.url);
-    Ok(dashboard)
 }
 
 #[cfg(test)]

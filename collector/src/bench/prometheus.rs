@@ -15,12 +15,13 @@ use speclens_shared::fleet::{
     counters_selector, fleet_window, metric_selector, parse_api_answer, selector_for, ApiSeries, FleetWindow,
     NO_COUNTERS,
 };
+use speclens_shared::figures::{acceptance_length, acceptance_rate_pct};
 use speclens_shared::protocol::TimelinePoint;
 use speclens_shared::scrape::{derive_stats, RawPhases, ResultStatus, SglangGauges, SpecCounters, SpecDecodeResult};
 use tokio::sync::watch;
 
 use super::redact_url;
-use super::scrape::Timeline;
+use super::scrape::{Ticks, Timeline};
 use crate::error::CollectorError;
 use crate::live::{LiveHub, Source};
 pub use speclens_shared::results::FleetOutcome;
@@ -323,16 +324,12 @@ pub async fn sample_live(
     interval: Duration,
     started: Instant,
     hub: LiveHub,
-    mut stop: watch::Receiver<bool>,
+    stop: watch::Receiver<bool>,
 ) -> Timeline {
     let mut timeline = Timeline::default();
-    let mut ticker = tokio::time::interval(interval);
-    ticker.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
-    loop {
-        tokio::select! {
-            _ = ticker.tick() => {}
-            _ = stop.changed() => return timeline,
-        }
+    // Prometheus's window is read once the run has ended: no last query at the stop.
+    let mut ticks = Ticks::new(interval, stop, false);
+    while ticks.next().await {
         let t_s = started.elapsed().as_secs_f64();
         let point = |endpoint: String| TimelinePoint {
             endpoint,
@@ -359,8 +356,8 @@ pub async fn sample_live(
                         accepted_per_s: r.accepted_per_s,
                         drafted_per_s: r.drafted_per_s,
                         drafts_per_s: drafts,
-                        acceptance_rate: (r.drafted_per_s > 0.0).then(|| r.accepted_per_s / r.drafted_per_s * 100.0),
-                        acceptance_length: (drafts > 0.0).then(|| 1.0 + r.accepted_per_s / drafts),
+                        acceptance_rate: acceptance_rate_pct(r.accepted_per_s, r.drafted_per_s),
+                        acceptance_length: acceptance_length(r.accepted_per_s, drafts),
                         per_position: if drafts > 0.0 {
                             r.per_pos_per_s.iter().map(|(p, v)| (*p, v / drafts)).collect()
                         } else {
@@ -376,6 +373,7 @@ pub async fn sample_live(
             timeline.points.push(p);
         }
     }
+    timeline
 }
 
 /// The breakdown table under the Prometheus block: one row per instance, engine and model.

@@ -114,11 +114,11 @@ pub async fn fetch(client: &reqwest::Client, url: &str) -> Result<CounterSet, Sc
     fetch_with_load(client, url).await.0
 }
 
+/// One scrape of an endpoint: its counters (or why not) and its engine-load gauges.
+pub type Scraped = (Result<CounterSet, ScrapeFailure>, Option<LoadSample>);
+
 /// One snapshot of the spec-decode counters and of the engine's load, from one fetch.
-pub async fn fetch_with_load(
-    client: &reqwest::Client,
-    url: &str,
-) -> (Result<CounterSet, ScrapeFailure>, Option<LoadSample>) {
+pub async fn fetch_with_load(client: &reqwest::Client, url: &str) -> Scraped {
     match fetch_text(client, url).await {
         Ok(text) => (counters_from_text(&text), LoadSample::of_text(&text)),
         Err(e) => (Err(e), None),
@@ -131,7 +131,7 @@ pub async fn fetch_settled(
     client: &reqwest::Client,
     url: &str,
     limit: Duration,
-) -> (Result<CounterSet, ScrapeFailure>, Option<LoadSample>) {
+) -> Scraped {
     let deadline = Instant::now() + limit;
     let (first, mut load) = fetch_with_load(client, url).await;
     let Ok(mut last) = first else {
@@ -199,24 +199,15 @@ pub async fn sample_live(
     interval: Duration,
     started: Instant,
     hub: LiveHub,
-    mut stop: watch::Receiver<bool>,
+    stop: watch::Receiver<bool>,
 ) -> Timeline {
     let mut timeline = Timeline::default();
     let mut acc = IncreaseAccumulator::default();
-    let mut ticker = tokio::time::interval(interval);
-    ticker.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
     let mut last_at: Option<Instant> = None;
     let mut ticked = false;
-    let mut stopping = false;
-    loop {
-        if stopping {
-            return timeline;
-        }
-        // One last scrape when the run ends closes the final interval.
-        tokio::select! {
-            _ = ticker.tick() => {}
-            _ = stop.changed() => stopping = true,
-        }
+    // One last scrape when the run ends closes the final interval.
+    let mut ticks = Ticks::new(interval, stop, true);
+    while ticks.next().await {
         let at = Instant::now();
         let t_s = (at - started).as_secs_f64();
         let (counters, load) = fetch_with_load(&client, &endpoint.url).await;
@@ -269,6 +260,45 @@ pub async fn sample_live(
         if let Some(p) = point {
             hub.note_point(Source::Direct, p.clone()).await;
             timeline.points.push(p);
+        }
+    }
+    timeline
+}
+
+/// The live samplers' clock: a tick every interval (a late one delays the next; none bunch up)
+/// until the run stops, and one more at the stop for a sampler whose last sample closes the
+/// final interval.
+pub struct Ticks {
+    ticker: tokio::time::Interval,
+    stop: watch::Receiver<bool>,
+    one_more_at_stop: bool,
+    stopped: bool,
+}
+
+impl Ticks {
+    pub fn new(interval: Duration, stop: watch::Receiver<bool>, one_more_at_stop: bool) -> Ticks {
+        let mut ticker = tokio::time::interval(interval);
+        ticker.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
+        Ticks {
+            ticker,
+            stop,
+            one_more_at_stop,
+            stopped: false,
+        }
+    }
+
+    /// Wait for the next sample: `false` once the run has stopped (and its last sample, if
+    /// any, was taken).
+    pub async fn next(&mut self) -> bool {
+        if self.stopped {
+            return false;
+        }
+        tokio::select! {
+            _ = self.ticker.tick() => true,
+            _ = self.stop.changed() => {
+                self.stopped = true;
+                self.one_more_at_stop
+            }
         }
     }
 }

@@ -200,50 +200,8 @@ impl SimArgs {
             )));
         }
         let k = args.num_spec_tokens;
-        let profile = match (k, &args.alpha, &args.acceptance_rates, &args.acceptance_length) {
-            (0, None, None, None) => None,
-            (0, ..) => return Err(invalid("an acceptance profile needs --num-spec-tokens ≥ 1".into())),
-            (_, Some(alpha), _, _) => Some(AcceptanceProfile::geometric(*alpha, k).map_err(invalid)?),
-            (_, _, Some(rates), _) => {
-                if rates.len() < k as usize {
-                    return Err(invalid(format!(
-                        "--acceptance-rates gives {} positions but --num-spec-tokens is {k}",
-                        rates.len()
-                    )));
-                }
-                Some(AcceptanceProfile::from_rates(&rates[..k as usize]).map_err(invalid)?)
-            }
-            (_, _, _, Some(e)) => {
-                if !(1.0..=f64::from(k) + 1.0).contains(e) {
-                    return Err(invalid(format!(
-                        "--acceptance-length must be in [1, k + 1] = [1, {}], got {e}",
-                        k + 1
-                    )));
-                }
-                let alpha = speclens_shared::model::implied_alpha(*e, k);
-                Some(AcceptanceProfile::geometric(alpha, k).map_err(invalid)?)
-            }
-            (_, None, None, None) => Some(AcceptanceProfile::geometric(DEFAULT_ALPHA, k).map_err(invalid)?),
-        };
-        let mut category_factors: Vec<(String, f64)> = DEFAULT_CATEGORY_FACTORS
-            .iter()
-            .map(|(n, f)| (n.to_string(), *f))
-            .collect();
-        for spec in &args.category_factors {
-            let (name, factor) = spec
-                .split_once('=')
-                .and_then(|(n, f)| f.trim().parse::<f64>().ok().map(|f| (n.trim().to_lowercase(), f)))
-                .filter(|(_, f)| f.is_finite() && *f >= 0.0)
-                .ok_or_else(|| {
-                    invalid(format!(
-                        "--category-factor takes NAME=FACTOR with FACTOR ≥ 0, got {spec:?}"
-                    ))
-                })?;
-            match category_factors.iter_mut().find(|(n, _)| *n == name) {
-                Some(entry) => entry.1 = factor,
-                None => category_factors.push((name, factor)),
-            }
-        }
+        let profile = args.profile()?;
+        let category_factors = args.category_factors()?;
         let numbers = [
             ("step-ms", args.step_ms),
             ("draft-cost", args.draft_cost),
@@ -322,6 +280,63 @@ impl SimArgs {
             counter_start: args.counter_start,
             faults: Faults::from(&args.faults),
         })
+    }
+
+    /// The acceptance profile of the flags given: `--alpha`, `--acceptance-rates`,
+    /// `--acceptance-length` or the default α (none without `--num-spec-tokens`).
+    fn profile(&self) -> Result<Option<AcceptanceProfile>, CollectorError> {
+        let k = self.num_spec_tokens;
+        let invalid = |m: String| CollectorError::InvalidArgument(m);
+        Ok(match (k, &self.alpha, &self.acceptance_rates, &self.acceptance_length) {
+            (0, None, None, None) => None,
+            (0, ..) => return Err(invalid("an acceptance profile needs --num-spec-tokens ≥ 1".into())),
+            (_, Some(alpha), _, _) => Some(AcceptanceProfile::geometric(*alpha, k).map_err(invalid)?),
+            (_, _, Some(rates), _) => {
+                if rates.len() < k as usize {
+                    return Err(invalid(format!(
+                        "--acceptance-rates gives {} positions but --num-spec-tokens is {k}",
+                        rates.len()
+                    )));
+                }
+                Some(AcceptanceProfile::from_rates(&rates[..k as usize]).map_err(invalid)?)
+            }
+            (_, _, _, Some(e)) => {
+                if !(1.0..=f64::from(k) + 1.0).contains(e) {
+                    return Err(invalid(format!(
+                        "--acceptance-length must be in [1, k + 1] = [1, {}], got {e}",
+                        k + 1
+                    )));
+                }
+                let alpha = speclens_shared::model::implied_alpha(*e, k);
+                Some(AcceptanceProfile::geometric(alpha, k).map_err(invalid)?)
+            }
+            (_, None, None, None) => Some(AcceptanceProfile::geometric(DEFAULT_ALPHA, k).map_err(invalid)?),
+        })
+    }
+
+    /// The category factors: the defaults, with each `--category-factor NAME=FACTOR` over them.
+    fn category_factors(&self) -> Result<Vec<(String, f64)>, CollectorError> {
+        let invalid = |m: String| CollectorError::InvalidArgument(m);
+        let mut category_factors: Vec<(String, f64)> = DEFAULT_CATEGORY_FACTORS
+            .iter()
+            .map(|(n, f)| (n.to_string(), *f))
+            .collect();
+        for spec in &self.category_factors {
+            let (name, factor) = spec
+                .split_once('=')
+                .and_then(|(n, f)| f.trim().parse::<f64>().ok().map(|f| (n.trim().to_lowercase(), f)))
+                .filter(|(_, f)| f.is_finite() && *f >= 0.0)
+                .ok_or_else(|| {
+                    invalid(format!(
+                        "--category-factor takes NAME=FACTOR with FACTOR ≥ 0, got {spec:?}"
+                    ))
+                })?;
+            match category_factors.iter_mut().find(|(n, _)| *n == name) {
+                Some(entry) => entry.1 = factor,
+                None => category_factors.push((name, factor)),
+            }
+        }
+        Ok(category_factors)
     }
 }
 

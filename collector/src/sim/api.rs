@@ -19,7 +19,7 @@ use tokio::sync::mpsc;
 
 use super::engine::{FinishReason, SeqEvent, SeqSpec, SeqStats, Submission};
 use super::exposition::{self, ExpositionOptions};
-use super::SimState;
+use super::{SimSettings, SimState};
 
 /// Where per-request spec-decode stats go, by engine.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -378,6 +378,66 @@ struct Reply {
     salt: u64,
 }
 
+/// A request's checked parts, or the answer vLLM gives to a request it refuses.
+struct Checked {
+    prompt: String,
+    n: u32,
+    temperature: f64,
+    prompt_tokens: u64,
+    max_tokens: u64,
+}
+
+/// Check a request as vLLM's OpenAI server does (TensorRT-LLM's shape refuses unknown fields).
+fn check(s: &SimSettings, kind: Kind, req: &CompletionRequest, body: &[u8]) -> Result<Checked, Response> {
+    if s.payload.trtllm() {
+        let fields: Value = serde_json::from_slice(body).unwrap_or(Value::Null);
+        if let Some(extra) = fields
+            .as_object()
+            .and_then(|o| o.keys().find(|k| !TRTLLM_FIELDS.contains(&k.as_str())))
+        {
+            return Err(bad_request(format!("{extra}: Extra inputs are not permitted")));
+        }
+    }
+    if let Some(model) = &req.model {
+        if *model != s.model {
+            return Err(bad_request(format!("The model `{model}` does not exist.")));
+        }
+    }
+    let prompt = match prompt_text(kind, req) {
+        Ok(p) => p,
+        Err(e) => return Err(bad_request(e)),
+    };
+    let n = req.n.unwrap_or(1);
+    if !(1..=16).contains(&n) {
+        return Err(bad_request(format!("n must be between 1 and 16, got {n}")));
+    }
+    let temperature = req.temperature.unwrap_or(1.0);
+    if !(temperature.is_finite() && temperature >= 0.0) {
+        return Err(bad_request(format!("temperature must be ≥ 0, got {temperature}")));
+    }
+    let prompt_tokens = count_tokens(&prompt);
+    let room = u64::from(s.max_model_len).saturating_sub(prompt_tokens);
+    let max_tokens = req.max_tokens.or(req.max_completion_tokens).map_or(room, u64::from);
+    if max_tokens == 0 {
+        return Err(bad_request("max_tokens must be at least 1"));
+    }
+    if prompt_tokens + max_tokens > u64::from(s.max_model_len) {
+        return Err(bad_request(format!(
+            "This model's maximum context length is {} tokens. However, you requested {} tokens ({prompt_tokens} in the messages, {max_tokens} in the completion).",
+            s.max_model_len,
+            prompt_tokens + max_tokens
+        )));
+    }
+
+    Ok(Checked {
+        prompt,
+        n,
+        temperature,
+        prompt_tokens,
+        max_tokens,
+    })
+}
+
 async fn completions(State(state): State<Arc<SimState>>, headers: HeaderMap, body: Bytes, kind: Kind) -> Response {
     if !authorized(&state, &headers) {
         return error(StatusCode::UNAUTHORIZED, "Unauthorized", "Unauthorized");
@@ -387,45 +447,16 @@ async fn completions(State(state): State<Arc<SimState>>, headers: HeaderMap, bod
         Err(e) => return bad_request(format!("invalid JSON body: {e}")),
     };
     let s = &state.settings;
-    if s.payload.trtllm() {
-        let fields: Value = serde_json::from_slice(&body).unwrap_or(Value::Null);
-        if let Some(extra) = fields
-            .as_object()
-            .and_then(|o| o.keys().find(|k| !TRTLLM_FIELDS.contains(&k.as_str())))
-        {
-            return bad_request(format!("{extra}: Extra inputs are not permitted"));
-        }
-    }
-    if let Some(model) = &req.model {
-        if *model != s.model {
-            return bad_request(format!("The model `{model}` does not exist."));
-        }
-    }
-    let prompt = match prompt_text(kind, &req) {
-        Ok(p) => p,
-        Err(e) => return bad_request(e),
+    let Checked {
+        prompt,
+        n,
+        temperature,
+        prompt_tokens,
+        max_tokens,
+    } = match check(s, kind, &req, &body) {
+        Ok(c) => c,
+        Err(answer) => return answer,
     };
-    let n = req.n.unwrap_or(1);
-    if !(1..=16).contains(&n) {
-        return bad_request(format!("n must be between 1 and 16, got {n}"));
-    }
-    let temperature = req.temperature.unwrap_or(1.0);
-    if !(temperature.is_finite() && temperature >= 0.0) {
-        return bad_request(format!("temperature must be ≥ 0, got {temperature}"));
-    }
-    let prompt_tokens = count_tokens(&prompt);
-    let room = u64::from(s.max_model_len).saturating_sub(prompt_tokens);
-    let max_tokens = req.max_tokens.or(req.max_completion_tokens).map_or(room, u64::from);
-    if max_tokens == 0 {
-        return bad_request("max_tokens must be at least 1");
-    }
-    if prompt_tokens + max_tokens > u64::from(s.max_model_len) {
-        return bad_request(format!(
-            "This model's maximum context length is {} tokens. However, you requested {} tokens ({prompt_tokens} in the messages, {max_tokens} in the completion).",
-            s.max_model_len,
-            prompt_tokens + max_tokens
-        ));
-    }
 
     let number = state.requests.fetch_add(1, Ordering::Relaxed);
     let seed = s.engine.seed;

@@ -347,45 +347,7 @@ pub async fn run_engine(
         while let Ok(s) = submissions.try_recv() {
             waiting.push_back(s);
         }
-        // Preempted sequences come back first, as vLLM requeues them at the front.
-        let mut used: u64 = running.iter().map(|s| kv_blocks(s, config.k)).sum();
-        while let Some(next) = preempted.front() {
-            let need = kv_blocks(next, config.k);
-            if !running.is_empty() && (running.len() >= config.max_num_seqs || used + need > config.kv_cache_blocks) {
-                break;
-            }
-            let Some(seq) = preempted.pop_front() else { break };
-            used += need;
-            running.push(seq);
-        }
-        // Admit whole requests while their choices fit, in sequences and in KV blocks.
-        while let Some(next) = waiting.front() {
-            let need: u64 = next.seqs.iter().map(|s| admit_blocks(s, config.k)).sum();
-            let full = running.len() + next.seqs.len() > config.max_num_seqs || used + need > config.kv_cache_blocks;
-            if !preempted.is_empty() || (full && !running.is_empty()) {
-                break;
-            }
-            let Some(sub) = waiting.pop_front() else { break };
-            used += need;
-            let open = Arc::new(AtomicU64::new(sub.seqs.len() as u64));
-            for spec in sub.seqs {
-                let k = spec.profile.k() as usize;
-                running.push(Seq {
-                    stats: SeqStats {
-                        histogram: vec![0; k + 1],
-                        ..SeqStats::default()
-                    },
-                    spec,
-                    generated: 0,
-                    prefilled: false,
-                    events: sub.events.clone(),
-                    stream: sub.stream,
-                    unsent: None,
-                    open_choices: open.clone(),
-                    recompute: 0,
-                });
-            }
-        }
+        admit(&config, &mut running, &mut waiting, &mut preempted);
         {
             let mut c = shared.counters();
             note_batch(&mut c, &running, &waiting, &preempted, &config);
@@ -438,6 +400,50 @@ pub async fn run_engine(
         }
         for _ in 0..finished_requests {
             hook.request_finished();
+        }
+    }
+}
+
+/// Fill the batch: preempted sequences first (vLLM requeues them at the front), then whole
+/// requests while their choices fit, in sequences and in KV blocks. A lone request always runs.
+fn admit(config: &EngineConfig, running: &mut Vec<Seq>, waiting: &mut VecDeque<Submission>, preempted: &mut VecDeque<Seq>) {
+    // Preempted sequences come back first, as vLLM requeues them at the front.
+    let mut used: u64 = running.iter().map(|s| kv_blocks(s, config.k)).sum();
+    while let Some(next) = preempted.front() {
+        let need = kv_blocks(next, config.k);
+        if !running.is_empty() && (running.len() >= config.max_num_seqs || used + need > config.kv_cache_blocks) {
+            break;
+        }
+        let Some(seq) = preempted.pop_front() else { break };
+        used += need;
+        running.push(seq);
+    }
+    // Admit whole requests while their choices fit, in sequences and in KV blocks.
+    while let Some(next) = waiting.front() {
+        let need: u64 = next.seqs.iter().map(|s| admit_blocks(s, config.k)).sum();
+        let full = running.len() + next.seqs.len() > config.max_num_seqs || used + need > config.kv_cache_blocks;
+        if !preempted.is_empty() || (full && !running.is_empty()) {
+            break;
+        }
+        let Some(sub) = waiting.pop_front() else { break };
+        used += need;
+        let open = Arc::new(AtomicU64::new(sub.seqs.len() as u64));
+        for spec in sub.seqs {
+            let k = spec.profile.k() as usize;
+            running.push(Seq {
+                stats: SeqStats {
+                    histogram: vec![0; k + 1],
+                    ..SeqStats::default()
+                },
+                spec,
+                generated: 0,
+                prefilled: false,
+                events: sub.events.clone(),
+                stream: sub.stream,
+                unsent: None,
+                open_choices: open.clone(),
+                recompute: 0,
+            });
         }
     }
 }

@@ -12,6 +12,7 @@ use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
 use std::sync::Arc;
 use std::time::{SystemTime, UNIX_EPOCH};
 
+use speclens_shared::figures::acceptance_length;
 use tokio::sync::{mpsc, oneshot};
 
 use crate::error::CollectorError;
@@ -250,7 +251,7 @@ impl SimState {
         );
         if drafts > 0 && tokens > 0 {
             *gauges = Some(exposition::RecentGauges {
-                acceptance_length: 1.0 + accepted as f64 / drafts as f64,
+                acceptance_length: acceptance_length(accepted as f64, drafts as f64).unwrap_or(1.0),
                 acceptance_rate: accepted as f64 / tokens as f64,
             });
         }

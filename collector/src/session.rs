@@ -1,0 +1,60 @@
+//! The live view a measuring command feeds: its hub, the dashboard it serves when asked (unless
+//! an outer command, the demo, serves one), and the serving tail once the work is done. One
+//! type for bench, sweep and accept.
+
+use std::path::PathBuf;
+
+use crate::error::CollectorError;
+use crate::live::LiveHub;
+use crate::serve::{Dashboard, ServeSettings};
+
+/// A command's live view.
+pub struct Session {
+    /// The hub the command's runs feed.
+    pub hub: LiveHub,
+    /// The hub is the command's own (no outer command serves it).
+    own: bool,
+    /// The dashboard this command serves itself, if any.
+    dashboard: Option<Dashboard>,
+}
+
+impl Session {
+    /// Feed `outer` (a hub another command serves, the demo's) or a hub of one's own.
+    pub fn new(outer: Option<LiveHub>) -> Session {
+        Session {
+            own: outer.is_none(),
+            hub: outer.unwrap_or_else(|| LiveHub::new(64)),
+            dashboard: None,
+        }
+    }
+
+    /// Serve the live page on 127.0.0.1:`port` (when a port is given and the hub is the
+    /// command's own), with `results_dir` as its past runs; prints its URL.
+    pub async fn serve(&mut self, port: Option<u16>, results_dir: PathBuf) -> Result<(), CollectorError> {
+        let Some(port) = port.filter(|_| self.own) else {
+            return Ok(());
+        };
+        let serve = ServeSettings {
+            addr: std::net::SocketAddr::from(([127, 0, 0, 1], port)),
+            token: None,
+            web_dir: crate::serve::resolve_web_dir(None)?,
+            fragment: Some("live".into()),
+            results_dir,
+        };
+        let dashboard = crate::serve::start(&serve, self.hub.clone()).await?;
+        crate::statusln!("speclens dashboard: {}", dashboard.url);
+        self.dashboard = Some(dashboard);
+        Ok(())
+    }
+
+    /// After the work: a dashboard of the command's own keeps serving `what` it measured
+    /// until Ctrl-C.
+    pub async fn close(self, what: &str) -> Result<(), CollectorError> {
+        if let Some(d) = self.dashboard {
+            eprintln!("The dashboard keeps serving {what} at {} — press Ctrl-C to quit.", d.url);
+            let _ = crate::net::stop_signal().await;
+            d.stop().await?;
+        }
+        Ok(())
+    }
+}
