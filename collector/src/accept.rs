@@ -248,8 +248,7 @@ pub async fn run_with(args: Plan, hub: Option<LiveHub>) -> Result<Vec<CategoryAc
     .await?;
     let per_request = probe.tally.with_full_stats > 0;
     let label_of = category_labels(&categories);
-    let mut rows = Vec::new();
-    if per_request {
+    let rows = if per_request {
         // One run over every category: the per-request path splits it by category.
         let file = write_workload(&out, "all-categories", &plan.prompts)?;
         let run = bench::run_with(
@@ -257,17 +256,18 @@ pub async fn run_with(args: Plan, hub: Option<LiveHub>) -> Result<Vec<CategoryAc
             Some(hub.clone()),
         )
         .await?;
-        rows = by_category(&run.dir.join("records.jsonl"), "all-categories")?;
+        let rows = by_category(&run.dir.join("records.jsonl"), "all-categories")?;
         for category in categories.iter().filter(|c| !rows.iter().any(|r| &r.category == *c)) {
             crate::statusln!(
                 "  {category}: no drafts in its {} requests, so no acceptance to report (no file)",
                 args.requests_per_category
             );
         }
+        rows
     } else {
         crate::statusln!("The server returned no per-request stats: measuring by scrape, one run per category.");
-        rows = by_scrape(&args, &plan, &categories, hub, &out).await?;
-    }
+        by_scrape(&args, &plan, &categories, hub, &out).await?
+    };
     for row in &rows {
         let path = out.join(format!("accept-{}.json", label_of(&row.category)));
         bench::output::write_atomic(&path, &bench::output::to_json_bytes(row)?)?;

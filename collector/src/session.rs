@@ -51,7 +51,10 @@ impl Session {
     /// until Ctrl-C.
     pub async fn close(self, what: &str) -> Result<(), CollectorError> {
         if let Some(d) = self.dashboard {
-            eprintln!("The dashboard keeps serving {what} at {} — press Ctrl-C to quit.", d.url);
+            eprintln!(
+                "The dashboard keeps serving {what} at {} — press Ctrl-C to quit.",
+                d.url
+            );
             let _ = crate::net::stop_signal().await;
             d.stop().await?;
         }

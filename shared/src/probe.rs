@@ -363,7 +363,6 @@ fn engine_of_owner(owner: &str) -> Option<&'static str> {
     }
 }
 
-
 /// The level of the probe request's per-request stats (`detailed`, `summary`, `partial`,
 /// `none`, or `not probed`), and what they say of drafting, if anything.
 fn per_request_level(answer: &Result<Value, String>) -> (String, Option<String>) {

@@ -753,7 +753,10 @@ fn derive_vllm(delta: &SpecCounters, facts: &WindowFacts) -> Result<SpecDecodeDa
             .iter()
             .map(|(p, v)| (*p, *v as f64 / drafts))
             .collect();
-        (crate::figures::acceptance_length(accepted, drafts).unwrap_or(0.0), per_pos)
+        (
+            crate::figures::acceptance_length(accepted, drafts).unwrap_or(0.0),
+            per_pos,
+        )
     };
     if let Some(largest) = rounded_max {
         // A value v ≥ 1e6 printed with 6 significant digits is off by up to half its last digit.

@@ -469,19 +469,28 @@ pub fn RunPanel(run: Signal<RunView>) -> impl IntoView {
 
 /// The per-request path's figures of a run, or why there are none.
 fn per_request_path(run: Signal<RunView>) -> impl IntoView {
-    move || run.with(|r| match &r.per_request {
-        Some(s) => {
-            let e = s.spec_decode_token_weighted_acceptance_length.as_ref().map_or("N/A".to_string(), |d| format!("{:.3}", d.avg));
-            let rate = s.spec_decode_overall_draft_acceptance_rate.as_ref().map_or("N/A".to_string(), |d| format!("{:.2}", d.avg));
-            view! {
-                <p>"Token-weighted acceptance length: " <strong id="pr-length">{e}</strong>
-                   " · overall draft acceptance rate: " <strong id="pr-rate">{rate}</strong> " %"
-                   " · steps: " <strong id="pr-steps">{format!("{:.0}", s.total_spec_decode_steps.avg)}</strong></p>
-                <p class="hint">{s.histogram_line().unwrap_or_default()}</p>
-            }.into_any()
-        }
-        None => view! { <p class="hint">"N/A: no request carried spec-decode stats (yet)."</p> }.into_any(),
-    })
+    move || {
+        run.with(|r| match &r.per_request {
+            Some(s) => {
+                let e = s
+                    .spec_decode_token_weighted_acceptance_length
+                    .as_ref()
+                    .map_or("N/A".to_string(), |d| format!("{:.3}", d.avg));
+                let rate = s
+                    .spec_decode_overall_draft_acceptance_rate
+                    .as_ref()
+                    .map_or("N/A".to_string(), |d| format!("{:.2}", d.avg));
+                view! {
+                    <p>"Token-weighted acceptance length: " <strong id="pr-length">{e}</strong>
+                       " · overall draft acceptance rate: " <strong id="pr-rate">{rate}</strong> " %"
+                       " · steps: " <strong id="pr-steps">{format!("{:.0}", s.total_spec_decode_steps.avg)}</strong></p>
+                    <p class="hint">{s.histogram_line().unwrap_or_default()}</p>
+                }
+                .into_any()
+            }
+            None => view! { <p class="hint">"N/A: no request carried spec-decode stats (yet)."</p> }.into_any(),
+        })
+    }
 }
 
 /// Each endpoint's acceptance over the live scrapes, when there are any.

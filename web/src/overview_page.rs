@@ -255,6 +255,29 @@ pub fn OverviewPage() -> impl IntoView {
     }
 }
 
+/// The chosen run's latency figures (mean, median, p99) with a link to the run.
+#[component]
+fn LatencyGlance(r: RunView, id: String, why: String) -> impl IntoView {
+    view! {
+        <div>
+            <h3>"Latency at a glance (ms)"</h3>
+            <p class="hint" id="overview-latency-run">{format!("Run {id}: {why}.")}</p>
+            <div class="table-box">
+                <table class="model-table" id="overview-latency">
+                    <thead><tr><th>""</th><th>"mean"</th><th>"median"</th><th>"p99"</th></tr></thead>
+                    <tbody>
+                        {latency_row(Term::Ttft, r.ttft_ms.clone())}
+                        {latency_row(Term::Tpot, r.tpot_ms.clone())}
+                        {latency_row(Term::Itl, r.itl_ms.clone())}
+                        {latency_row(Term::E2el, r.e2el_ms.clone())}
+                    </tbody>
+                </table>
+            </div>
+            <p><a href=format!("#runs?open={id}")>"This run in full →"</a></p>
+        </div>
+    }
+}
+
 #[component]
 fn OverviewBody(data: Loaded) -> impl IntoView {
     // With a sweep, the story is about its headline arm (recommended, else first): the
@@ -342,24 +365,7 @@ fn OverviewBody(data: Loaded) -> impl IntoView {
                     <p><a href=format!("#runs?accept={id}")>"Every category's figures →"</a></p>
                 </div>
             })}
-            {run_view.clone().zip(run_id.clone()).map(|(r, (id, why))| view! {
-                <div>
-                    <h3>"Latency at a glance (ms)"</h3>
-                    <p class="hint" id="overview-latency-run">{format!("Run {id}: {why}.")}</p>
-                    <div class="table-box">
-                        <table class="model-table" id="overview-latency">
-                            <thead><tr><th>""</th><th>"mean"</th><th>"median"</th><th>"p99"</th></tr></thead>
-                            <tbody>
-                                {latency_row(Term::Ttft, r.ttft_ms.clone())}
-                                {latency_row(Term::Tpot, r.tpot_ms.clone())}
-                                {latency_row(Term::Itl, r.itl_ms.clone())}
-                                {latency_row(Term::E2el, r.e2el_ms.clone())}
-                            </tbody>
-                        </table>
-                    </div>
-                    <p><a href=format!("#runs?open={id}")>"This run in full →"</a></p>
-                </div>
-            })}
+            {run_view.clone().zip(run_id.clone()).map(|(r, (id, why))| view! { <LatencyGlance r=r id=id why=why/> })}
         </div>
         <p class="links" id="overview-links">
             {whatif.map(|f| view! { <a class="pill" href=format!("#{f}")>"What-if with the measured acceptance"</a> })}

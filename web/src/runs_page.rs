@@ -11,11 +11,11 @@ use speclens_shared::model::implied_alpha;
 use speclens_shared::protocol::{RunView, TimelinePoint};
 use speclens_shared::results::{run_view_from_result, AcceptMatrix, RunList, RunListEntry, RunResult};
 
+use speclens_shared::arms::ArmSweep;
 use speclens_shared::chart::{
     colors, draw_category_chart, draw_latency_comparison, draw_per_position, draw_series_panels, draw_sweep_chart,
     hover, CategoryBar, Positions, RunLatencies, Series, SeriesPanel, XFrame,
 };
-use speclens_shared::arms::ArmSweep;
 use speclens_shared::sweep::{Axis, SweepTable};
 use speclens_shared::warnings::category_warnings;
 use speclens_shared::Error;

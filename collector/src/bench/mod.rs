@@ -279,6 +279,38 @@ fn servers(target: &plan::Target) -> Vec<Server> {
         .collect()
 }
 
+/// The run's progress bar over warm-up and window (hidden when the console is not printed to).
+fn progress_bar(p: &Prepared) -> ProgressBar {
+    let total = p.warmup_count + p.plan.window_requests().unwrap_or(0);
+    if p.plan.output.print {
+        output::progress_bar(total, p.plan.load.stop)
+    } else {
+        ProgressBar::hidden()
+    }
+}
+
+/// Each endpoint with its scrapes before and after the window.
+fn pair_scrapes(
+    endpoints: &[scrape::Endpoint],
+    before: Vec<scrape::Scraped>,
+    after: Vec<scrape::Scraped>,
+) -> Vec<paths::Scrapes> {
+    endpoints
+        .iter()
+        .cloned()
+        .zip(before.into_iter().zip(after))
+        .map(
+            |(endpoint, ((before, before_load), (after, after_load)))| paths::Scrapes {
+                endpoint,
+                before,
+                after,
+                before_load,
+                after_load,
+            },
+        )
+        .collect()
+}
+
 /// Warm-up, the "before" scrapes, the window with its live samplers, the settled "after"
 /// scrapes and the Prometheus window.
 async fn measure(p: &Prepared, hub: &LiveHub, records_tmp: &std::path::Path) -> Result<Measured, CollectorError> {
@@ -290,12 +322,7 @@ async fn measure(p: &Prepared, hub: &LiveHub, records_tmp: &std::path::Path) -> 
     let caught: Arc<std::sync::OnceLock<Signal>> = Arc::default();
     let ctrl_c = tokio::spawn(stop_on_signal(cancel_tx.clone(), caught.clone()));
     let mut records_out = load::RecordSink::create(records_tmp)?;
-    let total = p.warmup_count + plan.window_requests().unwrap_or(0);
-    let progress = if plan.output.print {
-        output::progress_bar(total, plan.load.stop)
-    } else {
-        ProgressBar::hidden()
-    };
+    let progress = progress_bar(p);
     let started = Instant::now();
     let started_unix_ns = std::time::SystemTime::now()
         .duration_since(std::time::UNIX_EPOCH)
@@ -365,21 +392,7 @@ async fn measure(p: &Prepared, hub: &LiveHub, records_tmp: &std::path::Path) -> 
         (Some(scan), None) => steady_window(records_tmp, scan)?,
         _ => None,
     };
-    let scrapes = p
-        .endpoints
-        .iter()
-        .cloned()
-        .zip(before.into_iter().zip(after))
-        .map(
-            |(endpoint, ((before, before_load), (after, after_load)))| paths::Scrapes {
-                endpoint,
-                before,
-                after,
-                before_load,
-                after_load,
-            },
-        )
-        .collect();
+    let scrapes = pair_scrapes(&p.endpoints, before, after);
     Ok(Measured {
         outcome: LoadOutcome {
             tally,

@@ -11,11 +11,11 @@ use tokio::time::Instant;
 
 use reqwest::header::{HeaderMap, HeaderValue, AUTHORIZATION};
 use serde::Serialize;
+use speclens_shared::figures::{acceptance_length, acceptance_rate_pct};
 use speclens_shared::fleet::{
     counters_selector, fleet_window, metric_selector, parse_api_answer, selector_for, ApiSeries, FleetWindow,
     NO_COUNTERS,
 };
-use speclens_shared::figures::{acceptance_length, acceptance_rate_pct};
 use speclens_shared::protocol::TimelinePoint;
 use speclens_shared::scrape::{derive_stats, RawPhases, ResultStatus, SglangGauges, SpecCounters, SpecDecodeResult};
 use tokio::sync::watch;

@@ -127,11 +127,7 @@ pub async fn fetch_with_load(client: &reqwest::Client, url: &str) -> Scraped {
 
 /// The "after" snapshot (with the load it showed): scrape until two in a row agree (an engine
 /// can answer before it records its last step), at most `limit`.
-pub async fn fetch_settled(
-    client: &reqwest::Client,
-    url: &str,
-    limit: Duration,
-) -> Scraped {
+pub async fn fetch_settled(client: &reqwest::Client, url: &str, limit: Duration) -> Scraped {
     let deadline = Instant::now() + limit;
     let (first, mut load) = fetch_with_load(client, url).await;
     let Ok(mut last) = first else {

@@ -287,31 +287,33 @@ impl SimArgs {
     fn profile(&self) -> Result<Option<AcceptanceProfile>, CollectorError> {
         let k = self.num_spec_tokens;
         let invalid = |m: String| CollectorError::InvalidArgument(m);
-        Ok(match (k, &self.alpha, &self.acceptance_rates, &self.acceptance_length) {
-            (0, None, None, None) => None,
-            (0, ..) => return Err(invalid("an acceptance profile needs --num-spec-tokens ≥ 1".into())),
-            (_, Some(alpha), _, _) => Some(AcceptanceProfile::geometric(*alpha, k).map_err(invalid)?),
-            (_, _, Some(rates), _) => {
-                if rates.len() < k as usize {
-                    return Err(invalid(format!(
-                        "--acceptance-rates gives {} positions but --num-spec-tokens is {k}",
-                        rates.len()
-                    )));
+        Ok(
+            match (k, &self.alpha, &self.acceptance_rates, &self.acceptance_length) {
+                (0, None, None, None) => None,
+                (0, ..) => return Err(invalid("an acceptance profile needs --num-spec-tokens ≥ 1".into())),
+                (_, Some(alpha), _, _) => Some(AcceptanceProfile::geometric(*alpha, k).map_err(invalid)?),
+                (_, _, Some(rates), _) => {
+                    if rates.len() < k as usize {
+                        return Err(invalid(format!(
+                            "--acceptance-rates gives {} positions but --num-spec-tokens is {k}",
+                            rates.len()
+                        )));
+                    }
+                    Some(AcceptanceProfile::from_rates(&rates[..k as usize]).map_err(invalid)?)
                 }
-                Some(AcceptanceProfile::from_rates(&rates[..k as usize]).map_err(invalid)?)
-            }
-            (_, _, _, Some(e)) => {
-                if !(1.0..=f64::from(k) + 1.0).contains(e) {
-                    return Err(invalid(format!(
-                        "--acceptance-length must be in [1, k + 1] = [1, {}], got {e}",
-                        k + 1
-                    )));
+                (_, _, _, Some(e)) => {
+                    if !(1.0..=f64::from(k) + 1.0).contains(e) {
+                        return Err(invalid(format!(
+                            "--acceptance-length must be in [1, k + 1] = [1, {}], got {e}",
+                            k + 1
+                        )));
+                    }
+                    let alpha = speclens_shared::model::implied_alpha(*e, k);
+                    Some(AcceptanceProfile::geometric(alpha, k).map_err(invalid)?)
                 }
-                let alpha = speclens_shared::model::implied_alpha(*e, k);
-                Some(AcceptanceProfile::geometric(alpha, k).map_err(invalid)?)
-            }
-            (_, None, None, None) => Some(AcceptanceProfile::geometric(DEFAULT_ALPHA, k).map_err(invalid)?),
-        })
+                (_, None, None, None) => Some(AcceptanceProfile::geometric(DEFAULT_ALPHA, k).map_err(invalid)?),
+            },
+        )
     }
 
     /// The category factors: the defaults, with each `--category-factor NAME=FACTOR` over them.

@@ -378,7 +378,7 @@ struct Reply {
     salt: u64,
 }
 
-/// A request's checked parts, or the answer vLLM gives to a request it refuses.
+/// A request's checked parts.
 struct Checked {
     prompt: String,
     n: u32,
@@ -387,46 +387,44 @@ struct Checked {
     max_tokens: u64,
 }
 
-/// Check a request as vLLM's OpenAI server does (TensorRT-LLM's shape refuses unknown fields).
-fn check(s: &SimSettings, kind: Kind, req: &CompletionRequest, body: &[u8]) -> Result<Checked, Response> {
+/// Check a request as vLLM's OpenAI server does (TensorRT-LLM's shape refuses unknown fields);
+/// an error is the message of the 400 answer vLLM gives.
+fn check(s: &SimSettings, kind: Kind, req: &CompletionRequest, body: &[u8]) -> Result<Checked, String> {
     if s.payload.trtllm() {
         let fields: Value = serde_json::from_slice(body).unwrap_or(Value::Null);
         if let Some(extra) = fields
             .as_object()
             .and_then(|o| o.keys().find(|k| !TRTLLM_FIELDS.contains(&k.as_str())))
         {
-            return Err(bad_request(format!("{extra}: Extra inputs are not permitted")));
+            return Err(format!("{extra}: Extra inputs are not permitted"));
         }
     }
     if let Some(model) = &req.model {
         if *model != s.model {
-            return Err(bad_request(format!("The model `{model}` does not exist.")));
+            return Err(format!("The model `{model}` does not exist."));
         }
     }
-    let prompt = match prompt_text(kind, req) {
-        Ok(p) => p,
-        Err(e) => return Err(bad_request(e)),
-    };
+    let prompt = prompt_text(kind, req)?;
     let n = req.n.unwrap_or(1);
     if !(1..=16).contains(&n) {
-        return Err(bad_request(format!("n must be between 1 and 16, got {n}")));
+        return Err(format!("n must be between 1 and 16, got {n}"));
     }
     let temperature = req.temperature.unwrap_or(1.0);
     if !(temperature.is_finite() && temperature >= 0.0) {
-        return Err(bad_request(format!("temperature must be ≥ 0, got {temperature}")));
+        return Err(format!("temperature must be ≥ 0, got {temperature}"));
     }
     let prompt_tokens = count_tokens(&prompt);
     let room = u64::from(s.max_model_len).saturating_sub(prompt_tokens);
     let max_tokens = req.max_tokens.or(req.max_completion_tokens).map_or(room, u64::from);
     if max_tokens == 0 {
-        return Err(bad_request("max_tokens must be at least 1"));
+        return Err("max_tokens must be at least 1".into());
     }
     if prompt_tokens + max_tokens > u64::from(s.max_model_len) {
-        return Err(bad_request(format!(
+        return Err(format!(
             "This model's maximum context length is {} tokens. However, you requested {} tokens ({prompt_tokens} in the messages, {max_tokens} in the completion).",
             s.max_model_len,
             prompt_tokens + max_tokens
-        )));
+        ));
     }
 
     Ok(Checked {
@@ -438,6 +436,40 @@ fn check(s: &SimSettings, kind: Kind, req: &CompletionRequest, body: &[u8]) -> R
     })
 }
 
+/// The request's `n` sequences for the engine: each with its output length (geometric with the
+/// configured mean, unless `ignore_eos`) and the acceptance profile its prompt falls in.
+fn sequences(s: &SimSettings, req: &CompletionRequest, number: u64, checked: &Checked) -> Vec<SeqSpec> {
+    let seed = s.engine.seed;
+    let &Checked {
+        n,
+        temperature,
+        prompt_tokens,
+        max_tokens,
+        ..
+    } = checked;
+    let profile = s
+        .profile_for(&checked.prompt, temperature)
+        .unwrap_or_else(super::engine::AcceptanceProfile::none);
+    let mean = f64::from(s.mean_output_tokens);
+    (0..n)
+        .map(|index| {
+            let eos_at = (!req.ignore_eos).then(|| {
+                // Geometric output length with the configured mean.
+                let u = unit(seed, number, 100 + u64::from(index)).max(f64::MIN_POSITIVE);
+                let len = 1.0 + (u.ln() / (1.0 - 1.0 / mean.max(1.000_001)).ln()).floor();
+                len.clamp(1.0, f64::from(u32::MAX)) as u32
+            });
+            SeqSpec {
+                index,
+                prompt_tokens,
+                max_tokens: max_tokens.min(u64::from(u32::MAX)) as u32,
+                eos_at,
+                profile: profile.clone(),
+            }
+        })
+        .collect()
+}
+
 async fn completions(State(state): State<Arc<SimState>>, headers: HeaderMap, body: Bytes, kind: Kind) -> Response {
     if !authorized(&state, &headers) {
         return error(StatusCode::UNAUTHORIZED, "Unauthorized", "Unauthorized");
@@ -447,15 +479,9 @@ async fn completions(State(state): State<Arc<SimState>>, headers: HeaderMap, bod
         Err(e) => return bad_request(format!("invalid JSON body: {e}")),
     };
     let s = &state.settings;
-    let Checked {
-        prompt,
-        n,
-        temperature,
-        prompt_tokens,
-        max_tokens,
-    } = match check(s, kind, &req, &body) {
+    let checked = match check(s, kind, &req, &body) {
         Ok(c) => c,
-        Err(answer) => return answer,
+        Err(message) => return bad_request(message),
     };
 
     let number = state.requests.fetch_add(1, Ordering::Relaxed);
@@ -485,27 +511,13 @@ async fn completions(State(state): State<Arc<SimState>>, headers: HeaderMap, bod
         StreamFault::None
     };
 
-    let profile = s
-        .profile_for(&prompt, temperature)
-        .unwrap_or_else(super::engine::AcceptanceProfile::none);
-    let mean = f64::from(s.mean_output_tokens);
-    let seqs: Vec<SeqSpec> = (0..n)
-        .map(|index| {
-            let eos_at = (!req.ignore_eos).then(|| {
-                // Geometric output length with the configured mean.
-                let u = unit(seed, number, 100 + u64::from(index)).max(f64::MIN_POSITIVE);
-                let len = 1.0 + (u.ln() / (1.0 - 1.0 / mean.max(1.000_001)).ln()).floor();
-                len.clamp(1.0, f64::from(u32::MAX)) as u32
-            });
-            SeqSpec {
-                index,
-                prompt_tokens,
-                max_tokens: max_tokens.min(u64::from(u32::MAX)) as u32,
-                eos_at,
-                profile: profile.clone(),
-            }
-        })
-        .collect();
+    let seqs = sequences(s, &req, number, &checked);
+    let Checked {
+        n,
+        prompt_tokens,
+        max_tokens,
+        ..
+    } = checked;
     let (tx, rx) = mpsc::channel(super::engine::EVENTS_QUEUED);
     if state
         .submit(Submission {

@@ -406,7 +406,12 @@ pub async fn run_engine(
 
 /// Fill the batch: preempted sequences first (vLLM requeues them at the front), then whole
 /// requests while their choices fit, in sequences and in KV blocks. A lone request always runs.
-fn admit(config: &EngineConfig, running: &mut Vec<Seq>, waiting: &mut VecDeque<Submission>, preempted: &mut VecDeque<Seq>) {
+fn admit(
+    config: &EngineConfig,
+    running: &mut Vec<Seq>,
+    waiting: &mut VecDeque<Submission>,
+    preempted: &mut VecDeque<Seq>,
+) {
     // Preempted sequences come back first, as vLLM requeues them at the front.
     let mut used: u64 = running.iter().map(|s| kv_blocks(s, config.k)).sum();
     while let Some(next) = preempted.front() {
