@@ -13,7 +13,7 @@ use clap::Parser;
 use serde::de::DeserializeOwned;
 use serde::Serialize;
 use speclens_shared::results::{CategoryAcceptance, RunList, RunResult};
-use speclens_shared::sweep::SweepTable;
+use speclens_shared::sweep::SweepFile;
 
 use crate::common::{get_text, json_fixture_text, run_speclens, run_speclens_within, workspace, Snapshots, Speclens};
 
@@ -39,6 +39,26 @@ fn json_files(dir: &Path, prefix: &str) -> Vec<std::path::PathBuf> {
         .collect();
     files.sort();
     files
+}
+
+/// A `sweep.json` of the earlier layout, which held the first arm's table twice (at the top
+/// level and in `arms[0].table`), still reads: as its arms, the top-level copy dropped, and
+/// written back with each table once.
+#[test]
+fn a_sweep_file_that_held_the_first_arm_twice_still_reads_as_its_arms() {
+    let text = json_fixture_text("speclens_sweep_first_arm_twice.json");
+    let raw: serde_json::Value = serde_json::from_str(&text).unwrap();
+    assert!(raw["rows"].is_array(), "the fixture is of the earlier layout");
+    let old: SweepFile = serde_json::from_str(&text).unwrap();
+    assert_eq!(old.arms.arms.len(), raw["arms"].as_array().unwrap().len());
+    assert!(
+        old.plain.is_none(),
+        "the top-level copy is not read as plain's own table"
+    );
+    assert_eq!(serde_json::to_value(old.head()).unwrap(), raw["arms"][0]["table"]);
+    let again = serde_json::to_value(&old).unwrap();
+    assert!(again.get("rows").is_none(), "{again}");
+    assert_eq!(again["arms"], raw["arms"]);
 }
 
 #[tokio::test]
@@ -79,7 +99,16 @@ async fn every_result_file_reads_into_the_shared_types_and_back_byte_for_byte() 
         LIMIT,
     );
     assert_eq!(code, 0, "{out}{err}");
-    round_trips::<SweepTable>(&sweep.join("sweep.json"));
+    round_trips::<SweepFile>(&sweep.join("sweep.json"));
+    // Each table once: the arm's own, no copy of it at the top level.
+    let written = crate::common::read_json(&sweep.join("sweep.json"));
+    assert!(
+        written.get("rows").is_none()
+            && written["arms"][0]["table"]["rows"]
+                .as_array()
+                .is_some_and(|r| r.len() == 2),
+        "{written}"
+    );
     let points = json_files(&sweep, "");
     assert_eq!(points.len(), 5, "{points:?}");
     for point in points.iter().filter(|p| !p.ends_with("sweep.json")) {
@@ -579,11 +608,11 @@ fn arms_swept_one_at_a_time_into_one_folder_make_one_table() {
             );
         }
     }
-    let table: SweepTable =
+    let table: SweepFile =
         serde_json::from_str(&std::fs::read_to_string(out.path().join("sweep.json")).unwrap()).unwrap();
-    assert_eq!(table.rows.len(), 2);
-    assert!(table.rows.iter().all(|r| r.ratio().is_some()), "{table:?}");
-    assert!(table.prediction.is_some(), "the spec arm's E feeds the model");
+    assert_eq!(table.head().rows.len(), 2);
+    assert!(table.head().rows.iter().all(|r| r.ratio().is_some()), "{table:?}");
+    assert!(table.head().prediction.is_some(), "the spec arm's E feeds the model");
     let joined: Vec<(&str, bool)> = table
         .earlier_points
         .iter()

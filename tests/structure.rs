@@ -1,5 +1,5 @@
-//! The code's shape, read from its source: no import circle between the modules of `shared/`
-//! or `collector/`, and no function over 100 lines outside tests, except the ones named below
+//! The code's shape, read from its source: no import circle between the modules of any folder
+//! of `shared/`, `collector/` or `web/`, and no function over 100 lines outside tests, except the ones named below
 //! with their reason and their length today (a ratchet: a named one may shrink, never grow,
 //! and leaves the list once it is under the limit).
 
@@ -16,9 +16,6 @@ const LONG_FUNCTIONS: &[(&str, &str, usize, &str)] = &[(
     131,
     "a declarative table: one row per metric family the sim exposes, in vLLM's order",
 )];
-
-/// Import circles allowed today (each as its modules, sorted): to break in #34.
-const CIRCLES: &[&[&str]] = &[&["arms", "recommend", "sweep"]];
 
 fn root() -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR")).join("..")
@@ -258,85 +255,136 @@ fn find_fn(line: &str) -> Option<usize> {
     None
 }
 
-/// The crate's top-level module a file belongs to (`bench/load.rs` → `bench`).
-fn top_module(src: &Path, file: &Path) -> String {
-    let rel = file.strip_prefix(src).unwrap();
-    let first = rel
+/// A file's module path inside its crate (`bench/load.rs` → `["bench", "load"]`,
+/// `sweep/mod.rs` → `["sweep"]`, `lib.rs` → `[]`).
+fn module_path(src: &Path, file: &Path) -> Vec<String> {
+    let rel = file.strip_prefix(src).unwrap().with_extension("");
+    let mut path: Vec<String> = rel
         .components()
-        .next()
-        .unwrap()
-        .as_os_str()
-        .to_string_lossy()
-        .into_owned();
-    first.trim_end_matches(".rs").to_string()
+        .map(|c| c.as_os_str().to_string_lossy().into_owned())
+        .collect();
+    if matches!(path.last().map(String::as_str), Some("mod" | "lib" | "main")) {
+        path.pop();
+    }
+    path
 }
 
-/// Module → the crate's other top-level modules its code names (`crate::x`).
-fn import_graph(src: &Path) -> BTreeMap<String, BTreeSet<String>> {
-    let mut graph: BTreeMap<String, BTreeSet<String>> = BTreeMap::new();
-    for file in rust_files(src) {
-        let module = top_module(src, &file);
-        if module == "lib" || module == "main" {
-            continue;
+/// Every path a piece of code names from `crate::`, `super::` or `self::`, braces expanded
+/// (`use crate::{a, b::{c, d}}` → `crate::a`, `crate::b::c`, `crate::b::d`), as segments.
+fn named_paths(code: &str) -> Vec<Vec<String>> {
+    fn ident(c: char) -> bool {
+        c.is_alphanumeric() || c == '_'
+    }
+    /// The paths of `text` (a path, possibly ending in a brace group) after `prefix`.
+    fn expand(prefix: &[String], text: &str, out: &mut Vec<Vec<String>>) {
+        let mut path = prefix.to_vec();
+        let mut rest = text.trim_start();
+        loop {
+            if let Some(group) = rest.strip_prefix('{') {
+                let mut depth = 1;
+                let mut item = String::new();
+                for c in group.chars() {
+                    depth += i32::from(c == '{') - i32::from(c == '}');
+                    if depth == 0 || (c == ',' && depth == 1) {
+                        expand(&path, &item, out);
+                        item.clear();
+                        if depth == 0 {
+                            break;
+                        }
+                    } else {
+                        item.push(c);
+                    }
+                }
+                return;
+            }
+            let name: String = rest.chars().take_while(|&c| ident(c)).collect();
+            rest = rest[name.len()..].trim_start();
+            if !name.is_empty() {
+                path.push(name);
+            }
+            match rest.strip_prefix("::") {
+                Some(after) => rest = after.trim_start(),
+                None => {
+                    out.push(path);
+                    return;
+                }
+            }
         }
-        let code = code_only(&std::fs::read_to_string(&file).unwrap());
-        let names = graph.entry(module.clone()).or_default();
-        let mut rest = code.as_str();
-        while let Some(p) = rest.find("crate::") {
-            let before = rest[..p].chars().next_back();
-            rest = &rest[p + 7..];
-            if before.is_some_and(|c| c.is_alphanumeric() || c == '_' || c == '$') {
+    }
+    let mut out = Vec::new();
+    for root in ["crate", "super", "self"] {
+        let pattern = format!("{root}::");
+        let mut from = 0;
+        while let Some(at) = code[from..].find(&pattern).map(|p| p + from) {
+            from = at + pattern.len();
+            let before = code[..at].chars().next_back();
+            // Part of a longer path (`super::super::x` is read from its first `super`).
+            if before.is_some_and(|c| ident(c) || c == '$' || c == ':') {
                 continue;
             }
-            let name: String = rest.chars().take_while(|c| c.is_alphanumeric() || *c == '_').collect();
-            if !name.is_empty() && name != module {
-                names.insert(name);
-            }
+            expand(&[root.to_string()], &code[from..], &mut out);
         }
-        // `use crate::{a, b::c}` groups.
-        let mut rest = code.as_str();
-        while let Some(p) = rest.find("crate::{") {
-            rest = &rest[p + 8..];
-            let mut depth = 1;
-            let group: String = rest
-                .chars()
-                .take_while(|&c| {
-                    depth += i32::from(c == '{') - i32::from(c == '}');
-                    depth > 0
-                })
-                .collect();
-            let mut depth = 0;
-            let mut item = String::new();
-            for c in group.chars().chain([',']) {
-                match c {
-                    '{' => depth += 1,
-                    '}' => depth -= 1,
-                    ',' if depth == 0 => {
-                        let name: String = item
-                            .trim()
-                            .chars()
-                            .take_while(|c| c.is_alphanumeric() || *c == '_')
-                            .collect();
-                        if !name.is_empty() && name != module && name != "self" {
-                            names.insert(name);
-                        }
-                        item.clear();
-                        continue;
+    }
+    out
+}
+
+/// For every folder of the crate (its module path; `""` for the crate root), the graph of its
+/// child modules: child → the other children its code names (`crate::a::b`, `super::b`). An
+/// edge between two modules is drawn in the folder where their paths part, so `bench::load`
+/// naming `crate::sweep::Plan` is the root's edge `bench` → `sweep`, and `sweep::arms` naming
+/// `super::pair` is the `sweep` folder's edge `arms` → `pair`.
+fn import_graphs(src: &Path) -> BTreeMap<String, BTreeMap<String, BTreeSet<String>>> {
+    let files = rust_files(src);
+    let modules: BTreeSet<Vec<String>> = files.iter().map(|f| module_path(src, f)).collect();
+    let mut graphs: BTreeMap<String, BTreeMap<String, BTreeSet<String>>> = BTreeMap::new();
+    for module in &modules {
+        if let Some((_, folder)) = module.split_last() {
+            graphs
+                .entry(folder.join("::"))
+                .or_default()
+                .entry(module.last().unwrap().clone())
+                .or_default();
+        }
+    }
+    for file in &files {
+        let from = module_path(src, file);
+        for named in named_paths(&code_only(&std::fs::read_to_string(file).unwrap())) {
+            // Resolve to a path from the crate root.
+            let mut to: Vec<String> = Vec::new();
+            let mut base = from.clone();
+            let mut segments = named.iter().peekable();
+            match segments.next().map(String::as_str) {
+                Some("crate") => {}
+                Some("self") => to = base.clone(),
+                _ => {
+                    base.pop();
+                    while segments.peek().is_some_and(|s| *s == "super") {
+                        segments.next();
+                        base.pop();
                     }
-                    _ => {}
+                    to = base;
                 }
-                if depth == 0 {
-                    item.push(c);
-                }
+            }
+            to.extend(segments.cloned());
+            // Where the two paths part: both continue there, each into a module of that folder.
+            let common = from.iter().zip(&to).take_while(|(a, b)| a == b).count();
+            let (Some(a), Some(b)) = (from.get(common), to.get(common)) else {
+                continue; // a module naming its own parent or child
+            };
+            let folder = from[..common].join("::");
+            let mut target = to[..common].to_vec();
+            target.push(b.clone());
+            if modules.contains(&target) {
+                graphs
+                    .entry(folder)
+                    .or_default()
+                    .entry(a.clone())
+                    .or_default()
+                    .insert(b.clone());
             }
         }
     }
-    // Names that are not modules (items re-exported at the crate root) are not edges.
-    let modules: BTreeSet<String> = graph.keys().cloned().collect();
-    for names in graph.values_mut() {
-        names.retain(|n| modules.contains(n));
-    }
-    graph
+    graphs
 }
 
 /// The graph's circles: its strongly connected components of more than one module.
@@ -371,29 +419,49 @@ fn circles(graph: &BTreeMap<String, BTreeSet<String>>) -> Vec<Vec<String>> {
 }
 
 #[test]
-fn no_import_circle_but_the_named_ones() {
+fn the_import_reader_resolves_nested_and_relative_paths() {
+    let code = "use crate::{a, b::{c, d::e}};\nuse super::super::f::G;\nfn x() { self::h::i(); }";
+    let paths: Vec<String> = named_paths(code).iter().map(|p| p.join("::")).collect();
+    assert_eq!(
+        paths,
+        [
+            "crate::a",
+            "crate::b::c",
+            "crate::b::d::e",
+            "super::super::f::G",
+            "self::h::i"
+        ]
+    );
+}
+
+#[test]
+fn no_import_circle_between_the_modules_of_any_folder() {
     for krate in ["shared", "collector", "web"] {
-        let graph = import_graph(&root().join(krate).join("src"));
-        assert!(graph.len() > 3, "{krate}: too few modules read ({graph:?})");
-        for circle in circles(&graph) {
-            let names: Vec<&str> = circle.iter().map(String::as_str).collect();
-            assert!(
-                CIRCLES.contains(&names.as_slice()),
-                "{krate}/src: the modules {names:?} import each other in a circle"
-            );
-        }
-    }
-    // The named circle is still there (else it leaves the list).
-    let shared = import_graph(&root().join("shared/src"));
-    let found = circles(&shared);
-    for circle in CIRCLES {
+        let graphs = import_graphs(&root().join(krate).join("src"));
+        assert!(graphs[""].len() > 3, "{krate}: too few modules read ({graphs:?})");
+        let found: Vec<String> = graphs
+            .iter()
+            .flat_map(|(folder, graph)| {
+                circles(graph)
+                    .into_iter()
+                    .map(move |c| format!("{krate}/src/{folder}: {c:?}"))
+            })
+            .collect();
         assert!(
-            found
-                .iter()
-                .any(|c| c.iter().map(String::as_str).eq(circle.iter().copied())),
-            "the circle {circle:?} is gone: take it out of CIRCLES"
+            found.is_empty(),
+            "modules that import each other in a circle:\n{}",
+            found.join("\n")
         );
     }
+    // The sweep's layers, each importing only the ones below it.
+    let shared = import_graphs(&root().join("shared/src"));
+    let sweep = &shared["sweep"];
+    let edges = |m: &str| sweep[m].iter().map(String::as_str).collect::<Vec<_>>();
+    assert_eq!(
+        (edges("levels"), edges("pair"), edges("arms")),
+        (vec![], vec!["levels"], vec!["levels", "pair"]),
+        "{sweep:?}"
+    );
 }
 
 #[test]

@@ -6,7 +6,7 @@ use std::path::{Path, PathBuf};
 
 use speclens_shared::regress::{self, Comparison, FigureKind, Verdict};
 use speclens_shared::results::RunResult;
-use speclens_shared::sweep::SweepTable;
+use speclens_shared::sweep::SweepFile;
 
 use crate::error::CollectorError;
 
@@ -24,7 +24,7 @@ pub struct Plan {
 /// A measurement on disk: a run or a sweep.
 enum Stored {
     Run(Box<RunResult>),
-    Sweep(Box<SweepTable>),
+    Sweep(Box<SweepFile>),
 }
 
 impl Stored {
@@ -52,7 +52,7 @@ fn load(path: &Path) -> Result<Stored, CollectorError> {
     let value: serde_json::Value =
         serde_json::from_str(&text).map_err(|e| fail(format!("{} is not JSON: {e}", file.display())))?;
     if value.get("rows").is_some() {
-        let table: SweepTable =
+        let table: SweepFile =
             serde_json::from_value(value).map_err(|e| fail(format!("{} is not a sweep: {e}", file.display())))?;
         return Ok(Stored::Sweep(Box::new(table)));
     }

@@ -5,10 +5,10 @@
 use std::path::{Path, PathBuf};
 
 use comfy_table::{presets, CellAlignment, Table};
-use speclens_shared::arms::{self, NamedPoint, BASE_ARM};
 use speclens_shared::model::Costs;
 use speclens_shared::results::RunResult;
-use speclens_shared::sweep::{Level, SweepTable};
+use speclens_shared::sweep::arms::{self, NamedPoint, BASE_ARM};
+use speclens_shared::sweep::{Level, SweepFile};
 
 use crate::error::CollectorError;
 use crate::history::read_result;
@@ -60,7 +60,7 @@ fn count(v: Option<u64>) -> String {
 
 /// The sweep table of the `<arm>-c<N>.json` / `base-c<N>.json` (or `-r<rate>`) among `files`,
 /// when a speculative arm and the plain one are there.
-pub fn sweep_of(files: &[(String, RunResult)], costs: Costs) -> Option<SweepTable> {
+pub fn sweep_of(files: &[(String, RunResult)], costs: Costs) -> Option<SweepFile> {
     let named: Vec<(String, Level, &RunResult)> = files
         .iter()
         .filter_map(|(name, r)| arms::parse_point_name(name).map(|(arm, level)| (arm, level, r)))
@@ -77,7 +77,7 @@ pub fn sweep_of(files: &[(String, RunResult)], costs: Costs) -> Option<SweepTabl
         .collect();
     let has_base = points.iter().any(|p| p.arm == BASE_ARM);
     let has_spec = points.iter().any(|p| p.arm != BASE_ARM);
-    (has_base && has_spec).then(|| SweepTable::of_arms(&points, costs, None))
+    (has_base && has_spec).then(|| SweepFile::of_arms(&points, costs, None))
 }
 
 /// The table of result files.

@@ -17,7 +17,7 @@ use crate::history;
 use crate::serve::{resolve_web_dir, WebAssets};
 use speclens_shared::model::Costs;
 use speclens_shared::results::{AcceptMatrix, RunList, RunListEntry, RunResult};
-use speclens_shared::sweep::SweepTable;
+use speclens_shared::sweep::SweepFile;
 
 /// The data gathered from the inputs: the dashboard's API answers, keyed by path.
 struct Collector {
@@ -112,7 +112,7 @@ impl Collector {
         Ok(())
     }
 
-    fn add_sweep(&mut self, id: &str, sweep: &SweepTable) -> Result<(), CollectorError> {
+    fn add_sweep(&mut self, id: &str, sweep: &SweepFile) -> Result<(), CollectorError> {
         let id = self.unique("sweep", id);
         self.data
             .responses
@@ -131,7 +131,7 @@ impl Collector {
     }
 
     /// A sweep file, or a note of why it was skipped.
-    fn read_sweep(&mut self, path: &Path) -> Option<SweepTable> {
+    fn read_sweep(&mut self, path: &Path) -> Option<SweepFile> {
         history::read_json(path).map_err(|why| self.skipped.push(why)).ok()
     }
 

@@ -11,11 +11,11 @@ use std::path::{Path, PathBuf};
 use std::sync::{Arc, OnceLock};
 use std::time::Duration;
 
-use speclens_shared::arms::{self, NamedPoint, BASE_ARM};
 use speclens_shared::model::Costs;
 use speclens_shared::results::RunResult;
 use speclens_shared::scrape::ScrapeFailure;
-use speclens_shared::sweep::{repeats_settled, Axis, EarlierPoint, Level, SweepTable};
+use speclens_shared::sweep::arms::{self, NamedPoint, BASE_ARM};
+use speclens_shared::sweep::{repeats_settled, Axis, EarlierPoint, Level, SweepFile};
 
 use crate::bench;
 use crate::error::{CollectorError, Signal};
@@ -275,7 +275,7 @@ pub async fn run(plan: Plan) -> Result<(), CollectorError> {
 
 /// A sweep feeding `hub` (a dashboard another command serves) when given; returns its table
 /// (`None` after `--dry-run`).
-pub async fn run_with(plan: Plan, hub: Option<LiveHub>) -> Result<Option<SweepTable>, CollectorError> {
+pub async fn run_with(plan: Plan, hub: Option<LiveHub>) -> Result<Option<SweepFile>, CollectorError> {
     plan.check()?;
     let out = plan
         .out
@@ -330,10 +330,10 @@ pub async fn run_with(plan: Plan, hub: Option<LiveHub>) -> Result<Option<SweepTa
             category_tpot_ms: m.category_tpot_ms.as_ref(),
         })
         .collect();
-    let table = SweepTable {
+    let table = SweepFile {
         warnings,
         earlier_points,
-        ..SweepTable::of_arms(&named, plan.costs, plan.speculative_config.as_ref())
+        ..SweepFile::of_arms(&named, plan.costs, plan.speculative_config.as_ref())
     };
     bench::output::write_atomic(&out.join("sweep.json"), &bench::output::to_json_bytes(&table)?)?;
     let notes = workload_notes(&results);

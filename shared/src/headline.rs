@@ -4,10 +4,10 @@
 //! The console's closing lines and every "what-if with the measured acceptance" link render
 //! this one value, so they cannot disagree.
 
-use crate::arms::ArmSweep;
 use crate::model::Proposer;
 use crate::protocol::RunView;
-use crate::sweep::{Prediction, SweepTable};
+use crate::sweep::arms::ArmSweep;
+use crate::sweep::{Prediction, SweepFile};
 use crate::whatif::{Acceptance, Gpu, WhatIf, MAX_BATCH};
 
 /// What a sweep's story is about.
@@ -34,7 +34,7 @@ pub struct Headline {
 impl Headline {
     /// The headline of `table`: the arm recommended at the lowest load (when a recommendation
     /// names one), else the first arm with a prediction; `None` when no arm has one.
-    pub fn of_sweep(table: &SweepTable) -> Option<Headline> {
+    pub fn of_sweep(table: &SweepFile) -> Option<Headline> {
         let recommended = table.recommendation.as_ref().and_then(|r| {
             r.ranges
                 .iter()
@@ -50,7 +50,7 @@ impl Headline {
             None => (arms.first()?, "the sweep's first speculative arm".to_string(), None),
         };
         let prediction = arm.table.prediction?;
-        let lowest = table.rows.first().map_or(1.0, |r| r.level);
+        let lowest = table.head().rows.first().map_or(1.0, |r| r.level);
         Some(Headline {
             arm: arm.name.clone(),
             why,
@@ -140,14 +140,15 @@ pub fn run_whatif_link(run: &RunView) -> Option<(String, f64)> {
 pub(crate) mod tests {
     use super::*;
     use crate::model::Costs;
+    use crate::sweep::PairTable;
 
     /// Two speculative arms (k = 3 first, then k = 1) with the demo's costs and no rows.
-    pub(crate) fn two_arm_table() -> SweepTable {
+    pub(crate) fn two_arm_table() -> SweepFile {
         let costs = Costs {
             draft_cost: 0.05,
             ridge_tokens: 74.0,
         };
-        let mut table = SweepTable::new(Vec::new(), None);
+        let mut table = SweepFile::default();
         table.arms.arms = vec![
             arm("spec", 2.886, 3, &[0.82, 0.62, 0.45], costs),
             arm("spec-k1", 1.82, 1, &[0.82], costs),
@@ -162,9 +163,9 @@ pub(crate) mod tests {
             acceptance_length: Some(e),
             drafts: Some(1000.0),
             per_position_acceptance_rates: rates.to_vec(),
-            table: SweepTable {
+            table: PairTable {
                 crossing: Some(56.9),
-                ..SweepTable::new(Vec::new(), Some(Prediction::new(e, k, Some(2.9), costs)))
+                ..PairTable::new(Vec::new(), Some(Prediction::new(e, k, Some(2.9), costs)))
             },
             latency: Vec::new(),
             engine: Vec::new(),

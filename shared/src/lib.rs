@@ -4,7 +4,6 @@
 
 pub mod aggregate;
 pub mod aiperf;
-pub mod arms;
 pub mod capped;
 pub mod chart;
 pub mod error;
@@ -24,7 +23,6 @@ pub mod probe;
 pub mod prom;
 pub mod protocol;
 pub mod pyfloat;
-pub mod recommend;
 pub mod regress;
 pub mod report_data;
 pub mod results;

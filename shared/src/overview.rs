@@ -3,12 +3,12 @@
 //! beside the model) in one sentence, the speedup at the lowest concurrency, and the best k.
 //! Pure: the page (and its tests) fetch the files, this decides what they say.
 
-use crate::arms::point_id;
 use crate::headline::Headline;
 use crate::model::{self, best_k, expected_tokens, implied_alpha, Costs, KChoice};
 use crate::positions::PathPositions;
 use crate::results::{run_view_from_result, RunListEntry, RunResult};
-use crate::sweep::{Axis, Level, SweepTable};
+use crate::sweep::arms::point_id;
+use crate::sweep::{Axis, Level, PairTable, SweepFile};
 
 /// The measured acceptance of one run.
 #[derive(Debug, Clone, PartialEq)]
@@ -97,7 +97,8 @@ pub struct BreakEvenSummary {
 }
 
 impl BreakEvenSummary {
-    pub fn of(table: &SweepTable) -> BreakEvenSummary {
+    /// The break-even of one two-arm table.
+    pub fn of(table: &PairTable) -> BreakEvenSummary {
         let ratios: Vec<(f64, f64)> = table.rows.iter().filter_map(|r| Some((r.level, r.ratio()?))).collect();
         let lowest = ratios.first().copied();
         let prediction = table.prediction.as_ref();
@@ -150,11 +151,6 @@ impl BreakEvenSummary {
                 _ => format!("No {levels} was measured on both arms."),
             },
         };
-        // Several arms: the sentence is the first one's; the overview lists them all.
-        let sentence = match table.arms.arms.first() {
-            Some(first) if table.arms.arms.len() > 1 => format!("{} — {sentence}", first.name),
-            _ => sentence,
-        };
         BreakEvenSummary {
             axis: table.axis,
             measured: table.crossing,
@@ -169,7 +165,7 @@ impl BreakEvenSummary {
 
 /// The break-even of a sweep's headline arm (its own table against plain), its sentence
 /// naming the arm and why it is the one; the first arm's when there is no headline.
-pub fn break_even_of_headline(table: &SweepTable, headline: Option<&Headline>) -> BreakEvenSummary {
+pub fn break_even_of_headline(table: &SweepFile, headline: Option<&Headline>) -> BreakEvenSummary {
     let arm = headline.and_then(|h| Some((h, table.arms.arms.iter().find(|a| a.name == h.arm)?)));
     match arm {
         Some((h, a)) => {
@@ -177,13 +173,20 @@ pub fn break_even_of_headline(table: &SweepTable, headline: Option<&Headline>) -
             summary.sentence = format!("Arm {} ({}): {}", h.arm, h.why, summary.sentence);
             summary
         }
-        None => BreakEvenSummary::of(table),
+        None => {
+            // Several arms: the sentence is the first one's; the overview lists them all.
+            let mut summary = BreakEvenSummary::of(table.head());
+            if let Some(first) = table.arms.arms.first().filter(|_| table.arms.arms.len() > 1) {
+                summary.sentence = format!("{} — {}", first.name, summary.sentence);
+            }
+            summary
+        }
     }
 }
 
 /// One line per speculative arm of a multi-arm sweep: its k and acceptance, its ratio at the
 /// lowest level, and where it stops paying.
-pub fn arm_lines(table: &SweepTable) -> Vec<String> {
+pub fn arm_lines(table: &SweepFile) -> Vec<String> {
     if table.arms.arms.len() < 2 {
         return Vec::new();
     }
@@ -276,7 +279,7 @@ mod tests {
         let mut rows = vec![row(1.0, 200.0, 80.0), row(64.0, 120.0, 100.0), row(128.0, 100.0, 125.0)];
         rows[1].spec_spread = Some((110.0, 130.0));
         let prediction = Prediction::new(2.5, 3, None, Costs::H100_FREE_DRAFTS);
-        let t = SweepTable::new(rows, Some(prediction));
+        let t = PairTable::new(rows, Some(prediction));
         let s = BreakEvenSummary::of(&t);
         let b = t.crossing.unwrap();
         assert!(
@@ -302,16 +305,16 @@ mod tests {
 
     #[test]
     fn no_crossing_says_which_side_the_sweep_stayed_on() {
-        let always = SweepTable::new(vec![row(1.0, 2.0, 1.0), row(8.0, 3.0, 2.0)], None);
+        let always = PairTable::new(vec![row(1.0, 2.0, 1.0), row(8.0, 3.0, 2.0)], None);
         assert!(BreakEvenSummary::of(&always)
             .sentence
             .contains("at every measured concurrency, up to 8"));
-        let never = SweepTable::new(vec![row(4.0, 1.0, 2.0), row(8.0, 1.0, 3.0)], None);
+        let never = PairTable::new(vec![row(4.0, 1.0, 2.0), row(8.0, 1.0, 3.0)], None);
         assert!(BreakEvenSummary::of(&never)
             .sentence
             .contains("lowered output throughput at every measured concurrency, from 4 up"));
         assert_eq!(
-            BreakEvenSummary::of(&SweepTable::new(vec![], None)).sentence,
+            BreakEvenSummary::of(&PairTable::new(vec![], None)).sentence,
             "No concurrency was measured on both arms."
         );
     }

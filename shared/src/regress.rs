@@ -6,7 +6,7 @@
 use serde::{Deserialize, Serialize};
 
 use crate::results::RunResult;
-use crate::sweep::SweepTable;
+use crate::sweep::{PairTable, SweepFile};
 
 /// The relative tolerance where a figure has no interval (points run once): the same 5 % the
 /// sweep's findings use.
@@ -330,12 +330,12 @@ fn flip(v: Verdict) -> Verdict {
 
 /// Two sweeps, arm by arm (matched by name): acceptance length and per-position rates pooled
 /// over the arm's points, the ratio to plain at each level both measured, and the crossing.
-pub fn compare_sweeps(old: &SweepTable, new: &SweepTable, sigmas: f64) -> Vec<Comparison> {
+pub fn compare_sweeps(old: &SweepFile, new: &SweepFile, sigmas: f64) -> Vec<Comparison> {
     let mut out = Vec::new();
     for arm in &old.arms.arms {
         let theirs = new.arms.arms.iter().find(|a| a.name == arm.name);
         let name = &arm.name;
-        let pooled = |a: &crate::arms::ArmSweep| -> Option<(Estimate, Vec<Estimate>)> {
+        let pooled = |a: &crate::sweep::arms::ArmSweep| -> Option<(Estimate, Vec<Estimate>)> {
             let e = a.acceptance_length?;
             let d = a.drafts.filter(|d| *d > 0.0)?;
             let rates = &a.per_position_acceptance_rates;
@@ -383,7 +383,7 @@ pub fn compare_sweeps(old: &SweepTable, new: &SweepTable, sigmas: f64) -> Vec<Co
                 true,
             ));
         }
-        let crossing = |t: &SweepTable| t.crossing.map(|b| (b, t.crossing_interval));
+        let crossing = |t: &PairTable| t.crossing.map(|b| (b, t.crossing_interval));
         out.push(compare_intervals(
             FigureKind::Crossing,
             format!("crossing {name}"),

@@ -221,6 +221,15 @@ pub fn read_json(path: &Path) -> serde_json::Value {
     serde_json::from_str(&text).unwrap_or_else(|e| panic!("{}: {e}", path.display()))
 }
 
+/// The first table of a `sweep.json`: the first speculative arm's against plain, or plain's
+/// alone when the sweep had no speculative arm (as `SweepFile::head` reads it).
+pub fn head_table(sweep: &serde_json::Value) -> &serde_json::Value {
+    match sweep["arms"].as_array().and_then(|arms| arms.first()) {
+        Some(arm) => &arm["table"],
+        None => sweep,
+    }
+}
+
 /// `speclens sweep` of the servers at `spec` and `base` at concurrency `levels` into `out`, with
 /// `extra` flags, within `limit`: (exit code, stdout, stderr).
 pub fn sweep_within(

@@ -14,7 +14,7 @@ use speclens_shared::overview::{
 };
 use speclens_shared::protocol::RunView;
 use speclens_shared::results::{run_view_from_result, AcceptMatrix, RunList, RunResult};
-use speclens_shared::sweep::{Axis, SweepTable};
+use speclens_shared::sweep::{Axis, SweepFile};
 use speclens_shared::Error;
 
 use crate::canvas::{chart_canvas, Draw, Root};
@@ -27,14 +27,14 @@ struct Loaded {
     list: RunList,
     /// The run the overview describes: its id, why it was chosen, and its result.
     run: Option<(String, String, RunResult)>,
-    sweep: Option<(String, SweepTable)>,
+    sweep: Option<(String, SweepFile)>,
     accept: Option<(String, AcceptMatrix)>,
 }
 
 async fn load() -> Result<Loaded, String> {
     let list = fetch_json::<RunList>("/api/runs".into()).await?;
     let sweep = match list.sweeps.first() {
-        Some(id) => Some((id.clone(), fetch_json::<SweepTable>(format!("/api/sweeps/{id}")).await?)),
+        Some(id) => Some((id.clone(), fetch_json::<SweepFile>(format!("/api/sweeps/{id}")).await?)),
         None => None,
     };
     let headline = sweep.as_ref().and_then(|(_, t)| Headline::of_sweep(t));
@@ -294,7 +294,7 @@ fn OverviewBody(data: Loaded) -> impl IntoView {
     let costs = data
         .sweep
         .as_ref()
-        .and_then(|(_, t)| t.prediction.as_ref().map(|p| p.costs))
+        .and_then(|(_, t)| t.head().prediction.as_ref().map(|p| p.costs))
         .unwrap_or(Costs::H100_FREE_DRAFTS);
     let run_view: Option<RunView> = data.run.as_ref().map(|(_, _, r)| run_view_from_result(r));
     let best = acceptance.as_ref().and_then(|a| a.best_k(costs, 1.0));

@@ -9,7 +9,7 @@ use speclens_shared::headline::{run_whatif_link, Headline};
 use speclens_shared::overview::pick_run;
 use speclens_shared::report_data::{ReportData, REPORT_ELEMENT_ID};
 use speclens_shared::results::{run_view_from_result, RunList, RunResult};
-use speclens_shared::sweep::SweepTable;
+use speclens_shared::sweep::SweepFile;
 
 static REPORT: OnceLock<Option<Result<ReportData, String>>> = OnceLock::new();
 
@@ -61,7 +61,7 @@ pub fn measured_whatif() -> Option<String> {
     let Some(Ok(data)) = embedded() else { return None };
     let list: RunList = serde_json::from_value(data.responses.get("/api/runs")?.clone()).ok()?;
     let headline = list.sweeps.first().and_then(|id| {
-        let table: SweepTable =
+        let table: SweepFile =
             serde_json::from_value(data.responses.get(&format!("/api/sweeps/{id}"))?.clone()).ok()?;
         Headline::of_sweep(&table)
     });

@@ -11,12 +11,12 @@ use speclens_shared::model::implied_alpha;
 use speclens_shared::protocol::{RunView, TimelinePoint};
 use speclens_shared::results::{run_view_from_result, AcceptMatrix, RunList, RunListEntry, RunResult};
 
-use speclens_shared::arms::ArmSweep;
 use speclens_shared::chart::{
     colors, draw_category_chart, draw_latency_comparison, draw_per_position, draw_series_panels, draw_sweep_chart,
     hover, CategoryBar, Positions, RunLatencies, Series, SeriesPanel, XFrame,
 };
-use speclens_shared::sweep::{Axis, SweepTable};
+use speclens_shared::sweep::arms::ArmSweep;
+use speclens_shared::sweep::{Axis, PairTable, SweepFile};
 use speclens_shared::warnings::category_warnings;
 use speclens_shared::Error;
 
@@ -27,12 +27,12 @@ use crate::live_page::{status_line, whatif_link, RunPanel};
 /// crossing and the model's.
 pub struct SweepChart;
 
-impl Draw<SweepTable> for SweepChart {
-    fn draw(t: &SweepTable, root: &Root, scale: f64) -> Result<Option<XFrame>, Error> {
+impl Draw<SweepFile> for SweepChart {
+    fn draw(t: &SweepFile, root: &Root, scale: f64) -> Result<Option<XFrame>, Error> {
         draw_sweep_chart(root, t, scale)
     }
 
-    fn hover(t: &SweepTable, level: f64) -> Option<String> {
+    fn hover(t: &SweepFile, level: f64) -> Option<String> {
         hover::sweep_at(t, level)
     }
 }
@@ -551,7 +551,7 @@ fn compare_body(a: &str, x: &RunResult, b: &str, y: &RunResult) -> impl IntoView
 #[component]
 fn SweepView(id: String) -> impl IntoView {
     let url = format!("/api/sweeps/{id}");
-    let table = LocalResource::new(move || fetch_json::<SweepTable>(url.clone()));
+    let table = LocalResource::new(move || fetch_json::<SweepFile>(url.clone()));
     let parsed = Signal::derive(move || table.get().and_then(|r| r.ok()));
     view! {
         <section class="page runs">
@@ -577,7 +577,7 @@ fn SweepView(id: String) -> impl IntoView {
                 });
                 view! {
                     <div class="findings" id="sweep-findings">
-                        {t.findings().into_iter().map(|line| view! { <p>{line}</p> }).collect_view()}
+                        {t.head().findings().into_iter().map(|line| view! { <p>{line}</p> }).collect_view()}
                     </div>
                     <div class="notices" id="sweep-notices">
                         {t.warnings.iter().cloned().chain(t.earlier_notes()).map(|line| view! { <p class="hint">{line}</p> }).collect_view()}
@@ -606,8 +606,8 @@ fn SweepView(id: String) -> impl IntoView {
                                     {term_th("plain median E2E ms (repeats' range)", Term::E2el)}<th>"plain ÷ spec"</th><th>"verdict"</th></tr></thead> }.into_any(),
                             }}
                             <tbody>
-                                {t.rows.iter().map(|r| {
-                                    let (ratio, verdict) = SweepTable::verdict(r);
+                                {t.head().rows.iter().map(|r| {
+                                    let (ratio, verdict) = PairTable::verdict(r);
                                     let (spec, base) = r.figures();
                                     view! { <tr>
                                         <td>{format!("{}", r.level)}</td>

@@ -5,10 +5,10 @@ use std::path::PathBuf;
 use std::time::Duration;
 
 use clap::{Args, Parser, ValueEnum};
-use speclens_shared::arms::BASE_ARM;
 use speclens_shared::gates::Gate;
 use speclens_shared::goodput::Slo;
 use speclens_shared::model::Costs;
+use speclens_shared::sweep::arms::BASE_ARM;
 use speclens_shared::sweep::Level;
 
 use super::{Cli, Command};
@@ -415,7 +415,7 @@ impl std::str::FromStr for ArmArg {
                 "'{text}' is not NAME=URL (e.g. --arm eagle3-k3=http://127.0.0.1:8001); the plain arm is --base-url"
             )
         })?;
-        if !speclens_shared::arms::valid_arm_name(name) {
+        if !speclens_shared::sweep::arms::valid_arm_name(name) {
             return Err(format!(
                 "arm name '{name}' must be 1–64 letters, digits, '.', '_' or '-', and not 'base' (the plain arm is --base-url)"
             ));

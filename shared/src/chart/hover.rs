@@ -3,7 +3,7 @@
 
 use super::{nearest, sorted_bars, tick, CategoryBar, Positions, SpeedupChart};
 use crate::protocol::RunView;
-use crate::sweep::{Axis, SweepTable};
+use crate::sweep::{Axis, SweepFile};
 
 /// The scrape interval nearest `t_s` seconds into the run: acceptance and draft flow.
 pub fn timeline_at(run: &RunView, t_s: f64) -> Option<String> {
@@ -25,12 +25,12 @@ pub fn timeline_at(run: &RunView, t_s: f64) -> Option<String> {
 }
 
 /// The sweep's row nearest `level`: both arms (with the repeats' range) and their ratio.
-pub fn sweep_at(table: &SweepTable, level: f64) -> Option<String> {
+pub fn sweep_at(table: &SweepFile, level: f64) -> Option<String> {
     if table.arms.arms.len() > 1 {
         return arms_at(table, level);
     }
-    let i = nearest(table.rows.iter().map(|r| r.level), level)?;
-    let r = &table.rows[i];
+    let i = nearest(table.head().rows.iter().map(|r| r.level), level)?;
+    let r = &table.head().rows[i];
     let (noun, unit) = match table.axis {
         Axis::Concurrency => ("concurrency", "tok/s"),
         Axis::RequestRate => ("request rate", "ms median E2E"),
@@ -60,7 +60,7 @@ pub fn sweep_at(table: &SweepTable, level: f64) -> Option<String> {
 }
 
 /// A multi-arm sweep's level nearest `level`: each arm's ratio to plain.
-fn arms_at(table: &SweepTable, level: f64) -> Option<String> {
+fn arms_at(table: &SweepFile, level: f64) -> Option<String> {
     let levels = table.arms.levels();
     let at = levels[nearest(levels.iter().copied(), level)?];
     let noun = match table.axis {
@@ -141,11 +141,11 @@ pub fn category_at(bars: &[CategoryBar], x: f64) -> Option<String> {
 mod tests {
     use super::*;
     use crate::chart::colors;
-    use crate::sweep::{Level, SweepRow};
+    use crate::sweep::{Level, PairTable, SweepRow};
 
     #[test]
     fn the_readout_names_the_nearest_point() {
-        let table = SweepTable::new(
+        let table = SweepFile::from(PairTable::new(
             vec![
                 SweepRow {
                     spec_output_tokens_per_s: Some(12_451.0),
@@ -160,7 +160,7 @@ mod tests {
                 },
             ],
             None,
-        );
+        ));
         let text = sweep_at(&table, 100.0).unwrap();
         assert_eq!(
             text,

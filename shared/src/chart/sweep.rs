@@ -6,17 +6,17 @@ use plotters::prelude::*;
 
 use super::{chart_error, colors, legend_above, tick, whole_tick, Swatch, XFrame};
 use crate::error::Error;
-use crate::sweep::{Axis, SweepTable};
+use crate::sweep::{Axis, PairTable, SweepFile};
 
 /// One speculative arm's table (against plain) and its colour.
 struct ArmLine<'a> {
     name: String,
     color: RGBColor,
-    table: &'a SweepTable,
+    table: &'a PairTable,
 }
 
 /// The arms to draw: every arm of a multi-arm sweep, each in its own colour, else the one.
-fn arm_lines(table: &SweepTable) -> Vec<ArmLine<'_>> {
+fn arm_lines(table: &SweepFile) -> Vec<ArmLine<'_>> {
     if table.arms.arms.len() > 1 {
         table
             .arms
@@ -37,7 +37,7 @@ fn arm_lines(table: &SweepTable) -> Vec<ArmLine<'_>> {
         vec![ArmLine {
             name: "speculative".into(),
             color: colors::SPECULATIVE,
-            table,
+            table: table.head(),
         }]
     }
 }
@@ -47,7 +47,7 @@ fn arm_lines(table: &SweepTable) -> Vec<ArmLine<'_>> {
 /// predicted B* (one arm). Returns where the concurrency axis lies.
 pub fn draw_sweep_chart<DB: DrawingBackend>(
     root: &DrawingArea<DB, Shift>,
-    table: &SweepTable,
+    table: &SweepFile,
     scale: f64,
 ) -> Result<Option<XFrame>, Error> {
     root.fill(&WHITE).map_err(chart_error)?;
@@ -55,6 +55,7 @@ pub fn draw_sweep_chart<DB: DrawingBackend>(
     let mut legend: Vec<(String, Swatch)> = arms.iter().map(|a| (a.name.clone(), Swatch::Line(a.color))).collect();
     legend.push(("plain (base)".to_string(), Swatch::Line(colors::BASE)));
     if table
+        .head()
         .rows
         .iter()
         .any(|r| r.spec_spread.is_some() || r.base_spread.is_some())
@@ -92,7 +93,7 @@ pub fn draw_sweep_chart<DB: DrawingBackend>(
     let x_max = arms
         .iter()
         .flat_map(|a| a.table.rows.iter().map(|r| r.level))
-        .chain(table.rows.iter().map(|r| r.level))
+        .chain(table.head().rows.iter().map(|r| r.level))
         .fold(1.0f64, f64::max)
         * 1.05;
     let frame = draw_throughput(&top, table, &arms, x_max, scale)?;
@@ -104,7 +105,7 @@ pub fn draw_sweep_chart<DB: DrawingBackend>(
 /// The upper panel: each arm's compared figure (`Axis::figure`) by level.
 fn draw_throughput<DB: DrawingBackend>(
     top: &DrawingArea<DB, Shift>,
-    table: &SweepTable,
+    table: &SweepFile,
     arms: &[ArmLine<'_>],
     x_max: f64,
     scale: f64,
@@ -142,7 +143,7 @@ fn draw_throughput<DB: DrawingBackend>(
         .light_line_style(colors::GRID)
         .draw()
         .map_err(chart_error)?;
-    let base_rows = &arms.first().map_or(table, |a| a.table).rows;
+    let base_rows = &arms.first().map_or(table.head(), |a| a.table).rows;
     let mut lines: Vec<(RGBColor, Vec<(f64, f64)>)> = arms
         .iter()
         .map(|a| {
@@ -201,7 +202,7 @@ fn draw_throughput<DB: DrawingBackend>(
 /// latency), the 1.0 line, the measured crossings and the model's B*.
 fn draw_ratio<DB: DrawingBackend>(
     bottom: &DrawingArea<DB, Shift>,
-    table: &SweepTable,
+    table: &SweepFile,
     arms: &[ArmLine<'_>],
     x_max: f64,
     scale: f64,
@@ -299,7 +300,7 @@ fn draw_ratio<DB: DrawingBackend>(
 }
 
 /// Where one arm starts to beat another (the level to change k at): each pair's crossing.
-fn switches(table: &SweepTable) -> Vec<(String, String, f64)> {
+fn switches(table: &SweepFile) -> Vec<(String, String, f64)> {
     table
         .arms
         .pairs
@@ -310,12 +311,12 @@ fn switches(table: &SweepTable) -> Vec<(String, String, f64)> {
 
 /// The model's B* to draw (a batch size: on a concurrency axis only): the sweep's prediction
 /// with one arm, else the first arm's that has one, named.
-fn model_break_even(table: &SweepTable, arms: &[ArmLine<'_>]) -> Option<(Option<String>, f64)> {
+fn model_break_even(table: &SweepFile, arms: &[ArmLine<'_>]) -> Option<(Option<String>, f64)> {
     if !table.axis.is_concurrency() {
         return None;
     }
     if arms.len() == 1 {
-        return Some((None, table.prediction.as_ref()?.break_even_batch));
+        return Some((None, table.head().prediction.as_ref()?.break_even_batch));
     }
     arms.iter()
         .find_map(|a| Some((Some(a.name.clone()), a.table.prediction.as_ref()?.break_even_batch)))
@@ -356,7 +357,7 @@ mod sweep_chart_tests {
                 ridge_tokens: 295.0,
             },
         );
-        let table = SweepTable::new(rows.to_vec(), Some(pred));
+        let table = SweepFile::from(PairTable::new(rows.to_vec(), Some(pred)));
         let mut out = String::new();
         {
             let root = SVGBackend::with_string(&mut out, (800, 600)).into_drawing_area();
@@ -398,27 +399,27 @@ mod sweep_chart_tests {
             draft_cost: 0.05,
             ridge_tokens: 74.0,
         };
-        let arm = |name: &str, spec: [f64; 3], e: f64, k: u32| crate::arms::ArmSweep {
+        let arm = |name: &str, spec: [f64; 3], e: f64, k: u32| crate::sweep::arms::ArmSweep {
             name: name.into(),
             k: Some(k),
             acceptance_length: Some(e),
             drafts: None,
             per_position_acceptance_rates: Vec::new(),
-            table: SweepTable::new(rows(spec), Some(crate::sweep::Prediction::new(e, k, None, costs))),
+            table: PairTable::new(rows(spec), Some(crate::sweep::Prediction::new(e, k, None, costs))),
             latency: Vec::new(),
             engine: Vec::new(),
             by_category: Vec::new(),
             sustained_within_slo: None,
         };
-        let mut table = SweepTable::new(rows([2000.0, 1100.0, 800.0]), None);
+        let mut table = SweepFile::default();
         table.arms.arms = vec![
             arm("spec", [2000.0, 1100.0, 800.0], 2.9, 3),
             arm("spec-k1", [1500.0, 1200.0, 900.0], 1.8, 1),
         ];
-        table.arms.pairs = vec![crate::arms::PairSweep {
+        table.arms.pairs = vec![crate::sweep::arms::PairSweep {
             first: "spec".into(),
             second: "spec-k1".into(),
-            table: SweepTable::new(
+            table: PairTable::new(
                 [(1.0, 2000.0, 1500.0), (32.0, 1100.0, 1200.0), (128.0, 800.0, 900.0)]
                     .map(|(c, a, b)| SweepRow {
                         spec_output_tokens_per_s: Some(a),

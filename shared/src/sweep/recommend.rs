@@ -6,9 +6,9 @@
 
 use serde::{Deserialize, Serialize};
 
-use crate::arms::{ArmSweep, Arms};
+use super::arms::{ArmSweep, Arms};
+use super::levels::Axis;
 use crate::model::{expected_tokens_per_position, speedup, Costs};
-use crate::sweep::Axis;
 
 /// The largest batch size a vLLM schedule's last range reaches (vLLM caps it at
 /// `--max-num-seqs`).
@@ -658,10 +658,10 @@ fn cut_off_of(arms: &Arms, picks: &[LevelPick]) -> Option<CutOff> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::arms::NamedPoint;
     use crate::model::best_k;
     use crate::results::RunResult;
-    use crate::sweep::{Level, SweepTable};
+    use crate::sweep::arms::NamedPoint;
+    use crate::sweep::{Level, SweepFile};
 
     /// Concurrency points of `(arm, level, result)` triples, unrepeated.
     fn named<'a>(results: &'a [(&'a str, u64, RunResult)]) -> Vec<NamedPoint<'a>> {
@@ -715,7 +715,7 @@ mod tests {
             })
             .collect();
         let points = named(&results);
-        let t = SweepTable::of_arms(&points, costs, None);
+        let t = SweepFile::of_arms(&points, costs, None);
         let rec = t.recommendation.as_ref().unwrap();
         let model = rec.model.as_ref().expect("the model's schedule from the arm's rates");
         assert!(
@@ -767,7 +767,7 @@ mod tests {
             .collect();
         let points = named(&results);
         let config = serde_json::json!({"method": "eagle3", "num_speculative_tokens": 5});
-        let t = SweepTable::of_arms(&points, Costs::H100_FREE_DRAFTS, Some(&config));
+        let t = SweepFile::of_arms(&points, Costs::H100_FREE_DRAFTS, Some(&config));
         let rec = t.recommendation.as_ref().unwrap();
         let picks: Vec<Option<&str>> = rec.levels.iter().map(|l| l.arm.as_deref()).collect();
         assert_eq!(picks, [Some("k3"), Some("k3"), Some("k1"), None]);
@@ -826,7 +826,7 @@ mod tests {
                 category_tpot_ms: None,
             },
         ];
-        let t = SweepTable::of_arms(&points, Costs::H100_FREE_DRAFTS, None);
+        let t = SweepFile::of_arms(&points, Costs::H100_FREE_DRAFTS, None);
         let pick = &t.recommendation.as_ref().unwrap().levels[0];
         assert_eq!(pick.arm.as_deref(), Some("a"));
         // b's best case (1120 / 990) reaches a's worst (1050 / 1010); a's worst is above 1.
@@ -849,7 +849,7 @@ mod tests {
                 category_tpot_ms: None,
             },
         ];
-        let t = SweepTable::of_arms(&points, Costs::H100_FREE_DRAFTS, None);
+        let t = SweepFile::of_arms(&points, Costs::H100_FREE_DRAFTS, None);
         let rec = t.recommendation.unwrap();
         assert_eq!(
             rec.settings[0].line,

@@ -1,15 +1,16 @@
 //! Several speculative arms in one sweep: each arm against plain (its ratio and crossing with
 //! their intervals), each pair of arms against each other, spec-minus-plain latency, the engine's
 //! own load gauges per arm, the highest load each arm sustains within the goodput objectives, and
-//! the recommendation drawn from them (see [`crate::recommend`]).
+//! the recommendation drawn from them (see [`super::recommend`]).
 
 use std::collections::BTreeMap;
 
 use serde::{Deserialize, Serialize};
 
+use super::levels::{Arm, Axis, Level};
+use super::pair::PairTable;
 use crate::model::Costs;
 use crate::results::{EngineLoad, RunResult};
-use crate::sweep::{Arm, Axis, Level, SweepTable};
 
 /// The plain arm's name (its points are `base-c<N>.json`).
 pub const BASE_ARM: &str = "base";
@@ -113,7 +114,7 @@ pub struct ArmSweep {
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub per_position_acceptance_rates: Vec<f64>,
     /// The arm against plain, as a two-arm sweep's table (its ratio, crossing and prediction).
-    pub table: SweepTable,
+    pub table: PairTable,
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub latency: Vec<LatencyRow>,
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
@@ -133,7 +134,7 @@ pub struct ArmSweep {
 pub struct PairSweep {
     pub first: String,
     pub second: String,
-    pub table: SweepTable,
+    pub table: PairTable,
 }
 
 /// Every arm of a multi-arm sweep, their pairs, and plain's sustained load.
@@ -159,7 +160,7 @@ pub fn arm_names<'a>(points: &[NamedPoint<'a>]) -> Vec<&'a str> {
 }
 
 /// A two-arm table of `first` (as spec) against `second` (as base) from named points.
-fn two_arm_table(points: &[NamedPoint<'_>], first: &str, second: &str, costs: Costs) -> SweepTable {
+fn two_arm_table(points: &[NamedPoint<'_>], first: &str, second: &str, costs: Costs) -> PairTable {
     let role = |name: &str| {
         if name == first {
             Some(Arm::Spec)
@@ -180,7 +181,7 @@ fn two_arm_table(points: &[NamedPoint<'_>], first: &str, second: &str, costs: Co
             Some((role(p.arm)?, p.level, lo, hi))
         })
         .collect();
-    SweepTable::from_points(&chosen, costs).with_spreads(&spreads)
+    PairTable::from_points(&chosen, costs).with_spreads(&spreads)
 }
 
 /// The highest level at which `arm`'s runs met every objective for [`SLO_ATTAINMENT`] of their
@@ -578,7 +579,7 @@ impl Arms {
 }
 
 /// One table's crossing, with its interval, in a sentence fragment.
-fn crossing_text(table: &SweepTable, symbol: &str, unit: &str, other: &str) -> String {
+fn crossing_text(table: &PairTable, symbol: &str, unit: &str, other: &str) -> String {
     match (table.crossing, table.crossing_interval) {
         (Some(b), Some((lo, hi))) => format!("{symbol} = {b:.1} {unit} ({lo:.1}–{hi:.1}), {other} better above"),
         (Some(b), None) => format!("{symbol} = {b:.1} {unit}, {other} better above"),

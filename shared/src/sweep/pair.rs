@@ -1,124 +1,13 @@
-//! The break-even sweep's table: two arms by concurrency (output-token throughput) or by
-//! request rate (median E2E latency), their ratio and verdict, the measured crossing (B* or λ*),
-//! and the model's prediction beside it; with every arm of a multi-arm sweep and its
-//! recommendation beside the first arm's table (`crate::arms`, `crate::recommend`).
+//! One two-arm table of a sweep: a speculative arm against plain (or one arm against another)
+//! by concurrency (output-token throughput) or by request rate (median E2E latency), their
+//! ratio and verdict, the measured crossing (B* or λ*) with its interval from the repeats, and
+//! the model's prediction beside it.
 
 use serde::{Deserialize, Serialize};
 
-use crate::arms::{Arms, NamedPoint};
+use super::levels::{throughput, Arm, Axis, Level};
 use crate::model::{break_even_batch, sweep_crossing, Costs, RatioPoint, UNCHARGED_COSTS};
-use crate::recommend::Recommendation;
 use crate::results::RunResult;
-
-/// The two roles in one two-arm table: the arm compared (a speculative arm, or the first of a
-/// pair) and the one it is compared with (plain, or the second of a pair).
-#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
-#[serde(rename_all = "lowercase")]
-pub enum Arm {
-    /// The speculative server.
-    Spec,
-    /// The plain server.
-    Base,
-}
-
-/// What a sweep varies.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize)]
-#[serde(rename_all = "snake_case")]
-pub enum Axis {
-    /// Concurrent requests in a closed loop; the arms compare by output throughput.
-    #[default]
-    Concurrency,
-    /// Requests per second in an open loop (Poisson arrivals); the arms compare by median
-    /// end-to-end latency, since both deliver the offered load until one of them saturates.
-    RequestRate,
-}
-
-impl Axis {
-    pub fn is_concurrency(&self) -> bool {
-        *self == Axis::Concurrency
-    }
-
-    /// The console's column head of the levels.
-    pub fn column(self) -> &'static str {
-        match self {
-            Axis::Concurrency => "Concurrency",
-            Axis::RequestRate => "Rate (req/s)",
-        }
-    }
-
-    /// The unit of a level in a sentence.
-    pub fn unit(self) -> &'static str {
-        match self {
-            Axis::Concurrency => "concurrent requests",
-            Axis::RequestRate => "requests/s",
-        }
-    }
-
-    /// The crossing's symbol: B* (a batch size) or λ* (an arrival rate).
-    pub fn symbol(self) -> &'static str {
-        match self {
-            Axis::Concurrency => "B*",
-            Axis::RequestRate => "λ*",
-        }
-    }
-
-    /// What each arm's figure is, and its unit.
-    pub fn figure(self) -> &'static str {
-        match self {
-            Axis::Concurrency => "output tokens/s",
-            Axis::RequestRate => "median E2E latency (ms)",
-        }
-    }
-
-    /// The figure a sweep compares of one run (see [`Axis`]).
-    pub fn figure_of(self, result: &RunResult) -> Option<f64> {
-        match self {
-            Axis::Concurrency => throughput(result),
-            Axis::RequestRate => result.median_e2el_ms.filter(|v| v.is_finite() && *v > 0.0),
-        }
-    }
-}
-
-/// One point's load: a concurrency, or a request rate.
-#[derive(Debug, Clone, Copy, PartialEq)]
-pub enum Level {
-    Concurrency(u64),
-    /// Requests per second (finite, > 0).
-    Rate(f64),
-}
-
-impl Level {
-    pub fn axis(self) -> Axis {
-        match self {
-            Level::Concurrency(_) => Axis::Concurrency,
-            Level::Rate(_) => Axis::RequestRate,
-        }
-    }
-
-    pub fn value(self) -> f64 {
-        match self {
-            Level::Concurrency(c) => c as f64,
-            Level::Rate(r) => r,
-        }
-    }
-
-    /// The level in a point's name: `c16`, `r2.5`.
-    pub fn tag(self) -> String {
-        match self {
-            Level::Concurrency(c) => format!("c{c}"),
-            Level::Rate(r) => format!("r{r}"),
-        }
-    }
-
-    pub fn parse_tag(tag: &str) -> Option<Level> {
-        if let Some(c) = tag.strip_prefix('c') {
-            return c.parse().ok().map(Level::Concurrency);
-        }
-        let r: f64 = tag.strip_prefix('r')?.parse().ok()?;
-        (r.is_finite() && r > 0.0).then_some(Level::Rate(r))
-    }
-}
-
 /// One level of the sweep; an arm that was not run (or failed) is `None`.
 #[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
 pub struct SweepRow {
@@ -148,12 +37,6 @@ pub struct SweepRow {
     pub spec_goodput: Option<f64>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub base_goodput: Option<f64>,
-}
-
-/// What a sweep compares of a run: output tokens per second in its steady window, else over
-/// the whole run (a `vllm bench serve` file, or a run that never got steady).
-pub fn throughput(result: &RunResult) -> Option<f64> {
-    result.steady_output_throughput.or(result.output_throughput)
 }
 
 /// Whether a point's repeated throughputs agree well enough to stop repeating: their range
@@ -260,9 +143,9 @@ impl Prediction {
     }
 }
 
-/// The whole sweep result.
+/// One two-arm table: the compared arm's figure beside the other's at each level.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-pub struct SweepTable {
+pub struct PairTable {
     /// What the levels are: concurrencies, or request rates.
     #[serde(default)]
     pub axis: Axis,
@@ -280,87 +163,26 @@ pub struct SweepTable {
     /// Interpolated level where spec/base goodput falls through 1.0.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub goodput_crossing: Option<f64>,
-    /// Every speculative arm against plain and against each other, with latency and engine
-    /// load beside throughput (the fields above are the first arm's).
-    #[serde(flatten)]
-    pub arms: Arms,
-    /// The best k by load, the cut-off, and the engine settings.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub recommendation: Option<Recommendation>,
-    /// What the set-up check before the sweep found and `--allow-mixed-arms` let pass (an arm
-    /// given as plain that speculates, or one given as speculative that does not).
-    #[serde(default, skip_serializing_if = "Vec::is_empty")]
-    pub warnings: Vec<String>,
-    /// Points found in the folder from an earlier sweep: joined into the table, or left out
-    /// because their server or workload differs from this sweep's (unless `--join-stale`).
-    #[serde(default, skip_serializing_if = "Vec::is_empty")]
-    pub earlier_points: Vec<EarlierPoint>,
 }
 
-/// A point a sweep found in its folder rather than measured.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-pub struct EarlierPoint {
-    /// Its id (`spec-c16`).
-    pub point: String,
-    /// When the sweep that measured it started, when its file says.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub sweep_started: Option<String>,
-    /// How its server or workload differs from this sweep's ("model a, now b").
-    #[serde(default, skip_serializing_if = "Vec::is_empty")]
-    pub differences: Vec<String>,
-    /// Whether it is in the table.
-    pub joined: bool,
-}
+/// The table of a sweep with no point (nothing to compare).
+pub static EMPTY: PairTable = PairTable {
+    axis: Axis::Concurrency,
+    rows: Vec::new(),
+    crossing: None,
+    crossing_interval: None,
+    prediction: None,
+    goodput_slo: None,
+    goodput_crossing: None,
+};
 
-impl EarlierPoint {
-    /// "spec-c16 (sweep of 2026-12-03T10:00:00Z)" or "spec-c16 (model a, now b)".
-    pub fn describe(&self) -> String {
-        let when = self
-            .sweep_started
-            .as_deref()
-            .map_or_else(|| "an earlier sweep".to_string(), |s| format!("the sweep of {s}"));
-        if self.differences.is_empty() {
-            format!("{} (from {when})", self.point)
-        } else {
-            format!("{} (from {when}: {})", self.point, self.differences.join("; "))
-        }
-    }
-}
-
-impl SweepTable {
-    /// The table of named arms' points (`base` is plain): the first speculative arm's two-arm
-    /// table, every arm in `arms`, and the recommendation. `speculative_config` is the arms'
-    /// servers' vLLM `--speculative-config`, kept in the recommended line.
-    pub fn of_arms(
-        points: &[NamedPoint<'_>],
-        costs: Costs,
-        speculative_config: Option<&serde_json::Value>,
-    ) -> SweepTable {
-        let arms = Arms::of(points, costs);
-        let mut table = match arms.arms.first() {
-            Some(first) => first.table.clone(),
-            // Plain alone: its figures in the base columns.
-            None => {
-                let plain: Vec<(Arm, Level, &RunResult)> =
-                    points.iter().map(|p| (Arm::Base, p.level, p.result)).collect();
-                let spreads: Vec<(Arm, Level, f64, f64)> = points
-                    .iter()
-                    .filter_map(|p| p.spread.map(|(lo, hi)| (Arm::Base, p.level, lo, hi)))
-                    .collect();
-                SweepTable::from_points(&plain, costs).with_spreads(&spreads)
-            }
-        };
-        table.recommendation = Recommendation::of(&arms, table.axis, costs, speculative_config);
-        table.arms = arms;
-        table
-    }
-
+impl PairTable {
     /// The table of measured points. The prediction uses E pooled over every spec point
     /// (1 + Σaccepted ÷ Σdrafts: acceptance does not depend on the batch, and the pool holds
     /// far more steps than any one point), with k from the lowest-concurrency spec point that
     /// names it; that point's own E when no point counted drafts.
     /// Every point must be of one axis (the first point's); others are left out.
-    pub fn from_points(points: &[(Arm, Level, &RunResult)], costs: Costs) -> SweepTable {
+    pub fn from_points(points: &[(Arm, Level, &RunResult)], costs: Costs) -> PairTable {
         let axis = points.first().map_or(Axis::Concurrency, |p| p.1.axis());
         let points: Vec<&(Arm, Level, &RunResult)> = points.iter().filter(|p| p.1.axis() == axis).collect();
         let mut rows: Vec<SweepRow> = Vec::new();
@@ -440,14 +262,14 @@ impl SweepTable {
                 None => Prediction::new(m.e, m.k, m.draft_tokens, costs),
             }
         });
-        SweepTable {
+        PairTable {
             goodput_slo,
-            ..SweepTable::new(rows, prediction)
+            ..PairTable::new(rows, prediction)
         }
     }
 
     /// The table of `rows` (all of one axis: the first row's).
-    pub fn new(mut rows: Vec<SweepRow>, prediction: Option<Prediction>) -> SweepTable {
+    pub fn new(mut rows: Vec<SweepRow>, prediction: Option<Prediction>) -> PairTable {
         let axis = rows.first().map_or(Axis::Concurrency, |r| r.axis);
         rows.retain(|r| r.axis == axis);
         rows.sort_by(|a, b| a.level.total_cmp(&b.level));
@@ -485,7 +307,7 @@ impl SweepTable {
                 })
             })
             .collect();
-        SweepTable {
+        PairTable {
             axis,
             crossing: sweep_crossing(&points),
             crossing_interval,
@@ -493,16 +315,12 @@ impl SweepTable {
             goodput_slo: None,
             rows,
             prediction,
-            arms: Arms::default(),
-            recommendation: None,
-            warnings: Vec::new(),
-            earlier_points: Vec::new(),
         }
     }
 
     /// The table with each point's repeats' spread of the compared figure,
     /// `(arm, level, min, max)`.
-    pub fn with_spreads(self, spreads: &[(Arm, Level, f64, f64)]) -> SweepTable {
+    pub fn with_spreads(self, spreads: &[(Arm, Level, f64, f64)]) -> PairTable {
         let mut rows = self.rows;
         for (arm, level, lo, hi) in spreads {
             if let Some(row) = rows
@@ -515,9 +333,9 @@ impl SweepTable {
                 }
             }
         }
-        SweepTable {
+        PairTable {
             goodput_slo: self.goodput_slo,
-            ..SweepTable::new(rows, self.prediction)
+            ..PairTable::new(rows, self.prediction)
         }
     }
 
@@ -582,92 +400,9 @@ impl SweepTable {
         lines
     }
 
-    /// The console text: the two-arm table (or every arm's ratios when there are several),
-    /// crossings and prediction, latency and engine load beside throughput, and the
-    /// recommendation.
+    /// The console text: the table by level, the goodput table (under objectives), the
+    /// crossings and the prediction.
     pub fn render(&self) -> String {
-        let mut out = if self.arms.arms.len() > 1 {
-            let mut out = self.arms.render(self.axis);
-            if let Some(slo) = &self.goodput_slo {
-                out.push_str(&self.render_arms_goodput(slo));
-            }
-            for a in &self.arms.arms {
-                if let Some(line) = a
-                    .table
-                    .findings()
-                    .into_iter()
-                    .find(|l| l.starts_with("Model prediction"))
-                {
-                    out.push_str(&format!("  {}: {line}\n", a.name));
-                }
-            }
-            out
-        } else {
-            let mut out = self.render_two_arms();
-            out.push_str(&self.arms.render_beside());
-            out
-        };
-        if let Some(r) = &self.recommendation {
-            out.push('\n');
-            out.push_str(&r.render());
-        }
-        for line in self.earlier_notes() {
-            out.push_str(&line);
-            out.push('\n');
-        }
-        out
-    }
-
-    /// The points taken from an earlier sweep's files and those left out, one line each (none
-    /// when every point was measured by this sweep); the console and the sweep page show them.
-    pub fn earlier_notes(&self) -> Vec<String> {
-        let (joined, left_out): (Vec<&EarlierPoint>, Vec<&EarlierPoint>) =
-            self.earlier_points.iter().partition(|p| p.joined);
-        let names = |points: &[&EarlierPoint]| points.iter().map(|p| p.describe()).collect::<Vec<_>>().join(", ");
-        let mut lines = Vec::new();
-        if !joined.is_empty() {
-            lines.push(format!("Joined from earlier: {}", names(&joined)));
-        }
-        if !left_out.is_empty() {
-            lines.push(format!(
-                "Left out, measured against another server or workload (--join-stale pools them): {}",
-                names(&left_out)
-            ));
-        }
-        lines
-    }
-
-    /// Every arm's goodput by level beside plain's, and each arm's goodput crossing.
-    fn render_arms_goodput(&self, slo: &str) -> String {
-        let cell = |v: Option<f64>| v.map_or_else(|| "—".to_string(), |v| format!("{v:.2}"));
-        let mut out = format!(
-            "Goodput (completed requests/s within {slo}):\n{:>12}",
-            self.axis.column()
-        );
-        for a in &self.arms.arms {
-            out.push_str(&format!(" {:>12}", a.name));
-        }
-        out.push_str(&format!(" {:>12}\n", "plain"));
-        for level in self.arms.levels() {
-            out.push_str(&format!("{level:>12}"));
-            let row = |t: &SweepTable| t.rows.iter().find(|r| r.level == level).copied();
-            for a in &self.arms.arms {
-                out.push_str(&format!(" {:>12}", cell(row(&a.table).and_then(|r| r.spec_goodput))));
-            }
-            out.push_str(&format!(" {:>12}\n", cell(row(self).and_then(|r| r.base_goodput))));
-        }
-        for a in &self.arms.arms {
-            let crossing = a.table.goodput_crossing.map_or_else(
-                || "no goodput crossing in range".to_string(),
-                |b| format!("goodput crossing {b:.1}"),
-            );
-            out.push_str(&format!("  {}: {crossing}\n", a.name));
-        }
-        out
-    }
-
-    /// The console table, crossing and prediction of a two-arm sweep.
-    fn render_two_arms(&self) -> String {
         let cell = |v: Option<f64>| v.map_or_else(|| "—".to_string(), |v| format!("{v:.1}"));
         let (column, spec_head, base_head, ratio_head) = match self.axis {
             Axis::Concurrency => ("Concurrency", "spec out tok/s", "base out tok/s", "ratio"),
@@ -676,7 +411,7 @@ impl SweepTable {
         let (w0, w1, w2) = (column.len(), spec_head.len(), base_head.len());
         let mut out = format!("{column}   {spec_head}   {base_head}   {ratio_head:>6}   verdict\n");
         for r in &self.rows {
-            let (ratio, verdict) = SweepTable::verdict(r);
+            let (ratio, verdict) = PairTable::verdict(r);
             let (spec, base) = r.figures();
             out.push_str(&format!(
                 "{:>w0$}   {:>w1$}   {:>w2$}   {:>6}   {verdict}\n",
@@ -715,37 +450,6 @@ mod tests {
     use super::*;
 
     #[test]
-    fn earlier_points_are_named_joined_or_left_out_with_their_differences() {
-        let mut t = SweepTable::new(Vec::new(), None);
-        assert!(
-            t.earlier_notes().is_empty(),
-            "a sweep that measured every point says nothing"
-        );
-        t.earlier_points = vec![
-            EarlierPoint {
-                point: "spec-c1".into(),
-                sweep_started: Some("2026-12-03T10:00:00Z".into()),
-                differences: vec![],
-                joined: true,
-            },
-            EarlierPoint {
-                point: "spec-c2".into(),
-                sweep_started: None,
-                differences: vec!["k 3, now 5".into()],
-                joined: false,
-            },
-        ];
-        assert_eq!(
-            t.earlier_notes(),
-            vec![
-                "Joined from earlier: spec-c1 (from the sweep of 2026-12-03T10:00:00Z)".to_string(),
-                "Left out, measured against another server or workload (--join-stale pools them): spec-c2 (from an earlier sweep: k 3, now 5)".to_string(),
-            ]
-        );
-        assert!(t.render().ends_with(&(t.earlier_notes().join("\n") + "\n")));
-    }
-
-    #[test]
     fn repeats_settle_when_their_range_is_within_the_spread() {
         // Three runs within 2 % of their median: settled at 3 %, not at 1 %.
         assert!(repeats_settled(&[14_600.0, 14_750.0, 14_400.0], 0.03));
@@ -767,7 +471,7 @@ mod tests {
             base_output_tokens_per_s: Some(1000.0),
             ..SweepRow::at(Level::Rate(rate))
         });
-        let t = SweepTable::new(rows.to_vec(), None);
+        let t = PairTable::new(rows.to_vec(), None);
         assert_eq!(t.axis, Axis::RequestRate);
         assert_eq!(t.rows[0].ratio(), Some(2.0));
         assert!((t.crossing.unwrap() - 12.0).abs() < 1e-9);
@@ -788,7 +492,7 @@ mod tests {
         assert_eq!(json["axis"], "request_rate");
         assert_eq!(json["rows"][0]["level"], 4.0);
         assert_eq!(json["rows"][0]["axis"], "request_rate");
-        let old: SweepTable = serde_json::from_value(serde_json::json!({
+        let old: PairTable = serde_json::from_value(serde_json::json!({
             "rows": [{"concurrency": 8.0, "spec_output_tokens_per_s": 2.0, "base_output_tokens_per_s": 1.0}],
             "crossing": null, "prediction": null
         }))
@@ -818,7 +522,7 @@ mod tests {
                 ridge_tokens: 295.0,
             },
         );
-        let t = SweepTable::new(rows.to_vec(), Some(pred));
+        let t = PairTable::new(rows.to_vec(), Some(pred));
         assert_eq!(t.rows[1].level, 128.0);
         let r128 = 1500.0 / 1400.0;
         let want = 128.0 + 128.0 * (r128 - 1.0) / (r128 - 0.9);
@@ -831,9 +535,9 @@ mod tests {
         );
         let far = Prediction::new(3.2, 3, None, pred.costs);
         assert!(far.break_even_batch > t.crossing.unwrap() / 0.95);
-        let text = SweepTable::new(rows.to_vec(), Some(far)).render();
+        let text = PairTable::new(rows.to_vec(), Some(far)).render();
         assert!(text.contains("left of the prediction"), "{text}");
-        let none = SweepTable::new(
+        let none = PairTable::new(
             vec![SweepRow {
                 spec_output_tokens_per_s: Some(2.0),
                 ..SweepRow::at(Level::Concurrency(1))
@@ -876,7 +580,7 @@ mod tests {
             point(2000.0, 3.0),
         );
         let costs = Costs::H100_FREE_DRAFTS;
-        let t = SweepTable::from_points(
+        let t = PairTable::from_points(
             &[
                 (Arm::Spec, Level::Concurrency(1), &s1),
                 (Arm::Base, Level::Concurrency(1), &b1),
@@ -912,7 +616,7 @@ mod tests {
         if let Some(c) = other.config.as_mut() {
             c.goodput.insert("tpot".into(), 50.0);
         }
-        let mixed = SweepTable::from_points(
+        let mixed = PairTable::from_points(
             &[
                 (Arm::Spec, Level::Concurrency(1), &s1),
                 (Arm::Base, Level::Concurrency(1), &b1),
@@ -948,7 +652,7 @@ mod tests {
             draft_cost: 0.0,
             ridge_tokens: 295.0,
         };
-        let t = SweepTable::from_points(
+        let t = PairTable::from_points(
             &[
                 (Arm::Spec, Level::Concurrency(1), &low),
                 (Arm::Spec, Level::Concurrency(64), &high),
@@ -965,7 +669,7 @@ mod tests {
         // Without counted drafts, the lowest point's own E.
         let mut bare = low.clone();
         bare.spec_decode_num_drafts = None;
-        let t = SweepTable::from_points(&[(Arm::Spec, Level::Concurrency(1), &bare)], costs);
+        let t = PairTable::from_points(&[(Arm::Spec, Level::Concurrency(1), &bare)], costs);
         assert_eq!(t.prediction.unwrap().measured_e, 3.0);
     }
 
@@ -977,7 +681,7 @@ mod tests {
                 base_output_tokens_per_s: Some(b),
                 ..SweepRow::at(Level::Concurrency(c as u64))
             });
-        let t = SweepTable::new(rows.to_vec(), None);
+        let t = PairTable::new(rows.to_vec(), None);
         assert_eq!(t.crossing_interval, None, "points run once: no interval");
         let t = t.with_spreads(&[
             (Arm::Spec, Level::Concurrency(128), 1450.0, 1550.0),

@@ -1,0 +1,121 @@
+//! The sweep's vocabulary: the two roles in a two-arm table, what a sweep varies (its axis) and
+//! one point's load (its level), and the figure a sweep compares of a run.
+
+use serde::{Deserialize, Serialize};
+
+use crate::results::RunResult;
+
+/// The two roles in one two-arm table: the arm compared (a speculative arm, or the first of a
+/// pair) and the one it is compared with (plain, or the second of a pair).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Arm {
+    /// The speculative server.
+    Spec,
+    /// The plain server.
+    Base,
+}
+
+/// What a sweep varies.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Axis {
+    /// Concurrent requests in a closed loop; the arms compare by output throughput.
+    #[default]
+    Concurrency,
+    /// Requests per second in an open loop (Poisson arrivals); the arms compare by median
+    /// end-to-end latency, since both deliver the offered load until one of them saturates.
+    RequestRate,
+}
+
+impl Axis {
+    pub fn is_concurrency(&self) -> bool {
+        *self == Axis::Concurrency
+    }
+
+    /// The console's column head of the levels.
+    pub fn column(self) -> &'static str {
+        match self {
+            Axis::Concurrency => "Concurrency",
+            Axis::RequestRate => "Rate (req/s)",
+        }
+    }
+
+    /// The unit of a level in a sentence.
+    pub fn unit(self) -> &'static str {
+        match self {
+            Axis::Concurrency => "concurrent requests",
+            Axis::RequestRate => "requests/s",
+        }
+    }
+
+    /// The crossing's symbol: B* (a batch size) or λ* (an arrival rate).
+    pub fn symbol(self) -> &'static str {
+        match self {
+            Axis::Concurrency => "B*",
+            Axis::RequestRate => "λ*",
+        }
+    }
+
+    /// What each arm's figure is, and its unit.
+    pub fn figure(self) -> &'static str {
+        match self {
+            Axis::Concurrency => "output tokens/s",
+            Axis::RequestRate => "median E2E latency (ms)",
+        }
+    }
+
+    /// The figure a sweep compares of one run (see [`Axis`]).
+    pub fn figure_of(self, result: &RunResult) -> Option<f64> {
+        match self {
+            Axis::Concurrency => throughput(result),
+            Axis::RequestRate => result.median_e2el_ms.filter(|v| v.is_finite() && *v > 0.0),
+        }
+    }
+}
+
+/// One point's load: a concurrency, or a request rate.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub enum Level {
+    Concurrency(u64),
+    /// Requests per second (finite, > 0).
+    Rate(f64),
+}
+
+impl Level {
+    pub fn axis(self) -> Axis {
+        match self {
+            Level::Concurrency(_) => Axis::Concurrency,
+            Level::Rate(_) => Axis::RequestRate,
+        }
+    }
+
+    pub fn value(self) -> f64 {
+        match self {
+            Level::Concurrency(c) => c as f64,
+            Level::Rate(r) => r,
+        }
+    }
+
+    /// The level in a point's name: `c16`, `r2.5`.
+    pub fn tag(self) -> String {
+        match self {
+            Level::Concurrency(c) => format!("c{c}"),
+            Level::Rate(r) => format!("r{r}"),
+        }
+    }
+
+    pub fn parse_tag(tag: &str) -> Option<Level> {
+        if let Some(c) = tag.strip_prefix('c') {
+            return c.parse().ok().map(Level::Concurrency);
+        }
+        let r: f64 = tag.strip_prefix('r')?.parse().ok()?;
+        (r.is_finite() && r > 0.0).then_some(Level::Rate(r))
+    }
+}
+
+/// What a sweep compares of a run: output tokens per second in its steady window, else over
+/// the whole run (a `vllm bench serve` file, or a run that never got steady).
+pub fn throughput(result: &RunResult) -> Option<f64> {
+    result.steady_output_throughput.or(result.output_throughput)
+}
