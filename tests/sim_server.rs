@@ -552,7 +552,7 @@ mod faults {
         post_json(&format!("{url}/v1/chat/completions"), &chat(30, false)).await;
         post_json(&format!("{url}/v1/chat/completions"), &chat(3, false)).await;
         let after = scrape(&url).await;
-        let reason = window_delta(&before, &after).unwrap_err();
+        let reason = window_delta(&before, &after).unwrap_err().to_string();
         assert!(
             reason.starts_with("Counter reset detected: vllm:spec_decode_num_drafts_total"),
             "{reason}"

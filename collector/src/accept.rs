@@ -370,13 +370,13 @@ fn plan_workload(args: &Plan, categories: &[String]) -> Result<WorkloadPlan, Col
 fn category_labels(categories: &[String]) -> impl Fn(&String) -> String + '_ {
     let labels: std::collections::BTreeMap<&String, String> = categories
         .iter()
-        .zip(speclens_shared::scrape::unique_file_labels(categories))
+        .zip(speclens_shared::file_label::unique_file_labels(categories))
         .collect();
     move |category| {
         labels
             .get(category)
             .cloned()
-            .unwrap_or_else(|| speclens_shared::scrape::result_file_label(category))
+            .unwrap_or_else(|| speclens_shared::file_label::result_file_label(category))
     }
 }
 

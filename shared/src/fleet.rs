@@ -15,7 +15,8 @@ use serde::{Deserialize, Serialize};
 
 use crate::capped::CappedLog;
 use crate::error::Error;
-use crate::scrape::{family_of, Family, SpecCounters};
+use crate::scrape::schema::{family_of, Family};
+use crate::scrape::SpecCounters;
 
 /// One series of an API answer.
 #[derive(Debug, Clone, PartialEq)]
@@ -213,11 +214,11 @@ pub fn fleet_window(series: &[ApiSeries], start_s: f64, end_s: f64) -> Result<Fl
     let mut w = FleetWindow::default();
     let (mut resets, mut short) = (CappedLog::default(), CappedLog::default());
     for s in series {
-        let Some((prefix, family)) = family_of(&s.name) else {
+        let Some((schema, family)) = family_of(&s.name) else {
             continue;
         };
         if w.prefix.is_empty() {
-            w.prefix = prefix.to_string();
+            w.prefix = schema.prefix().to_string();
         }
         let Some(g) = counter_growth(&s.samples, start_s, end_s) else {
             continue;

@@ -8,6 +8,7 @@ pub mod capped;
 pub mod chart;
 pub mod error;
 pub mod figures;
+pub mod file_label;
 pub mod fleet;
 pub mod gates;
 pub mod glossary;

@@ -11,11 +11,12 @@ use indicatif::{ProgressBar, ProgressDrawTarget, ProgressStyle};
 use serde_json::Value;
 use speclens_shared::aggregate::{SpecSummary, CONSOLE_COLUMNS};
 use speclens_shared::aiperf::{profile_export, record_line, RunInfo};
+use speclens_shared::file_label::result_file_label;
 use speclens_shared::notices::Notices;
 use speclens_shared::protocol::Distributions;
 use speclens_shared::results::{EndpointResult, ErrorCount, Errors, RunConfig, RunResult, SpecDecodeSection};
 use speclens_shared::run::{vllm_summary, RunMetrics, SpecSection, NO_SPECULATION_HINT};
-use speclens_shared::scrape::{console_block, result_file_label, SpecDecodeData, SpecDecodeResult};
+use speclens_shared::scrape::{console_block, SpecDecodeData, SpecDecodeResult};
 use speclens_shared::warnings::workload_warnings;
 
 use super::paths::SpecPaths;
@@ -34,7 +35,7 @@ pub fn default_out_dir(label: &str) -> PathBuf {
         .unwrap_or_else(|_| "run".into());
     let label: String = result_file_label(label)
         .chars()
-        .take(speclens_shared::scrape::MAX_FILE_LABEL_CHARS)
+        .take(speclens_shared::file_label::MAX_FILE_LABEL_CHARS)
         .collect();
     PathBuf::from("speclens-results").join(format!("{stamp}-{label}"))
 }

@@ -230,7 +230,7 @@ impl Prometheus {
                     w.short_count
                 ));
             }
-            Ok((derive_stats(&w.total)?, w))
+            Ok((derive_stats(&w.total).map_err(|e| e.to_string())?, w))
         });
         let (status, error, data, window) = match checked {
             Ok((data, w)) => (ResultStatus::Ok, None, Some(data), Some(w)),
