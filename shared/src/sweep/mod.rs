@@ -47,8 +47,10 @@ pub struct SweepFile {
 /// `sweep.json` as written: plain's table flattened at the top level when there is one.
 #[derive(Serialize, Deserialize)]
 struct SweepFileLayout {
-    #[serde(default)]
-    axis: Axis,
+    /// The file's axis, written here only without a plain table (whose own `axis` is then the
+    /// top level's: one key, not two). Read, it takes the key, and gives it to the table.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    axis: Option<Axis>,
     /// Plain alone's table; in the earlier layout, a copy of the first arm's.
     #[serde(flatten, default, skip_serializing_if = "Option::is_none")]
     table: Option<PairTable>,
@@ -64,10 +66,14 @@ struct SweepFileLayout {
 
 impl From<SweepFileLayout> for SweepFile {
     fn from(file: SweepFileLayout) -> SweepFile {
+        let axis = file.axis.unwrap_or_default();
         SweepFile {
-            axis: file.axis,
+            axis,
             // With arms, the top-level table was the first arm's: each arm holds its own.
-            plain: file.table.filter(|_| file.arms.arms.is_empty()),
+            plain: file
+                .table
+                .filter(|_| file.arms.arms.is_empty())
+                .map(|table| PairTable { axis, ..table }),
             arms: file.arms,
             recommendation: file.recommendation,
             warnings: file.warnings,
@@ -79,7 +85,7 @@ impl From<SweepFileLayout> for SweepFile {
 impl From<SweepFile> for SweepFileLayout {
     fn from(file: SweepFile) -> SweepFileLayout {
         SweepFileLayout {
-            axis: file.axis,
+            axis: file.plain.is_none().then_some(file.axis),
             table: file.plain,
             arms: file.arms,
             recommendation: file.recommendation,
@@ -270,6 +276,20 @@ impl SweepFile {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_plain_only_sweep_writes_its_axis_once_and_reads_back() {
+        let table = PairTable {
+            axis: Axis::RequestRate,
+            ..pair::EMPTY.clone()
+        };
+        let file = SweepFile::from(table);
+        let json = serde_json::to_string(&file).unwrap();
+        assert_eq!(json.matches("\"axis\"").count(), 1, "{json}");
+        let back: SweepFile = serde_json::from_str(&json).unwrap();
+        assert_eq!(back, file);
+        assert_eq!(back.head().axis, Axis::RequestRate);
+    }
 
     #[test]
     fn earlier_points_are_named_joined_or_left_out_with_their_differences() {
