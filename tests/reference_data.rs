@@ -3,10 +3,11 @@
 
 use std::collections::BTreeMap;
 
-use speclens_shared::per_request::{adapt_response, EngineKind, PayloadOutcome, PayloadScan};
+use speclens_shared::engine::Engine;
+use speclens_shared::per_request::{adapt_response, PayloadOutcome, PayloadScan};
 use speclens_shared::prom;
 use speclens_shared::scrape::{
-    counters_from_text, parse_metrics, window_result, window_result_with, CounterSet, GaugeMeans, ResultStatus, Schema,
+    counters_from_text, parse_metrics, window_result, window_result_with, CounterSet, GaugeMeans, ResultStatus,
     ScrapeFailure, SpecCounters,
 };
 use speclens_shared::Error;
@@ -116,7 +117,7 @@ fn tensorrt_llm_counters_give_a_rate_and_its_gauge_the_length() {
     let c = counters(&text);
     assert_eq!(
         (c.schema(), c.total.num_draft_tokens, c.total.num_accepted_tokens),
-        (Schema::Trtllm, 9000, 5400)
+        (Engine::Trtllm, 9000, 5400)
     );
     let r = window_from_zero(&text);
     let d = r.data.expect("a window");
@@ -157,7 +158,7 @@ fn tensorrt_llm_counters_give_a_rate_and_its_gauge_the_length() {
 fn sglang_counters_give_the_window_length_in_both_conventions() {
     let text = read_fixture("written_sglang_spec_counters.prom");
     let c = counters(&text);
-    assert_eq!(c.schema(), Schema::Sglang);
+    assert_eq!(c.schema(), Engine::Sglang);
     assert_eq!(
         (c.total.num_drafts, c.total.generation_tokens, c.total.requests),
         (1000, Some(3100), Some(100))
@@ -185,7 +186,7 @@ fn sglang_counters_give_the_window_length_in_both_conventions() {
 fn llama_cpp_rounded_counters_are_flagged_and_no_rate_exceeds_one() {
     let text = read_fixture("written_llamacpp_metrics.prom");
     let after = counters(&text);
-    assert_eq!((after.schema(), after.rounded_max), (Schema::LlamaCpp, Some(3_703_700)));
+    assert_eq!((after.schema(), after.rounded_max), (Engine::LlamaCpp, Some(3_703_700)));
     // One more draft, fully accepted at position 0, looks like nothing at 6 digits, while
     // position 1 grew by a rounding step: its rate would read 10 / 0.
     let mut before = after.clone();
@@ -243,7 +244,7 @@ fn released_engines_per_request_figures_are_partial_records() {
     };
     assert_eq!(
         (trt.engine, trt.mean_acceptance_length, trt.num_draft_tokens),
-        (EngineKind::Trtllm, Some(2.75), None)
+        (Engine::Trtllm, Some(2.75), None)
     );
     let PayloadOutcome::Partial(llama) = adapt_response(&payloads["llamacpp"]) else {
         panic!("llama.cpp's timings are a partial record")
@@ -255,7 +256,7 @@ fn released_engines_per_request_figures_are_partial_records() {
             llama.num_draft_tokens,
             llama.mean_acceptance_length
         ),
-        (EngineKind::LlamaCpp, Some(51), Some(96), None)
+        (Engine::LlamaCpp, Some(51), Some(96), None)
     );
     let PayloadOutcome::Record(both) = adapt_response(&payloads["sglang_n2"]) else {
         panic!("SGLang's n > 1 list is one record")
@@ -320,7 +321,7 @@ fn real_vllm_summary_payload() {
     let PayloadOutcome::Record(r) = adapt_response(&body) else {
         panic!("no record")
     };
-    assert_eq!(r.engine, EngineKind::Vllm);
+    assert_eq!(r.engine, Engine::Vllm);
     assert_eq!(r.mean_acceptance_length, 1.2325581395348837);
     assert_eq!(r.draft_acceptance_rate, 0.07751937984496124);
     assert_eq!(r.acceptance_histogram, [(0, 39), (1, 1), (3, 3)].into_iter().collect());
@@ -343,7 +344,7 @@ fn real_trtllm_choice_payload() {
     let PayloadOutcome::Record(r) = adapt_response(&body) else {
         panic!("no record")
     };
-    assert_eq!(r.engine, EngineKind::Trtllm);
+    assert_eq!(r.engine, Engine::Trtllm);
     assert_eq!(r.mean_acceptance_length, 2.5);
     assert_eq!(r.acceptance_histogram, [(0, 8), (2, 6), (3, 6)].into_iter().collect());
 }

@@ -6,7 +6,8 @@ use std::collections::BTreeMap;
 use std::time::{Duration, Instant};
 
 use serde_json::{json, Value};
-use speclens_shared::per_request::{adapt_response, EngineKind, PayloadOutcome, PayloadScan, SpecRecord};
+use speclens_shared::engine::Engine;
+use speclens_shared::per_request::{adapt_response, PayloadOutcome, PayloadScan, SpecRecord};
 use speclens_shared::prom;
 use speclens_shared::scrape::{counters_from_text, parse_metrics, window_delta, CounterSet, ScrapeFailure};
 
@@ -68,7 +69,7 @@ async fn chat_and_completions_answer_as_an_openai_client_expects() {
     };
     assert_eq!(
         (r.engine, r.num_spec_tokens, r.completion_tokens),
-        (EngineKind::Vllm, Some(3), Some(40))
+        (Engine::Vllm, Some(3), Some(40))
     );
 
     // Streaming chat: role chunk, content chunks, finish chunk, usage chunk, [DONE].
@@ -358,7 +359,7 @@ async fn payload_shapes_and_levels() {
     let PayloadOutcome::Record(r) = record_of_stream(&chunks) else {
         panic!()
     };
-    assert_eq!(r.engine, EngineKind::Trtllm);
+    assert_eq!(r.engine, Engine::Trtllm);
     let (_, body) = post_json(&format!("{url}/v1/chat/completions"), &chat(1, false)).await;
     assert!(
         body["choices"][0].get("speculative_decoding").is_none(),
@@ -379,7 +380,7 @@ async fn payload_shapes_and_levels() {
     let PayloadOutcome::Record(r) = adapt_response(&body) else {
         panic!("{body}")
     };
-    assert_eq!(r.engine, EngineKind::Sglang);
+    assert_eq!(r.engine, Engine::Sglang);
 
     // vLLM levels: none, summary (no per-step arrays), detailed; zero-step and n > 1.
     let (_none, url) = sim(&[&spec[..], &["--per-request-metrics", "none"]].concat());

@@ -13,12 +13,12 @@ use axum::extract::ws::Utf8Bytes;
 use hdrhistogram::Histogram;
 use speclens_shared::aggregate::{Bins, SpecAggregator};
 use speclens_shared::figures::{acceptance_length, acceptance_rate_pct};
-use speclens_shared::protocol::{
-    draft_share_pct, Distributions, PreviousRun, RunStatus, RunView, ServerMessage, Tiles, TimelinePoint, MAX_BINS,
-    PROTOCOL_VERSION,
-};
+use speclens_shared::protocol::{ServerMessage, PROTOCOL_VERSION};
 use speclens_shared::results::{run_view_from_result, RunResult};
 use speclens_shared::run::{percentile_name, LatencyStats, RequestRecord};
+use speclens_shared::view::{
+    draft_share_pct, Distributions, PreviousRun, RunStatus, RunView, Tiles, TimelinePoint, MAX_BINS,
+};
 use tokio::sync::{broadcast, mpsc, oneshot};
 use tokio::time::Instant;
 

@@ -9,10 +9,11 @@ use serde_json::{json, Value};
 use speclens_shared::probe::{ProbeReport, Seen};
 use speclens_shared::scrape::counters_from_text;
 
-use crate::bench::engine::{Engine, RequestFields};
+use crate::bench::engine::RequestFields;
 use crate::bench::plan::Target;
 use crate::bench::{self, redact_url, scrape};
 use crate::error::CollectorError;
+use speclens_shared::engine::Engine;
 
 /// What `speclens probe` is asked to do.
 pub struct Plan {

@@ -1,10 +1,11 @@
 //! `speclens scrape URL [--watch]`: a server's spec-decode counters and the rates they imply,
 //! once or every few seconds (with the growth between scrapes and any counter reset).
 
+use speclens_shared::engine::Engine;
 use std::time::Duration;
 
 use speclens_shared::scrape::{
-    derive, derive_since_start, parse_metrics, IncreaseAccumulator, Schema, ScrapeFailure, SpecCounters, WindowFacts,
+    derive, derive_since_start, parse_metrics, IncreaseAccumulator, ScrapeFailure, SpecCounters, WindowFacts,
 };
 use tokio::time::Instant;
 
@@ -104,17 +105,17 @@ pub async fn run(url: &str, watch: bool, interval_s: f64) -> Result<(), Collecto
 }
 
 /// One scrape's counters in the engine's own terms.
-fn counters_line(schema: Schema, t: &SpecCounters) -> String {
+fn counters_line(schema: Engine, t: &SpecCounters) -> String {
     match schema {
-        Schema::Vllm | Schema::LlamaCpp => format!(
+        Engine::Vllm | Engine::LlamaCpp => format!(
             "drafts {} · draft tokens {} · accepted {} · per position {:?}",
             t.num_drafts, t.num_draft_tokens, t.num_accepted_tokens, t.accepted_per_pos
         ),
-        Schema::Trtllm => format!(
+        Engine::Trtllm => format!(
             "draft tokens {} · accepted {} (TensorRT-LLM counts no drafts)",
             t.num_draft_tokens, t.num_accepted_tokens
         ),
-        Schema::Sglang => format!(
+        Engine::Sglang => format!(
             "verify calls {} · generation tokens {} · requests {}",
             t.num_drafts,
             t.generation_tokens.unwrap_or(0),

@@ -10,7 +10,8 @@ use std::hint::black_box;
 use criterion::{criterion_group, criterion_main, BatchSize, Criterion, Throughput};
 use serde_json::Value;
 use speclens_shared::aggregate::SpecAggregator;
-use speclens_shared::per_request::{adapt_response, EngineKind, SpecRecord};
+use speclens_shared::engine::Engine;
+use speclens_shared::per_request::{adapt_response, SpecRecord};
 use speclens_shared::scrape::parse_metrics;
 
 /// vLLM's latency histogram buckets (seconds), as its `/metrics` prints them.
@@ -159,7 +160,7 @@ fn aggregate(c: &mut Criterion) {
             let steps = 10 + i % 50;
             let accepted = steps * (i % 4);
             SpecRecord {
-                engine: EngineKind::Vllm,
+                engine: Engine::Vllm,
                 mean_acceptance_length: 1.0 + accepted as f64 / steps as f64,
                 draft_acceptance_rate: accepted as f64 / (steps * 3) as f64,
                 acceptance_histogram: [(0, steps - steps / 2), (3, steps / 2)].into_iter().collect(),

@@ -6,8 +6,9 @@ use std::collections::BTreeMap;
 
 use serde::{Deserialize, Serialize};
 
+use crate::engine::Engine;
 use crate::figures::acceptance_length_of_counts;
-use crate::per_request::{EngineKind, PartialSpecRecord, SpecRecord};
+use crate::per_request::{PartialSpecRecord, SpecRecord};
 use crate::sample::Sample;
 
 /// Percentiles exported for every per-request metric.
@@ -178,7 +179,7 @@ pub struct SpecAggregator {
     partial_drafted: u64,
     partial_records: u64,
     /// The engines the records came from.
-    engines: std::collections::BTreeSet<EngineKind>,
+    engines: std::collections::BTreeSet<Engine>,
 }
 
 /// The run's spec-decode figures, exported under AIPerf's names.
@@ -303,9 +304,9 @@ impl SpecAggregator {
         self.engines
             .iter()
             .filter_map(|e| match e {
-                EngineKind::Sglang => Some("SGLang: drafted tokens are its configured verify steps × (draft tokens − 1), not measured; requests without details count as zero-step"),
-                EngineKind::Trtllm if !self.reported_length.is_empty() => Some("TensorRT-LLM (released): only avg_decoded_tokens_per_iter per request, a length that may count the context-phase token; no counts, so no rate"),
-                EngineKind::LlamaCpp => Some("llama.cpp: timings give drafted and accepted tokens but no steps: a rate, no length"),
+                Engine::Sglang => Some("SGLang: drafted tokens are its configured verify steps × (draft tokens − 1), not measured; requests without details count as zero-step"),
+                Engine::Trtllm if !self.reported_length.is_empty() => Some("TensorRT-LLM (released): only avg_decoded_tokens_per_iter per request, a length that may count the context-phase token; no counts, so no rate"),
+                Engine::LlamaCpp => Some("llama.cpp: timings give drafted and accepted tokens but no steps: a rate, no length"),
                 _ => None,
             })
             .map(str::to_string)
@@ -512,7 +513,7 @@ fn csv_label(name: &str, unit: &str) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::per_request::EngineKind;
+    use crate::engine::Engine;
 
     /// A record built from per-step acceptances the way vLLM computes its fields.
     fn record(per_step: &[u64], k: u64) -> SpecRecord {
@@ -524,7 +525,7 @@ mod tests {
             *hist.entry(*j as u32).or_default() += 1;
         }
         SpecRecord {
-            engine: EngineKind::Vllm,
+            engine: Engine::Vllm,
             mean_acceptance_length: acceptance_length_of_counts(accepted, steps).unwrap_or(1.0),
             draft_acceptance_rate: if drafted == 0 {
                 0.0

@@ -5,9 +5,9 @@
 //! this one value, so they cannot disagree.
 
 use crate::model::Proposer;
-use crate::protocol::RunView;
 use crate::sweep::arms::ArmSweep;
 use crate::sweep::{Prediction, SweepFile};
+use crate::view::RunView;
 use crate::whatif::{Acceptance, Gpu, WhatIf, MAX_BATCH};
 
 /// What a sweep's story is about.

@@ -6,6 +6,7 @@ pub mod aggregate;
 pub mod aiperf;
 pub mod capped;
 pub mod chart;
+pub mod engine;
 pub mod error;
 pub mod figures;
 pub mod file_label;
@@ -33,6 +34,7 @@ pub mod scrape;
 pub mod sse;
 pub mod steady;
 pub mod sweep;
+pub mod view;
 pub mod warnings;
 pub mod whatif;
 

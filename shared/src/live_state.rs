@@ -2,7 +2,8 @@
 //! deltas that follow it in sequence; a gap or a new protocol version asks for a snapshot or
 //! says why it cannot follow.
 
-use crate::protocol::{RunStatus, RunView, ServerMessage, PROTOCOL_VERSION};
+use crate::protocol::{ServerMessage, PROTOCOL_VERSION};
+use crate::view::{RunStatus, RunView};
 
 /// The page's copy of the run, fed message by message.
 #[derive(Debug, Clone, PartialEq)]
@@ -79,8 +80,9 @@ impl LiveState {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::protocol::tests::point;
     use crate::protocol::*;
+    use crate::view::tests::point;
+    use crate::view::*;
 
     #[test]
     fn snapshot_then_deltas_rebuild_the_run_and_gaps_ask_for_a_snapshot() {

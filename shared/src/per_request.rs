@@ -14,40 +14,15 @@ use std::fmt;
 use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value};
 
+use crate::engine::Engine;
 use crate::figures::acceptance_length_of_counts;
-
-/// Which engine's payload shape a record came from.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
-#[serde(rename_all = "lowercase")]
-pub enum EngineKind {
-    /// `metrics.speculative_decoding` at the response root.
-    Vllm,
-    /// `choices[i].speculative_decoding` on the terminal chunk.
-    Trtllm,
-    /// `sglext.spec_tokens_details` at the response root; normalised (see [`SpecRecord`]).
-    Sglang,
-    /// llama.cpp's `timings.draft_n` / `draft_n_accepted` (partial records only).
-    #[serde(rename = "llamacpp")]
-    LlamaCpp,
-}
-
-impl EngineKind {
-    pub fn as_str(self) -> &'static str {
-        match self {
-            EngineKind::Vllm => "vllm",
-            EngineKind::Trtllm => "trtllm",
-            EngineKind::Sglang => "sglang",
-            EngineKind::LlamaCpp => "llamacpp",
-        }
-    }
-}
 
 /// What a released engine returns per request when it is less than a full record:
 /// TensorRT-LLM's `avg_decoded_tokens_per_iter` (a length, no counts) or llama.cpp's `timings`
 /// (drafted and accepted tokens, no steps: a rate, no length).
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct PartialSpecRecord {
-    pub engine: EngineKind,
+    pub engine: Engine,
     /// Tokens per decoding iteration as the engine reports it (TensorRT-LLM; may count the
     /// context-phase token).
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -60,7 +35,7 @@ pub struct PartialSpecRecord {
 
 impl SpecRecord {
     /// The record of a request that never verified a draft (SGLang sends no details then).
-    pub fn zero_steps(engine: EngineKind) -> SpecRecord {
+    pub fn zero_steps(engine: Engine) -> SpecRecord {
         SpecRecord {
             engine,
             mean_acceptance_length: 1.0,
@@ -84,7 +59,7 @@ impl SpecRecord {
 /// prefill token and its rate has another denominator).
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct SpecRecord {
-    pub engine: EngineKind,
+    pub engine: Engine,
     /// Tokens per verify step, bonus included (1.0 with no steps).
     pub mean_acceptance_length: f64,
     /// Accepted / drafted, a fraction.
@@ -109,40 +84,40 @@ pub struct SpecRecord {
 #[derive(Debug, Clone, PartialEq)]
 pub enum Rejection {
     /// One chunk holds stats in the places of two engines.
-    AmbiguousShape(Vec<EngineKind>),
+    AmbiguousShape(Vec<Engine>),
     /// Stats in more than one chunk or choice of one response.
     MultipleCarriers(usize),
     MissingField {
-        engine: EngineKind,
+        engine: Engine,
         field: &'static str,
     },
     WrongType {
-        engine: EngineKind,
+        engine: Engine,
         field: &'static str,
         expected: &'static str,
     },
     HistogramLength {
-        engine: EngineKind,
+        engine: Engine,
         len: usize,
         num_spec_tokens: u32,
     },
     HistogramSteps {
-        engine: EngineKind,
+        engine: Engine,
         histogram_sum: u64,
         steps: u64,
     },
     HistogramAccepted {
-        engine: EngineKind,
+        engine: Engine,
         weighted_sum: u64,
         accepted: u64,
     },
     AcceptedExceedsDrafted {
-        engine: EngineKind,
+        engine: Engine,
         accepted: u64,
         drafted: u64,
     },
     PerStep {
-        engine: EngineKind,
+        engine: Engine,
         problem: String,
     },
 }
@@ -168,17 +143,17 @@ impl fmt::Display for Rejection {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         match self {
             Rejection::AmbiguousShape(kinds) => {
-                let names: Vec<_> = kinds.iter().map(|k| k.as_str()).collect();
+                let names: Vec<_> = kinds.iter().map(|k| k.name()).collect();
                 write!(f, "payload matches several engine shapes ({})", names.join(", "))
             }
             Rejection::MultipleCarriers(n) => write!(f, "spec decode stats found in {n} places of one response"),
-            Rejection::MissingField { engine, field } => write!(f, "{}: missing field {field}", engine.as_str()),
+            Rejection::MissingField { engine, field } => write!(f, "{}: missing field {field}", engine.name()),
             Rejection::WrongType {
                 engine,
                 field,
                 expected,
             } => {
-                write!(f, "{}: field {field} is not {expected}", engine.as_str())
+                write!(f, "{}: field {field} is not {expected}", engine.name())
             }
             Rejection::HistogramLength {
                 engine,
@@ -187,7 +162,7 @@ impl fmt::Display for Rejection {
             } => write!(
                 f,
                 "{}: acceptance_histogram has {len} buckets, expected num_spec_tokens + 1 = {}",
-                engine.as_str(),
+                engine.name(),
                 u64::from(*num_spec_tokens) + 1
             ),
             Rejection::HistogramSteps {
@@ -197,7 +172,7 @@ impl fmt::Display for Rejection {
             } => write!(
                 f,
                 "{}: acceptance_histogram sums to {histogram_sum} but there were {steps} steps",
-                engine.as_str()
+                engine.name()
             ),
             Rejection::HistogramAccepted {
                 engine,
@@ -206,7 +181,7 @@ impl fmt::Display for Rejection {
             } => write!(
                 f,
                 "{}: acceptance_histogram implies {weighted_sum} accepted tokens, payload says {accepted}",
-                engine.as_str()
+                engine.name()
             ),
             Rejection::AcceptedExceedsDrafted {
                 engine,
@@ -216,10 +191,10 @@ impl fmt::Display for Rejection {
                 write!(
                     f,
                     "{}: {accepted} accepted tokens exceed {drafted} drafted",
-                    engine.as_str()
+                    engine.name()
                 )
             }
-            Rejection::PerStep { engine, problem } => write!(f, "{}: {problem}", engine.as_str()),
+            Rejection::PerStep { engine, problem } => write!(f, "{}: {problem}", engine.name()),
         }
     }
 }
@@ -240,8 +215,8 @@ pub enum PayloadOutcome {
 pub struct PayloadScan {
     /// Each place stats were found: the engine and its objects (several for SGLang's n > 1
     /// list, one otherwise).
-    carriers: Vec<(EngineKind, Vec<Map<String, Value>>)>,
-    ambiguous: Option<Vec<EngineKind>>,
+    carriers: Vec<(Engine, Vec<Map<String, Value>>)>,
+    ambiguous: Option<Vec<Engine>>,
     completion_tokens: Option<u64>,
     /// TensorRT-LLM's `avg_decoded_tokens_per_iter`, one per choice that had it.
     decoded_per_iter: Vec<f64>,
@@ -264,32 +239,32 @@ impl PayloadScan {
                 self.completion_tokens = Some(tokens);
             }
         }
-        let mut found: Vec<(EngineKind, Vec<&Map<String, Value>>)> = Vec::new();
+        let mut found: Vec<(Engine, Vec<&Map<String, Value>>)> = Vec::new();
         if let Some(stats) = root
             .get("metrics")
             .and_then(|m| m.get("speculative_decoding"))
             .and_then(Value::as_object)
         {
-            found.push((EngineKind::Vllm, vec![stats]));
+            found.push((Engine::Vllm, vec![stats]));
         }
         if let Some(choices) = root.get("choices").and_then(Value::as_array) {
             for choice in choices {
                 if let Some(stats) = choice.get("speculative_decoding").and_then(Value::as_object) {
-                    found.push((EngineKind::Trtllm, vec![stats]));
+                    found.push((Engine::Trtllm, vec![stats]));
                 }
                 self.note_decoded_per_iter(choice.get("avg_decoded_tokens_per_iter"));
             }
         }
         match root.get("sglext").and_then(|s| s.get("spec_tokens_details")) {
-            Some(Value::Object(stats)) => found.push((EngineKind::Sglang, vec![stats])),
+            Some(Value::Object(stats)) => found.push((Engine::Sglang, vec![stats])),
             // n > 1: one entry per choice that verified.
             Some(Value::Array(list)) => {
                 let objects: Vec<&Map<String, Value>> = list.iter().filter_map(Value::as_object).collect();
                 if objects.len() == list.len() && !objects.is_empty() {
-                    found.push((EngineKind::Sglang, objects));
+                    found.push((Engine::Sglang, objects));
                 } else if !list.is_empty() {
                     self.partial_rejected.get_or_insert(Rejection::WrongType {
-                        engine: EngineKind::Sglang,
+                        engine: Engine::Sglang,
                         field: "spec_tokens_details",
                         expected: "an object or a list of objects",
                     });
@@ -300,7 +275,7 @@ impl PayloadScan {
         if let Some(timings) = root.get("timings").and_then(Value::as_object) {
             self.note_llamacpp(timings);
         }
-        let mut kinds: Vec<EngineKind> = found.iter().map(|(k, _)| *k).collect();
+        let mut kinds: Vec<Engine> = found.iter().map(|(k, _)| *k).collect();
         kinds.dedup();
         if kinds.len() > 1 {
             self.ambiguous.get_or_insert(kinds);
@@ -319,7 +294,7 @@ impl PayloadScan {
                 Some(x) if x.is_finite() && x >= 1.0 => self.decoded_per_iter.push(x),
                 _ => {
                     self.partial_rejected.get_or_insert(Rejection::WrongType {
-                        engine: EngineKind::Trtllm,
+                        engine: Engine::Trtllm,
                         field: "avg_decoded_tokens_per_iter",
                         expected: "a number ≥ 1",
                     });
@@ -334,14 +309,14 @@ impl PayloadScan {
             return;
         }
         let f = Fields {
-            engine: EngineKind::LlamaCpp,
+            engine: Engine::LlamaCpp,
             map: timings,
         };
         match (f.count("draft_n"), f.count("draft_n_accepted")) {
             (Ok(d), Ok(a)) if a <= d => self.llamacpp_drafts = Some((d, a)),
             (Ok(d), Ok(a)) => {
                 self.partial_rejected.get_or_insert(Rejection::AcceptedExceedsDrafted {
-                    engine: EngineKind::LlamaCpp,
+                    engine: Engine::LlamaCpp,
                     accepted: a,
                     drafted: d,
                 });
@@ -381,7 +356,7 @@ impl PayloadScan {
         }
         if let Some((drafted, accepted)) = self.llamacpp_drafts {
             return PayloadOutcome::Partial(PartialSpecRecord {
-                engine: EngineKind::LlamaCpp,
+                engine: Engine::LlamaCpp,
                 mean_acceptance_length: None,
                 num_accepted_draft_tokens: Some(accepted),
                 num_draft_tokens: Some(drafted),
@@ -390,7 +365,7 @@ impl PayloadScan {
         if !self.decoded_per_iter.is_empty() {
             let n = self.decoded_per_iter.len() as f64;
             return PayloadOutcome::Partial(PartialSpecRecord {
-                engine: EngineKind::Trtllm,
+                engine: Engine::Trtllm,
                 mean_acceptance_length: Some(self.decoded_per_iter.iter().sum::<f64>() / n),
                 num_accepted_draft_tokens: None,
                 num_draft_tokens: None,
@@ -432,7 +407,7 @@ pub fn adapt_response(body: &Value) -> PayloadOutcome {
 }
 
 struct Fields<'a> {
-    engine: EngineKind,
+    engine: Engine,
     map: &'a Map<String, Value>,
 }
 
@@ -519,11 +494,7 @@ struct Raw {
 }
 
 /// Validate one engine's stats object into a record.
-fn adapt(
-    engine: EngineKind,
-    map: &Map<String, Value>,
-    completion_tokens: Option<u64>,
-) -> Result<SpecRecord, Rejection> {
+fn adapt(engine: Engine, map: &Map<String, Value>, completion_tokens: Option<u64>) -> Result<SpecRecord, Rejection> {
     let raw = read_fields(engine, &Fields { engine, map })?;
     check_consistency(engine, &raw)?;
     let Raw {
@@ -561,9 +532,9 @@ fn adapt(
 }
 
 /// The engine's fields, by its names.
-fn read_fields(engine: EngineKind, f: &Fields<'_>) -> Result<Raw, Rejection> {
+fn read_fields(engine: Engine, f: &Fields<'_>) -> Result<Raw, Rejection> {
     let (length, rate, hist, accepted, drafted, steps, k, per_step) = match engine {
-        EngineKind::Vllm => {
+        Engine::Vllm => {
             let per_step = match (
                 f.optional_counts("per_step_accepted")?,
                 f.optional_counts("per_step_drafted")?,
@@ -594,7 +565,7 @@ fn read_fields(engine: EngineKind, f: &Fields<'_>) -> Result<Raw, Rejection> {
                 per_step,
             )
         }
-        EngineKind::Trtllm => {
+        Engine::Trtllm => {
             let rate = f.float("acceptance_rate")?;
             let accepted = f.count("total_accepted_draft_tokens")?;
             let steps = f.count("num_spec_steps")?;
@@ -606,14 +577,14 @@ fn read_fields(engine: EngineKind, f: &Fields<'_>) -> Result<Raw, Rejection> {
             );
             (length, rate, hist, accepted, drafted, steps, k, None)
         }
-        EngineKind::LlamaCpp => {
+        Engine::LlamaCpp => {
             // llama.cpp's timings give partial records only (see `PayloadScan::partial`).
             return Err(Rejection::MissingField {
                 engine,
                 field: "num_spec_steps",
             });
         }
-        EngineKind::Sglang => {
+        Engine::Sglang => {
             let accepted = f.count("spec_num_correct_drafts")?;
             let drafted = f.count("spec_num_proposed_drafts")?;
             let steps = f.count("spec_verify_ct")?;
@@ -644,7 +615,7 @@ fn read_fields(engine: EngineKind, f: &Fields<'_>) -> Result<Raw, Rejection> {
 }
 
 /// The histogram, the totals and the per-step lists must tell the same story.
-fn check_consistency(engine: EngineKind, raw: &Raw) -> Result<(), Rejection> {
+fn check_consistency(engine: Engine, raw: &Raw) -> Result<(), Rejection> {
     let Raw {
         hist,
         accepted,
@@ -750,7 +721,7 @@ mod tests {
     #[test]
     fn vllm_detailed_payload_becomes_a_record() {
         let r = record(vllm(aiperf_example()));
-        assert_eq!(r.engine, EngineKind::Vllm);
+        assert_eq!(r.engine, Engine::Vllm);
         assert_eq!(
             r.acceptance_histogram,
             [(0, 1), (1, 1), (2, 2), (3, 3), (4, 1)].into_iter().collect()
@@ -792,7 +763,7 @@ mod tests {
             "acceptance_rate": 0.5, "total_accepted_draft_tokens": 30, "total_draft_tokens": 60,
             "num_spec_steps": 20, "acceptance_histogram": [8, 0, 6, 6], "num_spec_tokens": 3}}]}),
         );
-        assert_eq!(r.engine, EngineKind::Trtllm);
+        assert_eq!(r.engine, Engine::Trtllm);
         assert_eq!(r.mean_acceptance_length, 2.5);
         assert_eq!(r.draft_acceptance_rate, 0.5);
         let r = record(json!({"choices": [{"speculative_decoding": {
@@ -806,7 +777,7 @@ mod tests {
         let r = record(json!({"sglext": {"spec_tokens_details": {
             "spec_accept_rate": 0.41, "spec_accept_length": 3.09, "spec_num_correct_drafts": 12,
             "spec_num_proposed_drafts": 30, "spec_verify_ct": 10, "spec_correct_drafts_histogram": [4, 3, 1, 1, 1]}}}));
-        assert_eq!(r.engine, EngineKind::Sglang);
+        assert_eq!(r.engine, Engine::Sglang);
         assert_eq!(r.mean_acceptance_length, 2.2);
         assert_eq!(r.draft_acceptance_rate, 0.4);
     }

@@ -4,7 +4,7 @@
 use std::collections::BTreeMap;
 
 use crate::figures::{acceptance_length, acceptance_rate_pct};
-use crate::protocol::RunView;
+use crate::view::RunView;
 
 /// Measured acceptance by draft position of one path, over the whole run.
 #[derive(Debug, Clone, PartialEq)]
@@ -101,15 +101,15 @@ impl RunView {
 
 #[cfg(test)]
 mod tests {
-    use crate::protocol::tests::point;
-    use crate::protocol::*;
+    use crate::view::tests::point;
+    use crate::view::*;
 
     #[test]
     fn positions_come_from_each_path_over_the_whole_run() {
         let mut run = RunView::idle();
         let mut agg = crate::aggregate::SpecAggregator::new();
         agg.push(&crate::per_request::SpecRecord {
-            engine: crate::per_request::EngineKind::Vllm,
+            engine: crate::engine::Engine::Vllm,
             mean_acceptance_length: 2.0,
             draft_acceptance_rate: 0.5,
             // 4 steps: accepted 0, 1, 2, 3 of k = 3.

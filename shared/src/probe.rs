@@ -3,6 +3,7 @@
 //! this module only reads them). The report names what will be measured, what cannot be and
 //! the server option that would turn it on, and the next commands with the URL filled in.
 
+use crate::engine::Engine;
 use std::collections::BTreeSet;
 
 use serde::Serialize;
@@ -12,12 +13,12 @@ use crate::notices::PER_REQUEST_HOW_TO;
 use crate::per_request::{adapt_response, PayloadOutcome};
 use crate::prom;
 use crate::run::NO_SPECULATION_HINT;
-use crate::scrape::{parse_metrics, Schema};
+use crate::scrape::parse_metrics;
 
 /// The spec-decode families speclens reads, by engine (sample names as exposed).
-const FAMILIES: [(Schema, &[&str]); 4] = [
+const FAMILIES: [(Engine, &[&str]); 4] = [
     (
-        Schema::Vllm,
+        Engine::Vllm,
         &[
             "vllm:spec_decode_num_drafts_total",
             "vllm:spec_decode_num_draft_tokens_total",
@@ -26,7 +27,7 @@ const FAMILIES: [(Schema, &[&str]); 4] = [
         ],
     ),
     (
-        Schema::LlamaCpp,
+        Engine::LlamaCpp,
         &[
             "llamacpp:spec_decode_num_drafts_total",
             "llamacpp:spec_decode_num_draft_tokens_total",
@@ -35,7 +36,7 @@ const FAMILIES: [(Schema, &[&str]); 4] = [
         ],
     ),
     (
-        Schema::Trtllm,
+        Engine::Trtllm,
         &[
             "trtllm_spec_decode_num_draft_tokens_total",
             "trtllm_spec_decode_num_accepted_tokens_total",
@@ -43,7 +44,7 @@ const FAMILIES: [(Schema, &[&str]); 4] = [
         ],
     ),
     (
-        Schema::Sglang,
+        Engine::Sglang,
         &[
             "sglang:spec_verify_calls_total",
             "sglang:generation_tokens_total",
@@ -55,11 +56,11 @@ const FAMILIES: [(Schema, &[&str]); 4] = [
 ];
 
 /// The server option that exports each engine's metrics.
-fn metrics_option(engine: Option<Schema>) -> &'static str {
+fn metrics_option(engine: Option<Engine>) -> &'static str {
     match engine {
-        Some(Schema::Sglang) => "SGLang exports them with --enable-metrics",
-        Some(Schema::LlamaCpp) => "llama-server exports them with --metrics",
-        Some(Schema::Trtllm) => {
+        Some(Engine::Sglang) => "SGLang exports them with --enable-metrics",
+        Some(Engine::LlamaCpp) => "llama-server exports them with --metrics",
+        Some(Engine::Trtllm) => {
             "trtllm-serve exports them at /prometheus/metrics with enable_iter_perf_stats: true in --extra_llm_api_options"
         }
         _ => "vLLM exports them at /metrics unless started with --disable-log-stats",
@@ -91,7 +92,7 @@ pub struct ProbeReport {
     pub url: String,
     pub reachable: bool,
     /// The engine, from `owned_by` or from the metric names.
-    pub engine: Option<String>,
+    pub engine: Option<Engine>,
     pub version: Option<String>,
     pub models: Vec<String>,
     pub metrics_url: Option<String>,
@@ -157,11 +158,7 @@ impl ProbeReport {
                 .map(|f| f.to_string())
                 .collect()
         };
-        let engine = owned_by
-            .as_deref()
-            .and_then(engine_of_owner)
-            .map(str::to_string)
-            .or(schema.map(|s| s.engine().to_string()));
+        let engine = owned_by.as_deref().and_then(Engine::from_owned_by).or(schema);
         let (per_request, answer_evidence) = per_request_level(&seen.answer);
         let counter_delta = seen.drafts_before_after.map(|(a, b)| b.saturating_sub(a));
         let (speculates, evidence) = match (counter_delta, answer_evidence, spec_families.is_empty()) {
@@ -205,7 +202,7 @@ impl ProbeReport {
 
     /// What speclens will measure at the server, what it cannot (each with what turns it on),
     /// and the next commands, from what the report says of it.
-    fn judge(&mut self, seen: &Seen, schema: Option<Schema>) {
+    fn judge(&mut self, seen: &Seen, schema: Option<Engine>) {
         let (measures, cannot) = (&mut self.measures, &mut self.cannot);
         let (reachable, speculates, per_request) = (self.reachable, self.speculates, self.per_request.as_str());
         if !reachable {
@@ -232,7 +229,7 @@ impl ProbeReport {
                 (None, false) => {
                     measures.push(format!(
                         "acceptance rate and length from the {} counters before and after each run, live every scrape interval",
-                        schema.map_or("server's", Schema::engine)
+                        schema.map_or("server's", Engine::name)
                     ));
                     if self.spec_families.iter().any(|f| f.ends_with("per_pos_total")) {
                         measures.push("acceptance by draft position".into());
@@ -250,9 +247,9 @@ impl ProbeReport {
                 )),
                 "partial" => {
                     measures.push("a per-request acceptance figure (a length or a rate, not full counts)".into());
-                    cannot.push(format!("full per-request records: {}", how_to(self.engine.as_deref())));
+                    cannot.push(format!("full per-request records: {}", how_to(self.engine)));
                 }
-                _ => cannot.push(format!("per-request stats: {}", how_to(self.engine.as_deref()))),
+                _ => cannot.push(format!("per-request stats: {}", how_to(self.engine))),
             }
         }
         let url = &seen.url;
@@ -279,9 +276,9 @@ impl ProbeReport {
         let mut out = format!("speclens probe {}\n", self.url);
         let line = |out: &mut String, label: &str, value: &str| out.push_str(&format!("  {label:<14}{value}\n"));
         line(&mut out, "reachable", if self.reachable { "yes" } else { "no" });
-        let engine = match (&self.engine, &self.version) {
-            (Some(e), Some(v)) => format!("{e} {v}"),
-            (Some(e), None) => e.clone(),
+        let engine = match (self.engine, &self.version) {
+            (Some(e), Some(v)) => format!("{} {v}", e.name()),
+            (Some(e), None) => e.name().to_string(),
             (None, _) => "unknown (no owned_by, no engine metric names)".into(),
         };
         line(&mut out, "engine", &engine);
@@ -335,12 +332,12 @@ impl ProbeReport {
 }
 
 /// What turns per-request stats on for `engine` (every engine's way when it is not known).
-fn how_to(engine: Option<&str>) -> String {
+fn how_to(engine: Option<Engine>) -> String {
     let prefix = match engine {
-        Some("vllm") => "vLLM:",
-        Some("sglang") => "SGLang:",
-        Some("trtllm") => "TensorRT-LLM:",
-        Some("llamacpp") => {
+        Some(Engine::Vllm) => "vLLM:",
+        Some(Engine::Sglang) => "SGLang:",
+        Some(Engine::Trtllm) => "TensorRT-LLM:",
+        Some(Engine::LlamaCpp) => {
             return "llama-server returns drafted and accepted tokens per request (timings), no steps: a rate, not a length".into()
         }
         _ => return PER_REQUEST_HOW_TO.to_string(),
@@ -350,17 +347,6 @@ fn how_to(engine: Option<&str>) -> String {
         .find(|part| part.starts_with(prefix))
         .unwrap_or(PER_REQUEST_HOW_TO)
         .to_string()
-}
-
-/// The engine an `/v1/models` `owned_by` names.
-fn engine_of_owner(owner: &str) -> Option<&'static str> {
-    match owner.to_ascii_lowercase().as_str() {
-        "vllm" => Some("vllm"),
-        "sglang" => Some("sglang"),
-        "tensorrt_llm" | "tensorrt-llm" | "trtllm" => Some("trtllm"),
-        "llamacpp" | "llama.cpp" => Some("llamacpp"),
-        _ => None,
-    }
 }
 
 /// The level of the probe request's per-request stats (`detailed`, `summary`, `partial`,

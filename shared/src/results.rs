@@ -12,9 +12,9 @@ use crate::aggregate::SpecSummary;
 use crate::fleet::FleetWindow;
 use crate::model::Measured;
 use crate::notices::Notices;
-use crate::protocol::{draft_share_pct, Distributions, Progress, RunStatus, RunView, Tiles, TimelinePoint};
 use crate::run::{LatencyStats, RequestRecord, RunMetrics, RunTally};
 use crate::scrape::{SglangGauges, SpecDecodeData, SpecDecodeResult};
+use crate::view::{draft_share_pct, Distributions, Progress, RunStatus, RunView, Tiles, TimelinePoint};
 
 /// `schema` of a speclens `result.json`.
 pub const RESULT_SCHEMA: &str = "speclens.result";

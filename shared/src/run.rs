@@ -8,8 +8,9 @@ use std::fmt::Write;
 use serde::{Deserialize, Serialize};
 
 use crate::aggregate::SpecAggregator;
+use crate::engine::Engine;
 use crate::goodput::{RequestLatency, Slo};
-use crate::per_request::{EngineKind, PartialSpecRecord, SpecRecord};
+use crate::per_request::{PartialSpecRecord, SpecRecord};
 use crate::sample::Sample;
 use crate::scrape::SpecDecodeData;
 
@@ -282,14 +283,14 @@ pub struct RunTally {
     pub rejected: BTreeMap<String, u64>,
     /// The engine whose successful requests without details took no step (SGLang leaves the
     /// details out of a request that never verified).
-    absent_means_zero_steps: Option<EngineKind>,
+    absent_means_zero_steps: Option<Engine>,
     /// The `--goodput` objectives, and how many completed requests met them.
     slo: Option<Slo>,
     good: u64,
 }
 
 impl RunTally {
-    pub fn new(absent_means_zero_steps: Option<EngineKind>) -> RunTally {
+    pub fn new(absent_means_zero_steps: Option<Engine>) -> RunTally {
         RunTally {
             absent_means_zero_steps,
             ..RunTally::default()

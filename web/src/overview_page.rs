@@ -12,9 +12,9 @@ use speclens_shared::model::{Costs, KChoice};
 use speclens_shared::overview::{
     arm_lines, batch_text, break_even_of_headline, pick_run, AcceptanceSummary, BreakEvenSummary,
 };
-use speclens_shared::protocol::RunView;
 use speclens_shared::results::{run_view_from_result, AcceptMatrix, RunList, RunResult};
 use speclens_shared::sweep::{Axis, SweepFile};
+use speclens_shared::view::RunView;
 use speclens_shared::Error;
 
 use crate::canvas::{chart_canvas, Draw, Root};

@@ -8,8 +8,8 @@ use serde::de::DeserializeOwned;
 use speclens_shared::glossary::Term;
 use speclens_shared::headline::Headline;
 use speclens_shared::model::implied_alpha;
-use speclens_shared::protocol::{RunView, TimelinePoint};
 use speclens_shared::results::{run_view_from_result, AcceptMatrix, RunList, RunListEntry, RunResult};
+use speclens_shared::view::{RunView, TimelinePoint};
 
 use speclens_shared::chart::{
     colors, draw_category_chart, draw_latency_comparison, draw_per_position, draw_series_panels, draw_sweep_chart,

@@ -22,8 +22,8 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use indicatif::ProgressBar;
+use speclens_shared::engine::Engine;
 use speclens_shared::gates::GateOutcome;
-use speclens_shared::per_request::EngineKind;
 use speclens_shared::results::RunResult;
 use speclens_shared::run::RunTally;
 use speclens_shared::steady::{SteadyScan, SteadyState};
@@ -34,7 +34,7 @@ use crate::error::{CollectorError, Signal};
 use crate::live::LiveHub;
 use crate::session::Session;
 use client::Target as Server;
-use engine::{Engine, RequestFields};
+use engine::RequestFields;
 use load::{Phase, Runner, Shared};
 use paths::SpecPaths;
 pub use plan::Checks;
@@ -328,8 +328,8 @@ async fn measure(p: &Prepared, hub: &LiveHub, records_tmp: &std::path::Path) -> 
         .duration_since(std::time::UNIX_EPOCH)
         .map_or(0, |d| u64::try_from(d.as_nanos()).unwrap_or(u64::MAX));
     // SGLang leaves the details out of a request that never verified: a zero-step request.
-    let mut tally = RunTally::new((p.engine == Some(Engine::Sglang)).then_some(EngineKind::Sglang))
-        .with_goodput(plan.output.goodput);
+    let mut tally =
+        RunTally::new((p.engine == Some(Engine::Sglang)).then_some(Engine::Sglang)).with_goodput(plan.output.goodput);
     // A closed loop's steady window (an open loop has no "full" state to measure).
     let mut steady_scan = match (plan.load.concurrency, plan.load.request_rate) {
         (Some(c), None) => SteadyScan::new(c),

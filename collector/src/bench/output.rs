@@ -13,10 +13,10 @@ use speclens_shared::aggregate::{SpecSummary, CONSOLE_COLUMNS};
 use speclens_shared::aiperf::{profile_export, record_line, RunInfo};
 use speclens_shared::file_label::result_file_label;
 use speclens_shared::notices::Notices;
-use speclens_shared::protocol::Distributions;
 use speclens_shared::results::{EndpointResult, ErrorCount, Errors, RunConfig, RunResult, SpecDecodeSection};
 use speclens_shared::run::{vllm_summary, RunMetrics, SpecSection, NO_SPECULATION_HINT};
 use speclens_shared::scrape::{console_block, SpecDecodeData, SpecDecodeResult};
+use speclens_shared::view::Distributions;
 use speclens_shared::warnings::workload_warnings;
 
 use super::paths::SpecPaths;

@@ -2,6 +2,7 @@
 //! (before/after, voided by a restart the live scrapes saw), the Prometheus path, the
 //! per-request payloads, and what the paths say about each other.
 
+use speclens_shared::engine::Engine;
 use std::collections::BTreeMap;
 
 use speclens_shared::aggregate::SpecAggregator;
@@ -10,7 +11,7 @@ use speclens_shared::notices::{Notices, PathFigures};
 use speclens_shared::results::EngineLoad;
 use speclens_shared::run::RunTally;
 use speclens_shared::scrape::{
-    derive, window_delta, window_result_with, CounterSet, GaugeMeans, LoadSample, ResultStatus, Schema, ScrapeFailure,
+    derive, window_delta, window_result_with, CounterSet, GaugeMeans, LoadSample, ResultStatus, ScrapeFailure,
     SpecCounters, SpecDecodeData, SpecDecodeResult, WindowFacts,
 };
 
@@ -60,7 +61,7 @@ impl ScrapeWindow {
     }
 
     /// The schema of the counters read after the window.
-    fn schema(&self) -> Option<Schema> {
+    fn schema(&self) -> Option<Engine> {
         self.after.as_ref().ok().map(CounterSet::schema)
     }
 
@@ -209,7 +210,7 @@ fn assess(windows: &[ScrapeWindow], fleet: Option<&FleetOutcome>, tally: &RunTal
     // accepted tokens); TensorRT-LLM's and SGLang's counters cannot be set against it.
     let comparable = windows
         .iter()
-        .all(|w| matches!(w.schema(), Some(Schema::Vllm | Schema::LlamaCpp)));
+        .all(|w| matches!(w.schema(), Some(Engine::Vllm | Engine::LlamaCpp)));
     let other_engine = !deltas.is_empty() && !comparable;
     let counters = if !windows.is_empty() && deltas.len() == windows.len() && comparable {
         let mut sum = SpecCounters::default();

@@ -10,10 +10,10 @@ use speclens_shared::gates::Gate;
 use speclens_shared::goodput::Slo;
 
 use super::client::EndpointKind;
-use super::engine::Engine;
 use super::prometheus::Prometheus;
 use super::workload::{Dataset, Workload};
 use crate::error::CollectorError;
+use speclens_shared::engine::Engine;
 
 /// Inter-arrival times when a request rate is set.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

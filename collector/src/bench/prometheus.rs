@@ -16,8 +16,8 @@ use speclens_shared::fleet::{
     counters_selector, fleet_window, metric_selector, parse_api_answer, selector_for, ApiSeries, FleetWindow,
     NO_COUNTERS,
 };
-use speclens_shared::protocol::TimelinePoint;
 use speclens_shared::scrape::{derive_stats, RawPhases, ResultStatus, SglangGauges, SpecCounters, SpecDecodeResult};
+use speclens_shared::view::TimelinePoint;
 use tokio::sync::watch;
 
 use super::redact_url;

@@ -6,10 +6,10 @@ use std::collections::BTreeMap;
 use std::time::Duration;
 
 use speclens_shared::capped::CappedLog;
-use speclens_shared::protocol::TimelinePoint;
 use speclens_shared::scrape::{
     counters_from_text, derive, CounterSet, IncreaseAccumulator, LoadSample, ScrapeFailure, WindowFacts,
 };
+use speclens_shared::view::TimelinePoint;
 use tokio::sync::watch;
 use tokio::time::Instant;
 

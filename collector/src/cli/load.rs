@@ -13,12 +13,12 @@ use speclens_shared::sweep::Level;
 
 use super::{Cli, Command};
 use crate::bench::client::EndpointKind;
-use crate::bench::engine::Engine;
 use crate::bench::plan::{seconds, Arrival, Load, Output, Scrape, Stop, Target};
 use crate::bench::prometheus::{self, Prometheus};
 use crate::bench::workload::{Columns, Dataset, Workload};
 use crate::error::CollectorError;
 use crate::{accept, bench, sweep};
+use speclens_shared::engine::Engine;
 
 /// Which OpenAI endpoint to load.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]

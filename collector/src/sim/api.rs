@@ -15,6 +15,7 @@ use axum::routing::{get, post};
 use axum::Router;
 use serde::Deserialize;
 use serde_json::{json, Value};
+use speclens_shared::engine::Engine;
 use tokio::sync::mpsc;
 
 use super::engine::{FinishReason, SeqEvent, SeqSpec, SeqStats, Submission};
@@ -40,18 +41,18 @@ pub enum PayloadShape {
 }
 
 impl PayloadShape {
-    /// The engine's `owned_by` in `/v1/models`.
-    pub fn owned_by(self) -> &'static str {
+    /// The engine the shape is of.
+    pub fn engine(self) -> Engine {
         match self {
-            PayloadShape::Vllm => "vllm",
-            PayloadShape::Trtllm | PayloadShape::TrtllmPr19311 => "tensorrt_llm",
-            PayloadShape::Sglang => "sglang",
-            PayloadShape::LlamaCpp => "llamacpp",
+            PayloadShape::Vllm => Engine::Vllm,
+            PayloadShape::Trtllm | PayloadShape::TrtllmPr19311 => Engine::Trtllm,
+            PayloadShape::Sglang => Engine::Sglang,
+            PayloadShape::LlamaCpp => Engine::LlamaCpp,
         }
     }
 
     fn trtllm(self) -> bool {
-        matches!(self, PayloadShape::Trtllm | PayloadShape::TrtllmPr19311)
+        self.engine() == Engine::Trtllm
     }
 }
 
@@ -197,7 +198,7 @@ async fn models(State(state): State<Arc<SimState>>, headers: HeaderMap) -> Respo
     let s = &state.settings;
     axum::Json(json!({
         "object": "list",
-        "data": [{"id": s.model, "object": "model", "created": super::unix_now() as u64, "owned_by": s.payload.owned_by(),
+        "data": [{"id": s.model, "object": "model", "created": super::unix_now() as u64, "owned_by": s.payload.engine().owned_by(),
                   "root": s.model, "parent": null, "max_model_len": s.max_model_len}]
     }))
     .into_response()

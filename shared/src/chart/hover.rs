@@ -2,8 +2,8 @@
 //! (read back through its [`super::XFrame`]), the nearest measured point in words.
 
 use super::{nearest, sorted_bars, tick, CategoryBar, Positions, SpeedupChart};
-use crate::protocol::RunView;
 use crate::sweep::{Axis, SweepFile};
+use crate::view::RunView;
 
 /// The scrape interval nearest `t_s` seconds into the run: acceptance and draft flow.
 pub fn timeline_at(run: &RunView, t_s: f64) -> Option<String> {

@@ -2,11 +2,12 @@
 //! server-level sum beside each label set's (`CounterSet`), and the canonical series keys that
 //! name them in messages.
 
+use crate::engine::Engine;
 use std::collections::BTreeMap;
 
 use serde::{Deserialize, Serialize};
 
-use super::schema::{family_name, Family, Schema};
+use super::schema::{family_name, Family};
 use crate::prom::{self, Sample};
 
 /// The four spec-decode counters of one label set, or their sum over label sets.
@@ -105,8 +106,8 @@ impl CounterSet {
     }
 
     /// The engine schema the counters follow.
-    pub fn schema(&self) -> Schema {
-        Schema::of_prefix(&self.prefix)
+    pub fn schema(&self) -> Engine {
+        Engine::of_prefix(&self.prefix)
     }
 
     /// Sum the series by the value of one label (`engine`, `model_name`, `instance`…);

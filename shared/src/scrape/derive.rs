@@ -2,13 +2,14 @@
 //! the server restarted inside the window), and per engine the acceptance rate, length and
 //! per-position rates with a note wherever a figure is not a counter delta.
 
+use crate::engine::Engine;
 use std::collections::{BTreeMap, BTreeSet};
 
 use serde::{Deserialize, Serialize};
 
 use super::counters::{with_position, CounterSet, SpecCounters};
 use super::gauges::GaugeMeans;
-use super::schema::{Family, Schema, DRAFTS, DRAFT_TOKENS};
+use super::schema::{Family, DRAFTS, DRAFT_TOKENS};
 use crate::error::Error;
 pub use crate::error::NO_ACTIVITY;
 
@@ -98,15 +99,15 @@ impl WindowFacts {
 /// Derive the window's stats from a delta of vLLM's (or llama.cpp's) counters, or the reason
 /// there are none.
 pub fn derive_stats(delta: &SpecCounters) -> Result<SpecDecodeData, Error> {
-    derive(Schema::Vllm, delta, &WindowFacts::default())
+    derive(Engine::Vllm, delta, &WindowFacts::default())
 }
 
 /// Derive the window's stats of any engine from its counters' delta and the facts around it.
-pub fn derive(schema: Schema, delta: &SpecCounters, facts: &WindowFacts) -> Result<SpecDecodeData, Error> {
+pub fn derive(schema: Engine, delta: &SpecCounters, facts: &WindowFacts) -> Result<SpecDecodeData, Error> {
     match schema {
-        Schema::Vllm | Schema::LlamaCpp => derive_vllm(delta, facts),
-        Schema::Trtllm => derive_trtllm(delta, &facts.gauges),
-        Schema::Sglang => derive_sglang(delta, &facts.gauges),
+        Engine::Vllm | Engine::LlamaCpp => derive_vllm(delta, facts),
+        Engine::Trtllm => derive_trtllm(delta, &facts.gauges),
+        Engine::Sglang => derive_sglang(delta, &facts.gauges),
     }
 }
 

@@ -19,7 +19,7 @@ pub use gauges::GaugeMeans;
 pub use live::IncreaseAccumulator;
 pub use load::LoadSample;
 pub use parse::{counters_from_text, parse_metrics, MetricsSnapshot, ScrapeFailure, SglangGauges};
-pub use schema::{Schema, COUNTER_PREFIXES, ENGINE_GAUGES};
+pub use schema::{COUNTER_PREFIXES, ENGINE_GAUGES};
 pub use window::{console_block, window_result, window_result_with, RawPhases, ResultStatus, SpecDecodeResult};
 
 /// Counters and counter sets the unit tests build.

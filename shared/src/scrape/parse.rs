@@ -2,6 +2,7 @@
 //! (checked: one engine, no duplicate series, whole non-negative values), SGLang's gauges, and
 //! the failure a phase reports when a scrape gives no counters.
 
+use crate::engine::Engine;
 use std::collections::{BTreeMap, BTreeSet};
 use std::fmt;
 
@@ -9,7 +10,7 @@ use serde::{Deserialize, Serialize};
 
 use super::counters::{series_key, with_position, CounterSet, SpecCounters};
 use super::gauges::GaugeMean;
-use super::schema::{counter_family, family_name, required, Family, Schema, ENGINE_GAUGES};
+use super::schema::{counter_family, family_name, required, Family, ENGINE_GAUGES};
 use crate::error::Error;
 use crate::prom::{self, Sample};
 
@@ -36,7 +37,7 @@ pub struct MetricsSnapshot {
     /// The engine whose metric names the text holds (`vllm:`, `sglang:`, `trtllm_`,
     /// `llamacpp:`), spec-decode or not: it names the server option a missing family needs.
     #[serde(default)]
-    pub engine: Option<Schema>,
+    pub engine: Option<Engine>,
     /// SGLang's counters a window needs that the text lacks (it then has only gauges).
     #[serde(default)]
     pub sglang_missing: Vec<String>,
@@ -77,15 +78,15 @@ pub fn parse_metrics(text: &str) -> Result<MetricsSnapshot, Error> {
     let mut series: BTreeMap<String, SpecCounters> = BTreeMap::new();
     let mut seen: BTreeSet<(Family, String, u32)> = BTreeSet::new();
     let mut families: BTreeSet<Family> = BTreeSet::new();
-    let mut schema: Option<Schema> = None;
+    let mut schema: Option<Engine> = None;
     let mut gauges: BTreeMap<&'static str, GaugeMean> = BTreeMap::new();
-    let mut engine: Option<Schema> = None;
+    let mut engine: Option<Engine> = None;
     let mut largest = 0u64;
 
     for sample in prom::samples(text) {
         let sample = sample?;
         if engine.is_none() {
-            engine = Schema::of_name(sample.name);
+            engine = Engine::of_metric_name(sample.name);
         }
         if let Some(name) = ENGINE_GAUGES.iter().find(|g| **g == sample.name) {
             gauges.entry(name).or_default().push(sample.value);
@@ -106,7 +107,7 @@ pub fn parse_metrics(text: &str) -> Result<MetricsSnapshot, Error> {
             });
         }
         // SGLang's families carry different labels: they are summed into one series.
-        let sglang = this_schema == Schema::Sglang;
+        let sglang = this_schema == Engine::Sglang;
         let key = if sglang { String::new() } else { series_key(&sample) };
         let position = match family {
             Family::PerPos => draft_position(&sample)?,
@@ -154,7 +155,7 @@ pub fn parse_metrics(text: &str) -> Result<MetricsSnapshot, Error> {
         num_draft_tokens: gauge("sglang:spec_num_draft_tokens"),
         verify_calls_total: series
             .get("")
-            .filter(|_| schema == Some(Schema::Sglang) && families.contains(&Family::Drafts))
+            .filter(|_| schema == Some(Engine::Sglang) && families.contains(&Family::Drafts))
             .map(|c| c.num_drafts as f64),
     };
     let sglang = (sglang != SglangGauges::default()).then_some(sglang);
@@ -171,7 +172,7 @@ pub fn parse_metrics(text: &str) -> Result<MetricsSnapshot, Error> {
 /// The counter set of one exposition's spec-decode families, with the SGLang families it lacks
 /// when they make no figure; `None` without counters (or a plain SGLang server's).
 fn counter_set(
-    schema: Option<Schema>,
+    schema: Option<Engine>,
     families: &BTreeSet<Family>,
     series: BTreeMap<String, SpecCounters>,
     gauge_means: &BTreeMap<String, f64>,
@@ -186,16 +187,16 @@ fn counter_set(
                 .filter(|f| !families.contains(f))
                 .map(|f| format!("{prefix}{}", family_name(schema, *f)))
                 .collect();
-            if schema == Schema::Sglang && !families.contains(&Family::Drafts) {
+            if schema == Engine::Sglang && !families.contains(&Family::Drafts) {
                 // Generation and request counters alone: a plain SGLang server.
                 None
-            } else if schema == Schema::Sglang && !missing.is_empty() {
+            } else if schema == Engine::Sglang && !missing.is_empty() {
                 sglang_missing = missing;
                 None
             } else if match schema {
                 // Without accepted tokens no figure of vLLM's schema stands; the others need all.
-                Schema::Vllm | Schema::LlamaCpp => !families.contains(&Family::Accepted),
-                Schema::Trtllm | Schema::Sglang => !missing.is_empty(),
+                Engine::Vllm | Engine::LlamaCpp => !families.contains(&Family::Accepted),
+                Engine::Trtllm | Engine::Sglang => !missing.is_empty(),
             } {
                 // Without accepted tokens no figure stands.
                 return Err(Error::IncompleteCounters {
@@ -206,7 +207,7 @@ fn counter_set(
                 for counters in series.values() {
                     total.add(counters);
                 }
-                let rounded_max = (schema == Schema::LlamaCpp && largest >= LLAMACPP_EXACT_BELOW).then_some(largest);
+                let rounded_max = (schema == Engine::LlamaCpp && largest >= LLAMACPP_EXACT_BELOW).then_some(largest);
                 let schema_gauges = gauge_means
                     .iter()
                     .filter(|(name, _)| name.starts_with(prefix))
@@ -307,7 +308,7 @@ pub fn counters_from_text(text: &str) -> Result<CounterSet, ScrapeFailure> {
             missing: sglang_missing,
         }),
         MetricsSnapshot {
-            engine: Some(Schema::Trtllm),
+            engine: Some(Engine::Trtllm),
             ..
         } => Err(ScrapeFailure::TrtllmNoSpec),
         _ => Err(ScrapeFailure::NoSpecMetrics),

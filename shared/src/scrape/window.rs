@@ -1,13 +1,13 @@
 //! One server's window result: its two phases' scrapes combined into AISBench's
 //! `spec_decode_<label>.json` value, and its console block.
 
+use crate::engine::Engine;
 use serde::{Deserialize, Serialize};
 
 use super::counters::{CounterSet, SpecCounters};
 use super::derive::{derive, window_delta, SpecDecodeData, WindowFacts};
 use super::gauges::GaugeMeans;
 use super::parse::ScrapeFailure;
-use super::schema::Schema;
 
 /// `ok` iff the result carries data.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
@@ -55,7 +55,7 @@ pub fn window_result_with(
     // llama.cpp adds its spec-decode families once something was drafted: none before the
     // window means zero then.
     let before = match (before, &after) {
-        (Err(ScrapeFailure::NoSpecMetrics), Ok(a)) if a.schema() == Schema::LlamaCpp => Ok(a.zeroed()),
+        (Err(ScrapeFailure::NoSpecMetrics), Ok(a)) if a.schema() == Engine::LlamaCpp => Ok(a.zeroed()),
         (before, _) => before,
     };
     let raw = RawPhases {
