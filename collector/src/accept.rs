@@ -228,7 +228,7 @@ pub async fn run_with(args: Plan, hub: Option<LiveHub>) -> Result<Vec<CategoryAc
         args.requests_per_category,
         crate::bench::redact_url(args.url())
     );
-    let mut session = Session::new(hub);
+    let mut session = Session::new(hub, args.dashboard_port);
     session.serve(args.dashboard_port, out.clone()).await?;
     let hub = &session.hub;
     // Exactly N prompts per category, written as the runs' workload.

@@ -61,7 +61,8 @@ enum Event {
 /// The handle runs and WebSocket handlers hold; cloning it is cheap.
 #[derive(Clone)]
 pub struct LiveHub {
-    events: mpsc::Sender<Event>,
+    /// The hub task's queue; `None` for a detached hub, which no page can watch.
+    events: Option<mpsc::Sender<Event>>,
 }
 
 /// Latencies in milliseconds, kept as microsecond histograms (3 significant digits).
@@ -157,12 +158,25 @@ impl LiveHub {
             tx,
         };
         tokio::spawn(hub.run(rx));
-        LiveHub { events }
+        LiveHub { events: Some(events) }
+    }
+
+    /// A hub no page watches (a command without a dashboard): runs feed it as any other, and
+    /// what they send is dropped at once, so a run spends no CPU on a view nobody reads.
+    pub fn detached() -> LiveHub {
+        LiveHub { events: None }
+    }
+
+    /// Whether a hub task receives what is sent (not [`LiveHub::detached`]).
+    fn attached(&self) -> bool {
+        self.events.is_some()
     }
 
     async fn send(&self, event: Event) {
         // The task lives as long as a handle does; a send can fail only at shutdown.
-        let _ = self.events.send(event).await;
+        if let Some(events) = &self.events {
+            let _ = events.send(event).await;
+        }
     }
 
     /// A new run begins: everything from the previous one is dropped.
@@ -181,7 +195,9 @@ impl LiveHub {
 
     /// One finished request of the measured window.
     pub async fn note_record(&self, record: &RequestRecord) {
-        self.send(Event::Record(Box::new(record.clone()))).await;
+        if self.attached() {
+            self.send(Event::Record(Box::new(record.clone()))).await;
+        }
     }
 
     /// One live-scrape point.
@@ -193,7 +209,9 @@ impl LiveHub {
     /// (`run_view_from_result`), whole-run figures equal to `result.json`'s, instead of the
     /// last scrape interval.
     pub async fn finish(&self, result: &RunResult) {
-        self.send(Event::Finish(Box::new(run_view_from_result(result)))).await;
+        if self.attached() {
+            self.send(Event::Finish(Box::new(run_view_from_result(result)))).await;
+        }
     }
 
     /// The command feeding this hub has measured all it will (the demo's end): pages that

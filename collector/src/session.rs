@@ -19,11 +19,17 @@ pub struct Session {
 }
 
 impl Session {
-    /// Feed `outer` (a hub another command serves, the demo's) or a hub of one's own.
-    pub fn new(outer: Option<LiveHub>) -> Session {
+    /// Feed `outer` (a hub another command serves, the demo's) or a hub of one's own, which
+    /// is detached when no dashboard will watch it (no `dashboard_port`).
+    pub fn new(outer: Option<LiveHub>, dashboard_port: Option<u16>) -> Session {
+        let hub = match (outer.clone(), dashboard_port) {
+            (Some(outer), _) => outer,
+            (None, Some(_)) => LiveHub::new(64),
+            (None, None) => LiveHub::detached(),
+        };
         Session {
             own: outer.is_none(),
-            hub: outer.unwrap_or_else(|| LiveHub::new(64)),
+            hub,
             dashboard: None,
         }
     }

@@ -291,7 +291,7 @@ pub async fn run_with(plan: Plan, hub: Option<LiveHub>) -> Result<Option<SweepFi
     std::fs::create_dir_all(&out)
         .map_err(|e| CollectorError::Output(format!("cannot create {}: {e}", out.display())))?;
     let _lock = bench::output::lock_dir(&out)?;
-    let mut session = Session::new(hub);
+    let mut session = Session::new(hub, plan.dashboard_port);
     session.serve(plan.dashboard_port, out.clone()).await?;
     let hub = &session.hub;
     let axis = plan.levels.first().map_or(Axis::Concurrency, |l| l.axis());

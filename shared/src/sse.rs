@@ -59,6 +59,12 @@ fn event_data(raw: &[u8]) -> Option<Cow<'_, str>> {
 fn joined_data(text: &str) -> Option<Cow<'_, str>> {
     // A stream may open with a byte-order mark (the SSE standard's decoder drops it).
     let text = text.trim_start_matches('\u{feff}');
+    // The common event, one `data:` line, without walking its lines.
+    if let Some(data) = text.strip_prefix("data:") {
+        if memchr::memchr(b'\n', data.as_bytes()).is_none() {
+            return Some(Cow::Borrowed(data.strip_prefix(' ').unwrap_or(data)));
+        }
+    }
     let data_lines = || {
         text.lines()
             .filter_map(|l| l.strip_prefix("data:").map(|d| d.strip_prefix(' ').unwrap_or(d)))
@@ -73,8 +79,7 @@ fn joined_data(text: &str) -> Option<Cow<'_, str>> {
 
 /// End of the first event (`\n\n` or `\r\n\r\n`) and the separator's length.
 fn find_event_end(buf: &[u8]) -> Option<(usize, usize)> {
-    let i = buf.iter().position(|b| *b == b'\n')?;
-    let mut i = i;
+    let mut i = memchr::memchr(b'\n', buf)?;
     loop {
         if buf.get(i + 1) == Some(&b'\n') {
             return Some((i, 2));
@@ -82,7 +87,7 @@ fn find_event_end(buf: &[u8]) -> Option<(usize, usize)> {
         if i >= 1 && buf[i - 1] == b'\r' && buf.get(i + 1..i + 3) == Some(b"\r\n") {
             return Some((i - 1, 4));
         }
-        i += 1 + buf[i + 1..].iter().position(|b| *b == b'\n')?;
+        i += 1 + memchr::memchr(b'\n', &buf[i + 1..])?;
     }
 }
 

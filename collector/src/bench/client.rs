@@ -366,11 +366,25 @@ fn measure_exchange(target: &Target, outcome: Outcome) -> Exchange {
 /// or a login wall, a JSON body), or `None` when it holds SSE events or was cut (a cut stream
 /// is `stream_cut`). A stream with a wrong `Content-Type` but real events is still read.
 fn not_a_stream(body: &[u8], content_type: Option<&str>, cut: bool) -> Option<String> {
-    // The first bytes decide (and make the message).
+    const SSE_FIELDS: [&str; 5] = ["data:", "event:", "id:", "retry:", ":"];
+    // The first bytes decide: a stream is told by its bytes (ASCII whitespace and a byte-order
+    // mark skipped), without decoding the answer's head (this runs for every response).
+    let mut head = &body[..body.len().min(4096)];
+    loop {
+        let trimmed = head.trim_ascii_start();
+        let trimmed = trimmed.strip_prefix("\u{feff}".as_bytes()).unwrap_or(trimmed);
+        if trimmed.len() == head.len() {
+            break;
+        }
+        head = trimmed;
+    }
+    if cut || head.is_empty() || SSE_FIELDS.iter().any(|f| head.starts_with(f.as_bytes())) {
+        return None;
+    }
+    // Otherwise the head is decoded (other whitespace skipped too) to decide and to quote it.
     let text = String::from_utf8_lossy(&body[..body.len().min(4096)]);
     let start = text.trim_start_matches(|c: char| c.is_whitespace() || c == '\u{feff}');
-    let sse_field = ["data:", "event:", "id:", "retry:", ":"];
-    if cut || start.is_empty() || sse_field.iter().any(|f| start.starts_with(f)) {
+    if start.is_empty() || SSE_FIELDS.iter().any(|f| start.starts_with(f)) {
         return None;
     }
     Some(format!(

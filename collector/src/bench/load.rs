@@ -152,6 +152,9 @@ pub struct PhaseOutcome {
 /// up shows as a slower run, not as memory that grows with the run.
 const EVENTS_AHEAD: usize = 4096;
 
+/// Events the fold takes from its channel at once, at most.
+const FOLD_BATCH: usize = 64;
+
 /// Everything a phase runs with; the same for the warm-up and the window.
 pub struct Runner<'a> {
     pub shared: &'a Arc<Shared>,
@@ -176,18 +179,21 @@ impl Runner<'_> {
         let mut pending: HashMap<(u64, u32), Pending> = HashMap::new();
         let mut partial = false;
         let mut drain_deadline: Option<Instant> = None;
+        // Events that queued while the fold worked are taken together: one wake and one
+        // select for the lot, not one each.
+        let mut batch: Vec<Event> = Vec::with_capacity(FOLD_BATCH);
         loop {
-            let next = match drain_deadline {
+            let taken = match drain_deadline {
                 // Draining: until the deadline, or a second signal.
                 Some(deadline) => tokio::select! {
-                    e = tokio::time::timeout_at(deadline, rx.recv()) => match e {
-                        Ok(e) => e,
+                    n = tokio::time::timeout_at(deadline, rx.recv_many(&mut batch, FOLD_BATCH)) => match n {
+                        Ok(n) => n,
                         Err(_) => break,
                     },
                     _ = self.cancel.changed() => break,
                 },
                 None => tokio::select! {
-                    e = rx.recv() => e,
+                    n = rx.recv_many(&mut batch, FOLD_BATCH) => n,
                     _ = self.cancel.changed() => {
                         partial = true;
                         drain_deadline = Some(Instant::now() + self.load.drain);
@@ -195,8 +201,12 @@ impl Runner<'_> {
                     }
                 },
             };
-            let Some(event) = next else { break };
-            self.fold(event, &mut pending, phase.warmup).await?;
+            if taken == 0 {
+                break;
+            }
+            for event in batch.drain(..) {
+                self.fold(event, &mut pending, phase.warmup).await?;
+            }
         }
         // Abandon what did not finish in the drain window (only after Ctrl-C).
         if let Ok(mut tasks) = dispatch.await {

@@ -162,7 +162,7 @@ pub fn verdict(out: &RunOutput, checks: &Checks) -> Result<(), CollectorError> {
 /// A run that feeds `hub` (a dashboard another command serves) instead of its own.
 pub async fn run_with(plan: Plan, hub: Option<LiveHub>) -> Result<RunOutput, CollectorError> {
     plan.check()?;
-    let mut session = Session::new(hub);
+    let mut session = Session::new(hub, plan.dashboard_port);
     let prepared = prepare(plan, session.hub.clone()).await?;
     let _lock = output::lock_dir(&prepared.out_dir)?;
     session
