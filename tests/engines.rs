@@ -96,8 +96,8 @@ fn bench_records(url: &str, extra: &[&str]) -> (String, serde_json::Value, Vec<s
 }
 
 #[test]
-fn a_released_tensorrt_llm_is_scraped_at_its_prometheus_path() {
-    let sim = Speclens::instant_spec_sim("0.7", &["--payload", "trtllm"]);
+fn a_tensorrt_llm_before_the_per_position_pair_takes_its_length_from_its_gauges() {
+    let sim = Speclens::instant_spec_sim("0.7", &["--payload", "trtllm", "--no-per-position-pair"]);
     // 8 answers of 200 tokens: some 630 steps, so the mean acceptance length is within 0.05
     // (one standard deviation) of the sim's 2.53.
     let (_, result, records) = bench_records(&sim.url(), &["--output-tokens", "200"]);
@@ -148,18 +148,66 @@ fn a_released_tensorrt_llm_is_scraped_at_its_prometheus_path() {
 
 #[test]
 fn a_tensorrt_llm_without_its_metrics_options_is_named_in_the_reason() {
-    for (flag, option) in [
-        ("--no-perf-metrics", "return_perf_metrics"),
-        ("--no-iter-perf-stats", "enable_iter_perf_stats"),
+    for (flags, option) in [
+        (&["--no-perf-metrics"][..], "return_perf_metrics"),
+        (
+            &["--no-iter-perf-stats", "--no-per-position-pair"][..],
+            "enable_iter_perf_stats",
+        ),
     ] {
-        let sim = Speclens::instant_spec_sim("0.7", &["--payload", "trtllm", flag]);
+        let mut args = vec!["--payload", "trtllm"];
+        args.extend_from_slice(flags);
+        let sim = Speclens::instant_spec_sim("0.7", &args);
         let (_, result, _) = bench_records(&sim.url(), &[]);
         let reason = result["spec_decode"]["scrape"][0]["result"]["error"]
             .as_str()
             .unwrap()
             .to_string();
-        assert!(reason.contains(option), "{flag}: {reason}");
+        assert!(reason.contains(option), "{flags:?}: {reason}");
         assert_eq!(result["completed"], 8, "a failed scrape never fails the run");
+    }
+}
+
+/// TensorRT-LLM's per-position pair is added as each request finishes, so over a window that
+/// holds whole requests its figures are exactly what the requests' own stats add up to — with
+/// the iteration counters off too (`enable_iter_perf_stats` is not needed for the pair).
+#[test]
+fn tensorrt_llm_s_per_position_pair_gives_the_window_its_requests_add_up_to() {
+    for extra in [&[][..], &["--no-iter-perf-stats"][..]] {
+        let mut args = vec!["--payload", "trtllm-pr19311"];
+        args.extend_from_slice(extra);
+        let sim = Speclens::instant_spec_sim("0.7", &args);
+        let (_, result, records) = bench_records(&sim.url(), &["--no-stream", "--output-tokens", "64"]);
+        let window = &result["spec_decode"]["scrape"][0]["result"];
+        assert_eq!(window["status"], "ok", "{extra:?}: {window}");
+        let data = &window["data"];
+        let specs: Vec<_> = records
+            .iter()
+            .filter_map(|r| r.spec_decode_acceptance.as_ref())
+            .collect();
+        assert_eq!(specs.len(), 8, "every request's own stats");
+        let steps: u64 = specs.iter().map(|s| s.num_spec_steps).sum();
+        let drafted: u64 = specs.iter().map(|s| s.num_draft_tokens).sum();
+        let accepted: u64 = specs.iter().map(|s| s.num_accepted_draft_tokens).sum();
+        assert!(steps > 50, "{steps} steps");
+        assert_eq!(data["num_drafts"].as_u64(), Some(steps), "{extra:?}: {data}");
+        assert_eq!(data["draft_tokens"].as_u64(), Some(drafted), "{data}");
+        assert_eq!(data["accepted_tokens"].as_u64(), Some(accepted), "{data}");
+        let length = data["acceptance_length"].as_f64().unwrap();
+        assert_eq!(length, 1.0 + accepted as f64 / steps as f64, "{data}");
+        // Position i is accepted by every step that accepted more than i drafts.
+        for pos in 0..3u32 {
+            let at_pos: u64 = specs
+                .iter()
+                .flat_map(|s| s.acceptance_histogram.iter())
+                .filter(|(j, _)| **j > pos)
+                .map(|(_, n)| n)
+                .sum();
+            let rate = data["per_position_acceptance_rates"][pos.to_string()].as_f64();
+            assert_eq!(rate, Some(at_pos as f64 / steps as f64), "position {pos}: {data}");
+        }
+        assert_eq!(data["spec_config"]["num_spec_tokens"], 3, "{data}");
+        assert_eq!(data["spec_config"]["method"], "Simulated", "{data}");
     }
 }
 

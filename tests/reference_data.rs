@@ -37,7 +37,7 @@ fn every_prom_fixture_is_valid_exposition_text() {
         assert!(!samples.is_empty(), "{}", path.display());
         checked += 1;
     }
-    assert_eq!(checked, 11, "all eleven .prom fixtures were read");
+    assert_eq!(checked, 12, "all twelve .prom fixtures were read");
 }
 
 #[test]
@@ -109,6 +109,72 @@ fn window_from_zero(text: &str) -> speclens_shared::scrape::SpecDecodeResult {
     let after = counters(text);
     let gauges = GaugeMeans::over([&after.gauges]);
     window_result_with("http://h:1/metrics", Ok(after.zeroed()), Ok(after), &gauges)
+}
+
+#[test]
+fn tensorrt_llm_s_per_position_pair_gives_drafts_length_and_positions() {
+    let text = read_fixture("written_trtllm_prometheus_per_position.prom");
+    let c = counters(&text);
+    assert_eq!(
+        c.total.drafted_per_pos,
+        [(0, 1000), (1, 1000), (2, 600)].into_iter().collect()
+    );
+    assert_eq!(
+        c.total.accepted_per_pos,
+        [(0, 800), (1, 550), (2, 240)].into_iter().collect()
+    );
+    assert_eq!(
+        c.series.len(),
+        1,
+        "token_position is not part of the series: {:?}",
+        c.series.keys()
+    );
+    let config = c.spec_config.clone().expect("trtllm_speculative_config_info");
+    assert_eq!(
+        (
+            config.method.as_deref(),
+            config.num_spec_tokens,
+            config.draft_model.as_deref()
+        ),
+        (Some("Eagle3"), Some(3), Some("yuhuili/EAGLE3-LLaMA3.1-Instruct-8B"))
+    );
+    let d = window_from_zero(&text).data.expect("a window");
+    // drafts = drafted at position 0; 2,600 draft tokens, 1,590 accepted.
+    assert_eq!(
+        (d.num_drafts, d.draft_tokens, d.accepted_tokens),
+        (Some(1000), Some(2600), 1590)
+    );
+    assert_eq!(d.acceptance_length, Some(1.0 + 1590.0 / 1000.0));
+    assert_eq!(d.acceptance_rate, Some(1590.0 / 2600.0 * 100.0));
+    let rates: Vec<f64> = d.per_position_acceptance_rates.values().copied().collect();
+    assert_eq!(
+        rates,
+        vec![0.8, 0.55, 0.24],
+        "vLLM's definition: accepted at i ÷ drafts"
+    );
+    let notes = d.notes.join("\n");
+    assert!(notes.contains("600 of 1000 drafts reached position 2"), "{notes}");
+    assert!(notes.contains("2: 0.4000"), "conditional rate 240 ÷ 600: {notes}");
+    assert!(
+        notes.contains("acceptance rate of 60.22 %"),
+        "the iteration counters' 1620 ÷ 2690: {notes}"
+    );
+    assert!(notes.contains("method Eagle3, k = 3"), "{notes}");
+    assert_eq!(d.spec_config, Some(config));
+
+    // A server whose pair has not appeared yet (no request finished) reads as zero before.
+    let before = counters_from_text(
+        &read_fixture("written_trtllm_prometheus_metrics.prom")
+            .replace("trtllm_spec_decode_num", "trtllm_spec_decode_off"),
+    );
+    assert_eq!(before.unwrap_err(), ScrapeFailure::TrtllmNoSpec);
+    let r = window_result(
+        "http://h:1/prometheus/metrics",
+        Err(ScrapeFailure::TrtllmNoSpec),
+        Ok(counters(&text)),
+    );
+    assert_eq!(r.status, ResultStatus::Ok, "{:?}", r.error);
+    assert_eq!(r.data.unwrap().num_drafts, Some(1000));
 }
 
 #[test]

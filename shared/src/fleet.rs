@@ -250,8 +250,9 @@ pub fn fleet_window(series: &[ApiSeries], start_s: f64, end_s: f64) -> Result<Fl
                 };
                 c.accepted_per_pos.insert(pos, n);
             }
-            // SGLang's counters are not among the families this path queries.
-            Family::Generation | Family::Requests => continue,
+            // SGLang's counters and TensorRT-LLM's per-position pair are not among the families
+            // this path queries.
+            Family::Generation | Family::Requests | Family::DraftedPerPos => continue,
         }
         w.total.add(&c);
         w.by_instance

@@ -195,6 +195,9 @@ impl SpecPaths {
                 gauges: GaugeMeans::over(same.iter().flat_map(|(w, _)| w.gauges.iter())),
                 rounded_max: same.iter().filter_map(|(w, _)| w.rounded_max()).max(),
                 missing,
+                spec_config: same
+                    .iter()
+                    .find_map(|(w, _)| w.after.as_ref().ok().and_then(|a| a.spec_config.clone())),
             };
             derive(schema, &sum, &facts).ok()
         });

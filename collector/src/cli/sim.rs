@@ -173,9 +173,14 @@ pub struct FaultArgs {
     /// `return_perf_metrics`.
     #[arg(long)]
     pub no_perf_metrics: bool,
-    /// TensorRT-LLM shape: no spec-decode metrics there, as without `enable_iter_perf_stats`.
+    /// TensorRT-LLM shape: no spec-decode iteration counters or gauges there, as without
+    /// `enable_iter_perf_stats`.
     #[arg(long)]
     pub no_iter_perf_stats: bool,
+    /// TensorRT-LLM shape: no per-position pair (`trtllm_spec_decode_drafted_tokens_total`,
+    /// `…_accepted_tokens_total`), as a build before March 2026.
+    #[arg(long)]
+    pub no_per_position_pair: bool,
 }
 
 fn check_fraction(name: &str, v: f64) -> Result<(), CollectorError> {
@@ -361,6 +366,7 @@ impl From<&FaultArgs> for Faults {
             malformed_metrics: f.malformed_metrics,
             no_perf_metrics: f.no_perf_metrics,
             no_iter_perf_stats: f.no_iter_perf_stats,
+            no_per_position_pair: f.no_per_position_pair,
         }
     }
 }

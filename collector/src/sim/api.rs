@@ -238,12 +238,16 @@ async fn trtllm_prometheus(State(state): State<Arc<SimState>>) -> Response {
         return down;
     }
     let engines = state.engine_counters();
-    let mut opts = exposition_options(&state);
-    // `enable_iter_perf_stats` off: no spec-decode families.
-    opts.speculative &= !state.settings.faults.no_iter_perf_stats;
+    let opts = exposition_options(&state);
+    let faults = &state.settings.faults;
+    let families = exposition::TrtllmFamilies {
+        iteration: !faults.no_iter_perf_stats,
+        per_position: !faults.no_per_position_pair,
+    };
     prometheus_text(exposition::render_trtllm(
         &engines,
         &opts,
+        families,
         state.recent_gauges(&engines),
     ))
 }

@@ -219,6 +219,11 @@ pub struct EngineCounters {
     pub verify_calls_finished: u64,
     pub generation_finished: u64,
     pub requests_finished: u64,
+    /// TensorRT-LLM's per-position pair, added when a sequence finishes: draft tokens proposed
+    /// and accepted at each position (length k; a position's series appears once it is
+    /// non-zero, as TensorRT-LLM creates them).
+    pub drafted_per_pos_finished: Vec<u64>,
+    pub accepted_per_pos_finished: Vec<u64>,
     /// Unix time the counters were created (reset by a simulated restart).
     pub created_unix_s: f64,
 }
@@ -227,6 +232,8 @@ impl EngineCounters {
     pub fn new(k: u32, created_unix_s: f64) -> EngineCounters {
         EngineCounters {
             accepted_per_pos: vec![0; k as usize],
+            drafted_per_pos_finished: vec![0; k as usize],
+            accepted_per_pos_finished: vec![0; k as usize],
             created_unix_s,
             ..EngineCounters::default()
         }
@@ -249,6 +256,8 @@ impl EngineCounters {
         self.num_accepted_tokens = self.accepted_per_pos.iter().sum();
         self.verify_calls_finished = drafts;
         self.generation_finished = drafts + self.num_accepted_tokens;
+        self.drafted_per_pos_finished.iter_mut().for_each(|slot| *slot = drafts);
+        self.accepted_per_pos_finished.clone_from(&self.accepted_per_pos);
     }
 }
 
@@ -582,11 +591,20 @@ fn deliver_last(events: &mpsc::Sender<SeqEvent>, unsent: Option<SeqEvent>, finis
     });
 }
 
-/// What SGLang adds to its counters when a request finishes.
+/// What SGLang and TensorRT-LLM add to their counters when a request finishes.
 fn finish_counts(seq: &Seq, c: &mut EngineCounters) {
     c.verify_calls_finished += seq.stats.steps;
     c.generation_finished += u64::from(seq.generated);
     c.requests_finished += 1;
+    let s = &seq.stats;
+    for (&drafted, &accepted) in s.per_step_drafted.iter().zip(&s.per_step_accepted) {
+        for (pos, slot) in c.drafted_per_pos_finished.iter_mut().enumerate() {
+            *slot += u64::from((pos as u64) < drafted);
+        }
+        for (pos, slot) in c.accepted_per_pos_finished.iter_mut().enumerate() {
+            *slot += u64::from((pos as u64) < accepted);
+        }
+    }
 }
 
 #[cfg(test)]

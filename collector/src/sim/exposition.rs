@@ -79,14 +79,20 @@ fn summed(engines: &[EngineCounters]) -> EngineCounters {
         sum.running += c.running;
         sum.waiting += c.waiting;
         sum.created_unix_s = c.created_unix_s;
-        if sum.accepted_per_pos.len() < c.accepted_per_pos.len() {
-            sum.accepted_per_pos.resize(c.accepted_per_pos.len(), 0);
-        }
-        for (slot, v) in sum.accepted_per_pos.iter_mut().zip(&c.accepted_per_pos) {
-            *slot += v;
-        }
+        add_positions(&mut sum.accepted_per_pos, &c.accepted_per_pos);
+        add_positions(&mut sum.drafted_per_pos_finished, &c.drafted_per_pos_finished);
+        add_positions(&mut sum.accepted_per_pos_finished, &c.accepted_per_pos_finished);
     }
     sum
+}
+
+fn add_positions(sum: &mut Vec<u64>, more: &[u64]) {
+    if sum.len() < more.len() {
+        sum.resize(more.len(), 0);
+    }
+    for (slot, v) in sum.iter_mut().zip(more) {
+        *slot += v;
+    }
 }
 
 /// SGLang's `/metrics` (`--enable-metrics`, multiprocess collector: no `_created`): the
@@ -170,9 +176,25 @@ pub fn render_sglang(
     out
 }
 
-/// TensorRT-LLM's `/prometheus/metrics` (with `return_perf_metrics` and
-/// `enable_iter_perf_stats`): two spec-decode counters and the length gauges.
-pub fn render_trtllm(engines: &[EngineCounters], opts: &ExpositionOptions, recent: Option<RecentGauges>) -> String {
+/// Which of TensorRT-LLM's spec-decode families a `/prometheus/metrics` holds.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct TrtllmFamilies {
+    /// The iteration counters and gauges (`enable_iter_perf_stats`).
+    pub iteration: bool,
+    /// The per-position pair added as requests finish (builds since PR #12636).
+    pub per_position: bool,
+}
+
+/// TensorRT-LLM's `/prometheus/metrics` (with `return_perf_metrics`): the speculative config's
+/// info gauge, the per-position pair added as requests finish (a position's series once it is
+/// non-zero, as TensorRT-LLM's collector creates them), and with `enable_iter_perf_stats` the
+/// two iteration counters and the length gauges.
+pub fn render_trtllm(
+    engines: &[EngineCounters],
+    opts: &ExpositionOptions,
+    families: TrtllmFamilies,
+    recent: Option<RecentGauges>,
+) -> String {
     let model = escape_label(&opts.model_name);
     let labels = format!("engine_type=\"pytorch\",model_name=\"{model}\"");
     let sum = summed(engines);
@@ -184,6 +206,49 @@ pub fn render_trtllm(engines: &[EngineCounters], opts: &ExpositionOptions, recen
     };
     write_counter(&mut out, &requests, opts.multiprocess);
     if !opts.speculative {
+        return out;
+    }
+    let k = sum.accepted_per_pos.len();
+    write_gauge(
+        &mut out,
+        "trtllm_speculative_config_info",
+        "Speculative decoding configuration info",
+        &[(
+            format!("{labels},spec_enabled=\"true\",spec_method=\"Simulated\",spec_num_tokens=\"{k}\""),
+            1.0,
+        )],
+    );
+    if families.per_position {
+        for (name, help, per_pos) in [
+            (
+                "trtllm_spec_decode_drafted_tokens_total",
+                "Total drafted tokens per speculative decoding position.",
+                &sum.drafted_per_pos_finished,
+            ),
+            (
+                "trtllm_spec_decode_accepted_tokens_total",
+                "Total accepted tokens per speculative decoding position.",
+                &sum.accepted_per_pos_finished,
+            ),
+        ] {
+            let series: Vec<(String, f64, f64)> = per_pos
+                .iter()
+                .enumerate()
+                .filter(|(_, v)| **v > 0)
+                .map(|(pos, v)| {
+                    (
+                        format!("{labels},token_position=\"{pos}\""),
+                        *v as f64,
+                        sum.created_unix_s,
+                    )
+                })
+                .collect();
+            if !series.is_empty() {
+                write_counter(&mut out, &Family { name, help, series }, opts.multiprocess);
+            }
+        }
+    }
+    if !families.iteration {
         return out;
     }
     for (name, help, value) in [

@@ -88,8 +88,11 @@ pub struct Faults {
     pub malformed_metrics: bool,
     /// TensorRT-LLM shape: no `/prometheus/metrics` (trtllm-serve without `return_perf_metrics`).
     pub no_perf_metrics: bool,
-    /// TensorRT-LLM shape: no spec-decode families there (without `enable_iter_perf_stats`).
+    /// TensorRT-LLM shape: no iteration counters or gauges there (without
+    /// `enable_iter_perf_stats`).
     pub no_iter_perf_stats: bool,
+    /// TensorRT-LLM shape: a build before the per-position pair (PR #12636, 2026-03).
+    pub no_per_position_pair: bool,
 }
 
 /// Validated settings of one simulated server.

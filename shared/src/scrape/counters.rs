@@ -1,13 +1,13 @@
 //! The spec-decode counters of one scrape: one label set's four counters (`SpecCounters`), the
-//! server-level sum beside each label set's (`CounterSet`), and the canonical series keys that
-//! name them in messages.
+//! server-level sum beside each label set's (`CounterSet`), the engine's speculative config when
+//! it exports one (`SpecConfig`), and the canonical series keys that name them in messages.
 
 use crate::engine::Engine;
 use std::collections::BTreeMap;
 
 use serde::{Deserialize, Serialize};
 
-use super::schema::{family_name, Family};
+use super::schema::{family_name, position_label, Family};
 use crate::prom::{self, Sample};
 
 /// The four spec-decode counters of one label set, or their sum over label sets.
@@ -20,6 +20,11 @@ pub struct SpecCounters {
     pub num_accepted_tokens: u64,
     /// Drafts whose first `i + 1` tokens were all accepted, by 0-based position `i`.
     pub accepted_per_pos: BTreeMap<u32, u64>,
+    /// TensorRT-LLM only: draft tokens proposed at each 0-based position
+    /// (`trtllm_spec_decode_drafted_tokens_total{token_position}`); position 0 counts the steps
+    /// that drafted at all.
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    pub drafted_per_pos: BTreeMap<u32, u64>,
     /// SGLang only: `sglang:generation_tokens_total` (every output token, each request's first
     /// included). With SGLang, `num_drafts` holds `sglang:spec_verify_calls_total`.
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -37,6 +42,7 @@ impl SpecCounters {
             num_draft_tokens,
             num_accepted_tokens,
             accepted_per_pos: per_pos.iter().enumerate().map(|(i, v)| (i as u32, *v)).collect(),
+            drafted_per_pos: BTreeMap::new(),
             generation_tokens: None,
             requests: None,
         }
@@ -48,16 +54,53 @@ impl SpecCounters {
         self.num_drafts = self.num_drafts.saturating_add(other.num_drafts);
         self.num_draft_tokens = self.num_draft_tokens.saturating_add(other.num_draft_tokens);
         self.num_accepted_tokens = self.num_accepted_tokens.saturating_add(other.num_accepted_tokens);
-        for (pos, v) in &other.accepted_per_pos {
-            let slot = self.accepted_per_pos.entry(*pos).or_default();
-            *slot = slot.saturating_add(*v);
-        }
+        add_by_position(&mut self.accepted_per_pos, &other.accepted_per_pos);
+        add_by_position(&mut self.drafted_per_pos, &other.drafted_per_pos);
         let add = |mine: Option<u64>, theirs: Option<u64>| match (mine, theirs) {
             (None, None) => None,
             (a, b) => Some(a.unwrap_or(0).saturating_add(b.unwrap_or(0))),
         };
         self.generation_tokens = add(self.generation_tokens, other.generation_tokens);
         self.requests = add(self.requests, other.requests);
+    }
+}
+
+fn add_by_position(mine: &mut BTreeMap<u32, u64>, theirs: &BTreeMap<u32, u64>) {
+    for (pos, v) in theirs {
+        let slot = mine.entry(*pos).or_default();
+        *slot = slot.saturating_add(*v);
+    }
+}
+
+/// The speculative config an engine exports as an info gauge (TensorRT-LLM's
+/// `trtllm_speculative_config_info`, whose labels carry it).
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct SpecConfig {
+    /// The proposer (`spec_method`: `Eagle`, `NGram`, `MTP`, …).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub method: Option<String>,
+    /// Draft tokens a step proposes at most (`spec_num_tokens`): k.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub num_spec_tokens: Option<u32>,
+    /// The draft model, where there is one (`spec_draft_model`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub draft_model: Option<String>,
+}
+
+impl SpecConfig {
+    /// One line for notes and the console: `method Eagle, k = 3, draft model eagle-3b`.
+    pub fn describe(&self) -> String {
+        let mut parts = Vec::new();
+        if let Some(m) = &self.method {
+            parts.push(format!("method {m}"));
+        }
+        if let Some(k) = self.num_spec_tokens {
+            parts.push(format!("k = {k}"));
+        }
+        if let Some(d) = &self.draft_model {
+            parts.push(format!("draft model {d}"));
+        }
+        parts.join(", ")
     }
 }
 
@@ -84,6 +127,9 @@ pub struct CounterSet {
     /// that need them are left out, the others stand.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub missing: Vec<String>,
+    /// The speculative config the engine exports (TensorRT-LLM), when the scrape has it.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub spec_config: Option<SpecConfig>,
 }
 
 impl CounterSet {
@@ -91,6 +137,7 @@ impl CounterSet {
     pub fn zeroed(&self) -> CounterSet {
         let zero = |c: &SpecCounters| SpecCounters {
             accepted_per_pos: c.accepted_per_pos.keys().map(|p| (*p, 0)).collect(),
+            drafted_per_pos: c.drafted_per_pos.keys().map(|p| (*p, 0)).collect(),
             generation_tokens: c.generation_tokens.map(|_| 0),
             requests: c.requests.map(|_| 0),
             ..SpecCounters::default()
@@ -102,6 +149,7 @@ impl CounterSet {
             gauges: BTreeMap::new(),
             rounded_max: None,
             missing: self.missing.clone(),
+            spec_config: self.spec_config.clone(),
         }
     }
 
@@ -124,12 +172,21 @@ impl CounterSet {
     pub(crate) fn counter_name(&self, family: Family, series: &str) -> String {
         format!("{}{}{{{}}}", self.prefix, family_name(self.schema(), family), series)
     }
+
+    /// [`CounterSet::counter_name`] of one position of a per-position family.
+    pub(crate) fn position_name(&self, family: Family, series: &str, pos: u32) -> String {
+        let key = with_position(series, position_label(self.schema()), pos);
+        self.counter_name(family, &key)
+    }
 }
 
-/// Canonical text of a sample's labels minus `position`: sorted by name, values escaped as in
-/// the exposition format.
+/// Canonical text of a sample's labels minus the draft position (`position`, TensorRT-LLM's
+/// `token_position`): sorted by name, values escaped as in the exposition format.
 pub(crate) fn series_key(sample: &Sample<'_>) -> String {
-    let mut labels: Vec<_> = sample.labels().filter(|(n, _)| *n != "position").collect();
+    let mut labels: Vec<_> = sample
+        .labels()
+        .filter(|(n, _)| *n != "position" && *n != "token_position")
+        .collect();
     labels.sort_by(|a, b| a.0.cmp(b.0));
     let mut key = String::new();
     for (i, (name, value)) in labels.iter().enumerate() {
@@ -151,12 +208,12 @@ pub(crate) fn series_key(sample: &Sample<'_>) -> String {
     key
 }
 
-/// A series key with its `position` label added back, for messages.
-pub(crate) fn with_position(key: &str, pos: u32) -> String {
+/// A series key with its position label (`position`, `token_position`) added back, for messages.
+pub(crate) fn with_position(key: &str, label: &str, pos: u32) -> String {
     if key.is_empty() {
-        format!("position=\"{pos}\"")
+        format!("{label}=\"{pos}\"")
     } else {
-        format!("{key},position=\"{pos}\"")
+        format!("{key},{label}=\"{pos}\"")
     }
 }
 

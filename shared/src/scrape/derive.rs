@@ -7,7 +7,7 @@ use std::collections::{BTreeMap, BTreeSet};
 
 use serde::{Deserialize, Serialize};
 
-use super::counters::{with_position, CounterSet, SpecCounters};
+use super::counters::{CounterSet, SpecConfig, SpecCounters};
 use super::gauges::GaugeMeans;
 use super::schema::{Family, DRAFTS, DRAFT_TOKENS};
 use crate::error::Error;
@@ -15,9 +15,10 @@ pub use crate::error::NO_ACTIVITY;
 
 /// Derived stats of one window, as AISBench's `data` and `vllm bench serve`'s `spec_decode_*`.
 ///
-/// vLLM's and llama.cpp's counters measure every field. TensorRT-LLM has no drafts counter
-/// (`num_drafts` null, the length from its gauges); SGLang has no draft-token counter
-/// (`draft_tokens` null, the rate from its gauge). `notes` says where such a figure comes from.
+/// vLLM's and llama.cpp's counters measure every field; so does TensorRT-LLM's per-position
+/// pair (without it, `num_drafts` is null and the length comes from its gauges); SGLang has no
+/// draft-token counter (`draft_tokens` null, the rate from its gauge). `notes` says where such a
+/// figure comes from.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct SpecDecodeData {
     /// Verify steps (SGLang: `spec_verify_calls_total`); null where the engine counts none.
@@ -37,6 +38,9 @@ pub struct SpecDecodeData {
     /// Where a figure comes from when it is not a counter delta, and why one is missing.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub notes: Vec<String>,
+    /// The speculative config the engine exports (TensorRT-LLM's info gauge).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub spec_config: Option<SpecConfig>,
 }
 
 impl SpecDecodeData {
@@ -68,6 +72,8 @@ pub struct WindowFacts {
     pub rounded_max: Option<u64>,
     /// Counter families the server lacks.
     pub missing: Vec<String>,
+    /// The speculative config the engine exports, from the window's last scrape.
+    pub spec_config: Option<SpecConfig>,
 }
 
 impl WindowFacts {
@@ -77,6 +83,7 @@ impl WindowFacts {
             gauges: GaugeMeans::over([&c.gauges]),
             rounded_max: c.rounded_max,
             missing: c.missing.clone(),
+            spec_config: c.spec_config.clone(),
         }
     }
 
@@ -88,6 +95,7 @@ impl WindowFacts {
             gauges: gauges.clone(),
             rounded_max: after.rounded_max.max(before.rounded_max),
             missing,
+            spec_config: after.spec_config.clone().or_else(|| before.spec_config.clone()),
         }
     }
 
@@ -106,7 +114,7 @@ pub fn derive_stats(delta: &SpecCounters) -> Result<SpecDecodeData, Error> {
 pub fn derive(schema: Engine, delta: &SpecCounters, facts: &WindowFacts) -> Result<SpecDecodeData, Error> {
     match schema {
         Engine::Vllm | Engine::LlamaCpp => derive_vllm(delta, facts),
-        Engine::Trtllm => derive_trtllm(delta, &facts.gauges),
+        Engine::Trtllm => derive_trtllm(delta, facts),
         Engine::Sglang => derive_sglang(delta, &facts.gauges),
     }
 }
@@ -184,10 +192,93 @@ fn derive_vllm(delta: &SpecCounters, facts: &WindowFacts) -> Result<SpecDecodeDa
         acceptance_length,
         per_position_acceptance_rates,
         notes,
+        spec_config: None,
     })
 }
 
-fn derive_trtllm(delta: &SpecCounters, gauges: &GaugeMeans) -> Result<SpecDecodeData, Error> {
+fn derive_trtllm(delta: &SpecCounters, facts: &WindowFacts) -> Result<SpecDecodeData, Error> {
+    let mut data = match delta.drafted_per_pos.get(&0) {
+        Some(&drafts) if drafts > 0 => trtllm_from_positions(delta, drafts, &facts.gauges)?,
+        _ => trtllm_from_iterations(delta, facts)?,
+    };
+    if let Some(config) = &facts.spec_config {
+        data.notes.push(format!(
+            "speculative config (trtllm_speculative_config_info): {}",
+            config.describe()
+        ));
+        data.spec_config = Some(config.clone());
+    }
+    Ok(data)
+}
+
+/// TensorRT-LLM's window from its per-position pair, added when each request finishes: drafts
+/// are the steps that drafted position 0, the length 1 + Σ accepted ÷ drafts, and each
+/// position's rate accepted ÷ drafts, vLLM's definitions.
+fn trtllm_from_positions(delta: &SpecCounters, drafts: u64, gauges: &GaugeMeans) -> Result<SpecDecodeData, Error> {
+    let drafted: u64 = delta.drafted_per_pos.values().fold(0u64, |a, v| a.saturating_add(*v));
+    let accepted: u64 = delta.accepted_per_pos.values().fold(0u64, |a, v| a.saturating_add(*v));
+    if accepted > drafted {
+        return Err(Error::AcceptedAboveDrafted { accepted, drafted });
+    }
+    let positions: BTreeSet<u32> = delta
+        .drafted_per_pos
+        .keys()
+        .chain(delta.accepted_per_pos.keys())
+        .copied()
+        .collect();
+    let at = |map: &BTreeMap<u32, u64>, pos: u32| map.get(&pos).copied().unwrap_or(0);
+    let per_position_acceptance_rates: BTreeMap<u32, f64> = positions
+        .iter()
+        .map(|p| (*p, at(&delta.accepted_per_pos, *p) as f64 / drafts as f64))
+        .collect();
+    let mut notes = vec![format!(
+        "from TensorRT-LLM's per-position pair (trtllm_spec_decode_drafted_tokens_total and trtllm_spec_decode_accepted_tokens_total by token_position), added as each request finishes: drafts = Δ drafted at position 0, length = 1 + Σ Δ accepted ÷ drafts"
+    )];
+    if delta.num_draft_tokens > 0 {
+        let rate = crate::figures::acceptance_rate_pct(delta.num_accepted_tokens as f64, delta.num_draft_tokens as f64);
+        notes.push(format!(
+            "the iteration counters (every step, requests still running included) give an acceptance rate of {}",
+            rate.map_or_else(|| "N/A".to_string(), |r| format!("{r:.2} %"))
+        ));
+    }
+    let last = positions.iter().next_back().copied().unwrap_or(0);
+    let short = at(&delta.drafted_per_pos, last);
+    if short < drafts {
+        let conditional: Vec<String> = positions
+            .iter()
+            .filter(|p| at(&delta.drafted_per_pos, **p) > 0)
+            .map(|p| {
+                let rate = at(&delta.accepted_per_pos, *p) as f64 / at(&delta.drafted_per_pos, *p) as f64;
+                format!("{p}: {rate:.4}")
+            })
+            .collect();
+        notes.push(format!(
+            "the draft length varied: {short} of {drafts} drafts reached position {last}; a draft that stopped short counts as not accepted there (as vLLM's rates do); accepted ÷ drafted at each position: {{{}}}",
+            conditional.join(", ")
+        ));
+    }
+    if let Some(v) = gauges.get("trtllm_spec_decode_acceptance_length") {
+        notes.push(format!(
+            "TensorRT-LLM's own gauge gives {v:.2} ({})",
+            gauges.described("trtllm_spec_decode_acceptance_length")
+        ));
+    }
+    Ok(SpecDecodeData {
+        num_drafts: Some(drafts),
+        draft_tokens: Some(drafted),
+        accepted_tokens: accepted,
+        acceptance_rate: crate::figures::acceptance_rate_pct(accepted as f64, drafted as f64),
+        acceptance_length: crate::figures::acceptance_length_of_counts(accepted, drafts),
+        per_position_acceptance_rates,
+        notes,
+        spec_config: None,
+    })
+}
+
+/// TensorRT-LLM's window from its iteration counters alone (a release without the per-position
+/// pair): the rate from the counters, the length from its gauges, no drafts.
+fn trtllm_from_iterations(delta: &SpecCounters, facts: &WindowFacts) -> Result<SpecDecodeData, Error> {
+    let gauges = &facts.gauges;
     if delta.num_draft_tokens == 0 {
         return Err(Error::NoActivity);
     }
@@ -198,7 +289,7 @@ fn derive_trtllm(delta: &SpecCounters, gauges: &GaugeMeans) -> Result<SpecDecode
         });
     }
     let mut notes = vec![
-        "TensorRT-LLM counts no drafts (verify steps): no per-position rates, and the length comes from its gauges"
+        "TensorRT-LLM exported no per-position pair (trtllm_spec_decode_drafted_tokens_total by token_position, in its releases since 2026-03): no drafts, no per-position rates, and the length comes from its gauges"
             .to_string(),
     ];
     let length = [
@@ -223,10 +314,14 @@ fn derive_trtllm(delta: &SpecCounters, gauges: &GaugeMeans) -> Result<SpecDecode
         num_drafts: None,
         draft_tokens: Some(delta.num_draft_tokens),
         accepted_tokens: delta.num_accepted_tokens,
-        acceptance_rate: Some(delta.num_accepted_tokens as f64 / delta.num_draft_tokens as f64 * 100.0),
+        acceptance_rate: crate::figures::acceptance_rate_pct(
+            delta.num_accepted_tokens as f64,
+            delta.num_draft_tokens as f64,
+        ),
         acceptance_length,
         per_position_acceptance_rates: BTreeMap::new(),
         notes,
+        spec_config: None,
     })
 }
 
@@ -273,6 +368,7 @@ fn derive_sglang(delta: &SpecCounters, gauges: &GaugeMeans) -> Result<SpecDecode
         acceptance_length: Some((generation - requests) as f64 / verify as f64),
         per_position_acceptance_rates: BTreeMap::new(),
         notes,
+        spec_config: None,
     })
 }
 
@@ -292,43 +388,49 @@ pub fn window_delta(before: &CounterSet, after: &CounterSet) -> Result<SpecCount
                 counter: before.counter_name(Family::Drafts, key),
             });
         };
+        let went_down_at = |family: Family, b: &BTreeMap<u32, u64>, a: &BTreeMap<u32, u64>| {
+            b.iter()
+                .filter_map(|(pos, bv)| a.get(pos).map(|av| (*pos, *bv, *av)))
+                .find(|(_, bv, av)| av < bv)
+                .map(|(pos, bv, av)| (before.position_name(family, key, pos), bv, av))
+        };
         let went_down = scalars(b, a)
             .into_iter()
             .find(|(_, bv, av)| av < bv)
             .map(|(family, bv, av)| (before.counter_name(family, key), bv, av))
-            .or_else(|| {
-                b.accepted_per_pos
-                    .iter()
-                    .filter_map(|(pos, bv)| a.accepted_per_pos.get(pos).map(|av| (*pos, *bv, *av)))
-                    .find(|(_, bv, av)| av < bv)
-                    .map(|(pos, bv, av)| (before.counter_name(Family::PerPos, &with_position(key, pos)), bv, av))
-            });
+            .or_else(|| went_down_at(Family::PerPos, &b.accepted_per_pos, &a.accepted_per_pos))
+            .or_else(|| went_down_at(Family::DraftedPerPos, &b.drafted_per_pos, &a.drafted_per_pos));
         if let Some((counter, before, after)) = went_down {
             return Err(Error::CounterWentDown { counter, before, after });
         }
     }
     let (b, a) = (&before.total, &after.total);
     let grown = |bv: Option<u64>, av: Option<u64>| av.map(|av| av.saturating_sub(bv.unwrap_or(0)));
-    let mut delta = SpecCounters {
+    let delta = SpecCounters {
         num_drafts: a.num_drafts.saturating_sub(b.num_drafts),
         num_draft_tokens: a.num_draft_tokens.saturating_sub(b.num_draft_tokens),
         num_accepted_tokens: a.num_accepted_tokens.saturating_sub(b.num_accepted_tokens),
-        accepted_per_pos: BTreeMap::new(),
+        accepted_per_pos: grown_by_position(&b.accepted_per_pos, &a.accepted_per_pos),
+        drafted_per_pos: grown_by_position(&b.drafted_per_pos, &a.drafted_per_pos),
         generation_tokens: grown(b.generation_tokens, a.generation_tokens),
         requests: grown(b.requests, a.requests),
     };
-    let positions: BTreeSet<u32> = b
-        .accepted_per_pos
-        .keys()
-        .chain(a.accepted_per_pos.keys())
-        .copied()
-        .collect();
-    for pos in positions {
-        let bv = b.accepted_per_pos.get(&pos).copied().unwrap_or(0);
-        let av = a.accepted_per_pos.get(&pos).copied().unwrap_or(bv);
-        delta.accepted_per_pos.insert(pos, av.saturating_sub(bv));
-    }
     Ok(delta)
+}
+
+/// Per-position growth over the union of both scrapes' positions: a position missing after
+/// keeps its value before (no growth), one missing before starts from zero (series that
+/// appear on their first increment, as TensorRT-LLM's do).
+fn grown_by_position(b: &BTreeMap<u32, u64>, a: &BTreeMap<u32, u64>) -> BTreeMap<u32, u64> {
+    let positions: BTreeSet<u32> = b.keys().chain(a.keys()).copied().collect();
+    positions
+        .into_iter()
+        .map(|pos| {
+            let bv = b.get(&pos).copied().unwrap_or(0);
+            let av = a.get(&pos).copied().unwrap_or(bv);
+            (pos, av.saturating_sub(bv))
+        })
+        .collect()
 }
 
 /// The scalar counters of one series before and after, by family (the SGLang-only ones when

@@ -3,7 +3,7 @@
 
 use std::collections::BTreeMap;
 
-use super::counters::{with_position, CounterSet, SpecCounters};
+use super::counters::{CounterSet, SpecCounters};
 use super::schema::Family;
 use crate::capped::CappedLog;
 
@@ -54,8 +54,13 @@ impl IncreaseAccumulator {
                 }
                 for (pos, v) in &now.accepted_per_pos {
                     let w = was.accepted_per_pos.get(pos).copied().unwrap_or(0);
-                    let name = || next.counter_name(Family::PerPos, &with_position(key, *pos));
+                    let name = || next.position_name(Family::PerPos, key, *pos);
                     step.accepted_per_pos.insert(*pos, grow(&name, w, *v));
+                }
+                for (pos, v) in &now.drafted_per_pos {
+                    let w = was.drafted_per_pos.get(pos).copied().unwrap_or(0);
+                    let name = || next.position_name(Family::DraftedPerPos, key, *pos);
+                    step.drafted_per_pos.insert(*pos, grow(&name, w, *v));
                 }
                 self.series.entry(key.clone()).or_default().add(&step);
                 step_total.add(&step);

@@ -13,7 +13,7 @@ pub mod parse;
 pub mod schema;
 pub mod window;
 
-pub use counters::{CounterSet, SpecCounters};
+pub use counters::{CounterSet, SpecConfig, SpecCounters};
 pub use derive::{derive, derive_since_start, derive_stats, window_delta, SpecDecodeData, WindowFacts, NO_ACTIVITY};
 pub use gauges::GaugeMeans;
 pub use live::IncreaseAccumulator;
@@ -43,6 +43,7 @@ pub(crate) mod testing {
             gauges: BTreeMap::new(),
             rounded_max: None,
             missing: Vec::new(),
+            spec_config: None,
         }
     }
 }

@@ -8,9 +8,11 @@ use std::fmt;
 
 use serde::{Deserialize, Serialize};
 
-use super::counters::{series_key, with_position, CounterSet, SpecCounters};
+use super::counters::{series_key, with_position, CounterSet, SpecConfig, SpecCounters};
 use super::gauges::GaugeMean;
-use super::schema::{counter_family, family_name, required, Family, ENGINE_GAUGES};
+use super::schema::{
+    counter_family, family_name, position_label, required, Family, ENGINE_GAUGES, TRTLLM_SPEC_CONFIG_INFO,
+};
 use crate::error::Error;
 use crate::prom::{self, Sample};
 
@@ -27,6 +29,22 @@ pub struct SglangGauges {
     pub num_draft_tokens: Option<f64>,
     /// `sglang:spec_verify_calls_total`, summed over label sets.
     pub verify_calls_total: Option<f64>,
+}
+
+impl SglangGauges {
+    /// SGLang's gauges among a scrape's gauge means, with its verify-call total; `None` when the
+    /// scrape has none of them.
+    fn of(gauge_means: &BTreeMap<String, f64>, verify_calls_total: Option<f64>) -> Option<SglangGauges> {
+        let gauge = |name: &str| gauge_means.get(name).copied();
+        let sglang = SglangGauges {
+            accept_length: gauge("sglang:spec_accept_length"),
+            accept_rate: gauge("sglang:spec_accept_rate"),
+            num_steps: gauge("sglang:spec_num_steps"),
+            num_draft_tokens: gauge("sglang:spec_num_draft_tokens"),
+            verify_calls_total,
+        };
+        (sglang != SglangGauges::default()).then_some(sglang)
+    }
 }
 
 /// Everything spec-decode related in one scrape.
@@ -82,6 +100,7 @@ pub fn parse_metrics(text: &str) -> Result<MetricsSnapshot, Error> {
     let mut gauges: BTreeMap<&'static str, GaugeMean> = BTreeMap::new();
     let mut engine: Option<Engine> = None;
     let mut largest = 0u64;
+    let mut spec_config: Option<SpecConfig> = None;
 
     for sample in prom::samples(text) {
         let sample = sample?;
@@ -90,6 +109,10 @@ pub fn parse_metrics(text: &str) -> Result<MetricsSnapshot, Error> {
         }
         if let Some(name) = ENGINE_GAUGES.iter().find(|g| **g == sample.name) {
             gauges.entry(name).or_default().push(sample.value);
+            continue;
+        }
+        if sample.name == TRTLLM_SPEC_CONFIG_INFO {
+            spec_config = Some(spec_config_of(&sample));
             continue;
         }
         let Some((this_schema, family)) = counter_family(sample.name) else {
@@ -110,12 +133,12 @@ pub fn parse_metrics(text: &str) -> Result<MetricsSnapshot, Error> {
         let sglang = this_schema == Engine::Sglang;
         let key = if sglang { String::new() } else { series_key(&sample) };
         let position = match family {
-            Family::PerPos => draft_position(&sample)?,
+            Family::PerPos | Family::DraftedPerPos => draft_position(&sample, position_label(this_schema))?,
             _ => 0,
         };
         if !sglang && !seen.insert((family, key.clone(), position)) {
             let labels = match family {
-                Family::PerPos => with_position(&key, position),
+                Family::PerPos | Family::DraftedPerPos => with_position(&key, position_label(this_schema), position),
                 _ => key,
             };
             return Err(Error::DuplicateSample {
@@ -138,6 +161,9 @@ pub fn parse_metrics(text: &str) -> Result<MetricsSnapshot, Error> {
             Family::PerPos => {
                 entry.accepted_per_pos.insert(position, value);
             }
+            Family::DraftedPerPos => {
+                entry.drafted_per_pos.insert(position, value);
+            }
             Family::Generation => add(&mut entry.generation_tokens),
             Family::Requests => add(&mut entry.requests),
         }
@@ -147,20 +173,15 @@ pub fn parse_metrics(text: &str) -> Result<MetricsSnapshot, Error> {
         .iter()
         .filter_map(|(name, g)| g.mean().map(|m| (name.to_string(), m)))
         .collect();
-    let gauge = |name: &str| gauge_means.get(name).copied();
-    let sglang = SglangGauges {
-        accept_length: gauge("sglang:spec_accept_length"),
-        accept_rate: gauge("sglang:spec_accept_rate"),
-        num_steps: gauge("sglang:spec_num_steps"),
-        num_draft_tokens: gauge("sglang:spec_num_draft_tokens"),
-        verify_calls_total: series
-            .get("")
-            .filter(|_| schema == Some(Engine::Sglang) && families.contains(&Family::Drafts))
-            .map(|c| c.num_drafts as f64),
-    };
-    let sglang = (sglang != SglangGauges::default()).then_some(sglang);
-
-    let (counters, sglang_missing) = counter_set(schema, &families, series, &gauge_means, largest)?;
+    let verify_calls = series
+        .get("")
+        .filter(|_| schema == Some(Engine::Sglang) && families.contains(&Family::Drafts))
+        .map(|c| c.num_drafts as f64);
+    let sglang = SglangGauges::of(&gauge_means, verify_calls);
+    let (mut counters, sglang_missing) = counter_set(schema, &families, series, &gauge_means, largest)?;
+    if let Some(c) = counters.as_mut() {
+        c.spec_config = spec_config;
+    }
     Ok(MetricsSnapshot {
         counters,
         sglang,
@@ -194,9 +215,11 @@ fn counter_set(
                 sglang_missing = missing;
                 None
             } else if match schema {
-                // Without accepted tokens no figure of vLLM's schema stands; the others need all.
+                // Without accepted tokens no figure of vLLM's schema stands; TensorRT-LLM needs its
+                // iteration counters or its per-position pair; SGLang needs all.
                 Engine::Vllm | Engine::LlamaCpp => !families.contains(&Family::Accepted),
-                Engine::Trtllm | Engine::Sglang => !missing.is_empty(),
+                Engine::Trtllm => !missing.is_empty() && !families.contains(&Family::DraftedPerPos),
+                Engine::Sglang => !missing.is_empty(),
             } {
                 // Without accepted tokens no figure stands.
                 return Err(Error::IncompleteCounters {
@@ -220,6 +243,7 @@ fn counter_set(
                     gauges: schema_gauges,
                     rounded_max,
                     missing,
+                    spec_config: None,
                 })
             }
         }
@@ -228,18 +252,30 @@ fn counter_set(
     Ok((counters, sglang_missing))
 }
 
-/// A per-position sample's `position` label, as a draft position.
-fn draft_position(sample: &prom::Sample<'_>) -> Result<u32, Error> {
-    let Some(pos) = sample.label("position") else {
+/// A per-position sample's position label (`position`, TensorRT-LLM's `token_position`), as a
+/// draft position.
+fn draft_position(sample: &prom::Sample<'_>, label: &str) -> Result<u32, Error> {
+    let Some(pos) = sample.label(label) else {
         return Err(Error::Exposition {
             line: sample.line,
-            message: format!("{} sample without a position label", sample.name),
+            message: format!("{} sample without a {label} label", sample.name),
         });
     };
     pos.parse::<u32>().map_err(|_| Error::Exposition {
         line: sample.line,
         message: format!("position label {pos:?} is not a draft position"),
     })
+}
+
+/// The speculative config in the labels of TensorRT-LLM's info gauge; a `spec_num_tokens` that
+/// is not a whole number is left out rather than guessed.
+fn spec_config_of(sample: &prom::Sample<'_>) -> SpecConfig {
+    let label = |name: &str| sample.label(name).map(|v| v.into_owned()).filter(|v| !v.is_empty());
+    SpecConfig {
+        method: label("spec_method"),
+        num_spec_tokens: label("spec_num_tokens").and_then(|v| v.parse().ok()),
+        draft_model: label("spec_draft_model"),
+    }
 }
 
 /// Why one phase's scrape produced no counters.
@@ -285,7 +321,7 @@ impl fmt::Display for ScrapeFailure {
                 "TensorRT-LLM's /prometheus/metrics is not there (HTTP 404): start trtllm-serve with `return_perf_metrics: true` in --extra_llm_api_options, and `enable_iter_perf_stats: true` for the spec decode metrics",
             ),
             ScrapeFailure::TrtllmNoSpec => f.write_str(
-                "No trtllm_spec_decode_* counters on TensorRT-LLM's /prometheus/metrics: set `enable_iter_perf_stats: true` in --extra_llm_api_options (beside `return_perf_metrics: true`)",
+                "No trtllm_spec_decode_* counters on TensorRT-LLM's /prometheus/metrics: set `enable_iter_perf_stats: true` in --extra_llm_api_options (beside `return_perf_metrics: true`); the per-position pair of builds since March 2026 appears once a request has finished",
             ),
         }
     }

@@ -1,7 +1,7 @@
 //! Which engine a `/metrics` text comes from and the names of its spec-decode families: the
 //! schemas (vLLM's, copied by llama.cpp and TensorRT-LLM under their own prefixes, and SGLang's
-//! verify, generation and request counters), each family's metric name, the families a window
-//! needs, and the engine gauges a window averages.
+//! verify, generation and request counters, and TensorRT-LLM's per-position pair), each family's
+//! metric name, the families a window needs, and the engine gauges a window averages.
 
 use crate::engine::Engine;
 
@@ -20,6 +20,14 @@ const PER_POS: &str = "spec_decode_num_accepted_tokens_per_pos_total";
 const VERIFY_CALLS: &str = "spec_verify_calls_total";
 const GENERATION: &str = "generation_tokens_total";
 const REQUESTS: &str = "num_requests_total";
+/// TensorRT-LLM's per-request pair, added when each request finishes, by `token_position`:
+/// draft tokens proposed at each position, and those accepted.
+const DRAFTED_AT_POS: &str = "spec_decode_drafted_tokens_total";
+const ACCEPTED_AT_POS: &str = "spec_decode_accepted_tokens_total";
+
+/// TensorRT-LLM's info gauge of its speculative config (`spec_method`, `spec_num_tokens`,
+/// `spec_draft_model` labels, value 1).
+pub(crate) const TRTLLM_SPEC_CONFIG_INFO: &str = "trtllm_speculative_config_info";
 
 /// The engine gauges a window averages (TensorRT-LLM's and SGLang's), by full metric name.
 pub const ENGINE_GAUGES: [&str; 7] = [
@@ -37,7 +45,13 @@ pub(crate) enum Family {
     Drafts,
     DraftTokens,
     Accepted,
+    /// Accepted tokens by position: vLLM's `…_per_pos_total{position}` (drafts whose first
+    /// i + 1 tokens were accepted), TensorRT-LLM's `…_accepted_tokens_total{token_position}`
+    /// (the same count, added when each request finishes).
     PerPos,
+    /// TensorRT-LLM's draft tokens proposed at each position (`token_position`); position 0
+    /// counts the steps that drafted at all.
+    DraftedPerPos,
     Generation,
     Requests,
 }
@@ -51,6 +65,8 @@ pub(crate) fn family_of(name: &str) -> Option<(Engine, Family)> {
         DRAFT_TOKENS => Family::DraftTokens,
         ACCEPTED => Family::Accepted,
         PER_POS => Family::PerPos,
+        ACCEPTED_AT_POS if schema == Engine::Trtllm => Family::PerPos,
+        DRAFTED_AT_POS if schema == Engine::Trtllm => Family::DraftedPerPos,
         _ => return None,
     };
     Some((schema, family))
@@ -78,13 +94,24 @@ pub(crate) fn family_name(schema: Engine, family: Family) -> &'static str {
         (_, Family::Drafts) => DRAFTS,
         (_, Family::DraftTokens) => DRAFT_TOKENS,
         (_, Family::Accepted) => ACCEPTED,
+        (Engine::Trtllm, Family::PerPos) => ACCEPTED_AT_POS,
         (_, Family::PerPos) => PER_POS,
+        (_, Family::DraftedPerPos) => DRAFTED_AT_POS,
         (_, Family::Generation) => GENERATION,
         (_, Family::Requests) => REQUESTS,
     }
 }
 
-/// The families a schema must have for a window; the others are optional.
+/// The label that carries the draft position on a schema's per-position families.
+pub(crate) fn position_label(schema: Engine) -> &'static str {
+    match schema {
+        Engine::Trtllm => "token_position",
+        _ => "position",
+    }
+}
+
+/// The families a schema must have for a window; the others are optional. TensorRT-LLM's
+/// per-position pair stands in for its iteration counters when those are off.
 pub(crate) fn required(schema: Engine) -> &'static [Family] {
     match schema {
         Engine::Vllm | Engine::LlamaCpp => &[Family::Drafts, Family::DraftTokens, Family::Accepted],

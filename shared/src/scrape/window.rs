@@ -52,10 +52,15 @@ pub fn window_result_with(
     after: Result<CounterSet, ScrapeFailure>,
     gauges: &GaugeMeans,
 ) -> SpecDecodeResult {
-    // llama.cpp adds its spec-decode families once something was drafted: none before the
-    // window means zero then.
+    // llama.cpp adds its spec-decode families once something was drafted, TensorRT-LLM its
+    // per-position pair once a request finished: none before the window means zero then.
     let before = match (before, &after) {
         (Err(ScrapeFailure::NoSpecMetrics), Ok(a)) if a.schema() == Engine::LlamaCpp => Ok(a.zeroed()),
+        (Err(ScrapeFailure::TrtllmNoSpec), Ok(a))
+            if a.schema() == Engine::Trtllm && a.total.drafted_per_pos.contains_key(&0) =>
+        {
+            Ok(a.zeroed())
+        }
         (before, _) => before,
     };
     let raw = RawPhases {
