@@ -76,6 +76,27 @@ fn vllm_dp2_sums_engines_and_keeps_the_split() {
     assert_eq!(by_engine["1"], spec(1200, 3600, 2100, &[900, 700, 500]));
 }
 
+/// A vLLM with two data-parallel engines ignores a per-batch-size schedule: its window says how
+/// many engines it counted, and the schedule's warning follows from it.
+#[test]
+fn a_two_engine_vllm_exposition_warns_that_a_schedule_is_ignored() {
+    use speclens_shared::sweep::schedules::{vllm_schedule_warnings, ServerFacts};
+    let dp2 = window_from_zero(&read_fixture("generated_vllm_dp2.prom")).data.unwrap();
+    assert_eq!(dp2.data_parallel_engines, Some(2));
+    let warnings = vllm_schedule_warnings(&ServerFacts {
+        vllm_engines: dp2.data_parallel_engines,
+        ..ServerFacts::default()
+    });
+    assert!(
+        warnings[0].starts_with("schedule ignored under data parallelism"),
+        "{warnings:?}"
+    );
+    let single = window_from_zero(&read_fixture("generated_vllm_single.prom"))
+        .data
+        .unwrap();
+    assert_eq!(single.data_parallel_engines, None, "one engine: nothing to say");
+}
+
 #[test]
 fn vllm_large_values_in_go_exponent_form() {
     let c = counters(&read_fixture("generated_vllm_large.prom"));

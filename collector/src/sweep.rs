@@ -330,14 +330,19 @@ pub async fn run_with(plan: Plan, hub: Option<LiveHub>) -> Result<Option<SweepFi
             category_tpot_ms: m.category_tpot_ms.as_ref(),
         })
         .collect();
-    let table = SweepFile {
-        warnings,
-        earlier_points,
-        ..SweepFile::of_arms(&named, plan.costs, plan.speculative_config.as_ref())
-    };
+    let mut table = SweepFile::of_arms(&named, plan.costs, plan.speculative_config.as_ref());
+    // What the table itself warns of (a lossy or forced acceptance) is said on the console
+    // here; the arms' check said its own when it ran.
+    let own_warnings: String = table.warnings.iter().map(|w| format!("Warning: {w}\n")).collect();
+    table.warnings.splice(0..0, warnings);
+    table.earlier_points = earlier_points;
     bench::output::write_atomic(&out.join("sweep.json"), &bench::output::to_json_bytes(&table)?)?;
     let notes = workload_notes(&results);
-    crate::console::status(&format!("\n{}{notes}Results: {}\n", table.render(), out.display()));
+    crate::console::status(&format!(
+        "\n{own_warnings}{}{notes}Results: {}\n",
+        table.render(),
+        out.display()
+    ));
     if let Some(signal) = stopped {
         return Err(CollectorError::Interrupted {
             message: format!(

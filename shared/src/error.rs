@@ -54,6 +54,9 @@ pub enum Error {
     /// A `--goodput` objective is not well formed.
     #[error("invalid --goodput objective {0}")]
     Goodput(String),
+    /// An engine schedule breaks the engine's own rules.
+    #[error("invalid schedule: {0}")]
+    Schedule(String),
     /// A model input is outside its domain.
     #[error("invalid model input: {0}")]
     ModelInput(String),

@@ -520,6 +520,7 @@ pub(crate) mod tests {
             per_position_acceptance_rates: [(0, 22021.0 / 26407.0)].into_iter().collect(),
             notes: Vec::new(),
             spec_config: None,
+            data_parallel_engines: None,
         };
         let m = RunTally::default().metrics(1.0, None, None, 0, &[99.0]);
         let text = vllm_summary(&m, SpecSection::Measured(&data));

@@ -592,6 +592,7 @@ fn SweepView(id: String) -> impl IntoView {
                             {r.settings.iter().filter(|s| !s.line.is_empty()).map(|s| view! {
                                 <p>{format!("{}: ", s.engine)}<code>{s.line.clone()}</code></p>
                                 <p class="hint">{format!("From: {}", s.basis)}</p>
+                                {s.warnings.iter().map(|w| view! { <p class="hint warning">{format!("Warning: {w}")}</p> }).collect_view()}
                             }).collect_view()}
                         </div>
                     })}

@@ -198,6 +198,12 @@ impl SpecPaths {
                 spec_config: same
                     .iter()
                     .find_map(|(w, _)| w.after.as_ref().ok().and_then(|a| a.spec_config.clone())),
+                engines: same
+                    .iter()
+                    .filter_map(|(w, _)| w.after.as_ref().ok())
+                    .map(|a| a.by_label("engine").len() as u32)
+                    .max()
+                    .unwrap_or(0),
             };
             derive(schema, &sum, &facts).ok()
         });

@@ -41,6 +41,10 @@ pub struct SpecDecodeData {
     /// The speculative config the engine exports (TensorRT-LLM's info gauge).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub spec_config: Option<SpecConfig>,
+    /// vLLM's data-parallel engines, when its counters carry more than one `engine` label
+    /// (a per-batch-size schedule is off there).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub data_parallel_engines: Option<u32>,
 }
 
 impl SpecDecodeData {
@@ -74,6 +78,8 @@ pub struct WindowFacts {
     pub missing: Vec<String>,
     /// The speculative config the engine exports, from the window's last scrape.
     pub spec_config: Option<SpecConfig>,
+    /// The distinct `engine` labels of the window's last scrape (vLLM's data-parallel engines).
+    pub engines: u32,
 }
 
 impl WindowFacts {
@@ -84,6 +90,7 @@ impl WindowFacts {
             rounded_max: c.rounded_max,
             missing: c.missing.clone(),
             spec_config: c.spec_config.clone(),
+            engines: c.by_label("engine").len() as u32,
         }
     }
 
@@ -96,6 +103,7 @@ impl WindowFacts {
             rounded_max: after.rounded_max.max(before.rounded_max),
             missing,
             spec_config: after.spec_config.clone().or_else(|| before.spec_config.clone()),
+            engines: after.by_label("engine").len() as u32,
         }
     }
 
@@ -193,6 +201,7 @@ fn derive_vllm(delta: &SpecCounters, facts: &WindowFacts) -> Result<SpecDecodeDa
         per_position_acceptance_rates,
         notes,
         spec_config: None,
+        data_parallel_engines: (facts.engines > 1).then_some(facts.engines),
     })
 }
 
@@ -272,6 +281,7 @@ fn trtllm_from_positions(delta: &SpecCounters, drafts: u64, gauges: &GaugeMeans)
         per_position_acceptance_rates,
         notes,
         spec_config: None,
+        data_parallel_engines: None,
     })
 }
 
@@ -322,6 +332,7 @@ fn trtllm_from_iterations(delta: &SpecCounters, facts: &WindowFacts) -> Result<S
         per_position_acceptance_rates: BTreeMap::new(),
         notes,
         spec_config: None,
+        data_parallel_engines: None,
     })
 }
 
@@ -369,6 +380,7 @@ fn derive_sglang(delta: &SpecCounters, gauges: &GaugeMeans) -> Result<SpecDecode
         per_position_acceptance_rates: BTreeMap::new(),
         notes,
         spec_config: None,
+        data_parallel_engines: None,
     })
 }
 

@@ -1,12 +1,13 @@
 //! A sweep: its speculative arms, each against plain and against each other, and the
 //! recommendation drawn from them, as `sweep.json` holds it. Below it, in order of use: the
-//! sweep's vocabulary (`levels`), one two-arm table (`pair`), the arms (`arms`) and the
-//! recommendation (`recommend`).
+//! sweep's vocabulary (`levels`), one two-arm table (`pair`), the arms (`arms`), a schedule as
+//! each engine takes it (`schedules`) and the recommendation (`recommend`).
 
 pub mod arms;
 pub mod levels;
 pub mod pair;
 pub mod recommend;
+pub mod schedules;
 
 use serde::{Deserialize, Serialize};
 
@@ -16,6 +17,7 @@ use arms::{Arms, NamedPoint};
 pub use levels::{throughput, Arm, Axis, Level};
 pub use pair::{repeats_settled, PairTable, Prediction, SweepRow};
 use recommend::Recommendation;
+use schedules::{acceptance_warning, ServerFacts};
 
 /// The whole sweep, as `sweep.json` holds it.
 ///
@@ -143,7 +145,8 @@ impl SweepFile {
     /// The sweep of named arms' points (`base` is plain): every speculative arm against plain
     /// and against each other, and the recommendation; plain's table alone when no arm is
     /// speculative. `speculative_config` is the arms' servers' vLLM `--speculative-config`,
-    /// kept in the recommended line.
+    /// kept in the recommended line; what it and the arms' counters say against a schedule
+    /// line is said beside it, and a lossy or forced acceptance among the sweep's warnings.
     pub fn of_arms(
         points: &[NamedPoint<'_>],
         costs: Costs,
@@ -164,12 +167,22 @@ impl SweepFile {
             .map(|a| a.table.axis)
             .or(plain.as_ref().map(|t| t.axis))
             .unwrap_or_default();
+        let facts = ServerFacts {
+            vllm_engines: points
+                .iter()
+                .filter_map(|p| p.result.spec_decode.as_ref())
+                .flat_map(|s| &s.scrape)
+                .filter_map(|e| e.result.data.as_ref()?.data_parallel_engines)
+                .max(),
+            ..ServerFacts::default()
+        }
+        .with_config(speculative_config);
         SweepFile {
             axis,
-            recommendation: Recommendation::of(&arms, axis, costs, speculative_config),
+            recommendation: Recommendation::of(&arms, axis, costs, speculative_config, &facts),
             plain,
             arms,
-            warnings: Vec::new(),
+            warnings: acceptance_warning(&facts).into_iter().collect(),
             earlier_points: Vec::new(),
         }
     }

@@ -1,13 +1,17 @@
 //! A sweep's recommendation: the best draft length k for each range of load (what the arms
 //! measured, with the model's per-position extension beside it), the load above which
 //! speculation should be off, and the engine settings that say so (vLLM's
-//! `--speculative-config` with its per-batch-size schedule, SGLang's draft flags), each line
-//! naming the measurement it comes from and how sure it is.
+//! `--speculative-config` with its per-batch-size schedule, SGLang's draft flags and adaptive
+//! tiers, TensorRT-LLM's draft-length schedule), each line naming the measurement it comes from,
+//! how sure it is, and what on the server would stop it taking effect.
 
 use serde::{Deserialize, Serialize};
 
 use super::arms::{ArmSweep, Arms};
 use super::levels::Axis;
+use super::schedules::{
+    check_vllm_schedule, sglang_adaptive_config, vllm_schedule_warnings, ServerFacts, TrtllmSchedule,
+};
 use crate::model::{expected_tokens_per_position, speedup, Costs};
 
 /// The largest batch size a vLLM schedule's last range reaches (vLLM caps it at
@@ -125,6 +129,9 @@ pub struct Setting {
     pub engine: String,
     pub line: String,
     pub basis: String,
+    /// What on the server would stop the line taking effect.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub warnings: Vec<String>,
 }
 
 /// The recommendation of a sweep.
@@ -159,12 +166,14 @@ fn score(arm: &ArmSweep, level: f64) -> Option<(f64, (f64, f64))> {
 
 impl Recommendation {
     /// The recommendation from a sweep's arms; `speculative_config` is the arms' servers' own
-    /// vLLM `--speculative-config` (its other keys are kept in the line printed).
+    /// vLLM `--speculative-config` (its other keys are kept in the line printed), `facts` what
+    /// is known of those servers.
     pub fn of(
         arms: &Arms,
         axis: Axis,
         costs: Costs,
         speculative_config: Option<&serde_json::Value>,
+        facts: &ServerFacts,
     ) -> Option<Recommendation> {
         if arms.arms.is_empty() {
             return None;
@@ -243,6 +252,14 @@ impl Recommendation {
             settings: Vec::new(),
         };
         rec.settings = rec.settings_lines(speculative_config);
+        if let Some(vllm) = rec
+            .settings
+            .iter_mut()
+            .find(|s| s.engine == "vLLM" && s.line.contains("per_batch_size"))
+        {
+            vllm.warnings = vllm_schedule_warnings(facts);
+        }
+        rec.settings.extend(rec.schedule_lines(arms));
         Some(rec)
     }
 
@@ -266,6 +283,7 @@ impl Recommendation {
                     "no line: arm {} measured no acceptance, so its k is unknown (give the sweep the server's metrics)",
                     unknown.join(", ")
                 ),
+                warnings: Vec::new(),
             });
             return out;
         }
@@ -286,12 +304,22 @@ impl Recommendation {
                 engine: "vLLM".into(),
                 line: "(no --speculative-config: serve without speculation)".into(),
                 basis: format!("plain measured best at every level ({measured})"),
+                warnings: Vec::new(),
             });
             return out;
         }
         config.insert("num_speculative_tokens".into(), top_k.into());
         let schedule: Vec<(u64, u64, u32)> = self.batch_schedule();
         let single = schedule.len() == 1;
+        if let Err(e) = check_vllm_schedule(&schedule, top_k) {
+            out.push(Setting {
+                engine: "vLLM".into(),
+                line: String::new(),
+                basis: format!("no line: {e} ({measured})"),
+                warnings: Vec::new(),
+            });
+            return out;
+        }
         if self.axis.is_concurrency() && !single {
             config.insert(
                 "num_speculative_tokens_per_batch_size".into(),
@@ -320,25 +348,89 @@ impl Recommendation {
             engine: "vLLM".into(),
             line: format!("--speculative-config '{json}'"),
             basis: format!("{measured}{schedule_note}{template_note}"),
+            warnings: Vec::new(),
         });
         if first_k > 0 {
-            let off = match &self.cut_off {
-                Some(c) => format!(
-                    "; SGLang takes one draft length for every batch: above {:.1} {} route traffic to a plain server",
-                    c.level,
-                    self.axis.unit()
-                ),
-                None => String::new(),
-            };
+            out.push(self.sglang_line(first_k));
+        }
+        out
+    }
+
+    /// SGLang's fixed draft length: the lowest range's k (EAGLE with top-k 1).
+    fn sglang_line(&self, first_k: u32) -> Setting {
+        let off = match &self.cut_off {
+            Some(c) => format!(
+                "; SGLang takes one draft length for every batch: above {:.1} {} route traffic to a plain server",
+                c.level,
+                self.axis.unit()
+            ),
+            None => String::new(),
+        };
+        Setting {
+            engine: "SGLang".into(),
+            line: format!(
+                "--speculative-num-steps {first_k} --speculative-eagle-topk 1 --speculative-num-draft-tokens {}",
+                first_k + 1
+            ),
+            basis: format!("k = {first_k} of the lowest range (EAGLE with top-k 1: k steps, k + 1 draft tokens){off}"),
+            warnings: Vec::new(),
+        }
+    }
+
+    /// SGLang's adaptive tiers and TensorRT-LLM's draft-length schedule, on a concurrency sweep
+    /// whose schedule changes k (a rate sweep gives no batch sizes; one k needs no schedule).
+    fn schedule_lines(&self, arms: &Arms) -> Vec<Setting> {
+        let schedule = self.batch_schedule();
+        if !self.axis.is_concurrency()
+            || schedule.len() < 2
+            || self.ranges.iter().any(|r| r.arm.is_some() && r.k.is_none())
+        {
+            return Vec::new();
+        }
+        let measured = self.basis();
+        let mut out = Vec::new();
+        // Each tier's candidates: its own k and those of the arms (or plain) tied with its picks.
+        let k_of = |name: &str| match name {
+            "plain" => Some(0),
+            _ => arms.arms.iter().find(|a| a.name == name).and_then(|a| a.k),
+        };
+        let tiers: Vec<(u64, Vec<u32>)> = schedule
+            .iter()
+            .map(|&(from, to, k)| {
+                let mut steps = vec![k];
+                for l in self
+                    .levels
+                    .iter()
+                    .filter(|l| (from..=to).contains(&(l.level.round() as u64)))
+                {
+                    steps.extend(l.tied.iter().filter_map(|t| k_of(t)));
+                }
+                (from, steps)
+            })
+            .collect();
+        out.push(Setting {
+            engine: "SGLang (adaptive)".into(),
+            line: format!(
+                "--speculative-algorithm EAGLE --speculative-eagle-topk 1 --speculative-adaptive --speculative-adaptive-config adaptive.json  # adaptive.json: {}",
+                sglang_adaptive_config(&tiers)
+            ),
+            basis: format!(
+                "{measured}; one tier per range, keyed by its first batch size (SGLang takes the tier of the largest key at or below the running batch), its candidate steps the range's k and those of the arms within its noise (0: off)"
+            ),
+            warnings: vec![
+                "SGLang's adaptive steps run with EAGLE or EAGLE3 at top-k 1 only, and not with attention data parallelism".into(),
+            ],
+        });
+        if let Some(t) = TrtllmSchedule::of(&schedule) {
             out.push(Setting {
-                engine: "SGLang".into(),
-                line: format!(
-                    "--speculative-num-steps {first_k} --speculative-eagle-topk 1 --speculative-num-draft-tokens {}",
-                    first_k + 1
-                ),
+                engine: "TensorRT-LLM".into(),
+                line: t.yaml(),
                 basis: format!(
-                    "k = {first_k} of the lowest range (EAGLE with top-k 1: k steps, k + 1 draft tokens){off}"
+                    "{measured}; in --extra_llm_api_options, beside your decoding_type and draft model. draft_len_schedule in its newer form (NVIDIA/TensorRT-LLM PR #12262, get_draft_len_for_batch_size): k for batch sizes up to each key, nothing above the last; a build before it reads a key as \"from this batch size on\""
                 ),
+                warnings: vec![
+                    "a SpeculationGate (acceptance_window, acceptance_length_threshold) in the same config can turn speculation off for good in the middle of a run: leave it out while the schedule decides".into(),
+                ],
             });
         }
         out
@@ -480,6 +572,9 @@ impl Recommendation {
                 out.push_str(&format!("  {}: {}\n", s.engine, s.basis));
             } else {
                 out.push_str(&format!("  {}: {}\n      from: {}\n", s.engine, s.line, s.basis));
+            }
+            for w in &s.warnings {
+                out.push_str(&format!("      warning: {w}\n"));
             }
         }
         out
@@ -791,8 +886,26 @@ mod tests {
             vllm.basis
         );
         assert!(rec.settings[1].line.starts_with("--speculative-num-steps 3 "));
+        assert!(vllm.warnings.is_empty(), "eagle3 on one engine: {:?}", vllm.warnings);
+        // The same ranges as SGLang's tiers and TensorRT-LLM's schedule, each checked by reading
+        // it back the way the engine does.
+        let sglang = rec.settings.iter().find(|s| s.engine == "SGLang (adaptive)").unwrap();
+        let json = sglang.line.split_once("# adaptive.json: ").unwrap().1;
+        let tiers: serde_json::Value = serde_json::from_str(json).unwrap();
+        for (b, k) in [(1, 3), (24, 3), (25, 1), (50, 1), (51, 0), (4096, 0)] {
+            let steps = super::super::schedules::sglang_tier_at(&tiers, b).unwrap();
+            assert!(steps.contains(&k), "batch {b}: {steps:?} lacks k = {k}");
+        }
+        let trtllm = rec.settings.iter().find(|s| s.engine == "TensorRT-LLM").unwrap();
+        assert_eq!(
+            trtllm.line,
+            "speculative_config: {max_draft_len: 3, max_concurrency: 50, draft_len_schedule: {24: 3, 50: 1}}"
+        );
+        assert!(trtllm.basis.contains("up to each key"), "{}", trtllm.basis);
+        assert!(trtllm.warnings[0].contains("SpeculationGate"), "{:?}", trtllm.warnings);
         let text = t.render();
         assert!(text.contains("concurrency 1–24: k = 3 (arm k3)"), "{text}");
+        assert!(text.contains("      warning: a SpeculationGate"), "{text}");
         assert!(text.contains("concurrency 51 and above: speculation off"), "{text}");
         assert!(rec
             .summary()
