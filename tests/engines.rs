@@ -95,6 +95,79 @@ fn bench_records(url: &str, extra: &[&str]) -> (String, serde_json::Value, Vec<s
     (stderr, result, crate::common::read_records(&dir))
 }
 
+/// vLLM 0.33's `--enable-per-request-metrics`: each response's `metrics` carries the engine's
+/// queue time and TTFT; records keep them, `result.json` splits TTFT into the server's queue,
+/// the server's TTFT and what lies outside the server (network, client).
+#[test]
+fn vllm_0_33_server_timings_split_ttft_in_records_and_the_result() {
+    // Two sequences at a time, 8 requests 4 at a time, 5 ms steps: half of them queue.
+    let sim = Speclens::start(&[
+        "sim",
+        "--port",
+        "0",
+        "--num-spec-tokens",
+        "3",
+        "--alpha",
+        "0.7",
+        "--step-ms",
+        "5",
+        "--max-num-seqs",
+        "2",
+        "--enable-per-request-metrics",
+    ]);
+    for extra in [&[][..], &["--no-stream"][..]] {
+        let mut args = vec!["--concurrency", "4"];
+        args.extend_from_slice(extra);
+        let (_, result, records) = bench_records(&sim.url(), &args);
+        let timings: Vec<_> = records
+            .iter()
+            .map(|r| {
+                (
+                    r.ttft_ms.unwrap(),
+                    r.server_timings.expect("the server's timings, in every record"),
+                )
+            })
+            .collect();
+        for (client_ttft, server) in &timings {
+            let (queue, ttft) = (server.queue_time_ms.unwrap(), server.time_to_first_token_ms.unwrap());
+            assert!(
+                ttft >= queue,
+                "{extra:?}: the server's TTFT {ttft} includes its queue {queue}"
+            );
+            assert!(
+                *client_ttft >= ttft,
+                "{extra:?}: the client's TTFT {client_ttft} below the server's {ttft}"
+            );
+            assert!(server.generation_time_ms.unwrap() > 0.0, "{server:?}");
+        }
+        let queued = timings.iter().filter(|(_, s)| s.queue_time_ms.unwrap() >= 4.0).count();
+        assert!(queued >= 2, "{extra:?}: requests waited for a slot: {timings:?}");
+        assert_eq!(result["server_timed_requests"], 8, "{extra:?}");
+        let mean = |f: &dyn Fn(&(f64, speclens_shared::per_request::ServerTimings)) -> f64| {
+            timings.iter().map(f).sum::<f64>() / timings.len() as f64
+        };
+        let close = |key: &str, want: f64| {
+            let got = result[key].as_f64().unwrap_or_else(|| panic!("{key} in result.json"));
+            assert!(
+                (got - want).abs() < 1e-6 * want.abs().max(1.0),
+                "{key}: {got} vs {want}"
+            );
+        };
+        close("mean_server_queue_time_ms", mean(&|(_, s)| s.queue_time_ms.unwrap()));
+        close(
+            "mean_server_time_to_first_token_ms",
+            mean(&|(_, s)| s.time_to_first_token_ms.unwrap()),
+        );
+        close(
+            "mean_ttft_outside_server_ms",
+            mean(&|(c, s)| c - s.time_to_first_token_ms.unwrap()),
+        );
+        assert!(result["p99_server_queue_time_ms"].is_number(), "{result}");
+        // TTFT's own figures are untouched by the server's families.
+        assert!(result.get("p99_server_ttft_ms").is_none());
+    }
+}
+
 #[test]
 fn a_tensorrt_llm_before_the_per_position_pair_takes_its_length_from_its_gauges() {
     let sim = Speclens::instant_spec_sim("0.7", &["--payload", "trtllm", "--no-per-position-pair"]);
@@ -223,33 +296,48 @@ fn the_pending_tensorrt_llm_shape_gives_full_records() {
 
 #[test]
 fn sglang_s_counters_give_the_length_its_requests_add_up_to() {
+    // SGLang 0.5.23 labels its generation and request counters `is_streaming` and creates a
+    // label set on its first increment: the first run's "before" has none (zero), the second
+    // run's adds the non-streamed set beside the streamed one; each window sums them.
     let sim = Speclens::instant_spec_sim("0.7", &["--payload", "sglang"]);
-    let (_, result, records) = bench_records(&sim.url(), &[]);
-    let window = &result["spec_decode"]["scrape"][0]["result"]["data"];
-    let steps: u64 = records
-        .iter()
-        .map(|r| {
-            r.spec_decode_acceptance
-                .as_ref()
-                .expect("SGLang's details, sent by detection")
-                .num_spec_steps
-        })
-        .sum();
-    let output: u64 = records.iter().map(|r| r.output_tokens).sum();
-    let want = (output - records.len() as u64) as f64 / steps as f64;
-    let got = result["spec_decode_acceptance_length"].as_f64().unwrap();
-    assert!(
-        (got - want).abs() < 1e-9,
-        "window {got} vs the requests' {want}: {window}"
-    );
-    assert_eq!(
-        window["num_drafts"].as_u64(),
-        Some(steps),
-        "verify calls = the requests' steps"
-    );
-    assert!(window["draft_tokens"].is_null(), "{window}");
-    let notes = result["spec_decode"]["per_request"]["notes"].to_string();
-    assert!(notes.contains("configured"), "{notes}");
+    for extra in [&[][..], &["--no-stream"][..]] {
+        let (_, result, records) = bench_records(&sim.url(), extra);
+        let window = &result["spec_decode"]["scrape"][0]["result"]["data"];
+        let steps: u64 = records
+            .iter()
+            .map(|r| {
+                r.spec_decode_acceptance
+                    .as_ref()
+                    .expect("SGLang's details, sent by detection")
+                    .num_spec_steps
+            })
+            .sum();
+        let output: u64 = records.iter().map(|r| r.output_tokens).sum();
+        let want = (output - records.len() as u64) as f64 / steps as f64;
+        let got = result["spec_decode_acceptance_length"].as_f64().unwrap();
+        assert!(
+            (got - want).abs() < 1e-9,
+            "{extra:?}: window {got} vs the requests' {want}: {window}"
+        );
+        assert_eq!(
+            window["num_drafts"].as_u64(),
+            Some(steps),
+            "verify calls = the requests' steps"
+        );
+        assert!(window["draft_tokens"].is_null(), "{window}");
+        let notes = result["spec_decode"]["per_request"]["notes"].to_string();
+        assert!(notes.contains("configured"), "{notes}");
+    }
+    let runtime = tokio::runtime::Runtime::new().unwrap();
+    let (_, text) = runtime.block_on(crate::common::get_text(&format!("{}/metrics", sim.url())));
+    for streaming in ["true", "false"] {
+        assert!(
+            text.contains(&format!(
+                "sglang:num_requests_total{{engine_type=\"unified\",is_streaming=\"{streaming}\""
+            )),
+            "{text}"
+        );
+    }
 }
 
 #[tokio::test]

@@ -37,7 +37,7 @@ fn every_prom_fixture_is_valid_exposition_text() {
         assert!(!samples.is_empty(), "{}", path.display());
         checked += 1;
     }
-    assert_eq!(checked, 12, "all twelve .prom fixtures were read");
+    assert_eq!(checked, 13, "all thirteen .prom fixtures were read");
 }
 
 #[test]
@@ -101,6 +101,41 @@ fn a_two_engine_vllm_exposition_warns_that_a_schedule_is_ignored() {
 fn vllm_large_values_in_go_exponent_form() {
     let c = counters(&read_fixture("generated_vllm_large.prom"));
     assert_eq!(c.total, spec(6_491_797, 12_983_594, 9_000_001, &[5_000_000, 4_000_001]));
+}
+
+/// SGLang 0.5.23: the `is_streaming` label sets are summed, and DSpark's two gauges are read and
+/// named in the window's notes.
+#[test]
+fn sglang_0_5_23_sums_its_is_streaming_label_sets_and_shows_dspark_s_gauges() {
+    let text = read_fixture("written_sglang_0523_dspark_metrics.prom");
+    let c = counters(&text);
+    assert_eq!(
+        (c.total.num_drafts, c.total.generation_tokens, c.total.requests),
+        (1000, Some(3200), Some(30))
+    );
+    let g = parse_metrics(&text).unwrap().sglang.unwrap();
+    assert_eq!((g.cap_length, g.block_accept_length), (Some(6.0), Some(4.1)));
+    let d = window_from_zero(&text).data.expect("a window");
+    // (3,200 − 30) ÷ 1,000 verify steps.
+    assert_eq!(d.acceptance_length, Some(3.17));
+    let notes = d.notes.join("\n");
+    assert!(notes.contains("DSpark's draft cap: 6.00"), "{notes}");
+    assert!(notes.contains("DSpark's accepted length per block: 4.10"), "{notes}");
+    // Before its first request finished (no verify call counted yet) the labelled counters are
+    // absent: zero then.
+    let before = text
+        .lines()
+        .filter(|l| !l.contains("is_streaming"))
+        .collect::<Vec<_>>()
+        .join("\n")
+        .replace("} 1000.0", "} 0.0");
+    assert!(matches!(
+        counters_from_text(&before),
+        Err(ScrapeFailure::GaugesOnly { .. })
+    ));
+    let r = window_result("http://h:1/metrics", counters_from_text(&before), Ok(c));
+    assert_eq!(r.status, ResultStatus::Ok, "{:?}", r.error);
+    assert_eq!(r.data.unwrap().accepted_tokens, 3200 - 30 - 1000);
 }
 
 #[test]

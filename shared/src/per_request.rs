@@ -210,6 +210,47 @@ pub enum PayloadOutcome {
     Rejected(Rejection),
 }
 
+/// The server's own timings of one request, in ms: vLLM 0.33's `--enable-per-request-metrics`
+/// adds them to the response's `metrics` object (beside its spec-decode stats).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Serialize, Deserialize)]
+pub struct ServerTimings {
+    /// Waiting in the scheduler's queue before the request was first scheduled.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub queue_time_ms: Option<f64>,
+    /// From the server receiving the request to its first token (queue included).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub time_to_first_token_ms: Option<f64>,
+    /// From the first token to the last.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub generation_time_ms: Option<f64>,
+}
+
+impl ServerTimings {
+    /// Take what a `metrics` object holds; a value that is not a finite number ≥ 0 is left
+    /// out, as `vllm bench serve` leaves it out.
+    fn note(&mut self, metrics: &Map<String, Value>) {
+        let read = |key: &str| {
+            metrics
+                .get(key)
+                .and_then(Value::as_f64)
+                .filter(|v| v.is_finite() && *v >= 0.0)
+        };
+        self.queue_time_ms = read("queue_time_ms").or(self.queue_time_ms);
+        self.time_to_first_token_ms = read("time_to_first_token_ms").or(self.time_to_first_token_ms);
+        self.generation_time_ms = read("generation_time_ms").or(self.generation_time_ms);
+    }
+
+    fn is_empty(&self) -> bool {
+        *self == ServerTimings::default()
+    }
+
+    /// The part of the client's TTFT the server does not account for (network, the client's
+    /// own time): client TTFT − server TTFT.
+    pub fn outside_server_ms(&self, client_ttft_ms: f64) -> Option<f64> {
+        self.time_to_first_token_ms.map(|server| client_ttft_ms - server)
+    }
+}
+
 /// Folds the chunks of one response (or its single body) one at a time.
 #[derive(Debug, Default)]
 pub struct PayloadScan {
@@ -224,11 +265,18 @@ pub struct PayloadScan {
     llamacpp_drafts: Option<(u64, u64)>,
     /// A partial figure that is not the type it should be.
     partial_rejected: Option<Rejection>,
+    /// The server's own timings (vLLM 0.33).
+    server: ServerTimings,
 }
 
 impl PayloadScan {
     pub fn new() -> Self {
         Self::default()
+    }
+
+    /// The server's own timings the response carried, if any.
+    pub fn server_timings(&self) -> Option<ServerTimings> {
+        (!self.server.is_empty()).then_some(self.server)
     }
 
     /// Look at one parsed chunk (or the whole non-streaming body).
@@ -238,6 +286,9 @@ impl PayloadScan {
             if let Some(tokens) = usage.get("completion_tokens").and_then(Value::as_u64) {
                 self.completion_tokens = Some(tokens);
             }
+        }
+        if let Some(metrics) = root.get("metrics").and_then(Value::as_object) {
+            self.server.note(metrics);
         }
         let mut found: Vec<(Engine, Vec<&Map<String, Value>>)> = Vec::new();
         if let Some(stats) = root

@@ -425,6 +425,10 @@ where
 /// The latency families `vllm bench serve` reports, as named in its keys.
 pub const LATENCY_FAMILIES: [&str; 4] = ["ttft", "tpot", "itl", "e2el"];
 
+/// The server's own timings' key families in `result.json` (none ends in a latency family's
+/// `_ttft_ms`, `_tpot_ms`, `_itl_ms` or `_e2el_ms`, so they are never read as one of those).
+pub const SERVER_FAMILIES: [&str; 3] = ["server_queue_time", "server_time_to_first_token", "ttft_outside_server"];
+
 impl RunResult {
     /// A speclens result with its identity filled in.
     pub fn new(speclens_version: &str, date: &str, label: &str) -> RunResult {
@@ -520,6 +524,30 @@ impl RunResult {
             *mean = Some(s.mean);
             *median = Some(s.median);
             *std = Some(s.std);
+            for (p, v) in &s.percentiles {
+                self.extra.insert(format!("p{p}_{family}_ms"), (*v).into());
+            }
+        }
+        self.set_server_split(&m.server);
+    }
+
+    /// The server's own timings (vLLM 0.33's per-request metrics), in `vllm bench serve`'s key
+    /// shape: `mean_server_queue_time_ms`, `median_…`, `std_…`, `p99_…`, the same for
+    /// `server_time_to_first_token` and `ttft_outside_server`, and how many requests had them.
+    fn set_server_split(&mut self, split: &crate::run::ServerSplit) {
+        if split.requests == 0 && split.queue_time.is_none() {
+            return;
+        }
+        self.extra.insert("server_timed_requests".into(), split.requests.into());
+        for (family, stats) in SERVER_FAMILIES.iter().zip([
+            &split.queue_time,
+            &split.time_to_first_token,
+            &split.ttft_outside_server,
+        ]) {
+            let Some(s) = stats else { continue };
+            for (key, v) in [("mean", s.mean), ("median", s.median), ("std", s.std)] {
+                self.extra.insert(format!("{key}_{family}_ms"), v.into());
+            }
             for (p, v) in &s.percentiles {
                 self.extra.insert(format!("p{p}_{family}_ms"), (*v).into());
             }

@@ -10,7 +10,7 @@ use serde::{Deserialize, Serialize};
 use crate::aggregate::SpecAggregator;
 use crate::engine::Engine;
 use crate::goodput::{RequestLatency, Slo};
-use crate::per_request::{PartialSpecRecord, SpecRecord};
+use crate::per_request::{PartialSpecRecord, ServerTimings, SpecRecord};
 use crate::sample::Sample;
 use crate::scrape::SpecDecodeData;
 
@@ -88,6 +88,10 @@ pub struct RequestRecord {
     /// The server's `usage` beside speclens's own counts, when a successful response had one.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub usage: Option<UsageRecord>,
+    /// The server's own timings of the request, when the response carried them (vLLM 0.33's
+    /// `--enable-per-request-metrics`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub server_timings: Option<ServerTimings>,
 }
 
 impl RequestRecord {
@@ -239,6 +243,21 @@ pub struct RunMetrics {
     pub tpot: Option<LatencyStats>,
     pub itl: Option<LatencyStats>,
     pub e2el: Option<LatencyStats>,
+    /// The server's own timings, of the requests whose responses carried them (vLLM 0.33's
+    /// `--enable-per-request-metrics`): its queue time, its TTFT, and the client's TTFT less the
+    /// server's (network and client).
+    #[serde(default)]
+    pub server: ServerSplit,
+}
+
+/// TTFT split by where it was spent, from the requests that carried the server's timings.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct ServerSplit {
+    /// Requests whose response carried the server's TTFT.
+    pub requests: u64,
+    pub queue_time: Option<LatencyStats>,
+    pub time_to_first_token: Option<LatencyStats>,
+    pub ttft_outside_server: Option<LatencyStats>,
 }
 
 /// The measured window's records folded one at a time as they finish (warm-up ones left out):
@@ -265,6 +284,11 @@ pub struct RunTally {
     pub tokens_per_s_per_user: Sample,
     /// Output token counts of requests that produced any (AIPerf's `output_token_count`).
     pub output_counts: Sample,
+    /// The server's own queue time and TTFT, and the client's TTFT less the server's, of the
+    /// requests whose responses carried them.
+    pub server_queue_ms: Sample,
+    pub server_ttft_ms: Sample,
+    pub ttft_outside_server_ms: Sample,
     /// The server's usage counts of the requests that reported them, and their distance from
     /// speclens's own counts (AIPerf's `usage_*`).
     pub usage: UsageTally,
@@ -329,6 +353,9 @@ impl RunTally {
         if let Some(t) = r.ttft_ms {
             self.ttft_ms.push(t);
         }
+        if let Some(server) = &r.server_timings {
+            self.push_server(server, r.ttft_ms);
+        }
         if let Some(tpot_ms) = r.tpot_ms() {
             self.tpot_ms.push(tpot_ms);
             if tpot_ms > 0.0 {
@@ -369,6 +396,18 @@ impl RunTally {
         }
     }
 
+    fn push_server(&mut self, server: &ServerTimings, client_ttft_ms: Option<f64>) {
+        if let Some(q) = server.queue_time_ms {
+            self.server_queue_ms.push(q);
+        }
+        if let Some(t) = server.time_to_first_token_ms {
+            self.server_ttft_ms.push(t);
+        }
+        if let Some(outside) = client_ttft_ms.and_then(|t| server.outside_server_ms(t)) {
+            self.ttft_outside_server_ms.push(outside);
+        }
+    }
+
     /// `vllm bench serve`'s figures of the window.
     pub fn metrics(
         &self,
@@ -398,6 +437,12 @@ impl RunTally {
             tpot: stats(&self.tpot_ms),
             itl: stats(&self.itl_ms),
             e2el: stats(&self.e2el_ms),
+            server: ServerSplit {
+                requests: self.server_ttft_ms.len(),
+                queue_time: stats(&self.server_queue_ms),
+                time_to_first_token: stats(&self.server_ttft_ms),
+                ttft_outside_server: stats(&self.ttft_outside_server_ms),
+            },
         }
     }
 }
@@ -555,6 +600,7 @@ pub(crate) mod tests {
             spec_decode_partial: None,
             spec_decode_rejected: None,
             usage: None,
+            server_timings: None,
             turn: None,
         }
     }

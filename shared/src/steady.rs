@@ -205,6 +205,7 @@ mod tests {
             spec_decode_partial: None,
             spec_decode_rejected: None,
             usage: None,
+            server_timings: None,
             turn: None,
         }
     }

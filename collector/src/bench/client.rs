@@ -12,7 +12,7 @@ use std::borrow::Cow;
 use serde::de::IgnoredAny;
 use serde::Deserialize;
 use serde_json::Value;
-use speclens_shared::per_request::{PartialSpecRecord, PayloadOutcome, PayloadScan, SpecRecord};
+use speclens_shared::per_request::{PartialSpecRecord, PayloadOutcome, PayloadScan, ServerTimings, SpecRecord};
 use speclens_shared::run::ErrorKind;
 use tokio::time::Instant;
 
@@ -86,6 +86,8 @@ pub struct Exchange {
     pub spec: Option<SpecRecord>,
     pub spec_partial: Option<PartialSpecRecord>,
     pub spec_rejected: Option<String>,
+    /// The server's own timings (vLLM 0.33's per-request metrics).
+    pub server: Option<ServerTimings>,
 }
 
 fn classify(e: &reqwest::Error) -> ErrorKind {
@@ -454,6 +456,7 @@ fn note_usage(ex: &mut Exchange, v: &Value) {
 }
 
 fn finish_scan(ex: &mut Exchange, scan: PayloadScan) {
+    ex.server = scan.server_timings();
     match scan.finish() {
         PayloadOutcome::Record(r) => ex.spec = Some(r),
         PayloadOutcome::Partial(p) => ex.spec_partial = Some(p),

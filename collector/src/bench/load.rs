@@ -605,6 +605,7 @@ fn to_record(
         spec_decode_partial: ex.spec_partial,
         spec_decode_rejected: ex.spec_rejected,
         usage,
+        server_timings: ex.server.filter(|_| success),
     }
 }
 

@@ -11,8 +11,8 @@ use speclens_shared::notices::{Notices, PathFigures};
 use speclens_shared::results::EngineLoad;
 use speclens_shared::run::RunTally;
 use speclens_shared::scrape::{
-    derive, window_delta, window_result_with, CounterSet, GaugeMeans, LoadSample, ResultStatus, ScrapeFailure,
-    SpecCounters, SpecDecodeData, SpecDecodeResult, WindowFacts,
+    derive, window_before, window_delta, window_result_with, CounterSet, GaugeMeans, LoadSample, ResultStatus,
+    ScrapeFailure, SpecCounters, SpecDecodeData, SpecDecodeResult, WindowFacts,
 };
 
 use super::prometheus::FleetOutcome;
@@ -76,8 +76,8 @@ impl ScrapeWindow {
         if !self.live_resets.is_empty() {
             return None;
         }
-        match (&self.before, &self.after) {
-            (Ok(b), Ok(a)) => window_delta(b, a).ok(),
+        match (window_before(self.before.clone(), &self.after), &self.after) {
+            (Ok(b), Ok(a)) => window_delta(&b, a).ok(),
             _ => None,
         }
     }

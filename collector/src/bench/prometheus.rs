@@ -198,6 +198,8 @@ impl Prometheus {
             num_steps: mean("sglang:spec_num_steps").await?,
             num_draft_tokens: mean("sglang:spec_num_draft_tokens").await?,
             verify_calls_total: None,
+            cap_length: mean("sglang:spec_cap_length").await?,
+            block_accept_length: mean("sglang:spec_block_accept_length").await?,
         };
         Ok((gauges != SglangGauges::default()).then_some(gauges))
     }

@@ -108,6 +108,10 @@ pub struct SimArgs {
     /// Per-request spec-decode stats in responses.
     #[arg(long, alias = "per-request-spec-decode-metrics", value_enum, default_value_t = PerRequestArg::Summary)]
     pub per_request_metrics: PerRequestArg,
+    /// vLLM 0.33's per-request timings: each response's `metrics` carries the engine's
+    /// `time_to_first_token_ms`, `queue_time_ms` and `generation_time_ms`.
+    #[arg(long)]
+    pub enable_per_request_metrics: bool,
     /// Which engine the server imitates: its per-request stats, its metrics endpoints, its
     /// `owned_by`.
     #[arg(long, value_enum, default_value_t = PayloadArg::Vllm)]
@@ -275,6 +279,7 @@ impl SimArgs {
                 PerRequestArg::Summary => PerRequestMetrics::Summary,
                 PerRequestArg::Detailed => PerRequestMetrics::Detailed,
             },
+            per_request_timings: args.enable_per_request_metrics,
             payload: match args.payload {
                 PayloadArg::Vllm => PayloadShape::Vllm,
                 PayloadArg::Trtllm => PayloadShape::Trtllm,

@@ -379,6 +379,8 @@ struct Reply {
     include_usage: bool,
     sglang_details: bool,
     per_request: PerRequestMetrics,
+    /// vLLM 0.33's `--enable-per-request-metrics`: the engine's timings in `metrics`.
+    timings: bool,
     payload: PayloadShape,
     salt: u64,
 }
@@ -529,6 +531,7 @@ async fn completions(State(state): State<Arc<SimState>>, headers: HeaderMap, bod
             seqs,
             events: tx,
             stream: req.stream,
+            arrived: tokio::time::Instant::now(),
         })
         .is_err()
     {
@@ -553,6 +556,7 @@ async fn completions(State(state): State<Arc<SimState>>, headers: HeaderMap, bod
         include_usage: req.stream_options.as_ref().is_some_and(|o| o.include_usage),
         sglang_details: req.return_spec_tokens_details,
         per_request: s.per_request,
+        timings: s.per_request_timings,
         payload: s.payload,
         salt: number,
     };
@@ -612,6 +616,23 @@ impl Reply {
             v["per_step_drafted"] = Value::Null;
         }
         v
+    }
+
+    /// vLLM's request timing fields: the engine's own with `--enable-per-request-metrics`
+    /// (vLLM 0.33; the sim leaves `mean_itl_ms` and `tokens_per_second` null), else null in a
+    /// whole response and absent from a stream.
+    fn vllm_timings(&self, stats: Option<&SeqStats>, streamed: bool) -> Value {
+        match stats.filter(|_| self.timings && self.n == 1) {
+            Some(s) => json!({
+                "time_to_first_token_ms": s.ttft_ms, "generation_time_ms": s.generation_ms,
+                "queue_time_ms": s.queue_ms, "mean_itl_ms": null, "tokens_per_second": null,
+            }),
+            None if streamed => json!({}),
+            None => json!({
+                "time_to_first_token_ms": null, "generation_time_ms": null, "queue_time_ms": null,
+                "mean_itl_ms": null, "tokens_per_second": null,
+            }),
+        }
     }
 
     /// TensorRT-LLM's per-choice additions: `avg_decoded_tokens_per_iter` as released, and the
@@ -679,20 +700,20 @@ impl Reply {
     }
 
     /// Root-level additions to the final object (vLLM metrics, SGLang sglext). A whole vLLM
-    /// response always has `metrics`: null without per-request stats, else the request's
-    /// timing fields (null, as vLLM 0.32 sends them) beside `speculative_decoding`.
+    /// response always has `metrics`: null without per-request stats or timings, else the
+    /// request's timing fields (null, as vLLM 0.32 sends them, or with
+    /// `--enable-per-request-metrics` the engine's own, as vLLM 0.33 does) beside
+    /// `speculative_decoding`. A stream's usage chunk carries the same, less the nulls.
     fn root_stats(&self, body: &mut Value, all: &[&SeqStats], streamed: bool) {
         let stats = all.first().copied().filter(|_| self.speculative());
         match (self.payload, stats) {
-            (PayloadShape::Vllm, Some(stats)) if streamed => {
-                body["metrics"] = json!({"speculative_decoding": self.vllm_stats(stats, true)})
-            }
             (PayloadShape::Vllm, Some(stats)) => {
-                body["metrics"] = json!({
-                    "time_to_first_token_ms": null, "generation_time_ms": null, "queue_time_ms": null,
-                    "mean_itl_ms": null, "tokens_per_second": null,
-                    "speculative_decoding": self.vllm_stats(stats, false),
-                })
+                let mut metrics = self.vllm_timings(all.first().copied(), streamed);
+                metrics["speculative_decoding"] = self.vllm_stats(stats, streamed);
+                body["metrics"] = metrics;
+            }
+            (PayloadShape::Vllm, None) if self.timings && self.n == 1 => {
+                body["metrics"] = self.vllm_timings(all.first().copied(), streamed);
             }
             (PayloadShape::Vllm, None) if !streamed => body["metrics"] = Value::Null,
             (PayloadShape::Sglang, Some(_)) if !streamed => {
@@ -802,7 +823,7 @@ async fn full_response(reply: Reply, mut rx: mpsc::Receiver<SeqEvent>, fault: St
                     progress.text[i] = text_of(reply.salt + u64::from(index), 0, tokens);
                     progress.tokens[i] = u64::from(tokens);
                 }
-                progress.finished[i] = Some((reason, stats));
+                progress.finished[i] = Some((reason, *stats));
             }
         }
         if progress.done() {
@@ -925,7 +946,7 @@ impl StreamState {
                         .map(|t| format!(",\"timings\":{t}"))
                         .unwrap_or_default();
                     out.push_str(&r.sse(&r.finish_choice(index, reason, &stats), &timings));
-                    self.progress.finished[index as usize] = Some((reason, stats));
+                    self.progress.finished[index as usize] = Some((reason, *stats));
                 }
             }
             if self.fault != StreamFault::None && self.progress.completion_tokens() >= self.fault_after {

@@ -141,6 +141,12 @@ pub struct SeqStats {
     pub histogram: Vec<u64>,
     pub per_step_accepted: Vec<u64>,
     pub per_step_drafted: Vec<u64>,
+    /// The engine's own timings of the sequence (vLLM 0.33's per-request metrics), in ms: from
+    /// its submission to its admission into the batch, to its first token, and from its first
+    /// token to its last.
+    pub queue_ms: f64,
+    pub ttft_ms: f64,
+    pub generation_ms: f64,
 }
 
 /// Why a sequence stopped.
@@ -168,7 +174,8 @@ pub enum SeqEvent {
     Finished {
         index: u32,
         reason: FinishReason,
-        stats: SeqStats,
+        /// Boxed: the event queue's slots stay small.
+        stats: Box<SeqStats>,
         tokens: u32,
     },
 }
@@ -192,6 +199,8 @@ pub struct Submission {
     /// Streamed: every step's tokens are sent as they come. A whole response needs only the
     /// end, and not waking its handler each step keeps the sim's CPU per step low.
     pub stream: bool,
+    /// When the server received it (the engine's timings start here).
+    pub arrived: Instant,
 }
 
 /// Cumulative counters of one engine, as its `/metrics` exposes them.
@@ -219,6 +228,11 @@ pub struct EngineCounters {
     pub verify_calls_finished: u64,
     pub generation_finished: u64,
     pub requests_finished: u64,
+    /// The part of SGLang's counters from streamed requests (SGLang 0.5.23 labels its
+    /// generation, prompt and request counters `is_streaming`).
+    pub generation_finished_streaming: u64,
+    pub requests_finished_streaming: u64,
+    pub prompt_tokens_streaming: u64,
     /// TensorRT-LLM's per-position pair, added when a sequence finishes: draft tokens proposed
     /// and accepted at each position (length k; a position's series appears once it is
     /// non-zero, as TensorRT-LLM creates them).
@@ -331,6 +345,9 @@ struct Seq {
     open_choices: Arc<AtomicU64>,
     /// Tokens to recompute at its next prefill after a preemption (what it had generated).
     recompute: u64,
+    arrived: Instant,
+    /// When its first token came out (prefill's end).
+    first_token_at: Option<Instant>,
 }
 
 /// Run one engine's scheduler until its submission channel closes.
@@ -442,11 +459,13 @@ fn admit(
         let Some(sub) = waiting.pop_front() else { break };
         used += need;
         let open = Arc::new(AtomicU64::new(sub.seqs.len() as u64));
+        let queue_ms = ms_since(sub.arrived);
         for spec in sub.seqs {
             let k = spec.profile.k() as usize;
             running.push(Seq {
                 stats: SeqStats {
                     histogram: vec![0; k + 1],
+                    queue_ms,
                     ..SeqStats::default()
                 },
                 spec,
@@ -457,6 +476,8 @@ fn admit(
                 unsent: None,
                 open_choices: open.clone(),
                 recompute: 0,
+                arrived: sub.arrived,
+                first_token_at: None,
             });
         }
     }
@@ -488,8 +509,16 @@ fn advance(seq: &mut Seq, config: &EngineConfig, rng: &mut SmallRng, c: &mut Eng
         seq.prefilled = true;
         if seq.recompute == 0 {
             c.prompt_tokens += seq.spec.prompt_tokens;
+            if seq.stream {
+                c.prompt_tokens_streaming += seq.spec.prompt_tokens;
+            }
         }
         seq.recompute = 0;
+        if seq.first_token_at.is_none() {
+            let now = Instant::now();
+            seq.first_token_at = Some(now);
+            seq.stats.ttft_ms = ms_between(seq.arrived, now);
+        }
         1
     } else if config.k > 0 {
         let k = seq.spec.profile.k();
@@ -550,6 +579,7 @@ fn advance(seq: &mut Seq, config: &EngineConfig, rng: &mut SmallRng, c: &mut Eng
         c.success_length += 1;
         FinishReason::Length
     };
+    seq.stats.generation_ms = seq.first_token_at.map_or(0.0, ms_since);
     finish_counts(seq, c);
     let unsent = seq
         .unsent
@@ -559,7 +589,7 @@ fn advance(seq: &mut Seq, config: &EngineConfig, rng: &mut SmallRng, c: &mut Eng
         index,
         reason,
         tokens: seq.generated,
-        stats: std::mem::take(&mut seq.stats),
+        stats: Box::new(std::mem::take(&mut seq.stats)),
     };
     deliver_last(&seq.events, unsent, finished);
     false
@@ -591,11 +621,24 @@ fn deliver_last(events: &mpsc::Sender<SeqEvent>, unsent: Option<SeqEvent>, finis
     });
 }
 
+/// Milliseconds from `earlier` to now.
+fn ms_since(earlier: Instant) -> f64 {
+    ms_between(earlier, Instant::now())
+}
+
+fn ms_between(earlier: Instant, later: Instant) -> f64 {
+    later.saturating_duration_since(earlier).as_secs_f64() * 1e3
+}
+
 /// What SGLang and TensorRT-LLM add to their counters when a request finishes.
 fn finish_counts(seq: &Seq, c: &mut EngineCounters) {
     c.verify_calls_finished += seq.stats.steps;
     c.generation_finished += u64::from(seq.generated);
     c.requests_finished += 1;
+    if seq.stream {
+        c.generation_finished_streaming += u64::from(seq.generated);
+        c.requests_finished_streaming += 1;
+    }
     let s = &seq.stats;
     for (&drafted, &accepted) in s.per_step_drafted.iter().zip(&s.per_step_accepted) {
         for (pos, slot) in c.drafted_per_pos_finished.iter_mut().enumerate() {

@@ -76,6 +76,9 @@ fn summed(engines: &[EngineCounters]) -> EngineCounters {
         sum.verify_calls_finished += c.verify_calls_finished;
         sum.generation_finished += c.generation_finished;
         sum.requests_finished += c.requests_finished;
+        sum.generation_finished_streaming += c.generation_finished_streaming;
+        sum.requests_finished_streaming += c.requests_finished_streaming;
+        sum.prompt_tokens_streaming += c.prompt_tokens_streaming;
         sum.running += c.running;
         sum.waiting += c.waiting;
         sum.created_unix_s = c.created_unix_s;
@@ -141,37 +144,45 @@ pub fn render_sglang(
         let verify = Family {
             name: "sglang:spec_verify_calls_total",
             help: "Number of speculative decoding verification calls.",
-            series: vec![(
-                counter_labels.clone(),
-                sum.verify_calls_finished as f64,
-                sum.created_unix_s,
-            )],
+            series: vec![(counter_labels, sum.verify_calls_finished as f64, sum.created_unix_s)],
         };
         write_counter(&mut out, &verify, true);
     }
-    for (name, help, value) in [
+    // SGLang 0.5.23 labels these `is_streaming`; a label set appears on its first increment.
+    for (name, help, total, streamed) in [
         (
             "sglang:generation_tokens_total",
             "Number of generation tokens processed.",
             sum.generation_finished,
+            sum.generation_finished_streaming,
         ),
         (
             "sglang:num_requests_total",
             "Number of requests processed.",
             sum.requests_finished,
+            sum.requests_finished_streaming,
         ),
         (
             "sglang:prompt_tokens_total",
             "Number of prefill tokens processed.",
             sum.prompt_tokens,
+            sum.prompt_tokens_streaming,
         ),
     ] {
-        let family = Family {
-            name,
-            help,
-            series: vec![(counter_labels.clone(), value as f64, sum.created_unix_s)],
-        };
-        write_counter(&mut out, &family, true);
+        let series: Vec<(String, f64, f64)> = [("false", total - streamed), ("true", streamed)]
+            .into_iter()
+            .filter(|(_, v)| *v > 0)
+            .map(|(streaming, v)| {
+                (
+                    format!("engine_type=\"unified\",is_streaming=\"{streaming}\",model_name=\"{model}\""),
+                    v as f64,
+                    sum.created_unix_s,
+                )
+            })
+            .collect();
+        if !series.is_empty() {
+            write_counter(&mut out, &Family { name, help, series }, true);
+        }
     }
     out
 }

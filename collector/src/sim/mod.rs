@@ -110,6 +110,8 @@ pub struct SimSettings {
     pub max_model_len: u32,
     pub mean_output_tokens: u32,
     pub per_request: PerRequestMetrics,
+    /// vLLM 0.33's `--enable-per-request-metrics`: the engine's timings in each response.
+    pub per_request_timings: bool,
     pub payload: PayloadShape,
     /// Spec-decode counters start at this many drafts (see `EngineCounters::started_at`).
     pub counter_start: u64,
@@ -147,6 +149,7 @@ impl SimSettings {
             max_model_len: 8192,
             mean_output_tokens: 256,
             per_request: PerRequestMetrics::Summary,
+            per_request_timings: false,
             payload: PayloadShape::Vllm,
             counter_start: 0,
             faults: Faults::default(),

@@ -371,6 +371,14 @@ fn derive_sglang(delta: &SpecCounters, gauges: &GaugeMeans) -> Result<SpecDecode
             None
         }
     };
+    for (name, what) in [
+        ("sglang:spec_cap_length", "DSpark's draft cap"),
+        ("sglang:spec_block_accept_length", "DSpark's accepted length per block"),
+    ] {
+        if let Some(v) = gauges.get(name) {
+            notes.push(format!("{what}: {v:.2} ({})", gauges.described(name)));
+        }
+    }
     Ok(SpecDecodeData {
         num_drafts: Some(verify),
         draft_tokens: None,

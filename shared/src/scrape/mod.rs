@@ -20,7 +20,9 @@ pub use live::IncreaseAccumulator;
 pub use load::LoadSample;
 pub use parse::{counters_from_text, parse_metrics, MetricsSnapshot, ScrapeFailure, SglangGauges};
 pub use schema::{COUNTER_PREFIXES, ENGINE_GAUGES};
-pub use window::{console_block, window_result, window_result_with, RawPhases, ResultStatus, SpecDecodeResult};
+pub use window::{
+    console_block, window_before, window_result, window_result_with, RawPhases, ResultStatus, SpecDecodeResult,
+};
 
 /// Counters and counter sets the unit tests build.
 #[cfg(test)]

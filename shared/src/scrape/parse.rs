@@ -29,6 +29,12 @@ pub struct SglangGauges {
     pub num_draft_tokens: Option<f64>,
     /// `sglang:spec_verify_calls_total`, summed over label sets.
     pub verify_calls_total: Option<f64>,
+    /// DSpark's `sglang:spec_cap_length` (SGLang 0.5.23), mean over label sets.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub cap_length: Option<f64>,
+    /// DSpark's `sglang:spec_block_accept_length`, mean over label sets.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub block_accept_length: Option<f64>,
 }
 
 impl SglangGauges {
@@ -42,6 +48,8 @@ impl SglangGauges {
             num_steps: gauge("sglang:spec_num_steps"),
             num_draft_tokens: gauge("sglang:spec_num_draft_tokens"),
             verify_calls_total,
+            cap_length: gauge("sglang:spec_cap_length"),
+            block_accept_length: gauge("sglang:spec_block_accept_length"),
         };
         (sglang != SglangGauges::default()).then_some(sglang)
     }

@@ -30,7 +30,7 @@ const ACCEPTED_AT_POS: &str = "spec_decode_accepted_tokens_total";
 pub(crate) const TRTLLM_SPEC_CONFIG_INFO: &str = "trtllm_speculative_config_info";
 
 /// The engine gauges a window averages (TensorRT-LLM's and SGLang's), by full metric name.
-pub const ENGINE_GAUGES: [&str; 7] = [
+pub const ENGINE_GAUGES: [&str; 9] = [
     "trtllm_spec_decode_acceptance_length",
     "trtllm_avg_decoded_tokens_per_iter",
     "trtllm_spec_decode_draft_overhead",
@@ -38,6 +38,9 @@ pub const ENGINE_GAUGES: [&str; 7] = [
     "sglang:spec_accept_rate",
     "sglang:spec_num_steps",
     "sglang:spec_num_draft_tokens",
+    // SGLang 0.5.23's DSpark proposer: its draft cap and its accepted length per block.
+    "sglang:spec_cap_length",
+    "sglang:spec_block_accept_length",
 ];
 
 #[derive(Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]

@@ -44,6 +44,26 @@ pub fn window_result(
     window_result_with(url, before, after, &GaugeMeans::default())
 }
 
+/// The "before" snapshot a window is measured from. llama.cpp adds its spec-decode families once
+/// something was drafted, TensorRT-LLM its per-position pair and SGLang 0.5.23 its
+/// `is_streaming` label sets once a request finished: when "before" lacks them and "after" has
+/// them, they were zero then.
+pub fn window_before(
+    before: Result<CounterSet, ScrapeFailure>,
+    after: &Result<CounterSet, ScrapeFailure>,
+) -> Result<CounterSet, ScrapeFailure> {
+    match (before, after) {
+        (Err(ScrapeFailure::NoSpecMetrics), Ok(a)) if a.schema() == Engine::LlamaCpp => Ok(a.zeroed()),
+        (Err(ScrapeFailure::GaugesOnly { .. }), Ok(a)) if a.schema() == Engine::Sglang => Ok(a.zeroed()),
+        (Err(ScrapeFailure::TrtllmNoSpec), Ok(a))
+            if a.schema() == Engine::Trtllm && a.total.drafted_per_pos.contains_key(&0) =>
+        {
+            Ok(a.zeroed())
+        }
+        (before, _) => before,
+    }
+}
+
 /// Combine the two phases' scrapes of one server, and its gauges over the window, into its
 /// window result.
 pub fn window_result_with(
@@ -52,17 +72,7 @@ pub fn window_result_with(
     after: Result<CounterSet, ScrapeFailure>,
     gauges: &GaugeMeans,
 ) -> SpecDecodeResult {
-    // llama.cpp adds its spec-decode families once something was drafted, TensorRT-LLM its
-    // per-position pair once a request finished: none before the window means zero then.
-    let before = match (before, &after) {
-        (Err(ScrapeFailure::NoSpecMetrics), Ok(a)) if a.schema() == Engine::LlamaCpp => Ok(a.zeroed()),
-        (Err(ScrapeFailure::TrtllmNoSpec), Ok(a))
-            if a.schema() == Engine::Trtllm && a.total.drafted_per_pos.contains_key(&0) =>
-        {
-            Ok(a.zeroed())
-        }
-        (before, _) => before,
-    };
+    let before = window_before(before, &after);
     let raw = RawPhases {
         before: before.as_ref().ok().map(|c| c.total.clone()),
         after: after.as_ref().ok().map(|c| c.total.clone()),
