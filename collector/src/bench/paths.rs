@@ -201,7 +201,7 @@ impl SpecPaths {
                 engines: same
                     .iter()
                     .filter_map(|(w, _)| w.after.as_ref().ok())
-                    .map(|a| a.by_label("engine").len() as u32)
+                    .map(CounterSet::engines)
                     .max()
                     .unwrap_or(0),
             };

@@ -158,6 +158,12 @@ impl CounterSet {
         Engine::of_prefix(&self.prefix)
     }
 
+    /// The distinct values of the `engine` label (vLLM's data-parallel engines; 1 for a
+    /// server whose series carry none).
+    pub fn engines(&self) -> u32 {
+        self.by_label("engine").len() as u32
+    }
+
     /// Sum the series by the value of one label (`engine`, `model_name`, `instance`…);
     /// series without the label are grouped under the empty string.
     pub fn by_label(&self, label: &str) -> BTreeMap<String, SpecCounters> {

@@ -90,7 +90,7 @@ impl WindowFacts {
             rounded_max: c.rounded_max,
             missing: c.missing.clone(),
             spec_config: c.spec_config.clone(),
-            engines: c.by_label("engine").len() as u32,
+            engines: c.engines(),
         }
     }
 
@@ -103,7 +103,7 @@ impl WindowFacts {
             rounded_max: after.rounded_max.max(before.rounded_max),
             missing,
             spec_config: after.spec_config.clone().or_else(|| before.spec_config.clone()),
-            engines: after.by_label("engine").len() as u32,
+            engines: after.engines(),
         }
     }
 

@@ -52,15 +52,25 @@ impl IncreaseAccumulator {
                 if let (Some(w), Some(n)) = (was.requests, now.requests) {
                     step.requests = Some(grow(&scalar(Family::Requests), w, n));
                 }
-                for (pos, v) in &now.accepted_per_pos {
-                    let w = was.accepted_per_pos.get(pos).copied().unwrap_or(0);
-                    let name = || next.position_name(Family::PerPos, key, *pos);
-                    step.accepted_per_pos.insert(*pos, grow(&name, w, *v));
-                }
-                for (pos, v) in &now.drafted_per_pos {
-                    let w = was.drafted_per_pos.get(pos).copied().unwrap_or(0);
-                    let name = || next.position_name(Family::DraftedPerPos, key, *pos);
-                    step.drafted_per_pos.insert(*pos, grow(&name, w, *v));
+                for (family, now_at, was_at, step_at) in [
+                    (
+                        Family::PerPos,
+                        &now.accepted_per_pos,
+                        &was.accepted_per_pos,
+                        &mut step.accepted_per_pos,
+                    ),
+                    (
+                        Family::DraftedPerPos,
+                        &now.drafted_per_pos,
+                        &was.drafted_per_pos,
+                        &mut step.drafted_per_pos,
+                    ),
+                ] {
+                    for (pos, v) in now_at {
+                        let w = was_at.get(pos).copied().unwrap_or(0);
+                        let name = || next.position_name(family, key, *pos);
+                        step_at.insert(*pos, grow(&name, w, *v));
+                    }
                 }
                 self.series.entry(key.clone()).or_default().add(&step);
                 step_total.add(&step);
