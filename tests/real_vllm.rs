@@ -681,18 +681,9 @@ async fn real_vllm_the_sim_has_the_real_servers_exposition_and_payloads() {
             body["stream_options"] = json!({"include_usage": true});
             let theirs = post_sse(&format!("{real}{path}"), &body).await.chunks();
             let ours = post_sse(&format!("{sim_url}{path}"), &body).await.chunks();
-            let content = |chunks: &[Value]| {
-                chunks
-                    .iter()
-                    .find(|c| {
-                        c["choices"][0]["finish_reason"].is_null()
-                            && c["choices"][0].get("delta").is_none_or(|d| d.get("role").is_none())
-                    })
-                    .map(skeleton)
-            };
             // vLLM coalesces the outputs of steps that finished before its API server sent the
-            // last ones, so its first chunk may already be the last (finish_reason set): compare
-            // the first chunks' fields with the finish reason left out.
+            // last ones, so its first chunk may already be the last: compare the first chunks'
+            // fields with the finish reason left out.
             let first = |chunks: &[Value]| {
                 let mut c = chunks[0].clone();
                 if let Some(choices) = c["choices"].as_array_mut() {
@@ -703,7 +694,33 @@ async fn real_vllm_the_sim_has_the_real_servers_exposition_and_payloads() {
                 skeleton(&c)
             };
             assert_eq!(first(&ours), first(&theirs), "first chunk, {what}");
-            assert_eq!(content(&ours), content(&theirs), "content chunk, {what}");
+            // A chunk with text, neither the role's nor the finish's. For the same reason vLLM
+            // may have sent none (all text in the finish chunk); the sim always has one.
+            let content = |chunks: &[Value]| {
+                chunks
+                    .iter()
+                    .find(|c| {
+                        let choice = &c["choices"][0];
+                        choice["finish_reason"].is_null()
+                            && choice["delta"].get("role").is_none()
+                            && (choice["delta"]["content"].is_string() || choice["text"].is_string())
+                    })
+                    .map(skeleton)
+            };
+            let our_content = content(&ours);
+            assert!(our_content.is_some(), "the sim sent a content chunk, {what}");
+            if let Some(their_content) = content(&theirs) {
+                assert_eq!(our_content, Some(their_content), "content chunk, {what}");
+            }
+            // The chunk that finishes the choice: vLLM sends the last text in it.
+            let finish = |chunks: &[Value]| {
+                chunks
+                    .iter()
+                    .find(|c| c["choices"][0]["finish_reason"].is_string())
+                    .map(skeleton)
+            };
+            assert_eq!(finish(&ours), finish(&theirs), "finish chunk, {what}");
+            assert!(finish(&ours).is_some(), "a finish chunk, {what}");
             let usage = |chunks: &[Value]| skeleton(chunks.last().expect("a usage chunk"));
             assert_eq!(usage(&ours), usage(&theirs), "usage chunk, {what}");
         }

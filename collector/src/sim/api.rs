@@ -766,15 +766,50 @@ impl Reply {
         }
     }
 
-    fn finish_choice(&self, index: u32, reason: FinishReason, stats: &SeqStats) -> String {
+    fn finish_choice(&self, index: u32, reason: FinishReason, stats: &SeqStats, text: &str) -> String {
         let mut choice = match self.kind {
             Kind::Chat => json!({"index": index, "delta": {}, "logprobs": null, "finish_reason": reason.as_str(),
                                  "stop_reason": null, "token_ids": null}),
-            Kind::Completion => json!({"index": index, "text": "", "logprobs": null, "finish_reason": reason.as_str(),
-                                       "stop_reason": null, "prompt_token_ids": null, "token_ids": null}),
+            Kind::Completion => {
+                json!({"index": index, "text": text, "logprobs": null, "finish_reason": reason.as_str(),
+                                       "stop_reason": null, "prompt_token_ids": null, "token_ids": null})
+            }
         };
+        if self.kind == Kind::Chat && !text.is_empty() {
+            choice["delta"]["content"] = json!(text);
+        }
         self.trtllm_choice(&mut choice, stats);
         choice.to_string()
+    }
+
+    /// The chunks that finish choice `index`, whose last tokens were `last`. vLLM sends the last
+    /// tokens in the chunk that carries the finish reason, and names its build there
+    /// (`system_fingerprint`) unless a usage chunk follows; the other shapes send a content
+    /// chunk, then the finish in a chunk of its own (llama.cpp's `timings` on it).
+    fn finish_chunk(
+        &self,
+        index: u32,
+        reason: FinishReason,
+        stats: &SeqStats,
+        last: Option<String>,
+        tokens: u64,
+    ) -> String {
+        if self.payload == PayloadShape::Vllm {
+            let fingerprint = if self.include_usage {
+                String::new()
+            } else {
+                format!(",\"system_fingerprint\":\"{SYSTEM_FINGERPRINT}\"")
+            };
+            let text = last.unwrap_or_default();
+            return self.sse(&self.finish_choice(index, reason, stats, &text), &fingerprint);
+        }
+        let mut out = last.map_or_else(String::new, |text| self.sse(&self.content_choice(index, &text), ""));
+        let timings = self
+            .llamacpp_timings(stats, tokens)
+            .map(|t| format!(",\"timings\":{t}"))
+            .unwrap_or_default();
+        out.push_str(&self.sse(&self.finish_choice(index, reason, stats, ""), &timings));
+        out
     }
 }
 
@@ -816,6 +851,7 @@ async fn full_response(reply: Reply, mut rx: mpsc::Receiver<SeqEvent>, fault: St
                 reason,
                 stats,
                 tokens,
+                ..
             } => {
                 // A whole response gets no per-step events: its text is made at the end.
                 let i = index as usize;
@@ -938,14 +974,23 @@ impl StreamState {
                     out.push_str(&r.sse(&r.content_choice(index, &text), ""));
                 }
                 SeqEvent::Finished {
-                    index, reason, stats, ..
+                    index,
+                    reason,
+                    stats,
+                    last,
+                    ..
                 } => {
-                    // llama.cpp's timings ride the chunk that finishes the (only) choice.
-                    let timings = r
-                        .llamacpp_timings(&stats, self.progress.tokens[index as usize])
-                        .map(|t| format!(",\"timings\":{t}"))
-                        .unwrap_or_default();
-                    out.push_str(&r.sse(&r.finish_choice(index, reason, &stats), &timings));
+                    let last_text = last.map(|(first, count)| {
+                        self.progress.tokens[index as usize] += u64::from(count);
+                        text_of(r.salt + u64::from(index), first, count)
+                    });
+                    out.push_str(&r.finish_chunk(
+                        index,
+                        reason,
+                        &stats,
+                        last_text,
+                        self.progress.tokens[index as usize],
+                    ));
                     self.progress.finished[index as usize] = Some((reason, *stats));
                 }
             }

@@ -170,10 +170,13 @@ impl FinishReason {
 pub enum SeqEvent {
     /// `count` new tokens for choice `index`, starting at token position `first`.
     Tokens { index: u32, first: u32, count: u32 },
-    /// Choice `index` is done after `tokens` tokens in all.
+    /// Choice `index` is done after `tokens` tokens in all. A stream's last tokens ride this
+    /// event (`last`: first position and count), so they go out in the chunk that carries the
+    /// finish reason, as vLLM sends them.
     Finished {
         index: u32,
         reason: FinishReason,
+        last: Option<(u32, u32)>,
         /// Boxed: the event queue's slots stay small.
         stats: Box<SeqStats>,
         tokens: u32,
@@ -544,18 +547,25 @@ fn advance(seq: &mut Seq, config: &EngineConfig, rng: &mut SmallRng, c: &mut Eng
     seq.generated += emitted;
     c.generation_tokens += u64::from(emitted);
     let index = seq.spec.index;
+    let finishing = seq.generated >= limit;
     let gone = if seq.stream {
         let (first, count) = match seq.unsent.take() {
             Some((from, held)) => (from, held + emitted),
             None => (first, emitted),
         };
-        match seq.events.try_send(SeqEvent::Tokens { index, first, count }) {
-            Ok(()) => false,
-            Err(mpsc::error::TrySendError::Full(_)) => {
-                seq.unsent = Some((first, count));
-                false
+        if finishing {
+            // Sent with the finish, below.
+            seq.unsent = Some((first, count));
+            seq.events.is_closed()
+        } else {
+            match seq.events.try_send(SeqEvent::Tokens { index, first, count }) {
+                Ok(()) => false,
+                Err(mpsc::error::TrySendError::Full(_)) => {
+                    seq.unsent = Some((first, count));
+                    false
+                }
+                Err(mpsc::error::TrySendError::Closed(_)) => true,
             }
-            Err(mpsc::error::TrySendError::Closed(_)) => true,
         }
     } else {
         seq.events.is_closed()
@@ -565,7 +575,7 @@ fn advance(seq: &mut Seq, config: &EngineConfig, rng: &mut SmallRng, c: &mut Eng
         finish_counts(seq, c);
         return false;
     }
-    if seq.generated < limit {
+    if !finishing {
         return true;
     }
     let reason = if seq
@@ -581,44 +591,26 @@ fn advance(seq: &mut Seq, config: &EngineConfig, rng: &mut SmallRng, c: &mut Eng
     };
     seq.stats.generation_ms = seq.first_token_at.map_or(0.0, ms_since);
     finish_counts(seq, c);
-    let unsent = seq
-        .unsent
-        .take()
-        .map(|(first, count)| SeqEvent::Tokens { index, first, count });
     let finished = SeqEvent::Finished {
         index,
         reason,
+        last: seq.unsent.take(),
         tokens: seq.generated,
         stats: Box::new(std::mem::take(&mut seq.stats)),
     };
-    deliver_last(&seq.events, unsent, finished);
+    deliver_last(&seq.events, finished);
     false
 }
 
-/// Send a finished choice's last events: at once when its queue has room, else from a task of
-/// their own that waits for the client to read (the engine never waits on one client).
-fn deliver_last(events: &mpsc::Sender<SeqEvent>, unsent: Option<SeqEvent>, finished: SeqEvent) {
-    let pending = match unsent.map(|tokens| events.try_send(tokens)) {
-        None | Some(Ok(())) => None,
-        Some(Err(mpsc::error::TrySendError::Closed(_))) => return,
-        Some(Err(mpsc::error::TrySendError::Full(tokens))) => Some(tokens),
-    };
-    let finished = match pending {
-        None => match events.try_send(finished) {
-            Ok(()) | Err(mpsc::error::TrySendError::Closed(_)) => return,
-            Err(mpsc::error::TrySendError::Full(finished)) => finished,
-        },
-        Some(_) => finished,
-    };
-    let events = events.clone();
-    tokio::spawn(async move {
-        if let Some(tokens) = pending {
-            if events.send(tokens).await.is_err() {
-                return;
-            }
-        }
-        let _ = events.send(finished).await;
-    });
+/// Send a finished choice's last event: at once when its queue has room, else from a task of
+/// its own that waits for the client to read (the engine never waits on one client).
+fn deliver_last(events: &mpsc::Sender<SeqEvent>, finished: SeqEvent) {
+    if let Err(mpsc::error::TrySendError::Full(finished)) = events.try_send(finished) {
+        let events = events.clone();
+        tokio::spawn(async move {
+            let _ = events.send(finished).await;
+        });
+    }
 }
 
 /// Milliseconds from `earlier` to now.
