@@ -171,6 +171,7 @@ fn aggregate(c: &mut Criterion) {
                 completion_tokens: None,
                 per_step_accepted: None,
                 per_step_drafted: None,
+                unmerged_pr: None,
             }
         })
         .collect();

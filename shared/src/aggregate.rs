@@ -180,6 +180,8 @@ pub struct SpecAggregator {
     partial_records: u64,
     /// The engines the records came from.
     engines: std::collections::BTreeSet<Engine>,
+    /// The open pull requests whose shapes some records followed.
+    unmerged_prs: std::collections::BTreeSet<String>,
 }
 
 /// The run's spec-decode figures, exported under AIPerf's names.
@@ -248,6 +250,11 @@ impl SpecAggregator {
 
     /// Fold in the record of one successful request.
     pub fn push(&mut self, r: &SpecRecord) {
+        if let Some(pr) = &r.unmerged_pr {
+            if !self.unmerged_prs.contains(pr) {
+                self.unmerged_prs.insert(pr.clone());
+            }
+        }
         self.records += 1;
         self.engines.insert(r.engine);
         self.num_spec_tokens = self.num_spec_tokens.max(r.num_spec_tokens);
@@ -299,18 +306,26 @@ impl SpecAggregator {
         Bins::of(&self.acceptance_length, max_bins)
     }
 
-    /// One sentence per engine whose figures are not vLLM's.
+    /// One sentence per engine whose figures are not vLLM's, and one per unmerged shape read.
     fn notes(&self) -> Vec<String> {
-        self.engines
+        let sglang_exact = self.unmerged_prs.iter().any(|pr| pr.starts_with("sgl-project/"));
+        let mut notes: Vec<String> = self
+            .engines
             .iter()
             .filter_map(|e| match e {
+                Engine::Sglang if sglang_exact => Some("SGLang (speculative_decoding_stats): steps are its verification steps and drafted tokens the verifier's own count, its ragged width included"),
                 Engine::Sglang => Some("SGLang: drafted tokens are its configured verify steps × (draft tokens − 1), not measured; requests without details count as zero-step"),
                 Engine::Trtllm if !self.reported_length.is_empty() => Some("TensorRT-LLM (released): only avg_decoded_tokens_per_iter per request, a length that may count the context-phase token; no counts, so no rate"),
+                Engine::LlamaCpp if !self.reported_length.is_empty() => Some("llama.cpp family with mlx-vlm's draft_rounds: a length per request, (predicted_n − 1) ÷ draft_rounds (never steps from predicted_n − draft_n_accepted), in the reported-length row; a rate where draft_n_accepted does not exceed draft_n"),
                 Engine::LlamaCpp => Some("llama.cpp: timings give drafted and accepted tokens but no steps: a rate, no length"),
                 _ => None,
             })
             .map(str::to_string)
-            .collect()
+            .collect();
+        notes.extend(self.unmerged_prs.iter().map(|pr| {
+            format!("per-request stats follow {pr}, a pull request not merged when speclens read it: its fields may change before it merges")
+        }));
+        notes
     }
 
     pub fn summary(&self) -> Option<SpecSummary> {
@@ -540,6 +555,7 @@ mod tests {
             completion_tokens: None,
             per_step_accepted: None,
             per_step_drafted: None,
+            unmerged_pr: None,
         }
     }
 

@@ -1,8 +1,9 @@
 //! Per-request path (docs/METRICS.md §2): adapters that find the spec-decode stats an engine returns
-//! with each response (vLLM, TensorRT-LLM's pending PR #19311, SGLang), chosen by the payload's
-//! shape, validated and normalised into one record per request; and the partial figures the
-//! released engines give (TensorRT-LLM's `avg_decoded_tokens_per_iter`, a length; llama.cpp's
-//! `timings.draft_n` / `draft_n_accepted`, a rate).
+//! with each response (vLLM, TensorRT-LLM's pending PR #19311, SGLang's `spec_tokens_details` and
+//! its pending PR #34814's `speculative_decoding_stats`), chosen by the payload's shape, validated
+//! and normalised into one record per request; and the partial figures the released engines give
+//! (TensorRT-LLM's `avg_decoded_tokens_per_iter`, a length; llama.cpp's `timings.draft_n` /
+//! `draft_n_accepted`, a rate; with mlx-vlm's `draft_rounds`, a length too).
 //!
 //! Feed every parsed response body or stream chunk to a [`PayloadScan`], then call
 //! [`PayloadScan::finish`]. A payload that breaks a rule gives a [`Rejection`] (counted by the
@@ -17,9 +18,42 @@ use serde_json::{Map, Value};
 use crate::engine::Engine;
 use crate::figures::acceptance_length_of_counts;
 
+/// Where in a response an engine's per-request stats sit, and so which names they use.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Shape {
+    /// vLLM: `metrics.speculative_decoding` at the root.
+    Vllm,
+    /// TensorRT-LLM's PR #19311: `choices[i].speculative_decoding`.
+    Trtllm,
+    /// SGLang as released: `sglext.spec_tokens_details` (an object, or a list with n > 1).
+    SglangDetails,
+    /// SGLang's PR #34814 (open): `sglext.speculative_decoding_stats`, one object per choice.
+    SglangStats,
+}
+
+impl Shape {
+    /// The open pull request the shape follows, if it is not released.
+    const fn unmerged_pr(self) -> Option<&'static str> {
+        match self {
+            Shape::Trtllm => Some("NVIDIA/TensorRT-LLM#19311"),
+            Shape::SglangStats => Some("sgl-project/sglang#34814"),
+            Shape::Vllm | Shape::SglangDetails => None,
+        }
+    }
+
+    const fn engine(self) -> Engine {
+        match self {
+            Shape::Vllm => Engine::Vllm,
+            Shape::Trtllm => Engine::Trtllm,
+            Shape::SglangDetails | Shape::SglangStats => Engine::Sglang,
+        }
+    }
+}
+
 /// What a released engine returns per request when it is less than a full record:
 /// TensorRT-LLM's `avg_decoded_tokens_per_iter` (a length, no counts) or llama.cpp's `timings`
-/// (drafted and accepted tokens, no steps: a rate, no length).
+/// (drafted and accepted tokens, no steps: a rate, no length; mlx-vlm's `draft_rounds` adds the
+/// steps, so a length: (predicted_n − 1) ÷ draft_rounds).
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct PartialSpecRecord {
     pub engine: Engine,
@@ -48,6 +82,7 @@ impl SpecRecord {
             completion_tokens: None,
             per_step_accepted: None,
             per_step_drafted: None,
+            unmerged_pr: None,
         }
     }
 }
@@ -78,6 +113,10 @@ pub struct SpecRecord {
     pub per_step_accepted: Option<Vec<u64>>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub per_step_drafted: Option<Vec<u64>>,
+    /// The open pull request whose shape the stats follow (`sgl-project/sglang#34814`,
+    /// `NVIDIA/TensorRT-LLM#19311`): they may change before it merges.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub unmerged_pr: Option<String>,
 }
 
 /// Why a payload gave no record. [`Rejection::kind`] is the stable key the run counts by.
@@ -256,13 +295,15 @@ impl ServerTimings {
 pub struct PayloadScan {
     /// Each place stats were found: the engine and its objects (several for SGLang's n > 1
     /// list, one otherwise).
-    carriers: Vec<(Engine, Vec<Map<String, Value>>)>,
+    carriers: Vec<(Shape, Vec<Map<String, Value>>)>,
     ambiguous: Option<Vec<Engine>>,
     completion_tokens: Option<u64>,
     /// TensorRT-LLM's `avg_decoded_tokens_per_iter`, one per choice that had it.
     decoded_per_iter: Vec<f64>,
-    /// llama.cpp's `timings` draft counts (the last chunk that had them).
+    /// llama.cpp's `timings` draft counts (the last chunk that had them), and mlx-vlm's
+    /// `draft_rounds` with the `predicted_n` beside it when it sent them.
     llamacpp_drafts: Option<(u64, u64)>,
+    llamacpp_rounds: Option<(u64, u64)>,
     /// A partial figure that is not the type it should be.
     partial_rejected: Option<Rejection>,
     /// The server's own timings (vLLM 0.33).
@@ -290,43 +331,38 @@ impl PayloadScan {
         if let Some(metrics) = root.get("metrics").and_then(Value::as_object) {
             self.server.note(metrics);
         }
-        let mut found: Vec<(Engine, Vec<&Map<String, Value>>)> = Vec::new();
+        let mut found: Vec<(Shape, Vec<&Map<String, Value>>)> = Vec::new();
         if let Some(stats) = root
             .get("metrics")
             .and_then(|m| m.get("speculative_decoding"))
             .and_then(Value::as_object)
         {
-            found.push((Engine::Vllm, vec![stats]));
+            found.push((Shape::Vllm, vec![stats]));
         }
         if let Some(choices) = root.get("choices").and_then(Value::as_array) {
             for choice in choices {
                 if let Some(stats) = choice.get("speculative_decoding").and_then(Value::as_object) {
-                    found.push((Engine::Trtllm, vec![stats]));
+                    found.push((Shape::Trtllm, vec![stats]));
                 }
                 self.note_decoded_per_iter(choice.get("avg_decoded_tokens_per_iter"));
             }
         }
-        match root.get("sglext").and_then(|s| s.get("spec_tokens_details")) {
-            Some(Value::Object(stats)) => found.push((Engine::Sglang, vec![stats])),
-            // n > 1: one entry per choice that verified.
-            Some(Value::Array(list)) => {
-                let objects: Vec<&Map<String, Value>> = list.iter().filter_map(Value::as_object).collect();
-                if objects.len() == list.len() && !objects.is_empty() {
-                    found.push((Engine::Sglang, objects));
-                } else if !list.is_empty() {
-                    self.partial_rejected.get_or_insert(Rejection::WrongType {
-                        engine: Engine::Sglang,
-                        field: "spec_tokens_details",
-                        expected: "an object or a list of objects",
-                    });
-                }
-            }
-            _ => {}
+        if let Some(sglext) = root.get("sglext") {
+            // The exact counts of PR #34814 when the server sends them, else the released details.
+            let (shape, field, value) = match sglext.get("speculative_decoding_stats") {
+                Some(v) if !v.is_null() => (Shape::SglangStats, "speculative_decoding_stats", Some(v)),
+                _ => (
+                    Shape::SglangDetails,
+                    "spec_tokens_details",
+                    sglext.get("spec_tokens_details"),
+                ),
+            };
+            self.note_sglang(&mut found, shape, field, value);
         }
         if let Some(timings) = root.get("timings").and_then(Value::as_object) {
             self.note_llamacpp(timings);
         }
-        let mut kinds: Vec<Engine> = found.iter().map(|(k, _)| *k).collect();
+        let mut kinds: Vec<Engine> = found.iter().map(|(shape, _)| shape.engine()).collect();
         kinds.dedup();
         if kinds.len() > 1 {
             self.ambiguous.get_or_insert(kinds);
@@ -336,6 +372,32 @@ impl PayloadScan {
                 .into_iter()
                 .map(|(k, maps)| (k, maps.into_iter().cloned().collect())),
         );
+    }
+
+    /// SGLang's object (n = 1) or list (one entry per choice that verified).
+    fn note_sglang<'a>(
+        &mut self,
+        found: &mut Vec<(Shape, Vec<&'a Map<String, Value>>)>,
+        shape: Shape,
+        field: &'static str,
+        value: Option<&'a Value>,
+    ) {
+        match value {
+            Some(Value::Object(stats)) => found.push((shape, vec![stats])),
+            Some(Value::Array(list)) => {
+                let objects: Vec<&Map<String, Value>> = list.iter().filter_map(Value::as_object).collect();
+                if objects.len() == list.len() && !objects.is_empty() {
+                    found.push((shape, objects));
+                } else if !list.is_empty() {
+                    self.partial_rejected.get_or_insert(Rejection::WrongType {
+                        engine: Engine::Sglang,
+                        field,
+                        expected: "an object or a list of objects",
+                    });
+                }
+            }
+            _ => {}
+        }
     }
 
     fn note_decoded_per_iter(&mut self, value: Option<&Value>) {
@@ -363,8 +425,19 @@ impl PayloadScan {
             engine: Engine::LlamaCpp,
             map: timings,
         };
+        // mlx-vlm's `draft_rounds` (steps) with `predicted_n`: a length, and its accepted count
+        // may exceed what it drafted (mlx-vlm PR #2324), so the rate is left out then.
+        if timings.contains_key("draft_rounds") {
+            match (f.count("draft_rounds"), f.count("predicted_n")) {
+                (Ok(rounds), Ok(predicted)) => self.llamacpp_rounds = Some((rounds, predicted)),
+                (Err(e), _) | (_, Err(e)) => {
+                    self.partial_rejected.get_or_insert(e);
+                    return;
+                }
+            }
+        }
         match (f.count("draft_n"), f.count("draft_n_accepted")) {
-            (Ok(d), Ok(a)) if a <= d => self.llamacpp_drafts = Some((d, a)),
+            (Ok(d), Ok(a)) if a <= d || self.llamacpp_rounds.is_some() => self.llamacpp_drafts = Some((d, a)),
             (Ok(d), Ok(a)) => {
                 self.partial_rejected.get_or_insert(Rejection::AcceptedExceedsDrafted {
                     engine: Engine::LlamaCpp,
@@ -383,13 +456,24 @@ impl PayloadScan {
         if let Some(kinds) = self.ambiguous {
             return PayloadOutcome::Rejected(Rejection::AmbiguousShape(kinds));
         }
-        match self.carriers.len() {
-            0 => self.partial(),
+        // PR #34814's entries ride each choice's finishing chunk: one list of them all.
+        let mut carriers = self.carriers;
+        if carriers.len() > 1 && carriers.iter().all(|(shape, _)| *shape == Shape::SglangStats) {
+            let all = carriers.drain(..).flat_map(|(_, maps)| maps).collect();
+            carriers.push((Shape::SglangStats, all));
+        }
+        match carriers.len() {
+            0 => Self::partial(
+                self.partial_rejected,
+                self.llamacpp_drafts,
+                self.llamacpp_rounds,
+                self.decoded_per_iter,
+            ),
             1 => {
-                let (engine, stats) = &self.carriers[0];
+                let (shape, stats) = &carriers[0];
                 let records: Result<Vec<SpecRecord>, Rejection> = stats
                     .iter()
-                    .map(|map| adapt(*engine, map, self.completion_tokens))
+                    .map(|map| adapt(*shape, map, self.completion_tokens))
                     .collect();
                 match records {
                     Ok(records) => PayloadOutcome::Record(combine(records)),
@@ -401,23 +485,34 @@ impl PayloadScan {
     }
 
     /// A released engine's partial figures, when there are any.
-    fn partial(self) -> PayloadOutcome {
-        if let Some(rejection) = self.partial_rejected {
+    fn partial(
+        partial_rejected: Option<Rejection>,
+        llamacpp_drafts: Option<(u64, u64)>,
+        llamacpp_rounds: Option<(u64, u64)>,
+        decoded_per_iter: Vec<f64>,
+    ) -> PayloadOutcome {
+        if let Some(rejection) = partial_rejected {
             return PayloadOutcome::Rejected(rejection);
         }
-        if let Some((drafted, accepted)) = self.llamacpp_drafts {
+        if let Some((drafted, accepted)) = llamacpp_drafts {
+            // mlx-vlm's rounds give a length from what was emitted: the first token comes from
+            // the prompt's pass, each round emits the rest; never steps from predicted_n.
+            let length = llamacpp_rounds
+                .filter(|(rounds, predicted)| *rounds > 0 && *predicted > 0)
+                .map(|(rounds, predicted)| (predicted - 1) as f64 / rounds as f64);
+            let counts_hold = accepted <= drafted;
             return PayloadOutcome::Partial(PartialSpecRecord {
                 engine: Engine::LlamaCpp,
-                mean_acceptance_length: None,
-                num_accepted_draft_tokens: Some(accepted),
-                num_draft_tokens: Some(drafted),
+                mean_acceptance_length: length,
+                num_accepted_draft_tokens: counts_hold.then_some(accepted),
+                num_draft_tokens: counts_hold.then_some(drafted),
             });
         }
-        if !self.decoded_per_iter.is_empty() {
-            let n = self.decoded_per_iter.len() as f64;
+        if !decoded_per_iter.is_empty() {
+            let n = decoded_per_iter.len() as f64;
             return PayloadOutcome::Partial(PartialSpecRecord {
                 engine: Engine::Trtllm,
-                mean_acceptance_length: Some(self.decoded_per_iter.iter().sum::<f64>() / n),
+                mean_acceptance_length: Some(decoded_per_iter.iter().sum::<f64>() / n),
                 num_accepted_draft_tokens: None,
                 num_draft_tokens: None,
             });
@@ -470,6 +565,13 @@ impl Fields<'_> {
                 field,
             }),
             Some(v) => Ok(v),
+        }
+    }
+
+    fn missing(&self, field: &'static str) -> Rejection {
+        Rejection::MissingField {
+            engine: self.engine,
+            field,
         }
     }
 
@@ -535,8 +637,8 @@ fn ratio_or(num: u64, den: u64, empty: f64) -> f64 {
 struct Raw {
     length: f64,
     rate: f64,
-    /// Steps that accepted exactly j drafts, by j.
-    hist: Vec<u64>,
+    /// Steps that accepted exactly j drafts, by j (`None`: the shape sends none).
+    hist: Option<Vec<u64>>,
     accepted: u64,
     drafted: u64,
     steps: u64,
@@ -545,8 +647,9 @@ struct Raw {
 }
 
 /// Validate one engine's stats object into a record.
-fn adapt(engine: Engine, map: &Map<String, Value>, completion_tokens: Option<u64>) -> Result<SpecRecord, Rejection> {
-    let raw = read_fields(engine, &Fields { engine, map })?;
+fn adapt(shape: Shape, map: &Map<String, Value>, completion_tokens: Option<u64>) -> Result<SpecRecord, Rejection> {
+    let engine = shape.engine();
+    let raw = read_fields(shape, &Fields { engine, map })?;
     check_consistency(engine, &raw)?;
     let Raw {
         length,
@@ -567,6 +670,7 @@ fn adapt(engine: Engine, map: &Map<String, Value>, completion_tokens: Option<u64
         mean_acceptance_length: length,
         draft_acceptance_rate: rate,
         acceptance_histogram: hist
+            .unwrap_or_default()
             .iter()
             .enumerate()
             .filter(|(_, c)| **c > 0)
@@ -579,88 +683,127 @@ fn adapt(engine: Engine, map: &Map<String, Value>, completion_tokens: Option<u64
         completion_tokens,
         per_step_accepted,
         per_step_drafted,
+        unmerged_pr: shape.unmerged_pr().map(str::to_string),
     })
 }
 
 /// The engine's fields, by its names.
-fn read_fields(engine: Engine, f: &Fields<'_>) -> Result<Raw, Rejection> {
-    let (length, rate, hist, accepted, drafted, steps, k, per_step) = match engine {
-        Engine::Vllm => {
-            let per_step = match (
-                f.optional_counts("per_step_accepted")?,
-                f.optional_counts("per_step_drafted")?,
-            ) {
-                (None, None) => None,
-                (Some(a), Some(d)) => Some((a, d)),
-                (Some(_), None) => {
-                    return Err(Rejection::MissingField {
-                        engine,
-                        field: "per_step_drafted",
-                    })
-                }
-                (None, Some(_)) => {
-                    return Err(Rejection::MissingField {
-                        engine,
-                        field: "per_step_accepted",
-                    })
-                }
-            };
-            (
-                f.float("mean_acceptance_length")?,
-                f.float("draft_acceptance_rate")?,
-                f.counts("acceptance_histogram")?,
-                f.count("num_accepted_draft_tokens")?,
-                f.count("num_draft_tokens")?,
-                f.count("num_spec_steps")?,
-                f.optional_k("num_spec_tokens")?,
-                per_step,
-            )
-        }
-        Engine::Trtllm => {
-            let rate = f.float("acceptance_rate")?;
+fn read_fields(shape: Shape, f: &Fields<'_>) -> Result<Raw, Rejection> {
+    match shape {
+        Shape::Vllm => read_vllm(f),
+        Shape::Trtllm => {
             let accepted = f.count("total_accepted_draft_tokens")?;
             let steps = f.count("num_spec_steps")?;
-            let length = acceptance_length_of_counts(accepted, steps).unwrap_or(1.0);
-            let (hist, drafted, k) = (
-                f.counts("acceptance_histogram")?,
-                f.count("total_draft_tokens")?,
-                f.optional_k("num_spec_tokens")?,
-            );
-            (length, rate, hist, accepted, drafted, steps, k, None)
+            Ok(Raw {
+                length: acceptance_length_of_counts(accepted, steps).unwrap_or(1.0),
+                rate: f.float("acceptance_rate")?,
+                hist: Some(f.counts("acceptance_histogram")?),
+                accepted,
+                drafted: f.count("total_draft_tokens")?,
+                steps,
+                k: f.optional_k("num_spec_tokens")?,
+                per_step: None,
+            })
         }
-        Engine::LlamaCpp => {
-            // llama.cpp's timings give partial records only (see `PayloadScan::partial`).
-            return Err(Rejection::MissingField {
-                engine,
-                field: "num_spec_steps",
-            });
-        }
-        Engine::Sglang => {
+        Shape::SglangDetails => {
             let accepted = f.count("spec_num_correct_drafts")?;
             let drafted = f.count("spec_num_proposed_drafts")?;
             let steps = f.count("spec_verify_ct")?;
-            let hist = f.counts("spec_correct_drafts_histogram")?;
-            let length = acceptance_length_of_counts(accepted, steps).unwrap_or(1.0);
-            (
-                length,
-                ratio_or(accepted, drafted, 0.0),
-                hist,
+            Ok(Raw {
+                length: acceptance_length_of_counts(accepted, steps).unwrap_or(1.0),
+                rate: ratio_or(accepted, drafted, 0.0),
+                hist: Some(f.counts("spec_correct_drafts_histogram")?),
                 accepted,
                 drafted,
                 steps,
-                None,
-                None,
-            )
+                k: None,
+                per_step: None,
+            })
+        }
+        Shape::SglangStats => read_sglang_stats(f),
+    }
+}
+
+fn read_vllm(f: &Fields<'_>) -> Result<Raw, Rejection> {
+    let engine = f.engine;
+    let per_step = match (
+        f.optional_counts("per_step_accepted")?,
+        f.optional_counts("per_step_drafted")?,
+    ) {
+        (None, None) => None,
+        (Some(a), Some(d)) => Some((a, d)),
+        (Some(_), None) => {
+            return Err(Rejection::MissingField {
+                engine,
+                field: "per_step_drafted",
+            })
+        }
+        (None, Some(_)) => {
+            return Err(Rejection::MissingField {
+                engine,
+                field: "per_step_accepted",
+            })
         }
     };
     Ok(Raw {
-        length,
-        rate,
+        length: f.float("mean_acceptance_length")?,
+        rate: f.float("draft_acceptance_rate")?,
+        hist: Some(f.counts("acceptance_histogram")?),
+        accepted: f.count("num_accepted_draft_tokens")?,
+        drafted: f.count("num_draft_tokens")?,
+        steps: f.count("num_spec_steps")?,
+        k: f.optional_k("num_spec_tokens")?,
+        per_step,
+    })
+}
+
+/// SGLang's PR #34814: exact counts of what the verifier drafted (its ragged width included)
+/// and accepted; `detailed` adds each step's verify and accept lengths, both counting the
+/// step's root or bonus token, so a step drafted `verify − 1` and accepted `accept − 1`, and
+/// the histogram follows from them. `summary` names no histogram speclens reads.
+fn read_sglang_stats(f: &Fields<'_>) -> Result<Raw, Rejection> {
+    let accepted = f.count("num_accepted_draft_tokens")?;
+    let drafted = f.count("num_verified_draft_tokens")?;
+    let steps = f.count("num_verification_steps")?;
+    let per_step = match (
+        f.optional_counts("accept_lengths")?,
+        f.optional_counts("verify_lengths")?,
+    ) {
+        (None, None) => None,
+        (Some(accept), Some(verify)) => {
+            let less_one = |list: Vec<u64>, field: &'static str| {
+                list.iter()
+                    .map(|l| l.checked_sub(1))
+                    .collect::<Option<Vec<u64>>>()
+                    .ok_or(f.wrong(field, "lengths of at least 1 (they count the step's own token)"))
+            };
+            Some((less_one(accept, "accept_lengths")?, less_one(verify, "verify_lengths")?))
+        }
+        (Some(_), None) => return Err(f.missing("verify_lengths")),
+        (None, Some(_)) => return Err(f.missing("accept_lengths")),
+    };
+    // The lists are the source of the histogram here: they are checked against the counts first.
+    if let Some((acc, dra)) = &per_step {
+        check_per_step(acc, dra, steps, accepted, drafted).map_err(|problem| Rejection::PerStep {
+            engine: f.engine,
+            problem,
+        })?;
+    }
+    let hist = per_step.as_ref().map(|(accepted_per_step, _)| {
+        let mut hist = vec![0u64; accepted_per_step.iter().max().map_or(1, |m| *m as usize + 1)];
+        for a in accepted_per_step {
+            hist[*a as usize] += 1;
+        }
+        hist
+    });
+    Ok(Raw {
+        length: acceptance_length_of_counts(accepted, steps).unwrap_or(1.0),
+        rate: ratio_or(accepted, drafted, 0.0),
         hist,
         accepted,
         drafted,
         steps,
-        k,
+        k: None,
         per_step,
     })
 }
@@ -677,7 +820,26 @@ fn check_consistency(engine: Engine, raw: &Raw) -> Result<(), Rejection> {
         ..
     } = raw;
     let (accepted, drafted, steps) = (*accepted, *drafted, *steps);
-    if let Some(k) = *k {
+    if let Some(hist) = hist {
+        check_histogram(engine, hist, *k, accepted, steps)?;
+    }
+    if accepted > drafted {
+        return Err(Rejection::AcceptedExceedsDrafted {
+            engine,
+            accepted,
+            drafted,
+        });
+    }
+    if let Some((acc, dra)) = per_step {
+        check_per_step(acc, dra, steps, accepted, drafted).map_err(|problem| Rejection::PerStep { engine, problem })?;
+    }
+    Ok(())
+}
+
+/// The histogram has k + 1 buckets (when k is known), one count per step and the accepted
+/// tokens as its weighted sum.
+fn check_histogram(engine: Engine, hist: &[u64], k: Option<u32>, accepted: u64, steps: u64) -> Result<(), Rejection> {
+    if let Some(k) = k {
         if hist.len() != k as usize + 1 {
             return Err(Rejection::HistogramLength {
                 engine,
@@ -703,16 +865,6 @@ fn check_consistency(engine: Engine, raw: &Raw) -> Result<(), Rejection> {
             weighted_sum: weighted_sum.unwrap_or(u64::MAX),
             accepted,
         });
-    }
-    if accepted > drafted {
-        return Err(Rejection::AcceptedExceedsDrafted {
-            engine,
-            accepted,
-            drafted,
-        });
-    }
-    if let Some((acc, dra)) = per_step {
-        check_per_step(acc, dra, steps, accepted, drafted).map_err(|problem| Rejection::PerStep { engine, problem })?;
     }
     Ok(())
 }
@@ -831,6 +983,90 @@ mod tests {
         assert_eq!(r.engine, Engine::Sglang);
         assert_eq!(r.mean_acceptance_length, 2.2);
         assert_eq!(r.draft_acceptance_rate, 0.4);
+    }
+
+    #[test]
+    fn sglang_pr34814_counts_are_exact_and_its_lengths_give_steps_and_histogram() {
+        // Three verify steps of widths 5, 4 and 5 (ragged), accepting 3, 0 and 2 drafts.
+        let detailed = json!({"index": 0, "mode": "detailed", "num_verification_steps": 3,
+            "num_verified_draft_tokens": 11, "num_accepted_draft_tokens": 5, "draft_acceptance_rate": 5.0 / 11.0,
+            "mean_accept_length": 1.0 + 5.0 / 3.0, "verify_lengths": [5, 4, 5], "accept_lengths": [4, 1, 3]});
+        // Its own details beside it are left for the exact counts.
+        let r = record(json!({"sglext": {"speculative_decoding_stats": [detailed.clone()],
+            "spec_tokens_details": {"spec_num_correct_drafts": 1}}}));
+        assert_eq!(r.engine, Engine::Sglang);
+        assert_eq!(
+            (r.num_spec_steps, r.num_draft_tokens, r.num_accepted_draft_tokens),
+            (3, 11, 5)
+        );
+        assert_eq!(r.mean_acceptance_length, 1.0 + 5.0 / 3.0);
+        assert_eq!(r.draft_acceptance_rate, 5.0 / 11.0);
+        assert_eq!(r.per_step_drafted, Some(vec![4, 3, 4]));
+        assert_eq!(r.per_step_accepted, Some(vec![3, 0, 2]));
+        assert_eq!(r.acceptance_histogram, [(0, 1), (2, 1), (3, 1)].into_iter().collect());
+        assert_eq!(r.unmerged_pr.as_deref(), Some("sgl-project/sglang#34814"));
+        // summary: counts only, no histogram invented.
+        let mut summary = detailed.clone();
+        for field in ["verify_lengths", "accept_lengths"] {
+            summary.as_object_mut().unwrap().remove(field);
+        }
+        summary["mode"] = json!("summary");
+        let r = record(json!({"sglext": {"speculative_decoding_stats": summary}}));
+        assert_eq!((r.num_spec_steps, r.num_draft_tokens), (3, 11));
+        assert!(r.acceptance_histogram.is_empty() && r.per_step_accepted.is_none());
+        // Streamed, each choice's entry rides its own finishing chunk: one record of both.
+        let mut scan = PayloadScan::new();
+        let mut second = detailed.clone();
+        second["index"] = json!(1);
+        scan.push(&json!({"choices": [{"index": 0, "finish_reason": "length"}], "sglext": {"speculative_decoding_stats": [detailed.clone()]}}));
+        scan.push(&json!({"choices": [{"index": 1, "finish_reason": "length"}], "sglext": {"speculative_decoding_stats": [second]}}));
+        let PayloadOutcome::Record(both) = scan.finish() else {
+            panic!("one record")
+        };
+        assert_eq!((both.num_spec_steps, both.num_draft_tokens), (6, 22));
+        // Lengths that disagree with the counts, or a zero length, are rejected.
+        let mut wrong = detailed.clone();
+        wrong["accept_lengths"] = json!([4, 1, 4]);
+        assert_eq!(
+            rejected(json!({"sglext": {"speculative_decoding_stats": wrong}})).kind(),
+            "per_step_arrays"
+        );
+        let mut zero = detailed;
+        zero["verify_lengths"] = json!([5, 0, 5]);
+        assert_eq!(
+            rejected(json!({"sglext": {"speculative_decoding_stats": zero}})).kind(),
+            "wrong_type"
+        );
+    }
+
+    #[test]
+    fn mlx_vlm_draft_rounds_give_a_length_and_never_steps_from_predicted_n() {
+        let partial = |timings: Value| match adapt_response(&json!({ "timings": timings })) {
+            PayloadOutcome::Partial(p) => p,
+            other => panic!("{other:?}"),
+        };
+        // 41 tokens: the first from the prompt's pass, 40 in 16 rounds.
+        let p = partial(json!({"predicted_n": 41, "draft_n": 64, "draft_n_accepted": 30, "draft_rounds": 16}));
+        assert_eq!(p.mean_acceptance_length, Some(2.5));
+        assert_eq!((p.num_accepted_draft_tokens, p.num_draft_tokens), (Some(30), Some(64)));
+        // mlx-vlm PR #2324: accepted may exceed what the counts can hold; the length stays.
+        let p = partial(json!({"predicted_n": 9, "draft_n": 6, "draft_n_accepted": 12, "draft_rounds": 4}));
+        assert_eq!(p.mean_acceptance_length, Some(2.0));
+        assert_eq!(p.num_accepted_draft_tokens, None);
+        // llama.cpp proper: no rounds, no length; accepted above drafted is still rejected.
+        assert_eq!(
+            partial(json!({"predicted_n": 9, "draft_n": 6, "draft_n_accepted": 3})).mean_acceptance_length,
+            None
+        );
+        assert_eq!(
+            rejected(json!({"timings": {"predicted_n": 9, "draft_n": 6, "draft_n_accepted": 7}})).kind(),
+            "accepted_exceeds_drafted"
+        );
+        assert_eq!(
+            rejected(json!({"timings": {"predicted_n": 9, "draft_n": 6, "draft_n_accepted": 3, "draft_rounds": "4"}}))
+                .kind(),
+            "wrong_type"
+        );
     }
 
     #[test]

@@ -121,6 +121,7 @@ mod tests {
             completion_tokens: None,
             per_step_accepted: None,
             per_step_drafted: None,
+            unmerged_pr: None,
         });
         run.per_request = agg.summary();
         // Two intervals of one endpoint: 10 drafts at [1.0, 0.5], 30 drafts at [0.6, 0.1].

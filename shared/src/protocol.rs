@@ -138,6 +138,7 @@ mod tests {
             completion_tokens: None,
             per_step_accepted: None,
             per_step_drafted: None,
+            unmerged_pr: None,
         });
         let mut run = RunView::idle();
         run.per_request = agg.summary();

@@ -24,8 +24,15 @@ pub enum PayloadArg {
     /// SGLang: `sglext.spec_tokens_details` when the request sets `return_spec_tokens_details`;
     /// SGLang's gauges and counters on `/metrics`.
     Sglang,
+    /// SGLang with the still-open PR #34814 (follows an unmerged PR): one
+    /// `sglext.speculative_decoding_stats` entry per choice, at the --per-request-metrics level.
+    #[value(name = "sglang-pr34814")]
+    SglangPr34814,
     /// llama.cpp's server: `timings.draft_n` / `draft_n_accepted`, `llamacpp:` counters.
     Llamacpp,
+    /// A llama.cpp-compatible server with mlx-vlm's `timings.draft_rounds` (mlx-vlm PR #1788).
+    #[value(name = "llamacpp-draft-rounds")]
+    LlamacppDraftRounds,
 }
 
 /// vLLM's `--per-request-spec-decode-metrics` levels.
@@ -285,7 +292,9 @@ impl SimArgs {
                 PayloadArg::Trtllm => PayloadShape::Trtllm,
                 PayloadArg::TrtllmPr19311 => PayloadShape::TrtllmPr19311,
                 PayloadArg::Sglang => PayloadShape::Sglang,
+                PayloadArg::SglangPr34814 => PayloadShape::SglangPr34814,
                 PayloadArg::Llamacpp => PayloadShape::LlamaCpp,
+                PayloadArg::LlamacppDraftRounds => PayloadShape::LlamaCppRounds,
             },
             counter_start: args.counter_start,
             faults: Faults::from(&args.faults),

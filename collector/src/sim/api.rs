@@ -36,8 +36,14 @@ pub enum PayloadShape {
     /// `sglext.spec_tokens_details`, when the request sets `return_spec_tokens_details`; SGLang's
     /// gauges and counters on `/metrics`.
     Sglang,
+    /// SGLang with the still-open PR #34814 (`--speculative-decoding-stats`): one
+    /// `sglext.speculative_decoding_stats` entry per choice, exact counts (and with `detailed`
+    /// each step's verify and accept lengths), on every response; SGLang's `/metrics`.
+    SglangPr34814,
     /// llama.cpp's server: `timings.draft_n` / `draft_n_accepted`, `llamacpp:` counters.
     LlamaCpp,
+    /// A llama.cpp-compatible server that adds mlx-vlm's `timings.draft_rounds` (mlx-vlm PR #1788).
+    LlamaCppRounds,
 }
 
 impl PayloadShape {
@@ -46,8 +52,8 @@ impl PayloadShape {
         match self {
             PayloadShape::Vllm => Engine::Vllm,
             PayloadShape::Trtllm | PayloadShape::TrtllmPr19311 => Engine::Trtllm,
-            PayloadShape::Sglang => Engine::Sglang,
-            PayloadShape::LlamaCpp => Engine::LlamaCpp,
+            PayloadShape::Sglang | PayloadShape::SglangPr34814 => Engine::Sglang,
+            PayloadShape::LlamaCpp | PayloadShape::LlamaCppRounds => Engine::LlamaCpp,
         }
     }
 
@@ -214,8 +220,10 @@ async fn metrics(State(state): State<Arc<SimState>>) -> Response {
     let s = &state.settings;
     let mut text = match s.payload {
         PayloadShape::Vllm => exposition::render(&engines, &opts),
-        PayloadShape::Sglang => exposition::render_sglang(&engines, &opts, s.engine.k, state.recent_gauges(&engines)),
-        PayloadShape::LlamaCpp => exposition::render_llamacpp(&engines, &opts),
+        PayloadShape::Sglang | PayloadShape::SglangPr34814 => {
+            exposition::render_sglang(&engines, &opts, s.engine.k, state.recent_gauges(&engines))
+        }
+        PayloadShape::LlamaCpp | PayloadShape::LlamaCppRounds => exposition::render_llamacpp(&engines, &opts),
         PayloadShape::Trtllm | PayloadShape::TrtllmPr19311 => {
             let iteration = engines.iter().map(|c| c.num_drafts + c.requests_finished).sum();
             let json = exposition::render_trtllm_iteration_stats(&engines, iteration, state.recent_gauges(&engines));
@@ -665,7 +673,7 @@ impl Reply {
     /// verify steps × (draft tokens − 1), from the configuration). A choice that never verified
     /// gets no entry; with n > 1 the details are a list. `None` when nothing is left.
     fn sglang_stats(&self, all: &[&SeqStats]) -> Option<Value> {
-        if !(self.speculative() && self.payload == PayloadShape::Sglang && self.sglang_details) {
+        if !(self.speculative() && self.payload.engine() == Engine::Sglang && self.sglang_details) {
             return None;
         }
         let one = |stats: &SeqStats| {
@@ -686,17 +694,46 @@ impl Reply {
         }
     }
 
-    /// llama.cpp's `timings` (the draft fields only when something was drafted).
+    /// llama.cpp's `timings` (the draft fields only when something was drafted; mlx-vlm's
+    /// `draft_rounds`, the verify steps, beside them in that shape).
     fn llamacpp_timings(&self, stats: &SeqStats, completion_tokens: u64) -> Option<Value> {
-        if self.payload != PayloadShape::LlamaCpp {
+        if self.payload.engine() != Engine::LlamaCpp {
             return None;
         }
         let mut timings = json!({"prompt_n": self.prompt_tokens, "predicted_n": completion_tokens});
         if stats.drafted > 0 {
             timings["draft_n"] = json!(stats.drafted);
             timings["draft_n_accepted"] = json!(stats.accepted);
+            if self.payload == PayloadShape::LlamaCppRounds {
+                timings["draft_rounds"] = json!(stats.steps);
+            }
         }
         Some(timings)
+    }
+
+    /// SGLang PR #34814's entry for choice `index`: the verifier's exact counts, its mean
+    /// accept length (the bonus token counted, as vLLM counts it) and, with `detailed`, each
+    /// step's verify and accept lengths (each counting the step's own token).
+    fn sglang_pr34814_entry(&self, index: u32, stats: &SeqStats) -> Option<Value> {
+        if !(self.speculative() && self.payload == PayloadShape::SglangPr34814) {
+            return None;
+        }
+        let detailed = self.per_request == PerRequestMetrics::Detailed;
+        let mut entry = json!({
+            "index": index,
+            "mode": if detailed { "detailed" } else { "summary" },
+            "num_verification_steps": stats.steps,
+            "num_verified_draft_tokens": stats.drafted,
+            "num_accepted_draft_tokens": stats.accepted,
+            "draft_acceptance_rate": ratio(stats.accepted, stats.drafted, 0.0),
+            "mean_accept_length": 1.0 + ratio(stats.accepted, stats.steps, 0.0),
+        });
+        if detailed {
+            let plus_one = |list: &[u64]| list.iter().map(|x| x + 1).collect::<Vec<u64>>();
+            entry["verify_lengths"] = json!(plus_one(&stats.per_step_drafted));
+            entry["accept_lengths"] = json!(plus_one(&stats.per_step_accepted));
+        }
+        Some(entry)
     }
 
     /// Root-level additions to the final object (vLLM metrics, SGLang sglext). A whole vLLM
@@ -716,8 +753,17 @@ impl Reply {
                 body["metrics"] = self.vllm_timings(all.first().copied(), streamed);
             }
             (PayloadShape::Vllm, None) if !streamed => body["metrics"] = Value::Null,
-            (PayloadShape::Sglang, Some(_)) if !streamed => {
-                if let Some(sglext) = self.sglang_stats(all) {
+            (PayloadShape::Sglang | PayloadShape::SglangPr34814, Some(_)) if !streamed => {
+                let mut sglext = self.sglang_stats(all).unwrap_or_else(|| json!({}));
+                let entries: Vec<Value> = all
+                    .iter()
+                    .zip(0u32..)
+                    .filter_map(|(stats, index)| self.sglang_pr34814_entry(index, stats))
+                    .collect();
+                if !entries.is_empty() {
+                    sglext["speculative_decoding_stats"] = json!(entries);
+                }
+                if sglext.as_object().is_some_and(|m| !m.is_empty()) {
                     body["sglext"] = sglext;
                 }
             }
@@ -804,11 +850,16 @@ impl Reply {
             return self.sse(&self.finish_choice(index, reason, stats, &text), &fingerprint);
         }
         let mut out = last.map_or_else(String::new, |text| self.sse(&self.content_choice(index, &text), ""));
-        let timings = self
-            .llamacpp_timings(stats, tokens)
-            .map(|t| format!(",\"timings\":{t}"))
-            .unwrap_or_default();
-        out.push_str(&self.sse(&self.finish_choice(index, reason, stats, ""), &timings));
+        // llama.cpp's timings, or SGLang PR #34814's entry for this choice, ride its finish.
+        let extra = match (
+            self.llamacpp_timings(stats, tokens),
+            self.sglang_pr34814_entry(index, stats),
+        ) {
+            (Some(t), _) => format!(",\"timings\":{t}"),
+            (None, Some(entry)) => format!(",\"sglext\":{{\"speculative_decoding_stats\":[{entry}]}}"),
+            (None, None) => String::new(),
+        };
+        out.push_str(&self.sse(&self.finish_choice(index, reason, stats, ""), &extra));
         out
     }
 }
