@@ -181,7 +181,7 @@ pub struct SpecAggregator {
     /// The engines the records came from.
     engines: std::collections::BTreeSet<Engine>,
     /// The open pull requests whose shapes some records followed.
-    unmerged_prs: std::collections::BTreeSet<String>,
+    unmerged_prs: std::collections::BTreeSet<&'static str>,
 }
 
 /// The run's spec-decode figures, exported under AIPerf's names.
@@ -250,9 +250,11 @@ impl SpecAggregator {
 
     /// Fold in the record of one successful request.
     pub fn push(&mut self, r: &SpecRecord) {
-        if let Some(pr) = &r.unmerged_pr {
-            if !self.unmerged_prs.contains(pr) {
-                self.unmerged_prs.insert(pr.clone());
+        // Only the pull requests the adapters name: a record read back from a file cannot grow
+        // the set.
+        if let Some(pr) = r.unmerged_pr.as_deref() {
+            if let Some(known) = crate::per_request::UNMERGED_PRS.iter().find(|k| **k == pr) {
+                self.unmerged_prs.insert(known);
             }
         }
         self.records += 1;
@@ -308,7 +310,7 @@ impl SpecAggregator {
 
     /// One sentence per engine whose figures are not vLLM's, and one per unmerged shape read.
     fn notes(&self) -> Vec<String> {
-        let sglang_exact = self.unmerged_prs.iter().any(|pr| pr.starts_with("sgl-project/"));
+        let sglang_exact = self.unmerged_prs.contains(crate::per_request::SGLANG_PR34814);
         let mut notes: Vec<String> = self
             .engines
             .iter()

@@ -18,6 +18,13 @@ use serde_json::{Map, Value};
 use crate::engine::Engine;
 use crate::figures::acceptance_length_of_counts;
 
+/// The open pull request TensorRT-LLM's per-choice stats follow.
+pub const TRTLLM_PR19311: &str = "NVIDIA/TensorRT-LLM#19311";
+/// The open pull request SGLang's `speculative_decoding_stats` follow.
+pub const SGLANG_PR34814: &str = "sgl-project/sglang#34814";
+/// Every open pull request a shape read here follows.
+pub const UNMERGED_PRS: [&str; 2] = [TRTLLM_PR19311, SGLANG_PR34814];
+
 /// Where in a response an engine's per-request stats sit, and so which names they use.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 enum Shape {
@@ -35,8 +42,8 @@ impl Shape {
     /// The open pull request the shape follows, if it is not released.
     const fn unmerged_pr(self) -> Option<&'static str> {
         match self {
-            Shape::Trtllm => Some("NVIDIA/TensorRT-LLM#19311"),
-            Shape::SglangStats => Some("sgl-project/sglang#34814"),
+            Shape::Trtllm => Some(TRTLLM_PR19311),
+            Shape::SglangStats => Some(SGLANG_PR34814),
             Shape::Vllm | Shape::SglangDetails => None,
         }
     }
@@ -452,23 +459,18 @@ impl PayloadScan {
     }
 
     /// The response's record, or why there is none.
-    pub fn finish(self) -> PayloadOutcome {
+    pub fn finish(mut self) -> PayloadOutcome {
         if let Some(kinds) = self.ambiguous {
             return PayloadOutcome::Rejected(Rejection::AmbiguousShape(kinds));
         }
         // PR #34814's entries ride each choice's finishing chunk: one list of them all.
-        let mut carriers = self.carriers;
+        let mut carriers = std::mem::take(&mut self.carriers);
         if carriers.len() > 1 && carriers.iter().all(|(shape, _)| *shape == Shape::SglangStats) {
             let all = carriers.drain(..).flat_map(|(_, maps)| maps).collect();
             carriers.push((Shape::SglangStats, all));
         }
         match carriers.len() {
-            0 => Self::partial(
-                self.partial_rejected,
-                self.llamacpp_drafts,
-                self.llamacpp_rounds,
-                self.decoded_per_iter,
-            ),
+            0 => self.partial(),
             1 => {
                 let (shape, stats) = &carriers[0];
                 let records: Result<Vec<SpecRecord>, Rejection> = stats
@@ -485,19 +487,15 @@ impl PayloadScan {
     }
 
     /// A released engine's partial figures, when there are any.
-    fn partial(
-        partial_rejected: Option<Rejection>,
-        llamacpp_drafts: Option<(u64, u64)>,
-        llamacpp_rounds: Option<(u64, u64)>,
-        decoded_per_iter: Vec<f64>,
-    ) -> PayloadOutcome {
-        if let Some(rejection) = partial_rejected {
+    fn partial(self) -> PayloadOutcome {
+        if let Some(rejection) = self.partial_rejected {
             return PayloadOutcome::Rejected(rejection);
         }
-        if let Some((drafted, accepted)) = llamacpp_drafts {
+        if let Some((drafted, accepted)) = self.llamacpp_drafts {
             // mlx-vlm's rounds give a length from what was emitted: the first token comes from
             // the prompt's pass, each round emits the rest; never steps from predicted_n.
-            let length = llamacpp_rounds
+            let length = self
+                .llamacpp_rounds
                 .filter(|(rounds, predicted)| *rounds > 0 && *predicted > 0)
                 .map(|(rounds, predicted)| (predicted - 1) as f64 / rounds as f64);
             let counts_hold = accepted <= drafted;
@@ -508,11 +506,11 @@ impl PayloadScan {
                 num_draft_tokens: counts_hold.then_some(drafted),
             });
         }
-        if !decoded_per_iter.is_empty() {
-            let n = decoded_per_iter.len() as f64;
+        if !self.decoded_per_iter.is_empty() {
+            let n = self.decoded_per_iter.len() as f64;
             return PayloadOutcome::Partial(PartialSpecRecord {
                 engine: Engine::Trtllm,
-                mean_acceptance_length: Some(decoded_per_iter.iter().sum::<f64>() / n),
+                mean_acceptance_length: Some(self.decoded_per_iter.iter().sum::<f64>() / n),
                 num_accepted_draft_tokens: None,
                 num_draft_tokens: None,
             });
