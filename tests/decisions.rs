@@ -19,7 +19,7 @@ fn timed_sim(extra: &[&str]) -> Speclens {
 }
 
 #[test]
-fn a_three_arm_sweep_compares_every_arm_and_recommends_the_best_measured_k() {
+fn a_three_arm_sweep_recommends_the_best_measured_k_and_judges_a_server_running_its_schedule() {
     // k = 4 pays most at low load; k = 1 keeps paying longer (the model: k = 4 up to about
     // batch 2, k = 1 from about 4, off above 7.2 on a ridge of 8).
     let long = timed_sim(&["--num-spec-tokens", "4", "--acceptance-rates", "0.8,0.6,0.45,0.3"]);
@@ -160,6 +160,101 @@ fn a_three_arm_sweep_compares_every_arm_and_recommends_the_best_measured_k() {
         "{stdout}"
     );
     assert!(stdout.contains("Engine load, k1 | plain"), "{stdout}");
+
+    // A server started with that schedule, swept as an adaptive arm into the same folder: the
+    // fixed arms' points join its table, it is judged against the best fixed choice at every
+    // level and never picked, and where the schedule turns speculation off its steps are no
+    // drafts.
+    let schedule_json = serde_json::to_string(schedule).unwrap();
+    let sched = timed_sim(&[
+        "--num-spec-tokens",
+        "4",
+        "--acceptance-rates",
+        "0.8,0.6,0.45,0.3",
+        "--num-spec-tokens-per-batch-size",
+        &schedule_json,
+    ]);
+    let (code, adaptive_out, stderr) = run_speclens_within(
+        &[
+            "sweep",
+            "--arm",
+            &format!("sched={}", sched.url()),
+            "--adaptive",
+            "sched",
+            "--concurrency",
+            "1,2,4,8,16",
+            "--requests-per-slot",
+            "2",
+            "--repeats",
+            "2",
+            "--input-tokens",
+            "8",
+            "--output-tokens",
+            "32",
+            "--ridge",
+            "8",
+            "--speculative-config",
+            r#"{"method":"eagle3","model":"org/draft"}"#,
+            "--out",
+            out.to_str().unwrap(),
+        ],
+        Duration::from_secs(300),
+    );
+    assert_eq!(code, 0, "{adaptive_out}\n{stderr}");
+    let judged = read_json(&out.join("sweep.json"));
+    let mut names: Vec<(&str, bool)> = judged["arms"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|a| (a["name"].as_str().unwrap(), a["adaptive"] == true))
+        .collect();
+    names.sort();
+    assert_eq!(names, [("k1", false), ("k4", false), ("sched", true)], "{judged}");
+    let picks = |t: &Value| -> Vec<Value> {
+        t["recommendation"]["levels"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|l| l["arm"].clone())
+            .collect()
+    };
+    assert_eq!(picks(&judged), picks(&table), "the fixed arms alone decide the picks");
+    let levels = judged["adaptive"][0]["levels"].as_array().unwrap();
+    assert_eq!(levels.len(), 5, "{judged}");
+    assert!(levels
+        .iter()
+        .all(|l| l["verdict"].is_string() && l["ratio"].is_number()));
+    assert!(
+        adaptive_out.contains("Adaptive arm sched (a server running a schedule)")
+            && adaptive_out.contains("its acceptance length counts only steps that drafted")
+            && adaptive_out.contains("of 5 levels"),
+        "{adaptive_out}"
+    );
+    // Drafts per output token: every step drafts at concurrency 1 (k = 4 there), few where the
+    // schedule is off.
+    let k_at = |b: u64| {
+        schedule
+            .iter()
+            .find(|r| (r[0].as_u64().unwrap()..=r[1].as_u64().unwrap()).contains(&b))
+            .map(|r| r[2].as_u64().unwrap())
+    };
+    assert_eq!((k_at(1), k_at(16)), (Some(4), Some(0)), "{schedule_json}");
+    let drafts_per_token = |name: &str| {
+        let r = read_json(&out.join(name));
+        let drafts = r["spec_decode_num_drafts"].as_f64().unwrap_or(0.0);
+        (drafts / r["total_output_tokens"].as_f64().unwrap(), r)
+    };
+    let (at_1, r1) = drafts_per_token("sched-c1.json");
+    let (at_16, _) = drafts_per_token("sched-c16.json");
+    assert_eq!(
+        r1["spec_decode_draft_tokens"].as_f64(),
+        r1["spec_decode_num_drafts"].as_f64().map(|d| 4.0 * d),
+        "k = 4 at batch 1: {r1}"
+    );
+    assert!(
+        at_16 < at_1 / 2.0,
+        "drafts per token: {at_16} at 16 (off) vs {at_1} at 1"
+    );
 
     // The static report carries every arm.
     let report = dir.path().join("report.html");

@@ -766,68 +766,101 @@ async fn real_vllm_the_sim_has_the_real_servers_exposition_and_payloads() {
     }
 }
 
+/// The vLLM `--speculative-config` JSON of the recommendation's line for `engine`.
+fn vllm_config_of(rec: &Value, engine: &str) -> Option<String> {
+    let line = rec["settings"].as_array()?.iter().find(|s| s["engine"] == engine)?["line"].as_str()?;
+    Some(
+        line.strip_prefix("--speculative-config '")?
+            .strip_suffix('\'')?
+            .to_string(),
+    )
+}
+
+/// Draft tokens per draft of a sweep point's result (0 without drafts).
+fn draft_tokens_per_draft(result: &Value) -> f64 {
+    let drafts = result["spec_decode_num_drafts"].as_f64().unwrap_or(0.0);
+    let tokens = result["spec_decode_draft_tokens"].as_f64().unwrap_or(0.0);
+    if drafts > 0.0 {
+        tokens / drafts
+    } else {
+        0.0
+    }
+}
+
 #[tokio::test]
 #[ignore = "needs the real vLLM servers that scripts/test.sh starts"]
-async fn real_vllm_a_sweep_over_two_k_values_recommends_a_config_the_server_starts_with() {
+async fn real_vllm_a_two_k_sweep_writes_a_schedule_the_server_starts_with_and_judges_it_as_an_adaptive_arm() {
     let dir = tempfile::tempdir().unwrap();
     let out = dir.path().join("sweep");
-    let (k3, k1) = (format!("k3={}", spec_detailed()), format!("k1={}", spec_k1()));
-    let (stdout, _) = speclens(&[
-        "sweep",
-        "--arm",
-        &k3,
-        "--arm",
-        &k1,
-        "--base-url",
-        &base(),
-        // One level, where speculation wins on this CPU (about 1.7× idle; at concurrency 2 the
-        // two cores are the limit and plain ties), each point three times or more and their
-        // median: a busy second core swings one short point from 0.35× to 1.7×.
-        "--concurrency",
-        "1",
-        "--repeats",
-        "3",
-        "--requests-per-slot",
-        "4",
-        "--min-requests",
-        "16",
-        "--warmup",
-        "2",
-        "--input-tokens",
-        "128",
-        "--output-tokens",
-        "32",
-        "--speculative-config",
-        SPEC_CONFIG,
-        "--out",
-        out.to_str().unwrap(),
-    ]);
+    let sweep = |arms: &[String], extra: &[&str]| {
+        let mut args: Vec<&str> = vec!["sweep"];
+        for arm in arms {
+            args.extend(["--arm", arm.as_str()]);
+        }
+        args.extend_from_slice(extra);
+        args.extend_from_slice(&[
+            // Concurrency 1 and 4, each point three times or more and their median: a busy
+            // second core swings one short point from 0.35× to 1.7×.
+            "--concurrency",
+            "1,4",
+            "--repeats",
+            "3",
+            "--requests-per-slot",
+            "4",
+            "--min-requests",
+            "16",
+            "--warmup",
+            "2",
+            "--input-tokens",
+            "128",
+            "--output-tokens",
+            "32",
+            // A CPU's roofline ridge is a few token positions, so the model's schedule changes
+            // k within the batch sizes measured here.
+            "--ridge",
+            "4",
+            "--speculative-config",
+            SPEC_CONFIG,
+            "--out",
+            out.to_str().unwrap(),
+        ]);
+        let (code, stdout, stderr) = run_speclens_within(&args, Duration::from_secs(420));
+        assert_eq!(code, 0, "speclens {args:?} failed:\n{stdout}\n{stderr}");
+        stdout
+    };
+    let base_url = base();
+    let stdout = sweep(
+        &[format!("k3={}", spec_detailed()), format!("k1={}", spec_k1())],
+        &["--base-url", &base_url],
+    );
     let table = read_json(&out.join("sweep.json"));
     let arms = table["arms"].as_array().unwrap();
     let ks: Vec<u64> = arms.iter().filter_map(|a| a["k"].as_u64()).collect();
     assert_eq!(ks, [3, 1], "both draft lengths measured: {stdout}");
     let rec = &table["recommendation"];
     assert!(stdout.contains("Recommendation:"), "{stdout}");
-    let line = rec["settings"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .find(|s| s["engine"] == "vLLM")
-        .and_then(|s| s["line"].as_str())
-        .unwrap_or_default()
-        .to_string();
-    let config = line
-        .strip_prefix("--speculative-config '")
-        .and_then(|l| l.strip_suffix('\''))
+    let fixed = vllm_config_of(rec, "vLLM")
         .unwrap_or_else(|| panic!("no vLLM config line (plain measured best everywhere?): {rec}"));
-    let parsed: Value = serde_json::from_str(config).unwrap();
-    assert_eq!(parsed["method"], "ngram", "the servers' own keys are kept: {config}");
-    // The real vLLM starts with the recommended configuration and speculates with it.
+    let parsed: Value = serde_json::from_str(&fixed).unwrap();
+    assert_eq!(parsed["method"], "ngram", "the servers' own keys are kept: {fixed}");
+    // The model's schedule from k3's measured per-position rates: k = 3 alone at batch 1 and
+    // less from 4 on (at a ridge of 4 positions, three drafts for four sequences cost four
+    // plain steps), in vLLM's form with the servers' own keys.
+    let config = vllm_config_of(rec, "vLLM (model's schedule)").unwrap_or_else(|| panic!("no model schedule: {rec}"));
+    let parsed: Value = serde_json::from_str(&config).unwrap();
+    assert_eq!(parsed["method"], "ngram", "{config}");
+    let schedule: Vec<(u64, u64, u64)> =
+        serde_json::from_value(parsed["num_speculative_tokens_per_batch_size"].clone()).unwrap();
+    let k_at = |b: u64| schedule.iter().find(|r| (r.0..=r.1).contains(&b)).map(|r| r.2);
+    assert_eq!(k_at(1), Some(3), "{config}");
+    assert!((2..=4).all(|b| k_at(b).is_some_and(|k| k <= 1)), "{config}");
+    // The real vLLM starts with that schedule; the same sweep with it as an adaptive arm joins
+    // the fixed-k arms' points in the folder and judges it against them at each level.
     let port = crate::common::browser::free_port();
     let status = std::process::Command::new("bash")
         .arg(workspace().join("scripts/real-vllm.sh"))
         .args(["serve", "spec", &port.to_string(), "summary"])
-        .env("REAL_VLLM_SPEC_CONFIG", config)
+        .env("REAL_VLLM_SPEC_CONFIG", &config)
         .status()
         .unwrap();
     let _server = Started(port);
@@ -835,10 +868,41 @@ async fn real_vllm_a_sweep_over_two_k_values_recommends_a_config_the_server_star
         status.success(),
         "vLLM did not start with {config} (its log: .tools/vllm/logs/spec-{port}.log)"
     );
-    let url = format!("http://127.0.0.1:{port}");
-    let (_, result) = bench(&url, &dir.path().join("recommended"), &["--num-prompts", "4"]);
-    assert_eq!(result["completed"], 4, "{result}");
-    assert!(result["spec_decode_num_drafts"].as_u64().unwrap_or(0) > 0, "{result}");
+    let stdout = sweep(&[format!("sched=http://127.0.0.1:{port}")], &["--adaptive", "sched"]);
+    let judged = read_json(&out.join("sweep.json"));
+    let sched = judged["arms"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|a| a["name"] == "sched")
+        .unwrap_or_else(|| panic!("{judged}"));
+    assert_eq!(sched["adaptive"], true, "{sched}");
+    assert_eq!(
+        judged["arms"].as_array().unwrap().len(),
+        3,
+        "the fixed arms' points joined: {judged}"
+    );
+    let levels = judged["adaptive"][0]["levels"].as_array().unwrap();
+    assert_eq!(levels.len(), 2, "{judged}");
+    assert!(
+        stdout.contains("Adaptive arm sched (a server running a schedule)")
+            && stdout.contains("acceptance length counts only steps that drafted"),
+        "{stdout}"
+    );
+    // The schedule took effect: three draft tokens asked for at batch 1 (the n-gram proposer
+    // drafts fewer when its match is short: about 2.7 here), at most one from batch 2 on, so
+    // at concurrency 4 fewer than two per draft (a fixed k = 3 server drafts about 2.6 there).
+    let (at_1, at_4) = (
+        read_json(&out.join("sched-c1.json")),
+        read_json(&out.join("sched-c4.json")),
+    );
+    assert!(at_1["spec_decode_num_drafts"].as_u64().unwrap_or(0) > 0, "{at_1}");
+    assert!(
+        draft_tokens_per_draft(&at_4) < 2.0_f64.min(draft_tokens_per_draft(&at_1)),
+        "draft tokens per draft {} at 4 vs {} at 1",
+        draft_tokens_per_draft(&at_4),
+        draft_tokens_per_draft(&at_1)
+    );
 }
 
 /// `probe` against each real server: vLLM and its version, speculation seen, the per-request

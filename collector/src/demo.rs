@@ -139,6 +139,7 @@ fn sweep_plan(spec_url: &str, k1_url: &str, base_url: &str, out: PathBuf) -> cra
     };
     let point = demo_run("", workload, Load::closed_loop(None, 1), out.clone(), "");
     crate::sweep::Plan {
+        adaptive: Vec::new(),
         arms: vec![
             ("spec".into(), spec_url.into()),
             ("spec-k1".into(), k1_url.into()),

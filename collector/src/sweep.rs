@@ -33,6 +33,8 @@ pub fn point_file(arm: &str, level: Level) -> String {
 pub struct Plan {
     /// The arms by name (`base` is the plain one) and their servers' base URLs.
     pub arms: Vec<(String, String)>,
+    /// The arms whose servers run a draft-length schedule (`--adaptive`).
+    pub adaptive: Vec<String>,
     /// The speculative servers' own vLLM `--speculative-config`, kept in the recommended line.
     pub speculative_config: Option<serde_json::Value>,
     /// The levels, all of one axis.
@@ -137,6 +139,15 @@ impl Plan {
         }
         if self.requests_per_slot == 0 && self.min_requests == 0 {
             return invalid("--requests-per-slot or --min-requests must be at least 1");
+        }
+        if let Some(name) = self
+            .adaptive
+            .iter()
+            .find(|a| *a == BASE_ARM || !self.arms.iter().any(|(arm, _)| arm == *a))
+        {
+            return Err(CollectorError::InvalidArgument(format!(
+                "--adaptive {name}: name a speculative arm of this sweep (--arm {name}=URL)"
+            )));
         }
         if self.repeats == 0 {
             return invalid("--repeats must be at least 1");
@@ -330,7 +341,8 @@ pub async fn run_with(plan: Plan, hub: Option<LiveHub>) -> Result<Option<SweepFi
             category_tpot_ms: m.category_tpot_ms.as_ref(),
         })
         .collect();
-    let mut table = SweepFile::of_arms(&named, plan.costs, plan.speculative_config.as_ref());
+    let adaptive = adaptive_arms(&plan, &out);
+    let mut table = SweepFile::of_arms(&named, plan.costs, plan.speculative_config.as_ref(), &adaptive);
     // What the table itself warns of (a lossy or forced acceptance) is said on the console
     // here; the arms' check said its own when it ran.
     let own_warnings: String = table.warnings.iter().map(|w| format!("Warning: {w}\n")).collect();
@@ -585,6 +597,21 @@ fn earlier_points(
         }
     }
     Ok((pooled, seen))
+}
+
+/// The arms that run a schedule: this sweep's `--adaptive`, and those the folder's earlier
+/// `sweep.json` marked so among the arms this sweep did not run again.
+fn adaptive_arms(plan: &Plan, out: &Path) -> Vec<String> {
+    let mut adaptive = plan.adaptive.clone();
+    let earlier: Option<SweepFile> = std::fs::read(out.join("sweep.json"))
+        .ok()
+        .and_then(|bytes| serde_json::from_slice(&bytes).ok());
+    for arm in earlier.iter().flat_map(|t| &t.arms.arms) {
+        if arm.adaptive && !plan.arms.iter().any(|(name, _)| *name == arm.name) && !adaptive.contains(&arm.name) {
+            adaptive.push(arm.name.clone());
+        }
+    }
+    adaptive
 }
 
 fn sweep_stamp() -> String {

@@ -158,6 +158,7 @@ pub(crate) mod tests {
 
     fn arm(name: &str, e: f64, k: u32, rates: &[f64], costs: Costs) -> ArmSweep {
         ArmSweep {
+            adaptive: false,
             name: name.into(),
             k: Some(k),
             acceptance_length: Some(e),

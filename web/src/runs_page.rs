@@ -15,6 +15,7 @@ use speclens_shared::chart::{
     colors, draw_category_chart, draw_latency_comparison, draw_per_position, draw_series_panels, draw_sweep_chart,
     hover, CategoryBar, Positions, RunLatencies, Series, SeriesPanel, XFrame,
 };
+use speclens_shared::sweep::adaptive::ADAPTIVE_ACCEPTANCE_NOTE;
 use speclens_shared::sweep::arms::ArmSweep;
 use speclens_shared::sweep::{Axis, PairTable, SweepFile};
 use speclens_shared::warnings::category_warnings;
@@ -585,6 +586,12 @@ fn SweepView(id: String) -> impl IntoView {
                     {whatif.map(|(fragment, beside)| view! { <p><a id="whatif-from-sweep" href=format!("#{fragment}")>"What-if with the headline arm's measured acceptance →"</a>
                         <span class="hint" id="whatif-from-sweep-bstar">{beside}</span></p> })}
                     {arms.map(arms_table)}
+                    {(!t.arms.adaptive.is_empty()).then(|| view! {
+                        <div class="findings" id="sweep-adaptive">
+                            {t.arms.adaptive.iter().map(|j| view! { <p class="headline">{format!("Adaptive arm: {}.", j.summary())}</p> }).collect_view()}
+                            <p class="hint">{format!("An adaptive arm's server runs a draft-length schedule: it is judged by throughput and TPOT against the best fixed choice at each level, never picked for a k, and its acceptance length {ADAPTIVE_ACCEPTANCE_NOTE}.")}</p>
+                        </div>
+                    })}
                     {recommendation.map(|r| view! {
                         <div class="findings" id="sweep-recommendation">
                             <h3>"Recommendation"</h3>
@@ -646,10 +653,19 @@ fn arms_table(arms: Vec<ArmSweep>) -> impl IntoView {
                             (None, _) => "none in range".into(),
                         };
                         let ratios: Vec<String> = a.table.rows.iter().filter_map(|r| Some(format!("{}: {:.3}", r.level, r.ratio()?))).collect();
+                        let (name, k, length) = if a.adaptive {
+                            (
+                                format!("{} (adaptive)", a.name),
+                                a.k.map_or("—".into(), |k| format!("up to {k}")),
+                                format!("{} ({ADAPTIVE_ACCEPTANCE_NOTE})", cell(a.acceptance_length, 3)),
+                            )
+                        } else {
+                            (a.name, a.k.map_or("—".into(), |k| k.to_string()), cell(a.acceptance_length, 3))
+                        };
                         view! { <tr>
-                            <td>{a.name}</td>
-                            <td>{a.k.map_or("—".into(), |k| k.to_string())}</td>
-                            <td>{cell(a.acceptance_length, 3)}</td>
+                            <td>{name}</td>
+                            <td>{k}</td>
+                            <td>{length}</td>
                             <td>{crossing}</td>
                             <td>{ratios.join(", ")}</td>
                         </tr> }

@@ -448,6 +448,12 @@ pub struct SweepArgs {
     /// its keys and sets num_speculative_tokens (and the per-batch-size schedule).
     #[arg(long, value_name = "JSON", help_heading = "Arms")]
     pub speculative_config: Option<String>,
+    /// An arm whose server runs a draft-length schedule (vLLM's
+    /// num_speculative_tokens_per_batch_size, SGLang's --speculative-adaptive, TensorRT-LLM's
+    /// draft_len_schedule), repeatable: judged against the best fixed-k arm or plain at each
+    /// level, never picked for a k; its acceptance length counts only steps that drafted.
+    #[arg(long, value_name = "NAME", help_heading = "Arms")]
+    pub adaptive: Vec<String>,
     /// Concurrency levels to measure (a closed loop at each).
     #[arg(
         long,
@@ -867,6 +873,7 @@ impl SweepArgs {
         };
         let plan = sweep::Plan {
             arms,
+            adaptive: self.adaptive.clone(),
             speculative_config,
             levels: if self.request_rate.is_empty() {
                 self.concurrency.iter().copied().map(Level::Concurrency).collect()

@@ -75,6 +75,12 @@ pub struct SimArgs {
     /// Draft tokens proposed per step (0: a plain server, the "base" arm).
     #[arg(long, default_value_t = 0, value_parser = clap::value_parser!(u32).range(0..=16))]
     pub num_spec_tokens: u32,
+    /// vLLM's `num_speculative_tokens_per_batch_size`: a JSON list of inclusive batch-size
+    /// ranges `[[from, to, k], …]` (the first from 1, none overlapping, k at most
+    /// --num-spec-tokens; 0 turns speculation off). Each step drafts the k of the number of
+    /// sequences it schedules, and a step that drafts nothing is no draft in any count.
+    #[arg(long, value_name = "JSON", requires = "num_spec_tokens")]
+    pub num_spec_tokens_per_batch_size: Option<String>,
     /// Geometric acceptance: each draft accepted with probability α given the earlier ones.
     #[arg(long, conflicts_with_all = ["acceptance_rates", "acceptance_length"])]
     pub alpha: Option<f64>,
@@ -252,6 +258,19 @@ impl SimArgs {
                 "--max-num-seqs, --mean-output-tokens and --max-model-len must be positive".into(),
             ));
         }
+        let schedule = match &args.num_spec_tokens_per_batch_size {
+            None => Vec::new(),
+            Some(text) => {
+                let schedule: Vec<(u64, u64, u32)> = serde_json::from_str(text).map_err(|e| {
+                    invalid(format!(
+                        "--num-spec-tokens-per-batch-size takes [[from, to, k], …] in JSON: {e}"
+                    ))
+                })?;
+                speclens_shared::sweep::schedules::check_vllm_schedule(&schedule, k)
+                    .map_err(|e| invalid(format!("--num-spec-tokens-per-batch-size: {e}")))?;
+                schedule
+            }
+        };
         if args.kv_cache_tokens < u64::from(args.max_model_len) + u64::from(k) + KV_BLOCK_TOKENS {
             return Err(invalid(format!(
                 "--kv-cache-tokens must hold at least one sequence of --max-model-len ({}) and its {k} lookahead slots",
@@ -265,6 +284,7 @@ impl SimArgs {
             engines: args.engines,
             engine: EngineConfig {
                 k,
+                schedule,
                 max_num_seqs: args.max_num_seqs,
                 kv_cache_blocks: args.kv_cache_tokens.div_ceil(KV_BLOCK_TOKENS),
                 step: StepModel {

@@ -88,10 +88,10 @@ impl AcceptanceProfile {
         }
     }
 
-    /// Draw how many of the k drafts one step accepts.
-    fn sample(&self, rng: &mut SmallRng) -> u32 {
+    /// Draw how many of the first `k` drafts one step accepts.
+    fn sample(&self, k: u32, rng: &mut SmallRng) -> u32 {
         let mut j = 0;
-        for q in &self.conditional {
+        for q in self.conditional.iter().take(k as usize) {
             if rng.random::<f64>() < *q {
                 j += 1;
             } else {
@@ -301,6 +301,9 @@ impl EngineShared {
 #[derive(Debug, Clone)]
 pub struct EngineConfig {
     pub k: u32,
+    /// vLLM's `num_speculative_tokens_per_batch_size` as inclusive ranges `(from, to, k)`
+    /// (empty: k at every batch size).
+    pub schedule: Vec<(u64, u64, u32)>,
     pub max_num_seqs: usize,
     /// KV-cache capacity in blocks of [`KV_BLOCK_TOKENS`] tokens.
     pub kv_cache_blocks: u64,
@@ -308,6 +311,18 @@ pub struct EngineConfig {
     /// Multiplies every step time; 0 runs without delay.
     pub time_scale: f64,
     pub seed: u64,
+}
+
+impl EngineConfig {
+    /// The draft length of a step that schedules `scheduled` sequences: the schedule's k for
+    /// that batch size (vLLM indexes it by the requests scheduled in the step), at most k.
+    pub fn step_k(&self, scheduled: usize) -> u32 {
+        if self.schedule.is_empty() {
+            self.k
+        } else {
+            speclens_shared::sweep::schedules::vllm_k_at(&self.schedule, scheduled as u64).min(self.k)
+        }
+    }
 }
 
 /// Tokens per KV-cache block (vLLM's default block size).
@@ -388,7 +403,8 @@ pub async fn run_engine(
             .filter(|s| !s.prefilled)
             .map(|s| s.spec.prompt_tokens + s.recompute)
             .sum();
-        let step_s = config.step.step_seconds(decode, config.k, prefill) * config.time_scale;
+        let step_k = config.step_k(running.len());
+        let step_s = config.step.step_seconds(decode, step_k, prefill) * config.time_scale;
         if step_s > 0.0 {
             deadline += Duration::from_secs_f64(step_s);
             let now = Instant::now();
@@ -404,7 +420,7 @@ pub async fn run_engine(
         {
             let mut c = shared.counters();
             running.retain_mut(|seq| {
-                let keep = advance(seq, &config, &mut rng, &mut c);
+                let keep = advance(seq, step_k, &mut rng, &mut c);
                 if !keep && seq.open_choices.fetch_sub(1, Ordering::AcqRel) == 1 {
                     finished_requests += 1;
                 }
@@ -500,8 +516,9 @@ fn note_batch(
     c.kv_blocks_total = config.kv_cache_blocks;
 }
 
-/// One step of one sequence; false when it is done (finished or its client went away).
-fn advance(seq: &mut Seq, config: &EngineConfig, rng: &mut SmallRng, c: &mut EngineCounters) -> bool {
+/// One step of one sequence, drafting up to `step_k` tokens; false when it is done (finished
+/// or its client went away).
+fn advance(seq: &mut Seq, step_k: u32, rng: &mut SmallRng, c: &mut EngineCounters) -> bool {
     let limit = seq
         .spec
         .eos_at
@@ -523,9 +540,10 @@ fn advance(seq: &mut Seq, config: &EngineConfig, rng: &mut SmallRng, c: &mut Eng
             seq.stats.ttft_ms = ms_between(seq.arrived, now);
         }
         1
-    } else if config.k > 0 {
-        let k = seq.spec.profile.k();
-        let j = seq.spec.profile.sample(rng);
+    } else if seq.spec.profile.k().min(step_k) > 0 {
+        // A step that drafts nothing (a schedule's k = 0) is a plain step: no draft counted.
+        let k = seq.spec.profile.k().min(step_k);
+        let j = seq.spec.profile.sample(k, rng);
         c.num_drafts += 1;
         c.num_draft_tokens += u64::from(k);
         c.num_accepted_tokens += u64::from(j);
@@ -667,7 +685,7 @@ mod tests {
         let n = 200_000;
         let mut at_least = [0u64; 3];
         for _ in 0..n {
-            let j = p.sample(&mut rng);
+            let j = p.sample(p.k(), &mut rng);
             for slot in at_least.iter_mut().take(j as usize) {
                 *slot += 1;
             }

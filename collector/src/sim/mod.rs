@@ -129,6 +129,7 @@ impl SimSettings {
             engines: 1,
             engine: EngineConfig {
                 k: 0,
+                schedule: Vec::new(),
                 max_num_seqs: 256,
                 kv_cache_blocks: 524_288 / engine::KV_BLOCK_TOKENS,
                 step: StepModel {

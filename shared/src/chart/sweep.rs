@@ -400,6 +400,7 @@ mod sweep_chart_tests {
             ridge_tokens: 74.0,
         };
         let arm = |name: &str, spec: [f64; 3], e: f64, k: u32| crate::sweep::arms::ArmSweep {
+            adaptive: false,
             name: name.into(),
             k: Some(k),
             acceptance_length: Some(e),

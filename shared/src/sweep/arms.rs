@@ -7,6 +7,7 @@ use std::collections::BTreeMap;
 
 use serde::{Deserialize, Serialize};
 
+use super::adaptive::{AdaptiveJudgement, ADAPTIVE_ACCEPTANCE_NOTE};
 use super::levels::{Arm, Axis, Level};
 use super::pair::PairTable;
 use crate::model::Costs;
@@ -103,9 +104,15 @@ pub struct EngineRow {
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct ArmSweep {
     pub name: String,
-    /// The draft length its acceptance figures name (`None`: nothing measured).
+    /// A server running a draft-length schedule (`--adaptive`): judged against the best fixed
+    /// choice per level, never picked for a k (see [`super::adaptive`]).
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub adaptive: bool,
+    /// The draft length its acceptance figures name (`None`: nothing measured); an adaptive
+    /// arm's is its schedule's largest.
     pub k: Option<u32>,
-    /// Acceptance length pooled over the arm's points (1 + Σaccepted ÷ Σdrafts).
+    /// Acceptance length pooled over the arm's points (1 + Σaccepted ÷ Σdrafts); an adaptive
+    /// arm's counts only steps that drafted.
     pub acceptance_length: Option<f64>,
     /// The drafts it pools (the regression check's noise).
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -146,6 +153,19 @@ pub struct Arms {
     pub pairs: Vec<PairSweep>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub base_sustained_within_slo: Option<f64>,
+    /// Each adaptive arm against the best fixed choice per level.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub adaptive: Vec<AdaptiveJudgement>,
+}
+
+impl ArmSweep {
+    /// The arm's ratio to plain at `level` and the bounds its repeats allow (the ratio itself
+    /// for points run once).
+    pub fn ratio_at(&self, level: f64) -> Option<(f64, (f64, f64))> {
+        let row = self.table.rows.iter().find(|r| r.level == level)?;
+        let ratio = row.ratio()?;
+        Some((ratio, row.ratio_bounds().unwrap_or((ratio, ratio))))
+    }
 }
 
 /// The speculative arms' names in the order their points first appear.
@@ -367,15 +387,17 @@ impl Arms {
         levels
     }
 
-    /// Every speculative arm against plain, and every pair of them.
-    pub fn of(points: &[NamedPoint<'_>], costs: Costs) -> Arms {
+    /// Every speculative arm against plain, and every pair of them; the arms named in
+    /// `adaptive` run a schedule and are judged against the others.
+    pub fn of(points: &[NamedPoint<'_>], costs: Costs, adaptive: &[String]) -> Arms {
         let names = arm_names(points);
-        let arms = names
+        let arms: Vec<ArmSweep> = names
             .iter()
             .map(|name| {
                 let (k, acceptance_length, drafts, per_position_acceptance_rates) = pooled_acceptance(points, name);
                 ArmSweep {
                     name: name.to_string(),
+                    adaptive: adaptive.iter().any(|a| a == name),
                     k,
                     acceptance_length,
                     drafts,
@@ -401,6 +423,7 @@ impl Arms {
             }
         }
         Arms {
+            adaptive: AdaptiveJudgement::of(&arms),
             arms,
             pairs,
             base_sustained_within_slo: sustained(points, BASE_ARM),
@@ -441,10 +464,19 @@ impl Arms {
         }
         let symbol = axis.symbol();
         for a in &self.arms {
-            let k = a.k.map_or_else(|| "k not measured".into(), |k| format!("k = {k}"));
+            let k = match (a.k, a.adaptive) {
+                (None, _) => "k not measured".into(),
+                (Some(k), false) => format!("k = {k}"),
+                (Some(k), true) => format!("a schedule of k up to {k}"),
+            };
+            let counts = if a.adaptive {
+                format!(" ({ADAPTIVE_ACCEPTANCE_NOTE})")
+            } else {
+                String::new()
+            };
             let e = a
                 .acceptance_length
-                .map_or_else(String::new, |e| format!(", acceptance length {e:.2}"));
+                .map_or_else(String::new, |e| format!(", acceptance length {e:.2}{counts}"));
             let rates = if a.per_position_acceptance_rates.is_empty() {
                 String::new()
             } else {
@@ -468,6 +500,9 @@ impl Arms {
                 p.second,
                 crossing_text(&p.table, "crossing", axis.unit(), &p.second)
             ));
+        }
+        for judgement in &self.adaptive {
+            out.push_str(&judgement.render(axis));
         }
         out.push_str(&self.render_beside());
         out

@@ -3,6 +3,7 @@
 //! sweep's vocabulary (`levels`), one two-arm table (`pair`), the arms (`arms`), a schedule as
 //! each engine takes it (`schedules`) and the recommendation (`recommend`).
 
+pub mod adaptive;
 pub mod arms;
 pub mod levels;
 pub mod pair;
@@ -147,12 +148,14 @@ impl SweepFile {
     /// speculative. `speculative_config` is the arms' servers' vLLM `--speculative-config`,
     /// kept in the recommended line; what it and the arms' counters say against a schedule
     /// line is said beside it, and a lossy or forced acceptance among the sweep's warnings.
+    /// `adaptive` names the arms whose servers run a draft-length schedule.
     pub fn of_arms(
         points: &[NamedPoint<'_>],
         costs: Costs,
         speculative_config: Option<&serde_json::Value>,
+        adaptive: &[String],
     ) -> SweepFile {
-        let arms = Arms::of(points, costs);
+        let arms = Arms::of(points, costs, adaptive);
         let plain = arms.arms.is_empty().then(|| {
             let plain: Vec<(Arm, Level, &RunResult)> = points.iter().map(|p| (Arm::Base, p.level, p.result)).collect();
             let spreads: Vec<(Arm, Level, f64, f64)> = points
@@ -187,12 +190,15 @@ impl SweepFile {
         }
     }
 
-    /// The table the headline figures come from: the first speculative arm against plain, or
-    /// plain alone (an empty table for a sweep with no point).
+    /// The table the headline figures come from: the first fixed-k arm against plain (an
+    /// adaptive arm when there is no other), or plain alone (an empty table for a sweep with
+    /// no point).
     pub fn head(&self) -> &PairTable {
         self.arms
             .arms
-            .first()
+            .iter()
+            .find(|a| !a.adaptive)
+            .or(self.arms.arms.first())
             .map(|a| &a.table)
             .or(self.plain.as_ref())
             .unwrap_or(&pair::EMPTY)

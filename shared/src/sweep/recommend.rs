@@ -157,13 +157,6 @@ pub struct CutOff {
     pub arm: String,
 }
 
-/// An arm's ratio to plain at `level` and its bounds.
-fn score(arm: &ArmSweep, level: f64) -> Option<(f64, (f64, f64))> {
-    let row = arm.table.rows.iter().find(|r| r.level == level)?;
-    let ratio = row.ratio()?;
-    Some((ratio, row.ratio_bounds().unwrap_or((ratio, ratio))))
-}
-
 impl Recommendation {
     /// The recommendation from a sweep's arms; `speculative_config` is the arms' servers' own
     /// vLLM `--speculative-config` (its other keys are kept in the line printed), `facts` what
@@ -175,6 +168,13 @@ impl Recommendation {
         speculative_config: Option<&serde_json::Value>,
         facts: &ServerFacts,
     ) -> Option<Recommendation> {
+        // An adaptive arm runs a schedule, not one k: it is judged against these picks
+        // (`Arms::adaptive`), never one of them.
+        let fixed = Arms {
+            arms: arms.arms.iter().filter(|a| !a.adaptive).cloned().collect(),
+            ..Arms::default()
+        };
+        let arms = &fixed;
         if arms.arms.is_empty() {
             return None;
         }
@@ -195,7 +195,7 @@ impl Recommendation {
                 let scored: Vec<(&ArmSweep, f64, (f64, f64))> = arms
                     .arms
                     .iter()
-                    .filter_map(|a| score(a, level).map(|(r, b)| (a, r, b)))
+                    .filter_map(|a| a.ratio_at(level).map(|(r, b)| (a, r, b)))
                     .collect();
                 let (best, ratio, bounds) = scored.iter().copied().max_by(|x, y| x.1.total_cmp(&y.1))?;
                 let model_k = model.as_ref().filter(|_| axis.is_concurrency()).map(|m| m.k_at(level));
@@ -252,10 +252,11 @@ impl Recommendation {
             settings: Vec::new(),
         };
         rec.settings = rec.settings_lines(speculative_config);
-        if let Some(vllm) = rec
+        rec.settings.extend(rec.model_schedule_line(speculative_config));
+        for vllm in rec
             .settings
             .iter_mut()
-            .find(|s| s.engine == "vLLM" && s.line.contains("per_batch_size"))
+            .filter(|s| s.engine.starts_with("vLLM") && s.line.contains("per_batch_size"))
         {
             vllm.warnings = vllm_schedule_warnings(facts);
         }
@@ -290,10 +291,7 @@ impl Recommendation {
         let measured = self.basis();
         let top_k = self.ranges.iter().filter_map(|r| r.k).max().unwrap_or(0);
         let first_k = first.k.unwrap_or(0);
-        let mut config = match speculative_config {
-            Some(serde_json::Value::Object(m)) => m.clone(),
-            _ => serde_json::Map::new(),
-        };
+        let mut config = own_keys(speculative_config);
         let template_note = if speculative_config.is_some() {
             String::new()
         } else {
@@ -354,6 +352,32 @@ impl Recommendation {
             out.push(self.sglang_line(first_k));
         }
         out
+    }
+
+    /// The model's schedule as a vLLM line, on a concurrency sweep where it changes k with the
+    /// batch and differs from the measured schedule: not every k of it was measured, so it is
+    /// a schedule to start a server with and judge as an adaptive arm beside the fixed-k arms.
+    fn model_schedule_line(&self, speculative_config: Option<&serde_json::Value>) -> Option<Setting> {
+        let m = self.model.as_ref().filter(|_| self.axis.is_concurrency())?;
+        let top_k = m.ranges.iter().map(|r| r.2).max().filter(|k| *k > 0)?;
+        if m.ranges.len() < 2 || m.ranges == self.batch_schedule() || check_vllm_schedule(&m.ranges, top_k).is_err() {
+            return None;
+        }
+        let mut config = own_keys(speculative_config);
+        config.insert("num_speculative_tokens".into(), top_k.into());
+        config.insert(
+            "num_speculative_tokens_per_batch_size".into(),
+            serde_json::to_value(&m.ranges).unwrap_or_default(),
+        );
+        Some(Setting {
+            engine: "vLLM (model's schedule)".into(),
+            line: format!("--speculative-config '{}'", serde_json::Value::Object(config)),
+            basis: format!(
+                "the model's best k by batch size from {}'s per-position rates and the sweep's --draft-cost and --ridge, not measured at every k: start a server with it and sweep it as an adaptive arm (--arm NAME=URL --adaptive NAME) beside the fixed-k arms to judge it",
+                m.rates_from
+            ),
+            warnings: Vec::new(),
+        })
     }
 
     /// SGLang's fixed draft length: the lowest range's k (EAGLE with top-k 1).
@@ -659,6 +683,14 @@ impl Recommendation {
 }
 
 /// What a level is called in a sentence: `concurrency 8`, `requests/s 2.5`.
+/// The servers' own `--speculative-config` keys, which every vLLM line keeps.
+fn own_keys(speculative_config: Option<&serde_json::Value>) -> serde_json::Map<String, serde_json::Value> {
+    match speculative_config {
+        Some(serde_json::Value::Object(m)) => m.clone(),
+        _ => serde_json::Map::new(),
+    }
+}
+
 fn level_word(axis: Axis) -> &'static str {
     match axis {
         Axis::Concurrency => "concurrency",
@@ -721,7 +753,7 @@ fn boundary(arms: &Arms, a: &LevelPick, b: &LevelPick, costs: Costs) -> f64 {
                 .arms
                 .iter()
                 .find(|x| &x.name == name)
-                .and_then(|x| score(x, level))
+                .and_then(|x| x.ratio_at(level))
                 .map(|s| s.0),
         }
     };
@@ -755,6 +787,7 @@ mod tests {
     use super::*;
     use crate::model::best_k;
     use crate::results::RunResult;
+    use crate::sweep::adaptive::Verdict;
     use crate::sweep::arms::NamedPoint;
     use crate::sweep::{Level, SweepFile};
 
@@ -810,7 +843,7 @@ mod tests {
             })
             .collect();
         let points = named(&results);
-        let t = SweepFile::of_arms(&points, costs, None);
+        let t = SweepFile::of_arms(&points, costs, None, &[]);
         let rec = t.recommendation.as_ref().unwrap();
         let model = rec.model.as_ref().expect("the model's schedule from the arm's rates");
         assert!(
@@ -825,7 +858,15 @@ mod tests {
         );
         assert_eq!(rec.ranges.len(), 1, "{:?}", rec.ranges);
         assert_eq!((rec.ranges[0].k, rec.ranges[0].from_model), (Some(3), false));
-        for s in &rec.settings {
+        // The model's schedule is a line of its own, labelled as not measured at every k.
+        let (model_line, measured): (Vec<&Setting>, Vec<&Setting>) =
+            rec.settings.iter().partition(|s| s.engine == "vLLM (model's schedule)");
+        let [model_line] = model_line.as_slice() else {
+            panic!("one model line: {:?}", rec.settings)
+        };
+        assert!(model_line.line.contains("[[1,20,3],[21,31,2]"), "{model_line:?}");
+        assert!(model_line.basis.contains("not measured at every k"), "{model_line:?}");
+        for s in measured {
             for k in [0, 1, 2, 4] {
                 assert!(
                     !s.line.contains(&format!("\"num_speculative_tokens\":{k}")) && !s.line.contains(&format!(",{k}]")),
@@ -862,7 +903,7 @@ mod tests {
             .collect();
         let points = named(&results);
         let config = serde_json::json!({"method": "eagle3", "num_speculative_tokens": 5});
-        let t = SweepFile::of_arms(&points, Costs::H100_FREE_DRAFTS, Some(&config));
+        let t = SweepFile::of_arms(&points, Costs::H100_FREE_DRAFTS, Some(&config), &[]);
         let rec = t.recommendation.as_ref().unwrap();
         let picks: Vec<Option<&str>> = rec.levels.iter().map(|l| l.arm.as_deref()).collect();
         assert_eq!(picks, [Some("k3"), Some("k3"), Some("k1"), None]);
@@ -939,7 +980,7 @@ mod tests {
                 category_tpot_ms: None,
             },
         ];
-        let t = SweepFile::of_arms(&points, Costs::H100_FREE_DRAFTS, None);
+        let t = SweepFile::of_arms(&points, Costs::H100_FREE_DRAFTS, None, &[]);
         let pick = &t.recommendation.as_ref().unwrap().levels[0];
         assert_eq!(pick.arm.as_deref(), Some("a"));
         // b's best case (1120 / 990) reaches a's worst (1050 / 1010); a's worst is above 1.
@@ -962,7 +1003,7 @@ mod tests {
                 category_tpot_ms: None,
             },
         ];
-        let t = SweepFile::of_arms(&points, Costs::H100_FREE_DRAFTS, None);
+        let t = SweepFile::of_arms(&points, Costs::H100_FREE_DRAFTS, None, &[]);
         let rec = t.recommendation.unwrap();
         assert_eq!(
             rec.settings[0].line,
@@ -990,5 +1031,80 @@ mod tests {
         assert_eq!(m.ranges.last().unwrap(), &(m.ranges.last().unwrap().0, SCHEDULE_END, 0));
         let off = m.off_above.unwrap();
         assert!(m.k_at(off.ceil() - 1.0) > 0 && m.k_at(off.ceil() + 1.0) == 0, "{off}");
+    }
+
+    #[test]
+    fn an_adaptive_arm_is_judged_against_the_best_fixed_choice_and_never_picked() {
+        // k3 wins at 1, k1 at 64, plain at 128; the schedule's server ("sched") measures the
+        // best ratio at 1 of all, yet is never picked: it is judged level by level instead.
+        let mut results: Vec<(&str, u64, RunResult)> = Vec::new();
+        for (c, k3, k1, sched) in [
+            (1u64, 1.30, 1.10, 1.35),
+            (64, 0.90, 1.05, 1.04),
+            (128, 0.80, 0.95, 0.99),
+        ] {
+            let plain = 100.0 * c as f64;
+            results.push(("k3", c, run(plain * k3, &[0.8, 0.5, 0.2])));
+            results.push(("sched", c, run(plain * sched, &[0.8, 0.5, 0.2])));
+            results.push(("k1", c, run(plain * k1, &[0.8])));
+            results.push(("base", c, run(plain, &[])));
+        }
+        let mut points = named(&results);
+        // The schedule's repeats at 64 span k1's ratio: a tie there.
+        for p in points
+            .iter_mut()
+            .filter(|p| p.arm == "sched" && p.level == Level::Concurrency(64))
+        {
+            p.spread = Some((6400.0 * 1.0, 6400.0 * 1.1));
+        }
+        let t = SweepFile::of_arms(&points, Costs::H100_FREE_DRAFTS, None, &["sched".to_string()]);
+        let rec = t.recommendation.as_ref().unwrap();
+        assert!(
+            rec.levels
+                .iter()
+                .all(|l| l.arm.as_deref() != Some("sched") && !l.tied.contains(&"sched".to_string())),
+            "{:?}",
+            rec.levels
+        );
+        let picked: Vec<Option<&str>> = rec.levels.iter().map(|l| l.arm.as_deref()).collect();
+        assert_eq!(picked, [Some("k3"), Some("k1"), None]);
+        assert_eq!(
+            t.head().rows[0].ratio().map(|r| (r * 100.0).round()),
+            Some(130.0),
+            "k3 heads, not the schedule"
+        );
+        let [j] = t.arms.adaptive.as_slice() else {
+            panic!("one judgement: {:?}", t.arms.adaptive)
+        };
+        let verdicts: Vec<(f64, Option<&str>, Verdict)> = j
+            .levels
+            .iter()
+            .map(|l| (l.level, l.best_fixed.as_deref(), l.verdict))
+            .collect();
+        assert_eq!(
+            verdicts,
+            [
+                (1.0, Some("k3"), Verdict::Ahead),
+                (64.0, Some("k1"), Verdict::Tied),
+                (128.0, None, Verdict::Behind)
+            ]
+        );
+        assert_eq!(j.tally(), (1, 1, 1));
+        let text = t.render();
+        assert!(
+            text.contains("sched: a schedule of k up to 3, acceptance length 2.50 (counts only steps that drafted)"),
+            "{text}"
+        );
+        assert!(
+            text.contains(
+                "the schedule of sched is ahead of the best fixed choice at 1, tied at 1 and behind at 1 of 3 levels"
+            ),
+            "{text}"
+        );
+        assert!(text.contains("against plain 1.000: behind"), "{text}");
+        // The mark survives sweep.json.
+        let back: SweepFile = serde_json::from_str(&serde_json::to_string(&t).unwrap()).unwrap();
+        assert_eq!(back, t);
+        assert!(back.arms.arms.iter().any(|a| a.name == "sched" && a.adaptive));
     }
 }
