@@ -250,7 +250,8 @@ async fn the_live_page_follows_a_run_recovers_from_a_cut_and_ends_on_the_result(
 #[tokio::test]
 async fn past_runs_open_in_the_same_views_and_compare_side_by_side() {
     let dist = crate::common::built_web_dir();
-    let spec = Speclens::instant_spec_sim("0.7", &[]);
+    // With vLLM 0.33's per-request timings, so the opened run shows its TTFT split.
+    let spec = Speclens::instant_spec_sim("0.7", &["--enable-per-request-metrics"]);
     let base = Speclens::start(&["sim", "--port", "0", "--time-scale", "0"]);
     let results = tempfile::tempdir().unwrap();
     for (name, url) in [("spec-run", spec.url()), ("base-run", base.url())] {
@@ -379,6 +380,11 @@ async fn past_runs_open_in_the_same_views_and_compare_side_by_side() {
     .await;
     let status = text_of(&client, "#run-status").await;
     assert!(status.contains("finished · 20 completed"), "{status}");
+    // The TTFT split, the sentence the console printed (one computation), defined on hover.
+    let split: speclens_shared::results::RunResult = serde_json::from_value(result.clone()).unwrap();
+    let split = split.ttft_split().expect("the server's timings in result.json");
+    assert_eq!(text_of(&client, "#run-ttft-split").await, split.sentence());
+    assert_all_defined(&client, "#run-ttft-split", 1).await;
     // TPOT beside ITL, as result.json has it; every tile and latency row defined on hover; the
     // throughput named by its window.
     let tpot = result["mean_tpot_ms"].as_f64().unwrap();

@@ -163,6 +163,19 @@ fn vllm_0_33_server_timings_split_ttft_in_records_and_the_result() {
             mean(&|(c, s)| c - s.time_to_first_token_ms.unwrap()),
         );
         assert!(result["p99_server_queue_time_ms"].is_number(), "{result}");
+        // The split's three means add up to the mean client TTFT of the requests timed.
+        let run: speclens_shared::results::RunResult = serde_json::from_value(result.clone()).unwrap();
+        let split = run.ttft_split().expect("a TTFT split");
+        let total = split.queue_ms + split.in_server_ms + split.outside_server_ms;
+        let want = mean(&|(c, _)| *c);
+        assert!((total - want).abs() < 1e-6 * want, "{total} vs {want}");
+        assert!(
+            split.sentence().starts_with(&format!(
+                "TTFT split (mean of the 8 requests the server timed): {want:.2} ms = "
+            )),
+            "{}",
+            split.sentence()
+        );
         // TTFT's own figures are untouched by the server's families.
         assert!(result.get("p99_server_ttft_ms").is_none());
     }
@@ -292,6 +305,90 @@ fn the_pending_tensorrt_llm_shape_gives_full_records() {
         records.iter().all(|r| r.spec_decode_acceptance.is_some()),
         "PR #19311's per-choice object"
     );
+}
+
+/// SGLang PR #34814 (open), `--speculative-decoding-stats summary|detailed`: every record has
+/// the verifier's exact counts (k drafted per step, not "configured"), the per-step lists with
+/// `detailed` only, streamed (each choice's entry on its finishing chunk) or not; the records'
+/// steps are the window's verify calls, and the run names the unmerged PR it read.
+#[tokio::test]
+async fn the_pending_sglang_shape_gives_exact_records_whose_steps_are_the_window_s() {
+    use speclens_shared::per_request::SGLANG_PR34814;
+    for level in ["summary", "detailed"] {
+        let sim = Speclens::instant_spec_sim("0.7", &["--payload", "sglang-pr34814", "--per-request-metrics", level]);
+        for extra in [&[][..], &["--no-stream"][..]] {
+            let what = format!("{level} {extra:?}");
+            let (_, result, records) = bench_records(&sim.url(), extra);
+            let mut steps = 0;
+            for r in &records {
+                let rec = r
+                    .spec_decode_acceptance
+                    .as_ref()
+                    .unwrap_or_else(|| panic!("{what}: {r:?}"));
+                assert_eq!(rec.unmerged_pr.as_deref(), Some(SGLANG_PR34814), "{what}");
+                assert_eq!(
+                    rec.num_draft_tokens,
+                    3 * rec.num_spec_steps,
+                    "{what}: exact, k = 3 a step"
+                );
+                assert!(rec.num_accepted_draft_tokens <= rec.num_draft_tokens, "{what}");
+                let hist: u64 = rec.acceptance_histogram.values().sum();
+                match level {
+                    "detailed" => {
+                        let per_step = rec.per_step_accepted.as_ref().expect("detailed: per-step lists");
+                        assert_eq!(per_step.len() as u64, rec.num_spec_steps, "{what}");
+                        assert_eq!(per_step.iter().sum::<u64>(), rec.num_accepted_draft_tokens, "{what}");
+                        assert_eq!(hist, rec.num_spec_steps, "{what}: the histogram from the lengths");
+                    }
+                    _ => assert!(rec.per_step_accepted.is_none() && hist == 0, "{what}: {rec:?}"),
+                }
+                steps += rec.num_spec_steps;
+            }
+            let window = &result["spec_decode"]["scrape"][0]["result"]["data"];
+            assert_eq!(window["num_drafts"].as_u64(), Some(steps), "{what}: {window}");
+            let notes = result["spec_decode"]["per_request"]["notes"].to_string();
+            assert!(notes.contains(SGLANG_PR34814), "{what}: {notes}");
+        }
+        // n = 2 in one answer: one entry per choice, by index.
+        let (status, body) = post_json(
+            &format!("{}/v1/chat/completions", sim.url()),
+            &json!({"messages": [{"role": "user", "content": "hi"}], "max_tokens": 12, "n": 2, "ignore_eos": true}),
+        )
+        .await;
+        assert_eq!(status, 200, "{body}");
+        let entries = body["sglext"]["speculative_decoding_stats"].as_array().unwrap();
+        let indices: Vec<u64> = entries.iter().filter_map(|e| e["index"].as_u64()).collect();
+        assert_eq!(indices, [0, 1], "{body}");
+        assert!(entries.iter().all(|e| e["mode"] == level), "{body}");
+    }
+}
+
+/// mlx-vlm's `timings.draft_rounds` beside llama.cpp's `draft_n` / `draft_n_accepted`: a length
+/// per request, (predicted_n − 1) ÷ draft_rounds, whose pooled value is the window's length
+/// (to the steps the token limit cut short), never one from predicted_n − draft_n_accepted.
+#[test]
+fn the_llama_cpp_family_s_draft_rounds_give_a_length_per_request() {
+    let sim = Speclens::instant_spec_sim("0.7", &["--payload", "llamacpp-draft-rounds"]);
+    let (_, result, records) = bench_records(&sim.url(), &["--output-tokens", "200"]);
+    let (mut tokens, mut rounds) = (0.0, 0.0);
+    for r in &records {
+        let partial = r.spec_decode_partial.as_ref().unwrap_or_else(|| panic!("{r:?}"));
+        let length = partial.mean_acceptance_length.expect("a length from draft_rounds");
+        assert!((1.0..=4.0).contains(&length), "{length}");
+        assert!(partial.num_draft_tokens.is_some() && partial.num_accepted_draft_tokens.is_some());
+        tokens += (r.output_tokens - 1) as f64;
+        rounds += (r.output_tokens - 1) as f64 / length;
+    }
+    let window = result["spec_decode"]["scrape"][0]["result"]["data"]["acceptance_length"]
+        .as_f64()
+        .unwrap_or_else(|| panic!("{result}"));
+    let pooled = tokens / rounds;
+    assert!(
+        (pooled - window).abs() < 0.05,
+        "the requests' {pooled} vs the window's {window}"
+    );
+    let notes = result["spec_decode"]["per_request"]["notes"].to_string();
+    assert!(notes.contains("(predicted_n − 1) ÷ draft_rounds"), "{notes}");
 }
 
 #[test]

@@ -358,6 +358,50 @@ fn single_vllm(c: SpecCounters) -> CounterSet {
     counters(&text)
 }
 
+/// The shapes of open pull requests, written from their code: SGLang's exact counts (summary,
+/// and detailed with a ragged step), named as following the unmerged PR; mlx-vlm's rounds as a
+/// length, (predicted_n − 1) ÷ draft_rounds, never one from predicted_n − draft_n_accepted.
+#[test]
+fn pending_shapes_follow_their_unmerged_prs() {
+    use speclens_shared::per_request::SGLANG_PR34814;
+    let payloads: serde_json::Value =
+        serde_json::from_str(&json_fixture_text("written_pending_payloads.json")).unwrap();
+    let PayloadOutcome::Record(summary) = adapt_response(&payloads["sglang_pr34814_summary"]) else {
+        panic!("a full record from the exact counts")
+    };
+    assert_eq!(
+        (
+            summary.num_spec_steps,
+            summary.num_draft_tokens,
+            summary.num_accepted_draft_tokens
+        ),
+        (10, 40, 18)
+    );
+    assert_eq!(summary.mean_acceptance_length, 2.8);
+    assert!(summary.acceptance_histogram.is_empty() && summary.per_step_accepted.is_none());
+    assert_eq!(summary.unmerged_pr.as_deref(), Some(SGLANG_PR34814));
+    let PayloadOutcome::Record(detailed) = adapt_response(&payloads["sglang_pr34814_detailed"]) else {
+        panic!("a full record with per-step lists")
+    };
+    assert_eq!(detailed.per_step_drafted, Some(vec![4, 3, 4]));
+    assert_eq!(detailed.per_step_accepted, Some(vec![4, 0, 1]));
+    assert_eq!(
+        detailed.acceptance_histogram,
+        [(0, 1), (1, 1), (4, 1)].into_iter().collect()
+    );
+    assert_eq!(detailed.unmerged_pr.as_deref(), Some(SGLANG_PR34814));
+    let PayloadOutcome::Partial(mlx) = adapt_response(&payloads["mlx_vlm_draft_rounds"]) else {
+        panic!("a partial record")
+    };
+    // 40 tokens after the first in 16 rounds; steps taken as predicted_n − draft_n_accepted would
+    // inflate it to 41 ÷ 11 = 3.73.
+    assert_eq!(mlx.mean_acceptance_length, Some(2.5));
+    assert_eq!(
+        (mlx.num_accepted_draft_tokens, mlx.num_draft_tokens),
+        (Some(30), Some(64))
+    );
+}
+
 #[test]
 fn released_engines_per_request_figures_are_partial_records() {
     let payloads: serde_json::Value = serde_json::from_str(&json_fixture_text("written_engine_payloads.json")).unwrap();

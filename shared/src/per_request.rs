@@ -463,8 +463,13 @@ impl PayloadScan {
         if let Some(kinds) = self.ambiguous {
             return PayloadOutcome::Rejected(Rejection::AmbiguousShape(kinds));
         }
-        // PR #34814's entries ride each choice's finishing chunk: one list of them all.
+        // PR #34814's entries ride each choice's finishing chunk: one list of them all. Its
+        // exact counts win over the released details a stream sends in a chunk of their own,
+        // as they do within one chunk.
         let mut carriers = std::mem::take(&mut self.carriers);
+        if carriers.iter().any(|(shape, _)| *shape == Shape::SglangStats) {
+            carriers.retain(|(shape, _)| *shape != Shape::SglangDetails);
+        }
         if carriers.len() > 1 && carriers.iter().all(|(shape, _)| *shape == Shape::SglangStats) {
             let all = carriers.drain(..).flat_map(|(_, maps)| maps).collect();
             carriers.push((Shape::SglangStats, all));
@@ -1018,6 +1023,11 @@ mod tests {
         second["index"] = json!(1);
         scan.push(&json!({"choices": [{"index": 0, "finish_reason": "length"}], "sglext": {"speculative_decoding_stats": [detailed.clone()]}}));
         scan.push(&json!({"choices": [{"index": 1, "finish_reason": "length"}], "sglext": {"speculative_decoding_stats": [second]}}));
+        // ... and the released details (asked for by detection) come in a chunk of their own:
+        // the exact counts are read, not both.
+        scan.push(&json!({"choices": [], "sglext": {"spec_tokens_details": [
+            {"spec_verify_ct": 3, "spec_accept_token_num": 5, "spec_draft_token_num": 12},
+            {"spec_verify_ct": 3, "spec_accept_token_num": 5, "spec_draft_token_num": 12}]}}));
         let PayloadOutcome::Record(both) = scan.finish() else {
             panic!("one record")
         };

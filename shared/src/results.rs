@@ -554,6 +554,17 @@ impl RunResult {
         }
     }
 
+    /// The TTFT split this result's server timings give (see [`crate::run::TtftSplit`]).
+    pub fn ttft_split(&self) -> Option<crate::run::TtftSplit> {
+        let mean = |family: &str| self.extra.get(&format!("mean_{family}_ms")).and_then(|v| v.as_f64());
+        crate::run::TtftSplit::of_means(
+            self.extra.get("server_timed_requests").and_then(|v| v.as_u64())?,
+            mean(SERVER_FAMILIES[0])?,
+            mean(SERVER_FAMILIES[1])?,
+            mean(SERVER_FAMILIES[2])?,
+        )
+    }
+
     fn latency_mut(&mut self, family: &str) -> (&mut Option<f64>, &mut Option<f64>, &mut Option<f64>) {
         match family {
             "ttft" => (&mut self.mean_ttft_ms, &mut self.median_ttft_ms, &mut self.std_ttft_ms),

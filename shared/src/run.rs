@@ -260,6 +260,56 @@ pub struct ServerSplit {
     pub ttft_outside_server: Option<LatencyStats>,
 }
 
+/// The definition shown on hover beside the TTFT split.
+pub const TTFT_SPLIT_DEFINITION: &str = "The client's time to first token, averaged over the requests whose response carried the server's own timings (vLLM 0.33's --enable-per-request-metrics): queue_time_ms (waiting before the scheduler took the request), then the rest of the server's time_to_first_token_ms (prefill and the first step), then what the server did not see (network, HTTP and the client). Means, so the three parts add up to the mean TTFT of those requests.";
+
+/// The mean TTFT of the requests the server timed, split by where it was spent.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct TtftSplit {
+    pub requests: u64,
+    pub queue_ms: f64,
+    /// The server's TTFT less its queue time: prefill and the first step.
+    pub in_server_ms: f64,
+    pub outside_server_ms: f64,
+}
+
+impl TtftSplit {
+    /// From the three means (queue, the server's TTFT, TTFT outside the server).
+    pub fn of_means(requests: u64, queue_ms: f64, server_ttft_ms: f64, outside_server_ms: f64) -> Option<TtftSplit> {
+        let finite = [queue_ms, server_ttft_ms, outside_server_ms]
+            .iter()
+            .all(|v| v.is_finite());
+        (requests > 0 && finite).then_some(TtftSplit {
+            requests,
+            queue_ms,
+            in_server_ms: server_ttft_ms - queue_ms,
+            outside_server_ms,
+        })
+    }
+
+    /// From a run's server split (the tally's, before it is written).
+    pub fn of_split(split: &ServerSplit) -> Option<TtftSplit> {
+        TtftSplit::of_means(
+            split.requests,
+            split.queue_time.as_ref()?.mean,
+            split.time_to_first_token.as_ref()?.mean,
+            split.ttft_outside_server.as_ref()?.mean,
+        )
+    }
+
+    /// The one line the console and the run page print.
+    pub fn sentence(&self) -> String {
+        format!(
+            "TTFT split (mean of the {} requests the server timed): {:.2} ms = {:.2} ms queued + {:.2} ms in the server to the first token + {:.2} ms outside the server (network and client)",
+            self.requests,
+            self.queue_ms + self.in_server_ms + self.outside_server_ms,
+            self.queue_ms,
+            self.in_server_ms,
+            self.outside_server_ms
+        )
+    }
+}
+
 /// The measured window's records folded one at a time as they finish (warm-up ones left out):
 /// every figure a run reports, in memory that does not grow with the run (each distribution
 /// is a [`Sample`]; the records themselves go to `records.jsonl`).

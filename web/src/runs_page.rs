@@ -9,6 +9,7 @@ use speclens_shared::glossary::Term;
 use speclens_shared::headline::Headline;
 use speclens_shared::model::implied_alpha;
 use speclens_shared::results::{run_view_from_result, AcceptMatrix, RunList, RunListEntry, RunResult};
+use speclens_shared::run::TTFT_SPLIT_DEFINITION;
 use speclens_shared::view::{RunView, TimelinePoint};
 
 use speclens_shared::chart::{
@@ -259,8 +260,11 @@ fn OpenRun(id: String) -> impl IntoView {
                 // A bad link shows its error and the way back, not an empty dashboard.
                 Some(Err(e)) => view! { <p class="error" id="run-error">"Cannot open the run: " {e}</p> }.into_any(),
                 None => view! { <p class="hint">"Loading…"</p> }.into_any(),
-                Some(Ok(_)) => view! {
+                Some(Ok(v)) => view! {
                     <p class="status" id="run-status">{move || status_line(&run.get())}</p>
+                    {v.ttft_split().map(|split| view! {
+                        <p class="hint" id="run-ttft-split" title=TTFT_SPLIT_DEFINITION tabindex="0">{split.sentence()}</p>
+                    })}
                     {move || run.with(whatif_link)}
                     <RunPanel run=run/>
                 }.into_any(),

@@ -210,6 +210,9 @@ fn console(f: &Figures<'_>) -> String {
     if no_speculation {
         console.push_str(&format!("{NO_SPECULATION_HINT}\n"));
     }
+    if let Some(split) = speclens_shared::run::TtftSplit::of_split(&f.metrics.server) {
+        console.push_str(&format!("{}\n", split.sentence()));
+    }
     let failures = &f.outcome.tally.failures;
     if !failures.is_empty() {
         console.push_str("Failed requests by kind:\n");
