@@ -177,6 +177,86 @@ fn a_sweep_finds_the_crossing_the_model_predicts_and_extra_costs_move_it_left() 
     assert!(out.contains("left of the prediction"), "{out}");
 }
 
+/// The step cost a sweep measures, E × spec median TPOT ÷ plain median TPOT, against the cost
+/// the sim is configured with: its roofline at c = 0.2, T* = 8, k = 3 and no cost the model
+/// leaves out, `(max(1, 4B/8) + 3·0.2·max(1, B/8)) ÷ max(1, B/8)` plain steps at batch B. Within
+/// 10 % at every level where both arms ran in a steady window, below the ridge (1.6 at B = 1),
+/// at it (2.6 at B = 4) and above it (4.6 at B = 16). Measured here: 1.65, 2.61, 4.70.
+#[test]
+fn a_sweep_measures_the_step_cost_the_sim_is_configured_with() {
+    let timing = [
+        "--time-scale",
+        "1",
+        "--step-ms",
+        "6",
+        "--ridge",
+        "8",
+        "--draft-cost",
+        "0.2",
+        "--mean-output-tokens",
+        "1000",
+    ];
+    let spec = Speclens::start(
+        &[
+            &["sim", "--port", "0", "--num-spec-tokens", "3", "--alpha", "0.7"][..],
+            &timing[..],
+        ]
+        .concat(),
+    );
+    let base = Speclens::start(&[&["sim", "--port", "0"][..], &timing[..]].concat());
+    let dir = tempfile::tempdir().unwrap();
+    let (code, out, err) = crate::common::sweep_within(
+        &spec.url(),
+        &base.url(),
+        "1,4,16",
+        dir.path(),
+        &[
+            "--repeats",
+            "1",
+            "--requests-per-slot",
+            "4",
+            "--ridge",
+            "8",
+            "--draft-cost",
+            "0.2",
+            "--input-tokens",
+            "8",
+            "--output-tokens",
+            "64",
+        ],
+        Duration::from_secs(300),
+    );
+    assert_eq!(code, 0, "{out}\n{err}");
+    assert!(
+        out.contains("Step cost, spec (a speculative step in plain steps"),
+        "{out}"
+    );
+    let table: Value = serde_json::from_str(&std::fs::read_to_string(dir.path().join("sweep.json")).unwrap()).unwrap();
+    let rows = table["arms"][0]["step_cost"]
+        .as_array()
+        .unwrap_or_else(|| panic!("{table}"));
+    let mut steady = 0;
+    for row in rows {
+        let b = row["level"].as_f64().unwrap();
+        let plain = (b / 8.0).max(1.0);
+        let configured = ((4.0 * b / 8.0).max(1.0) + 3.0 * 0.2 * plain) / plain;
+        assert!(
+            (row["model_step_cost"].as_f64().unwrap() - configured).abs() < 1e-9,
+            "{row}"
+        );
+        if row["steady"] != true {
+            continue;
+        }
+        steady += 1;
+        let measured = row["step_cost"].as_f64().unwrap();
+        assert!(
+            (measured / configured - 1.0).abs() < 0.10,
+            "at {b}: measured {measured} vs configured {configured} plain steps\n{out}"
+        );
+    }
+    assert!(steady >= 2, "{steady} steady levels\n{out}");
+}
+
 #[test]
 fn sweep_dry_run_prints_the_plan_only() {
     let (code, out, _) = run_speclens(&[

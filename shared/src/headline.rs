@@ -171,6 +171,7 @@ pub(crate) mod tests {
             latency: Vec::new(),
             engine: Vec::new(),
             by_category: Vec::new(),
+            step_cost: Vec::new(),
             sustained_within_slo: None,
         }
     }

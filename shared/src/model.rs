@@ -131,11 +131,30 @@ impl Costs {
 /// tokens per draft: k for a proposer that always drafts k tokens, the measured mean for one
 /// that drafts fewer when it has less to go on (n-gram, suffix).
 pub fn speedup(e: f64, draft_tokens: f64, costs: Costs, batch: f64) -> f64 {
+    e / step_cost(draft_tokens, costs, batch)
+}
+
+/// What a speculative step costs in plain steps at batch `B`:
+/// `(max(1, B(d+1)/T*) + d·c·max(1, B/T*)) ÷ max(1, B/T*)`. Speculation pays while the
+/// acceptance length E exceeds it (`S = E ÷ step cost`), so it is also the E a load needs.
+pub fn step_cost(draft_tokens: f64, costs: Costs, batch: f64) -> f64 {
+    let (verify, draft, plain) = step_parts(draft_tokens, costs, batch);
+    (verify + draft) / plain
+}
+
+/// The share of a speculative step the model charges to drafting, `d·c·max(1, B/T*)` of the
+/// step's `verify + draft` (0 for a free proposer such as n-gram).
+pub fn draft_share(draft_tokens: f64, costs: Costs, batch: f64) -> f64 {
+    let (verify, draft, _) = step_parts(draft_tokens, costs, batch);
+    draft / (verify + draft)
+}
+
+/// A speculative step's verify and draft parts and a plain step, in bandwidth-bound steps.
+fn step_parts(draft_tokens: f64, costs: Costs, batch: f64) -> (f64, f64, f64) {
     let t = costs.ridge_tokens;
-    let kf = draft_tokens;
     let plain = (batch / t).max(1.0);
-    let verify = (batch * (kf + 1.0) / t).max(1.0);
-    e * plain / (verify + kf * costs.draft_cost * plain)
+    let verify = (batch * (draft_tokens + 1.0) / t).max(1.0);
+    (verify, draft_tokens * costs.draft_cost * plain, plain)
 }
 
 /// Speedup at batch 1: `E / (1 + d·c)` (`d`: draft tokens per draft, as in [`speedup`]).

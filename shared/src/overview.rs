@@ -171,6 +171,9 @@ pub fn break_even_of_headline(table: &SweepFile, headline: Option<&Headline>) ->
         Some((h, a)) => {
             let mut summary = BreakEvenSummary::of(&a.table);
             summary.sentence = format!("Arm {} ({}): {}", h.arm, h.why, summary.sentence);
+            if let Some(cost) = a.step_cost_sentence() {
+                summary.sentence = format!("{} {cost}", summary.sentence);
+            }
             summary
         }
         None => {

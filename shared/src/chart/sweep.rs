@@ -410,6 +410,7 @@ mod sweep_chart_tests {
             latency: Vec::new(),
             engine: Vec::new(),
             by_category: Vec::new(),
+            step_cost: Vec::new(),
             sustained_within_slo: None,
         };
         let mut table = SweepFile::default();

@@ -10,6 +10,7 @@ use serde::{Deserialize, Serialize};
 use super::adaptive::{AdaptiveJudgement, ADAPTIVE_ACCEPTANCE_NOTE};
 use super::levels::{Arm, Axis, Level};
 use super::pair::PairTable;
+use super::step_cost::StepCostRow;
 use crate::model::Costs;
 use crate::results::{EngineLoad, RunResult};
 
@@ -129,6 +130,10 @@ pub struct ArmSweep {
     /// Speedup and break-even by prompt category, when the prompts had categories.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub by_category: Vec<CategorySpeedup>,
+    /// What a speculative step costs in plain steps at each concurrency, and the acceptance
+    /// length that load needs (see [`super::step_cost`]).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub step_cost: Vec<StepCostRow>,
     /// The highest level at which at least [`SLO_ATTAINMENT`] of its requests met every
     /// `--goodput` objective (when they were given and some level did).
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -159,6 +164,18 @@ pub struct Arms {
 }
 
 impl ArmSweep {
+    /// The overview's step-cost sentence: the highest level whose points both had a steady
+    /// window (the highest measured when none did).
+    pub fn step_cost_sentence(&self) -> Option<String> {
+        let row = self
+            .step_cost
+            .iter()
+            .rev()
+            .find(|r| r.steady)
+            .or(self.step_cost.last())?;
+        Some(row.sentence(&self.name))
+    }
+
     /// The arm's ratio to plain at `level` and the bounds its repeats allow (the ratio itself
     /// for points run once).
     pub fn ratio_at(&self, level: f64) -> Option<(f64, (f64, f64))> {
@@ -406,6 +423,7 @@ impl Arms {
                     latency: latency_rows(points, name),
                     engine: engine_rows(points, name),
                     by_category: category_rows(points, name),
+                    step_cost: super::step_cost::rows(points, name, costs),
                     sustained_within_slo: sustained(points, name),
                 }
             })
@@ -512,6 +530,13 @@ impl Arms {
     pub fn render_beside(&self) -> String {
         let mut out = self.render_categories();
         out.push_str(&self.render_latency());
+        for a in self.arms.iter().filter(|a| !a.step_cost.is_empty()) {
+            out.push_str(&super::step_cost::render(
+                &a.name,
+                &a.step_cost,
+                a.table.prediction.as_ref().map(|p| p.costs),
+            ));
+        }
         out.push_str(&self.render_engine());
         if self.arms.iter().any(|a| a.sustained_within_slo.is_some()) || self.base_sustained_within_slo.is_some() {
             out.push_str(&format!(

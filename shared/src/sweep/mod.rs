@@ -9,6 +9,7 @@ pub mod levels;
 pub mod pair;
 pub mod recommend;
 pub mod schedules;
+pub mod step_cost;
 
 use serde::{Deserialize, Serialize};
 

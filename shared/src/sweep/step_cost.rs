@@ -1,0 +1,207 @@
+//! What a speculative step costs against a plain one at each level of a concurrency sweep, and
+//! the acceptance length that load needs for speculation to pay (docs/MODEL.md, "Step cost").
+//!
+//! At one concurrency both arms run the same batch. A plain step emits one token per
+//! sequence, so plain TPOT is one plain step's time; a speculative step emits E tokens, so
+//! spec TPOT is a speculative step's time ÷ E. A speculative step therefore costs
+//! `E × TPOT_spec ÷ TPOT_plain` plain steps, and speculation pays (TPOT_spec < TPOT_plain)
+//! exactly while E exceeds that cost: the cost is also the E the load needs.
+
+use serde::{Deserialize, Serialize};
+
+use super::arms::{NamedPoint, BASE_ARM};
+use super::levels::Level;
+use crate::model::{draft_share, step_cost, Costs};
+use crate::results::RunResult;
+
+/// One level of one arm.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct StepCostRow {
+    pub level: f64,
+    /// The arm's acceptance length at this level (its point's 1 + accepted ÷ drafts).
+    pub acceptance_length: f64,
+    pub spec_median_tpot_ms: f64,
+    pub base_median_tpot_ms: f64,
+    /// A speculative step in plain steps, `E × spec TPOT ÷ plain TPOT`: also the acceptance
+    /// length this load needs for speculation to pay.
+    pub step_cost: f64,
+    /// The model's step cost at this batch with the sweep's costs and the point's draft tokens
+    /// per draft, and the share of it the model charges to drafting.
+    pub model_step_cost: f64,
+    pub model_draft_share: f64,
+    /// Both points had a steady window (their TPOT is the load's, not a ramp's).
+    pub steady: bool,
+}
+
+impl StepCostRow {
+    /// The acceptance length this load needs: the step cost.
+    pub fn needed_acceptance_length(&self) -> f64 {
+        self.step_cost
+    }
+
+    /// Measured E less the E needed: positive while speculation pays.
+    pub fn margin(&self) -> f64 {
+        self.acceptance_length - self.step_cost
+    }
+
+    /// The overview's sentence about this level of arm `arm`.
+    pub fn sentence(&self, arm: &str) -> String {
+        let verdict = if self.margin() > 0.0 { "pays" } else { "does not pay" };
+        format!(
+            "At {} concurrent requests a speculative step of {arm} costs {:.2} plain steps: it would need an acceptance length of {:.2} or more, it measures {:.2}, so speculation {verdict} there (the model: {:.2} plain steps).",
+            self.level,
+            self.step_cost,
+            self.needed_acceptance_length(),
+            self.acceptance_length,
+            self.model_step_cost
+        )
+    }
+}
+
+/// The acceptance length and draft tokens per draft of one point, from its counts (k where
+/// the engine counts no draft tokens).
+fn acceptance(result: &RunResult) -> Option<(f64, f64)> {
+    let (drafts, accepted, draft_tokens) = result.spec_counts()?;
+    let e = crate::figures::acceptance_length(accepted, drafts)?;
+    let per_draft = draft_tokens
+        .map(|t| t / drafts)
+        .or(result.spec_decode_num_spec_tokens.map(f64::from))?;
+    Some((e, per_draft))
+}
+
+/// Each concurrency level of `arm` with plain beside it, TPOT and acceptance measured.
+pub fn rows(points: &[NamedPoint<'_>], arm: &str, costs: Costs) -> Vec<StepCostRow> {
+    let mut rows: Vec<StepCostRow> = points
+        .iter()
+        .filter(|p| p.arm == arm)
+        .filter_map(|p| {
+            let Level::Concurrency(batch) = p.level else {
+                return None;
+            };
+            let base = points.iter().find(|b| b.arm == BASE_ARM && b.level == p.level)?.result;
+            let (e, draft_tokens) = acceptance(p.result)?;
+            let (spec_tpot, base_tpot) = (p.result.median_tpot_ms?, base.median_tpot_ms?);
+            if !(spec_tpot > 0.0 && base_tpot > 0.0) {
+                return None;
+            }
+            let batch = batch as f64;
+            Some(StepCostRow {
+                level: batch,
+                acceptance_length: e,
+                spec_median_tpot_ms: spec_tpot,
+                base_median_tpot_ms: base_tpot,
+                step_cost: e * spec_tpot / base_tpot,
+                model_step_cost: step_cost(draft_tokens, costs, batch),
+                model_draft_share: draft_share(draft_tokens, costs, batch),
+                steady: p.result.steady_output_throughput.is_some() && base.steady_output_throughput.is_some(),
+            })
+        })
+        .collect();
+    rows.sort_by(|a, b| a.level.total_cmp(&b.level));
+    rows
+}
+
+/// The console table of one arm's rows.
+pub fn render(arm: &str, rows: &[StepCostRow], costs: Option<Costs>) -> String {
+    let model = costs.map_or_else(String::new, |c| {
+        format!("; the model's at c = {}, T* = {}", c.draft_cost, c.ridge_tokens)
+    });
+    let mut out = format!(
+        "Step cost, {arm} (a speculative step in plain steps = E × spec median TPOT ÷ plain median TPOT, also the acceptance length the load needs{model}):\n"
+    );
+    out.push_str(&format!(
+        "{:>12} {:>12} {:>12} {:>10} {:>12} {:>12}\n",
+        "concurrency", "E measured", "E needed", "margin", "model cost", "draft share"
+    ));
+    for r in rows {
+        let ramp = if r.steady { "" } else { "  (no steady window)" };
+        out.push_str(&format!(
+            "{:>12} {:>12.2} {:>12.2} {:>+10.2} {:>12.2} {:>11.0}%{ramp}\n",
+            r.level,
+            r.acceptance_length,
+            r.needed_acceptance_length(),
+            r.margin(),
+            r.model_step_cost,
+            r.model_draft_share * 100.0
+        ));
+    }
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A point's result: median TPOT, steady throughput and `(drafts, draft tokens, accepted)`.
+    fn point(tpot_ms: f64, counts: Option<(u64, u64, u64)>) -> RunResult {
+        let mut r = RunResult {
+            median_tpot_ms: Some(tpot_ms),
+            steady_output_throughput: Some(1.0),
+            ..RunResult::default()
+        };
+        if let Some((drafts, tokens, accepted)) = counts {
+            r.spec_decode_num_drafts = Some(drafts);
+            r.spec_decode_draft_tokens = Some(tokens);
+            r.spec_decode_accepted_tokens = Some(accepted);
+        }
+        r
+    }
+
+    #[test]
+    fn the_step_cost_is_e_times_the_tpot_ratio_and_the_e_a_load_needs() {
+        // Worked example: at 64, plain TPOT 20 ms; the arm accepts 1900 of 3000 draft tokens in
+        // 1000 drafts (E = 2.9, d = 3) and its TPOT is 13.1 ms. A speculative step takes
+        // 2.9 × 13.1 = 37.99 ms, 1.8995 plain steps: it needs E ≥ 1.90 and has 1.00 to spare.
+        let results = [
+            ("spec", point(13.1, Some((1000, 3000, 1900)))),
+            ("base", point(20.0, None)),
+        ];
+        let points: Vec<NamedPoint<'_>> = results
+            .iter()
+            .map(|(arm, r)| NamedPoint {
+                arm,
+                level: Level::Concurrency(64),
+                result: r,
+                spread: None,
+                category_tpot_ms: None,
+            })
+            .collect();
+        // c = 0.1, T* = 64: verify 64·4/64 = 4, draft 3·0.1·1 = 0.3, plain 1 → 4.3 plain
+        // steps, 7 % of them drafting.
+        let costs = Costs {
+            draft_cost: 0.1,
+            ridge_tokens: 64.0,
+        };
+        let [row] = rows(&points, "spec", costs).try_into().unwrap();
+        assert!((row.acceptance_length - 2.9).abs() < 1e-12);
+        assert!((row.step_cost - 1.8995).abs() < 1e-9, "{row:?}");
+        assert_eq!(row.needed_acceptance_length(), row.step_cost);
+        assert!((row.margin() - 1.0005).abs() < 1e-9);
+        assert!((row.model_step_cost - 4.3).abs() < 1e-12);
+        assert!((row.model_draft_share - 0.3 / 4.3).abs() < 1e-12);
+        assert!(row.steady);
+        assert_eq!(
+            row.sentence("spec"),
+            "At 64 concurrent requests a speculative step of spec costs 1.90 plain steps: it would need an acceptance length of 1.90 or more, it measures 2.90, so speculation pays there (the model: 4.30 plain steps)."
+        );
+        // Where spec TPOT equals plain TPOT the step costs exactly E: no margin.
+        let even = [
+            ("spec", point(20.0, Some((1000, 3000, 1900)))),
+            ("base", point(20.0, None)),
+        ];
+        let points: Vec<NamedPoint<'_>> = even
+            .iter()
+            .map(|(arm, r)| NamedPoint {
+                arm,
+                level: Level::Concurrency(8),
+                result: r,
+                spread: None,
+                category_tpot_ms: None,
+            })
+            .collect();
+        let [row] = rows(&points, "spec", costs).try_into().unwrap();
+        assert!(row.margin().abs() < 1e-12 && row.sentence("spec").contains("does not pay"));
+        // The model's cost below the ridge: one bandwidth-bound step plus the drafts.
+        assert!((row.model_step_cost - (1.0 + 0.3)).abs() < 1e-12);
+    }
+}
