@@ -522,6 +522,20 @@ async fn past_runs_open_in_the_same_views_and_compare_side_by_side() {
         &[("speculative arm", rgb::SPECULATIVE), ("plain arm", rgb::BASE)],
     )
     .await;
+    // The step cost: the acceptance length each level needs beside the one measured, drawn,
+    // and the sentence of sweep.json's highest level, defined on hover.
+    assert_series_drawn(
+        &client,
+        "sweep-step-cost",
+        &[("measured E", rgb::SPECULATIVE), ("needed E", rgb::REJECTED)],
+    )
+    .await;
+    let sweep: speclens_shared::sweep::SweepFile = serde_json::from_value(sweep_json.clone()).unwrap();
+    let sentence = sweep.arms.arms[0]
+        .step_cost_sentence()
+        .expect("step-cost rows in sweep.json");
+    assert_eq!(text_of(&client, "#sweep-step-cost-sentence").await, sentence);
+    assert_all_defined(&client, "#sweep-step-cost-sentence", 1).await;
     client
         .goto(&format!("{}#runs?accept=accept-x", server.url()))
         .await

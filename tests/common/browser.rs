@@ -352,6 +352,7 @@ pub mod rgb {
     pub const PROPOSED: (u8, u8, u8) = (c::PROPOSED.0, c::PROPOSED.1, c::PROPOSED.2);
     pub const SPECULATIVE: (u8, u8, u8) = (c::SPECULATIVE.0, c::SPECULATIVE.1, c::SPECULATIVE.2);
     pub const BASE: (u8, u8, u8) = (c::BASE.0, c::BASE.1, c::BASE.2);
+    pub const REJECTED: (u8, u8, u8) = (c::REJECTED.0, c::REJECTED.1, c::REJECTED.2);
 }
 
 /// The labels of crossings and of the model's B* (texts with "B*" or "k switch") on chart `id`

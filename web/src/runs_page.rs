@@ -13,11 +13,13 @@ use speclens_shared::run::TTFT_SPLIT_DEFINITION;
 use speclens_shared::view::{RunView, TimelinePoint};
 
 use speclens_shared::chart::{
-    colors, draw_category_chart, draw_latency_comparison, draw_per_position, draw_series_panels, draw_sweep_chart,
-    hover, CategoryBar, Positions, RunLatencies, Series, SeriesPanel, XFrame,
+    colors, draw_category_chart, draw_latency_comparison, draw_per_position, draw_series_panels, draw_step_cost_chart,
+    draw_sweep_chart, has_step_cost, hover, step_cost_at, CategoryBar, Positions, RunLatencies, Series, SeriesPanel,
+    XFrame,
 };
 use speclens_shared::sweep::adaptive::ADAPTIVE_ACCEPTANCE_NOTE;
 use speclens_shared::sweep::arms::ArmSweep;
+use speclens_shared::sweep::step_cost::STEP_COST_DEFINITION;
 use speclens_shared::sweep::{Axis, PairTable, SweepFile};
 use speclens_shared::warnings::category_warnings;
 use speclens_shared::Error;
@@ -36,6 +38,19 @@ impl Draw<SweepFile> for SweepChart {
 
     fn hover(t: &SweepFile, level: f64) -> Option<String> {
         hover::sweep_at(t, level)
+    }
+}
+
+/// The acceptance length each arm measured beside the one its load needs, by concurrency.
+pub struct StepCostChart;
+
+impl Draw<SweepFile> for StepCostChart {
+    fn draw(t: &SweepFile, root: &Root, scale: f64) -> Result<Option<XFrame>, Error> {
+        draw_step_cost_chart(root, t, scale)
+    }
+
+    fn hover(t: &SweepFile, level: f64) -> Option<String> {
+        step_cost_at(t, level)
     }
 }
 
@@ -569,6 +584,11 @@ fn SweepView(id: String) -> impl IntoView {
             {move || parsed.get().map(|t| view! {
                 <div class="chart-box">{chart_canvas::<_, SweepChart>("sweep-chart", "tall-chart", "speclens-sweep".into(), Signal::stored(t))}</div>
             })}
+            {move || parsed.get().filter(has_step_cost).map(|t| view! {
+                <div class="chart-box"><h3 title=STEP_COST_DEFINITION tabindex="0">"Acceptance length: needed at each load against measured"</h3>
+                    {chart_canvas::<_, StepCostChart>("sweep-step-cost", "small-chart", "speclens-step-cost".into(), Signal::stored(t))}
+                </div>
+            })}
             {move || parsed.get().map(|t| {
                 let spread = |v: Option<f64>, s: Option<(f64, f64)>| match (v, s) {
                     (Some(v), Some((lo, hi))) => format!("{v:.1} ({lo:.1}–{hi:.1})"),
@@ -583,6 +603,9 @@ fn SweepView(id: String) -> impl IntoView {
                 view! {
                     <div class="findings" id="sweep-findings">
                         {t.head().findings().into_iter().map(|line| view! { <p>{line}</p> }).collect_view()}
+                        {t.arms.arms.iter().find(|a| !a.adaptive).and_then(|a| a.step_cost_sentence()).map(|line| view! {
+                            <p id="sweep-step-cost-sentence" title=STEP_COST_DEFINITION tabindex="0">{line}</p>
+                        })}
                     </div>
                     <div class="notices" id="sweep-notices">
                         {t.warnings.iter().cloned().chain(t.earlier_notes()).map(|line| view! { <p class="hint">{line}</p> }).collect_view()}

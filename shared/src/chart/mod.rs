@@ -11,6 +11,7 @@ mod compare;
 pub mod hover;
 mod live;
 mod speedup;
+mod step_cost;
 mod sweep;
 
 pub use accept::{draw_category_chart, sorted_bars, CategoryBar};
@@ -20,6 +21,7 @@ pub use live::{
     SeriesPanel,
 };
 pub use speedup::{draw_speedup_chart, speedup_chart, Curve, SpeedupChart};
+pub use step_cost::{draw_step_cost_chart, has_step_cost, step_cost_at};
 pub use sweep::draw_sweep_chart;
 
 use crate::error::Error;

@@ -14,6 +14,9 @@ use super::levels::Level;
 use crate::model::{draft_share, step_cost, Costs};
 use crate::results::RunResult;
 
+/// The definition shown on hover wherever the step cost is.
+pub const STEP_COST_DEFINITION: &str = "A speculative step's cost in plain steps at this concurrency: E × the speculative arm's median TPOT ÷ plain's median TPOT (a plain step emits one token per sequence, a speculative one E). Speculation pays while the measured acceptance length E exceeds it, so it is also the E the load needs.";
+
 /// One level of one arm.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct StepCostRow {

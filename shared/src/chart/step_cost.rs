@@ -1,0 +1,139 @@
+//! The sweep's step-cost chart: by concurrency, the acceptance length each arm measured beside
+//! the one its load needs (a speculative step's cost in plain steps); speculation pays where the
+//! measured line is above the needed one.
+
+use plotters::coord::Shift;
+use plotters::prelude::*;
+
+use super::{chart_error, colors, legend_above, nearest, Swatch, XFrame};
+use crate::error::Error;
+use crate::sweep::SweepFile;
+
+/// The arms with step-cost rows, each with its colour (the sweep chart's order and colours).
+fn arms_with_rows(table: &SweepFile) -> Vec<(&crate::sweep::arms::ArmSweep, RGBColor)> {
+    table
+        .arms
+        .arms
+        .iter()
+        .enumerate()
+        .map(|(i, a)| {
+            let color = if i == 0 {
+                colors::SPECULATIVE
+            } else {
+                colors::OTHERS[(i - 1) % colors::OTHERS.len()]
+            };
+            (a, color)
+        })
+        .filter(|(a, _)| !a.step_cost.is_empty())
+        .collect()
+}
+
+/// Whether the sweep has a step-cost chart to draw.
+pub fn has_step_cost(table: &SweepFile) -> bool {
+    !arms_with_rows(table).is_empty()
+}
+
+/// Each arm's measured acceptance length (solid) and the one its load needs (dashed, vermillion
+/// for a single arm), by concurrency. Returns where the concurrency axis lies.
+pub fn draw_step_cost_chart<DB: DrawingBackend>(
+    root: &DrawingArea<DB, Shift>,
+    table: &SweepFile,
+    scale: f64,
+) -> Result<Option<XFrame>, Error> {
+    root.fill(&WHITE).map_err(chart_error)?;
+    let arms = arms_with_rows(table);
+    if arms.is_empty() {
+        root.present().map_err(chart_error)?;
+        return Ok(None);
+    }
+    let single = arms.len() == 1;
+    let needed_color = |c: RGBColor| if single { colors::REJECTED } else { c };
+    let mut legend: Vec<(String, Swatch)> = Vec::new();
+    for (a, color) in &arms {
+        legend.push((format!("{}: E measured", a.name), Swatch::Line(*color)));
+        legend.push((
+            format!("{}: E needed (step cost in plain steps)", a.name),
+            Swatch::Dashed(needed_color(*color)),
+        ));
+    }
+    let plot = legend_above(root, &legend, scale)?;
+    let px = |v: f64| (v * scale).round().max(1.0) as u32;
+    let font = |size: f64| ("sans-serif", size * scale).into_font();
+    let rows = || arms.iter().flat_map(|(a, _)| a.step_cost.iter());
+    let x_max = rows().map(|r| r.level).fold(1.0f64, f64::max) * 1.05;
+    let y_max = rows()
+        .flat_map(|r| [r.acceptance_length, r.needed_acceptance_length()])
+        .filter(|v| v.is_finite())
+        .fold(2.0f64, f64::max)
+        * 1.1;
+    let mut chart = ChartBuilder::on(&plot)
+        .margin(px(10.0))
+        .x_label_area_size(px(36.0))
+        .y_label_area_size(px(60.0))
+        .build_cartesian_2d(0f64..x_max, 0f64..y_max)
+        .map_err(chart_error)?;
+    chart
+        .configure_mesh()
+        .x_desc("concurrency")
+        .y_desc("acceptance length (tokens per step)")
+        .y_label_formatter(&|y| format!("{y:.1}"))
+        .y_labels(5)
+        .label_style(font(12.0))
+        .axis_desc_style(font(13.0))
+        .light_line_style(colors::GRID)
+        .draw()
+        .map_err(chart_error)?;
+    for (a, color) in &arms {
+        let measured: Vec<(f64, f64)> = a.step_cost.iter().map(|r| (r.level, r.acceptance_length)).collect();
+        let needed: Vec<(f64, f64)> = a
+            .step_cost
+            .iter()
+            .map(|r| (r.level, r.needed_acceptance_length()))
+            .collect();
+        chart
+            .draw_series(LineSeries::new(measured.iter().copied(), color.stroke_width(px(2.5))))
+            .map_err(chart_error)?;
+        chart
+            .draw_series(measured.iter().map(|p| Circle::new(*p, px(3.5), color.filled())))
+            .map_err(chart_error)?;
+        let dashed = needed_color(*color);
+        chart
+            .draw_series(DashedLineSeries::new(
+                needed.iter().copied(),
+                px(6.0),
+                px(4.0),
+                dashed.stroke_width(px(2.5)),
+            ))
+            .map_err(chart_error)?;
+        chart
+            .draw_series(needed.iter().map(|p| Circle::new(*p, px(3.5), dashed.filled())))
+            .map_err(chart_error)?;
+    }
+    root.present().map_err(chart_error)?;
+    Ok(Some(XFrame::of(chart.plotting_area(), 0.0, x_max, false)))
+}
+
+/// The hover text at concurrency `level`: each arm's measured and needed E and its margin there.
+pub fn step_cost_at(table: &SweepFile, level: f64) -> Option<String> {
+    let arms = arms_with_rows(table);
+    let levels: Vec<f64> = arms
+        .iter()
+        .flat_map(|(a, _)| a.step_cost.iter().map(|r| r.level))
+        .collect();
+    let at = levels[nearest(levels.iter().copied(), level)?];
+    let parts: Vec<String> = arms
+        .iter()
+        .filter_map(|(a, _)| {
+            let r = a.step_cost.iter().find(|r| r.level == at)?;
+            Some(format!(
+                "{}: a step costs {:.2} plain steps, so E ≥ {:.2} is needed; E = {:.2} measured ({:+.2})",
+                a.name,
+                r.step_cost,
+                r.needed_acceptance_length(),
+                r.acceptance_length,
+                r.margin()
+            ))
+        })
+        .collect();
+    Some(format!("concurrency {at}: {}", parts.join(" · ")))
+}
