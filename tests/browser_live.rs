@@ -271,12 +271,26 @@ async fn past_runs_open_in_the_same_views_and_compare_side_by_side() {
         assert_eq!(code, 0, "{out}{err}");
     }
     let sweep_dir = results.path().join("sweep-x");
+    // Timed sims (2 ms steps): the step cost compares the arms' TPOT, which an untimed sim
+    // does not have.
+    let timed_spec = Speclens::start(&[
+        "sim",
+        "--port",
+        "0",
+        "--num-spec-tokens",
+        "3",
+        "--alpha",
+        "0.7",
+        "--step-ms",
+        "2",
+    ]);
+    let timed_base = Speclens::start(&["sim", "--port", "0", "--step-ms", "2"]);
     let (code, out, err) = crate::common::run_speclens(&[
         "sweep",
         "--spec-url",
-        &spec.url(),
+        &timed_spec.url(),
         "--base-url",
-        &base.url(),
+        &timed_base.url(),
         "--concurrency",
         "1,4",
         "--requests-per-slot",

@@ -452,7 +452,7 @@ pub struct SweepArgs {
     /// num_speculative_tokens_per_batch_size, SGLang's --speculative-adaptive, TensorRT-LLM's
     /// draft_len_schedule), repeatable: judged against the best fixed-k arm or plain at each
     /// level, never picked for a k; its acceptance length counts only steps that drafted.
-    #[arg(long, value_name = "NAME", help_heading = "Arms")]
+    #[arg(long, value_name = "NAME", help_heading = "Arms", hide_short_help = true)]
     pub adaptive: Vec<String>,
     /// Concurrency levels to measure (a closed loop at each).
     #[arg(

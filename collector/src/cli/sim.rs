@@ -211,6 +211,19 @@ fn check_fraction(name: &str, v: f64) -> Result<(), CollectorError> {
 }
 
 impl SimArgs {
+    /// `--num-spec-tokens-per-batch-size`, checked by vLLM's rules (empty when not given).
+    fn schedule(&self) -> Result<Vec<(u64, u64, u32)>, CollectorError> {
+        let invalid = |m: String| CollectorError::InvalidArgument(format!("--num-spec-tokens-per-batch-size {m}"));
+        let Some(text) = &self.num_spec_tokens_per_batch_size else {
+            return Ok(Vec::new());
+        };
+        let schedule: Vec<(u64, u64, u32)> =
+            serde_json::from_str(text).map_err(|e| invalid(format!("takes [[from, to, k], …] in JSON: {e}")))?;
+        speclens_shared::sweep::schedules::check_vllm_schedule(&schedule, self.num_spec_tokens)
+            .map_err(|e| invalid(format!("does not hold: {e}")))?;
+        Ok(schedule)
+    }
+
     /// The simulated server these flags ask for.
     pub fn settings(self) -> Result<SimSettings, CollectorError> {
         let args = self;
@@ -258,19 +271,7 @@ impl SimArgs {
                 "--max-num-seqs, --mean-output-tokens and --max-model-len must be positive".into(),
             ));
         }
-        let schedule = match &args.num_spec_tokens_per_batch_size {
-            None => Vec::new(),
-            Some(text) => {
-                let schedule: Vec<(u64, u64, u32)> = serde_json::from_str(text).map_err(|e| {
-                    invalid(format!(
-                        "--num-spec-tokens-per-batch-size takes [[from, to, k], …] in JSON: {e}"
-                    ))
-                })?;
-                speclens_shared::sweep::schedules::check_vllm_schedule(&schedule, k)
-                    .map_err(|e| invalid(format!("--num-spec-tokens-per-batch-size: {e}")))?;
-                schedule
-            }
-        };
+        let schedule = args.schedule()?;
         if args.kv_cache_tokens < u64::from(args.max_model_len) + u64::from(k) + KV_BLOCK_TOKENS {
             return Err(invalid(format!(
                 "--kv-cache-tokens must hold at least one sequence of --max-model-len ({}) and its {k} lookahead slots",

@@ -516,8 +516,9 @@ fn note_batch(
     c.kv_blocks_total = config.kv_cache_blocks;
 }
 
-/// One step of one sequence, drafting up to `step_k` tokens; false when it is done (finished
-/// or its client went away).
+/// One step of one sequence, drafting up to `step_k` tokens (none: a plain step, no draft
+/// counted, as vLLM counts a schedule's k = 0); false when it is done (finished or its client
+/// went away).
 fn advance(seq: &mut Seq, step_k: u32, rng: &mut SmallRng, c: &mut EngineCounters) -> bool {
     let limit = seq
         .spec
@@ -540,9 +541,7 @@ fn advance(seq: &mut Seq, step_k: u32, rng: &mut SmallRng, c: &mut EngineCounter
             seq.stats.ttft_ms = ms_between(seq.arrived, now);
         }
         1
-    } else if seq.spec.profile.k().min(step_k) > 0 {
-        // A step that drafts nothing (a schedule's k = 0) is a plain step: no draft counted.
-        let k = seq.spec.profile.k().min(step_k);
+    } else if let k @ 1.. = seq.spec.profile.k().min(step_k) {
         let j = seq.spec.profile.sample(k, rng);
         c.num_drafts += 1;
         c.num_draft_tokens += u64::from(k);

@@ -9,7 +9,6 @@
 
 use serde::{Deserialize, Serialize};
 
-use super::arms::ArmSweep;
 use super::levels::Axis;
 
 /// What an adaptive arm's acceptance length means, said wherever it is shown.
@@ -27,6 +26,17 @@ pub enum Verdict {
 }
 
 impl Verdict {
+    /// The verdict of an adaptive arm's ratio bounds against the best fixed choice's.
+    pub fn of(bounds: (f64, f64), best_bounds: (f64, f64)) -> Verdict {
+        if bounds.0 > best_bounds.1 {
+            Verdict::Ahead
+        } else if bounds.1 < best_bounds.0 {
+            Verdict::Behind
+        } else {
+            Verdict::Tied
+        }
+    }
+
     fn word(self) -> &'static str {
         match self {
             Verdict::Ahead => "ahead",
@@ -62,69 +72,7 @@ pub struct AdaptiveJudgement {
     pub levels: Vec<AdaptiveLevel>,
 }
 
-/// Median TPOT of `arm` (or of plain, `spec == false`) at `level`, from its latency rows.
-fn tpot_at(arm: &ArmSweep, level: f64, spec: bool) -> Option<f64> {
-    let pair = arm
-        .latency
-        .iter()
-        .find(|r| r.level == level)?
-        .figures
-        .get("median_tpot_ms")?;
-    Some(if spec { pair.spec_ms } else { pair.base_ms })
-}
-
 impl AdaptiveJudgement {
-    /// Every adaptive arm of `arms` against its fixed-k arms and plain, at each level both
-    /// measured (plain always counts as a fixed choice, with ratio 1).
-    pub fn of(arms: &[ArmSweep]) -> Vec<AdaptiveJudgement> {
-        let fixed: Vec<&ArmSweep> = arms.iter().filter(|a| !a.adaptive).collect();
-        arms.iter()
-            .filter(|a| a.adaptive)
-            .map(|adaptive| {
-                let levels = adaptive
-                    .table
-                    .rows
-                    .iter()
-                    .filter_map(|row| {
-                        let level = row.level;
-                        let (ratio, bounds) = adaptive.ratio_at(level)?;
-                        let best = fixed
-                            .iter()
-                            .filter_map(|f| f.ratio_at(level).map(|(r, b)| (*f, r, b)))
-                            .filter(|(_, r, _)| *r > 1.0)
-                            .max_by(|x, y| x.1.total_cmp(&y.1));
-                        let (best_fixed, best_ratio, best_bounds, best_median_tpot_ms) = match best {
-                            Some((f, r, b)) => (Some(f.name.clone()), r, b, tpot_at(f, level, true)),
-                            None => (None, 1.0, (1.0, 1.0), tpot_at(adaptive, level, false)),
-                        };
-                        let verdict = if bounds.0 > best_bounds.1 {
-                            Verdict::Ahead
-                        } else if bounds.1 < best_bounds.0 {
-                            Verdict::Behind
-                        } else {
-                            Verdict::Tied
-                        };
-                        Some(AdaptiveLevel {
-                            level,
-                            ratio,
-                            bounds,
-                            best_fixed,
-                            best_ratio,
-                            best_bounds,
-                            median_tpot_ms: tpot_at(adaptive, level, true),
-                            best_median_tpot_ms,
-                            verdict,
-                        })
-                    })
-                    .collect();
-                AdaptiveJudgement {
-                    arm: adaptive.name.clone(),
-                    levels,
-                }
-            })
-            .collect()
-    }
-
     /// How many levels the schedule is ahead of, tied with and behind the best fixed choice.
     pub fn tally(&self) -> (usize, usize, usize) {
         let count = |v: Verdict| self.levels.iter().filter(|l| l.verdict == v).count();

@@ -7,7 +7,7 @@ use std::collections::BTreeMap;
 
 use serde::{Deserialize, Serialize};
 
-use super::adaptive::{AdaptiveJudgement, ADAPTIVE_ACCEPTANCE_NOTE};
+use super::adaptive::{AdaptiveJudgement, AdaptiveLevel, Verdict, ADAPTIVE_ACCEPTANCE_NOTE};
 use super::levels::{Arm, Axis, Level};
 use super::pair::PairTable;
 use super::step_cost::StepCostRow;
@@ -356,6 +356,79 @@ fn category_rows(points: &[NamedPoint<'_>], arm: &str) -> Vec<CategorySpeedup> {
         .collect()
 }
 
+/// Median TPOT of `arm` (or of plain, `spec == false`) at `level`, from its latency rows.
+fn tpot_at(arm: &ArmSweep, level: f64, spec: bool) -> Option<f64> {
+    let pair = arm
+        .latency
+        .iter()
+        .find(|r| r.level == level)?
+        .figures
+        .get("median_tpot_ms")?;
+    Some(if spec { pair.spec_ms } else { pair.base_ms })
+}
+
+/// Every adaptive arm of `arms` against its fixed-k arms and plain, at each level both measured
+/// (plain always counts as a fixed choice, with ratio 1).
+fn adaptive_judgements(arms: &[ArmSweep]) -> Vec<AdaptiveJudgement> {
+    let fixed: Vec<&ArmSweep> = arms.iter().filter(|a| !a.adaptive).collect();
+    arms.iter()
+        .filter(|a| a.adaptive)
+        .map(|adaptive| {
+            let levels = adaptive
+                .table
+                .rows
+                .iter()
+                .filter_map(|row| {
+                    let level = row.level;
+                    let (ratio, bounds) = adaptive.ratio_at(level)?;
+                    let best = fixed
+                        .iter()
+                        .filter_map(|f| f.ratio_at(level).map(|(r, b)| (*f, r, b)))
+                        .filter(|(_, r, _)| *r > 1.0)
+                        .max_by(|x, y| x.1.total_cmp(&y.1));
+                    let (best_fixed, best_ratio, best_bounds, best_median_tpot_ms) = match best {
+                        Some((f, r, b)) => (Some(f.name.clone()), r, b, tpot_at(f, level, true)),
+                        None => (None, 1.0, (1.0, 1.0), tpot_at(adaptive, level, false)),
+                    };
+                    let verdict = Verdict::of(bounds, best_bounds);
+                    Some(AdaptiveLevel {
+                        level,
+                        ratio,
+                        bounds,
+                        best_fixed,
+                        best_ratio,
+                        best_bounds,
+                        median_tpot_ms: tpot_at(adaptive, level, true),
+                        best_median_tpot_ms,
+                        verdict,
+                    })
+                })
+                .collect();
+            AdaptiveJudgement {
+                arm: adaptive.name.clone(),
+                levels,
+            }
+        })
+        .collect()
+}
+
+/// `arm`'s step cost at each concurrency plain measured too, ascending.
+fn step_cost_rows(points: &[NamedPoint<'_>], arm: &str, costs: Costs) -> Vec<StepCostRow> {
+    let mut rows: Vec<StepCostRow> = points
+        .iter()
+        .filter(|p| p.arm == arm)
+        .filter_map(|p| {
+            let Level::Concurrency(batch) = p.level else {
+                return None;
+            };
+            let base = points.iter().find(|b| b.arm == BASE_ARM && b.level == p.level)?;
+            super::step_cost::row(batch, p.result, base.result, costs)
+        })
+        .collect();
+    rows.sort_by(|a, b| a.level.total_cmp(&b.level));
+    rows
+}
+
 /// Acceptance length pooled over `arm`'s points, and its per-position rates weighted by drafts.
 fn pooled_acceptance(points: &[NamedPoint<'_>], arm: &str) -> (Option<u32>, Option<f64>, Option<f64>, Vec<f64>) {
     let mine: Vec<&RunResult> = points.iter().filter(|p| p.arm == arm).map(|p| p.result).collect();
@@ -423,7 +496,7 @@ impl Arms {
                     latency: latency_rows(points, name),
                     engine: engine_rows(points, name),
                     by_category: category_rows(points, name),
-                    step_cost: super::step_cost::rows(points, name, costs),
+                    step_cost: step_cost_rows(points, name, costs),
                     sustained_within_slo: sustained(points, name),
                 }
             })
@@ -441,7 +514,7 @@ impl Arms {
             }
         }
         Arms {
-            adaptive: AdaptiveJudgement::of(&arms),
+            adaptive: adaptive_judgements(&arms),
             arms,
             pairs,
             base_sustained_within_slo: sustained(points, BASE_ARM),

@@ -168,12 +168,7 @@ impl Recommendation {
         speculative_config: Option<&serde_json::Value>,
         facts: &ServerFacts,
     ) -> Option<Recommendation> {
-        // An adaptive arm runs a schedule, not one k: it is judged against these picks
-        // (`Arms::adaptive`), never one of them.
-        let fixed = Arms {
-            arms: arms.arms.iter().filter(|a| !a.adaptive).cloned().collect(),
-            ..Arms::default()
-        };
+        let fixed = fixed_arms(arms);
         let arms = &fixed;
         if arms.arms.is_empty() {
             return None;
@@ -683,6 +678,15 @@ impl Recommendation {
 }
 
 /// What a level is called in a sentence: `concurrency 8`, `requests/s 2.5`.
+/// The fixed-k arms: an adaptive arm runs a schedule, not one k, so it is judged against the
+/// picks (`Arms::adaptive`), never one of them.
+fn fixed_arms(arms: &Arms) -> Arms {
+    Arms {
+        arms: arms.arms.iter().filter(|a| !a.adaptive).cloned().collect(),
+        ..Arms::default()
+    }
+}
+
 /// The servers' own `--speculative-config` keys, which every vLLM line keeps.
 fn own_keys(speculative_config: Option<&serde_json::Value>) -> serde_json::Map<String, serde_json::Value> {
     match speculative_config {

@@ -9,8 +9,6 @@
 
 use serde::{Deserialize, Serialize};
 
-use super::arms::{NamedPoint, BASE_ARM};
-use super::levels::Level;
 use crate::model::{draft_share, step_cost, Costs};
 use crate::results::RunResult;
 
@@ -72,36 +70,25 @@ fn acceptance(result: &RunResult) -> Option<(f64, f64)> {
     Some((e, per_draft))
 }
 
-/// Each concurrency level of `arm` with plain beside it, TPOT and acceptance measured.
-pub fn rows(points: &[NamedPoint<'_>], arm: &str, costs: Costs) -> Vec<StepCostRow> {
-    let mut rows: Vec<StepCostRow> = points
-        .iter()
-        .filter(|p| p.arm == arm)
-        .filter_map(|p| {
-            let Level::Concurrency(batch) = p.level else {
-                return None;
-            };
-            let base = points.iter().find(|b| b.arm == BASE_ARM && b.level == p.level)?.result;
-            let (e, draft_tokens) = acceptance(p.result)?;
-            let (spec_tpot, base_tpot) = (p.result.median_tpot_ms?, base.median_tpot_ms?);
-            if !(spec_tpot > 0.0 && base_tpot > 0.0) {
-                return None;
-            }
-            let batch = batch as f64;
-            Some(StepCostRow {
-                level: batch,
-                acceptance_length: e,
-                spec_median_tpot_ms: spec_tpot,
-                base_median_tpot_ms: base_tpot,
-                step_cost: e * spec_tpot / base_tpot,
-                model_step_cost: step_cost(draft_tokens, costs, batch),
-                model_draft_share: draft_share(draft_tokens, costs, batch),
-                steady: p.result.steady_output_throughput.is_some() && base.steady_output_throughput.is_some(),
-            })
-        })
-        .collect();
-    rows.sort_by(|a, b| a.level.total_cmp(&b.level));
-    rows
+/// One concurrency's row from the arm's point and plain's, when both measured TPOT and the
+/// arm's acceptance was counted.
+pub fn row(batch: u64, spec: &RunResult, base: &RunResult, costs: Costs) -> Option<StepCostRow> {
+    let (e, draft_tokens) = acceptance(spec)?;
+    let (spec_tpot, base_tpot) = (spec.median_tpot_ms?, base.median_tpot_ms?);
+    if !(spec_tpot > 0.0 && base_tpot > 0.0) {
+        return None;
+    }
+    let batch = batch as f64;
+    Some(StepCostRow {
+        level: batch,
+        acceptance_length: e,
+        spec_median_tpot_ms: spec_tpot,
+        base_median_tpot_ms: base_tpot,
+        step_cost: e * spec_tpot / base_tpot,
+        model_step_cost: step_cost(draft_tokens, costs, batch),
+        model_draft_share: draft_share(draft_tokens, costs, batch),
+        steady: spec.steady_output_throughput.is_some() && base.steady_output_throughput.is_some(),
+    })
 }
 
 /// The console table of one arm's rows.
@@ -155,27 +142,14 @@ mod tests {
         // Worked example: at 64, plain TPOT 20 ms; the arm accepts 1900 of 3000 draft tokens in
         // 1000 drafts (E = 2.9, d = 3) and its TPOT is 13.1 ms. A speculative step takes
         // 2.9 × 13.1 = 37.99 ms, 1.8995 plain steps: it needs E ≥ 1.90 and has 1.00 to spare.
-        let results = [
-            ("spec", point(13.1, Some((1000, 3000, 1900)))),
-            ("base", point(20.0, None)),
-        ];
-        let points: Vec<NamedPoint<'_>> = results
-            .iter()
-            .map(|(arm, r)| NamedPoint {
-                arm,
-                level: Level::Concurrency(64),
-                result: r,
-                spread: None,
-                category_tpot_ms: None,
-            })
-            .collect();
+        let (spec, base) = (point(13.1, Some((1000, 3000, 1900))), point(20.0, None));
         // c = 0.1, T* = 64: verify 64·4/64 = 4, draft 3·0.1·1 = 0.3, plain 1 → 4.3 plain
         // steps, 7 % of them drafting.
         let costs = Costs {
             draft_cost: 0.1,
             ridge_tokens: 64.0,
         };
-        let [row] = rows(&points, "spec", costs).try_into().unwrap();
+        let row = row(64, &spec, &base, costs).unwrap();
         assert!((row.acceptance_length - 2.9).abs() < 1e-12);
         assert!((row.step_cost - 1.8995).abs() < 1e-9, "{row:?}");
         assert_eq!(row.needed_acceptance_length(), row.step_cost);
@@ -188,21 +162,8 @@ mod tests {
             "At 64 concurrent requests a speculative step of spec costs 1.90 plain steps: it would need an acceptance length of 1.90 or more, it measures 2.90, so speculation pays there (the model: 4.30 plain steps)."
         );
         // Where spec TPOT equals plain TPOT the step costs exactly E: no margin.
-        let even = [
-            ("spec", point(20.0, Some((1000, 3000, 1900)))),
-            ("base", point(20.0, None)),
-        ];
-        let points: Vec<NamedPoint<'_>> = even
-            .iter()
-            .map(|(arm, r)| NamedPoint {
-                arm,
-                level: Level::Concurrency(8),
-                result: r,
-                spread: None,
-                category_tpot_ms: None,
-            })
-            .collect();
-        let [row] = rows(&points, "spec", costs).try_into().unwrap();
+        let even = point(20.0, Some((1000, 3000, 1900)));
+        let row = super::row(8, &even, &base, costs).unwrap();
         assert!(row.margin().abs() < 1e-12 && row.sentence("spec").contains("does not pay"));
         // The model's cost below the ridge: one bandwidth-bound step plus the drafts.
         assert!((row.model_step_cost - (1.0 + 0.3)).abs() < 1e-12);
