@@ -27,15 +27,11 @@ fn a_three_arm_sweep_recommends_the_best_measured_k_and_judges_a_server_running_
     let base = timed_sim(&[]);
     let dir = tempfile::tempdir().unwrap();
     let out = dir.path().join("sweep");
-    let (code, stdout, stderr) = run_speclens_within(
-        &[
-            "sweep",
-            "--arm",
-            &format!("k4={}", long.url()),
-            "--arm",
-            &format!("k1={}", short.url()),
-            "--base-url",
-            &base.url(),
+    // The sweep's levels, workload and model, and its folder: every run of this test shares them.
+    let sweep = |arms: &[&str]| {
+        let mut args = vec!["sweep"];
+        args.extend_from_slice(arms);
+        args.extend_from_slice(&[
             "--concurrency",
             "1,2,4,8,16",
             "--requests-per-slot",
@@ -52,10 +48,19 @@ fn a_three_arm_sweep_recommends_the_best_measured_k_and_judges_a_server_running_
             r#"{"method":"eagle3","model":"org/draft"}"#,
             "--out",
             out.to_str().unwrap(),
-        ],
-        Duration::from_secs(300),
-    );
-    assert_eq!(code, 0, "{stdout}\n{stderr}");
+        ]);
+        let (code, stdout, stderr) = run_speclens_within(&args, Duration::from_secs(300));
+        assert_eq!(code, 0, "{stdout}\n{stderr}");
+        stdout
+    };
+    let stdout = sweep(&[
+        "--arm",
+        &format!("k4={}", long.url()),
+        "--arm",
+        &format!("k1={}", short.url()),
+        "--base-url",
+        &base.url(),
+    ]);
     for name in ["k4-c1.json", "k1-c16.json", "base-c8.json"] {
         assert!(out.join(name).is_file(), "{name}");
     }
@@ -174,33 +179,7 @@ fn a_three_arm_sweep_recommends_the_best_measured_k_and_judges_a_server_running_
         "--num-spec-tokens-per-batch-size",
         &schedule_json,
     ]);
-    let (code, adaptive_out, stderr) = run_speclens_within(
-        &[
-            "sweep",
-            "--arm",
-            &format!("sched={}", sched.url()),
-            "--adaptive",
-            "sched",
-            "--concurrency",
-            "1,2,4,8,16",
-            "--requests-per-slot",
-            "2",
-            "--repeats",
-            "2",
-            "--input-tokens",
-            "8",
-            "--output-tokens",
-            "32",
-            "--ridge",
-            "8",
-            "--speculative-config",
-            r#"{"method":"eagle3","model":"org/draft"}"#,
-            "--out",
-            out.to_str().unwrap(),
-        ],
-        Duration::from_secs(300),
-    );
-    assert_eq!(code, 0, "{adaptive_out}\n{stderr}");
+    let adaptive_out = sweep(&["--arm", &format!("sched={}", sched.url()), "--adaptive", "sched"]);
     let judged = read_json(&out.join("sweep.json"));
     let mut names: Vec<(&str, bool)> = judged["arms"]
         .as_array()
