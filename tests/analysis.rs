@@ -257,6 +257,68 @@ fn a_sweep_measures_the_step_cost_the_sim_is_configured_with() {
     assert!(steady >= 2, "{steady} steady levels\n{out}");
 }
 
+/// Who pays in the tail: a sim whose requests accept differently (`--acceptance-spread`) gives
+/// a negative correlation of per-request acceptance with E2E latency and TPOT, and the requests
+/// at or above the p99 come mostly from the lowest acceptance quartile; the console says so,
+/// from the same figures `result.json` keeps (a bounded scatter).
+#[test]
+fn per_request_acceptance_and_latency_show_who_pays_in_the_tail() {
+    let sim = Speclens::start(&[
+        "sim",
+        "--port",
+        "0",
+        "--num-spec-tokens",
+        "4",
+        "--alpha",
+        "0.8",
+        "--acceptance-spread",
+        "0.6",
+        "--step-ms",
+        "4",
+    ]);
+    let dir = tempfile::tempdir().unwrap();
+    let (out, result) = crate::common::bench_into(
+        &sim.url(),
+        dir.path(),
+        &["--num-prompts", "200", "--concurrency", "8", "--output-tokens", "64"],
+        Duration::from_secs(120),
+    );
+    let tail: speclens_shared::tail::TailAttribution =
+        serde_json::from_value(result["tail"].clone()).unwrap_or_else(|e| panic!("{e}: {result}"));
+    assert_eq!(tail.requests, 200);
+    assert!(tail.correlation_e2el.unwrap() < -0.5, "{tail:?}");
+    assert!(tail.correlation_tpot.unwrap() < -0.5, "{tail:?}");
+    let slowest: u64 = tail.slowest_by_quartile.iter().sum();
+    assert!(
+        slowest >= 2 && tail.slowest_by_quartile[0] * 2 > slowest,
+        "the slowest mostly from the lowest quartile: {:?}",
+        tail.slowest_by_quartile
+    );
+    assert_eq!(tail.points.len(), 200);
+    assert!(out.contains(&tail.sentence()), "{out}");
+    // Without a spread every request draws from one profile: the correlation is weaker.
+    let even = Speclens::start(&[
+        "sim",
+        "--port",
+        "0",
+        "--num-spec-tokens",
+        "4",
+        "--alpha",
+        "0.8",
+        "--step-ms",
+        "4",
+    ]);
+    let dir = tempfile::tempdir().unwrap();
+    let (_, result) = crate::common::bench_into(
+        &even.url(),
+        dir.path(),
+        &["--num-prompts", "200", "--concurrency", "8", "--output-tokens", "64"],
+        Duration::from_secs(120),
+    );
+    let r = result["tail"]["correlation_e2el"].as_f64().unwrap();
+    assert!(r > tail.correlation_e2el.unwrap(), "{r} without a spread");
+}
+
 #[test]
 fn sweep_dry_run_prints_the_plan_only() {
     let (code, out, _) = run_speclens(&[

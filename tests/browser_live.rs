@@ -251,7 +251,7 @@ async fn the_live_page_follows_a_run_recovers_from_a_cut_and_ends_on_the_result(
 async fn past_runs_open_in_the_same_views_and_compare_side_by_side() {
     let dist = crate::common::built_web_dir();
     // With vLLM 0.33's per-request timings, so the opened run shows its TTFT split.
-    let spec = Speclens::instant_spec_sim("0.7", &["--enable-per-request-metrics"]);
+    let spec = Speclens::instant_spec_sim("0.7", &["--enable-per-request-metrics", "--acceptance-spread", "0.6"]);
     let base = Speclens::start(&["sim", "--port", "0", "--time-scale", "0"]);
     let results = tempfile::tempdir().unwrap();
     for (name, url) in [("spec-run", spec.url()), ("base-run", base.url())] {
@@ -399,6 +399,16 @@ async fn past_runs_open_in_the_same_views_and_compare_side_by_side() {
     let split = split.ttft_split().expect("the server's timings in result.json");
     assert_eq!(text_of(&client, "#run-ttft-split").await, split.sentence());
     assert_all_defined(&client, "#run-ttft-split", 1).await;
+    // Who pays in the tail: the sentence of result.json's figures, and the scatter drawn.
+    let tail: speclens_shared::tail::TailAttribution = serde_json::from_value(result["tail"].clone()).unwrap();
+    assert_eq!(text_of(&client, "#run-tail-sentence").await, tail.sentence());
+    assert_all_defined(&client, "#run-tail-sentence", 1).await;
+    assert_series_drawn(
+        &client,
+        "run-tail",
+        &[("requests", rgb::SPECULATIVE), ("p99 line", rgb::REJECTED)],
+    )
+    .await;
     // TPOT beside ITL, as result.json has it; every tile and latency row defined on hover; the
     // throughput named by its window.
     let tpot = result["mean_tpot_ms"].as_f64().unwrap();
@@ -471,7 +481,14 @@ async fn past_runs_open_in_the_same_views_and_compare_side_by_side() {
         base["mean_tpot_ms"].as_f64().unwrap(),
         result["mean_tpot_ms"].as_f64().unwrap(),
     );
-    let faster = if spec_tpot < base_tpot { "spec-run" } else { "base-run" };
+    // An untimed sim's TPOT can be exactly 0 on both runs: the page says "same" then.
+    let faster = if spec_tpot == base_tpot {
+        "same"
+    } else if spec_tpot < base_tpot {
+        "spec-run"
+    } else {
+        "base-run"
+    };
     let tpot_row = row_of(&table, "mean TPOT (ms)");
     assert!(tpot_row.ends_with(faster), "{table}");
     let throughput_row = row_of(&table, "output tokens/s (whole run)");

@@ -34,6 +34,7 @@ pub mod scrape;
 pub mod sse;
 pub mod steady;
 pub mod sweep;
+pub mod tail;
 pub mod view;
 pub mod warnings;
 pub mod whatif;

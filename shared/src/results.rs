@@ -250,6 +250,10 @@ pub struct RunResult {
     /// The engine's own load over the window, where it exports the gauges (vLLM).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub engine_load: Option<EngineLoad>,
+    /// Who pays in the tail: each request's acceptance length against its latency, where the
+    /// requests carried their acceptance.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub tail: Option<crate::tail::TailAttribution>,
     /// A sweep point's file: when the sweep that measured it started (RFC 3339), so a later
     /// sweep into the same folder can tell its own points from earlier ones.
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -529,6 +533,7 @@ impl RunResult {
             }
         }
         self.set_server_split(&m.server);
+        self.tail.clone_from(&m.tail);
     }
 
     /// The server's own timings (vLLM 0.33's per-request metrics), in `vllm bench serve`'s key

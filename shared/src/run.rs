@@ -13,6 +13,7 @@ use crate::goodput::{RequestLatency, Slo};
 use crate::per_request::{PartialSpecRecord, ServerTimings, SpecRecord};
 use crate::sample::Sample;
 use crate::scrape::SpecDecodeData;
+use crate::tail::{TailAttribution, TailTally};
 
 /// How a request failed, for counting by kind.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
@@ -248,6 +249,9 @@ pub struct RunMetrics {
     /// server's (network and client).
     #[serde(default)]
     pub server: ServerSplit,
+    /// Per-request acceptance against latency, when requests carried their acceptance.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub tail: Option<TailAttribution>,
 }
 
 /// TTFT split by where it was spent, from the requests that carried the server's timings.
@@ -353,6 +357,8 @@ pub struct RunTally {
     pub with_full_stats: u64,
     /// The per-request spec-decode path.
     pub spec: SpecAggregator,
+    /// Each request's acceptance length against its latency (who pays in the tail).
+    pub tail: TailTally,
     /// Per-request payloads rejected, by reason.
     pub rejected: BTreeMap<String, u64>,
     /// The engine whose successful requests without details took no step (SGLang leaves the
@@ -430,6 +436,16 @@ impl RunTally {
         if r.spec_decode_acceptance.is_some() || r.spec_decode_partial.is_some() {
             self.with_stats += 1;
         }
+        // A request's own acceptance length: a full record's (when it took a step) or the
+        // length a partial one reports.
+        let length = match (&r.spec_decode_acceptance, &r.spec_decode_partial) {
+            (Some(rec), _) => Some(rec.mean_acceptance_length).filter(|_| rec.num_spec_steps > 0),
+            (None, Some(partial)) => partial.mean_acceptance_length,
+            (None, None) => None,
+        };
+        if let (Some(length), Some(e2el)) = (length, r.e2el_ms) {
+            self.tail.push(length, e2el, r.tpot_ms());
+        }
         if let Some(rec) = &r.spec_decode_acceptance {
             self.with_full_stats += 1;
             self.spec.push(rec);
@@ -493,6 +509,7 @@ impl RunTally {
                 time_to_first_token: stats(&self.server_ttft_ms),
                 ttft_outside_server: stats(&self.ttft_outside_server_ms),
             },
+            tail: self.tail.attribution(),
         }
     }
 }

@@ -10,12 +10,13 @@ use speclens_shared::headline::Headline;
 use speclens_shared::model::implied_alpha;
 use speclens_shared::results::{run_view_from_result, AcceptMatrix, RunList, RunListEntry, RunResult};
 use speclens_shared::run::TTFT_SPLIT_DEFINITION;
+use speclens_shared::tail::{TailAttribution, TAIL_DEFINITION};
 use speclens_shared::view::{RunView, TimelinePoint};
 
 use speclens_shared::chart::{
     colors, draw_category_chart, draw_latency_comparison, draw_per_position, draw_series_panels, draw_step_cost_chart,
-    draw_sweep_chart, has_step_cost, hover, step_cost_at, CategoryBar, Positions, RunLatencies, Series, SeriesPanel,
-    XFrame,
+    draw_sweep_chart, draw_tail_scatter, has_step_cost, hover, step_cost_at, tail_at, CategoryBar, Positions,
+    RunLatencies, Series, SeriesPanel, XFrame,
 };
 use speclens_shared::sweep::adaptive::ADAPTIVE_ACCEPTANCE_NOTE;
 use speclens_shared::sweep::arms::ArmSweep;
@@ -51,6 +52,19 @@ impl Draw<SweepFile> for StepCostChart {
 
     fn hover(t: &SweepFile, level: f64) -> Option<String> {
         step_cost_at(t, level)
+    }
+}
+
+/// Each request's acceptance length against its E2E latency.
+pub struct TailChart;
+
+impl Draw<TailAttribution> for TailChart {
+    fn draw(t: &TailAttribution, root: &Root, scale: f64) -> Result<Option<XFrame>, Error> {
+        draw_tail_scatter(root, t, scale)
+    }
+
+    fn hover(t: &TailAttribution, e: f64) -> Option<String> {
+        tail_at(t, e)
     }
 }
 
@@ -279,6 +293,12 @@ fn OpenRun(id: String) -> impl IntoView {
                     <p class="status" id="run-status">{move || status_line(&run.get())}</p>
                     {v.ttft_split().map(|split| view! {
                         <p class="hint" id="run-ttft-split" title=TTFT_SPLIT_DEFINITION tabindex="0">{split.sentence()}</p>
+                    })}
+                    {v.tail.clone().map(|tail| view! {
+                        <div class="chart-box"><h3 title=TAIL_DEFINITION tabindex="0">"Who pays in the tail: acceptance against E2E latency, by request"</h3>
+                            <p class="hint" id="run-tail-sentence" title=TAIL_DEFINITION tabindex="0">{tail.sentence()}</p>
+                            {chart_canvas::<_, TailChart>("run-tail", "small-chart", "speclens-tail".into(), Signal::stored(tail))}
+                        </div>
                     })}
                     {move || run.with(whatif_link)}
                     <RunPanel run=run/>
@@ -608,7 +628,7 @@ fn SweepView(id: String) -> impl IntoView {
                         })}
                     </div>
                     <div class="notices" id="sweep-notices">
-                        {t.warnings.iter().cloned().chain(t.earlier_notes()).map(|line| view! { <p class="hint">{line}</p> }).collect_view()}
+                        {t.warnings.iter().cloned().chain(t.earlier_notes()).chain(t.arms.tail_regressions()).map(|line| view! { <p class="hint">{line}</p> }).collect_view()}
                     </div>
                     {whatif.map(|(fragment, beside)| view! { <p><a id="whatif-from-sweep" href=format!("#{fragment}")>"What-if with the headline arm's measured acceptance →"</a>
                         <span class="hint" id="whatif-from-sweep-bstar">{beside}</span></p> })}

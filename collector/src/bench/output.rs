@@ -213,6 +213,9 @@ fn console(f: &Figures<'_>) -> String {
     if let Some(split) = speclens_shared::run::TtftSplit::of_split(&f.metrics.server) {
         console.push_str(&format!("{}\n", split.sentence()));
     }
+    if let Some(tail) = &f.metrics.tail {
+        console.push_str(&format!("{}\n", tail.sentence()));
+    }
     let failures = &f.outcome.tally.failures;
     if !failures.is_empty() {
         console.push_str("Failed requests by kind:\n");

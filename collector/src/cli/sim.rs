@@ -94,6 +94,11 @@ pub struct SimArgs {
     /// max(0, 1 − s·T).
     #[arg(long, default_value_t = 0.15)]
     pub temperature_sensitivity: f64,
+    /// Per-request acceptance spread S in [0, 1]: each request's conditional rates are
+    /// multiplied by a factor uniform in [1 − S, 1 + S] (capped at 1), drawn from its prompt, so
+    /// some requests accept much less than others.
+    #[arg(long, default_value_t = 0.0)]
+    pub acceptance_spread: f64,
     /// Acceptance multiplier for a prompt category, NAME=FACTOR (repeatable); categories are
     /// recognised from the prompt text. Defaults: summarization 1.15, coding 1.05, qa 1.0,
     /// math 0.95, writing 0.85, translation 0.8.
@@ -257,6 +262,7 @@ impl SimArgs {
         }
         let f = &args.faults;
         for (name, v) in [
+            ("acceptance-spread", args.acceptance_spread),
             ("fail-rate", f.fail_rate),
             ("reset-rate", f.reset_rate),
             ("truncate-rate", f.truncate_rate),
@@ -299,6 +305,7 @@ impl SimArgs {
             },
             profile,
             temperature_sensitivity: args.temperature_sensitivity,
+            acceptance_spread: args.acceptance_spread,
             category_factors,
             max_model_len: args.max_model_len,
             mean_output_tokens: args.mean_output_tokens,

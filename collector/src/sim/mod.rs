@@ -106,6 +106,9 @@ pub struct SimSettings {
     /// The acceptance profile at temperature 0 (None on a plain server).
     pub profile: Option<AcceptanceProfile>,
     pub temperature_sensitivity: f64,
+    /// Per-request acceptance spread: each request's rates scaled by a factor in
+    /// [1 − spread, 1 + spread] drawn from its prompt.
+    pub acceptance_spread: f64,
     pub category_factors: Vec<(String, f64)>,
     pub max_model_len: u32,
     pub mean_output_tokens: u32,
@@ -143,6 +146,7 @@ impl SimSettings {
             },
             profile: None,
             temperature_sensitivity: 0.15,
+            acceptance_spread: 0.0,
             category_factors: DEFAULT_CATEGORY_FACTORS
                 .iter()
                 .map(|(n, f)| (n.to_string(), *f))
@@ -171,7 +175,20 @@ impl SimSettings {
             .and_then(|c| self.category_factors.iter().find(|(n, _)| n == c))
             .map_or(1.0, |(_, f)| *f);
         let heat = (1.0 - self.temperature_sensitivity * temperature.max(0.0)).max(0.0);
-        Some(base.scaled(category * heat))
+        Some(base.scaled(category * heat * self.spread_factor(prompt)))
+    }
+
+    /// The request's own acceptance factor, uniform in [1 − spread, 1 + spread] over prompts:
+    /// the same prompt always draws the same factor.
+    fn spread_factor(&self, prompt: &str) -> f64 {
+        if self.acceptance_spread <= 0.0 {
+            return 1.0;
+        }
+        use std::hash::{Hash, Hasher};
+        let mut hasher = std::collections::hash_map::DefaultHasher::new();
+        prompt.hash(&mut hasher);
+        let unit = (hasher.finish() >> 11) as f64 / (1u64 << 53) as f64;
+        1.0 + self.acceptance_spread * (2.0 * unit - 1.0)
     }
 }
 

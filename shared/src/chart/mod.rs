@@ -13,6 +13,7 @@ mod live;
 mod speedup;
 mod step_cost;
 mod sweep;
+mod tail;
 
 pub use accept::{draw_category_chart, sorted_bars, CategoryBar};
 pub use compare::{draw_latency_comparison, RunLatencies};
@@ -23,6 +24,7 @@ pub use live::{
 pub use speedup::{draw_speedup_chart, speedup_chart, Curve, SpeedupChart};
 pub use step_cost::{draw_step_cost_chart, has_step_cost, step_cost_at};
 pub use sweep::draw_sweep_chart;
+pub use tail::{draw_tail_scatter, tail_at};
 
 use crate::error::Error;
 

@@ -647,8 +647,35 @@ impl Arms {
         out
     }
 
+    /// Where an arm's median TPOT improves on plain's while its p99 E2E latency regresses: the
+    /// slowest requests pay for the median's gain (one line per level).
+    pub fn tail_regressions(&self) -> Vec<String> {
+        let mut out = Vec::new();
+        for a in &self.arms {
+            for row in &a.latency {
+                let (Some(median), Some(p99)) = (row.figures.get("median_tpot_ms"), row.figures.get("p99_e2el_ms"))
+                else {
+                    continue;
+                };
+                if median.delta_ms() < 0.0 && p99.delta_ms() > 0.0 {
+                    out.push(format!(
+                        "{} at {}: the median TPOT improves on plain ({:+.2} ms) while the p99 E2E latency regresses ({:+.2} ms): the slowest requests pay for the median's gain",
+                        a.name,
+                        row.level,
+                        median.delta_ms(),
+                        p99.delta_ms()
+                    ));
+                }
+            }
+        }
+        out
+    }
+
     fn render_latency(&self) -> String {
         let mut out = String::new();
+        for line in self.tail_regressions() {
+            out.push_str(&format!("Note: {line}\n"));
+        }
         for a in self.arms.iter().filter(|a| !a.latency.is_empty()) {
             // By family (TPOT first: per-chunk ITL grows under speculation while TPOT falls, so
             // TPOT says what a user gains), the median before the percentiles.
@@ -728,5 +755,49 @@ fn crossing_text(table: &PairTable, symbol: &str, unit: &str, other: &str) -> St
                 "no crossing inside the swept range".into()
             }
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_median_gain_with_a_p99_loss_is_named() {
+        let pair = |spec_ms: f64, base_ms: f64| LatencyPair { spec_ms, base_ms };
+        let row = |level: f64, median: LatencyPair, p99: LatencyPair| LatencyRow {
+            level,
+            figures: [("median_tpot_ms".to_string(), median), ("p99_e2el_ms".to_string(), p99)]
+                .into_iter()
+                .collect(),
+        };
+        let arms = Arms {
+            arms: vec![ArmSweep {
+                name: "spec".into(),
+                adaptive: false,
+                k: Some(3),
+                acceptance_length: Some(2.5),
+                drafts: None,
+                per_position_acceptance_rates: Vec::new(),
+                table: super::super::pair::EMPTY.clone(),
+                latency: vec![
+                    // Both better at 4; the median better and the p99 worse at 16.
+                    row(4.0, pair(10.0, 14.0), pair(500.0, 600.0)),
+                    row(16.0, pair(12.0, 14.5), pair(900.0, 794.0)),
+                ],
+                engine: Vec::new(),
+                by_category: Vec::new(),
+                step_cost: Vec::new(),
+                sustained_within_slo: None,
+            }],
+            ..Arms::default()
+        };
+        assert_eq!(
+            arms.tail_regressions(),
+            ["spec at 16: the median TPOT improves on plain (-2.50 ms) while the p99 E2E latency regresses (+106.00 ms): the slowest requests pay for the median's gain"]
+        );
+        assert!(arms
+            .render_beside()
+            .contains("Note: spec at 16: the median TPOT improves"));
     }
 }
