@@ -257,6 +257,62 @@ fn a_sweep_measures_the_step_cost_the_sim_is_configured_with() {
     assert!(steady >= 2, "{steady} steady levels\n{out}");
 }
 
+/// A sweep run past saturation: both servers hold 8 sequences (more wait), so from 8 on
+/// throughput stays while latency grows. The knee is found at 8 and over-saturation from 16 on
+/// each arm, and the console says so; the crossing is not past plain's over-saturation here, so
+/// no warning.
+#[test]
+fn a_sweep_past_saturation_finds_each_arm_s_knee_and_over_saturation() {
+    let timing = [
+        "--time-scale",
+        "1",
+        "--step-ms",
+        "4",
+        "--ridge",
+        "64",
+        "--max-num-seqs",
+        "8",
+    ];
+    let spec = Speclens::start(
+        &[
+            &["sim", "--port", "0", "--num-spec-tokens", "3", "--alpha", "0.7"][..],
+            &timing[..],
+        ]
+        .concat(),
+    );
+    let base = Speclens::start(&[&["sim", "--port", "0"][..], &timing[..]].concat());
+    let dir = tempfile::tempdir().unwrap();
+    let (code, out, err) = crate::common::sweep_within(
+        &spec.url(),
+        &base.url(),
+        "1,4,8,16,32",
+        dir.path(),
+        &[
+            "--repeats",
+            "1",
+            "--requests-per-slot",
+            "2",
+            "--input-tokens",
+            "8",
+            "--output-tokens",
+            "32",
+        ],
+        Duration::from_secs(300),
+    );
+    assert_eq!(code, 0, "{out}\n{err}");
+    let table: Value = serde_json::from_str(&std::fs::read_to_string(dir.path().join("sweep.json")).unwrap()).unwrap();
+    for saturation in [&table["arms"][0]["saturation"], &table["base_saturation"]] {
+        assert_eq!(saturation["knee"], 8.0, "{table}");
+    }
+    assert_eq!(table["base_saturation"]["over_saturated_from"], 16.0, "{table}");
+    // The arm's level of 8 ends its run with a short wave (no steady window), so its whole-run
+    // throughput there reads low and 16 can still add over 5 %: over-saturated from 16 or 32.
+    let spec_over = table["arms"][0]["saturation"]["over_saturated_from"].as_f64();
+    assert!(matches!(spec_over, Some(16.0 | 32.0)), "{table}");
+    assert!(out.contains("plain: knee 8, over-saturated from 16"), "{out}");
+    assert!(!out.contains("sits at or past plain's over-saturation"), "{out}");
+}
+
 /// Who pays in the tail: a sim whose requests accept differently (`--acceptance-spread`) gives
 /// a negative correlation of per-request acceptance with E2E latency and TPOT, and the requests
 /// at or above the p99 come mostly from the lowest acceptance quartile; the console says so,

@@ -463,6 +463,7 @@ fn no_import_circle_between_the_modules_of_any_folder() {
             edges("pair"),
             edges("adaptive"),
             edges("step_cost"),
+            edges("saturation"),
             edges("arms")
         ),
         (
@@ -470,7 +471,8 @@ fn no_import_circle_between_the_modules_of_any_folder() {
             vec!["levels"],
             vec!["levels"],
             vec![],
-            vec!["adaptive", "levels", "pair", "step_cost"]
+            vec![],
+            vec!["adaptive", "levels", "pair", "saturation", "step_cost"]
         ),
         "{sweep:?}"
     );

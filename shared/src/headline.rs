@@ -172,6 +172,7 @@ pub(crate) mod tests {
             engine: Vec::new(),
             by_category: Vec::new(),
             step_cost: Vec::new(),
+            saturation: Default::default(),
             sustained_within_slo: None,
         }
     }

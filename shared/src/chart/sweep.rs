@@ -81,6 +81,19 @@ pub fn draw_sweep_chart<DB: DrawingBackend>(
             Swatch::Dashed(colors::REFERENCE),
         ));
     }
+    let knees = knees(table, &arms);
+    if !knees.is_empty() {
+        legend.push((
+            "ring: knee of throughput against load".to_string(),
+            Swatch::Dot(WHITE, colors::REFERENCE),
+        ));
+    }
+    if let Some(over) = table.arms.base_saturation.over_saturated_from {
+        legend.push((
+            format!("plain over-saturated from {over}"),
+            Swatch::Dashed(colors::BASE),
+        ));
+    }
     if let Some((name, b)) = model_break_even(table, &arms) {
         let label = match name {
             Some(name) => format!("model B* = {b:.1} ({name})"),
@@ -96,17 +109,41 @@ pub fn draw_sweep_chart<DB: DrawingBackend>(
         .chain(table.head().rows.iter().map(|r| r.level))
         .fold(1.0f64, f64::max)
         * 1.05;
-    let frame = draw_throughput(&top, table, &arms, x_max, scale)?;
+    let frame = draw_throughput(&top, table, &arms, &knees, x_max, scale)?;
     draw_ratio(&bottom, table, &arms, x_max, scale)?;
     root.present().map_err(chart_error)?;
     Ok(Some(frame))
 }
 
-/// The upper panel: each arm's compared figure (`Axis::figure`) by level.
+/// Each knee to ring on the throughput panel: `(level, figure there, colour)` of every arm
+/// (single-arm sweeps: the headline's) and of plain.
+fn knees(table: &SweepFile, arms: &[ArmLine<'_>]) -> Vec<(f64, f64, RGBColor)> {
+    let mut out = Vec::new();
+    let spec_knees = table.arms.arms.iter().map(|a| a.saturation.knee);
+    for (line, knee) in arms.iter().zip(spec_knees) {
+        let at = knee.and_then(|k| line.table.rows.iter().find(|r| r.level == k));
+        if let Some((row, figure)) = at.and_then(|r| Some((r, r.figures().0?))) {
+            out.push((row.level, figure, line.color));
+        }
+    }
+    let base_rows = &arms.first().map_or(table.head(), |a| a.table).rows;
+    let base_knee = table.arms.base_saturation.knee;
+    if let Some((row, figure)) = base_knee
+        .and_then(|k| base_rows.iter().find(|r| r.level == k))
+        .and_then(|r| Some((r, r.figures().1?)))
+    {
+        out.push((row.level, figure, colors::BASE));
+    }
+    out
+}
+
+/// The upper panel: each arm's compared figure (`Axis::figure`) by level, knees ringed, plain's
+/// over-saturation dashed.
 fn draw_throughput<DB: DrawingBackend>(
     top: &DrawingArea<DB, Shift>,
     table: &SweepFile,
     arms: &[ArmLine<'_>],
+    knees: &[(f64, f64, RGBColor)],
     x_max: f64,
     scale: f64,
 ) -> Result<XFrame, Error> {
@@ -174,28 +211,65 @@ fn draw_throughput<DB: DrawingBackend>(
             .map_err(chart_error)?;
     }
     // The repeats' spread, min to max, at each point run more than once.
-    let mut spreads: Vec<(f64, (f64, f64), RGBColor)> = Vec::new();
-    for a in arms {
-        spreads.extend(
+    let spreads = arms
+        .iter()
+        .flat_map(|a| {
             a.table
                 .rows
                 .iter()
-                .filter_map(|r| Some((r.level, r.spec_spread?, a.color))),
+                .filter_map(|r| Some((r.level, r.spec_spread?, a.color)))
+        })
+        .chain(
+            base_rows
+                .iter()
+                .filter_map(|r| Some((r.level, r.base_spread?, colors::BASE))),
         );
-    }
-    spreads.extend(
-        base_rows
-            .iter()
-            .filter_map(|r| Some((r.level, r.base_spread?, colors::BASE))),
-    );
     chart
         .draw_series(
-            spreads
-                .into_iter()
-                .map(|(c, (lo, hi), color)| PathElement::new([(c, lo), (c, hi)], color.stroke_width(px(2.0)))),
+            spreads.map(|(c, (lo, hi), color)| PathElement::new([(c, lo), (c, hi)], color.stroke_width(px(2.0)))),
         )
         .map_err(chart_error)?;
+    draw_saturation(
+        &mut chart,
+        knees,
+        table.arms.base_saturation.over_saturated_from,
+        y_max,
+        scale,
+    )?;
     Ok(XFrame::of(chart.plotting_area(), 0.0, x_max, false))
+}
+
+/// The knees ringed and plain's over-saturation dashed on the throughput panel.
+fn draw_saturation<DB: DrawingBackend>(
+    chart: &mut ChartContext<
+        '_,
+        DB,
+        Cartesian2d<plotters::coord::types::RangedCoordf64, plotters::coord::types::RangedCoordf64>,
+    >,
+    knees: &[(f64, f64, RGBColor)],
+    over_saturated_from: Option<f64>,
+    y_max: f64,
+    scale: f64,
+) -> Result<(), Error> {
+    let px = |v: f64| (v * scale).round().max(1.0) as u32;
+    chart
+        .draw_series(
+            knees
+                .iter()
+                .map(|(level, figure, color)| Circle::new((*level, *figure), px(8.0), color.stroke_width(px(2.0)))),
+        )
+        .map_err(chart_error)?;
+    if let Some(over) = over_saturated_from {
+        chart
+            .draw_series(DashedLineSeries::new(
+                [(over, 0.0), (over, y_max)],
+                px(4.0),
+                px(4.0),
+                colors::BASE.stroke_width(px(1.5)),
+            ))
+            .map_err(chart_error)?;
+    }
+    Ok(())
 }
 
 /// The lower panel: each arm's ratio by level (arm ÷ plain throughput, or plain ÷ arm
@@ -370,6 +444,66 @@ mod sweep_chart_tests {
         );
     }
 
+    #[test]
+    fn knees_are_ringed_and_plain_s_over_saturation_is_dashed_and_named() {
+        // Plain flat from 8 and queueing from 16 (latency doubling); the arm rising to 8.
+        let rows = [
+            (1.0, 200.0, 100.0, 100.0),
+            (8.0, 1200.0, 800.0, 100.0),
+            (16.0, 1000.0, 800.0, 200.0),
+            (32.0, 700.0, 800.0, 400.0),
+        ]
+        .map(|(c, s, b, d)| SweepRow {
+            spec_output_tokens_per_s: Some(s),
+            base_output_tokens_per_s: Some(b),
+            spec_median_e2el_ms: Some(d),
+            base_median_e2el_ms: Some(d),
+            ..SweepRow::at(Level::Concurrency(c as u64))
+        });
+        let mut table = SweepFile::from(PairTable::new(rows.to_vec(), None));
+        table.arms.arms.push(crate::sweep::arms::ArmSweep {
+            adaptive: false,
+            name: "spec".into(),
+            k: Some(3),
+            acceptance_length: Some(2.5),
+            drafts: None,
+            per_position_acceptance_rates: Vec::new(),
+            table: PairTable::new(rows.to_vec(), None),
+            latency: Vec::new(),
+            engine: Vec::new(),
+            by_category: Vec::new(),
+            step_cost: Vec::new(),
+            saturation: Default::default(),
+            sustained_within_slo: None,
+        });
+        let mut without = String::new();
+        {
+            let root = SVGBackend::with_string(&mut without, (800, 600)).into_drawing_area();
+            draw_sweep_chart(&root, &table, 1.0).unwrap();
+        }
+        table.arms.base_saturation = crate::sweep::saturation::Saturation {
+            knee: Some(8.0),
+            over_saturated_from: Some(16.0),
+        };
+        table.arms.arms[0].saturation.knee = Some(8.0);
+        let mut out = String::new();
+        {
+            let root = SVGBackend::with_string(&mut out, (800, 600)).into_drawing_area();
+            draw_sweep_chart(&root, &table, 1.0).unwrap();
+        }
+        assert_eq!(texts_with(&out, "plain over-saturated from 16").len(), 1);
+        assert_eq!(texts_with(&out, "ring: knee of throughput against load").len(), 1);
+        // The arm's ring and plain's at 8, and the legend's swatch, beyond the chart without.
+        let circles = |svg: &str| svg.matches("<circle").count();
+        assert!(
+            circles(&out) >= circles(&without) + 2,
+            "{} vs {}",
+            circles(&out),
+            circles(&without)
+        );
+        assert!(texts_with(&without, "over-saturated").is_empty());
+    }
+
     /// Text elements of an SVG whose text contains `needle`, with their y coordinate.
     fn texts_with(svg: &str, needle: &str) -> Vec<(f64, String)> {
         svg.split("<text")
@@ -411,6 +545,7 @@ mod sweep_chart_tests {
             engine: Vec::new(),
             by_category: Vec::new(),
             step_cost: Vec::new(),
+            saturation: Default::default(),
             sustained_within_slo: None,
         };
         let mut table = SweepFile::default();

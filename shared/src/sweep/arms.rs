@@ -8,8 +8,9 @@ use std::collections::BTreeMap;
 use serde::{Deserialize, Serialize};
 
 use super::adaptive::{AdaptiveJudgement, AdaptiveLevel, Verdict, ADAPTIVE_ACCEPTANCE_NOTE};
-use super::levels::{Arm, Axis, Level};
+use super::levels::{throughput, Arm, Axis, Level};
 use super::pair::PairTable;
+use super::saturation::Saturation;
 use super::step_cost::StepCostRow;
 use crate::model::Costs;
 use crate::results::{EngineLoad, RunResult};
@@ -134,6 +135,9 @@ pub struct ArmSweep {
     /// length that load needs (see [`super::step_cost`]).
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub step_cost: Vec<StepCostRow>,
+    /// Its throughput's knee and over-saturation against load (see [`super::saturation`]).
+    #[serde(default, skip_serializing_if = "Saturation::is_empty")]
+    pub saturation: Saturation,
     /// The highest level at which at least [`SLO_ATTAINMENT`] of its requests met every
     /// `--goodput` objective (when they were given and some level did).
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -161,6 +165,9 @@ pub struct Arms {
     /// Each adaptive arm against the best fixed choice per level.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub adaptive: Vec<AdaptiveJudgement>,
+    /// Plain's knee and over-saturation.
+    #[serde(default, skip_serializing_if = "Saturation::is_empty")]
+    pub base_saturation: Saturation,
 }
 
 impl ArmSweep {
@@ -429,6 +436,16 @@ fn step_cost_rows(points: &[NamedPoint<'_>], arm: &str, costs: Costs) -> Vec<Ste
     rows
 }
 
+/// `arm`'s knee and over-saturation, from its points' output throughput and median E2E latency.
+fn saturation_of(points: &[NamedPoint<'_>], arm: &str) -> Saturation {
+    let curve: Vec<(f64, f64, f64)> = points
+        .iter()
+        .filter(|p| p.arm == arm)
+        .filter_map(|p| Some((p.level.value(), throughput(p.result)?, p.result.median_e2el_ms?)))
+        .collect();
+    Saturation::of(&curve)
+}
+
 /// Acceptance length pooled over `arm`'s points, and its per-position rates weighted by drafts.
 fn pooled_acceptance(points: &[NamedPoint<'_>], arm: &str) -> (Option<u32>, Option<f64>, Option<f64>, Vec<f64>) {
     let mine: Vec<&RunResult> = points.iter().filter(|p| p.arm == arm).map(|p| p.result).collect();
@@ -497,6 +514,7 @@ impl Arms {
                     engine: engine_rows(points, name),
                     by_category: category_rows(points, name),
                     step_cost: step_cost_rows(points, name, costs),
+                    saturation: saturation_of(points, name),
                     sustained_within_slo: sustained(points, name),
                 }
             })
@@ -518,6 +536,7 @@ impl Arms {
             arms,
             pairs,
             base_sustained_within_slo: sustained(points, BASE_ARM),
+            base_saturation: saturation_of(points, BASE_ARM),
         }
     }
 
@@ -599,9 +618,53 @@ impl Arms {
         out
     }
 
+    /// Each arm whose crossing sits at or past plain's over-saturation: a sentence saying the
+    /// crossing rests on a saturated plain arm.
+    pub fn saturated_crossings(&self) -> Vec<String> {
+        let Some(over) = self.base_saturation.over_saturated_from else {
+            return Vec::new();
+        };
+        self.arms
+            .iter()
+            .filter_map(|a| {
+                let b = a.table.crossing.filter(|b| *b >= over)?;
+                Some(format!(
+                    "{}'s crossing {b:.1} sits at or past plain's over-saturation (from {over}): plain's throughput is flat and its latency growing there, so the crossing is no deployment answer",
+                    a.name
+                ))
+            })
+            .collect()
+    }
+
+    /// The knee and over-saturation of every arm and plain, one line (empty when none found).
+    fn render_saturation(&self) -> String {
+        let mut parts: Vec<String> = self
+            .arms
+            .iter()
+            .filter(|a| !a.saturation.is_empty())
+            .map(|a| format!("{}: {}", a.name, a.saturation.phrase()))
+            .collect();
+        if !self.base_saturation.is_empty() {
+            parts.push(format!("plain: {}", self.base_saturation.phrase()));
+        }
+        let mut out = if parts.is_empty() {
+            String::new()
+        } else {
+            format!(
+                "Knee and over-saturation (throughput against load; over-saturated: under 5 % more throughput for over 20 % more median E2E latency): {}\n",
+                parts.join("; ")
+            )
+        };
+        for line in self.saturated_crossings() {
+            out.push_str(&format!("Warning: {line}\n"));
+        }
+        out
+    }
+
     /// Latency, engine load and sustained load beside throughput.
     pub fn render_beside(&self) -> String {
-        let mut out = self.render_categories();
+        let mut out = self.render_saturation();
+        out.push_str(&self.render_categories());
         out.push_str(&self.render_latency());
         for a in self.arms.iter().filter(|a| !a.step_cost.is_empty()) {
             out.push_str(&super::step_cost::render(
@@ -788,6 +851,7 @@ mod tests {
                 engine: Vec::new(),
                 by_category: Vec::new(),
                 step_cost: Vec::new(),
+                saturation: Saturation::default(),
                 sustained_within_slo: None,
             }],
             ..Arms::default()

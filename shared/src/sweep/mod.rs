@@ -8,6 +8,7 @@ pub mod arms;
 pub mod levels;
 pub mod pair;
 pub mod recommend;
+pub mod saturation;
 pub mod schedules;
 pub mod step_cost;
 

@@ -155,6 +155,10 @@ pub struct CutOff {
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub interval: Option<(f64, f64)>,
     pub arm: String,
+    /// Plain is over-saturated at the cut-off (its throughput flat, its latency growing): the
+    /// cut-off rests on a saturated point.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub plain_over_saturated_from: Option<f64>,
 }
 
 impl Recommendation {
@@ -563,6 +567,11 @@ impl Recommendation {
             let sure = if r.sure { "" } else { ", within the repeats' noise" };
             out.push_str(&format!("  {span}: {what}{sure}\n"));
         }
+        if let Some(over) = self.cut_off.as_ref().and_then(|c| c.plain_over_saturated_from) {
+            out.push_str(&format!(
+                "  the cut-off rests on a saturated point: plain is over-saturated from {unit} {over} (throughput flat, latency growing), so plain's figure there is no deployment answer\n"
+            ));
+        }
         for l in self.levels.iter().filter(|l| !l.tied.is_empty()) {
             out.push_str(&format!(
                 "  at {unit} {}: {} is within the noise of {}\n",
@@ -683,6 +692,7 @@ impl Recommendation {
 fn fixed_arms(arms: &Arms) -> Arms {
     Arms {
         arms: arms.arms.iter().filter(|a| !a.adaptive).cloned().collect(),
+        base_saturation: arms.base_saturation,
         ..Arms::default()
     }
 }
@@ -783,6 +793,7 @@ fn cut_off_of(arms: &Arms, picks: &[LevelPick]) -> Option<CutOff> {
         level,
         interval: arm.table.crossing_interval,
         arm: last_arm,
+        plain_over_saturated_from: arms.base_saturation.over_saturated_from.filter(|o| level >= *o),
     })
 }
 
@@ -1110,5 +1121,44 @@ mod tests {
         let back: SweepFile = serde_json::from_str(&serde_json::to_string(&t).unwrap()).unwrap();
         assert_eq!(back, t);
         assert!(back.arms.arms.iter().any(|a| a.name == "sched" && a.adaptive));
+    }
+
+    #[test]
+    fn a_crossing_past_plain_s_over_saturation_is_labelled_and_so_is_the_cut_off() {
+        // Plain flattens at 8 (its knee) and queues from 16 on (latency doubling each level);
+        // the arm falls through 1.0 between 16 and 32, where plain is already over-saturated.
+        let mut results: Vec<(&str, u64, RunResult)> = Vec::new();
+        for (c, spec, plain, latency_ms) in [
+            (1u64, 200.0, 100.0, 100.0),
+            (8, 1200.0, 800.0, 100.0),
+            (16, 1000.0, 800.0, 200.0),
+            (32, 700.0, 800.0, 400.0),
+        ] {
+            let mut s = run(spec, &[0.8, 0.5, 0.2]);
+            s.median_e2el_ms = Some(latency_ms);
+            let mut b = run(plain, &[]);
+            b.median_e2el_ms = Some(latency_ms);
+            results.push(("spec", c, s));
+            results.push(("base", c, b));
+        }
+        let t = SweepFile::of_arms(&named(&results), Costs::H100_FREE_DRAFTS, None, &[]);
+        assert_eq!(t.arms.base_saturation.knee, Some(8.0));
+        assert_eq!(t.arms.base_saturation.over_saturated_from, Some(16.0));
+        let crossing = t.arms.arms[0].table.crossing.unwrap();
+        assert!(crossing > 16.0, "{crossing}");
+        let [line] = t.arms.saturated_crossings().try_into().unwrap();
+        assert!(
+            line.starts_with("spec's crossing 26.7 sits at or past plain's over-saturation (from 16)"),
+            "{line}"
+        );
+        let rec = t.recommendation.as_ref().unwrap();
+        assert_eq!(rec.cut_off.as_ref().unwrap().plain_over_saturated_from, Some(16.0));
+        let text = t.render();
+        assert!(text.contains("plain: knee 8, over-saturated from 16"), "{text}");
+        assert!(text.contains("Warning: spec's crossing 26.7 sits at or past"), "{text}");
+        assert!(
+            text.contains("the cut-off rests on a saturated point: plain is over-saturated from concurrency 16"),
+            "{text}"
+        );
     }
 }
