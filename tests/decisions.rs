@@ -393,7 +393,7 @@ fn each_workload_bias_is_named_in_the_run() {
     let workload = read_json(&out.join("result.json"))["notices"]["workload"].clone();
     let notes: Vec<&str> = workload.as_array().unwrap().iter().filter_map(Value::as_str).collect();
     assert_eq!(notes.len(), 3, "{notes:?}");
-    assert!(notes[0].contains("random-token prompts bias acceptance low"));
+    assert!(notes[0].contains("random-token prompts do not stand for real traffic"));
     assert!(notes[1].contains("ignore_eos made every output run to max_tokens"));
     assert!(notes[2].contains("temperature 0.8"));
     for n in &notes {

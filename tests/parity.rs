@@ -249,6 +249,127 @@ fn a_sweep_compares_goodput_beside_throughput() {
     assert!(stdout.contains(&line), "{line}\n{stdout}");
 }
 
+/// SPEED-Bench from files on disk, in its public release's layout (a made fixture): bench takes
+/// the qualitative split from the folder or a throughput split by its file; accept measures the
+/// qualitative split's categories; a sweep runs on it and drops the random-token warning; a
+/// malformed line or a folder without the split is an error naming it.
+#[test]
+fn speed_bench_splits_load_from_disk_for_bench_accept_and_sweep() {
+    let sim = Speclens::instant_spec_sim("0.7", &[]);
+    let base = Speclens::start(&["sim", "--port", "0", "--time-scale", "0"]);
+    let folder = crate::common::workspace().join("tests/fixtures/made_speed_bench");
+    let dir = tempfile::tempdir().unwrap();
+    let bench = |path: &std::path::Path, name: &str| {
+        bench_into(
+            &sim.url(),
+            &dir.path().join(name),
+            &[
+                "--dataset",
+                "speed-bench",
+                "--dataset-path",
+                path.to_str().unwrap(),
+                "--num-prompts",
+                "12",
+            ],
+            Duration::from_secs(60),
+        )
+    };
+    let (out, result) = bench(&folder, "qualitative");
+    assert_eq!(result["config"]["dataset"], "speed_bench");
+    assert_eq!(result["completed"], 12);
+    assert!(!out.contains("random-token prompts"), "{out}");
+    let records = read_records(&dir.path().join("qualitative"));
+    let prompts: std::collections::BTreeSet<u64> = records.iter().map(|r| r.input_tokens).collect();
+    // Twelve different prompts (some share a token count): not one prompt repeated.
+    assert!(prompts.len() >= 8, "the split's twelve prompts: {prompts:?}");
+    let (_, result) = bench(&folder.join("throughput_1k.jsonl"), "throughput");
+    let inputs: Vec<u64> = read_records(&dir.path().join("throughput"))
+        .iter()
+        .map(|r| r.input_tokens)
+        .collect();
+    assert!(inputs.iter().all(|t| *t > 100), "the long split: {inputs:?} {result}");
+
+    // accept: one row per category of the qualitative split.
+    let (code, out, err) = run_speclens(&[
+        "accept",
+        "--url",
+        &sim.url(),
+        "--dataset",
+        "speed-bench",
+        "--dataset-path",
+        folder.to_str().unwrap(),
+        "--requests-per-category",
+        "3",
+        "--out",
+        dir.path().join("accept").to_str().unwrap(),
+    ]);
+    assert_eq!(code, 0, "{out}{err}");
+    for category in ["summarization", "coding", "math", "translation"] {
+        assert!(out.contains(category), "{category}: {out}");
+    }
+
+    // sweep: on the split, without the random-token warning.
+    let (code, out, err) = sweep_within(
+        &sim.url(),
+        &base.url(),
+        "1,4",
+        &dir.path().join("sweep"),
+        &[
+            "--dataset",
+            "speed-bench",
+            "--dataset-path",
+            folder.to_str().unwrap(),
+            "--requests-per-slot",
+            "2",
+            "--repeats",
+            "1",
+        ],
+        Duration::from_secs(120),
+    );
+    assert_eq!(code, 0, "{out}{err}");
+    assert!(!out.contains("random-token prompts"), "{out}");
+    // Synthetic prompts name SPEED-Bench as the reference instead.
+    let (out, _) = bench_into(
+        &sim.url(),
+        &dir.path().join("synthetic"),
+        &["--num-prompts", "2"],
+        Duration::from_secs(60),
+    );
+    assert!(
+        out.contains("Measure on SPEED-Bench, the reference workload (--dataset speed-bench)"),
+        "{out}"
+    );
+
+    // A folder without the split, and a malformed line, each named.
+    let empty = tempfile::tempdir().unwrap();
+    let (code, _, err) = run_speclens(&[
+        "bench",
+        "--url",
+        &sim.url(),
+        "--dataset",
+        "speed-bench",
+        "--dataset-path",
+        empty.path().to_str().unwrap(),
+    ]);
+    assert_eq!(code, 2, "{err}");
+    assert!(err.contains("is not a SPEED-Bench split"), "{err}");
+    let broken = empty.path().join("qualitative.jsonl");
+    std::fs::write(&broken, "{\"category\": \"math\", \"messages\": [{\"role\": \"user\", \"content\": \"Solve 2x = 4\"}]}\n{\"category\": \"math\", \"messages\": \"oops\"}\n").unwrap();
+    let (code, _, err) = run_speclens(&[
+        "bench",
+        "--url",
+        &sim.url(),
+        "--dataset",
+        "speed-bench",
+        "--dataset-path",
+        empty.path().to_str().unwrap(),
+        "--num-prompts",
+        "2",
+    ]);
+    assert_eq!(code, 2, "{err}");
+    assert!(err.contains("qualitative.jsonl:2: not a dataset line"), "{err}");
+}
+
 #[test]
 fn sharegpt_and_vllm_s_custom_jsonl_load_as_vllm_bench_serve_reads_them() {
     let sim = Speclens::instant_spec_sim("0.7", &[]);

@@ -23,6 +23,10 @@ use crate::error::CollectorError;
 pub enum Dataset {
     Synthetic,
     SpecBench(PathBuf),
+    /// One split of SPEED-Bench (`qualitative.jsonl`, `throughput_8k.jsonl`…): each line's
+    /// `messages[0].content` and `category`, as `vllm bench serve --dataset-name speed_bench`
+    /// reads them.
+    SpeedBench(PathBuf),
     /// ShareGPT's JSON (`[{"conversations": [{"from": "human", "value": …}, …]}, …]`), as
     /// `vllm bench serve --dataset-name sharegpt` and AIPerf read it.
     ShareGpt(PathBuf),
@@ -55,6 +59,7 @@ impl Dataset {
         match self {
             Dataset::Synthetic => "synthetic",
             Dataset::SpecBench(_) => "specbench",
+            Dataset::SpeedBench(_) => "speed_bench",
             Dataset::ShareGpt(_) => "sharegpt",
             Dataset::Sonnet(_) => "sonnet",
             Dataset::Jsonl(_) => "jsonl",
@@ -66,6 +71,7 @@ impl Dataset {
         match self {
             Dataset::Synthetic => None,
             Dataset::SpecBench(p)
+            | Dataset::SpeedBench(p)
             | Dataset::ShareGpt(p)
             | Dataset::Sonnet(p)
             | Dataset::Jsonl(p)
@@ -243,6 +249,17 @@ impl Iterator for Synthetic<'_> {
 struct SpecBenchLine {
     category: Option<String>,
     turns: Vec<String>,
+}
+
+#[derive(Deserialize)]
+struct SpeedBenchLine {
+    category: Option<String>,
+    messages: Vec<SpeedBenchMessage>,
+}
+
+#[derive(Deserialize)]
+struct SpeedBenchMessage {
+    content: String,
 }
 
 #[derive(Deserialize)]
@@ -577,7 +594,8 @@ fn from_file(args: &Workload, path: &Path, cap: usize, tokens: &TokenCounter) ->
     if matches!(args.dataset, Dataset::ShareGpt(_)) {
         if !args.categories.is_empty() {
             return Err(CollectorError::InvalidArgument(
-                "ShareGPT prompts have no categories: --category takes a spec-bench or jsonl dataset".into(),
+                "ShareGPT prompts have no categories: --category takes a spec-bench, speed-bench or jsonl dataset"
+                    .into(),
             ));
         }
         return from_sharegpt(args, path, cap, tokens);
@@ -600,6 +618,14 @@ fn from_file(args: &Workload, path: &Path, cap: usize, tokens: &TokenCounter) ->
                     .ok_or_else(|| CollectorError::InvalidArgument(format!("{}:{i}: no turns", path.display())))?;
                 later_turns = if args.multi_turn { turns.collect() } else { Vec::new() };
                 (first, l.category, None)
+            }
+            Dataset::SpeedBench(_) => {
+                let l: SpeedBenchLine = serde_json::from_str(line).map_err(bad)?;
+                let first =
+                    l.messages.into_iter().next().ok_or_else(|| {
+                        CollectorError::InvalidArgument(format!("{}:{i}: no messages", path.display()))
+                    })?;
+                (first.content, l.category, None)
             }
             _ => {
                 let l: JsonlLine = serde_json::from_str(line).map_err(bad)?;
@@ -640,7 +666,7 @@ fn from_file(args: &Workload, path: &Path, cap: usize, tokens: &TokenCounter) ->
 /// `count`, cycled when the file holds fewer).
 pub fn load(args: &Workload, count: usize, tokens: &TokenCounter) -> Result<Vec<Prompt>, CollectorError> {
     if !args.categories.is_empty() && matches!(args.dataset, Dataset::Synthetic | Dataset::Sonnet(_)) {
-        return invalid_workload("--category takes a spec-bench or jsonl dataset");
+        return invalid_workload("--category takes a spec-bench, speed-bench or jsonl dataset");
     }
     if let Dataset::Sonnet(path) = &args.dataset {
         // Every sonnet prompt is drawn on its own, as vLLM does: no pool to cycle.

@@ -1,7 +1,7 @@
 //! The flags of the commands that send requests — `bench`, `sweep`, `accept` — with the groups
 //! they share (target, workload, scrape, dashboard), and the plans they turn into.
 
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use std::time::Duration;
 
 use clap::{Args, Parser, ValueEnum};
@@ -56,6 +56,10 @@ pub enum DatasetArg {
     Synthetic,
     /// Spec-Bench `question.jsonl` (`question_id`, `category`, `turns`).
     SpecBench,
+    /// SPEED-Bench as its public release lays it out on disk: --dataset-path DIR reads
+    /// DIR/qualitative.jsonl (categories), or name a split's file (DIR/throughput_8k.jsonl);
+    /// each line's `messages[0].content` is the prompt, `category` its category.
+    SpeedBench,
     /// ShareGPT JSON, as vLLM's and AIPerf's `sharegpt`: the first turn is the prompt, the
     /// second's length the output length.
     Sharegpt,
@@ -110,13 +114,14 @@ impl DatasetArg {
         }
         let path = || {
             path.clone().map_or_else(
-                || invalid("--dataset spec-bench, sharegpt, sonnet, jsonl and hf need --dataset-path"),
+                || invalid("--dataset spec-bench, speed-bench, sharegpt, sonnet, jsonl and hf need --dataset-path"),
                 Ok,
             )
         };
         Ok(match self {
             DatasetArg::Synthetic => Dataset::Synthetic,
             DatasetArg::SpecBench => Dataset::SpecBench(path()?),
+            DatasetArg::SpeedBench => Dataset::SpeedBench(speed_bench_split(&path()?)?),
             DatasetArg::Sharegpt => Dataset::ShareGpt(path()?),
             DatasetArg::Sonnet => Dataset::Sonnet(path()?),
             DatasetArg::Jsonl => Dataset::Jsonl(path()?),
@@ -125,14 +130,33 @@ impl DatasetArg {
     }
 }
 
+/// The SPEED-Bench split `path` names: a folder's `qualitative.jsonl`, or a split's file.
+fn speed_bench_split(path: &Path) -> Result<PathBuf, CollectorError> {
+    let file = if path.is_dir() {
+        path.join("qualitative.jsonl")
+    } else {
+        path.to_path_buf()
+    };
+    if file.is_file() {
+        Ok(file)
+    } else {
+        invalid(format!(
+            "{} is not a SPEED-Bench split: give the folder its public release is prepared into (it reads qualitative.jsonl) or one split's file, e.g. throughput_8k.jsonl",
+            path.display()
+        ))
+    }
+}
+
 /// The prompts of `bench` and `sweep`: synthetic (random tokens) by default, or a file.
 #[derive(Debug, Clone, Args)]
 #[command(next_help_heading = "Workload")]
 pub struct DatasetFlags {
-    /// Where the prompts come from (acceptance depends on the text: random tokens bias it low).
+    /// Where the prompts come from (acceptance depends on the text: random tokens stand for no
+    /// real traffic; SPEED-Bench is the reference workload).
     #[arg(long, value_enum, default_value_t = DatasetArg::Synthetic)]
     pub dataset: DatasetArg,
-    /// File for --dataset spec-bench, sharegpt, sonnet, jsonl or hf.
+    /// File for --dataset spec-bench, sharegpt, sonnet, jsonl or hf; folder (or split file) for
+    /// speed-bench.
     #[arg(long)]
     pub dataset_path: Option<PathBuf>,
     #[command(flatten)]
@@ -917,7 +941,7 @@ impl AcceptArgs {
             self.dataset,
             DatasetArg::Synthetic | DatasetArg::Sharegpt | DatasetArg::Sonnet
         ) {
-            return invalid("accept measures a dataset's categories: --dataset spec-bench or jsonl");
+            return invalid("accept measures a dataset's categories: --dataset spec-bench, speed-bench or jsonl");
         }
         let dataset = self.dataset.with_path(Some(self.dataset_path.clone()), &self.columns)?;
         let run = bench::Plan {
