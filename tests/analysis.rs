@@ -255,6 +255,43 @@ fn a_sweep_measures_the_step_cost_the_sim_is_configured_with() {
         );
     }
     assert!(steady >= 2, "{steady} steady levels\n{out}");
+
+    // The calibrated prediction: the roofline fitted to plain's curve alone (its ridge, 8, is
+    // recovered) fed with the arm's E at concurrency 1, within 10 % of the measured crossing;
+    // `model --calibrate` on the same folder predicts the same from that E.
+    let calibrated = &table["arms"][0]["calibrated"];
+    let ridge = calibrated["fit"]["ridge_tokens"]
+        .as_f64()
+        .unwrap_or_else(|| panic!("{table}"));
+    assert!((ridge / 8.0 - 1.0).abs() < 0.10, "fitted ridge {ridge}");
+    let predicted = calibrated["break_even_batch"].as_f64().unwrap();
+    let measured = table["arms"][0]["table"]["crossing"]
+        .as_f64()
+        .unwrap_or_else(|| panic!("{out}"));
+    assert!(
+        (predicted / measured - 1.0).abs() < 0.10,
+        "calibrated B* {predicted} vs measured {measured}\n{out}"
+    );
+    assert!(out.contains("Calibrated prediction: B* = "), "{out}");
+    let e = calibrated["acceptance_length"].as_f64().unwrap();
+    let (code, model_out, err) = run_speclens(&[
+        "model",
+        "--calibrate",
+        dir.path().to_str().unwrap(),
+        "--measured-E",
+        &e.to_string(),
+        "--measured-k",
+        "3",
+        "--draft-cost",
+        "0.2",
+        "--json",
+    ]);
+    assert_eq!(code, 0, "{err}");
+    let from_cli: Value = serde_json::from_str(&model_out).unwrap();
+    assert!(
+        (from_cli["break_even_batch"].as_f64().unwrap() - predicted).abs() < 1e-9,
+        "{from_cli}"
+    );
 }
 
 /// A sweep run past saturation: both servers hold 8 sequences (more wait), so from 8 on

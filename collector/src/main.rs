@@ -64,7 +64,15 @@ fn run(cli: Cli) -> anyhow::Result<()> {
         Command::Read(args) => speclens::read::run(&args.dir)?,
         Command::Check(args) => speclens::check_cmd::run(&args.plan()?)?,
         Command::Report(args) => speclens::report::run(args.plan(), args.web_dir)?,
-        Command::Model(args) => speclens::model_cmd::run(&args.report()?, args.json)?,
+        Command::Model(args) => {
+            let report = args.report()?;
+            match (&args.calibrate, &report.measured) {
+                (Some(sweep), Some(m)) => {
+                    speclens::model_cmd::calibrate(sweep, m.measured_e, m.draft_tokens, report.draft_cost, args.json)?
+                }
+                _ => speclens::model_cmd::run(&report, args.json)?,
+            }
+        }
         Command::Scrape(args) => runtime.block_on(speclens::scrape_cmd::run(&args.url, args.watch, args.interval))?,
         Command::Probe(args) => runtime.block_on(speclens::probe_cmd::run(args.plan()?))?,
     }

@@ -173,6 +173,7 @@ pub(crate) mod tests {
             by_category: Vec::new(),
             step_cost: Vec::new(),
             saturation: Default::default(),
+            calibrated: None,
             sustained_within_slo: None,
         }
     }

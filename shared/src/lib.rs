@@ -4,6 +4,7 @@
 
 pub mod aggregate;
 pub mod aiperf;
+pub mod calibrate;
 pub mod capped;
 pub mod chart;
 pub mod engine;

@@ -253,6 +253,12 @@ pub struct ModelArgs {
     /// Batch size at which the best k is chosen.
     #[arg(long, default_value_t = 64.0)]
     pub batch: f64,
+    /// Calibrate the model on your own engine: fit the roofline's ridge and a sequence's token
+    /// rate to the plain arm of this sweep (its sweep.json, or the folder holding it), then
+    /// predict B* from --measured-E (a cheap low-load bench or accept), before the speculative
+    /// sweep is run.
+    #[arg(long, value_name = "SWEEP", requires = "measured_e")]
+    pub calibrate: Option<PathBuf>,
     /// Print JSON instead of text.
     #[arg(long)]
     pub json: bool,

@@ -474,6 +474,7 @@ mod sweep_chart_tests {
             by_category: Vec::new(),
             step_cost: Vec::new(),
             saturation: Default::default(),
+            calibrated: None,
             sustained_within_slo: None,
         });
         let mut without = String::new();
@@ -546,6 +547,7 @@ mod sweep_chart_tests {
             by_category: Vec::new(),
             step_cost: Vec::new(),
             saturation: Default::default(),
+            calibrated: None,
             sustained_within_slo: None,
         };
         let mut table = SweepFile::default();

@@ -12,6 +12,7 @@ use super::levels::{throughput, Arm, Axis, Level};
 use super::pair::PairTable;
 use super::saturation::Saturation;
 use super::step_cost::StepCostRow;
+use crate::calibrate::RooflineFit;
 use crate::model::Costs;
 use crate::results::{EngineLoad, RunResult};
 
@@ -138,10 +139,26 @@ pub struct ArmSweep {
     /// Its throughput's knee and over-saturation against load (see [`super::saturation`]).
     #[serde(default, skip_serializing_if = "Saturation::is_empty")]
     pub saturation: Saturation,
+    /// B* predicted from plain's curve alone (the roofline fitted to it) and this arm's E at
+    /// its lowest level: what could be known before the speculative sweep.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub calibrated: Option<CalibratedPrediction>,
     /// The highest level at which at least [`SLO_ATTAINMENT`] of its requests met every
     /// `--goodput` objective (when they were given and some level did).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub sustained_within_slo: Option<f64>,
+}
+
+/// The model calibrated on plain's curve, fed with an arm's low-load acceptance.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct CalibratedPrediction {
+    pub fit: RooflineFit,
+    /// The arm's acceptance length and draft tokens per draft at `at_level`, its lowest.
+    pub acceptance_length: f64,
+    pub draft_tokens: f64,
+    pub at_level: f64,
+    pub draft_cost: f64,
+    pub break_even_batch: f64,
 }
 
 /// Two speculative arms against each other: `first` in the table's spec columns, `second` in
@@ -446,6 +463,30 @@ fn saturation_of(points: &[NamedPoint<'_>], arm: &str) -> Saturation {
     Saturation::of(&curve)
 }
 
+/// The roofline fitted to plain's concurrency curve, fed with `arm`'s E at its lowest level.
+fn calibrated_of(points: &[NamedPoint<'_>], arm: &str, costs: Costs) -> Option<CalibratedPrediction> {
+    let plain: Vec<(f64, f64)> = points
+        .iter()
+        .filter(|p| p.arm == BASE_ARM && p.level.axis().is_concurrency())
+        .filter_map(|p| Some((p.level.value(), throughput(p.result)?)))
+        .collect();
+    let fit = RooflineFit::of(&plain)?;
+    let lowest = points
+        .iter()
+        .filter(|p| p.arm == arm && p.level.axis().is_concurrency())
+        .filter_map(|p| Some((p.level.value(), super::step_cost::acceptance(p.result)?)))
+        .min_by(|a, b| a.0.total_cmp(&b.0))?;
+    let (at_level, (e, d)) = lowest;
+    Some(CalibratedPrediction {
+        break_even_batch: fit.break_even(e, d, costs.draft_cost),
+        fit,
+        acceptance_length: e,
+        draft_tokens: d,
+        at_level,
+        draft_cost: costs.draft_cost,
+    })
+}
+
 /// Acceptance length pooled over `arm`'s points, and its per-position rates weighted by drafts.
 fn pooled_acceptance(points: &[NamedPoint<'_>], arm: &str) -> (Option<u32>, Option<f64>, Option<f64>, Vec<f64>) {
     let mine: Vec<&RunResult> = points.iter().filter(|p| p.arm == arm).map(|p| p.result).collect();
@@ -515,6 +556,7 @@ impl Arms {
                     by_category: category_rows(points, name),
                     step_cost: step_cost_rows(points, name, costs),
                     saturation: saturation_of(points, name),
+                    calibrated: calibrated_of(points, name, costs),
                     sustained_within_slo: sustained(points, name),
                 }
             })
@@ -636,6 +678,28 @@ impl Arms {
             .collect()
     }
 
+    /// Each arm's calibrated prediction beside its measured crossing, a line each.
+    fn render_calibrated(&self) -> String {
+        let mut out = String::new();
+        for a in &self.arms {
+            let Some(c) = &a.calibrated else { continue };
+            let measured = match a.table.crossing {
+                Some(b) => format!(
+                    "; measured B* = {b:.1}, the calibrated model off by {:+.0} %",
+                    (c.break_even_batch / b - 1.0) * 100.0
+                ),
+                None => "; no measured crossing to hold it to".to_string(),
+            };
+            out.push_str(&format!(
+                "  {}: {} at concurrency {}{measured}\n",
+                a.name,
+                c.fit.sentence(c.acceptance_length, c.draft_tokens, c.draft_cost),
+                c.at_level
+            ));
+        }
+        out
+    }
+
     /// The knee and over-saturation of every arm and plain, one line (empty when none found).
     fn render_saturation(&self) -> String {
         let mut parts: Vec<String> = self
@@ -663,7 +727,8 @@ impl Arms {
 
     /// Latency, engine load and sustained load beside throughput.
     pub fn render_beside(&self) -> String {
-        let mut out = self.render_saturation();
+        let mut out = self.render_calibrated();
+        out.push_str(&self.render_saturation());
         out.push_str(&self.render_categories());
         out.push_str(&self.render_latency());
         for a in self.arms.iter().filter(|a| !a.step_cost.is_empty()) {
@@ -852,6 +917,7 @@ mod tests {
                 by_category: Vec::new(),
                 step_cost: Vec::new(),
                 saturation: Saturation::default(),
+                calibrated: None,
                 sustained_within_slo: None,
             }],
             ..Arms::default()

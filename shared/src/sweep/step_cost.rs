@@ -61,7 +61,7 @@ impl StepCostRow {
 
 /// The acceptance length and draft tokens per draft of one point, from its counts (k where
 /// the engine counts no draft tokens).
-fn acceptance(result: &RunResult) -> Option<(f64, f64)> {
+pub fn acceptance(result: &RunResult) -> Option<(f64, f64)> {
     let (drafts, accepted, draft_tokens) = result.spec_counts()?;
     let e = crate::figures::acceptance_length(accepted, drafts)?;
     let per_draft = draft_tokens
