@@ -16,14 +16,7 @@ fn arms_with_rows(table: &SweepFile) -> Vec<(&crate::sweep::arms::ArmSweep, RGBC
         .arms
         .iter()
         .enumerate()
-        .map(|(i, a)| {
-            let color = if i == 0 {
-                colors::SPECULATIVE
-            } else {
-                colors::OTHERS[(i - 1) % colors::OTHERS.len()]
-            };
-            (a, color)
-        })
+        .map(|(i, a)| (a, super::sweep::arm_color(i)))
         .filter(|(a, _)| !a.step_cost.is_empty())
         .collect()
 }

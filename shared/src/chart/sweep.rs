@@ -15,6 +15,15 @@ struct ArmLine<'a> {
     table: &'a PairTable,
 }
 
+/// The colour of a sweep's `i`-th speculative arm on every sweep chart: the first in the
+/// speculative colour, the others in turn.
+pub(crate) fn arm_color(i: usize) -> RGBColor {
+    match i {
+        0 => colors::SPECULATIVE,
+        _ => colors::OTHERS[(i - 1) % colors::OTHERS.len()],
+    }
+}
+
 /// The arms to draw: every arm of a multi-arm sweep, each in its own colour, else the one.
 fn arm_lines(table: &SweepFile) -> Vec<ArmLine<'_>> {
     if table.arms.arms.len() > 1 {
@@ -25,11 +34,7 @@ fn arm_lines(table: &SweepFile) -> Vec<ArmLine<'_>> {
             .enumerate()
             .map(|(i, a)| ArmLine {
                 name: a.name.clone(),
-                color: if i == 0 {
-                    colors::SPECULATIVE
-                } else {
-                    colors::OTHERS[(i - 1) % colors::OTHERS.len()]
-                },
+                color: arm_color(i),
                 table: &a.table,
             })
             .collect()
