@@ -19,5 +19,6 @@ pub mod serve;
 pub mod session;
 pub mod sim;
 pub mod sweep;
+pub mod watch_cmd;
 
 pub use error::CollectorError;

@@ -48,6 +48,9 @@ pub enum Error {
     /// A Prometheus HTTP API answer is an error or not the shape it documents.
     #[error("Prometheus API: {0}")]
     PrometheusApi(String),
+    /// Settings of `speclens rules` or `speclens grafana` that Prometheus would refuse.
+    #[error("{0}")]
+    Rules(String),
     /// A `--fail-if` gate is not well formed.
     #[error("invalid --fail-if gate {0}")]
     Gate(String),

@@ -38,6 +38,7 @@ pub mod sweep;
 pub mod tail;
 pub mod view;
 pub mod warnings;
+pub mod watch;
 pub mod whatif;
 
 pub use error::Error;

@@ -60,6 +60,115 @@ pub enum Command {
     /// Compare a run or sweep with a stored baseline, each figure within its noise; exit 3 when
     /// one got worse (for CI).
     Check(CheckArgs),
+    /// Prometheus recording and alerting rules for spec-decode figures, speclens's own formulas
+    /// for every engine (and a load alert at a sweep's measured break-even).
+    Rules(Box<RulesArgs>),
+    /// A Grafana dashboard over the series `speclens rules` records, for one engine or all.
+    Grafana(GrafanaArgs),
+}
+
+/// Which engines' rules or panels: one, or all of them.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub enum EngineChoice {
+    All,
+    Vllm,
+    Sglang,
+    Trtllm,
+    Llamacpp,
+}
+
+impl EngineChoice {
+    /// The engine, `None` for all of them.
+    pub fn engine(self) -> Option<speclens_shared::engine::Engine> {
+        use speclens_shared::engine::Engine;
+        match self {
+            EngineChoice::All => None,
+            EngineChoice::Vllm => Some(Engine::Vllm),
+            EngineChoice::Sglang => Some(Engine::Sglang),
+            EngineChoice::Trtllm => Some(Engine::Trtllm),
+            EngineChoice::Llamacpp => Some(Engine::LlamaCpp),
+        }
+    }
+}
+
+/// Flags of `speclens rules`.
+#[derive(Debug, Clone, Args)]
+pub struct RulesArgs {
+    /// The engine whose counters the rules read (all four by default).
+    #[arg(long, value_enum, default_value_t = EngineChoice::All)]
+    pub engine: EngineChoice,
+    /// Label matchers every query carries, in PromQL (`job=~"vllm.*"`), braces optional.
+    #[arg(long, default_value = "")]
+    pub selector: String,
+    /// The rate window of every recorded figure (a Prometheus duration: 30s, 5m, 1h).
+    #[arg(long, default_value = "5m")]
+    pub window: String,
+    /// The rule groups' evaluation interval (Prometheus's global one by default).
+    #[arg(long)]
+    pub interval: Option<String>,
+    /// Alert when the acceptance length stays under this many tokens a step.
+    #[arg(long, default_value_t = 1.5)]
+    pub min_acceptance_length: f64,
+    /// The trailing range the acceptance length is compared with.
+    #[arg(long, default_value = "1d")]
+    pub baseline: String,
+    /// Alert when the acceptance length falls this many percent under its baseline.
+    #[arg(long, default_value_t = 20.0)]
+    pub baseline_drop_pct: f64,
+    /// How long a condition holds before its alert fires.
+    #[arg(long = "for", default_value = "10m")]
+    pub hold: String,
+    /// A sweep (sweep.json, or its folder): alert when running requests stay above the
+    /// break-even it measured (plain ahead from there).
+    #[arg(long, value_name = "SWEEP")]
+    pub from_sweep: Option<std::path::PathBuf>,
+    /// Write the rule file here (atomically; checked with promtool when it is installed)
+    /// instead of printing it.
+    #[arg(long, short)]
+    pub out: Option<std::path::PathBuf>,
+}
+
+impl RulesArgs {
+    /// The rule settings these flags ask for.
+    pub fn settings(&self) -> Result<speclens_shared::watch::rules::RuleSettings, CollectorError> {
+        use speclens_shared::engine::Engine;
+        use speclens_shared::watch::{promql::Scope, rules::RuleSettings};
+        let engines = self.engine.engine().map_or_else(|| Engine::ALL.to_vec(), |e| vec![e]);
+        let matchers = self.selector.trim().trim_start_matches('{').trim_end_matches('}').trim().to_string();
+        let mut settings = RuleSettings::new(
+            engines,
+            Scope {
+                matchers,
+                window: self.window.clone(),
+            },
+        );
+        settings.interval = self.interval.clone();
+        settings.min_acceptance_length = self.min_acceptance_length;
+        settings.baseline = self.baseline.clone();
+        settings.baseline_drop_pct = self.baseline_drop_pct;
+        settings.hold = self.hold.clone();
+        if let Some(sweep) = &self.from_sweep {
+            settings.cutoff = Some(crate::watch_cmd::cutoff_of_sweep(sweep)?);
+        }
+        settings
+            .check()
+            .map_err(|e| CollectorError::InvalidArgument(e.to_string()))?;
+        Ok(settings)
+    }
+}
+
+/// Flags of `speclens grafana`.
+#[derive(Debug, Clone, Args)]
+pub struct GrafanaArgs {
+    /// The engine the dashboard is for (all four by default).
+    #[arg(long, value_enum, default_value_t = EngineChoice::All)]
+    pub engine: EngineChoice,
+    /// The rate window of the recorded series it reads (as given to `speclens rules`).
+    #[arg(long, default_value = "5m")]
+    pub window: String,
+    /// Write the dashboard JSON here (atomically) instead of printing it.
+    #[arg(long, short)]
+    pub out: Option<std::path::PathBuf>,
 }
 
 /// Flags of `speclens check`.

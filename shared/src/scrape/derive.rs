@@ -8,6 +8,10 @@ use std::collections::{BTreeMap, BTreeSet};
 use serde::{Deserialize, Serialize};
 
 use super::counters::{CounterSet, SpecConfig, SpecCounters};
+use super::formulas::{
+    sources, Figure, Source, SGLANG_ACCEPTED, SGLANG_LENGTH, TRTLLM_PAIR_LENGTH, TRTLLM_PAIR_POSITION, TRTLLM_PAIR_RATE, VLLM_LENGTH,
+    VLLM_POSITION, VLLM_RATE,
+};
 use super::gauges::GaugeMeans;
 use super::schema::{Family, DRAFTS, DRAFT_TOKENS};
 use crate::error::Error;
@@ -138,24 +142,11 @@ fn derive_vllm(delta: &SpecCounters, facts: &WindowFacts) -> Result<SpecDecodeDa
         return Err(Error::NoActivity);
     }
     let rounded_max = facts.rounded_max;
-    let drafts = delta.num_drafts as f64;
-    let accepted = delta.num_accepted_tokens as f64;
     let mut notes = Vec::new();
-    let mut acceptance_rate = (no_draft_tokens.is_none() && delta.num_draft_tokens > 0)
-        .then(|| accepted / delta.num_draft_tokens as f64 * 100.0);
-    let (acceptance_length, mut per_position_acceptance_rates) = if delta.num_drafts == 0 {
-        (0.0, BTreeMap::new())
-    } else {
-        let per_pos: BTreeMap<u32, f64> = delta
-            .accepted_per_pos
-            .iter()
-            .map(|(p, v)| (*p, *v as f64 / drafts))
-            .collect();
-        (
-            crate::figures::acceptance_length(accepted, drafts).unwrap_or(0.0),
-            per_pos,
-        )
-    };
+    let mut acceptance_rate = VLLM_RATE.eval(delta).filter(|_| no_draft_tokens.is_none());
+    // AISBench writes 0.0 for the length of a window without drafts.
+    let acceptance_length = VLLM_LENGTH.eval(delta).unwrap_or(0.0);
+    let mut per_position_acceptance_rates = VLLM_POSITION.eval_by_position(delta);
     if let Some(largest) = rounded_max {
         // A value v ≥ 1e6 printed with 6 significant digits is off by up to half its last digit.
         let digits = (largest as f64).log10().floor() as i32;
@@ -224,8 +215,8 @@ fn derive_trtllm(delta: &SpecCounters, facts: &WindowFacts) -> Result<SpecDecode
 /// are the steps that drafted position 0, the length 1 + Σ accepted ÷ drafts, and each
 /// position's rate accepted ÷ drafts, vLLM's definitions.
 fn trtllm_from_positions(delta: &SpecCounters, drafts: u64, gauges: &GaugeMeans) -> Result<SpecDecodeData, Error> {
-    let drafted: u64 = delta.drafted_per_pos.values().fold(0u64, |a, v| a.saturating_add(*v));
-    let accepted: u64 = delta.accepted_per_pos.values().fold(0u64, |a, v| a.saturating_add(*v));
+    let drafted = TRTLLM_PAIR_RATE.denominator_count(delta);
+    let accepted = TRTLLM_PAIR_RATE.numerator_count(delta);
     if accepted > drafted {
         return Err(Error::AcceptedAboveDrafted { accepted, drafted });
     }
@@ -236,15 +227,12 @@ fn trtllm_from_positions(delta: &SpecCounters, drafts: u64, gauges: &GaugeMeans)
         .copied()
         .collect();
     let at = |map: &BTreeMap<u32, u64>, pos: u32| map.get(&pos).copied().unwrap_or(0);
-    let per_position_acceptance_rates: BTreeMap<u32, f64> = positions
-        .iter()
-        .map(|p| (*p, at(&delta.accepted_per_pos, *p) as f64 / drafts as f64))
-        .collect();
+    let per_position_acceptance_rates = TRTLLM_PAIR_POSITION.eval_by_position(delta);
     let mut notes = vec![format!(
         "from TensorRT-LLM's per-position pair (trtllm_spec_decode_drafted_tokens_total and trtllm_spec_decode_accepted_tokens_total by token_position), added as each request finishes: drafts = Δ drafted at position 0, length = 1 + Σ Δ accepted ÷ drafts"
     )];
     if delta.num_draft_tokens > 0 {
-        let rate = crate::figures::acceptance_rate_pct(delta.num_accepted_tokens as f64, delta.num_draft_tokens as f64);
+        let rate = VLLM_RATE.eval(delta);
         notes.push(format!(
             "the iteration counters (every step, requests still running included) give an acceptance rate of {}",
             rate.map_or_else(|| "N/A".to_string(), |r| format!("{r:.2} %"))
@@ -276,8 +264,8 @@ fn trtllm_from_positions(delta: &SpecCounters, drafts: u64, gauges: &GaugeMeans)
         num_drafts: Some(drafts),
         draft_tokens: Some(drafted),
         accepted_tokens: accepted,
-        acceptance_rate: crate::figures::acceptance_rate_pct(accepted as f64, drafted as f64),
-        acceptance_length: crate::figures::acceptance_length_of_counts(accepted, drafts),
+        acceptance_rate: TRTLLM_PAIR_RATE.eval(delta),
+        acceptance_length: TRTLLM_PAIR_LENGTH.eval(delta),
         per_position_acceptance_rates,
         notes,
         spec_config: None,
@@ -302,12 +290,13 @@ fn trtllm_from_iterations(delta: &SpecCounters, facts: &WindowFacts) -> Result<S
         "TensorRT-LLM exported no per-position pair (trtllm_spec_decode_drafted_tokens_total by token_position, in its releases since 2026-03): no drafts, no per-position rates, and the length comes from its gauges"
             .to_string(),
     ];
-    let length = [
-        "trtllm_spec_decode_acceptance_length",
-        "trtllm_avg_decoded_tokens_per_iter",
-    ]
-    .iter()
-    .find_map(|name| gauges.get(name).map(|v| (name, v)));
+    // The length's sources after the pair: TensorRT-LLM's gauges, in order.
+    let length = sources(Engine::Trtllm, Figure::AcceptanceLength)
+        .iter()
+        .find_map(|source| match source {
+            Source::Gauge { name, .. } => source.eval(delta, gauges).map(|v| (*name, v)),
+            Source::Counters(_) => None,
+        });
     let acceptance_length = match length {
         Some((name, v)) => {
             notes.push(format!("acceptance length: {}", gauges.described(name)));
@@ -324,10 +313,7 @@ fn trtllm_from_iterations(delta: &SpecCounters, facts: &WindowFacts) -> Result<S
         num_drafts: None,
         draft_tokens: Some(delta.num_draft_tokens),
         accepted_tokens: delta.num_accepted_tokens,
-        acceptance_rate: crate::figures::acceptance_rate_pct(
-            delta.num_accepted_tokens as f64,
-            delta.num_draft_tokens as f64,
-        ),
+        acceptance_rate: VLLM_RATE.eval(delta),
         acceptance_length,
         per_position_acceptance_rates: BTreeMap::new(),
         notes,
@@ -344,13 +330,14 @@ fn derive_sglang(delta: &SpecCounters, gauges: &GaugeMeans) -> Result<SpecDecode
     let generation = delta.generation_tokens.unwrap_or(0);
     let requests = delta.requests.unwrap_or(0);
     // Every request's first token comes from prefill; each verify step gives accepted + 1.
-    let Some(accepted) = generation.checked_sub(requests).and_then(|t| t.checked_sub(verify)) else {
+    if generation < requests.saturating_add(verify) {
         return Err(Error::GeneratedBelowSteps {
             generated: generation,
             requests,
             verify,
         });
-    };
+    }
+    let accepted = super::formulas::signed_count(SGLANG_ACCEPTED, delta);
     let mut notes = vec![
         format!(
             "acceptance length = (Δ sglang:generation_tokens_total − Δ sglang:num_requests_total) / Δ sglang:spec_verify_calls_total; SGLang's own convention (Δgeneration / Δverify, the first token counted) gives {:.2}",
@@ -384,7 +371,7 @@ fn derive_sglang(delta: &SpecCounters, gauges: &GaugeMeans) -> Result<SpecDecode
         draft_tokens: None,
         accepted_tokens: accepted,
         acceptance_rate,
-        acceptance_length: Some((generation - requests) as f64 / verify as f64),
+        acceptance_length: SGLANG_LENGTH.eval(delta),
         per_position_acceptance_rates: BTreeMap::new(),
         notes,
         spec_config: None,

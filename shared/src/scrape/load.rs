@@ -3,6 +3,9 @@
 
 use crate::prom;
 
+/// vLLM's running-requests gauge (summed over its engines), read here and by the alert rules.
+pub const VLLM_RUNNING: &str = "vllm:num_requests_running";
+
 /// The engine's own load in one scrape (vLLM's families): KV-cache usage (mean over engines),
 /// running and waiting requests and preemptions so far (summed over engines). A family the
 /// text lacks is `None`.
@@ -30,7 +33,7 @@ impl LoadSample {
                     kv += sample.value;
                     kv_n += 1;
                 }
-                "vllm:num_requests_running" => add(&mut running, sample.value),
+                VLLM_RUNNING => add(&mut running, sample.value),
                 "vllm:num_requests_waiting" => add(&mut waiting, sample.value),
                 "vllm:num_preemptions_total" => add(&mut preempted, sample.value),
                 _ => {}

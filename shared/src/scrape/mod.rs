@@ -1,11 +1,13 @@
 //! The server-scrape path (docs/METRICS.md §1), from a `/metrics` text to a window's figures, in
 //! order of use: which engine and families a text holds (`schema`), the counters of one scrape
 //! (`counters`), the text read into them (`parse`), gauges averaged (`gauges`), the engine's load
-//! (`load`), a window's delta and figures (`derive`), one server's window result and its
+//! (`load`), each figure's formula per engine, shared with the PromQL writer (`formulas`), a window's
+//! delta and figures (`derive`), one server's window result and its
 //! AISBench console block (`window`), and reset-aware accumulation for live sampling (`live`).
 
 pub mod counters;
 pub mod derive;
+pub mod formulas;
 pub mod gauges;
 pub mod live;
 pub mod load;

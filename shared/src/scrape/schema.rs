@@ -43,8 +43,9 @@ pub const ENGINE_GAUGES: [&str; 9] = [
     "sglang:spec_block_accept_length",
 ];
 
-#[derive(Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
-pub(crate) enum Family {
+/// A spec-decode counter family, whatever the engine's name for it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
+pub enum Family {
     Drafts,
     DraftTokens,
     Accepted,
@@ -91,7 +92,7 @@ pub(crate) fn counter_family(name: &str) -> Option<(Engine, Family)> {
 }
 
 /// The family's metric name (without prefix) in a schema.
-pub(crate) fn family_name(schema: Engine, family: Family) -> &'static str {
+pub fn family_name(schema: Engine, family: Family) -> &'static str {
     match (schema, family) {
         (Engine::Sglang, Family::Drafts) => VERIFY_CALLS,
         (_, Family::Drafts) => DRAFTS,
@@ -106,7 +107,7 @@ pub(crate) fn family_name(schema: Engine, family: Family) -> &'static str {
 }
 
 /// The label that carries the draft position on a schema's per-position families.
-pub(crate) fn position_label(schema: Engine) -> &'static str {
+pub fn position_label(schema: Engine) -> &'static str {
     match schema {
         Engine::Trtllm => "token_position",
         _ => "position",
