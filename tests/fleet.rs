@@ -4,78 +4,20 @@
 //! restarts mid-run gives correct totals through Prometheus and a reset report on the direct
 //! path.
 
-use std::path::Path;
-use std::process::{Child, Command, Stdio};
 use std::time::Duration;
 
 use serde_json::Value;
 
 use crate::common::browser::free_port;
-use crate::common::{run_speclens, wait_for, Speclens};
+use crate::common::prometheus::{host_port, Prometheus, ScrapeJob};
+use crate::common::{run_speclens, Speclens};
 
-/// A Prometheus server with its own data folder; killed when dropped.
-struct Prometheus {
-    child: Child,
-    url: String,
-    _data: tempfile::TempDir,
-}
-
-impl Drop for Prometheus {
-    fn drop(&mut self) {
-        let _ = self.child.kill();
-        let _ = self.child.wait();
-    }
-}
-
-/// `host:port` of a base URL.
-fn host_port(url: &str) -> String {
-    url.trim_start_matches("http://").trim_end_matches('/').to_string()
-}
-
-/// Start Prometheus scraping `targets` (job `vllm`) every 100 ms; wait until every one is up.
 async fn start_prometheus(targets: &[String]) -> Prometheus {
     start_prometheus_job("vllm", targets).await
 }
 
 async fn start_prometheus_job(job: &str, targets: &[String]) -> Prometheus {
-    let bin = std::env::var("PROMETHEUS").unwrap_or_else(|_| "/usr/bin/prometheus".into());
-    assert!(
-        Path::new(&bin).exists(),
-        "prometheus not found at {bin}: `bash scripts/test.sh` installs Debian's prometheus"
-    );
-    let data = tempfile::tempdir().unwrap();
-    let list: Vec<String> = targets.iter().map(|t| format!("'{}'", host_port(t))).collect();
-    let config = format!(
-        "global:\n  scrape_interval: 100ms\n  scrape_timeout: 90ms\nscrape_configs:\n  - job_name: {job}\n    static_configs:\n      - targets: [{}]\n",
-        list.join(", ")
-    );
-    std::fs::write(data.path().join("prometheus.yml"), config).unwrap();
-    let port = free_port();
-    let child = Command::new(&bin)
-        .arg(format!(
-            "--config.file={}",
-            data.path().join("prometheus.yml").display()
-        ))
-        .arg(format!("--storage.tsdb.path={}", data.path().join("data").display()))
-        .arg(format!("--web.listen-address=127.0.0.1:{port}"))
-        .arg("--log.level=warn")
-        .stdout(Stdio::null())
-        .stderr(Stdio::null())
-        .spawn()
-        .expect("start prometheus");
-    let p = Prometheus {
-        child,
-        url: format!("http://127.0.0.1:{port}"),
-        _data: data,
-    };
-    let up = format!("{}/api/v1/query?query=sum(up%7Bjob%3D%22{job}%22%7D)", p.url);
-    let want = targets.len().to_string();
-    wait_for("every target up in Prometheus", Duration::from_secs(60), || async {
-        let v: Value = reqwest::get(&up).await.ok()?.json().await.ok()?;
-        (v["data"]["result"][0]["value"][1].as_str()? == want).then_some(())
-    })
-    .await;
-    p
+    Prometheus::start(&[ScrapeJob::new(job, targets)], None).await
 }
 
 fn bench(urls: &[String], prometheus: &str, extra: &[&str]) -> (String, Value) {

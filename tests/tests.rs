@@ -20,3 +20,4 @@ mod real_vllm;
 mod reference_data;
 mod sim_server;
 mod structure;
+mod watch;

@@ -4,6 +4,7 @@
 #![allow(dead_code)]
 
 pub mod browser;
+pub mod prometheus;
 
 use std::io::{BufRead, BufReader, Read};
 use std::path::{Path, PathBuf};

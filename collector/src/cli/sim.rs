@@ -185,6 +185,13 @@ pub struct FaultArgs {
     /// after this many have finished.
     #[arg(long)]
     pub reset_counters_after: Option<u64>,
+    /// Lower the acceptance of every request that arrives once this many have finished (a
+    /// drafter gone stale, traffic that changed mid-run), by --acceptance-drop-factor.
+    #[arg(long, requires = "acceptance_drop_factor")]
+    pub acceptance_drop_after: Option<u64>,
+    /// What each conditional acceptance rate is multiplied by after --acceptance-drop-after.
+    #[arg(long, requires = "acceptance_drop_after")]
+    pub acceptance_drop_factor: Option<f64>,
     /// Write `/metrics` as in multiprocess mode (no `_created` gauges).
     #[arg(long)]
     pub multiproc_exposition: bool,
@@ -269,6 +276,7 @@ impl SimArgs {
             ("stall-rate", f.stall_rate),
             ("hang-rate", f.hang_rate),
             ("oversized-rate", f.oversized_rate),
+            ("acceptance-drop-factor", f.acceptance_drop_factor.unwrap_or(0.0)),
         ] {
             check_fraction(name, v)?;
         }
@@ -404,6 +412,7 @@ impl From<&FaultArgs> for Faults {
             metrics_down_after: f.metrics_down_after,
             metrics_down_until: f.metrics_down_until,
             reset_counters_after: f.reset_counters_after,
+            acceptance_drop: f.acceptance_drop_after.zip(f.acceptance_drop_factor),
             multiproc_exposition: f.multiproc_exposition,
             malformed_metrics: f.malformed_metrics,
             no_perf_metrics: f.no_perf_metrics,

@@ -526,7 +526,14 @@ async fn completions(State(state): State<Arc<SimState>>, headers: HeaderMap, bod
         StreamFault::None
     };
 
-    let seqs = sequences(s, &req, number, &checked);
+    let mut seqs = sequences(s, &req, number, &checked);
+    if let Some((after, factor)) = f.acceptance_drop {
+        if state.finished_requests() >= after {
+            for seq in &mut seqs {
+                seq.profile = seq.profile.scaled(factor);
+            }
+        }
+    }
     let Checked {
         n,
         prompt_tokens,

@@ -82,6 +82,9 @@ pub struct Faults {
     /// Simulate a restart (all counters back to zero) before the first request that arrives
     /// after this many have finished.
     pub reset_counters_after: Option<u64>,
+    /// `(after, factor)`: every request that arrives once `after` have finished has its
+    /// acceptance multiplied by `factor` (a drafter gone stale, traffic that changed mid-run).
+    pub acceptance_drop: Option<(u64, f64)>,
     /// Write `/metrics` as in multiprocess mode (no `_created` gauges).
     pub multiproc_exposition: bool,
     /// Add malformed lines to `/metrics`.
