@@ -251,8 +251,9 @@ fn help(cmd: &str) -> String {
     String::from_utf8(out.stdout).unwrap()
 }
 
-const COMMANDS: [&str; 13] = [
+const COMMANDS: [&str; 15] = [
     "", "serve", "sim", "bench", "scrape", "probe", "model", "sweep", "read", "report", "accept", "demo", "check",
+    "rules", "grafana",
 ];
 
 #[test]

@@ -32,7 +32,16 @@ fn write_rules(dir: &Path, args: &[&str]) -> PathBuf {
 fn bench(url: &str, n: &str, extra: &[&str]) -> Value {
     let dir = tempfile::tempdir().unwrap();
     let out = dir.path().join("run");
-    let mut args = vec!["bench", "--url", url, "--num-prompts", n, "--quiet", "--out", out.to_str().unwrap()];
+    let mut args = vec![
+        "bench",
+        "--url",
+        url,
+        "--num-prompts",
+        n,
+        "--quiet",
+        "--out",
+        out.to_str().unwrap(),
+    ];
     args.extend_from_slice(extra);
     let (code, stdout, stderr) = run_speclens(&args);
     assert_eq!(code, 0, "{stdout}{stderr}");
@@ -68,9 +77,12 @@ async fn recorded_series_equal_the_bench_window_on_every_engine_shape() {
         .collect();
     // A warm-up before Prometheus starts: the series an engine creates on first use
     // (TensorRT-LLM's positions, llama.cpp's families, SGLang's counters) exist from its first
-    // scrape, so the window's growth is all the bench's.
+    // scrape, so the window's growth is all the bench's. Its counts, 2/5 of the bench's, keep
+    // every series' first value far from zero: rate() then extrapolates each series of a target
+    // by the same factor (it stops short of a counter's zero point, which a small first value
+    // brings near), and their ratios are exact.
     for sim in &sims {
-        bench(&sim.url(), "4", &["--output-tokens", "16"]);
+        bench(&sim.url(), "16", &["--output-tokens", "32"]);
     }
     let dir = tempfile::tempdir().unwrap();
     let rules = write_rules(dir.path(), &["--window", "30s"]);
@@ -80,7 +92,7 @@ async fn recorded_series_equal_the_bench_window_on_every_engine_shape() {
         .map(|((name, _, path), sim)| ScrapeJob::new(name, &[sim.url()]).at_path(path))
         .collect();
     let prometheus = Prometheus::start(&jobs, Some(&rules)).await;
-    tokio::time::sleep(Duration::from_millis(800)).await;
+    tokio::time::sleep(Duration::from_millis(2000)).await;
     let urls: Vec<String> = sims.iter().map(Speclens::url).collect();
     let results: Vec<Value> = tokio::task::spawn_blocking(move || {
         urls.iter()
@@ -97,18 +109,18 @@ async fn recorded_series_equal_the_bench_window_on_every_engine_shape() {
         let window = &result["spec_decode"]["scrape"][0]["result"];
         assert_eq!(window["status"], "ok", "{engine}: {window}");
         let data = &window["data"];
-        // Ratios of counters from one target: the same growth, exactly (float rounding).
+        // Ratios of counters from one target: the same growth, to float rounding.
         let length = data["acceptance_length"].as_f64().unwrap();
         close(
             &format!("{engine} acceptance length"),
             one(p, &name("acceptance_length"), engine).await,
             length,
-            1e-9,
+            1e-6,
         );
         let rate = data["acceptance_rate"].as_f64().unwrap();
         // SGLang's rate is its gauge's mean: over the window's scrapes in speclens, over the
         // rule's 30 s in Prometheus (the warm-up's value before the bench): within 10 %.
-        let tolerance = if *engine == "sglang" { 0.10 } else { 1e-9 };
+        let tolerance = if *engine == "sglang" { 0.10 } else { 1e-6 };
         close(
             &format!("{engine} acceptance rate"),
             one(p, &name("acceptance_rate_percent"), engine).await,
@@ -116,34 +128,41 @@ async fn recorded_series_equal_the_bench_window_on_every_engine_shape() {
             tolerance,
         );
         // Per-second figures: the window's growth ÷ 30 s, but Prometheus's rate() extrapolates
-        // the growth by half a scrape interval past its first sample (about 5 s of samples
-        // here): within 3 %.
+        // the growth by half a scrape interval past each end of its samples (100 ms over at
+        // least 3 s of samples here): within 5 %.
         let drafts = data["num_drafts"].as_f64().unwrap();
         close(
             &format!("{engine} drafts/s"),
             one(p, &name("drafts_per_second"), engine).await,
             drafts / WINDOW_S,
-            0.03,
+            0.05,
         );
         let accepted = data["accepted_tokens"].as_f64().unwrap();
         close(
             &format!("{engine} accepted/s"),
             one(p, &name("accepted_tokens_per_second"), engine).await,
             accepted / WINDOW_S,
-            0.03,
+            0.05,
         );
         let positions = data["per_position_acceptance_rates"].as_object().unwrap();
         let recorded = p
-            .vector(&format!("{}{{serving_engine=\"{engine}\"}}", name("position_acceptance_rate")))
+            .vector(&format!(
+                "{}{{serving_engine=\"{engine}\"}}",
+                name("position_acceptance_rate")
+            ))
             .await;
-        assert_eq!(recorded.len(), positions.len(), "{engine}: {recorded:?} against {positions:?}");
+        assert_eq!(
+            recorded.len(),
+            positions.len(),
+            "{engine}: {recorded:?} against {positions:?}"
+        );
         for (labels, v) in &recorded {
             let pos = labels["position"].as_str().unwrap();
             close(
                 &format!("{engine} position {pos}"),
                 *v,
                 positions[pos].as_f64().unwrap(),
-                1e-9,
+                1e-6,
             );
         }
         if !positions.is_empty() {
@@ -153,14 +172,19 @@ async fn recorded_series_equal_the_bench_window_on_every_engine_shape() {
             let want = speclens_shared::model::implied_alpha(length, k);
             assert!((alpha - want).abs() < 2e-5, "{engine}: α {alpha} against {want}");
             let geometric = p
-                .vector(&format!("speclens:spec_decode_geometric_position_rate:rate30s{{serving_engine=\"{engine}\"}}"))
+                .vector(&format!(
+                    "speclens:spec_decode_geometric_position_rate:rate30s{{serving_engine=\"{engine}\"}}"
+                ))
                 .await;
             assert_eq!(geometric.len() as u32, k, "{engine}: {geometric:?}");
         }
     }
     // SGLang counts no draft tokens and no positions: no such series, not a zero.
     assert!(p
-        .vector(&format!("{}{{serving_engine=\"sglang\"}}", name("draft_tokens_per_second")))
+        .vector(&format!(
+            "{}{{serving_engine=\"sglang\"}}",
+            name("draft_tokens_per_second")
+        ))
         .await
         .is_empty());
     every_dashboard_query_evaluates(p, dir.path()).await;
@@ -192,7 +216,10 @@ async fn every_dashboard_query_evaluates(p: &Prometheus, dir: &Path) {
                 .filter(|w| w.starts_with("speclens:"))
                 .collect();
             if names.is_empty() {
-                assert!(guide.contains(expr), "{title}: the raw expression is not in docs/GRAFANA.md: {expr}");
+                assert!(
+                    guide.contains(expr),
+                    "{title}: the raw expression is not in docs/GRAFANA.md: {expr}"
+                );
             }
             for n in names {
                 assert!(records.contains(&n), "{title}: {n} is not a recorded series");
@@ -204,7 +231,10 @@ async fn every_dashboard_query_evaluates(p: &Prometheus, dir: &Path) {
             let answer = p.query(&query).await.unwrap();
             assert_eq!(answer["status"], "success", "{title}: {query}: {answer}");
             if title.contains("by instance") {
-                assert!(!answer["data"]["result"].as_array().unwrap().is_empty(), "{title}: no data");
+                assert!(
+                    !answer["data"]["result"].as_array().unwrap().is_empty(),
+                    "{title}: no data"
+                );
             }
         }
     }
@@ -243,12 +273,14 @@ async fn an_acceptance_drop_mid_run_and_a_load_past_the_break_even_fire_their_al
             "--baseline",
             "30s",
             "--for",
-            "0s",
+            "1s",
             "--from-sweep",
             sweep.to_str().unwrap(),
         ],
     );
     // 12 ms steps, α 0.8 (E 2.95 at k = 3) for the first 100 requests, then α 0.24 (E 1.31).
+    // Each alert must hold for 1 s: a request's prefill token comes a step before its first
+    // draft, so in the bench's first 100 ms output grows while drafts do not.
     let sim = Speclens::start(&[
         "sim",
         "--port",
@@ -264,9 +296,7 @@ async fn an_acceptance_drop_mid_run_and_a_load_past_the_break_even_fire_their_al
     ]);
     let prometheus = Prometheus::start(&[ScrapeJob::new("vllm", &[sim.url()])], Some(&rules)).await;
     let url = sim.url();
-    let run = tokio::task::spawn_blocking(move || {
-        bench(&url, "300", &["--max-concurrency", "8", "--output-tokens", "48"])
-    });
+    let run = tokio::task::spawn_blocking(move || bench(&url, "300", &["--concurrency", "8", "--output-tokens", "48"]));
     let started = Instant::now();
     let mut fired: Vec<(String, f64)> = Vec::new();
     while !run.is_finished() && started.elapsed() < Duration::from_secs(120) {
@@ -285,7 +315,13 @@ async fn an_acceptance_drop_mid_run_and_a_load_past_the_break_even_fire_their_al
     let when = |name: &str| fired.iter().find(|(n, _)| n == name).map(|(_, f)| *f);
     let drop = when("SpecDecodeAcceptanceLengthBelowBaseline")
         .unwrap_or_else(|| panic!("the baseline alert fired: {fired:?}"));
-    assert!(drop >= 100.0, "it fired after the drop (100 requests finished), at {drop}");
+    assert!(
+        drop >= 100.0,
+        "it fired after the drop (100 requests finished), at {drop}"
+    );
+    // E 1.31 after the drop is under the default floor of 1.5 too.
+    let low = when("SpecDecodeAcceptanceLengthLow").unwrap_or_else(|| panic!("the floor alert fired: {fired:?}"));
+    assert!(low >= 100.0, "{low}");
     assert!(
         when("SpecDecodeLoadPastBreakEven").is_some(),
         "8 requests running past the break-even of 4: {fired:?}"

@@ -76,7 +76,9 @@ fn run(cli: Cli) -> anyhow::Result<()> {
         Command::Scrape(args) => runtime.block_on(speclens::scrape_cmd::run(&args.url, args.watch, args.interval))?,
         Command::Probe(args) => runtime.block_on(speclens::probe_cmd::run(args.plan()?))?,
         Command::Rules(args) => speclens::watch_cmd::rules(&args.settings()?, args.out.as_ref())?,
-        Command::Grafana(args) => speclens::watch_cmd::dashboard(&args.window, args.engine.engine(), args.out.as_ref())?,
+        Command::Grafana(args) => {
+            speclens::watch_cmd::dashboard(&args.window, args.engine.engine(), args.out.as_ref())?
+        }
     }
     Ok(())
 }

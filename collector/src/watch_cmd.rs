@@ -24,7 +24,11 @@ fn written_by() -> String {
 /// recommendation's cut-off, on the concurrency axis.
 pub fn cutoff_of_sweep(path: &Path) -> Result<LoadCutoff, CollectorError> {
     let fail = |why: String| CollectorError::InvalidArgument(format!("--from-sweep {}: {why}", path.display()));
-    let file = if path.is_dir() { path.join("sweep.json") } else { path.to_path_buf() };
+    let file = if path.is_dir() {
+        path.join("sweep.json")
+    } else {
+        path.to_path_buf()
+    };
     let text = std::fs::read_to_string(&file).map_err(|e| fail(format!("cannot read {}: {e}", file.display())))?;
     let sweep: SweepFile =
         serde_json::from_str(&text).map_err(|e| fail(format!("{} is not a sweep.json: {e}", file.display())))?;
@@ -37,7 +41,10 @@ pub fn cutoff_of_sweep(path: &Path) -> Result<LoadCutoff, CollectorError> {
         ));
     }
     let cut = rec.cut_off.ok_or_else(|| {
-        fail("speculation was ahead at every level measured: no break-even to alert on (sweep higher concurrencies)".into())
+        fail(
+            "speculation was ahead at every level measured: no break-even to alert on (sweep higher concurrencies)"
+                .into(),
+        )
     })?;
     let label = file
         .parent()

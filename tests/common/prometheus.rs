@@ -62,9 +62,8 @@ impl Prometheus {
             "prometheus not found at {bin}: `bash scripts/test.sh` installs Debian's prometheus"
         );
         let data = tempfile::tempdir().unwrap();
-        let mut config = String::from(
-            "global:\n  scrape_interval: 100ms\n  scrape_timeout: 90ms\n  evaluation_interval: 200ms\n",
-        );
+        let mut config =
+            String::from("global:\n  scrape_interval: 100ms\n  scrape_timeout: 90ms\n  evaluation_interval: 200ms\n");
         if let Some(rules) = rules {
             config.push_str(&format!("rule_files:\n  - '{}'\n", rules.display()));
         }
@@ -81,7 +80,10 @@ impl Prometheus {
         std::fs::write(data.path().join("prometheus.yml"), config).unwrap();
         let port = free_port();
         let child = Command::new(&bin)
-            .arg(format!("--config.file={}", data.path().join("prometheus.yml").display()))
+            .arg(format!(
+                "--config.file={}",
+                data.path().join("prometheus.yml").display()
+            ))
             .arg(format!("--storage.tsdb.path={}", data.path().join("data").display()))
             .arg(format!("--web.listen-address=127.0.0.1:{port}"))
             .arg("--log.level=warn")

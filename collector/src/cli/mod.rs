@@ -134,7 +134,13 @@ impl RulesArgs {
         use speclens_shared::engine::Engine;
         use speclens_shared::watch::{promql::Scope, rules::RuleSettings};
         let engines = self.engine.engine().map_or_else(|| Engine::ALL.to_vec(), |e| vec![e]);
-        let matchers = self.selector.trim().trim_start_matches('{').trim_end_matches('}').trim().to_string();
+        let matchers = self
+            .selector
+            .trim()
+            .trim_start_matches('{')
+            .trim_end_matches('}')
+            .trim()
+            .to_string();
         let mut settings = RuleSettings::new(
             engines,
             Scope {

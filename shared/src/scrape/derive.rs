@@ -9,8 +9,8 @@ use serde::{Deserialize, Serialize};
 
 use super::counters::{CounterSet, SpecConfig, SpecCounters};
 use super::formulas::{
-    sources, Figure, Source, SGLANG_ACCEPTED, SGLANG_LENGTH, TRTLLM_PAIR_LENGTH, TRTLLM_PAIR_POSITION, TRTLLM_PAIR_RATE, VLLM_LENGTH,
-    VLLM_POSITION, VLLM_RATE,
+    sources, Figure, Source, SGLANG_ACCEPTED, SGLANG_LENGTH, TRTLLM_PAIR_LENGTH, TRTLLM_PAIR_POSITION,
+    TRTLLM_PAIR_RATE, VLLM_LENGTH, VLLM_POSITION, VLLM_RATE,
 };
 use super::gauges::GaugeMeans;
 use super::schema::{Family, DRAFTS, DRAFT_TOKENS};

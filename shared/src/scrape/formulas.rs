@@ -329,9 +329,11 @@ mod tests {
         let drafts = sources(Engine::Vllm, Figure::DraftsPerS)[0];
         assert_eq!(drafts.eval(&d, &GaugeMeans::default()), Some(100.0));
         // TensorRT-LLM's pair: 40 steps drafted position 0, 30 reached 1; 30 + 12 accepted.
-        let mut t = SpecCounters::default();
-        t.drafted_per_pos = [(0, 40), (1, 30)].into_iter().collect();
-        t.accepted_per_pos = [(0, 30), (1, 12)].into_iter().collect();
+        let t = SpecCounters {
+            drafted_per_pos: [(0, 40), (1, 30)].into_iter().collect(),
+            accepted_per_pos: [(0, 30), (1, 12)].into_iter().collect(),
+            ..SpecCounters::default()
+        };
         assert_eq!(TRTLLM_PAIR_LENGTH.eval(&t), Some(1.0 + 42.0 / 40.0));
         assert_eq!(TRTLLM_PAIR_RATE.eval(&t), Some(42.0 / 70.0 * 100.0));
         assert_eq!(

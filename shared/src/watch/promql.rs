@@ -46,7 +46,11 @@ impl Scope {
 
     /// `sum by (GROUP) (rate(name{…}[window]))`.
     fn rate(&self, name: &str) -> String {
-        format!("sum by ({GROUP}) (rate({}[{}]))", self.selector(name, None), self.window)
+        format!(
+            "sum by ({GROUP}) (rate({}[{}]))",
+            self.selector(name, None),
+            self.window
+        )
     }
 }
 
@@ -245,10 +249,28 @@ pub fn geometric_name(window: &str) -> String {
     format!("speclens:spec_decode_geometric_position_rate:{}", suffix(window))
 }
 
-/// The derived rules in evaluation order, `(record, expr, extra label)`: the positions count,
+/// One recording rule: the series it records, its PromQL and the labels it adds.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Recording {
+    pub record: String,
+    pub expr: String,
+    pub labels: Vec<(String, String)>,
+}
+
+impl Recording {
+    fn new(record: String, expr: String) -> Recording {
+        Recording {
+            record,
+            expr,
+            labels: Vec::new(),
+        }
+    }
+}
+
+/// The derived rules in evaluation order: the positions count,
 /// α by bisection on [0, 1] from 0.5 (each step moves α by half the last step toward
 /// E(α, k) = E, with E(α, k) = (1 − α^(k+1)) ÷ (1 − α)), and the geometric curve per position.
-pub fn derived_rules(window: &str) -> Vec<(String, String, Option<(String, String)>)> {
+pub fn derived_rules(window: &str) -> Vec<Recording> {
     let positions = positions_name(window);
     let length = recorded_name(Figure::AcceptanceLength, window);
     let step_name = |i: u32| {
@@ -259,35 +281,30 @@ pub fn derived_rules(window: &str) -> Vec<(String, String, Option<(String, Strin
         }
     };
     let mut out = vec![
-        (
+        Recording::new(
             positions.clone(),
             format!(
                 "count by ({DERIVED_GROUP}) ({})",
                 recorded_name(Figure::PositionAcceptanceRate, window)
             ),
-            None,
         ),
-        (step_name(0), format!("0 * {positions} + 0.5"), None),
+        Recording::new(step_name(0), format!("0 * {positions} + 0.5")),
     ];
     for i in 1..=ALPHA_STEPS {
         let a = step_name(i - 1);
         let step = 0.5f64.powi(i as i32 + 1);
-        out.push((
+        out.push(Recording::new(
             step_name(i),
             format!("{a} + {step} * sgn({length} - (1 - {a} ^ ({positions} + 1)) / (1 - {a}))"),
-            None,
         ));
     }
     let alpha = implied_alpha_name(window);
     for p in 0..GEOMETRIC_POSITIONS {
-        out.push((
-            geometric_name(window),
-            format!(
-                "label_replace({alpha} ^ {}, \"position\", \"{p}\", \"\", \"\") and on ({DERIVED_GROUP}) ({positions} > {p})",
-                p + 1
-            ),
-            Some(("position".to_string(), p.to_string())),
-        ));
+        out.push(Recording {
+            record: geometric_name(window),
+            expr: format!("{alpha} ^ {} and on ({DERIVED_GROUP}) ({positions} > {p})", p + 1),
+            labels: vec![("position".to_string(), p.to_string())],
+        });
     }
     out
 }
@@ -319,7 +336,10 @@ mod tests {
     fn other_engines_follow_their_own_counters() {
         let s = scope();
         let sglang = figure_expr(Engine::Sglang, Figure::AcceptanceLength, &s).unwrap();
-        assert!(sglang.starts_with("1 + (sum by (job, instance, model_name) (rate(sglang:generation_tokens_total"), "{sglang}");
+        assert!(
+            sglang.starts_with("1 + (sum by (job, instance, model_name) (rate(sglang:generation_tokens_total"),
+            "{sglang}"
+        );
         assert!(sglang.contains(" - sum by (job, instance, model_name) (rate(sglang:num_requests_total"));
         assert_eq!(
             figure_expr(Engine::Sglang, Figure::AcceptanceRatePct, &s).unwrap(),
@@ -327,12 +347,28 @@ mod tests {
         );
         assert_eq!(figure_expr(Engine::Sglang, Figure::PositionAcceptanceRate, &s), None);
         let trt = figure_expr(Engine::Trtllm, Figure::AcceptanceLength, &s).unwrap();
-        assert!(trt.contains("trtllm_spec_decode_drafted_tokens_total{job=\"vllm\", token_position=\"0\"}"), "{trt}");
-        assert!(trt.contains(") or (avg by"), "the gauges stand in without the pair: {trt}");
+        assert!(
+            trt.contains("trtllm_spec_decode_drafted_tokens_total{job=\"vllm\", token_position=\"0\"}"),
+            "{trt}"
+        );
+        assert!(
+            trt.contains(") or (avg by"),
+            "the gauges stand in without the pair: {trt}"
+        );
         let trt_pos = figure_expr(Engine::Trtllm, Figure::PositionAcceptanceRate, &s).unwrap();
         assert!(trt_pos.contains("label_replace(rate(trtllm_spec_decode_accepted_tokens_total{job=\"vllm\"}[5m]), \"position\", \"$1\", \"token_position\", \"(.*)\")"), "{trt_pos}");
-        let llama = figure_expr(Engine::LlamaCpp, Figure::DraftsPerS, &Scope { matchers: String::new(), window: "1m".into() });
-        assert_eq!(llama.unwrap(), "sum by (job, instance, model_name) (rate(llamacpp:spec_decode_num_drafts_total[1m]))");
+        let llama = figure_expr(
+            Engine::LlamaCpp,
+            Figure::DraftsPerS,
+            &Scope {
+                matchers: String::new(),
+                window: "1m".into(),
+            },
+        );
+        assert_eq!(
+            llama.unwrap(),
+            "sum by (job, instance, model_name) (rate(llamacpp:spec_decode_num_drafts_total[1m]))"
+        );
     }
 
     #[test]
@@ -347,6 +383,6 @@ mod tests {
         assert!((a - crate::model::implied_alpha(e, 3)).abs() < 2e-5, "{a}");
         let rules = derived_rules("5m");
         assert_eq!(rules.len() as u32, 2 + ALPHA_STEPS + GEOMETRIC_POSITIONS);
-        assert_eq!(rules[ALPHA_STEPS as usize + 1].0, implied_alpha_name("5m"));
+        assert_eq!(rules[ALPHA_STEPS as usize + 1].record, implied_alpha_name("5m"));
     }
 }

@@ -7,7 +7,7 @@ use crate::engine::Engine;
 use crate::error::Error;
 use crate::scrape::formulas::Figure;
 
-use super::promql::{derived_rules, figure_expr, recorded_name, Activity, Scope, ENGINE_LABEL, GROUP};
+use super::promql::{derived_rules, figure_expr, recorded_name, Activity, Recording, Scope, ENGINE_LABEL, GROUP};
 
 /// The break-even a sweep measured, for the load alert.
 #[derive(Debug, Clone, PartialEq)]
@@ -88,7 +88,11 @@ impl RuleSettings {
 
 /// A PromQL duration: one or more `<digits><unit>` (`ms s m h d w y`), `1h30m`.
 pub fn check_duration(what: &str, d: &str) -> Result<(), Error> {
-    let bad = || Error::Rules(format!("{what} {d:?} is not a Prometheus duration (e.g. 30s, 5m, 1h30m, 1d)"));
+    let bad = || {
+        Error::Rules(format!(
+            "{what} {d:?} is not a Prometheus duration (e.g. 30s, 5m, 1h30m, 1d)"
+        ))
+    };
     let mut rest = d;
     if rest.is_empty() {
         return Err(bad());
@@ -113,12 +117,16 @@ fn q(s: &str) -> String {
     serde_json::Value::String(s.to_string()).to_string()
 }
 
-/// One recording rule, `labels` added.
-fn record(out: &mut String, name: &str, expr: &str, labels: &[(&str, &str)]) {
-    out.push_str(&format!("      - record: {name}\n        expr: {}\n", q(expr)));
-    if !labels.is_empty() {
+/// One recording rule in YAML.
+fn record(out: &mut String, rule: &Recording) {
+    out.push_str(&format!(
+        "      - record: {}\n        expr: {}\n",
+        rule.record,
+        q(&rule.expr)
+    ));
+    if !rule.labels.is_empty() {
         out.push_str("        labels:\n");
-        for (k, v) in labels {
+        for (k, v) in &rule.labels {
             out.push_str(&format!("          {k}: {}\n", q(v)));
         }
     }
@@ -136,26 +144,29 @@ fn alert(out: &mut String, name: &str, expr: &str, hold: &str, summary: &str, de
 
 /// The recording rules, one group (evaluated in order, so the derived series read this
 /// evaluation's figures): every figure and activity family per engine, then the derived ones.
-pub fn recording_rules(settings: &RuleSettings) -> Vec<(String, String, Vec<(String, String)>)> {
+pub fn recording_rules(settings: &RuleSettings) -> Vec<Recording> {
     let scope = &settings.scope;
     let w = &scope.window;
     let mut rules = Vec::new();
     for engine in &settings.engines {
-        let label = vec![(ENGINE_LABEL.to_string(), engine.name().to_string())];
-        for figure in Figure::ALL {
-            if let Some(expr) = figure_expr(*engine, figure, scope) {
-                rules.push((recorded_name(figure, w), expr, label.clone()));
-            }
-        }
-        for activity in Activity::ALL {
-            if let Some(expr) = activity.expr(*engine, scope) {
-                rules.push((activity.recorded_name(w), expr, label.clone()));
-            }
+        let labels = vec![(ENGINE_LABEL.to_string(), engine.name().to_string())];
+        let exprs = Figure::ALL
+            .into_iter()
+            .filter_map(|figure| Some((recorded_name(figure, w), figure_expr(*engine, figure, scope)?)))
+            .chain(
+                Activity::ALL
+                    .into_iter()
+                    .filter_map(|a| Some((a.recorded_name(w), a.expr(*engine, scope)?))),
+            );
+        for (record, expr) in exprs {
+            rules.push(Recording {
+                record,
+                expr,
+                labels: labels.clone(),
+            });
         }
     }
-    for (name, expr, extra) in derived_rules(w) {
-        rules.push((name, expr, extra.into_iter().collect()));
-    }
+    rules.extend(derived_rules(w));
     rules
 }
 
@@ -227,11 +238,12 @@ pub fn rule_file(settings: &RuleSettings, written_by: &str) -> Result<String, Er
         .map(|i| format!("    interval: {i}\n"))
         .unwrap_or_default();
     out.push_str(&format!("  - name: speclens-spec-decode\n{interval}    rules:\n"));
-    for (name, expr, labels) in recording_rules(settings) {
-        let labels: Vec<(&str, &str)> = labels.iter().map(|(k, v)| (k.as_str(), v.as_str())).collect();
-        record(&mut out, &name, &expr, &labels);
+    for rule in recording_rules(settings) {
+        record(&mut out, &rule);
     }
-    out.push_str(&format!("  - name: speclens-spec-decode-alerts\n{interval}    rules:\n"));
+    out.push_str(&format!(
+        "  - name: speclens-spec-decode-alerts\n{interval}    rules:\n"
+    ));
     for (name, expr, summary, description) in alerting_rules(settings) {
         alert(&mut out, name, &expr, &settings.hold, &summary, &description);
     }
@@ -240,7 +252,7 @@ pub fn rule_file(settings: &RuleSettings, written_by: &str) -> Result<String, Er
 
 /// Every record name the rules write (the dashboard's queries must use only these).
 pub fn recorded_names(settings: &RuleSettings) -> std::collections::BTreeSet<String> {
-    recording_rules(settings).into_iter().map(|(n, _, _)| n).collect()
+    recording_rules(settings).into_iter().map(|r| r.record).collect()
 }
 
 #[cfg(test)]
@@ -281,7 +293,10 @@ mod tests {
         });
         let text = rule_file(&s, "speclens test").unwrap();
         for engine in Engine::ALL {
-            assert!(text.contains(&format!("serving_engine: \"{}\"", engine.name())), "{engine:?}");
+            assert!(
+                text.contains(&format!("serving_engine: \"{}\"", engine.name())),
+                "{engine:?}"
+            );
         }
         for alert in [
             "SpecDecodeAcceptanceLengthLow",
