@@ -11,7 +11,9 @@ use crate::engine::Engine;
 use crate::glossary::Term;
 use crate::scrape::formulas::Figure;
 
-use super::promql::{figure_expr, geometric_name, implied_alpha_name, recorded_name, Scope, ENGINE_LABEL, GROUP};
+use super::promql::{
+    counters_source, figure_expr, geometric_name, implied_alpha_name, recorded_name, Scope, ENGINE_LABEL, GROUP,
+};
 
 /// The classic model's schema version (Grafana 12; Grafana 13 migrates it on load).
 pub const SCHEMA_VERSION: u32 = 41;
@@ -69,7 +71,7 @@ pub fn figure_description(figure: Figure, term: Term) -> String {
         format!("{definition}\n\nPer engine (speclens's formulas over a rate window w, docs/METRICS.md §1.6):");
     for engine in Engine::ALL {
         let line = figure_expr(engine, figure, &scope).unwrap_or_else(|| NOT_COUNTED.into());
-        out.push_str(&format!("\n- {}: {line}", engine.name()));
+        out.push_str(&format!("\n- {} ({}): {line}", engine.name(), counters_source(engine)));
     }
     out
 }

@@ -54,6 +54,16 @@ impl Scope {
     }
 }
 
+/// Where an engine's spec-decode counters are defined (each engine's public source).
+pub fn counters_source(engine: Engine) -> &'static str {
+    match engine {
+        Engine::Vllm => "vLLM vllm/v1/spec_decode/metrics.py",
+        Engine::Sglang => "SGLang python/sglang/srt/observability/metrics_collector.py",
+        Engine::Trtllm => "TensorRT-LLM tensorrt_llm/metrics/collector.py, the per-position pair since PR #12636",
+        Engine::LlamaCpp => "llama.cpp server --metrics, PR #26389",
+    }
+}
+
 /// The suffix of every recorded name: `rate` and the window (`rate5m`).
 pub fn suffix(window: &str) -> String {
     format!("rate{window}")
@@ -203,7 +213,7 @@ impl Activity {
     }
 
     /// The engine's family: vLLM's (`vllm/v1/metrics/loggers.py`), SGLang's
-    /// (`srt/metrics/collector.py`), llama.cpp's server (`tools/server/server.cpp`) and
+    /// (`srt/observability/metrics_collector.py`), llama.cpp's server (`tools/server/server.cpp`) and
     /// TensorRT-LLM's (`tensorrt_llm/metrics/collector.py`); `None` where it exports none.
     pub fn family(self, engine: Engine) -> Option<&'static str> {
         match (self, engine) {
