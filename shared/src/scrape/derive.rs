@@ -220,12 +220,7 @@ fn trtllm_from_positions(delta: &SpecCounters, drafts: u64, gauges: &GaugeMeans)
     if accepted > drafted {
         return Err(Error::AcceptedAboveDrafted { accepted, drafted });
     }
-    let positions: BTreeSet<u32> = delta
-        .drafted_per_pos
-        .keys()
-        .chain(delta.accepted_per_pos.keys())
-        .copied()
-        .collect();
+    let positions = super::formulas::positions(delta);
     let at = |map: &BTreeMap<u32, u64>, pos: u32| map.get(&pos).copied().unwrap_or(0);
     let per_position_acceptance_rates = TRTLLM_PAIR_POSITION.eval_by_position(delta);
     let mut notes = vec![format!(

@@ -290,17 +290,21 @@ impl Formula {
     /// A per-position formula at each position the delta has (either per-position family);
     /// empty where the denominator is 0.
     pub fn eval_by_position(&self, delta: &SpecCounters) -> BTreeMap<u32, f64> {
-        let positions: BTreeSet<u32> = delta
-            .accepted_per_pos
-            .keys()
-            .chain(delta.drafted_per_pos.keys())
-            .copied()
-            .collect();
-        positions
+        positions(delta)
             .into_iter()
             .filter_map(|p| self.eval_with(|c| c.at(delta, p)).map(|v| (p, v)))
             .collect()
     }
+}
+
+/// The positions a window's delta has in either per-position family.
+pub fn positions(delta: &SpecCounters) -> BTreeSet<u32> {
+    delta
+        .accepted_per_pos
+        .keys()
+        .chain(delta.drafted_per_pos.keys())
+        .copied()
+        .collect()
 }
 
 impl Source {
