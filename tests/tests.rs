@@ -20,4 +20,5 @@ mod real_vllm;
 mod reference_data;
 mod sim_server;
 mod structure;
+mod trace_replay;
 mod watch;

@@ -63,6 +63,8 @@ pub struct Schedule {
     rate: Option<f64>,
     arrival: Arrival,
     burstiness: f64,
+    /// A trace's send offsets (seconds from the first) and the next request's index.
+    fixed: Option<(std::sync::Arc<[f64]>, usize)>,
 }
 
 impl Schedule {
@@ -72,10 +74,19 @@ impl Schedule {
             rate: load.request_rate.filter(|_| with_rate),
             arrival: load.arrival,
             burstiness: load.burstiness,
+            fixed: load.fixed_offsets_s.clone().filter(|_| with_rate).map(|o| (o, 0)),
         }
     }
 
     pub fn next_gap_s(&mut self) -> f64 {
+        if let Some((offsets, next)) = &mut self.fixed {
+            // The gap to the recorded offset: the sender adds gaps to the phase's start, so a
+            // late send never delays the ones after it.
+            let at = |i: usize| offsets.get(i).copied().unwrap_or(0.0);
+            let gap = if *next == 0 { at(0) } else { (at(*next) - at(*next - 1)).max(0.0) };
+            *next += 1;
+            return gap;
+        }
         let Some(rate) = self.rate.filter(|r| r.is_finite()) else {
             return 0.0;
         };

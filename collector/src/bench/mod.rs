@@ -14,6 +14,7 @@ pub mod plan;
 pub mod prometheus;
 pub mod scrape;
 pub mod tokens;
+pub mod trace;
 pub mod wire;
 pub mod workload;
 

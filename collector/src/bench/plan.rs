@@ -134,6 +134,9 @@ pub struct Load {
     pub warmup: u64,
     /// After Ctrl-C, how long requests in flight may finish before they are abandoned.
     pub drain: Duration,
+    /// A trace's fixed schedule: each window request's send time in seconds from the first
+    /// (instead of a rate's gaps).
+    pub fixed_offsets_s: Option<std::sync::Arc<[f64]>>,
 }
 
 impl Load {
@@ -148,6 +151,7 @@ impl Load {
             stop: Stop::Count,
             warmup: 0,
             drain: Duration::from_secs(10),
+            fixed_offsets_s: None,
         }
     }
 }
@@ -242,6 +246,16 @@ impl Plan {
         ] {
             if !(v.is_finite() && v >= 0.0) {
                 return invalid(format!("{name} must be a finite number ≥ 0, got {v}"));
+            }
+        }
+        if matches!(w.dataset, Dataset::Mooncake(_)) {
+            if self.load.request_rate.is_some() {
+                return invalid(
+                    "a trace brings its own arrival times: leave out --request-rate (--trace-speedup scales them)".into(),
+                );
+            }
+            if self.load.stop != Stop::Count {
+                return invalid("a trace is replayed once: leave out --duration".into());
             }
         }
         if w.multi_turn {

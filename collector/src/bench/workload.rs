@@ -36,6 +36,8 @@ pub enum Dataset {
     /// A Hugging Face dataset file on disk (parquet, JSON lines or a JSON array of rows) and
     /// which of its columns hold what.
     Hf(PathBuf, Columns),
+    /// A Mooncake-format trace, replayed in its timestamps' order (`bench::trace`).
+    Mooncake(PathBuf),
 }
 
 /// The columns of a [`Dataset::Hf`] file: the prompt's (its first item when it holds a list,
@@ -64,6 +66,7 @@ impl Dataset {
             Dataset::Sonnet(_) => "sonnet",
             Dataset::Jsonl(_) => "jsonl",
             Dataset::Hf(..) => "hf",
+            Dataset::Mooncake(_) => "mooncake",
         }
     }
 
@@ -75,6 +78,7 @@ impl Dataset {
             | Dataset::ShareGpt(p)
             | Dataset::Sonnet(p)
             | Dataset::Jsonl(p)
+            | Dataset::Mooncake(p)
             | Dataset::Hf(p, _) => Some(p),
         }
     }
@@ -124,7 +128,7 @@ pub struct Prompt {
 }
 
 /// Words of synthetic prompts: common English words that BPE tokenizers keep as one token.
-const WORDS: [&str; 24] = [
+pub(crate) const WORDS: [&str; 24] = [
     "the", "of", "and", "to", "in", "is", "that", "for", "it", "as", "was", "with", "be", "by", "on", "not", "he",
     "this", "are", "or", "his", "from", "at", "which",
 ];
@@ -588,6 +592,9 @@ fn from_hf(
 /// A dataset file's prompts, at most `cap` of them: a seeded sample, in a seeded order, of the
 /// file read one line or item at a time (never whole).
 fn from_file(args: &Workload, path: &Path, cap: usize, tokens: &TokenCounter) -> Result<Vec<Prompt>, CollectorError> {
+    if matches!(args.dataset, Dataset::Mooncake(_)) {
+        return from_trace(args, path, cap);
+    }
     if let Dataset::Hf(_, columns) = &args.dataset {
         return from_hf(args, path, columns, cap, tokens);
     }
@@ -660,6 +667,22 @@ fn from_file(args: &Workload, path: &Path, cap: usize, tokens: &TokenCounter) ->
         )));
     }
     Ok(prompts)
+}
+
+/// A trace's first `count` requests in their timestamps' order (a replay takes each once).
+fn from_trace(args: &Workload, path: &Path, count: usize) -> Result<Vec<Prompt>, CollectorError> {
+    if !args.categories.is_empty() {
+        return invalid_workload("a Mooncake trace has no categories: --category takes a spec-bench, speed-bench or jsonl dataset");
+    }
+    let trace = super::trace::read(path, args.max_dataset_bytes)?;
+    if trace.len() < count {
+        return invalid_workload(&format!(
+            "{} holds {} requests; the run asks for {count} (--num-prompts with --warmup)",
+            path.display(),
+            trace.len()
+        ));
+    }
+    super::trace::prompts(&trace[..count], args.seed, args.output_tokens)
 }
 
 /// The prompts of a run: `count` of them (a dataset file's are a seeded sample of at most

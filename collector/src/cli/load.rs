@@ -72,6 +72,10 @@ pub enum DatasetArg {
     /// A Hugging Face dataset file on disk: parquet, JSON lines or a JSON array of rows, its
     /// columns named with --prompt-column, --output-len-column and --category-column.
     Hf,
+    /// A Mooncake-format trace (AIPerf's `mooncake_trace`): each line's `timestamp` (ms),
+    /// `input_length`, `output_length` and `hash_ids` (shared 512-token blocks), each request
+    /// sent at its recorded offset from the first (--trace-speedup scales the clock).
+    Mooncake,
 }
 
 /// Which columns of a `--dataset hf` file hold what.
@@ -114,7 +118,7 @@ impl DatasetArg {
         }
         let path = || {
             path.clone().map_or_else(
-                || invalid("--dataset spec-bench, speed-bench, sharegpt, sonnet, jsonl and hf need --dataset-path"),
+                || invalid("--dataset spec-bench, speed-bench, sharegpt, sonnet, jsonl, hf and mooncake need --dataset-path"),
                 Ok,
             )
         };
@@ -126,6 +130,7 @@ impl DatasetArg {
             DatasetArg::Sonnet => Dataset::Sonnet(path()?),
             DatasetArg::Jsonl => Dataset::Jsonl(path()?),
             DatasetArg::Hf => Dataset::Hf(path()?, columns.columns()),
+            DatasetArg::Mooncake => Dataset::Mooncake(path()?),
         })
     }
 }
@@ -384,6 +389,10 @@ pub struct BenchArgs {
     /// Send for this many seconds instead of a fixed number of prompts.
     #[arg(long, help_heading = "Load")]
     pub duration: Option<f64>,
+    /// With --dataset mooncake: replay the trace this many times faster (2: each request at
+    /// half its recorded offset).
+    #[arg(long, default_value_t = 1.0, help_heading = "Load")]
+    pub trace_speedup: f64,
     #[command(flatten)]
     pub data: DatasetFlags,
     /// Send every turn of a multi-turn question (MT-Bench / Spec-Bench `turns`, or a hf list
@@ -796,6 +805,7 @@ impl BenchArgs {
                 },
                 burstiness: self.burstiness,
                 stop,
+                fixed_offsets_s: self.trace_schedule(prompts)?,
                 ..self.workload.closed_loop(self.concurrency, prompts)?
             },
             scrape: self.scrape.scrape()?,
@@ -815,6 +825,22 @@ impl BenchArgs {
 }
 
 impl BenchArgs {
+    /// A trace's fixed schedule for the window's `prompts` requests (after the warm-up's).
+    fn trace_schedule(&self, prompts: u64) -> Result<Option<std::sync::Arc<[f64]>>, CollectorError> {
+        let Dataset::Mooncake(path) = self.data.dataset()? else {
+            if self.trace_speedup != 1.0 {
+                return invalid("--trace-speedup scales a trace's clock: it needs --dataset mooncake");
+            }
+            return Ok(None);
+        };
+        if !(self.trace_speedup.is_finite() && self.trace_speedup > 0.0) {
+            return invalid(format!("--trace-speedup must be > 0, got {}", self.trace_speedup));
+        }
+        let trace = crate::bench::trace::read(&path, self.workload.max_dataset_mib.saturating_mul(1 << 20))?;
+        let offsets = crate::bench::trace::offsets_s(&trace, self.workload.warmup as usize, prompts as usize, self.trace_speedup);
+        Ok(Some(offsets.into()))
+    }
+
     /// The exit-code checks: `--max-error-rate` and the `--fail-if` gates, parsed now so a
     /// malformed gate stops the command before any request.
     fn checks(&self) -> Result<bench::Checks, CollectorError> {

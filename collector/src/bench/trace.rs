@@ -1,0 +1,225 @@
+//! Trace replay: a Mooncake-format trace (one JSON object per line: `timestamp` in ms,
+//! `input_length`, `output_length`, `hash_ids`, as AIPerf's `mooncake_trace` and GuideLLM's
+//! `mooncake` read it) as prompts whose 512-token blocks are the same text wherever the trace
+//! repeats a hash id (so a server's prefix cache sees the trace's sharing), and the fixed
+//! schedule that sends each request at its recorded offset from the first (AIPerf's
+//! `--fixed-schedule` with its auto offset), sped up by `--trace-speedup`.
+
+use std::collections::HashMap;
+use std::path::Path;
+
+use rand::rngs::SmallRng;
+use rand::{Rng, SeedableRng};
+use serde::Deserialize;
+
+use super::datafile;
+use super::workload::{Prompt, WORDS};
+use crate::error::CollectorError;
+
+/// Tokens one hash id stands for (Mooncake's KV block, AIPerf's and GuideLLM's default).
+pub const BLOCK_TOKENS: u64 = 512;
+
+/// One line of the trace as written.
+#[derive(Deserialize)]
+struct Line {
+    timestamp: Option<f64>,
+    input_length: Option<u64>,
+    output_length: Option<u32>,
+    #[serde(default)]
+    hash_ids: Option<Vec<u64>>,
+    text_input: Option<String>,
+}
+
+/// One request of a trace.
+#[derive(Debug, Clone, PartialEq)]
+pub struct TraceRequest {
+    /// The line it came from (1-based), for messages.
+    pub line: usize,
+    /// When it was sent, in milliseconds on the trace's clock.
+    pub timestamp_ms: f64,
+    /// Its prompt's tokens (`input_length`), or its literal prompt (`text_input`).
+    pub input: TraceInput,
+    /// Its answer's tokens, the request's max_tokens (`None`: the run's --output-tokens).
+    pub output_length: Option<u32>,
+}
+
+/// What a trace line gives as its prompt.
+#[derive(Debug, Clone, PartialEq)]
+pub enum TraceInput {
+    /// `input_length` tokens, its leading blocks named by `hash_ids`.
+    Blocks { input_length: u64, hash_ids: Vec<u64> },
+    /// `text_input`, sent as written.
+    Text(String),
+}
+
+fn bad(path: &Path, line: usize, why: impl std::fmt::Display) -> CollectorError {
+    CollectorError::InvalidArgument(format!("{}:{line}: {why}", path.display()))
+}
+
+/// The trace's requests in the order of their timestamps (lines with the same timestamp keep
+/// the file's order). Every line needs a timestamp and exactly one of `input_length` and
+/// `text_input`; `hash_ids` go with `input_length`, and may not ask for more tokens than it.
+pub fn read(path: &Path, max_bytes: u64) -> Result<Vec<TraceRequest>, CollectorError> {
+    let mut out = Vec::new();
+    datafile::for_each_line(path, max_bytes, |i, text| {
+        if text.trim().is_empty() {
+            return Ok(());
+        }
+        let l: Line = serde_json::from_str(text).map_err(|e| bad(path, i, format!("not a Mooncake trace line: {e}")))?;
+        let timestamp_ms = l
+            .timestamp
+            .filter(|t| t.is_finite() && *t >= 0.0)
+            .ok_or_else(|| bad(path, i, "no timestamp (milliseconds, ≥ 0): a replay sends each request at its own"))?;
+        let input = match (l.input_length, l.text_input, l.hash_ids) {
+            (Some(_), Some(_), _) => return Err(bad(path, i, "both input_length and text_input: give one")),
+            (None, Some(_), Some(_)) => return Err(bad(path, i, "hash_ids go with input_length, not text_input")),
+            (None, Some(text), None) => TraceInput::Text(text),
+            (Some(0), None, _) => return Err(bad(path, i, "input_length 0")),
+            (Some(n), None, ids) => {
+                let ids = ids.unwrap_or_default();
+                let m = ids.len() as u64;
+                if m > 0 && n <= (m - 1) * BLOCK_TOKENS {
+                    return Err(bad(
+                        path,
+                        i,
+                        format!("{m} hash_ids need more than {} tokens, input_length is {n}", (m - 1) * BLOCK_TOKENS),
+                    ));
+                }
+                TraceInput::Blocks {
+                    input_length: n,
+                    hash_ids: ids,
+                }
+            }
+            (None, None, _) => return Err(bad(path, i, "neither input_length nor text_input")),
+        };
+        out.push(TraceRequest {
+            line: i,
+            timestamp_ms,
+            input,
+            output_length: l.output_length.filter(|n| *n > 0),
+        });
+        Ok(())
+    })?;
+    if out.is_empty() {
+        return Err(CollectorError::InvalidArgument(format!(
+            "{}: the trace holds no request",
+            path.display()
+        )));
+    }
+    out.sort_by(|a, b| a.timestamp_ms.total_cmp(&b.timestamp_ms));
+    Ok(out)
+}
+
+/// Words of one token each (` the`, ` of` …), drawn from `rng`.
+fn words(rng: &mut SmallRng, n: u64, text: &mut String) {
+    for _ in 0..n {
+        text.push(' ');
+        text.push_str(WORDS[rng.random_range(0..WORDS.len())]);
+    }
+}
+
+/// The prompts of a trace's requests: a hash id's block is the same `BLOCK_TOKENS` words
+/// wherever it appears (drawn from the seed and the id; the last block of a line is its first
+/// `input_length − (m − 1)·512` words), tokens past the blocks are the line's own; a text is
+/// sent as it is. Each prompt's max_tokens is its `output_length` (else `output_tokens`), with
+/// ignore_eos set so the answer has the trace's length (as GuideLLM replays it).
+pub fn prompts(trace: &[TraceRequest], seed: u64, output_tokens: u32) -> Result<Vec<Prompt>, CollectorError> {
+    let mut blocks: HashMap<u64, (String, u64)> = HashMap::new();
+    let mut out = Vec::with_capacity(trace.len());
+    for (index, r) in trace.iter().enumerate() {
+        let (text, input_tokens) = match &r.input {
+            TraceInput::Text(t) => (t.clone(), 0),
+            TraceInput::Blocks { input_length, hash_ids } => {
+                let mut text = String::new();
+                let mut left = *input_length;
+                for id in hash_ids {
+                    let size = left.min(BLOCK_TOKENS);
+                    let (block, full) = blocks.entry(*id).or_insert_with(|| {
+                        let mut rng = SmallRng::seed_from_u64(seed ^ id.wrapping_mul(0x9e37_79b9_7f4a_7c15));
+                        let mut block = String::with_capacity(BLOCK_TOKENS as usize * 5);
+                        words(&mut rng, BLOCK_TOKENS, &mut block);
+                        (block, BLOCK_TOKENS)
+                    });
+                    if size < *full {
+                        // A partial last block: its first `size` words.
+                        let cut = block.match_indices(' ').nth(size as usize).map_or(block.len(), |(at, _)| at);
+                        text.push_str(&block[..cut]);
+                    } else {
+                        text.push_str(block);
+                    }
+                    left -= size;
+                }
+                let mut rng = SmallRng::seed_from_u64(seed ^ (index as u64).wrapping_mul(0xd1b5_4a32_d192_ed03) ^ 1);
+                words(&mut rng, left, &mut text);
+                (text.trim_start().to_string(), *input_length)
+            }
+        };
+        out.push(Prompt {
+            text,
+            category: None,
+            max_tokens: r.output_length.unwrap_or(output_tokens),
+            ignore_eos: true,
+            input_tokens,
+            later_turns: Vec::new(),
+        });
+    }
+    Ok(out)
+}
+
+/// The fixed schedule of requests `skip..skip + count`: each one's offset in seconds from the
+/// first of them (the trace's clock, auto offset), divided by `speedup`.
+pub fn offsets_s(trace: &[TraceRequest], skip: usize, count: usize, speedup: f64) -> Vec<f64> {
+    let window = &trace[skip.min(trace.len())..(skip + count).min(trace.len())];
+    let zero = window.first().map_or(0.0, |r| r.timestamp_ms);
+    window.iter().map(|r| (r.timestamp_ms - zero) / 1000.0 / speedup).collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn trace(text: &str) -> Result<Vec<TraceRequest>, CollectorError> {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("trace.jsonl");
+        std::fs::write(&path, text).unwrap();
+        read(&path, 1 << 20)
+    }
+
+    #[test]
+    fn shared_hash_ids_give_shared_prefixes_of_the_asked_lengths() {
+        let t = trace(
+            "{\"timestamp\": 1000, \"input_length\": 700, \"output_length\": 20, \"hash_ids\": [1, 2]}\n\
+             {\"timestamp\": 0, \"input_length\": 1100, \"output_length\": 30, \"hash_ids\": [1, 3]}\n\
+             {\"timestamp\": 2500.5, \"text_input\": \"hello there\"}\n",
+        )
+        .unwrap();
+        // Sorted by timestamp.
+        assert_eq!(t.iter().map(|r| r.line).collect::<Vec<_>>(), [2, 1, 3]);
+        let p = prompts(&t, 7, 64).unwrap();
+        let counter = crate::bench::tokens::TokenCounter::new();
+        assert_eq!(counter.count(&p[0].text), 1100);
+        assert_eq!(counter.count(&p[1].text), 700);
+        assert_eq!((p[0].max_tokens, p[1].max_tokens, p[2].max_tokens), (30, 20, 64));
+        // Block 1 is the first 512 tokens of both; block 2 (700 − 512 = 188 tokens) and block 3 differ.
+        let first_block = |s: &str| s.split(' ').take(512).collect::<Vec<_>>().join(" ");
+        assert_eq!(first_block(&p[0].text), first_block(&p[1].text));
+        assert_ne!(p[0].text.split(' ').nth(512), None);
+        assert_eq!(p[2].text, "hello there");
+        assert_eq!(offsets_s(&t, 0, 3, 2.0), vec![0.0, 0.5, 1.25025]);
+        assert_eq!(offsets_s(&t, 1, 2, 1.0), vec![0.0, 1.5005]);
+    }
+
+    #[test]
+    fn malformed_lines_are_named() {
+        for (line, says) in [
+            ("{\"input_length\": 10}", "no timestamp"),
+            ("{\"timestamp\": 1, \"input_length\": 10, \"text_input\": \"x\"}", "both"),
+            ("{\"timestamp\": 1, \"input_length\": 512, \"hash_ids\": [1, 2]}", "2 hash_ids need more than 512"),
+            ("{\"timestamp\": 1}", "neither"),
+            ("not json", "not a Mooncake trace line"),
+        ] {
+            let e = trace(&format!("{{\"timestamp\": 0, \"input_length\": 4}}\n{line}\n")).unwrap_err().to_string();
+            assert!(e.contains(":2: ") && e.contains(says), "{line}: {e}");
+        }
+    }
+}
