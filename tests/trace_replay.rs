@@ -154,3 +154,49 @@ async fn a_mooncake_trace_arrives_at_its_recorded_offsets_with_its_lengths_and_s
     assert_eq!(code, 2, "{stderr}");
     assert!(stderr.contains("holds 7 requests"), "{stderr}");
 }
+
+#[test]
+fn a_sweeps_rate_axis_replays_the_trace_at_each_mean_rate() {
+    // The trace: 7 requests over 3.012 s, its own mean rate 6 ÷ 3.012 ≈ 2 per second. At 7 and
+    // 14 per second each replay lasts about 6 ÷ rate seconds (0.86 and 0.43).
+    let trace_path = fixture("made_mooncake_trace.jsonl");
+    let spec = Speclens::instant_spec_sim("0.7", &[]);
+    let base = Speclens::start(&["sim", "--port", "0", "--time-scale", "0"]);
+    let dir = tempfile::tempdir().unwrap();
+    let out = dir.path().join("sweep");
+    let (code, stdout, stderr) = run_speclens_within(
+        &[
+            "sweep",
+            "--arm",
+            &format!("k3={}", spec.url()),
+            "--base-url",
+            &base.url(),
+            "--request-rate",
+            "7,14",
+            "--dataset",
+            "mooncake",
+            "--dataset-path",
+            trace_path.to_str().unwrap(),
+            "--out",
+            out.to_str().unwrap(),
+        ],
+        Duration::from_secs(120),
+    );
+    assert_eq!(code, 0, "{stdout}{stderr}");
+    for arm in ["k3", "base"] {
+        for rate in [7.0f64, 14.0] {
+            let point = out.join(format!("{arm}-r{rate}")).join("result.json");
+            let result: Value = serde_json::from_str(
+                &std::fs::read_to_string(&point).unwrap_or_else(|e| panic!("{}: {e}", point.display())),
+            )
+            .unwrap();
+            assert_eq!(result["completed"], 7, "{arm} at {rate}: the whole trace");
+            let duration = result["duration"].as_f64().unwrap();
+            let want = 6.0 / rate;
+            assert!(
+                duration > want - 0.02 && duration < want + 0.15,
+                "{arm} at {rate}/s: {duration:.3} s, the trace at that rate spans {want:.3} s"
+            );
+        }
+    }
+}

@@ -161,6 +161,7 @@ fn sweep_plan(spec_url: &str, k1_url: &str, base_url: &str, out: PathBuf) -> cra
         dashboard_port: None,
         allow_mixed_arms: false,
         join_stale: false,
+        trace_offsets_s: None,
     }
 }
 

@@ -69,6 +69,9 @@ pub struct Plan {
     /// Pool points an earlier sweep left in the folder even where their server or workload
     /// differs from this sweep's (they are left out otherwise).
     pub join_stale: bool,
+    /// A trace's send offsets at its own speed (seconds from the first request after the
+    /// warm-up): each rate level replays it sped up to that mean rate.
+    pub trace_offsets_s: Option<std::sync::Arc<[f64]>>,
 }
 
 /// What an arm's `/metrics` says of its role before the sweep sends anything.
@@ -174,11 +177,12 @@ impl Plan {
                     arm,
                     url,
                     level: *level,
-                    requests: match level {
-                        Level::Concurrency(c) => c * self.requests_per_slot,
-                        Level::Rate(r) => (r * self.seconds_per_rate).ceil() as u64,
-                    }
-                    .max(self.min_requests),
+                    requests: match (level, &self.trace_offsets_s) {
+                        // A trace is replayed whole at every rate.
+                        (Level::Rate(_), Some(trace)) => trace.len() as u64,
+                        (Level::Concurrency(c), _) => (c * self.requests_per_slot).max(self.min_requests),
+                        (Level::Rate(r), None) => ((r * self.seconds_per_rate).ceil() as u64).max(self.min_requests),
+                    },
                 })
             })
             .collect()
@@ -194,6 +198,12 @@ impl Plan {
                 concurrency: Some(c),
                 prompts: point.requests,
                 ..bench::plan::Load::closed_loop(None, 0)
+            },
+            // A trace at this mean rate: its offsets sped up by rate ÷ its own rate.
+            Level::Rate(r) if self.trace_offsets_s.is_some() => bench::plan::Load {
+                fixed_offsets_s: self.trace_offsets_s.as_ref().map(|t| trace_at_rate(t, r)),
+                prompts: point.requests,
+                ..bench::plan::Load::closed_loop(self.point.load.concurrency, 0)
             },
             // Open loop: every arm gets the same arrival times (the same seed).
             Level::Rate(r) => bench::plan::Load {
@@ -220,6 +230,17 @@ impl Plan {
         plan.dashboard_port = None;
         plan
     }
+}
+
+/// A trace's offsets replayed at mean rate `rate`: its own rate is (requests − 1) ÷ its span,
+/// so each offset is divided by rate ÷ that (a one-request trace is one send at 0).
+fn trace_at_rate(offsets_s: &[f64], rate: f64) -> std::sync::Arc<[f64]> {
+    let span = offsets_s.last().copied().unwrap_or(0.0);
+    if offsets_s.len() < 2 || span <= 0.0 {
+        return offsets_s.into();
+    }
+    let own_rate = (offsets_s.len() - 1) as f64 / span;
+    offsets_s.iter().map(|o| o * own_rate / rate).collect()
 }
 
 /// A decode time per output token assumed by the plan's time estimate: an 8B model's TPOT on

@@ -948,6 +948,14 @@ impl SweepArgs {
             dashboard_port: self.dashboard.port(),
             allow_mixed_arms: self.allow_mixed_arms,
             join_stale: self.join_stale,
+            trace_offsets_s: match self.data.dataset()? {
+                Dataset::Mooncake(path) => {
+                    let trace = bench::trace::read(&path, self.workload.max_dataset_mib.saturating_mul(1 << 20))?;
+                    let skip = self.workload.warmup as usize;
+                    Some(bench::trace::offsets_s(&trace, skip, trace.len().saturating_sub(skip), 1.0).into())
+                }
+                _ => None,
+            },
         };
         plan.check()?;
         Ok(plan)
