@@ -608,10 +608,48 @@ fn every_aiperf_named_metric_has_aiperf_s_unit_and_statistics() {
         "input_token_throughput",
         "total_token_throughput",
         "request_error_rate",
+        "decode_duration",
+        "e2e_output_token_throughput",
+        "prefill_throughput_per_user",
+        "completed_request_count",
     ] {
         assert!(ours.get(tag).is_some(), "{tag} missing");
     }
-    assert!(compared >= 40, "{compared} metrics compared");
+    assert!(compared >= 44, "{compared} metrics compared");
+    // AIPerf's run keys, with speclens's values: its schema version, a 12-digit id, the run's
+    // info with the command that ran it, and whether it completed. `aiperf_version` is AIPerf's
+    // own: speclens writes `speclens_version` instead.
+    assert_eq!(ours["schema_version"], aiperf["schema_version"]);
+    let id = ours["benchmark_id"].as_str().unwrap();
+    assert!(id.len() == 12 && id.chars().all(|c| c.is_ascii_hexdigit()), "{id}");
+    assert_eq!(ours["run_info"]["benchmark_id"], ours["benchmark_id"]);
+    assert_eq!(ours["run_info"]["trial"], aiperf["run_info"]["trial"]);
+    assert!(ours["run_info"]["cli_command"]
+        .as_str()
+        .unwrap()
+        .starts_with("speclens bench "));
+    assert_eq!(ours["is_complete"], true);
+    assert!(ours.get("aiperf_version").is_none());
+    // Per request (profile_export.jsonl): the new record metrics with AIPerf's units, and the
+    // decode duration is the request latency less the TTFT.
+    let line: Value = serde_json::from_str(
+        std::fs::read_to_string(run.join("profile_export.jsonl"))
+            .unwrap()
+            .lines()
+            .next()
+            .unwrap(),
+    )
+    .unwrap();
+    let m = &line["metrics"];
+    let v = |tag: &str| m[tag]["value"].as_f64().unwrap_or_else(|| panic!("{tag} in {m}"));
+    assert!((v("decode_duration") - (v("request_latency") - v("time_to_first_token"))).abs() < 1e-9);
+    assert!(
+        (v("e2e_output_token_throughput") - v("output_sequence_length") / (v("request_latency") / 1e3)).abs() < 1e-6
+    );
+    assert!(
+        (v("prefill_throughput_per_user") - v("input_sequence_length") / (v("time_to_first_token") / 1e3)).abs() < 1e-6
+    );
+    assert_eq!(m["e2e_output_token_throughput"]["unit"], "tokens/sec/user");
 }
 
 #[test]

@@ -124,7 +124,13 @@ async fn a_mooncake_trace_arrives_at_its_recorded_offsets_with_its_lengths_and_s
     // Shared hash ids are shared text: lines 0, 1, 3 and 6 begin with blocks 0 and 1 (1024
     // tokens), lines 1 and 3 with 0, 1, 3 (1536); line 2's block 5 begins line 4 too.
     let words = |i: usize, n: usize| -> Vec<String> {
-        seen[i].1["prompt"].as_str().unwrap().split(' ').take(n).map(str::to_string).collect()
+        seen[i].1["prompt"]
+            .as_str()
+            .unwrap()
+            .split(' ')
+            .take(n)
+            .map(str::to_string)
+            .collect()
     };
     for i in [1, 3, 6] {
         assert_eq!(words(0, 1024), words(i, 1024), "blocks 0 and 1 of line {i}");

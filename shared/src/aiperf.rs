@@ -26,7 +26,17 @@ pub struct RunInfo {
     pub speclens_version: String,
     /// The run's settings (`result.json`'s `config`).
     pub input_config: Value,
+    /// AIPerf's `benchmark_id`: 12 hex digits naming this run.
+    pub benchmark_id: String,
+    /// The command that ran it, secrets replaced (AIPerf's `run_info.cli_command`).
+    pub cli_command: String,
+    /// Whether every request of the window was sent and answered (AIPerf's `is_complete`):
+    /// false for a run a signal stopped or whose records were cut.
+    pub is_complete: bool,
 }
+
+/// The version of AIPerf's export schema whose keys the file follows (`schema_version`).
+pub const SCHEMA_VERSION: &str = "1.4";
 
 /// One per-request metric: its tag, AIPerf's header, unit, and whether AIPerf computes it only
 /// for streamed responses.
@@ -38,7 +48,7 @@ struct RecordMetric<'a> {
     sample: &'a Sample,
 }
 
-fn record_metrics(tally: &RunTally) -> [RecordMetric<'_>; 15] {
+fn record_metrics(tally: &RunTally) -> [RecordMetric<'_>; 18] {
     let m = |tag, header, unit, streaming_only, sample| RecordMetric {
         tag,
         header,
@@ -73,6 +83,21 @@ fn record_metrics(tally: &RunTally) -> [RecordMetric<'_>; 15] {
             &tally.tokens_per_s_per_user,
         ),
         m("request_latency", "Request Latency", "ms", false, &tally.e2el_ms),
+        m("decode_duration", "Decode Duration", "ms", true, &tally.decode_ms),
+        m(
+            "e2e_output_token_throughput",
+            "E2E Output Token Throughput",
+            "tokens/sec/user",
+            false,
+            &tally.e2e_output_tokens_per_s,
+        ),
+        m(
+            "prefill_throughput_per_user",
+            "Prefill Throughput Per User",
+            "tokens/sec/user",
+            true,
+            &tally.prefill_tokens_per_s_per_user,
+        ),
         m(
             "input_sequence_length",
             "Input Sequence Length",
@@ -162,6 +187,13 @@ fn derived_metrics(tally: &RunTally, m: &RunMetrics) -> Vec<(&'static str, &'sta
             m.output_throughput,
         ),
         ("request_count", "Request Count", "requests", m.completed as f64),
+        // Success + error, as AIPerf's (written once a request finished either way).
+        (
+            "completed_request_count",
+            "Completed Requests (Success + Error)",
+            "requests",
+            requests as f64,
+        ),
         (
             "request_error_rate",
             "Request Error Rate",
@@ -280,6 +312,10 @@ pub fn profile_export(
     info: &RunInfo,
 ) -> (Value, String) {
     let mut json = Map::new();
+    // AIPerf's run keys first, as it writes them; `aiperf_version` is left out (no AIPerf wrote
+    // this file), `speclens_version` says what did.
+    json.insert("schema_version".into(), SCHEMA_VERSION.into());
+    json.insert("benchmark_id".into(), info.benchmark_id.clone().into());
     let mut csv = String::from("Metric,avg,min,max,sum,p1,p5,p10,p25,p50,p75,p90,p95,p99,std\n");
     let mut rows: Vec<(&str, String)> = Vec::new();
     for metric in record_metrics(tally) {
@@ -320,7 +356,12 @@ pub fn profile_export(
         derived_csv.push_str(spec_derived);
     }
     csv.push_str(&derived_csv);
+    json.insert(
+        "run_info".into(),
+        json!({"benchmark_id": info.benchmark_id, "trial": 0, "cli_command": info.cli_command}),
+    );
     json.insert("was_cancelled".into(), info.was_cancelled.into());
+    json.insert("is_complete".into(), info.is_complete.into());
     json.insert("error_summary".into(), error_summary(tally));
     json.insert("start_time".into(), info.start_time.clone().into());
     json.insert("end_time".into(), info.end_time.clone().into());
@@ -389,6 +430,9 @@ pub fn record_line(r: &RequestRecord, run_start_unix_ns: u64, stream: bool) -> O
     if let Some(e2el) = r.e2el_ms {
         put("request_latency", e2el.into(), "ms");
     }
+    if let Some(v) = crate::run::aiperf_e2e_output_tokens_per_s(r) {
+        put("e2e_output_token_throughput", v.into(), "tokens/sec/user");
+    }
     if let Some(u) = &r.usage {
         let counts = [
             ("usage_prompt_tokens", u.prompt_tokens, u.client_prompt_tokens),
@@ -413,6 +457,12 @@ pub fn record_line(r: &RequestRecord, run_start_unix_ns: u64, stream: bool) -> O
     if let (true, Some(ttft)) = (stream, r.ttft_ms) {
         put("time_to_first_token", ttft.into(), "ms");
         put("time_to_first_output_token", ttft.into(), "ms");
+        if let Some(v) = crate::run::aiperf_decode_ms(r) {
+            put("decode_duration", v.into(), "ms");
+        }
+        if let Some(v) = crate::run::aiperf_prefill_tokens_per_s(r) {
+            put("prefill_throughput_per_user", v.into(), "tokens/sec/user");
+        }
         if let Some(gap) = r.itl_ms.first() {
             put("time_to_second_token", (*gap).into(), "ms");
             put("inter_chunk_latency", r.itl_ms.clone().into(), "ms");
@@ -456,6 +506,9 @@ mod tests {
             end_time: "2026-12-01T10:00:02.000000".into(),
             speclens_version: "0".into(),
             input_config: json!({}),
+            benchmark_id: "0123456789ab".into(),
+            cli_command: "speclens bench".into(),
+            is_complete: true,
         }
     }
 
@@ -493,6 +546,22 @@ mod tests {
         assert_eq!(json["error_summary"][0]["error_details"]["type"], "http_status");
         assert_eq!(json["error_summary"][0]["count"], 1);
         assert_eq!(json["was_cancelled"], false);
+        // Decode duration E2E − TTFT: 100, 0, 100; E2E output tokens/s 5 ÷ 0.2 s = 25, 1 ÷ 0.12,
+        // 2 ÷ 0.4 = 5; prefill tokens/s per user: each record's 100 input tokens ÷ its TTFT.
+        assert_eq!(json["decode_duration"]["max"], 100.0);
+        assert_eq!(json["decode_duration"]["min"], 0.0);
+        assert_eq!(json["e2e_output_token_throughput"]["max"], 25.0);
+        assert_eq!(json["e2e_output_token_throughput"]["min"], 5.0);
+        let input = record(0, 100.0, 200.0, vec![], 5).input_tokens as f64;
+        assert_eq!(json["prefill_throughput_per_user"]["max"], input / 0.1);
+        assert_eq!(
+            json["completed_request_count"],
+            json!({"unit": "requests", "avg": 4.0}),
+            "success + error"
+        );
+        assert_eq!(json["schema_version"], "1.4");
+        assert_eq!(json["is_complete"], true);
+        assert_eq!(json["run_info"]["benchmark_id"], "0123456789ab");
         assert!(csv.contains("\nInter Token Latency (ms),"), "{csv}");
         assert!(csv.contains("\nRequest Count,3.00\n"), "{csv}");
         assert!(csv.contains("\nGoodput (requests/sec),1.00\n"), "{csv}");

@@ -338,6 +338,12 @@ pub struct RunTally {
     pub tokens_per_s_per_user: Sample,
     /// Output token counts of requests that produced any (AIPerf's `output_token_count`).
     pub output_counts: Sample,
+    /// AIPerf's `decode_duration` (request latency − TTFT, streamed), its
+    /// `e2e_output_token_throughput` (output tokens ÷ request latency) and its
+    /// `prefill_throughput_per_user` (input tokens ÷ TTFT, streamed), per request.
+    pub decode_ms: Sample,
+    pub e2e_output_tokens_per_s: Sample,
+    pub prefill_tokens_per_s_per_user: Sample,
     /// The server's own queue time and TTFT, and the client's TTFT less the server's, of the
     /// requests whose responses carried them.
     pub server_queue_ms: Sample,
@@ -367,6 +373,26 @@ pub struct RunTally {
     /// The `--goodput` objectives, and how many completed requests met them.
     slo: Option<Slo>,
     good: u64,
+}
+
+/// AIPerf's `decode_duration` of a streamed request: request latency − TTFT (ms).
+pub fn aiperf_decode_ms(r: &RequestRecord) -> Option<f64> {
+    let (t, e) = (r.ttft_ms?, r.e2el_ms?);
+    (e >= t).then(|| e - t)
+}
+
+/// AIPerf's `e2e_output_token_throughput`: output tokens ÷ request latency (tokens/s per user);
+/// none for a zero latency.
+pub fn aiperf_e2e_output_tokens_per_s(r: &RequestRecord) -> Option<f64> {
+    let e = r.e2el_ms.filter(|e| *e > 0.0)?;
+    Some(r.output_tokens as f64 / (e / 1e3))
+}
+
+/// AIPerf's `prefill_throughput_per_user` of a streamed request: input tokens ÷ TTFT (tokens/s
+/// per user); none for a zero TTFT.
+pub fn aiperf_prefill_tokens_per_s(r: &RequestRecord) -> Option<f64> {
+    let t = r.ttft_ms.filter(|t| *t > 0.0)?;
+    Some(r.input_tokens as f64 / (t / 1e3))
 }
 
 impl RunTally {
@@ -412,7 +438,17 @@ impl RunTally {
         if let Some(server) = &r.server_timings {
             self.push_server(server, r.ttft_ms);
         }
-        if let Some(tpot_ms) = r.tpot_ms() {
+        for (sample, value) in [
+            (&mut self.decode_ms, aiperf_decode_ms(r)),
+            (&mut self.e2e_output_tokens_per_s, aiperf_e2e_output_tokens_per_s(r)),
+            (&mut self.prefill_tokens_per_s_per_user, aiperf_prefill_tokens_per_s(r)),
+        ] {
+            if let Some(v) = value {
+                sample.push(v);
+            }
+        }
+        let tpot_ms = r.tpot_ms();
+        if let Some(tpot_ms) = tpot_ms {
             self.tpot_ms.push(tpot_ms);
             if tpot_ms > 0.0 {
                 self.tokens_per_s_per_user.push(1e3 / tpot_ms);
@@ -444,7 +480,7 @@ impl RunTally {
             (None, None) => None,
         };
         if let (Some(length), Some(e2el)) = (length, r.e2el_ms) {
-            self.tail.push(length, e2el, r.tpot_ms());
+            self.tail.push(length, e2el, tpot_ms);
         }
         if let Some(rec) = &r.spec_decode_acceptance {
             self.with_full_stats += 1;

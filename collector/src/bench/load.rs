@@ -83,7 +83,11 @@ impl Schedule {
             // The gap to the recorded offset: the sender adds gaps to the phase's start, so a
             // late send never delays the ones after it.
             let at = |i: usize| offsets.get(i).copied().unwrap_or(0.0);
-            let gap = if *next == 0 { at(0) } else { (at(*next) - at(*next - 1)).max(0.0) };
+            let gap = if *next == 0 {
+                at(0)
+            } else {
+                (at(*next) - at(*next - 1)).max(0.0)
+            };
             *next += 1;
             return gap;
         }

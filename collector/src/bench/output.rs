@@ -275,6 +275,53 @@ pub fn save_and_print(
     Ok((result, not_saved))
 }
 
+/// Twelve hex digits naming the run (AIPerf's `benchmark_id`), from the process's randomly
+/// seeded hasher and the clock.
+fn benchmark_id() -> String {
+    use std::hash::BuildHasher;
+    let now_ns = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map_or(0, |d| d.as_nanos());
+    let random = std::collections::hash_map::RandomState::new().hash_one(now_ns);
+    format!("{:012x}", random & 0xffff_ffff_ffff)
+}
+
+/// Flags whose value is a secret: an API key, a header (an `Authorization` one), a token.
+const SECRET_FLAGS: [&str; 4] = ["--api-key", "--header", "--prometheus-token", "--access-token"];
+
+/// The command line as a shell would take it back (AIPerf's `run_info.cli_command`), with every
+/// secret flag's value and a URL's credentials replaced by `[redacted]`.
+fn cli_command(args: impl Iterator<Item = String>) -> String {
+    let quote = |a: &str| {
+        if !a.is_empty() && a.chars().all(|c| c.is_ascii_alphanumeric() || "-_./:=,@%+".contains(c)) {
+            a.to_string()
+        } else {
+            format!("'{}'", a.replace('\'', "'\\''"))
+        }
+    };
+    let mut out = Vec::new();
+    let mut secret_next = false;
+    for (i, arg) in args.enumerate() {
+        let shown = if secret_next {
+            secret_next = false;
+            "[redacted]".to_string()
+        } else if let Some((flag, _)) = arg.split_once('=').filter(|(f, _)| SECRET_FLAGS.contains(f)) {
+            format!("{flag}=[redacted]")
+        } else if SECRET_FLAGS.contains(&arg.as_str()) {
+            secret_next = true;
+            arg
+        } else if arg.contains("://") {
+            super::redact_url(&arg)
+        } else if i == 0 {
+            "speclens".to_string()
+        } else {
+            arg
+        };
+        out.push(quote(&shown));
+    }
+    out.join(" ")
+}
+
 /// Write every file of the run: AISBench's per-endpoint files, AIPerf's export, `result.json`,
 /// and `records.jsonl` moved into place last. Each file is tried whatever happened to the
 /// others; the second value says which could not be written and what was saved.
@@ -301,6 +348,9 @@ fn persist(run: &Prepared, f: &Figures<'_>, records_tmp: &Path) -> Result<(RunRe
         end_time: aiperf_time(f.outcome.window_start_unix_s + f.metrics.duration_s),
         speclens_version: env!("CARGO_PKG_VERSION").into(),
         input_config: serde_json::to_value(&config).unwrap_or(Value::Null),
+        benchmark_id: benchmark_id(),
+        cli_command: cli_command(std::env::args()),
+        is_complete: f.outcome.interrupted.is_none() && !f.outcome.partial && f.outcome.records_cut.is_none(),
     };
     let (profile_json, profile_csv) = profile_export(&f.outcome.tally, &f.metrics, f.summary.as_ref(), &info);
     files.push((dir.join("profile_export_speclens.json"), to_json_bytes(&profile_json)?));
@@ -513,5 +563,36 @@ fn run_config(run: &Prepared) -> RunConfig {
         api_key_set: target.api_key_set,
         goodput: plan.output.goodput.map(|s| s.by_name()).unwrap_or_default(),
         engine: run.engine.map(|e| e.name().to_string()),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_command_line_keeps_no_secret() {
+        let args = [
+            "/usr/bin/speclens",
+            "bench",
+            "--api-key",
+            "sk-123",
+            "--header=Authorization: Bearer x",
+            "--url",
+            "http://user:pw@host:8000",
+            "--label",
+            "a b",
+        ];
+        let line = cli_command(args.iter().map(|s| s.to_string()));
+        assert!(
+            !line.contains("sk-123") && !line.contains("Bearer") && !line.contains("pw@"),
+            "{line}"
+        );
+        assert!(
+            line.starts_with("speclens bench --api-key '[redacted]' '--header=[redacted]'"),
+            "{line}"
+        );
+        assert!(line.ends_with("--label 'a b'"), "{line}");
+        assert_eq!(benchmark_id().len(), 12);
     }
 }

@@ -251,7 +251,8 @@ impl Plan {
         if matches!(w.dataset, Dataset::Mooncake(_)) {
             if self.load.request_rate.is_some() {
                 return invalid(
-                    "a trace brings its own arrival times: leave out --request-rate (--trace-speedup scales them)".into(),
+                    "a trace brings its own arrival times: leave out --request-rate (--trace-speedup scales them)"
+                        .into(),
                 );
             }
             if self.load.stop != Stop::Count {

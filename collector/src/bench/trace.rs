@@ -65,11 +65,15 @@ pub fn read(path: &Path, max_bytes: u64) -> Result<Vec<TraceRequest>, CollectorE
         if text.trim().is_empty() {
             return Ok(());
         }
-        let l: Line = serde_json::from_str(text).map_err(|e| bad(path, i, format!("not a Mooncake trace line: {e}")))?;
-        let timestamp_ms = l
-            .timestamp
-            .filter(|t| t.is_finite() && *t >= 0.0)
-            .ok_or_else(|| bad(path, i, "no timestamp (milliseconds, ≥ 0): a replay sends each request at its own"))?;
+        let l: Line =
+            serde_json::from_str(text).map_err(|e| bad(path, i, format!("not a Mooncake trace line: {e}")))?;
+        let timestamp_ms = l.timestamp.filter(|t| t.is_finite() && *t >= 0.0).ok_or_else(|| {
+            bad(
+                path,
+                i,
+                "no timestamp (milliseconds, ≥ 0): a replay sends each request at its own",
+            )
+        })?;
         let input = match (l.input_length, l.text_input, l.hash_ids) {
             (Some(_), Some(_), _) => return Err(bad(path, i, "both input_length and text_input: give one")),
             (None, Some(_), Some(_)) => return Err(bad(path, i, "hash_ids go with input_length, not text_input")),
@@ -82,7 +86,10 @@ pub fn read(path: &Path, max_bytes: u64) -> Result<Vec<TraceRequest>, CollectorE
                     return Err(bad(
                         path,
                         i,
-                        format!("{m} hash_ids need more than {} tokens, input_length is {n}", (m - 1) * BLOCK_TOKENS),
+                        format!(
+                            "{m} hash_ids need more than {} tokens, input_length is {n}",
+                            (m - 1) * BLOCK_TOKENS
+                        ),
                     ));
                 }
                 TraceInput::Blocks {
@@ -142,7 +149,10 @@ pub fn prompts(trace: &[TraceRequest], seed: u64, output_tokens: u32) -> Result<
                     });
                     if size < *full {
                         // A partial last block: its first `size` words.
-                        let cut = block.match_indices(' ').nth(size as usize).map_or(block.len(), |(at, _)| at);
+                        let cut = block
+                            .match_indices(' ')
+                            .nth(size as usize)
+                            .map_or(block.len(), |(at, _)| at);
                         text.push_str(&block[..cut]);
                     } else {
                         text.push_str(block);
@@ -171,7 +181,10 @@ pub fn prompts(trace: &[TraceRequest], seed: u64, output_tokens: u32) -> Result<
 pub fn offsets_s(trace: &[TraceRequest], skip: usize, count: usize, speedup: f64) -> Vec<f64> {
     let window = &trace[skip.min(trace.len())..(skip + count).min(trace.len())];
     let zero = window.first().map_or(0.0, |r| r.timestamp_ms);
-    window.iter().map(|r| (r.timestamp_ms - zero) / 1000.0 / speedup).collect()
+    window
+        .iter()
+        .map(|r| (r.timestamp_ms - zero) / 1000.0 / speedup)
+        .collect()
 }
 
 #[cfg(test)]
@@ -213,12 +226,20 @@ mod tests {
     fn malformed_lines_are_named() {
         for (line, says) in [
             ("{\"input_length\": 10}", "no timestamp"),
-            ("{\"timestamp\": 1, \"input_length\": 10, \"text_input\": \"x\"}", "both"),
-            ("{\"timestamp\": 1, \"input_length\": 512, \"hash_ids\": [1, 2]}", "2 hash_ids need more than 512"),
+            (
+                "{\"timestamp\": 1, \"input_length\": 10, \"text_input\": \"x\"}",
+                "both",
+            ),
+            (
+                "{\"timestamp\": 1, \"input_length\": 512, \"hash_ids\": [1, 2]}",
+                "2 hash_ids need more than 512",
+            ),
             ("{\"timestamp\": 1}", "neither"),
             ("not json", "not a Mooncake trace line"),
         ] {
-            let e = trace(&format!("{{\"timestamp\": 0, \"input_length\": 4}}\n{line}\n")).unwrap_err().to_string();
+            let e = trace(&format!("{{\"timestamp\": 0, \"input_length\": 4}}\n{line}\n"))
+                .unwrap_err()
+                .to_string();
             assert!(e.contains(":2: ") && e.contains(says), "{line}: {e}");
         }
     }

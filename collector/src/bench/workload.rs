@@ -672,7 +672,9 @@ fn from_file(args: &Workload, path: &Path, cap: usize, tokens: &TokenCounter) ->
 /// A trace's first `count` requests in their timestamps' order (a replay takes each once).
 fn from_trace(args: &Workload, path: &Path, count: usize) -> Result<Vec<Prompt>, CollectorError> {
     if !args.categories.is_empty() {
-        return invalid_workload("a Mooncake trace has no categories: --category takes a spec-bench, speed-bench or jsonl dataset");
+        return invalid_workload(
+            "a Mooncake trace has no categories: --category takes a spec-bench, speed-bench or jsonl dataset",
+        );
     }
     let trace = super::trace::read(path, args.max_dataset_bytes)?;
     if trace.len() < count {

@@ -837,7 +837,12 @@ impl BenchArgs {
             return invalid(format!("--trace-speedup must be > 0, got {}", self.trace_speedup));
         }
         let trace = crate::bench::trace::read(&path, self.workload.max_dataset_mib.saturating_mul(1 << 20))?;
-        let offsets = crate::bench::trace::offsets_s(&trace, self.workload.warmup as usize, prompts as usize, self.trace_speedup);
+        let offsets = crate::bench::trace::offsets_s(
+            &trace,
+            self.workload.warmup as usize,
+            prompts as usize,
+            self.trace_speedup,
+        );
         Ok(Some(offsets.into()))
     }
 
