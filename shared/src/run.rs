@@ -378,7 +378,7 @@ pub struct RunTally {
 /// AIPerf's `decode_duration` of a streamed request: request latency − TTFT (ms).
 pub fn aiperf_decode_ms(r: &RequestRecord) -> Option<f64> {
     let (t, e) = (r.ttft_ms?, r.e2el_ms?);
-    (e >= t).then(|| e - t)
+    (e >= t).then_some(e - t)
 }
 
 /// AIPerf's `e2e_output_token_throughput`: output tokens ÷ request latency (tokens/s per user);
