@@ -97,15 +97,31 @@ pub fn promtool_check(path: &Path) -> Result<Option<String>, CollectorError> {
 /// `speclens rules`.
 pub fn rules(settings: &RuleSettings, out: Option<&PathBuf>) -> Result<(), CollectorError> {
     let text = rule_file(settings, &written_by()).map_err(|e| CollectorError::InvalidArgument(e.to_string()))?;
-    emit(&text, out)?;
-    if let Some(path) = out {
-        match promtool_check(path)? {
-            Some(said) => eprintln!("wrote {}; promtool check rules: {said}", path.display()),
-            None => eprintln!(
-                "wrote {} (promtool not found: Debian's prometheus package has it, to check the file)",
-                path.display()
-            ),
+    let Some(path) = out else {
+        return emit(&text, None);
+    };
+    // Checked beside its place, then moved there: a file promtool refuses never replaces one a
+    // Prometheus loads.
+    let name = path
+        .file_name()
+        .map_or_else(|| "rules.yml".into(), |n| n.to_string_lossy().into_owned());
+    let checked = path.with_file_name(format!(".{name}.check"));
+    write_atomic(&checked, text.as_bytes())?;
+    let said = match promtool_check(&checked) {
+        Ok(said) => said,
+        Err(e) => {
+            let _ = std::fs::remove_file(&checked);
+            return Err(e);
         }
+    };
+    std::fs::rename(&checked, path)
+        .map_err(|e| CollectorError::Output(format!("cannot write {}: {e}", path.display())))?;
+    match said {
+        Some(said) => eprintln!("wrote {}; promtool check rules: {said}", path.display()),
+        None => eprintln!(
+            "wrote {} (promtool not found: Debian's prometheus package has it, to check the file)",
+            path.display()
+        ),
     }
     Ok(())
 }

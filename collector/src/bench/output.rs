@@ -286,8 +286,15 @@ fn benchmark_id() -> String {
     format!("{:012x}", random & 0xffff_ffff_ffff)
 }
 
-/// Flags whose value is a secret: an API key, a header (an `Authorization` one), a token.
-const SECRET_FLAGS: [&str; 4] = ["--api-key", "--header", "--prometheus-token", "--access-token"];
+/// Flags whose value is a secret: an API key, a header (an `Authorization` one), the
+/// Prometheus API's token and password, the dashboard's access token.
+const SECRET_FLAGS: [&str; 5] = [
+    "--api-key",
+    "--header",
+    "--prometheus-token",
+    "--prometheus-password",
+    "--token",
+];
 
 /// The command line as a shell would take it back (AIPerf's `run_info.cli_command`), with every
 /// secret flag's value and a URL's credentials replaced by `[redacted]`.
@@ -580,12 +587,14 @@ mod tests {
             "--header=Authorization: Bearer x",
             "--url",
             "http://user:pw@host:8000",
+            "--prometheus-password",
+            "hunter2",
             "--label",
             "a b",
         ];
         let line = cli_command(args.iter().map(|s| s.to_string()));
         assert!(
-            !line.contains("sk-123") && !line.contains("Bearer") && !line.contains("pw@"),
+            !line.contains("sk-123") && !line.contains("Bearer") && !line.contains("pw@") && !line.contains("hunter2"),
             "{line}"
         );
         assert!(

@@ -953,17 +953,41 @@ impl SweepArgs {
             dashboard_port: self.dashboard.port(),
             allow_mixed_arms: self.allow_mixed_arms,
             join_stale: self.join_stale,
-            trace_offsets_s: match self.data.dataset()? {
-                Dataset::Mooncake(path) => {
-                    let trace = bench::trace::read(&path, self.workload.max_dataset_mib.saturating_mul(1 << 20))?;
-                    let skip = self.workload.warmup as usize;
-                    Some(bench::trace::offsets_s(&trace, skip, trace.len().saturating_sub(skip), 1.0).into())
-                }
-                _ => None,
-            },
+            trace_offsets_s: self.trace_offsets()?,
         };
         plan.check()?;
         Ok(plan)
+    }
+}
+
+impl SweepArgs {
+    /// A trace's offsets at its own speed, after the warm-up's requests; refused before anything
+    /// is sent when a point would ask for more requests than the trace holds.
+    fn trace_offsets(&self) -> Result<Option<std::sync::Arc<[f64]>>, CollectorError> {
+        let Dataset::Mooncake(path) = self.data.dataset()? else {
+            return Ok(None);
+        };
+        let trace = bench::trace::read(&path, self.workload.max_dataset_mib.saturating_mul(1 << 20))?;
+        let warmup = self.workload.warmup;
+        let most = self
+            .concurrency
+            .iter()
+            .filter(|_| self.request_rate.is_empty())
+            .map(|c| (c * self.requests_per_slot).max(self.min_requests))
+            .max()
+            .unwrap_or(1);
+        if warmup + most > trace.len() as u64 {
+            return invalid(format!(
+                "{} holds {} requests; the sweep asks for {} at a point (with --warmup {warmup})",
+                path.display(),
+                trace.len(),
+                warmup + most
+            ));
+        }
+        let skip = warmup as usize;
+        Ok(Some(
+            bench::trace::offsets_s(&trace, skip, trace.len() - skip, 1.0).into(),
+        ))
     }
 }
 
@@ -978,7 +1002,7 @@ impl AcceptArgs {
         }
         if matches!(
             self.dataset,
-            DatasetArg::Synthetic | DatasetArg::Sharegpt | DatasetArg::Sonnet
+            DatasetArg::Synthetic | DatasetArg::Sharegpt | DatasetArg::Sonnet | DatasetArg::Mooncake
         ) {
             return invalid("accept measures a dataset's categories: --dataset spec-bench, speed-bench or jsonl");
         }

@@ -134,9 +134,11 @@ pub(crate) const TRTLLM_PAIR_POSITION: Formula = Formula {
 /// SGLang: every request's first token comes from prefill and each verify step gives its
 /// accepted drafts plus one, so accepted = Δgeneration − Δrequests − Δverify.
 pub(crate) const SGLANG_ACCEPTED: &[Term] = &[plus(Total(Generation)), minus(Total(Requests)), minus(Total(Drafts))];
+/// SGLang's length as (Δgeneration − Δrequests) ÷ Δverify: 1 + accepted ÷ steps, written as the
+/// tokens the steps gave over the steps.
 pub(crate) const SGLANG_LENGTH: Formula = Formula {
-    form: Form::Length,
-    numerator: SGLANG_ACCEPTED,
+    form: Form::Fraction,
+    numerator: &[plus(Total(Generation)), minus(Total(Requests))],
     denominator: &[plus(Total(Drafts))],
 };
 
@@ -156,8 +158,10 @@ const TRTLLM_DRAFT_TOKENS_PER_S: Source = per_second(&[plus(Total(DraftedPerPos)
 const TRTLLM_ACCEPTED_PER_S: Source = per_second(&[plus(Total(PerPos))]);
 const SGLANG_ACCEPTED_PER_S: Source = per_second(SGLANG_ACCEPTED);
 
-/// The sources of a figure on an engine, first that gives a value first (TensorRT-LLM's pair,
-/// then its iteration counters and gauges); empty where the engine cannot give the figure.
+/// The sources of a figure on an engine, in order of preference (TensorRT-LLM's pair, then its
+/// iteration counters and gauges); empty where the engine cannot give the figure. In PromQL the
+/// first whose series exist and whose denominator grew wins (`or`); the collector picks the
+/// same way from what its scrapes hold (`derive`).
 pub fn sources(engine: Engine, figure: Figure) -> &'static [Source] {
     use Figure::*;
     match (engine, figure) {
@@ -221,11 +225,11 @@ impl Count {
 }
 
 /// `Σ sign × count` over a window, with each count read by `read`.
-fn sum_of(terms: &[Term], read: impl Fn(Count) -> u64) -> f64 {
+fn signed_sum(terms: &[Term], read: impl Fn(Count) -> u64) -> i128 {
     terms
         .iter()
         .map(|t| {
-            let v = read(t.count) as f64;
+            let v = i128::from(read(t.count));
             if t.negative {
                 -v
             } else {
@@ -238,18 +242,7 @@ fn sum_of(terms: &[Term], read: impl Fn(Count) -> u64) -> f64 {
 /// `Σ sign × count` over a window's delta in whole tokens (0 where the negative terms outweigh
 /// the positive ones).
 pub fn signed_count(terms: &[Term], delta: &SpecCounters) -> u64 {
-    let total: i128 = terms
-        .iter()
-        .map(|t| {
-            let v = i128::from(t.count.of(delta));
-            if t.negative {
-                -v
-            } else {
-                v
-            }
-        })
-        .sum();
-    total.clamp(0, i128::from(u64::MAX)) as u64
+    signed_sum(terms, |c| c.of(delta)).clamp(0, i128::from(u64::MAX)) as u64
 }
 
 impl Formula {
@@ -269,11 +262,11 @@ impl Formula {
     }
 
     fn eval_with(&self, read: impl Fn(Count) -> u64) -> Option<f64> {
-        let n = sum_of(self.numerator, &read);
+        let n = signed_sum(self.numerator, &read) as f64;
         if self.form == Form::PerSecond {
             return Some(n);
         }
-        let d = sum_of(self.denominator, &read);
+        let d = signed_sum(self.denominator, &read) as f64;
         match self.form {
             Form::Length => crate::figures::acceptance_length(n, d),
             Form::Percent => crate::figures::acceptance_rate_pct(n, d),

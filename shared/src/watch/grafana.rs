@@ -156,7 +156,10 @@ fn common_panels(window: &str, engine: Option<Engine>) -> Vec<Panel> {
             Term::AcceptanceLength,
             "stat",
             "none",
-            vec![recorded(format!("1 + sum({acc}) / (sum({drafts}) > 0)"), "E")],
+            vec![recorded(
+                format!("1 + sum({acc} and on ({GROUP}, {ENGINE_LABEL}) {drafts}) / (sum({drafts}) > 0)"),
+                "E",
+            )],
         ),
         panel(
             "Acceptance rate (%), fleet",
@@ -209,8 +212,7 @@ fn common_panels(window: &str, engine: Option<Engine>) -> Vec<Panel> {
         Panel {
             title: "Acceptance by draft position, beside the geometric curve of the same E".into(),
             description: format!(
-                "{}\n\nDashed: α^(i+1), the geometric curve whose E over the positions reported equals the measured E (α by bisection in the recording rules, as speclens's implied α). A measured curve under the dashed one early and over it late means later drafts are accepted more often than a constant α says.\n\n{}",
-                Term::DraftPosition.definition(),
+                "{}\n\nDashed: α^(i+1), the geometric curve whose E over the positions reported equals the measured E (α by bisection in the recording rules, as speclens's implied α). A measured curve under the dashed one early and over it late means later drafts are accepted more often than a constant α says.",
                 figure_description(Figure::PositionAcceptanceRate, Term::DraftPosition)
             ),
             kind: "timeseries",

@@ -347,7 +347,7 @@ mod tests {
         let s = scope();
         let sglang = figure_expr(Engine::Sglang, Figure::AcceptanceLength, &s).unwrap();
         assert!(
-            sglang.starts_with("1 + (sum by (job, instance, model_name) (rate(sglang:generation_tokens_total"),
+            sglang.starts_with("(sum by (job, instance, model_name) (rate(sglang:generation_tokens_total"),
             "{sglang}"
         );
         assert!(sglang.contains(" - sum by (job, instance, model_name) (rate(sglang:num_requests_total"));
@@ -393,6 +393,20 @@ mod tests {
         assert!((a - crate::model::implied_alpha(e, 3)).abs() < 2e-5, "{a}");
         let rules = derived_rules("5m");
         assert_eq!(rules.len() as u32, 2 + ALPHA_STEPS + GEOMETRIC_POSITIONS);
+        // The text of the first step is that arithmetic: α + ¼·sgn(E − (1 − α^(k+1)) ÷ (1 − α)).
+        assert_eq!(
+            rules[2].expr,
+            "speclens:spec_decode_implied_alpha_bisect0:rate5m + 0.25 * sgn(speclens:spec_decode_acceptance_length:rate5m - (1 - speclens:spec_decode_implied_alpha_bisect0:rate5m ^ (speclens:spec_decode_positions:rate5m + 1)) / (1 - speclens:spec_decode_implied_alpha_bisect0:rate5m))"
+        );
+        assert_eq!(rules[1].expr, "0 * speclens:spec_decode_positions:rate5m + 0.5");
+        let last = rules.last().unwrap();
+        assert_eq!(last.labels, vec![("position".to_string(), "15".to_string())]);
+        assert!(
+            last.expr
+                .starts_with("speclens:spec_decode_implied_alpha:rate5m ^ 16 and on"),
+            "{}",
+            last.expr
+        );
         assert_eq!(rules[ALPHA_STEPS as usize + 1].record, implied_alpha_name("5m"));
     }
 }

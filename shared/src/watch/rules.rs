@@ -86,14 +86,23 @@ impl RuleSettings {
     }
 }
 
-/// A PromQL duration: one or more `<digits><unit>` (`ms s m h d w y`), `1h30m`.
+/// A PromQL duration: one or more `<digits><unit>`, the units largest first and each at most
+/// once (`y w d h m s ms`: `1h30m`), and more than zero, as Prometheus parses one.
 pub fn check_duration(what: &str, d: &str) -> Result<(), Error> {
     let bad = || {
         Error::Rules(format!(
             "{what} {d:?} is not a Prometheus duration (e.g. 30s, 5m, 1h30m, 1d)"
         ))
     };
-    let mut rest = d;
+    const UNITS: [&str; 7] = ["y", "w", "d", "h", "ms", "m", "s"];
+    // The units' order of size: `ms` is tried before `m` when reading, but is the smallest.
+    let rank = |u: &str| {
+        ["y", "w", "d", "h", "m", "s", "ms"]
+            .iter()
+            .position(|x| *x == u)
+            .unwrap_or(0)
+    };
+    let (mut rest, mut last, mut total): (&str, Option<usize>, u128) = (d, None, 0);
     if rest.is_empty() {
         return Err(bad());
     }
@@ -102,12 +111,19 @@ pub fn check_duration(what: &str, d: &str) -> Result<(), Error> {
         if digits == 0 {
             return Err(bad());
         }
+        let value: u128 = rest[..digits].parse().map_err(|_| bad())?;
         rest = &rest[digits..];
-        let unit = ["ms", "s", "m", "h", "d", "w", "y"]
-            .into_iter()
-            .find(|u| rest.starts_with(u))
-            .ok_or_else(bad)?;
+        let unit = UNITS.into_iter().find(|u| rest.starts_with(u)).ok_or_else(bad)?;
+        let r = rank(unit);
+        if last.is_some_and(|l| r <= l) {
+            return Err(bad());
+        }
+        last = Some(r);
+        total = total.saturating_add(value);
         rest = &rest[unit.len()..];
+    }
+    if total == 0 {
+        return Err(bad());
     }
     Ok(())
 }
@@ -273,7 +289,8 @@ mod tests {
     fn durations_and_thresholds_are_checked() {
         assert!(check_duration("w", "1h30m").is_ok());
         assert!(check_duration("w", "250ms").is_ok());
-        for bad in ["", "5", "m", "5 m", "-5m", "5mm"] {
+        assert!(check_duration("w", "1d2h3m4s5ms").is_ok());
+        for bad in ["", "5", "m", "5 m", "-5m", "5mm", "1s1m", "5m5m", "0s", "0m0s"] {
             assert!(check_duration("w", bad).is_err(), "{bad}");
         }
         let mut s = settings();
