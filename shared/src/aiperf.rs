@@ -48,14 +48,33 @@ struct RecordMetric<'a> {
     sample: &'a Sample,
 }
 
-fn record_metrics(tally: &RunTally) -> [RecordMetric<'_>; 18] {
-    let m = |tag, header, unit, streaming_only, sample| RecordMetric {
+/// One metric's row.
+fn metric<'a>(
+    tag: &'static str,
+    header: &'static str,
+    unit: &'static str,
+    streaming_only: bool,
+    sample: &'a Sample,
+) -> RecordMetric<'a> {
+    RecordMetric {
         tag,
         header,
         unit,
         streaming_only,
         sample,
-    };
+    }
+}
+
+/// Every per-request metric: the streamed ones, then the others.
+fn record_metrics(tally: &RunTally) -> Vec<RecordMetric<'_>> {
+    let mut out = Vec::from(streamed_metrics(tally));
+    out.extend(other_metrics(tally));
+    out
+}
+
+/// The per-request metrics AIPerf computes only for streamed responses (the first six).
+fn streamed_metrics(tally: &RunTally) -> [RecordMetric<'_>; 6] {
+    let m = metric;
     [
         m("time_to_first_token", "Time to First Token", "ms", true, &tally.ttft_ms),
         m(
@@ -82,6 +101,13 @@ fn record_metrics(tally: &RunTally) -> [RecordMetric<'_>; 18] {
             true,
             &tally.tokens_per_s_per_user,
         ),
+    ]
+}
+
+/// The other per-request metrics (two of them streamed only too).
+fn other_metrics(tally: &RunTally) -> [RecordMetric<'_>; 12] {
+    let m = metric;
+    [
         m("request_latency", "Request Latency", "ms", false, &tally.e2el_ms),
         m("decode_duration", "Decode Duration", "ms", true, &tally.decode_ms),
         m(
@@ -455,6 +481,16 @@ pub fn record_line(r: &RequestRecord, run_start_unix_ns: u64, stream: bool) -> O
         }
     }
     if let (true, Some(ttft)) = (stream, r.ttft_ms) {
+        streamed_values(r, ttft, &mut put);
+    }
+    line.insert("metadata".into(), Value::Object(metadata));
+    line.insert("metrics".into(), Value::Object(metrics));
+    Some(Value::Object(line))
+}
+
+/// The per-record metrics AIPerf computes only for a streamed response.
+fn streamed_values(r: &RequestRecord, ttft: f64, put: &mut impl FnMut(&str, Value, &str)) {
+    {
         put("time_to_first_token", ttft.into(), "ms");
         put("time_to_first_output_token", ttft.into(), "ms");
         if let Some(v) = crate::run::aiperf_decode_ms(r) {
@@ -479,9 +515,6 @@ pub fn record_line(r: &RequestRecord, run_start_unix_ns: u64, stream: bool) -> O
             }
         }
     }
-    line.insert("metadata".into(), Value::Object(metadata));
-    line.insert("metrics".into(), Value::Object(metrics));
-    Some(Value::Object(line))
 }
 
 #[cfg(test)]

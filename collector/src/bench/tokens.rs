@@ -7,6 +7,12 @@
 //! process): a run whose prompts are synthetic and whose server reports nothing it needs
 //! counting still pays it once, at its first finished request.
 
+/// Words of synthetic prompts: common English words that BPE tokenizers keep as one token.
+pub const WORDS: [&str; 24] = [
+    "the", "of", "and", "to", "in", "is", "that", "for", "it", "as", "was", "with", "be", "by", "on", "not", "he",
+    "this", "are", "or", "his", "from", "at", "which",
+];
+
 /// A handle on the process's one tokenizer; copying it is free.
 #[derive(Clone, Copy, Default)]
 pub struct TokenCounter;

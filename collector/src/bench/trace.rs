@@ -13,7 +13,7 @@ use rand::{Rng, SeedableRng};
 use serde::Deserialize;
 
 use super::datafile;
-use super::workload::{Prompt, WORDS};
+use super::tokens::WORDS;
 use crate::error::CollectorError;
 
 /// Tokens one hash id stands for (Mooncake's KV block, AIPerf's and GuideLLM's default).
@@ -125,12 +125,21 @@ fn words(rng: &mut SmallRng, n: u64, text: &mut String) {
     }
 }
 
+/// One request's prompt built from a trace line.
+#[derive(Debug, Clone, PartialEq)]
+pub struct TracePrompt {
+    pub text: String,
+    /// Its `output_length` (else the run's --output-tokens).
+    pub max_tokens: u32,
+    /// Its `input_length` (0 for a `text_input`, counted when sent).
+    pub input_tokens: u64,
+}
+
 /// The prompts of a trace's requests: a hash id's block is the same `BLOCK_TOKENS` words
 /// wherever it appears (drawn from the seed and the id; the last block of a line is its first
 /// `input_length − (m − 1)·512` words), tokens past the blocks are the line's own; a text is
-/// sent as it is. Each prompt's max_tokens is its `output_length` (else `output_tokens`), with
-/// ignore_eos set so the answer has the trace's length (as GuideLLM replays it).
-pub fn prompts(trace: &[TraceRequest], seed: u64, output_tokens: u32) -> Result<Vec<Prompt>, CollectorError> {
+/// sent as it is. Each prompt's max_tokens is its `output_length` (else `output_tokens`).
+pub fn prompts(trace: &[TraceRequest], seed: u64, output_tokens: u32) -> Vec<TracePrompt> {
     let mut blocks: HashMap<u64, (String, u64)> = HashMap::new();
     let mut out = Vec::with_capacity(trace.len());
     for (index, r) in trace.iter().enumerate() {
@@ -164,16 +173,13 @@ pub fn prompts(trace: &[TraceRequest], seed: u64, output_tokens: u32) -> Result<
                 (text.trim_start().to_string(), *input_length)
             }
         };
-        out.push(Prompt {
+        out.push(TracePrompt {
             text,
-            category: None,
             max_tokens: r.output_length.unwrap_or(output_tokens),
-            ignore_eos: true,
             input_tokens,
-            later_turns: Vec::new(),
         });
     }
-    Ok(out)
+    out
 }
 
 /// The fixed schedule of requests `skip..skip + count`: each one's offset in seconds from the
@@ -208,7 +214,7 @@ mod tests {
         .unwrap();
         // Sorted by timestamp.
         assert_eq!(t.iter().map(|r| r.line).collect::<Vec<_>>(), [2, 1, 3]);
-        let p = prompts(&t, 7, 64).unwrap();
+        let p = prompts(&t, 7, 64);
         let counter = crate::bench::tokens::TokenCounter::new();
         assert_eq!(counter.count(&p[0].text), 1100);
         assert_eq!(counter.count(&p[1].text), 700);

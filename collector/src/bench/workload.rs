@@ -15,7 +15,7 @@ use tokio::sync::mpsc;
 
 use super::client::EndpointKind;
 use super::datafile::{self, Sample};
-use super::tokens::TokenCounter;
+use super::tokens::{TokenCounter, WORDS};
 use crate::error::CollectorError;
 
 /// A dataset: generated, or a file of one of the known layouts.
@@ -126,12 +126,6 @@ pub struct Prompt {
     /// the one before.
     pub later_turns: Vec<String>,
 }
-
-/// Words of synthetic prompts: common English words that BPE tokenizers keep as one token.
-pub(crate) const WORDS: [&str; 24] = [
-    "the", "of", "and", "to", "in", "is", "that", "for", "it", "as", "was", "with", "be", "by", "on", "not", "he",
-    "this", "are", "or", "his", "from", "at", "which",
-];
 
 /// A normal draw, rounded and at least 1.
 fn draw_length(rng: &mut SmallRng, mean: u32, stddev: f64) -> u32 {
@@ -684,7 +678,18 @@ fn from_trace(args: &Workload, path: &Path, count: usize) -> Result<Vec<Prompt>,
             trace.len()
         ));
     }
-    super::trace::prompts(&trace[..count], args.seed, args.output_tokens)
+    Ok(super::trace::prompts(&trace[..count], args.seed, args.output_tokens)
+        .into_iter()
+        .map(|p| Prompt {
+            text: p.text,
+            category: None,
+            max_tokens: p.max_tokens,
+            // The answer has the trace's length (as GuideLLM replays it).
+            ignore_eos: true,
+            input_tokens: p.input_tokens,
+            later_turns: Vec::new(),
+        })
+        .collect())
 }
 
 /// The prompts of a run: `count` of them (a dataset file's are a seeded sample of at most
