@@ -9,8 +9,10 @@ use serde_json::{json, Map, Value};
 
 use crate::aggregate::{MetricStats, SpecSummary};
 use crate::goodput::RequestLatency;
+use crate::http_trace::HTTP_NAMES;
 use crate::run::{RequestRecord, RunMetrics, RunTally, UsageTally};
 use crate::sample::Sample;
+use crate::sweepline::SweepFigure;
 
 /// What the export says of the run beside its figures.
 #[derive(Debug, Clone, PartialEq)]
@@ -69,7 +71,39 @@ fn metric<'a>(
 fn record_metrics(tally: &RunTally) -> Vec<RecordMetric<'_>> {
     let mut out = Vec::from(streamed_metrics(tally));
     out.extend(other_metrics(tally));
+    out.extend(due_metrics(tally));
+    for ((tag, header, unit), sample) in HTTP_NAMES.iter().zip(&tally.http) {
+        out.push(metric(tag, header, unit, false, sample));
+    }
     out
+}
+
+/// The figures of when requests were due (AIPerf's coordinated-omission-aware latencies, of
+/// failed requests too) and of the output length against the `max_tokens` asked for.
+fn due_metrics(tally: &RunTally) -> [RecordMetric<'_>; 3] {
+    [
+        metric(
+            "credit_to_start_latency",
+            "Credit-to-Start Latency",
+            "ms",
+            false,
+            &tally.credit_to_start_ms,
+        ),
+        metric(
+            "effective_latency",
+            "Effective Latency (CO-aware)",
+            "ms",
+            false,
+            &tally.effective_latency_ms,
+        ),
+        metric(
+            "osl_mismatch_diff_pct",
+            "OSL Mismatch Diff %",
+            "%",
+            false,
+            &tally.osl_mismatch_pct,
+        ),
+    ]
 }
 
 /// The per-request metrics AIPerf computes only for streamed responses (the first six).
@@ -194,6 +228,30 @@ fn csv_name(header: &str, unit: &str) -> String {
     }
 }
 
+/// A time-weighted figure's CSV row: AIPerf leaves the sum and the percentiles it does not
+/// compute empty.
+fn sweep_row(f: &SweepFigure) -> String {
+    let cell = |v: f64| format!("{v:.2}");
+    [
+        csv_name(f.header, f.unit),
+        cell(f.avg),
+        cell(f.min),
+        cell(f.max),
+        String::new(),
+        String::new(),
+        String::new(),
+        String::new(),
+        String::new(),
+        cell(f.p50),
+        String::new(),
+        cell(f.p90),
+        cell(f.p95),
+        cell(f.p99),
+        cell(f.std),
+    ]
+    .join(",")
+}
+
 /// The derived (single-value) metrics: tag, header, unit, value.
 fn derived_metrics(tally: &RunTally, m: &RunMetrics) -> Vec<(&'static str, &'static str, &'static str, f64)> {
     let per_s = |v: f64| if m.duration_s > 0.0 { v / m.duration_s } else { 0.0 };
@@ -271,6 +329,15 @@ fn derived_metrics(tally: &RunTally, m: &RunMetrics) -> Vec<(&'static str, &'sta
         ));
     }
     out.extend(usage_metrics(&tally.usage));
+    // Once a request asked for a `max_tokens`, as AIPerf writes it.
+    if !tally.osl_mismatch_pct.is_empty() {
+        out.push((
+            "osl_mismatch_count",
+            "OSL Mismatch Count",
+            "requests",
+            tally.osl_mismatches as f64,
+        ));
+    }
     if let (Some(good), Some(goodput)) = (m.good_requests, m.request_goodput) {
         out.push(("good_request_count", "Good Request Count", "requests", good as f64));
         out.push(("goodput", "Goodput", "requests/sec", goodput));
@@ -329,11 +396,13 @@ fn error_summary(tally: &RunTally) -> Value {
     )
 }
 
-/// `profile_export_speclens.json` and `.csv`: the request metrics, the derived ones, then the
-/// spec-decode figures when any request carried stats.
+/// `profile_export_speclens.json` and `.csv`: the request metrics, the time-weighted ones
+/// (`sweep`, from the records), the derived ones, then the spec-decode figures when any request
+/// carried stats.
 pub fn profile_export(
     tally: &RunTally,
     metrics: &RunMetrics,
+    sweep: &[SweepFigure],
     spec: Option<&SpecSummary>,
     info: &RunInfo,
 ) -> (Value, String) {
@@ -357,6 +426,10 @@ pub fn profile_export(
         cells.push(format!("{:.2}", s.std));
         rows.push((metric.tag, cells.join(",")));
         json.insert(metric.tag.into(), serde_json::to_value(&s).unwrap_or(Value::Null));
+    }
+    for f in sweep {
+        rows.push((f.tag, sweep_row(f)));
+        json.insert(f.tag.into(), serde_json::to_value(f).unwrap_or(Value::Null));
     }
     // AIPerf sorts its CSV rows by tag.
     rows.sort_by_key(|r| r.0);
@@ -483,6 +556,20 @@ pub fn record_line(r: &RequestRecord, run_start_unix_ns: u64, stream: bool) -> O
     if let (true, Some(ttft)) = (stream, r.ttft_ms) {
         streamed_values(r, ttft, &mut put);
     }
+    if let Some(pct) = crate::run::osl_mismatch_pct(r) {
+        put("osl_mismatch_diff_pct", pct.into(), "%");
+    }
+    if let Some(trace) = &r.http {
+        for ((tag, _, unit), value) in HTTP_NAMES.iter().zip(trace.values()) {
+            // Counts stay whole numbers, as AIPerf writes them.
+            let value = match (value, *unit) {
+                (Some(v), "count" | "ratio") => Value::from(v as u64),
+                (Some(v), _) => Value::from(v),
+                (None, _) => continue,
+            };
+            put(tag, value, unit);
+        }
+    }
     line.insert("metadata".into(), Value::Object(metadata));
     line.insert("metrics".into(), Value::Object(metrics));
     Some(Value::Object(line))
@@ -562,7 +649,7 @@ mod tests {
             (false, Some(ErrorKind::HttpStatus), Some("HTTP 500: boom".into()));
         tally.push(&failed);
         let m = tally.metrics(2.0, Some(4), None, 4, &[99.0]);
-        let (json, csv) = profile_export(&tally, &m, None, &info(true));
+        let (json, csv) = profile_export(&tally, &m, &[], None, &info(true));
         assert_eq!(json["time_to_second_token"]["avg"], 70.0, "(40 + 100) ÷ 2");
         assert_eq!(json["inter_token_latency"]["count"], 2);
         assert_eq!(json["inter_token_latency"]["min"], 25.0);
@@ -609,7 +696,7 @@ mod tests {
         assert_eq!(tags, sorted, "rows by tag, as AIPerf sorts them");
 
         // Without a stream AIPerf has no streaming metrics.
-        let (whole, _) = profile_export(&tally, &m, None, &info(false));
+        let (whole, _) = profile_export(&tally, &m, &[], None, &info(false));
         for tag in [
             "time_to_first_token",
             "inter_token_latency",
@@ -648,7 +735,7 @@ mod tests {
         // though the completion is 100 % away.
         tally.push(&with_usage(5, Some(7), Some(100), 0, 50));
         let m = tally.metrics(1.0, Some(1), None, 6, &[99.0]);
-        let (json, csv) = profile_export(&tally, &m, None, &info(true));
+        let (json, csv) = profile_export(&tally, &m, &[], None, &info(true));
         assert_eq!(json["usage_prompt_tokens"]["count"], 5);
         assert_eq!(json["usage_prompt_tokens"]["unit"], "tokens");
         assert_eq!(
@@ -685,7 +772,13 @@ mod tests {
         // A run whose server reported no usage has none of these figures.
         let mut bare = RunTally::default();
         bare.push(&record(0, 10.0, 20.0, vec![], 50));
-        let (json, _) = profile_export(&bare, &bare.metrics(1.0, Some(1), None, 1, &[99.0]), None, &info(true));
+        let (json, _) = profile_export(
+            &bare,
+            &bare.metrics(1.0, Some(1), None, 1, &[99.0]),
+            &[],
+            None,
+            &info(true),
+        );
         for tag in [
             "usage_prompt_tokens",
             "total_usage_prompt_tokens",

@@ -10,6 +10,7 @@ use serde::{Deserialize, Serialize};
 use crate::aggregate::SpecAggregator;
 use crate::engine::Engine;
 use crate::goodput::{RequestLatency, Slo};
+use crate::http_trace::HttpTrace;
 use crate::per_request::{PartialSpecRecord, ServerTimings, SpecRecord};
 use crate::sample::Sample;
 use crate::scrape::SpecDecodeData;
@@ -93,9 +94,24 @@ pub struct RequestRecord {
     /// `--enable-per-request-metrics`).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub server_timings: Option<ServerTimings>,
+    /// When the request was due, on the run's clock: its scheduled time in an open loop (a
+    /// rate or a trace), the moment a slot freed in a closed one (AIPerf's credit).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub credit_ms: Option<f64>,
+    /// The `max_tokens` the request asked for.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub max_tokens: Option<u64>,
+    /// The transport's timings of the exchange (speclens's own HTTP/1.1 transport only).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub http: Option<HttpTrace>,
 }
 
 impl RequestRecord {
+    /// When the response ended (the send time when nothing came), on the run's clock.
+    pub fn end_ms(&self) -> f64 {
+        self.start_ms + self.e2el_ms.filter(|e| *e > 0.0).unwrap_or(0.0)
+    }
+
     /// Time per output token after the first, (E2E − TTFT) ÷ (output tokens − 1): none for a
     /// request without both times or with a single token (vLLM leaves those out of TPOT).
     pub fn tpot_ms(&self) -> Option<f64> {
@@ -344,6 +360,16 @@ pub struct RunTally {
     pub decode_ms: Sample,
     pub e2e_output_tokens_per_s: Sample,
     pub prefill_tokens_per_s_per_user: Sample,
+    /// AIPerf's coordinated-omission-aware figures, failed requests included: from when a
+    /// request was due to its send, and to its end.
+    pub credit_to_start_ms: Sample,
+    pub effective_latency_ms: Sample,
+    /// AIPerf's output length against the `max_tokens` asked for: the signed difference in
+    /// percent, and how many differ by more than 5 % (at most 50 tokens).
+    pub osl_mismatch_pct: Sample,
+    pub osl_mismatches: u64,
+    /// The transport's `http_req_*` figures, in [`crate::http_trace::HTTP_NAMES`] order.
+    pub http: [Sample; 14],
     /// The server's own queue time and TTFT, and the client's TTFT less the server's, of the
     /// requests whose responses carried them.
     pub server_queue_ms: Sample,
@@ -395,6 +421,22 @@ pub fn aiperf_prefill_tokens_per_s(r: &RequestRecord) -> Option<f64> {
     Some(r.input_tokens as f64 / (t / 1e3))
 }
 
+/// AIPerf's `osl_mismatch_diff_pct`: (output tokens − `max_tokens`) ÷ `max_tokens` in percent,
+/// signed; none without a `max_tokens` or with 0.
+pub fn osl_mismatch_pct(r: &RequestRecord) -> Option<f64> {
+    let asked = r.max_tokens.filter(|m| *m > 0)? as f64;
+    Some((r.output_tokens as f64 - asked) / asked * 100.0)
+}
+
+/// AIPerf's mismatch: the output length off the `max_tokens` asked for by more than 5 % of it,
+/// at most 50 tokens (its `AIPERF_METRICS_OSL_MISMATCH_*` defaults).
+pub fn osl_mismatched(r: &RequestRecord) -> bool {
+    r.max_tokens.is_some_and(|asked| {
+        let off = (r.output_tokens as f64 - asked as f64).abs();
+        off > (asked as f64 * 5.0 / 100.0).min(50.0)
+    })
+}
+
 impl RunTally {
     pub fn new(absent_means_zero_steps: Option<Engine>) -> RunTally {
         RunTally {
@@ -414,6 +456,10 @@ impl RunTally {
             return;
         }
         self.requests += 1;
+        if let Some(credit) = r.credit_ms {
+            self.credit_to_start_ms.push((r.start_ms - credit).max(0.0));
+            self.effective_latency_ms.push((r.end_ms() - credit).max(0.0));
+        }
         if !r.success {
             self.failed += 1;
             if let (Some(kind), Some(message)) = (r.error_kind, &r.error) {
@@ -437,6 +483,17 @@ impl RunTally {
         }
         if let Some(server) = &r.server_timings {
             self.push_server(server, r.ttft_ms);
+        }
+        if let Some(trace) = &r.http {
+            for (sample, value) in self.http.iter_mut().zip(trace.values()) {
+                if let Some(v) = value {
+                    sample.push(v);
+                }
+            }
+        }
+        if let Some(pct) = osl_mismatch_pct(r) {
+            self.osl_mismatch_pct.push(pct);
+            self.osl_mismatches += u64::from(osl_mismatched(r));
         }
         for (sample, value) in [
             (&mut self.decode_ms, aiperf_decode_ms(r)),
@@ -697,14 +754,7 @@ pub(crate) mod tests {
             itl_ms: itl,
             input_tokens: 10,
             output_tokens: tokens,
-            error_kind: None,
-            error: None,
-            spec_decode_acceptance: None,
-            spec_decode_partial: None,
-            spec_decode_rejected: None,
-            usage: None,
-            server_timings: None,
-            turn: None,
+            ..RequestRecord::default()
         }
     }
 

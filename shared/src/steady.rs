@@ -199,14 +199,7 @@ mod tests {
             itl_ms: itl,
             input_tokens: 10,
             output_tokens: tokens,
-            error_kind: None,
-            error: None,
-            spec_decode_acceptance: None,
-            spec_decode_partial: None,
-            spec_decode_rejected: None,
-            usage: None,
-            server_timings: None,
-            turn: None,
+            ..RequestRecord::default()
         }
     }
 

@@ -12,11 +12,12 @@ use std::borrow::Cow;
 use serde::de::IgnoredAny;
 use serde::Deserialize;
 use serde_json::Value;
+use speclens_shared::http_trace::HttpTrace;
 use speclens_shared::per_request::{PartialSpecRecord, PayloadOutcome, PayloadScan, ServerTimings, SpecRecord};
 use speclens_shared::run::ErrorKind;
 use tokio::time::Instant;
 
-use super::wire::{describe, Arrivals, Wire, WireError};
+use super::wire::{describe, Arrivals, Wire, WireError, WireTrace};
 
 /// Which OpenAI endpoint to load.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -88,6 +89,8 @@ pub struct Exchange {
     pub spec_rejected: Option<String>,
     /// The server's own timings (vLLM 0.33's per-request metrics).
     pub server: Option<ServerTimings>,
+    /// The transport's phases (speclens's own transport only).
+    pub http: Option<HttpTrace>,
 }
 
 fn classify(e: &reqwest::Error) -> ErrorKind {
@@ -140,6 +143,8 @@ pub struct Received {
     body: Arrivals,
     /// Why the body ended early, if it did.
     cut: Option<(ErrorKind, String)>,
+    /// The connection's phases, from speclens's own transport.
+    trace: Option<WireTrace>,
 }
 
 impl Received {
@@ -191,6 +196,7 @@ async fn on_the_wire(wire: &Wire, target: &Target, body: Bytes) -> Result<Receiv
         content_encoding: delivery.content_encoding,
         body: delivery.body,
         cut: delivery.cut.map(|e| wire_error(e, target)),
+        trace: Some(delivery.trace),
     })
 }
 
@@ -260,6 +266,7 @@ async fn through_reqwest(
         content_encoding,
         body: received,
         cut,
+        trace: None,
     })
 }
 
@@ -318,6 +325,7 @@ fn measure_exchange(target: &Target, outcome: Outcome) -> Exchange {
         content_encoding,
         body,
         cut,
+        trace,
     } = received;
     let ended = body.last().unwrap_or_else(Instant::now);
     // speclens sends no Accept-Encoding: a compressed answer would be read as raw bytes.
@@ -360,8 +368,26 @@ fn measure_exchange(target: &Target, outcome: Outcome) -> Exchange {
     }
     if ex.error.is_none() {
         ex.e2el_ms = Some(ms(ended - sent));
+        ex.http = trace.map(|t| http_trace(&t, &body));
     }
     ex
+}
+
+/// AIPerf's HTTP phases of an exchange, in ms from the call: the connection's and the body's
+/// reads (their kernel receive times).
+fn http_trace(t: &WireTrace, body: &Arrivals) -> HttpTrace {
+    let from_call = |at: Instant| ms(at.saturating_duration_since(t.called));
+    HttpTrace {
+        dns_lookup_ms: ms(t.dns),
+        connecting_ms: ms(t.connecting),
+        written_ms: from_call(t.written),
+        first_read_ms: body.stamps().first().map(|at| from_call(*at)),
+        last_read_ms: body.last().map(from_call),
+        chunks_received: body.stamps().len() as u64,
+        bytes_sent: t.bytes_sent,
+        bytes_received: body.bytes().len() as u64,
+        reused: t.reused,
+    }
 }
 
 /// Why a complete answer to a stream request is not a stream at all (an HTML page from a proxy

@@ -47,8 +47,11 @@ struct Pending {
     target: usize,
     category: Option<String>,
     start_ms: f64,
+    /// When it was due (see [`RequestRecord::credit_ms`]).
+    credit_ms: f64,
     /// Input length known before sending (the server's usage replaces it).
     input_tokens: u64,
+    max_tokens: Option<u64>,
 }
 
 /// A finished request before measuring.
@@ -76,6 +79,11 @@ impl Schedule {
             burstiness: load.burstiness,
             fixed: load.fixed_offsets_s.clone().filter(|_| with_rate).map(|o| (o, 0)),
         }
+    }
+
+    /// Whether sends follow the clock (a rate or a trace) rather than free slots.
+    pub fn is_open(&self) -> bool {
+        self.fixed.is_some() || self.rate.is_some_and(f64::is_finite)
     }
 
     pub fn next_gap_s(&mut self) -> f64 {
@@ -367,6 +375,8 @@ async fn dispatch(mut d: Dispatch, tx: mpsc::Sender<Event>, mut cancel: watch::R
         if *cancel.borrow() || ended(Instant::now()) {
             break;
         }
+        // Due at its scheduled time in an open loop, when its slot freed in a closed one.
+        let due = if d.schedule.is_open() { next_at } else { Instant::now() };
         let Some(ready) = d.feed.get(i).await else { break };
         // A slot for the send's event first: the fold may be behind (the channel full), and
         // the send is stamped once nothing but the request itself stands before it; a stop
@@ -382,7 +392,9 @@ async fn dispatch(mut d: Dispatch, tx: mpsc::Sender<Event>, mut cancel: watch::R
             target: (id % d.shared.targets.len() as u64) as usize,
             category: ready.category.clone(),
             start_ms: (Instant::now() - d.started).as_secs_f64() * 1e3,
+            credit_ms: (due - d.started).as_secs_f64() * 1e3,
             input_tokens: ready.input_tokens,
+            max_tokens: ready.max_tokens,
         };
         let task_sent = Pending {
             category: ready.category,
@@ -438,10 +450,13 @@ async fn converse(
                 return;
             }
             body = conversation.body(turn, &answers);
+            // A later turn is due when the answer before it came.
+            let now_ms = (Instant::now() - started).as_secs_f64() * 1e3;
             sent = Pending {
                 turn: Some(turn as u32),
                 input_tokens: conversation.input_tokens(turn, &answers, &shared.tokens),
-                start_ms: (Instant::now() - started).as_secs_f64() * 1e3,
+                start_ms: now_ms,
+                credit_ms: now_ms,
                 ..sent
             };
             if tx.send(Event::Sent(sent.clone())).await.is_err() {
@@ -621,6 +636,9 @@ fn to_record(
         spec_decode_rejected: ex.spec_rejected,
         usage,
         server_timings: ex.server.filter(|_| success),
+        credit_ms: Some(sent.credit_ms),
+        max_tokens: sent.max_tokens,
+        http: ex.http.filter(|_| success),
     }
 }
 

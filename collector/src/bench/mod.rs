@@ -13,6 +13,7 @@ pub mod paths;
 pub mod plan;
 pub mod prometheus;
 pub mod scrape;
+pub mod sweep_line;
 pub mod tokens;
 pub mod trace;
 pub mod wire;
@@ -82,6 +83,9 @@ pub struct LoadOutcome {
     /// and Unix seconds at the window's first send.
     pub started_unix_ns: u64,
     pub window_start_unix_s: f64,
+    /// The window on the records' clock (ms from the run's start): first send to last
+    /// completion, what AIPerf's time-weighted figures cover.
+    pub window_ms: (f64, f64),
     pub max_in_flight: u64,
     pub partial: bool,
     /// The signal that stopped the run early, if one did.
@@ -401,6 +405,10 @@ async fn measure(p: &Prepared, hub: &LiveHub, records_tmp: &std::path::Path) -> 
             duration_s: (window_end - window_start).as_secs_f64(),
             started_unix_ns,
             window_start_unix_s,
+            window_ms: (
+                (window_start - started).as_secs_f64() * 1e3,
+                (window_end - started).as_secs_f64() * 1e3,
+            ),
             max_in_flight: p.shared.max_in_flight(),
             partial,
             interrupted: caught.get().copied(),

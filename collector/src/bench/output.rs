@@ -359,12 +359,23 @@ fn persist(run: &Prepared, f: &Figures<'_>, records_tmp: &Path) -> Result<(RunRe
         cli_command: cli_command(std::env::args()),
         is_complete: f.outcome.interrupted.is_none() && !f.outcome.partial && f.outcome.records_cut.is_none(),
     };
-    let (profile_json, profile_csv) = profile_export(&f.outcome.tally, &f.metrics, f.summary.as_ref(), &info);
+    let (mut saved, mut failed) = (Vec::new(), Vec::new());
+    // The time-weighted figures need every record of the window: none from a cut file.
+    let sweep = match &f.outcome.records_cut {
+        Some(_) => Vec::new(),
+        None => super::sweep_line::sweep_of_records(records_tmp, run.plan.target.stream, f.outcome.window_ms)
+            .unwrap_or_else(|e| {
+                failed.push(format!(
+                    "the time-weighted figures could not be read from the records: {e}"
+                ));
+                Vec::new()
+            }),
+    };
+    let (profile_json, profile_csv) = profile_export(&f.outcome.tally, &f.metrics, &sweep, f.summary.as_ref(), &info);
     files.push((dir.join("profile_export_speclens.json"), to_json_bytes(&profile_json)?));
     files.push((dir.join("profile_export_speclens.csv"), profile_csv.into_bytes()));
     let result = run_result(run, f);
     files.push((dir.join("result.json"), to_json_bytes(&result)?));
-    let (mut saved, mut failed) = (Vec::new(), Vec::new());
     let name = |path: &Path| path.strip_prefix(dir).unwrap_or(path).display().to_string();
     for (path, bytes) in files {
         match write_atomic(&path, &bytes) {

@@ -18,7 +18,7 @@ use hyper::{Request, Response};
 use hyper_util::rt::TokioIo;
 use tokio::io::{AsyncRead, AsyncWrite, ReadBuf};
 use tokio::net::TcpStream;
-use tokio::time::Instant;
+use tokio::time::{Duration, Instant};
 
 /// Where one target's connections go.
 pub struct Wire {
@@ -43,6 +43,24 @@ pub struct Delivery {
     pub body: Arrivals,
     /// Why the body ended early, if it did.
     pub cut: Option<WireError>,
+    /// How the exchange went on the connection.
+    pub trace: WireTrace,
+}
+
+/// The connection phases of one exchange (AIPerf's HTTP timings).
+#[derive(Debug, Clone, Copy)]
+pub struct WireTrace {
+    /// When the exchange was asked for: before a connection was taken or opened.
+    pub called: Instant,
+    /// Resolving the host's name (zero for an address or a reused connection).
+    pub dns: Duration,
+    /// Opening the connection, the name's resolution included (zero when reused).
+    pub connecting: Duration,
+    pub reused: bool,
+    /// When the request's last byte was handed to the socket.
+    pub written: Instant,
+    /// The request body's bytes.
+    pub bytes_sent: u64,
 }
 
 /// One budget for the response bytes buffered by every request in flight, so many large
@@ -224,6 +242,8 @@ struct Stamps {
     last_read: Option<Instant>,
     /// The first write since the last `arm`.
     first_write: Option<Instant>,
+    /// When the latest write returned (the request's last byte handed to the socket).
+    last_write: Option<Instant>,
 }
 
 type Shared = Arc<Mutex<Stamps>>;
@@ -314,8 +334,23 @@ impl Wire {
         })
     }
 
-    async fn connect(&self) -> Result<Conn, WireError> {
-        let tcp = TcpStream::connect((self.host.as_str(), self.port))
+    /// The host's addresses (no lookup for an address) and how long resolving took.
+    async fn resolve(&self) -> Result<(Vec<std::net::SocketAddr>, Duration), WireError> {
+        if let Ok(ip) = self.host.parse::<std::net::IpAddr>() {
+            return Ok((vec![(ip, self.port).into()], Duration::ZERO));
+        }
+        let asked = Instant::now();
+        let addrs = tokio::net::lookup_host((self.host.as_str(), self.port))
+            .await
+            .map_err(|e| WireError::Connect(format!("cannot resolve {}: {e}", self.host)))?
+            .collect();
+        Ok((addrs, asked.elapsed()))
+    }
+
+    /// A new connection, and how long resolving the name took.
+    async fn connect(&self) -> Result<(Conn, Duration), WireError> {
+        let (addrs, dns) = self.resolve().await?;
+        let tcp = TcpStream::connect(addrs.as_slice())
             .await
             .map_err(|e| WireError::Connect(format!("cannot connect to {}:{}: {e}", self.host, self.port)))?;
         tcp.set_nodelay(true)
@@ -326,25 +361,35 @@ impl Wire {
         let (sender, conn) = http1::handshake(io)
             .await
             .map_err(|e| WireError::Connect(format!("HTTP handshake failed: {e}")))?;
-        Ok(Conn {
+        let conn = Conn {
             sender,
             driver: Some(Box::pin(conn)),
             stamps,
             socket,
-        })
+        };
+        Ok((conn, dns))
+    }
+
+    /// A new connection, with its phases in `trace`.
+    async fn connect_traced(&self, trace: &mut WireTrace) -> Result<Conn, WireError> {
+        let asked = Instant::now();
+        let (conn, dns) = self.connect().await?;
+        (trace.dns, trace.connecting, trace.reused) = (dns, asked.elapsed(), false);
+        Ok(conn)
     }
 
     /// An idle connection that is still open, else a new one.
-    async fn checkout(&self) -> Result<(Conn, bool), WireError> {
+    async fn checkout(&self, trace: &mut WireTrace) -> Result<Conn, WireError> {
         loop {
             let idle = self.idle.lock().unwrap_or_else(PoisonError::into_inner).pop();
             match idle {
                 Some(mut c) => {
                     if c.usable().await {
-                        return Ok((c, true));
+                        trace.reused = true;
+                        return Ok(c);
                     }
                 }
-                None => return Ok((self.connect().await?, false)),
+                None => return self.connect_traced(trace).await,
             }
         }
     }
@@ -367,7 +412,16 @@ impl Wire {
         max_response_bytes: usize,
         charge: Charge,
     ) -> Result<Delivery, WireError> {
-        let (mut conn, mut reused) = self.checkout().await?;
+        let called = Instant::now();
+        let mut trace = WireTrace {
+            called,
+            dns: Duration::ZERO,
+            connecting: Duration::ZERO,
+            reused: false,
+            written: called,
+            bytes_sent: body.len() as u64,
+        };
+        let mut conn = self.checkout(&mut trace).await?;
         let (sent, response) = loop {
             let mut request = Request::post(self.path.as_str())
                 .body(Full::new(body.clone()))
@@ -377,6 +431,7 @@ impl Wire {
             {
                 let mut stamps = lock(&conn.stamps);
                 stamps.first_write = None;
+                stamps.last_write = None;
                 stamps.last_read = None;
             }
             let queued_at = Instant::now();
@@ -388,9 +443,8 @@ impl Wire {
             };
             match outcome {
                 Ok(r) => break (written.unwrap_or(queued_at), r),
-                Err(e) if reused && (written.is_none() || closed_unread(&e, answered, written)) => {
-                    conn = self.connect().await?;
-                    reused = false;
+                Err(e) if trace.reused && (written.is_none() || closed_unread(&e, answered, written)) => {
+                    conn = self.connect_traced(&mut trace).await?;
                 }
                 // hyper's parse errors include a bad status line and an oversized head.
                 Err(e) if e.is_parse() => return Err(WireError::NotHttp(describe(&e))),
@@ -417,6 +471,7 @@ impl Wire {
                 }
             }
         };
+        trace.written = lock(&conn.stamps).last_write.unwrap_or(sent);
         if cut.is_none() {
             self.checkin(conn);
         }
@@ -427,6 +482,7 @@ impl Wire {
             content_encoding: header_text(&parts.headers, hyper::header::CONTENT_ENCODING),
             body,
             cut,
+            trace,
         })
     }
 }
@@ -521,7 +577,9 @@ impl AsyncWrite for TimedStream {
         let this = self.get_mut();
         let at = Instant::now();
         let written = ready!(Pin::new(&mut this.tcp).poll_write(cx, data))?;
-        lock(&this.stamps).first_write.get_or_insert(at);
+        let mut stamps = lock(&this.stamps);
+        stamps.first_write.get_or_insert(at);
+        stamps.last_write = Some(Instant::now());
         Poll::Ready(Ok(written))
     }
 
@@ -533,7 +591,9 @@ impl AsyncWrite for TimedStream {
         let this = self.get_mut();
         let at = Instant::now();
         let written = ready!(Pin::new(&mut this.tcp).poll_write_vectored(cx, bufs))?;
-        lock(&this.stamps).first_write.get_or_insert(at);
+        let mut stamps = lock(&this.stamps);
+        stamps.first_write.get_or_insert(at);
+        stamps.last_write = Some(Instant::now());
         Poll::Ready(Ok(written))
     }
 

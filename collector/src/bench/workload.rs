@@ -721,6 +721,8 @@ pub struct Ready {
     pub category: Option<String>,
     /// Input length when known before sending (the server's `usage` replaces it).
     pub input_tokens: u64,
+    /// The `max_tokens` the body asks for.
+    pub max_tokens: Option<u64>,
     pub body: Bytes,
     /// The rest of a multi-turn conversation, whose first turn `body` is.
     pub conversation: Option<Arc<Conversation>>,
@@ -740,6 +742,7 @@ impl Ready {
         Ready {
             category: prompt.category.clone(),
             input_tokens: prompt.input_tokens,
+            max_tokens: Some(u64::from(prompt.max_tokens)),
             body: Bytes::from(first.to_string()),
             conversation,
         }

@@ -1,0 +1,159 @@
+//! One request's HTTP timings as the load generator's transport measured them, and AIPerf's
+//! fourteen `http_req_*` figures derived from them as AIPerf 0.13 derives its own
+//! (`metrics/types/http_trace_metrics.py`; docs/METRICS.md §7.5): the phases count from the
+//! call, so on a new connection `sending` holds the connect time and `total` counts it twice,
+//! as AIPerf's do; on a reused connection the lookup and connect phases are 0.
+
+use serde::{Deserialize, Serialize};
+
+/// What the transport saw of one exchange, in milliseconds from the call that sent it.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Serialize, Deserialize)]
+pub struct HttpTrace {
+    /// Resolving the host name (0: an address, or a reused connection).
+    pub dns_lookup_ms: f64,
+    /// Opening the connection, the lookup included (0 on a reused connection).
+    pub connecting_ms: f64,
+    /// When the request's last byte was handed to the socket.
+    pub written_ms: f64,
+    /// The first and last reads of the response body (none for an empty body).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub first_read_ms: Option<f64>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub last_read_ms: Option<f64>,
+    /// Reads that brought response body bytes.
+    pub chunks_received: u64,
+    /// Request and response body bytes (headers and chunked framing not counted).
+    pub bytes_sent: u64,
+    pub bytes_received: u64,
+    /// The request went on a kept-alive connection.
+    pub reused: bool,
+}
+
+/// AIPerf's `http_req_*` metrics in its export order: tag, header, unit.
+pub const HTTP_NAMES: [(&str, &str, &str); 14] = [
+    ("http_req_blocked", "HTTP Blocked", "ms"),
+    ("http_req_dns_lookup", "HTTP DNS Lookup", "ms"),
+    ("http_req_connecting", "HTTP Connecting", "ms"),
+    ("http_req_sending", "HTTP Sending", "ms"),
+    ("http_req_waiting", "HTTP Waiting (TTFB)", "ms"),
+    ("http_req_receiving", "HTTP Receiving", "ms"),
+    ("http_req_duration", "HTTP Duration (excl. conn)", "ms"),
+    ("http_req_total", "HTTP Total Time", "ms"),
+    ("http_req_connection_overhead", "HTTP Connection Overhead", "ms"),
+    ("http_req_data_sent", "HTTP Data Sent", "KB"),
+    ("http_req_data_received", "HTTP Data Received", "KB"),
+    ("http_req_chunks_sent", "HTTP Chunks Sent", "count"),
+    ("http_req_chunks_received", "HTTP Chunks Received", "count"),
+    ("http_req_connection_reused", "HTTP Connection Reused", "ratio"),
+];
+
+/// AIPerf's kilobyte.
+const KB: f64 = 1024.0;
+
+impl HttpTrace {
+    /// The last body read less the first; 0 for one read, none for no read.
+    pub fn receiving_ms(&self) -> Option<f64> {
+        match self.chunks_received {
+            0 => None,
+            1 => Some(0.0),
+            _ => Some(self.last_read_ms? - self.first_read_ms?),
+        }
+    }
+
+    /// The request's value of each of [`HTTP_NAMES`] in its unit (`None` where AIPerf leaves
+    /// the metric out). speclens's transport has no connection pool limit, so nothing ever
+    /// waits for one (`http_req_blocked` 0); it writes a request's body at once (one chunk).
+    pub fn values(&self) -> [Option<f64>; 14] {
+        let blocked = 0.0;
+        let sending = self.written_ms;
+        let waiting = self.first_read_ms.map(|first| first - self.written_ms);
+        let receiving = self.receiving_ms();
+        let overhead = blocked + self.dns_lookup_ms + self.connecting_ms;
+        let total = match (waiting, receiving) {
+            (Some(w), Some(r)) => Some(overhead + sending + w + r),
+            _ => None,
+        };
+        [
+            Some(blocked),
+            Some(self.dns_lookup_ms),
+            Some(self.connecting_ms),
+            Some(sending),
+            waiting,
+            receiving,
+            self.last_read_ms,
+            total,
+            Some(overhead),
+            Some(self.bytes_sent as f64 / KB),
+            Some(self.bytes_received as f64 / KB),
+            Some(1.0),
+            Some(self.chunks_received as f64),
+            Some(if self.reused { 1.0 } else { 0.0 }),
+        ]
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn value(t: &HttpTrace, tag: &str) -> Option<f64> {
+        let i = HTTP_NAMES.iter().position(|n| n.0 == tag).unwrap();
+        t.values()[i]
+    }
+
+    /// A new connection: 2 ms to connect, the request written at 2.5 ms, the body read at 10,
+    /// 12 and 30 ms. AIPerf's sending holds the connect, its total counts it twice.
+    #[test]
+    fn a_new_connection_worked_by_hand() {
+        let t = HttpTrace {
+            dns_lookup_ms: 0.0,
+            connecting_ms: 2.0,
+            written_ms: 2.5,
+            first_read_ms: Some(10.0),
+            last_read_ms: Some(30.0),
+            chunks_received: 3,
+            bytes_sent: 2048,
+            bytes_received: 512,
+            reused: false,
+        };
+        assert_eq!(value(&t, "http_req_sending"), Some(2.5));
+        assert_eq!(value(&t, "http_req_waiting"), Some(7.5));
+        assert_eq!(value(&t, "http_req_receiving"), Some(20.0));
+        // duration = sending + waiting + receiving, from the call to the last read.
+        assert_eq!(value(&t, "http_req_duration"), Some(30.0));
+        assert_eq!(value(&t, "http_req_total"), Some(32.0));
+        assert_eq!(value(&t, "http_req_connection_overhead"), Some(2.0));
+        assert_eq!(value(&t, "http_req_data_sent"), Some(2.0));
+        assert_eq!(value(&t, "http_req_data_received"), Some(0.5));
+        assert_eq!(value(&t, "http_req_connection_reused"), Some(0.0));
+        assert_eq!(value(&t, "http_req_chunks_sent"), Some(1.0));
+        assert_eq!(value(&t, "http_req_chunks_received"), Some(3.0));
+    }
+
+    #[test]
+    fn one_read_receives_in_no_time_and_no_read_leaves_the_reading_phases_out() {
+        let one = HttpTrace {
+            written_ms: 0.1,
+            first_read_ms: Some(4.0),
+            last_read_ms: Some(4.0),
+            chunks_received: 1,
+            reused: true,
+            ..HttpTrace::default()
+        };
+        assert_eq!(value(&one, "http_req_receiving"), Some(0.0));
+        assert_eq!(value(&one, "http_req_connection_reused"), Some(1.0));
+        assert_eq!(value(&one, "http_req_total"), Some(4.0));
+        let none = HttpTrace {
+            written_ms: 0.1,
+            ..HttpTrace::default()
+        };
+        for tag in [
+            "http_req_waiting",
+            "http_req_receiving",
+            "http_req_duration",
+            "http_req_total",
+        ] {
+            assert_eq!(value(&none, tag), None, "{tag}");
+        }
+    }
+}
