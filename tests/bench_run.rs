@@ -156,17 +156,24 @@ fn console_and_files_keep_the_spec_formats() {
     assert_eq!(profile["spec_decode_acceptance_length"]["unit"], "ratio");
     assert!(profile["pooled_spec_decode_acceptance_histogram"].is_object());
     let csv = std::fs::read_to_string(dir.path().join("run/profile_export_speclens.csv")).unwrap();
-    // AIPerf's rows, sorted by tag: decode_duration first (a streamed run), then
-    // e2e_output_token_throughput and input_sequence_length.
+    // AIPerf's rows, sorted by tag: the time-weighted active_decode_throughput first (its
+    // sum and the percentiles AIPerf does not compute left empty), then decode_duration (a
+    // streamed run), e2e_output_token_throughput and input_sequence_length.
     assert!(
-        csv.starts_with("Metric,avg,min,max,sum,p1,p5,p10,p25,p50,p75,p90,p95,p99,std\nDecode Duration (ms),"),
+        csv.starts_with(
+            "Metric,avg,min,max,sum,p1,p5,p10,p25,p50,p75,p90,p95,p99,std\nActive Decode Throughput (tokens/sec),"
+        ),
         "{csv}"
     );
+    let active = csv.lines().nth(1).unwrap().split(',').collect::<Vec<_>>();
+    assert_eq!(active.len(), 15, "{csv}");
+    assert!(active[4..9].iter().all(|c| c.is_empty()) && active[10].is_empty() && !active[9].is_empty());
+    let decode = csv.find("\nDecode Duration (ms),").expect("decode row");
     let e2e = csv
         .find("\nE2E Output Token Throughput (tokens/sec/user),")
         .expect("e2e row");
     let isl = csv.find("\nInput Sequence Length (tokens),").expect("isl row");
-    assert!(e2e < isl, "{csv}");
+    assert!(decode < e2e && e2e < isl, "{csv}");
     assert!(
         csv.contains("\nTime to First Token (ms),") && csv.contains("\nInter Chunk Latency (ms),"),
         "{csv}"

@@ -556,23 +556,27 @@ pub fn record_line(r: &RequestRecord, run_start_unix_ns: u64, stream: bool) -> O
     if let (true, Some(ttft)) = (stream, r.ttft_ms) {
         streamed_values(r, ttft, &mut put);
     }
-    if let Some(pct) = crate::run::osl_mismatch_pct(r) {
-        put("osl_mismatch_diff_pct", pct.into(), "%");
-    }
-    if let Some(trace) = &r.http {
-        for ((tag, _, unit), value) in HTTP_NAMES.iter().zip(trace.values()) {
-            // Counts stay whole numbers, as AIPerf writes them.
-            let value = match (value, *unit) {
-                (Some(v), "count" | "ratio") => Value::from(v as u64),
-                (Some(v), _) => Value::from(v),
-                (None, _) => continue,
-            };
-            put(tag, value, unit);
-        }
-    }
+    transport_values(r, &mut put);
     line.insert("metadata".into(), Value::Object(metadata));
     line.insert("metrics".into(), Value::Object(metrics));
     Some(Value::Object(line))
+}
+
+/// A record's length against its `max_tokens` and its HTTP timings.
+fn transport_values(r: &RequestRecord, put: &mut impl FnMut(&str, Value, &str)) {
+    if let Some(pct) = crate::run::osl_mismatch_pct(r) {
+        put("osl_mismatch_diff_pct", pct.into(), "%");
+    }
+    let Some(trace) = &r.http else { return };
+    for ((tag, _, unit), value) in HTTP_NAMES.iter().zip(trace.values()) {
+        // Counts stay whole numbers, as AIPerf writes them.
+        let value = match (value, *unit) {
+            (Some(v), "count" | "ratio") => Value::from(v as u64),
+            (Some(v), _) => Value::from(v),
+            (None, _) => continue,
+        };
+        put(tag, value, unit);
+    }
 }
 
 /// The per-record metrics AIPerf computes only for a streamed response.

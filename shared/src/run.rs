@@ -456,10 +456,7 @@ impl RunTally {
             return;
         }
         self.requests += 1;
-        if let Some(credit) = r.credit_ms {
-            self.credit_to_start_ms.push((r.start_ms - credit).max(0.0));
-            self.effective_latency_ms.push((r.end_ms() - credit).max(0.0));
-        }
+        self.push_transport(r);
         if !r.success {
             self.failed += 1;
             if let (Some(kind), Some(message)) = (r.error_kind, &r.error) {
@@ -483,17 +480,6 @@ impl RunTally {
         }
         if let Some(server) = &r.server_timings {
             self.push_server(server, r.ttft_ms);
-        }
-        if let Some(trace) = &r.http {
-            for (sample, value) in self.http.iter_mut().zip(trace.values()) {
-                if let Some(v) = value {
-                    sample.push(v);
-                }
-            }
-        }
-        if let Some(pct) = osl_mismatch_pct(r) {
-            self.osl_mismatch_pct.push(pct);
-            self.osl_mismatches += u64::from(osl_mismatched(r));
         }
         for (sample, value) in [
             (&mut self.decode_ms, aiperf_decode_ms(r)),
@@ -552,6 +538,29 @@ impl RunTally {
                 .rejected
                 .entry(reason.split(':').next().unwrap_or(reason).to_string())
                 .or_default() += 1;
+        }
+    }
+
+    /// When the request was due (of every request), and for a successful one its length against
+    /// its `max_tokens` and its HTTP timings.
+    fn push_transport(&mut self, r: &RequestRecord) {
+        if let Some(credit) = r.credit_ms {
+            self.credit_to_start_ms.push((r.start_ms - credit).max(0.0));
+            self.effective_latency_ms.push((r.end_ms() - credit).max(0.0));
+        }
+        if !r.success {
+            return;
+        }
+        if let Some(trace) = &r.http {
+            for (sample, value) in self.http.iter_mut().zip(trace.values()) {
+                if let Some(v) = value {
+                    sample.push(v);
+                }
+            }
+        }
+        if let Some(pct) = osl_mismatch_pct(r) {
+            self.osl_mismatch_pct.push(pct);
+            self.osl_mismatches += u64::from(osl_mismatched(r));
         }
     }
 
@@ -756,6 +765,44 @@ pub(crate) mod tests {
             output_tokens: tokens,
             ..RequestRecord::default()
         }
+    }
+
+    /// AIPerf's requested-length figures and its coordinated-omission-aware latencies, worked
+    /// by hand.
+    #[test]
+    fn due_times_and_requested_lengths_follow_aiperf() {
+        let asked = |output: u64, max_tokens: u64| RequestRecord {
+            max_tokens: Some(max_tokens),
+            ..record(1.0, 50.0, vec![], output)
+        };
+        // 90 of 100: −10 %, off by 10 > min(5, 50).
+        assert_eq!(osl_mismatch_pct(&asked(90, 100)), Some(-10.0));
+        assert!(osl_mismatched(&asked(90, 100)));
+        // 96 of 100: off by 4, within 5 %.
+        assert!(!osl_mismatched(&asked(96, 100)));
+        // 1960 of 2000: 2 % off, but 40 tokens is within the 50-token cap; 1940 is not.
+        assert!(!osl_mismatched(&asked(1960, 2000)) && osl_mismatched(&asked(1940, 2000)));
+        assert_eq!(osl_mismatch_pct(&asked(5, 0)), None);
+        let mut tally = RunTally::default();
+        // Due at 100 ms, sent at 130 ms, answered 50 ms later: 30 ms late, 80 ms effective.
+        tally.push(&RequestRecord {
+            start_ms: 130.0,
+            credit_ms: Some(100.0),
+            ..asked(90, 100)
+        });
+        // A failed request counts too: due at 10, sent at 12, failed at once.
+        tally.push(&RequestRecord {
+            start_ms: 12.0,
+            credit_ms: Some(10.0),
+            success: false,
+            e2el_ms: None,
+            ..RequestRecord::default()
+        });
+        let late = tally.credit_to_start_ms.moments().unwrap();
+        let effective = tally.effective_latency_ms.moments().unwrap();
+        assert_eq!((late.sum, late.max), (32.0, 30.0));
+        assert_eq!((effective.min, effective.max), (2.0, 80.0));
+        assert_eq!((tally.osl_mismatch_pct.len(), tally.osl_mismatches), (1, 1));
     }
 
     #[test]
