@@ -7,7 +7,7 @@
 
 use serde_json::{json, Map, Value};
 
-use crate::aggregate::{MetricStats, SpecSummary};
+use crate::aggregate::{MetricStats, SpecSummary, EXPORT_PERCENTILES};
 use crate::goodput::RequestLatency;
 use crate::http_trace::HTTP_NAMES;
 use crate::run::{RequestRecord, RunMetrics, RunTally, UsageTally};
@@ -228,6 +228,79 @@ fn csv_name(header: &str, unit: &str) -> String {
     }
 }
 
+/// AIPerf's error-adjusted latencies (`adj_<tag>`, written once a request failed): the
+/// successful requests' values with one +∞ per failure, percentiles by the nearest rank (numpy's
+/// `nearest`, ties to even), so a percentile past the successes is ∞ (`null` in JSON, `inf` in
+/// the CSV); the mean, sum and maximum are ∞, there is no deviation. Tag, JSON and CSV row.
+fn adjusted_metrics(tally: &RunTally, stream: bool) -> Vec<(String, Value, String)> {
+    if tally.failed == 0 {
+        return Vec::new();
+    }
+    let mut out = Vec::new();
+    for metric in record_metrics(tally) {
+        let adjusted = [
+            "request_latency",
+            "time_to_first_token",
+            "inter_token_latency",
+            "decode_duration",
+        ];
+        if !adjusted.contains(&metric.tag) || (metric.streaming_only && !stream) || metric.sample.is_empty() {
+            continue;
+        }
+        let successes = metric.sample.len() as usize;
+        let n = successes + tally.failed as usize;
+        let ranks: Vec<usize> = EXPORT_PERCENTILES
+            .iter()
+            .map(|q| round_half_even(f64::from(*q) / 100.0 * (n - 1) as f64))
+            .collect();
+        let values = metric.sample.at_ranks(&ranks);
+        let percentiles: Vec<f64> = ranks
+            .iter()
+            .zip(values)
+            .map(|(r, v)| if *r < successes { v } else { f64::INFINITY })
+            .collect();
+        let min = metric.sample.moments().map_or(f64::INFINITY, |m| m.min);
+        let finite = |v: f64| if v.is_finite() { Value::from(v) } else { Value::Null };
+        let mut json = Map::new();
+        json.insert("unit".into(), metric.unit.into());
+        json.insert("avg".into(), Value::Null);
+        for (q, v) in EXPORT_PERCENTILES.iter().zip(&percentiles) {
+            json.insert(format!("p{q}"), finite(*v));
+        }
+        json.insert("min".into(), finite(min));
+        json.insert("max".into(), Value::Null);
+        json.insert("count".into(), n.into());
+        json.insert("sum".into(), Value::Null);
+        let cell = |v: f64| format!("{v:.2}");
+        let mut row = vec![
+            csv_name(&format!("{} (error-adjusted)", metric.header), metric.unit),
+            cell(f64::INFINITY),
+            cell(min),
+            cell(f64::INFINITY),
+            cell(f64::INFINITY),
+        ];
+        row.extend(percentiles.iter().map(|v| cell(*v)));
+        row.push(String::new());
+        out.push((format!("adj_{}", metric.tag), Value::Object(json), row.join(",")));
+    }
+    out
+}
+
+/// Round to the nearest whole number, a half to the even one (numpy's `around`).
+fn round_half_even(x: f64) -> usize {
+    let floor = x.floor();
+    let r = if x - floor == 0.5 {
+        if floor % 2.0 == 0.0 {
+            floor
+        } else {
+            floor + 1.0
+        }
+    } else {
+        x.round()
+    };
+    r.max(0.0) as usize
+}
+
 /// A time-weighted figure's CSV row: AIPerf leaves the sum and the percentiles it does not
 /// compute empty.
 fn sweep_row(f: &SweepFigure) -> String {
@@ -430,6 +503,11 @@ pub fn profile_export(
     for f in sweep {
         rows.push((f.tag, sweep_row(f)));
         json.insert(f.tag.into(), serde_json::to_value(f).unwrap_or(Value::Null));
+    }
+    let adjusted = adjusted_metrics(tally, info.stream);
+    for (tag, value, row) in &adjusted {
+        rows.push((tag, row.clone()));
+        json.insert(tag.clone(), value.clone());
     }
     // AIPerf sorts its CSV rows by tag.
     rows.sort_by_key(|r| r.0);
@@ -689,15 +767,17 @@ mod tests {
         assert!(csv.contains("\nInter Token Latency (ms),"), "{csv}");
         assert!(csv.contains("\nRequest Count,3.00\n"), "{csv}");
         assert!(csv.contains("\nGoodput (requests/sec),1.00\n"), "{csv}");
-        let tags: Vec<&str> = csv
-            .lines()
-            .skip(1)
-            .take_while(|l| !l.is_empty())
-            .map(|l| l.split(" (").next().unwrap())
-            .collect();
-        let mut sorted = tags.clone();
-        sorted.sort_by_key(|h| h.to_lowercase());
-        assert_eq!(tags, sorted, "rows by tag, as AIPerf sorts them");
+        // Rows by tag, as AIPerf sorts them: the error-adjusted `adj_*` ones (a request
+        // failed) first, then the others.
+        let rows: Vec<&str> = csv.lines().skip(1).take_while(|l| !l.is_empty()).collect();
+        let adjusted = rows.iter().take_while(|l| l.contains("(error-adjusted)")).count();
+        assert_eq!(adjusted, 4, "{csv}");
+        for part in [&rows[..adjusted], &rows[adjusted..]] {
+            let tags: Vec<&str> = part.iter().map(|l| l.split(" (").next().unwrap()).collect();
+            let mut sorted = tags.clone();
+            sorted.sort_by_key(|h| h.to_lowercase());
+            assert_eq!(tags, sorted, "rows by tag, as AIPerf sorts them");
+        }
 
         // Without a stream AIPerf has no streaming metrics.
         let (whole, _) = profile_export(&tally, &m, &[], None, &info(false));
@@ -790,6 +870,58 @@ mod tests {
         ] {
             assert!(json.get(tag).is_none(), "{tag}");
         }
+    }
+
+    /// AIPerf's error-adjusted latency: five successes (10 … 50 ms) and one failure, by the
+    /// nearest rank of six values with the failure at +∞ (numpy: p50 → rank 2.5 → 2 → 30;
+    /// p90 → 4.5 → 4 → 50; p95 → 4.75 → 5 → ∞).
+    #[test]
+    fn error_adjusted_latency_counts_a_failure_as_never_answered() {
+        let mut tally = RunTally::default();
+        for (i, e2el) in [10.0, 20.0, 30.0, 40.0, 50.0].into_iter().enumerate() {
+            tally.push(&record(i as u64, 5.0, e2el, vec![], 1));
+        }
+        let (json, csv) = profile_export(
+            &tally,
+            &tally.metrics(1.0, None, None, 1, &[99.0]),
+            &[],
+            None,
+            &info(true),
+        );
+        assert!(
+            json.get("adj_request_latency").is_none(),
+            "no failure, no adjusted figure"
+        );
+        assert!(!csv.contains("error-adjusted"));
+        tally.push(&RequestRecord {
+            success: false,
+            error_kind: Some(ErrorKind::Timeout),
+            error: Some("late".into()),
+            ..RequestRecord::default()
+        });
+        let (json, csv) = profile_export(
+            &tally,
+            &tally.metrics(1.0, None, None, 1, &[99.0]),
+            &[],
+            None,
+            &info(true),
+        );
+        let adj = &json["adj_request_latency"];
+        assert_eq!(
+            [&adj["p1"], &adj["p25"], &adj["p50"], &adj["p75"], &adj["p90"]].map(|v| v.as_f64().unwrap()),
+            [10.0, 20.0, 30.0, 50.0, 50.0]
+        );
+        assert!(adj["p95"].is_null() && adj["p99"].is_null() && adj["avg"].is_null() && adj["max"].is_null());
+        assert_eq!(
+            (adj["min"].as_f64(), adj["count"].as_u64(), adj["unit"].as_str()),
+            (Some(10.0), Some(6), Some("ms"))
+        );
+        assert!(adj.get("std").is_none());
+        assert!(json["adj_time_to_first_token"].is_object());
+        assert!(
+            csv.contains("\nRequest Latency (error-adjusted) (ms),inf,10.00,inf,inf,10.00,10.00,10.00,20.00,30.00,50.00,50.00,inf,inf,\n"),
+            "{csv}"
+        );
     }
 
     #[test]

@@ -172,6 +172,28 @@ impl Sample {
         }
     }
 
+    /// The values at these 0-based ranks of the sorted values (a rank past the last gives the
+    /// largest); from the histogram, the value at that rank's quantile, clamped to the exact
+    /// extremes. Empty when the sample is.
+    pub fn at_ranks(&self, ranks: &[usize]) -> Vec<f64> {
+        if self.count == 0 {
+            return Vec::new();
+        }
+        match &self.histogram {
+            None => {
+                let sorted = self.sorted();
+                ranks.iter().map(|r| sorted[(*r).min(sorted.len() - 1)]).collect()
+            }
+            Some(h) => ranks
+                .iter()
+                .map(|r| {
+                    let q = ((*r as f64 + 0.5) / self.count as f64).clamp(0.0, 1.0);
+                    (h.value_at_quantile(q) as f64 / SCALE).clamp(self.min, self.max)
+                })
+                .collect(),
+        }
+    }
+
     /// The values with how often each occurs (histogram buckets once it took over): what
     /// [`crate::aggregate::Bins::from_counted`] draws.
     pub fn counted(&self) -> Vec<(f64, u64)> {
