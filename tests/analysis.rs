@@ -459,6 +459,25 @@ fn read_tabulates_vllm_bench_serve_results_and_their_crossing() {
 }
 
 #[test]
+fn read_splits_a_vllm_0_33_result_s_ttft_from_its_saved_server_timings() {
+    // `vllm bench serve --save-detailed` 0.33's lists: two successes the server timed (client
+    // TTFT 50 and 80 ms; queued 10 and 30 ms; the server's TTFT from scheduling 25 and 30 ms),
+    // a failed request and one whose response carried no timings, both left out.
+    let dir = tempfile::tempdir().unwrap();
+    let text = crate::common::json_fixture_text("written_vllm_0.33_save_detailed_result.json");
+    std::fs::write(dir.path().join("vllm-033.json"), text).unwrap();
+    let (code, out, err) = run_speclens(&["read", dir.path().to_str().unwrap()]);
+    assert_eq!(code, 0, "{err}");
+    // Means: 65 ms = 20 queued + 27.5 in the server + 17.5 outside (50 − 10 − 25, 80 − 30 − 30).
+    assert!(
+        out.contains(
+            "vllm-033.json: TTFT split (mean of the 2 requests the server timed): 65.00 ms = 20.00 ms queued + 27.50 ms in the server to the first token + 17.50 ms outside the server (network and client)"
+        ),
+        "{out}"
+    );
+}
+
+#[test]
 fn accept_recovers_each_categorys_acceptance_length() {
     // Default category factors: summarization ×1.15, coding ×1.05, translation ×0.8 on α = 0.6.
     let spec = Speclens::instant_spec_sim("0.6", &[]);

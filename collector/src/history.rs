@@ -296,8 +296,10 @@ pub fn read_result(path: &Path) -> Result<Option<RunResult>, String> {
     if value.get("completed").is_none() || value.get("output_throughput").is_none() {
         return Ok(None);
     }
-    let result: RunResult = serde_json::from_value(value).map_err(|e| format!("{}: {e}", path.display()))?;
+    let mut result: RunResult = serde_json::from_value(value).map_err(|e| format!("{}: {e}", path.display()))?;
     result.check_version().map_err(|e| format!("{}: {e}", path.display()))?;
+    // `vllm bench serve` 0.33's per-request server timings, as speclens's own distributions.
+    result.read_vllm_server_times();
     Ok(Some(result))
 }
 

@@ -134,6 +134,12 @@ pub fn run(dir: &Path) -> Result<(), CollectorError> {
         )));
     }
     let mut out = render(&files);
+    // The TTFT split of each file whose server timed its requests (vLLM 0.33).
+    for (name, result) in &files {
+        if let Some(split) = result.ttft_split() {
+            out.push_str(&format!("{name}: {}\n", split.sentence()));
+        }
+    }
     if let Some(table) = sweep_of(&files, Costs::H100_FREE_DRAFTS) {
         out.push('\n');
         out.push_str(&table.render());

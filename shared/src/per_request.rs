@@ -263,7 +263,8 @@ pub struct ServerTimings {
     /// Waiting in the scheduler's queue before the request was first scheduled.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub queue_time_ms: Option<f64>,
-    /// From the server receiving the request to its first token (queue included).
+    /// From the scheduler taking the request to its first token: after the queue (vLLM 0.33's
+    /// `first_token_ts − scheduled_ts`, `entrypoints/generate/base/serving.py`).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub time_to_first_token_ms: Option<f64>,
     /// From the first token to the last.
@@ -291,9 +292,10 @@ impl ServerTimings {
     }
 
     /// The part of the client's TTFT the server does not account for (network, the client's
-    /// own time): client TTFT − server TTFT.
+    /// own time): client TTFT − queue time − server TTFT (the server's TTFT starts after the
+    /// queue); none without both.
     pub fn outside_server_ms(&self, client_ttft_ms: f64) -> Option<f64> {
-        self.time_to_first_token_ms.map(|server| client_ttft_ms - server)
+        Some(client_ttft_ms - self.queue_time_ms? - self.time_to_first_token_ms?)
     }
 }
 

@@ -559,6 +559,53 @@ impl RunResult {
         }
     }
 
+    /// vLLM 0.33's per-request server timings in a `vllm bench serve --save-detailed` result
+    /// (`server_queue_times`, `server_ttfts`: seconds, `null` for a response without them, in
+    /// the order of `ttfts` and `errors`), folded into the distributions speclens writes for its
+    /// own runs, at the file's own percentiles; failed requests left out. Nothing changes for a
+    /// file without the lists, or one that already has the distributions.
+    pub fn read_vllm_server_times(&mut self) {
+        if self.extra.contains_key("server_timed_requests") {
+            return;
+        }
+        let list = |key: &str| self.extra.get(key).and_then(serde_json::Value::as_array);
+        let (Some(queues), Some(server_ttfts)) = (list("server_queue_times"), list("server_ttfts")) else {
+            return;
+        };
+        let client_ttfts = list("ttfts");
+        let errors = match &self.errors {
+            Some(Errors::PerRequest(errors)) => Some(errors),
+            _ => None,
+        };
+        let ms = |v: Option<&serde_json::Value>| {
+            v.and_then(serde_json::Value::as_f64)
+                .filter(|s| s.is_finite() && *s >= 0.0)
+                .map(|s| s * 1e3)
+        };
+        let mut tally = crate::run::RunTally::default();
+        for i in 0..queues.len().max(server_ttfts.len()) {
+            let error = errors.and_then(|e| e.get(i)).and_then(serde_json::Value::as_str);
+            if error.is_some_and(|e| !e.is_empty()) {
+                continue;
+            }
+            let server = crate::per_request::ServerTimings {
+                queue_time_ms: ms(queues.get(i)),
+                time_to_first_token_ms: ms(server_ttfts.get(i)),
+                generation_time_ms: None,
+            };
+            tally.push_server(&server, ms(client_ttfts.and_then(|c| c.get(i))));
+        }
+        let mut percentiles: Vec<f64> = self
+            .latency("ttft")
+            .map(|l| l.percentiles.keys().filter_map(|p| p.parse().ok()).collect())
+            .unwrap_or_default();
+        if percentiles.is_empty() {
+            percentiles.push(99.0);
+        }
+        percentiles.sort_by(f64::total_cmp);
+        self.set_server_split(&tally.server_split(&percentiles));
+    }
+
     /// The TTFT split this result's server timings give (see [`crate::run::TtftSplit`]).
     pub fn ttft_split(&self) -> Option<crate::run::TtftSplit> {
         let mean = |family: &str| self.extra.get(&format!("mean_{family}_ms")).and_then(|v| v.as_f64());
@@ -997,6 +1044,33 @@ pub fn run_view_from_result(result: &RunResult) -> RunView {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// A `vllm bench serve --save-detailed` 0.33 result's server timings become the
+    /// distributions speclens writes, failed requests and responses without timings left out.
+    #[test]
+    fn vllm_0_33_server_timings_fold_into_the_server_split() {
+        let text = r#"{"completed": 3, "failed": 1, "mean_ttft_ms": 63.3, "p90_ttft_ms": 78.0, "p99_ttft_ms": 79.8,
+            "ttfts": [0.05, 0.08, 0.0, 0.06], "errors": ["", "", "timeout", ""],
+            "server_queue_times": [0.01, 0.03, null, null], "server_ttfts": [0.025, 0.03, 0.02, null]}"#;
+        let mut r: RunResult = serde_json::from_str(text).unwrap();
+        r.read_vllm_server_times();
+        let get = |k: &str| r.extra[k].as_f64().unwrap();
+        assert_eq!(r.extra["server_timed_requests"], 2);
+        assert!((get("mean_server_queue_time_ms") - 20.0).abs() < 1e-9);
+        assert!((get("mean_server_time_to_first_token_ms") - 27.5).abs() < 1e-9);
+        assert!((get("mean_ttft_outside_server_ms") - 17.5).abs() < 1e-9);
+        // At the file's own percentiles.
+        assert!(r.extra.contains_key("p90_server_queue_time_ms") && r.extra.contains_key("p99_ttft_outside_server_ms"));
+        let split = r.ttft_split().unwrap();
+        assert_eq!((split.queue_ms, split.in_server_ms), (20.0, 27.5));
+        // Read again: nothing changes; a file without the lists gets nothing.
+        let before = r.extra.clone();
+        r.read_vllm_server_times();
+        assert_eq!(r.extra, before);
+        let mut plain: RunResult = serde_json::from_str(r#"{"completed": 1}"#).unwrap();
+        plain.read_vllm_server_times();
+        assert!(plain.ttft_split().is_none() && !plain.extra.contains_key("server_timed_requests"));
+    }
 
     #[test]
     fn a_vllm_result_reads_with_its_own_keys_kept() {

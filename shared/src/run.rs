@@ -281,14 +281,14 @@ pub struct ServerSplit {
 }
 
 /// The definition shown on hover beside the TTFT split.
-pub const TTFT_SPLIT_DEFINITION: &str = "The client's time to first token, averaged over the requests whose response carried the server's own timings (vLLM 0.33's --enable-per-request-metrics): queue_time_ms (waiting before the scheduler took the request), then the rest of the server's time_to_first_token_ms (prefill and the first step), then what the server did not see (network, HTTP and the client). Means, so the three parts add up to the mean TTFT of those requests.";
+pub const TTFT_SPLIT_DEFINITION: &str = "The client's time to first token, averaged over the requests whose response carried the server's own timings (vLLM 0.33's --enable-per-request-metrics): queue_time_ms (waiting before the scheduler took the request), then the server's time_to_first_token_ms (from the scheduler taking it to its first token: prefill and the first step), then what the server did not see (network, HTTP and the client). Means, so the three parts add up to the mean TTFT of those requests.";
 
 /// The mean TTFT of the requests the server timed, split by where it was spent.
 #[derive(Debug, Clone, Copy, PartialEq)]
 pub struct TtftSplit {
     pub requests: u64,
     pub queue_ms: f64,
-    /// The server's TTFT less its queue time: prefill and the first step.
+    /// The server's TTFT, which starts after the queue: prefill and the first step.
     pub in_server_ms: f64,
     pub outside_server_ms: f64,
 }
@@ -302,7 +302,7 @@ impl TtftSplit {
         (requests > 0 && finite).then_some(TtftSplit {
             requests,
             queue_ms,
-            in_server_ms: server_ttft_ms - queue_ms,
+            in_server_ms: server_ttft_ms,
             outside_server_ms,
         })
     }
@@ -564,7 +564,8 @@ impl RunTally {
         }
     }
 
-    fn push_server(&mut self, server: &ServerTimings, client_ttft_ms: Option<f64>) {
+    /// Fold in the server's own timings of one successful request, beside the client's TTFT.
+    pub fn push_server(&mut self, server: &ServerTimings, client_ttft_ms: Option<f64>) {
         if let Some(q) = server.queue_time_ms {
             self.server_queue_ms.push(q);
         }
@@ -573,6 +574,17 @@ impl RunTally {
         }
         if let Some(outside) = client_ttft_ms.and_then(|t| server.outside_server_ms(t)) {
             self.ttft_outside_server_ms.push(outside);
+        }
+    }
+
+    /// The server's own timings of the requests that carried them, as distributions.
+    pub fn server_split(&self, percentiles: &[f64]) -> ServerSplit {
+        let stats = |s: &Sample| LatencyStats::from_sample(s, percentiles);
+        ServerSplit {
+            requests: self.server_ttft_ms.len(),
+            queue_time: stats(&self.server_queue_ms),
+            time_to_first_token: stats(&self.server_ttft_ms),
+            ttft_outside_server: stats(&self.ttft_outside_server_ms),
         }
     }
 
@@ -605,12 +617,7 @@ impl RunTally {
             tpot: stats(&self.tpot_ms),
             itl: stats(&self.itl_ms),
             e2el: stats(&self.e2el_ms),
-            server: ServerSplit {
-                requests: self.server_ttft_ms.len(),
-                queue_time: stats(&self.server_queue_ms),
-                time_to_first_token: stats(&self.server_ttft_ms),
-                ttft_outside_server: stats(&self.ttft_outside_server_ms),
-            },
+            server: self.server_split(percentiles),
             tail: self.tail.attribution(),
         }
     }

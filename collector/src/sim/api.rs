@@ -639,7 +639,8 @@ impl Reply {
     fn vllm_timings(&self, stats: Option<&SeqStats>, streamed: bool) -> Value {
         match stats.filter(|_| self.timings && self.n == 1) {
             Some(s) => json!({
-                "time_to_first_token_ms": s.ttft_ms, "generation_time_ms": s.generation_ms,
+                // vLLM 0.33 counts its TTFT from scheduling, after the queue.
+                "time_to_first_token_ms": (s.ttft_ms - s.queue_ms).max(0.0), "generation_time_ms": s.generation_ms,
                 "queue_time_ms": s.queue_ms, "mean_itl_ms": null, "tokens_per_second": null,
             }),
             None if streamed => json!({}),
