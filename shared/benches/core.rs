@@ -1,6 +1,7 @@
 //! Criterion benchmarks of the shared core's hot paths: parsing a large real-shaped vLLM
 //! `/metrics` exposition (histograms included, ≈ 1 MB), adapting per-request spec-decode
-//! payloads, and aggregating a million per-request records.
+//! payloads, aggregating a million per-request records, and folding AIPerf's time-weighted
+//! figures of a run.
 //!
 //! Run: `cargo bench -p speclens-shared --bench core` (figures in docs/PERFORMANCE.md).
 
@@ -12,7 +13,9 @@ use serde_json::Value;
 use speclens_shared::aggregate::SpecAggregator;
 use speclens_shared::engine::Engine;
 use speclens_shared::per_request::{adapt_response, SpecRecord};
+use speclens_shared::run::RequestRecord;
 use speclens_shared::scrape::parse_metrics;
+use speclens_shared::sweepline::sweep_of;
 
 /// vLLM's latency histogram buckets (seconds), as its `/metrics` prints them.
 const LATENCY_BUCKETS_S: [f64; 20] = [
@@ -193,5 +196,32 @@ fn aggregate(c: &mut Criterion) {
     group.finish();
 }
 
-criterion_group!(benches, parse, adapt, aggregate);
+/// AIPerf's time-weighted figures of 10,000 streamed requests, 128 chunks each (about 2.6 M
+/// events), at concurrency 64: what the end of such a run folds, in memory.
+fn sweepline(c: &mut Criterion) {
+    let records: Vec<RequestRecord> = (0..10_000u64)
+        .map(|i| RequestRecord {
+            start_ms: (i / 64) as f64 * 700.0 + (i % 64) as f64 * 0.3,
+            success: true,
+            ttft_ms: Some(40.0 + (i % 17) as f64),
+            e2el_ms: Some(40.0 + (i % 17) as f64 + 127.0 * 5.0),
+            itl_ms: (0..127)
+                .map(|k| if k % 9 == 0 { 0.0 } else { 5.0 + (k % 3) as f64 })
+                .collect(),
+            input_tokens: 512,
+            output_tokens: 256,
+            ..RequestRecord::default()
+        })
+        .collect();
+    let window = (0.0, records.last().map_or(0.0, |r| r.end_ms()));
+    let mut group = c.benchmark_group("sweepline");
+    group.sample_size(10);
+    group.throughput(Throughput::Elements(records.len() as u64));
+    group.bench_function("10k streamed records × 128 chunks", |b| {
+        b.iter(|| sweep_of(black_box(&records), true, window))
+    });
+    group.finish();
+}
+
+criterion_group!(benches, parse, adapt, aggregate, sweepline);
 criterion_main!(benches);

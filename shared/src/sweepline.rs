@@ -44,8 +44,13 @@ pub struct Event {
 }
 
 impl Event {
-    fn key(&self) -> (f64, bool, u64) {
-        (self.at_ms, self.delta > 0.0, self.seq)
+    /// The fold's order as one number: the time (its bits made to sort as the float does),
+    /// ends before starts at one time, then the order of generation.
+    fn order(&self) -> u128 {
+        let bits = self.at_ms.to_bits();
+        let time = if bits >> 63 == 1 { !bits } else { bits | 1 << 63 };
+        let start = u128::from(self.delta > 0.0);
+        (u128::from(time) << 64) | (start << 63) | u128::from(self.seq & (u64::MAX >> 1))
     }
 }
 
@@ -160,6 +165,9 @@ fn chunk_events(r: &RequestRecord, first: f64, end: f64, output: f64, emit: &mut
 /// to a bound.
 #[derive(Debug, Clone, Default)]
 struct TimeWeighted {
+    /// The latest value and how long it has held, folded in once the value changes (most
+    /// curves keep their value over many segments).
+    run: Option<(f64, f64)>,
     weight_ms: f64,
     mean: f64,
     m2: f64,
@@ -174,6 +182,24 @@ impl TimeWeighted {
         if w_ms <= 0.0 || !v.is_finite() {
             return;
         }
+        match &mut self.run {
+            Some((held, w)) if *held == v => *w += w_ms,
+            run => {
+                if let Some((held, w)) = run.replace((v, w_ms)) {
+                    self.fold(held, w);
+                }
+            }
+        }
+    }
+
+    /// Fold the value held and its time into the statistics.
+    fn flush(&mut self) {
+        if let Some((v, w)) = self.run.take() {
+            self.fold(v, w);
+        }
+    }
+
+    fn fold(&mut self, v: f64, w_ms: f64) {
         if self.weight_ms == 0.0 {
             (self.min, self.max) = (v, v);
         }
@@ -236,7 +262,8 @@ impl TimeWeighted {
         sorted.last().map_or(0.0, |s| s.0)
     }
 
-    fn figure(&self, name: &SweepName) -> SweepFigure {
+    fn figure(mut self, name: &SweepName) -> SweepFigure {
+        self.flush();
         let scale = name.scale;
         let (avg, std, min, max, [p50, p90, p95, p99]) = if self.weight_ms > 0.0 {
             let p = [0.50, 0.90, 0.95, 0.99].map(|q| self.quantile(q) * scale);
@@ -412,10 +439,8 @@ impl SweepLine {
     /// Fold a batch of events, none earlier than any folded before (a late one counts from the
     /// last time folded).
     pub fn fold(&mut self, events: &mut [Event]) {
-        events.sort_by(|a, b| {
-            let (ka, kb) = (a.key(), b.key());
-            ka.0.total_cmp(&kb.0).then(ka.1.cmp(&kb.1)).then(ka.2.cmp(&kb.2))
-        });
+        // Every key differs (the sequence number), so an unstable sort orders them the same.
+        events.sort_unstable_by_key(Event::order);
         for e in events.iter() {
             let at = self.last_ms.map_or(e.at_ms, |last| e.at_ms.max(last));
             let from = self.last_ms.unwrap_or(self.window_ms.0);
@@ -478,7 +503,7 @@ impl SweepLine {
         let from = self.last_ms.unwrap_or(self.window_ms.0);
         self.close(from, self.window_ms.1);
         self.stats
-            .iter()
+            .into_iter()
             .zip(SWEEP_NAMES.iter())
             .map(|(s, n)| s.figure(n))
             .collect()
@@ -643,6 +668,7 @@ mod tests {
         for i in 0..(EXACT_SEGMENTS * 3) {
             tw.push(i as f64, 1.0);
         }
+        tw.flush();
         assert!(tw.histogram.is_some());
         let n = (EXACT_SEGMENTS * 3) as f64;
         assert!(close(tw.mean, (n - 1.0) / 2.0));
