@@ -196,7 +196,7 @@ fn aggregate(c: &mut Criterion) {
     group.finish();
 }
 
-/// AIPerf's time-weighted figures of 10,000 streamed requests, 128 chunks each (about 2.6 M
+/// AIPerf's time-weighted figures of 10,000 streamed requests, 128 chunks each (about 3.7 M
 /// events), at concurrency 64: what the end of such a run folds, in memory.
 fn sweepline(c: &mut Criterion) {
     let records: Vec<RequestRecord> = (0..10_000u64)
