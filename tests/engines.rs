@@ -14,24 +14,10 @@ const LIMIT: Duration = Duration::from_secs(60);
 /// `bench` of 6 short requests; its stderr and `result.json`.
 fn bench(url: &str, extra: &[&str]) -> (String, serde_json::Value) {
     let out = tempfile::tempdir().unwrap();
-    let dir = out.path().join("run");
-    let mut args = vec![
-        "bench",
-        "--url",
-        url,
-        "--num-prompts",
-        "6",
-        "--output-tokens",
-        "16",
-        "--quiet",
-        "--out",
-        dir.to_str().unwrap(),
-    ];
+    let mut args = vec!["--num-prompts", "6", "--output-tokens", "16", "--quiet"];
     args.extend_from_slice(extra);
-    let (code, stdout, stderr) = run_speclens_within(&args, LIMIT);
-    assert_eq!(code, 0, "{stdout}{stderr}");
-    let text = std::fs::read_to_string(dir.join("result.json")).unwrap();
-    (stderr, serde_json::from_str(&text).unwrap())
+    let (_, stderr, result) = crate::common::bench_output(url, &out.path().join("run"), &args, LIMIT);
+    (stderr, result)
 }
 
 #[test]
@@ -83,15 +69,12 @@ async fn a_tensorrt_llm_server_never_gets_sglang_s_field() {
 fn bench_records(url: &str, extra: &[&str]) -> (String, serde_json::Value, Vec<speclens_shared::run::RequestRecord>) {
     let out = tempfile::tempdir().unwrap();
     let dir = out.path().join("run");
-    let mut full = vec!["bench", "--url", url, "--num-prompts", "8"];
+    let mut full = vec!["--num-prompts", "8", "--quiet"];
     if !extra.contains(&"--output-tokens") {
         full.extend(["--output-tokens", "24"]);
     }
     full.extend_from_slice(extra);
-    full.extend(["--quiet", "--out", dir.to_str().unwrap()]);
-    let (code, stdout, stderr) = run_speclens_within(&full, LIMIT);
-    assert_eq!(code, 0, "{stdout}{stderr}");
-    let result = serde_json::from_str(&std::fs::read_to_string(dir.join("result.json")).unwrap()).unwrap();
+    let (_, stderr, result) = crate::common::bench_output(url, &dir, &full, LIMIT);
     (stderr, result, crate::common::read_records(&dir))
 }
 

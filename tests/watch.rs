@@ -31,21 +31,9 @@ fn write_rules(dir: &Path, args: &[&str]) -> PathBuf {
 /// A bench of `n` requests; its `result.json`.
 fn bench(url: &str, n: &str, extra: &[&str]) -> Value {
     let dir = tempfile::tempdir().unwrap();
-    let out = dir.path().join("run");
-    let mut args = vec![
-        "bench",
-        "--url",
-        url,
-        "--num-prompts",
-        n,
-        "--quiet",
-        "--out",
-        out.to_str().unwrap(),
-    ];
+    let mut args = vec!["--num-prompts", n, "--quiet"];
     args.extend_from_slice(extra);
-    let (code, stdout, stderr) = run_speclens(&args);
-    assert_eq!(code, 0, "{stdout}{stderr}");
-    serde_json::from_str(&std::fs::read_to_string(out.join("result.json")).unwrap()).unwrap()
+    crate::common::bench_output(url, &dir.path().join("run"), &args, Duration::from_secs(60)).2
 }
 
 fn close(what: &str, got: f64, want: f64, relative: f64) {
