@@ -280,6 +280,31 @@ fn faults_are_counted_by_kind_and_no_record_is_lost() {
     assert_eq!(result["failed"].as_u64().unwrap(), failed);
     assert_eq!(result["completed"].as_u64().unwrap() + failed, 120);
     assert!(stdout.contains("Failed requests by kind:\n"), "{stdout}");
+    // Every record ends where its exchange ended, a timed-out one after its 1.5 s; AIPerf's
+    // figures from when each was due count the failed ones there.
+    for r in &recs {
+        let end = r.end_ms.expect("an end on every record");
+        assert!(end >= r.start_ms, "{r:?}");
+        if r.error_kind == Some(speclens_shared::run::ErrorKind::Timeout) {
+            assert!(end - r.start_ms >= 1400.0, "{r:?}");
+        }
+    }
+    let profile: Value =
+        serde_json::from_str(&std::fs::read_to_string(dir.path().join("run/profile_export_speclens.json")).unwrap())
+            .unwrap();
+    assert_eq!(profile["effective_latency"]["count"], 120);
+    assert!(
+        profile["effective_latency"]["max"].as_f64().unwrap() >= 1400.0,
+        "{}",
+        profile["effective_latency"]
+    );
+    // Once a request failed, AIPerf's error-adjusted latency: its top percentile is a failure.
+    assert!(
+        profile["adj_request_latency"]["p99"].is_null(),
+        "{}",
+        profile["adj_request_latency"]
+    );
+    assert_eq!(profile["adj_request_latency"]["count"], 120);
 }
 
 /// Every request sent has exactly one record, and every one either completed or failed.

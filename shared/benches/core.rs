@@ -213,7 +213,7 @@ fn sweepline(c: &mut Criterion) {
             ..RequestRecord::default()
         })
         .collect();
-    let window = (0.0, records.last().map_or(0.0, |r| r.end_ms()));
+    let window = (0.0, records.last().map_or(0.0, |r| r.ended_ms()));
     let mut group = c.benchmark_group("sweepline");
     group.sample_size(10);
     group.throughput(Throughput::Elements(records.len() as u64));

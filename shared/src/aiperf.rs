@@ -564,8 +564,8 @@ pub fn record_line(r: &RequestRecord, run_start_unix_ns: u64, stream: bool) -> O
         }
     };
     let start_ns = run_start_unix_ns.saturating_add(ns(r.start_ms));
-    // A request that failed before any answer ends where it started.
-    let end_ns = start_ns.saturating_add(r.e2el_ms.map_or(0, ns));
+    // When the exchange ended: its last bytes, or its failure.
+    let end_ns = run_start_unix_ns.saturating_add(ns(r.ended_ms())).max(start_ns);
     let mut metadata = Map::new();
     metadata.insert("session_num".into(), r.request_id.into());
     let x_request_id = match r.turn {
@@ -574,6 +574,12 @@ pub fn record_line(r: &RequestRecord, run_start_unix_ns: u64, stream: bool) -> O
     };
     metadata.insert("x_request_id".into(), x_request_id.into());
     metadata.insert("turn_index".into(), r.turn.unwrap_or(0).into());
+    if let Some(credit) = r.credit_ms {
+        metadata.insert(
+            "credit_issued_ns".into(),
+            run_start_unix_ns.saturating_add(ns(credit)).into(),
+        );
+    }
     metadata.insert("request_start_ns".into(), start_ns.into());
     metadata.insert("request_end_ns".into(), end_ns.into());
     metadata.insert("worker_id".into(), "speclens".into());

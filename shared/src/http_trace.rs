@@ -1,6 +1,6 @@
 //! One request's HTTP timings as the load generator's transport measured them, and AIPerf's
 //! fourteen `http_req_*` figures derived from them as AIPerf 0.13 derives its own
-//! (`metrics/types/http_trace_metrics.py`; docs/METRICS.md §7.5): the phases count from the
+//! (`metrics/types/http_trace_metrics.py`; docs/METRICS.md §7.4): the phases count from the
 //! call, so on a new connection `sending` holds the connect time and `total` counts it twice,
 //! as AIPerf's do; on a reused connection the lookup and connect phases are 0.
 
@@ -66,7 +66,12 @@ impl HttpTrace {
     pub fn values(&self) -> [Option<f64>; 14] {
         let blocked = 0.0;
         let sending = self.written_ms;
-        let waiting = self.first_read_ms.map(|first| first - self.written_ms);
+        // A first read stamped before the last write (the kernel's receive time against the
+        // writer's clock) is no waiting time: left out, as AIPerf leaves a negative phase out.
+        let waiting = self
+            .first_read_ms
+            .map(|first| first - self.written_ms)
+            .filter(|w| *w >= 0.0);
         let receiving = self.receiving_ms();
         let overhead = blocked + self.dns_lookup_ms + self.connecting_ms;
         let total = match (waiting, receiving) {
@@ -143,6 +148,20 @@ mod tests {
         assert_eq!(value(&one, "http_req_receiving"), Some(0.0));
         assert_eq!(value(&one, "http_req_connection_reused"), Some(1.0));
         assert_eq!(value(&one, "http_req_total"), Some(4.0));
+        // The first read stamped (by the kernel) before the last write returned: no waiting,
+        // and no total, as AIPerf leaves a negative phase out.
+        let early = HttpTrace {
+            written_ms: 0.5,
+            first_read_ms: Some(0.4),
+            last_read_ms: Some(3.0),
+            chunks_received: 2,
+            ..HttpTrace::default()
+        };
+        assert_eq!(
+            (value(&early, "http_req_waiting"), value(&early, "http_req_total")),
+            (None, None)
+        );
+        assert_eq!(value(&early, "http_req_duration"), Some(3.0));
         let none = HttpTrace {
             written_ms: 0.1,
             ..HttpTrace::default()

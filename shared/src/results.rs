@@ -433,6 +433,10 @@ pub const LATENCY_FAMILIES: [&str; 4] = ["ttft", "tpot", "itl", "e2el"];
 /// `_ttft_ms`, `_tpot_ms`, `_itl_ms` or `_e2el_ms`, so they are never read as one of those).
 pub const SERVER_FAMILIES: [&str; 3] = ["server_queue_time", "server_time_to_first_token", "ttft_outside_server"];
 
+/// `result.json`'s mark that its server timings take the server's TTFT as vLLM 0.33 counts it,
+/// from scheduling (after the queue).
+pub const SERVER_TTFT_AFTER_QUEUE: &str = "server_ttft_after_queue";
+
 impl RunResult {
     /// A speclens result with its identity filled in.
     pub fn new(speclens_version: &str, date: &str, label: &str) -> RunResult {
@@ -544,6 +548,9 @@ impl RunResult {
             return;
         }
         self.extra.insert("server_timed_requests".into(), split.requests.into());
+        // The server's TTFT counted from scheduling (vLLM 0.33's): files before this key
+        // counted the time outside the server from a TTFT taken to include the queue.
+        self.extra.insert(SERVER_TTFT_AFTER_QUEUE.into(), true.into());
         for (family, stats) in SERVER_FAMILIES.iter().zip([
             &split.queue_time,
             &split.time_to_first_token,
@@ -606,14 +613,21 @@ impl RunResult {
         self.set_server_split(&tally.server_split(&percentiles));
     }
 
-    /// The TTFT split this result's server timings give (see [`crate::run::TtftSplit`]).
+    /// The TTFT split this result's server timings give (see [`crate::run::TtftSplit`]). A
+    /// file written before [`SERVER_TTFT_AFTER_QUEUE`] counted the time outside the server as
+    /// client TTFT − server TTFT; its queue is taken out of that here, so the parts add up.
     pub fn ttft_split(&self) -> Option<crate::run::TtftSplit> {
         let mean = |family: &str| self.extra.get(&format!("mean_{family}_ms")).and_then(|v| v.as_f64());
+        let queue = mean(SERVER_FAMILIES[0])?;
+        let mut outside = mean(SERVER_FAMILIES[2])?;
+        if self.extra.get(SERVER_TTFT_AFTER_QUEUE).and_then(|v| v.as_bool()) != Some(true) {
+            outside -= queue;
+        }
         crate::run::TtftSplit::of_means(
             self.extra.get("server_timed_requests").and_then(|v| v.as_u64())?,
-            mean(SERVER_FAMILIES[0])?,
+            queue,
             mean(SERVER_FAMILIES[1])?,
-            mean(SERVER_FAMILIES[2])?,
+            outside,
         )
     }
 
@@ -1070,6 +1084,18 @@ mod tests {
         let mut plain: RunResult = serde_json::from_str(r#"{"completed": 1}"#).unwrap();
         plain.read_vllm_server_times();
         assert!(plain.ttft_split().is_none() && !plain.extra.contains_key("server_timed_requests"));
+        // A file of an earlier speclens counted the time outside as client − server TTFT: its
+        // queue comes out of it, so the parts still add up to the client's TTFT (65 ms).
+        let older: RunResult = serde_json::from_str(
+            r#"{"completed": 2, "server_timed_requests": 2, "mean_server_queue_time_ms": 20.0,
+                "mean_server_time_to_first_token_ms": 27.5, "mean_ttft_outside_server_ms": 37.5}"#,
+        )
+        .unwrap();
+        let split = older.ttft_split().unwrap();
+        assert_eq!(
+            (split.queue_ms, split.in_server_ms, split.outside_server_ms),
+            (20.0, 27.5, 17.5)
+        );
     }
 
     #[test]

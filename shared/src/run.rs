@@ -94,10 +94,13 @@ pub struct RequestRecord {
     /// `--enable-per-request-metrics`).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub server_timings: Option<ServerTimings>,
-    /// When the request was due, on the run's clock: its scheduled time in an open loop (a
-    /// rate or a trace), the moment a slot freed in a closed one (AIPerf's credit).
+    /// When the request was due, on the run's clock: the moment the sender let it go, its
+    /// scheduled time come and a slot free (AIPerf's credit).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub credit_ms: Option<f64>,
+    /// When the exchange ended, on the run's clock: the response's last bytes, or the failure.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub end_ms: Option<f64>,
     /// The `max_tokens` the request asked for.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub max_tokens: Option<u64>,
@@ -107,9 +110,23 @@ pub struct RequestRecord {
 }
 
 impl RequestRecord {
-    /// When the response ended (the send time when nothing came), on the run's clock.
-    pub fn end_ms(&self) -> f64 {
-        self.start_ms + self.e2el_ms.filter(|e| *e > 0.0).unwrap_or(0.0)
+    /// When the exchange ended, on the run's clock (for a record of an older speclens, its send
+    /// plus its latency, or the send when it failed).
+    pub fn ended_ms(&self) -> f64 {
+        self.end_ms
+            .filter(|e| e.is_finite() && *e >= self.start_ms)
+            .unwrap_or_else(|| self.start_ms + self.e2el_ms.filter(|e| *e > 0.0).unwrap_or(0.0))
+    }
+
+    /// When the first token came, on the run's clock: counted back from the end by the time
+    /// after it (the end is stamped on arrival; the send time before the connection was taken).
+    pub fn first_token_ms(&self) -> Option<f64> {
+        let ttft = self.ttft_ms.filter(|t| t.is_finite() && *t >= 0.0)?;
+        let after = self.e2el_ms.filter(|e| e.is_finite() && *e >= ttft).map(|e| e - ttft);
+        Some(match (self.end_ms, after) {
+            (Some(_), Some(after)) => (self.ended_ms() - after).max(self.start_ms),
+            _ => self.start_ms + ttft,
+        })
     }
 
     /// Time per output token after the first, (E2E − TTFT) ÷ (output tokens − 1): none for a
@@ -546,7 +563,7 @@ impl RunTally {
     fn push_transport(&mut self, r: &RequestRecord) {
         if let Some(credit) = r.credit_ms {
             self.credit_to_start_ms.push((r.start_ms - credit).max(0.0));
-            self.effective_latency_ms.push((r.end_ms() - credit).max(0.0));
+            self.effective_latency_ms.push((r.ended_ms() - credit).max(0.0));
         }
         if !r.success {
             return;
@@ -564,17 +581,18 @@ impl RunTally {
         }
     }
 
-    /// Fold in the server's own timings of one successful request, beside the client's TTFT.
+    /// Fold in the server's own timings of one successful request, beside the client's TTFT:
+    /// only a request with all three (queue, server TTFT, client TTFT), so the three means are
+    /// of the same requests and add up.
     pub fn push_server(&mut self, server: &ServerTimings, client_ttft_ms: Option<f64>) {
-        if let Some(q) = server.queue_time_ms {
-            self.server_queue_ms.push(q);
-        }
-        if let Some(t) = server.time_to_first_token_ms {
-            self.server_ttft_ms.push(t);
-        }
-        if let Some(outside) = client_ttft_ms.and_then(|t| server.outside_server_ms(t)) {
-            self.ttft_outside_server_ms.push(outside);
-        }
+        let (Some(queue), Some(ttft), Some(client)) =
+            (server.queue_time_ms, server.time_to_first_token_ms, client_ttft_ms)
+        else {
+            return;
+        };
+        self.server_queue_ms.push(queue);
+        self.server_ttft_ms.push(ttft);
+        self.ttft_outside_server_ms.push(client - queue - ttft);
     }
 
     /// The server's own timings of the requests that carried them, as distributions.
@@ -797,10 +815,11 @@ pub(crate) mod tests {
             credit_ms: Some(100.0),
             ..asked(90, 100)
         });
-        // A failed request counts too: due at 10, sent at 12, failed at once.
+        // A failed request counts too: due at 10, sent at 12, failed at 40 (no latency).
         tally.push(&RequestRecord {
             start_ms: 12.0,
             credit_ms: Some(10.0),
+            end_ms: Some(40.0),
             success: false,
             e2el_ms: None,
             ..RequestRecord::default()
@@ -808,7 +827,7 @@ pub(crate) mod tests {
         let late = tally.credit_to_start_ms.moments().unwrap();
         let effective = tally.effective_latency_ms.moments().unwrap();
         assert_eq!((late.sum, late.max), (32.0, 30.0));
-        assert_eq!((effective.min, effective.max), (2.0, 80.0));
+        assert_eq!((effective.min, effective.max), (30.0, 80.0));
         assert_eq!((tally.osl_mismatch_pct.len(), tally.osl_mismatches), (1, 1));
     }
 

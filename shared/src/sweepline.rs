@@ -1,4 +1,4 @@
-//! AIPerf's time-weighted ("sweep-line") figures of a run (docs/METRICS.md §7.4): how many
+//! AIPerf's time-weighted ("sweep-line") figures of a run (docs/METRICS.md §7.3): how many
 //! requests were in flight, in prefill and in decode, the tokens per second each phase
 //! produced and the tokens held, each a step function of time drawn from the records'
 //! timestamps and summarised over the window by time (mean, percentiles, extremes). Events are
@@ -14,8 +14,9 @@ use crate::run::RequestRecord;
 /// Distinct values a time-weighted distribution keeps exactly before a histogram takes over.
 pub const EXACT_SEGMENTS: usize = 1 << 15;
 
-/// Histogram units per value unit (thousandths of a request, a token or a token per second).
-const SCALE: f64 = 1e3;
+/// Histogram units per value unit (millionths of a request, a token or a token per
+/// millisecond), so a rate of a few tokens per second keeps its 3 significant digits.
+const SCALE: f64 = 1e6;
 
 /// The step curves, by index in [`SweepLine`]'s values.
 const CONCURRENCY: u8 = 0;
@@ -37,13 +38,41 @@ pub struct Event {
     curve: u8,
     delta: f64,
     /// +1 when a request's part in the curve begins, −1 when it ends, 0 otherwise: a curve
-    /// with no part open is exactly 0 (no residue of summed rates).
+    /// with no part open once every event of a time is folded is exactly 0 (no residue of
+    /// summed rates).
     opens: i8,
     /// Order of generation: ties at one time keep it (after ends, as AIPerf sorts).
     seq: u64,
 }
 
+/// Bytes of one event written out ([`Event::to_bytes`]).
+pub const EVENT_BYTES: usize = 26;
+
 impl Event {
+    /// The event as bytes, for a caller that keeps events out of memory.
+    pub fn to_bytes(&self) -> [u8; EVENT_BYTES] {
+        let mut out = [0u8; EVENT_BYTES];
+        out[..8].copy_from_slice(&self.at_ms.to_le_bytes());
+        out[8..16].copy_from_slice(&self.delta.to_le_bytes());
+        out[16..24].copy_from_slice(&self.seq.to_le_bytes());
+        out[24] = self.curve;
+        out[25] = self.opens as u8;
+        out
+    }
+
+    /// An event back from [`Event::to_bytes`]; none for bytes no event wrote.
+    pub fn from_bytes(b: &[u8; EVENT_BYTES]) -> Option<Event> {
+        let f64_at = |i: usize| f64::from_le_bytes(b[i..i + 8].try_into().unwrap_or_default());
+        let event = Event {
+            at_ms: f64_at(0),
+            delta: f64_at(8),
+            seq: u64::from_le_bytes(b[16..24].try_into().unwrap_or_default()),
+            curve: b[24],
+            opens: b[25] as i8,
+        };
+        (usize::from(event.curve) < CURVES && (-1..=1).contains(&event.opens)).then_some(event)
+    }
+
     /// The fold's order as one number: the time (its bits made to sort as the float does),
     /// ends before starts at one time, then the order of generation.
     fn order(&self) -> u128 {
@@ -81,7 +110,7 @@ pub fn record_events(r: &RequestRecord, settings: SweepSettings, seq: &mut u64, 
         *seq += 1;
     };
     let start = r.start_ms;
-    let end = r.end_ms();
+    let end = r.ended_ms();
     emit(start, CONCURRENCY, 1.0, 1);
     emit(end, CONCURRENCY, -1.0, -1);
     if !r.success {
@@ -89,11 +118,7 @@ pub fn record_events(r: &RequestRecord, settings: SweepSettings, seq: &mut u64, 
     }
     let input = r.input_tokens as f64;
     let output = r.output_tokens as f64;
-    let first = r
-        .ttft_ms
-        .filter(|t| settings.stream && t.is_finite() && *t >= 0.0)
-        .map(|t| start + t);
-    let Some(first) = first else {
+    let Some(first) = r.first_token_ms().filter(|_| settings.stream) else {
         return;
     };
     emit(first, DECODE_CONCURRENCY, 1.0, 1);
@@ -119,29 +144,32 @@ pub fn record_events(r: &RequestRecord, settings: SweepSettings, seq: &mut u64, 
         }
     }
     // Tokens held: the prompt from the send, the output as it arrives, all freed at the end.
-    let chunked = settings.chunked && decode && !r.itl_ms.is_empty() && r.itl_ms.iter().all(|d| *d >= 0.0);
+    let chunked = settings.chunked && decode && r.itl_ms.iter().any(|d| *d >= 0.0);
     if prefill {
         emit(start, TOKENS_IN_FLIGHT, input, 1);
     }
+    // The output held by the end: all of it, but what a negative gap's chunk did not bring.
+    let mut output_held = None;
     if chunked {
         emit(first, TOKENS_IN_FLIGHT, 1.0, if prefill { 0 } else { 1 });
-        chunk_events(r, first, end, output, &mut emit);
+        output_held = Some(chunk_events(r, first, end, output, &mut emit));
     } else if !settings.chunked && decode && end > first {
         emit(first, TOKENS_IN_FLIGHT, output, if prefill { 0 } else { 1 });
+        output_held = Some(output);
     }
-    let held = match (prefill, chunked || (!settings.chunked && decode && end > first)) {
-        (true, true) => input + output,
-        (true, false) => input,
-        (false, true) => output,
-        (false, false) => return,
+    let held = match (prefill, output_held) {
+        (true, Some(out)) => input + out,
+        (true, None) => input,
+        (false, Some(out)) => out,
+        (false, None) => return,
     };
     emit(end, TOKENS_IN_FLIGHT, -held, -1);
 }
 
 /// A streamed record's decode rate chunk by chunk (the tokens after the first shared evenly
 /// between the chunks that took time, each over its gap) and its output arriving in the
-/// tokens held.
-fn chunk_events(r: &RequestRecord, first: f64, end: f64, output: f64, emit: &mut impl FnMut(f64, u8, f64, i8)) {
+/// tokens held; returns the output held by the end.
+fn chunk_events(r: &RequestRecord, first: f64, end: f64, output: f64, emit: &mut impl FnMut(f64, u8, f64, i8)) -> f64 {
     let timed = r.itl_ms.iter().filter(|d| **d > 0.0).count();
     let per_chunk = if timed == 0 { 0.0 } else { (output - 1.0) / timed as f64 };
     let per_arrival = (output - 1.0) / r.itl_ms.len() as f64;
@@ -156,8 +184,17 @@ fn chunk_events(r: &RequestRecord, first: f64, end: f64, output: f64, emit: &mut
             emit(before, DECODE_RATE, rate, 1);
             emit(at, DECODE_RATE, -rate, -1);
         }
-        emit(at.min(last_held), TOKENS_IN_FLIGHT, per_arrival, 0);
+        // A negative gap (a clock that went back) brings nothing; the others still do.
+        if *gap >= 0.0 {
+            emit(at.min(last_held), TOKENS_IN_FLIGHT, per_arrival, 0);
+        }
         before = at;
+    }
+    let arrived = r.itl_ms.iter().filter(|d| **d >= 0.0).count();
+    if arrived == r.itl_ms.len() {
+        output
+    } else {
+        1.0 + per_arrival * arrived as f64
     }
 }
 
@@ -288,7 +325,7 @@ impl TimeWeighted {
     }
 }
 
-/// Record `v` for `w_ms` of time: thousandths of the value, weighted in microseconds.
+/// Record `v` for `w_ms` of time: millionths of the value, weighted in microseconds.
 fn record(h: &mut Histogram<u64>, v: f64, w_ms: f64) {
     let units = (v * SCALE).round().clamp(0.0, (u64::MAX >> 2) as f64) as u64;
     let weight = (w_ms * 1e3).round().max(1.0) as u64;
@@ -445,14 +482,22 @@ impl SweepLine {
             let at = self.last_ms.map_or(e.at_ms, |last| e.at_ms.max(last));
             let from = self.last_ms.unwrap_or(self.window_ms.0);
             if at > from {
+                self.settle();
                 self.close(from, at);
             }
             self.last_ms = Some(at);
             let c = e.curve as usize;
             self.values[c] += e.delta;
             self.open[c] += i64::from(e.opens);
-            if self.open[c] <= 0 {
-                self.values[c] = 0.0;
+        }
+    }
+
+    /// Once every event of a time is folded: a curve with no part open is exactly 0 (an end
+    /// folded before a start of the same time must not clear the others' values).
+    fn settle(&mut self) {
+        for (value, open) in self.values.iter_mut().zip(self.open) {
+            if open <= 0 {
+                *value = 0.0;
             }
         }
     }
@@ -498,9 +543,13 @@ impl SweepLine {
         }
     }
 
-    /// The fourteen figures, once every event is folded.
+    /// The fourteen figures, once every event is folded; none when there was no event (a
+    /// window without a measured request), as AIPerf writes none.
     pub fn finish(mut self) -> Vec<SweepFigure> {
-        let from = self.last_ms.unwrap_or(self.window_ms.0);
+        let Some(from) = self.last_ms else {
+            return Vec::new();
+        };
+        self.settle();
         self.close(from, self.window_ms.1);
         self.stats
             .into_iter()
@@ -599,6 +648,23 @@ mod tests {
         assert!(close(held.max, 105.0 + 51.0), "{held:?}");
     }
 
+    /// A request whose parts open and close at one instant (first token at its send, its one
+    /// chunk and its end with it) leaves the tokens another request holds as they were: an end
+    /// folded before a start of the same time does not clear the curve.
+    #[test]
+    fn an_instant_request_does_not_clear_what_others_hold() {
+        // A holds 10 from 0, 11 from 10, 12 from 30; B comes and goes at 20.
+        let a = record(0.0, 10.0, &[20.0, 20.0], 10, 3);
+        let b = record(20.0, 0.0, &[0.0], 5, 2);
+        let f = sweep_of(&[a, b], true, (0.0, 60.0));
+        let held = by_tag(&f, "tokens_in_flight");
+        assert!(held.min >= 0.0, "{held:?}");
+        assert!(
+            (held.avg - (10.0 * 10.0 + 11.0 * 20.0 + 12.0 * 20.0) / 60.0).abs() < 1e-6,
+            "{held:?}"
+        );
+    }
+
     #[test]
     fn folding_in_slices_equals_folding_at_once() {
         let records: Vec<RequestRecord> = (0..40)
@@ -634,18 +700,23 @@ mod tests {
 
     #[test]
     fn a_failed_request_counts_in_flight_only_and_an_empty_run_is_zero() {
+        // As the collector writes one: no latency, its end where it failed.
         let failed = RequestRecord {
             start_ms: 0.0,
-            e2el_ms: Some(50.0),
+            end_ms: Some(50.0),
             ..RequestRecord::default()
         };
         let f = sweep_of(&[failed], true, (0.0, 100.0));
         assert!(close(by_tag(&f, "effective_concurrency").avg, 0.5));
         assert_eq!(by_tag(&f, "effective_decode_throughput").max, 0.0);
         assert_eq!(by_tag(&f, "active_decode_throughput").avg, 0.0);
-        let empty = sweep_of(&[], true, (0.0, 0.0));
-        assert!(empty.iter().all(|f| f.avg == 0.0 && f.max == 0.0 && f.p99 == 0.0));
-        assert_eq!(empty.len(), 14);
+        // No measured request (none, or warm-up only): no figures, as AIPerf writes none.
+        assert!(sweep_of(&[], true, (0.0, 0.0)).is_empty());
+        let warm = RequestRecord {
+            warmup: true,
+            ..record(0.0, 1.0, &[1.0], 10, 2)
+        };
+        assert!(sweep_of(&[warm], true, (0.0, 10.0)).is_empty());
     }
 
     #[test]

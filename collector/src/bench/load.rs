@@ -49,6 +49,8 @@ struct Pending {
     start_ms: f64,
     /// When it was due (see [`RequestRecord::credit_ms`]).
     credit_ms: f64,
+    /// When the exchange ended (set by the task that ran it).
+    end_ms: Option<f64>,
     /// Input length known before sending (the server's usage replaces it).
     input_tokens: u64,
     max_tokens: Option<u64>,
@@ -79,11 +81,6 @@ impl Schedule {
             burstiness: load.burstiness,
             fixed: load.fixed_offsets_s.clone().filter(|_| with_rate).map(|o| (o, 0)),
         }
-    }
-
-    /// Whether sends follow the clock (a rate or a trace) rather than free slots.
-    pub fn is_open(&self) -> bool {
-        self.fixed.is_some() || self.rate.is_some_and(f64::is_finite)
     }
 
     pub fn next_gap_s(&mut self) -> f64 {
@@ -266,7 +263,9 @@ impl Runner<'_> {
     fn abandon(&mut self, pending: HashMap<(u64, u32), Pending>, warmup: bool) -> Result<(), CollectorError> {
         let mut abandoned: Vec<Pending> = pending.into_values().collect();
         abandoned.sort_by_key(|p| (p.id, p.turn));
-        for sent in abandoned {
+        let now_ms = ms_after(self.started, Instant::now());
+        for mut sent in abandoned {
+            sent.end_ms = Some(now_ms);
             let ex = client::Exchange {
                 error: Some((ErrorKind::Cancelled, "stopped by the user before it finished".into())),
                 ..client::Exchange::default()
@@ -375,8 +374,8 @@ async fn dispatch(mut d: Dispatch, tx: mpsc::Sender<Event>, mut cancel: watch::R
         if *cancel.borrow() || ended(Instant::now()) {
             break;
         }
-        // Due at its scheduled time in an open loop, when its slot freed in a closed one.
-        let due = if d.schedule.is_open() { next_at } else { Instant::now() };
+        // Due now: its scheduled time came and a slot is free (AIPerf stamps its credit here).
+        let due = Instant::now();
         let Some(ready) = d.feed.get(i).await else { break };
         // A slot for the send's event first: the fold may be behind (the channel full), and
         // the send is stamped once nothing but the request itself stands before it; a stop
@@ -392,7 +391,8 @@ async fn dispatch(mut d: Dispatch, tx: mpsc::Sender<Event>, mut cancel: watch::R
             target: (id % d.shared.targets.len() as u64) as usize,
             category: ready.category.clone(),
             start_ms: (Instant::now() - d.started).as_secs_f64() * 1e3,
-            credit_ms: (due - d.started).as_secs_f64() * 1e3,
+            credit_ms: ms_after(d.started, due),
+            end_ms: None,
             input_tokens: ready.input_tokens,
             max_tokens: ready.max_tokens,
         };
@@ -415,15 +415,15 @@ async fn dispatch(mut d: Dispatch, tx: mpsc::Sender<Event>, mut cancel: watch::R
             let outcome = exchange(&shared.client, &shared.targets[task_sent.target], body).await;
             // The response's arrival, not when this task is next scheduled: on a busy machine
             // the two are far apart, and the run's duration ends here.
-            shared.note_done(outcome.as_ref().map_or_else(|_| Instant::now(), |r| r.last_arrival()));
+            let ended = outcome.as_ref().map_or_else(|_| Instant::now(), |r| r.last_arrival());
+            shared.note_done(ended);
             shared.in_flight.fetch_sub(1, Ordering::AcqRel);
             drop(permit);
-            let _ = tx
-                .send(Event::Done(Box::new(Finished {
-                    sent: task_sent,
-                    outcome,
-                })))
-                .await;
+            let sent = Pending {
+                end_ms: Some(ms_after(started, ended)),
+                ..task_sent
+            };
+            let _ = tx.send(Event::Done(Box::new(Finished { sent, outcome }))).await;
         });
     }
     tasks
@@ -457,6 +457,7 @@ async fn converse(
                 input_tokens: conversation.input_tokens(turn, &answers, &shared.tokens),
                 start_ms: now_ms,
                 credit_ms: now_ms,
+                end_ms: None,
                 ..sent
             };
             if tx.send(Event::Sent(sent.clone())).await.is_err() {
@@ -464,7 +465,9 @@ async fn converse(
             }
         }
         let outcome = exchange(&shared.client, target, body.clone()).await;
-        shared.note_done(outcome.as_ref().map_or_else(|_| Instant::now(), |r| r.last_arrival()));
+        let ended = outcome.as_ref().map_or_else(|_| Instant::now(), |r| r.last_arrival());
+        shared.note_done(ended);
+        sent.end_ms = Some(ms_after(started, ended));
         let ex = client::measure(target, outcome);
         let failed = ex.error.is_some();
         answers.push(ex.generated_text.clone());
@@ -472,6 +475,11 @@ async fn converse(
             return;
         }
     }
+}
+
+/// Milliseconds from `started` to `at`, on the records' clock.
+pub fn ms_after(started: Instant, at: Instant) -> f64 {
+    at.saturating_duration_since(started).as_secs_f64() * 1e3
 }
 
 /// `records.jsonl` as the run writes it. A write that fails (a full disk) is remembered and ends
@@ -637,6 +645,7 @@ fn to_record(
         usage,
         server_timings: ex.server.filter(|_| success),
         credit_ms: Some(sent.credit_ms),
+        end_ms: sent.end_ms,
         max_tokens: sent.max_tokens,
         http: ex.http.filter(|_| success),
     }

@@ -405,7 +405,10 @@ async fn measure(p: &Prepared, hub: &LiveHub, records_tmp: &std::path::Path) -> 
             duration_s: (window_end - window_start).as_secs_f64(),
             started_unix_ns,
             window_start_unix_s,
-            window_ms: (ms_after(started, window_start), ms_after(started, window_end)),
+            window_ms: (
+                load::ms_after(started, window_start),
+                load::ms_after(started, window_end),
+            ),
             max_in_flight: p.shared.max_in_flight(),
             partial,
             interrupted: caught.get().copied(),
@@ -415,11 +418,6 @@ async fn measure(p: &Prepared, hub: &LiveHub, records_tmp: &std::path::Path) -> 
         timeline,
         fleet,
     })
-}
-
-/// Milliseconds from `started` to `at`, on the records' clock.
-fn ms_after(started: Instant, at: Instant) -> f64 {
-    (at - started).as_secs_f64() * 1e3
 }
 
 /// Once the window has ended: the samplers' timeline, the settled "after" scrapes and, once

@@ -360,29 +360,18 @@ fn persist(run: &Prepared, f: &Figures<'_>, records_tmp: &Path) -> Result<(RunRe
         is_complete: f.outcome.interrupted.is_none() && !f.outcome.partial && f.outcome.records_cut.is_none(),
     };
     let (mut saved, mut failed) = (Vec::new(), Vec::new());
-    // The time-weighted figures need every record of the window: none from a cut file.
-    let sweep = match &f.outcome.records_cut {
-        Some(_) => Vec::new(),
-        None => super::sweep_line::sweep_of_records(records_tmp, run.plan.target.stream, f.outcome.window_ms)
-            .unwrap_or_else(|e| {
-                failed.push(format!(
-                    "the time-weighted figures could not be read from the records: {e}"
-                ));
-                Vec::new()
-            }),
-    };
-    let (profile_json, profile_csv) = profile_export(&f.outcome.tally, &f.metrics, &sweep, f.summary.as_ref(), &info);
-    files.push((dir.join("profile_export_speclens.json"), to_json_bytes(&profile_json)?));
-    files.push((dir.join("profile_export_speclens.csv"), profile_csv.into_bytes()));
     let result = run_result(run, f);
     files.push((dir.join("result.json"), to_json_bytes(&result)?));
     let name = |path: &Path| path.strip_prefix(dir).unwrap_or(path).display().to_string();
-    for (path, bytes) in files {
-        match write_atomic(&path, &bytes) {
-            Ok(()) => saved.push(name(&path)),
-            Err(e) => failed.push(e.to_string()),
+    let write = |files: Vec<(PathBuf, Vec<u8>)>, saved: &mut Vec<String>, failed: &mut Vec<String>| {
+        for (path, bytes) in files {
+            match write_atomic(&path, &bytes) {
+                Ok(()) => saved.push(name(&path)),
+                Err(e) => failed.push(e.to_string()),
+            }
         }
-    }
+    };
+    write(files, &mut saved, &mut failed);
     // AIPerf's per-record file, from the records just written (one line each, streamed).
     let per_record = dir.join("profile_export.jsonl");
     match aiperf_records(
@@ -395,7 +384,11 @@ fn persist(run: &Prepared, f: &Figures<'_>, records_tmp: &Path) -> Result<(RunRe
         Err(e) => failed.push(e.to_string()),
     }
     let records = dir.join("records.jsonl");
-    match std::fs::rename(records_tmp, &records) {
+    let moved = std::fs::rename(records_tmp, &records);
+    // AIPerf's aggregate export last: its time-weighted figures read the records back.
+    let exports = aiperf_exports(f, &info, dir, if moved.is_ok() { &records } else { records_tmp })?;
+    write(exports, &mut saved, &mut failed);
+    match moved {
         Err(e) => failed.push(format!("cannot move {} into place: {e}", records_tmp.display())),
         Ok(()) => match &f.outcome.records_cut {
             None => saved.push(name(&records)),
@@ -426,6 +419,37 @@ fn persist(run: &Prepared, f: &Figures<'_>, records_tmp: &Path) -> Result<(RunRe
             dir.display()
         )),
     ))
+}
+
+/// `profile_export_speclens.json` and `.csv`. The time-weighted figures are read back from
+/// the records (none from a cut file); when they cannot be, the files are written without them
+/// and a note says why: the run and its other figures stand.
+fn aiperf_exports(
+    f: &Figures<'_>,
+    info: &RunInfo,
+    dir: &Path,
+    records: &Path,
+) -> Result<Vec<(PathBuf, Vec<u8>)>, CollectorError> {
+    let read = || super::sweep_line::sweep_of_records(records, info.stream, f.outcome.window_ms);
+    let sweep = match &f.outcome.records_cut {
+        Some(_) => Vec::new(),
+        // Off the runtime's workers: the dashboard keeps serving meanwhile.
+        None => match tokio::runtime::Handle::try_current().map(|h| h.runtime_flavor()) {
+            Ok(tokio::runtime::RuntimeFlavor::MultiThread) => tokio::task::block_in_place(read),
+            _ => read(),
+        }
+        .unwrap_or_else(|why| {
+            eprintln!(
+                "speclens: note: AIPerf's time-weighted figures were left out of profile_export_speclens.json: {why}"
+            );
+            Vec::new()
+        }),
+    };
+    let (json, csv) = profile_export(&f.outcome.tally, &f.metrics, &sweep, f.summary.as_ref(), info);
+    Ok(vec![
+        (dir.join("profile_export_speclens.json"), to_json_bytes(&json)?),
+        (dir.join("profile_export_speclens.csv"), csv.into_bytes()),
+    ])
 }
 
 /// AIPerf's time stamp form (`2025-10-17T20:22:08.939332`), in UTC.

@@ -1,33 +1,40 @@
 //! AIPerf's time-weighted figures of a run (`effective_*`, `active_*`, `tokens_in_flight`),
-//! read from its records file in bounded memory: one pass finds the time the events span and
-//! how many there are; when they fit [`SLICE_EVENTS`] one more pass folds them all, else a pass
-//! counts them by time and each slice of time is folded from a pass of its own, in order, so
-//! no more than a slice's events are ever held.
+//! read from its records file in bounded memory and time that grows with the file, not faster:
+//! one pass finds the time the events span and how many there are; when they fit
+//! [`SLICE_EVENTS`] a second pass folds them all; else the second pass writes them into files
+//! by spans of time, and each span is folded in order (a span still too large is split the
+//! same way, down to spans of a single instant).
 
-use std::path::Path;
+use std::io::{BufReader, BufWriter, Read, Write};
+use std::path::{Path, PathBuf};
 
-use speclens_shared::sweepline::{record_events, Event, SweepFigure, SweepLine, SweepSettings};
+use speclens_shared::sweepline::{record_events, Event, SweepFigure, SweepLine, SweepSettings, EVENT_BYTES};
 
 use crate::history::for_each_record;
 
-/// Events held at once, at most (32 bytes each): 16 MiB.
+/// Events held at once, at most (a span of a single instant, which cannot be split, excepted).
 const SLICE_EVENTS: usize = 1 << 19;
 
-/// Equal spans of time the events are counted in when they do not fit one slice.
-const BUCKETS: usize = 4096;
+/// Spans of time one split writes, at most (one file each).
+const SPANS: usize = 128;
 
-/// Which bucket of `[lo, hi]` an event falls in.
-fn bucket(at_ms: f64, lo: f64, hi: f64) -> usize {
-    if hi <= lo {
-        return 0;
-    }
-    (((at_ms - lo) / (hi - lo) * BUCKETS as f64) as usize).min(BUCKETS - 1)
+/// What a split wrote for one span: its file, events and the times they span.
+struct Span {
+    path: PathBuf,
+    events: usize,
+    lo: f64,
+    hi: f64,
 }
 
 /// The figures over `window_ms` (ms on the records' clock) of the records in `path`.
 pub fn sweep_of_records(path: &Path, stream: bool, window_ms: (f64, f64)) -> Result<Vec<SweepFigure>, String> {
+    sweep_within(path, stream, window_ms, SLICE_EVENTS)
+}
+
+/// [`sweep_of_records`] holding at most `budget` events at once.
+fn sweep_within(path: &Path, stream: bool, window_ms: (f64, f64), budget: usize) -> Result<Vec<SweepFigure>, String> {
     // Pass one: whether any response came in chunks, the span of the events and their number.
-    let (mut chunked, mut lo, mut hi, mut total) = (false, f64::INFINITY, f64::NEG_INFINITY, 0u64);
+    let (mut chunked, mut lo, mut hi, mut total) = (false, f64::INFINITY, f64::NEG_INFINITY, 0usize);
     let counting = SweepSettings { stream, chunked: true };
     for_each_record(path, |r| {
         chunked |= !r.warmup && r.success && !r.itl_ms.is_empty();
@@ -36,49 +43,128 @@ pub fn sweep_of_records(path: &Path, stream: bool, window_ms: (f64, f64)) -> Res
             lo = lo.min(e.at_ms);
             hi = hi.max(e.at_ms);
         });
-        total += seq;
+        total += seq as usize;
     })?;
     let settings = SweepSettings { stream, chunked };
-    let slices = if total as usize <= SLICE_EVENTS {
-        vec![(0, BUCKETS)]
-    } else {
-        slices_by_time(path, settings, lo, hi)?
+    let events_of = |emit: &mut dyn FnMut(Event)| {
+        let mut seq = 0;
+        for_each_record(path, |r| record_events(r, settings, &mut seq, &mut |e| emit(e)))
     };
     let mut line = SweepLine::new(window_ms.0, window_ms.1);
-    for (from, to) in slices {
-        let mut events: Vec<Event> = Vec::new();
-        let mut seq = 0;
-        for_each_record(path, |r| {
-            record_events(r, settings, &mut seq, &mut |e| {
-                if (from..to).contains(&bucket(e.at_ms, lo, hi)) {
-                    events.push(e);
-                }
-            });
-        })?;
+    if total <= budget {
+        let mut events = Vec::with_capacity(total);
+        events_of(&mut |e| events.push(e))?;
         line.fold(&mut events);
+        return Ok(line.finish());
+    }
+    let spill = SpillDir::beside(path)?;
+    for span in split(&spill.0, lo, hi, events_of)? {
+        fold_span(&span, &mut line, &spill.0, budget)?;
     }
     Ok(line.finish())
 }
 
-/// Runs of consecutive buckets holding at most [`SLICE_EVENTS`] events each (a bucket holding
-/// more is a slice of its own).
-fn slices_by_time(path: &Path, settings: SweepSettings, lo: f64, hi: f64) -> Result<Vec<(usize, usize)>, String> {
-    let mut counts = vec![0usize; BUCKETS];
-    let mut seq = 0;
-    for_each_record(path, |r| {
-        record_events(r, settings, &mut seq, &mut |e| counts[bucket(e.at_ms, lo, hi)] += 1);
-    })?;
-    let mut slices = Vec::new();
-    let (mut from, mut held) = (0, 0);
-    for (i, n) in counts.iter().enumerate() {
-        if held > 0 && held + n > SLICE_EVENTS {
-            slices.push((from, i));
-            (from, held) = (i, 0);
-        }
-        held += n;
+/// A folder for the spans' files beside the records (the same disk), removed with what it
+/// holds when dropped, whatever happened.
+struct SpillDir(PathBuf);
+
+impl SpillDir {
+    fn beside(records: &Path) -> Result<SpillDir, String> {
+        let parent = records.parent().unwrap_or(Path::new("."));
+        let dir = parent.join(format!(".sweep-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).map_err(|e| format!("cannot make {}: {e}", dir.display()))?;
+        Ok(SpillDir(dir))
     }
-    slices.push((from, BUCKETS));
-    Ok(slices)
+}
+
+impl Drop for SpillDir {
+    fn drop(&mut self) {
+        let _ = std::fs::remove_dir_all(&self.0);
+    }
+}
+
+/// Fold one span's events in time order: at once when they fit, else split again.
+fn fold_span(span: &Span, line: &mut SweepLine, dir: &Path, budget: usize) -> Result<(), String> {
+    if span.events <= budget || span.hi <= span.lo {
+        let mut events = Vec::with_capacity(span.events);
+        read_events(&span.path, &mut |e| events.push(e))?;
+        line.fold(&mut events);
+    } else {
+        for inner in split(dir, span.lo, span.hi, |emit| read_events(&span.path, emit))? {
+            fold_span(&inner, line, dir, budget)?;
+        }
+    }
+    std::fs::remove_file(&span.path).map_err(|e| format!("{}: {e}", span.path.display()))
+}
+
+/// Write the events `source` gives into up to [`SPANS`] files by equal spans of `[lo, hi]`;
+/// the spans that got any, in time order.
+fn split(
+    dir: &Path,
+    lo: f64,
+    hi: f64,
+    source: impl FnOnce(&mut dyn FnMut(Event)) -> Result<(), String>,
+) -> Result<Vec<Span>, String> {
+    let base = dir.join(format!("{:016x}", lo.to_bits() ^ hi.to_bits().rotate_left(7)));
+    let mut writers: Vec<Option<(BufWriter<std::fs::File>, Span)>> = (0..SPANS).map(|_| None).collect();
+    let mut failure: Option<String> = None;
+    source(&mut |e| {
+        if failure.is_some() {
+            return;
+        }
+        let i = if hi > lo {
+            (((e.at_ms - lo) / (hi - lo) * SPANS as f64) as usize).min(SPANS - 1)
+        } else {
+            0
+        };
+        let written = (|| -> Result<(), String> {
+            if writers[i].is_none() {
+                let path = base.with_extension(format!("{i}"));
+                let file = std::fs::File::create(&path).map_err(|e| format!("{}: {e}", path.display()))?;
+                let span = Span {
+                    path,
+                    events: 0,
+                    lo: f64::INFINITY,
+                    hi: f64::NEG_INFINITY,
+                };
+                writers[i] = Some((BufWriter::with_capacity(1 << 13, file), span));
+            }
+            let Some((out, span)) = writers[i].as_mut() else {
+                return Ok(());
+            };
+            out.write_all(&e.to_bytes())
+                .map_err(|err| format!("{}: {err}", span.path.display()))?;
+            span.events += 1;
+            (span.lo, span.hi) = (span.lo.min(e.at_ms), span.hi.max(e.at_ms));
+            Ok(())
+        })();
+        if let Err(why) = written {
+            failure = Some(why);
+        }
+    })?;
+    if let Some(why) = failure {
+        return Err(why);
+    }
+    let mut spans = Vec::new();
+    for (mut out, span) in writers.into_iter().flatten() {
+        out.flush().map_err(|e| format!("{}: {e}", span.path.display()))?;
+        spans.push(span);
+    }
+    Ok(spans)
+}
+
+/// Each event of a file [`split`] wrote.
+fn read_events(path: &Path, emit: &mut dyn FnMut(Event)) -> Result<(), String> {
+    let file = std::fs::File::open(path).map_err(|e| format!("{}: {e}", path.display()))?;
+    let mut input = BufReader::with_capacity(1 << 16, file);
+    let mut bytes = [0u8; EVENT_BYTES];
+    loop {
+        match input.read_exact(&mut bytes) {
+            Ok(()) => emit(Event::from_bytes(&bytes).ok_or_else(|| format!("{}: not an event", path.display()))?),
+            Err(e) if e.kind() == std::io::ErrorKind::UnexpectedEof => return Ok(()),
+            Err(e) => return Err(format!("{}: {e}", path.display())),
+        }
+    }
 }
 
 #[cfg(test)]
@@ -87,19 +173,28 @@ mod tests {
     use speclens_shared::run::RequestRecord;
     use speclens_shared::sweepline::sweep_of;
 
-    /// Records whose events span many slices give the figures of one fold in memory.
+    /// Records whose events span several spans (one of them split again) give the figures of
+    /// one fold in memory, and leave no file behind.
     #[test]
-    fn slices_of_a_records_file_fold_as_one() {
-        let records: Vec<RequestRecord> = (0..3000)
-            .map(|i| RequestRecord {
-                start_ms: i as f64 * 2.0,
-                success: true,
-                ttft_ms: Some(5.0 + (i % 7) as f64),
-                e2el_ms: Some(5.0 + (i % 7) as f64 + 200.0),
-                itl_ms: vec![1.0; 200],
-                input_tokens: 30 + i % 11,
-                output_tokens: 201,
-                ..RequestRecord::default()
+    fn spans_of_a_records_file_fold_as_one() {
+        // Most requests in the first tenth of the time: those spans are split again.
+        let records: Vec<RequestRecord> = (0..300)
+            .map(|i| {
+                let start_ms = if i < 270 {
+                    i as f64 * 0.02
+                } else {
+                    540.0 + i as f64 * 20.0
+                };
+                RequestRecord {
+                    start_ms,
+                    success: true,
+                    ttft_ms: Some(5.0 + (i % 7) as f64),
+                    e2el_ms: Some(5.0 + (i % 7) as f64 + 100.0),
+                    itl_ms: vec![1.0; 100],
+                    input_tokens: 30 + i % 11,
+                    output_tokens: 101,
+                    ..RequestRecord::default()
+                }
             })
             .collect();
         let dir = tempfile::tempdir().unwrap();
@@ -109,23 +204,11 @@ mod tests {
             .map(|r| serde_json::to_string(r).unwrap() + "\n")
             .collect();
         std::fs::write(&path, text).unwrap();
-        let window = (0.0, 6300.0);
-        let (mut lo, mut hi) = (f64::INFINITY, f64::NEG_INFINITY);
-        let settings = SweepSettings {
-            stream: true,
-            chunked: true,
-        };
-        let mut seq = 0;
-        for r in &records {
-            record_events(r, settings, &mut seq, &mut |e| {
-                lo = lo.min(e.at_ms);
-                hi = hi.max(e.at_ms);
-            });
-        }
-        assert!(seq as usize > SLICE_EVENTS, "{seq} events: more than one slice");
-        assert!(slices_by_time(&path, settings, lo, hi).unwrap().len() > 1);
-        let sliced = sweep_of_records(&path, true, window).unwrap();
+        let window = (0.0, 6700.0);
+        // 300 records of about 300 events, 2,000 held at once: spans, and spans of spans.
+        let sliced = sweep_within(&path, true, window, 2000).unwrap();
         let whole = sweep_of(&records, true, window);
+        assert_eq!(sliced.len(), 14);
         for (a, b) in sliced.iter().zip(&whole) {
             let near = |x: f64, y: f64| (x - y).abs() <= 1e-9 * y.abs().max(1.0);
             assert!(
@@ -133,5 +216,35 @@ mod tests {
                 "{a:?} against {b:?}"
             );
         }
+        let left: Vec<_> = std::fs::read_dir(dir.path())
+            .unwrap()
+            .flatten()
+            .map(|e| e.file_name())
+            .collect();
+        assert_eq!(left, ["records.jsonl"]);
+    }
+
+    #[test]
+    fn events_come_back_from_their_bytes() {
+        let records = [RequestRecord {
+            start_ms: 1.5,
+            success: true,
+            ttft_ms: Some(2.0),
+            e2el_ms: Some(9.0),
+            itl_ms: vec![3.0, 4.0],
+            input_tokens: 7,
+            output_tokens: 3,
+            ..RequestRecord::default()
+        }];
+        let settings = SweepSettings {
+            stream: true,
+            chunked: true,
+        };
+        let mut seq = 0;
+        record_events(&records[0], settings, &mut seq, &mut |e| {
+            assert_eq!(Event::from_bytes(&e.to_bytes()), Some(e));
+        });
+        assert!(seq > 10);
+        assert_eq!(Event::from_bytes(&[0xff; EVENT_BYTES]), None);
     }
 }
