@@ -170,9 +170,10 @@ fn aiperf_s_per_record_export_has_one_line_per_measured_request() {
             "{span_ms} vs {r:?}"
         );
         assert!(span_ms + 1e-3 >= r.e2el_ms.unwrap(), "{span_ms} vs {:?}", r.e2el_ms);
-        let due_ns = start as f64 - (r.start_ms - r.credit_ms.unwrap()) * 1e6;
+        // Due before the send by the record's own gap (integers: a float has 256 ns steps here).
+        let due_ns = i128::from(start) - ((r.start_ms - r.credit_ms.unwrap()) * 1e6).round() as i128;
         assert!(
-            (meta["credit_issued_ns"].as_u64().unwrap() as f64 - due_ns).abs() <= 2.0,
+            (i128::from(meta["credit_issued_ns"].as_u64().unwrap()) - due_ns).abs() <= 2,
             "{meta}"
         );
         let m = &line["metrics"];
