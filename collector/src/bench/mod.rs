@@ -405,10 +405,7 @@ async fn measure(p: &Prepared, hub: &LiveHub, records_tmp: &std::path::Path) -> 
             duration_s: (window_end - window_start).as_secs_f64(),
             started_unix_ns,
             window_start_unix_s,
-            window_ms: (
-                load::ms_after(started, window_start),
-                load::ms_after(started, window_end),
-            ),
+            window_ms: [window_start, window_end].map(|at| load::ms_after(started, at)).into(),
             max_in_flight: p.shared.max_in_flight(),
             partial,
             interrupted: caught.get().copied(),
