@@ -887,13 +887,11 @@ mod tests {
         for (i, e2el) in [10.0, 20.0, 30.0, 40.0, 50.0].into_iter().enumerate() {
             tally.push(&record(i as u64, 5.0, e2el, vec![], 1));
         }
-        let (json, csv) = profile_export(
-            &tally,
-            &tally.metrics(1.0, None, None, 1, &[99.0]),
-            &[],
-            None,
-            &info(true),
-        );
+        let export = |tally: &RunTally| {
+            let m = tally.metrics(1.0, None, None, 1, &[99.0]);
+            profile_export(tally, &m, &[], None, &info(true))
+        };
+        let (json, csv) = export(&tally);
         assert!(
             json.get("adj_request_latency").is_none(),
             "no failure, no adjusted figure"
@@ -905,13 +903,7 @@ mod tests {
             error: Some("late".into()),
             ..RequestRecord::default()
         });
-        let (json, csv) = profile_export(
-            &tally,
-            &tally.metrics(1.0, None, None, 1, &[99.0]),
-            &[],
-            None,
-            &info(true),
-        );
+        let (json, csv) = export(&tally);
         let adj = &json["adj_request_latency"];
         assert_eq!(
             [&adj["p1"], &adj["p25"], &adj["p50"], &adj["p75"], &adj["p90"]].map(|v| v.as_f64().unwrap()),
