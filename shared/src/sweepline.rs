@@ -93,6 +93,12 @@ pub struct SweepSettings {
     pub chunked: bool,
 }
 
+/// Whether a record's response came in chunks with gaps between them (one such record in the
+/// window makes [`SweepSettings::chunked`]).
+pub fn has_chunk_gaps(r: &RequestRecord) -> bool {
+    !r.warmup && r.success && !r.itl_ms.is_empty()
+}
+
 /// The events of one record, each numbered from `seq` (advanced past them). A warm-up record
 /// has none; a failed one only enters the concurrency curve.
 pub fn record_events(r: &RequestRecord, settings: SweepSettings, seq: &mut u64, out: &mut impl FnMut(Event)) {
@@ -563,7 +569,7 @@ impl SweepLine {
 pub fn sweep_of(records: &[RequestRecord], stream: bool, window_ms: (f64, f64)) -> Vec<SweepFigure> {
     let settings = SweepSettings {
         stream,
-        chunked: records.iter().any(|r| !r.warmup && r.success && !r.itl_ms.is_empty()),
+        chunked: records.iter().any(has_chunk_gaps),
     };
     let mut events = Vec::new();
     let mut seq = 0;

@@ -390,7 +390,7 @@ async fn dispatch(mut d: Dispatch, tx: mpsc::Sender<Event>, mut cancel: watch::R
             turn: ready.conversation.is_some().then_some(0),
             target: (id % d.shared.targets.len() as u64) as usize,
             category: ready.category.clone(),
-            start_ms: (Instant::now() - d.started).as_secs_f64() * 1e3,
+            start_ms: ms_after(d.started, Instant::now()),
             credit_ms: ms_after(d.started, due),
             end_ms: None,
             input_tokens: ready.input_tokens,
@@ -451,7 +451,7 @@ async fn converse(
             }
             body = conversation.body(turn, &answers);
             // A later turn is due when the answer before it came.
-            let now_ms = (Instant::now() - started).as_secs_f64() * 1e3;
+            let now_ms = ms_after(started, Instant::now());
             sent = Pending {
                 turn: Some(turn as u32),
                 input_tokens: conversation.input_tokens(turn, &answers, &shared.tokens),

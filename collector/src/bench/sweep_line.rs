@@ -8,7 +8,9 @@
 use std::io::{BufReader, BufWriter, Read, Write};
 use std::path::{Path, PathBuf};
 
-use speclens_shared::sweepline::{record_events, Event, SweepFigure, SweepLine, SweepSettings, EVENT_BYTES};
+use speclens_shared::sweepline::{
+    has_chunk_gaps, record_events, Event, SweepFigure, SweepLine, SweepSettings, EVENT_BYTES,
+};
 
 use crate::history::for_each_record;
 
@@ -37,7 +39,7 @@ fn sweep_within(path: &Path, stream: bool, window_ms: (f64, f64), budget: usize)
     let (mut chunked, mut lo, mut hi, mut total) = (false, f64::INFINITY, f64::NEG_INFINITY, 0usize);
     let counting = SweepSettings { stream, chunked: true };
     for_each_record(path, |r| {
-        chunked |= !r.warmup && r.success && !r.itl_ms.is_empty();
+        chunked |= has_chunk_gaps(r);
         let mut seq = 0;
         record_events(r, counting, &mut seq, &mut |e| {
             lo = lo.min(e.at_ms);
