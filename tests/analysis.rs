@@ -376,7 +376,7 @@ fn per_request_acceptance_and_latency_show_who_pays_in_the_tail() {
         &["--num-prompts", "200", "--concurrency", "8", "--output-tokens", "64"],
         Duration::from_secs(120),
     );
-    let tail: speclens_shared::tail::TailAttribution =
+    let tail: speclens_shared::run::tail::TailAttribution =
         serde_json::from_value(result["tail"].clone()).unwrap_or_else(|e| panic!("{e}: {result}"));
     assert_eq!(tail.requests, 200);
     assert!(tail.correlation_e2el.unwrap() < -0.5, "{tail:?}");

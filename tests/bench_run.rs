@@ -9,7 +9,7 @@ use std::process::{Command, Stdio};
 use std::time::Duration;
 
 use serde_json::Value;
-use speclens_shared::run::RequestRecord;
+use speclens_shared::run::record::RequestRecord;
 use speclens_shared::scrape::{console_block, SpecDecodeResult};
 
 use crate::common::{bench_into, raw_server, read_records, Speclens};
@@ -285,7 +285,7 @@ fn faults_are_counted_by_kind_and_no_record_is_lost() {
     for r in &recs {
         let end = r.end_ms.expect("an end on every record");
         assert!(end >= r.start_ms, "{r:?}");
-        if r.error_kind == Some(speclens_shared::run::ErrorKind::Timeout) {
+        if r.error_kind == Some(speclens_shared::run::record::ErrorKind::Timeout) {
             assert!(end - r.start_ms >= 1400.0, "{r:?}");
         }
     }
@@ -1040,7 +1040,9 @@ fn a_server_without_speculation_is_named_with_the_flags_that_turn_it_on() {
         "{stdout}"
     );
     assert_eq!(
-        stdout.matches(speclens_shared::run::NO_SPECULATION_HINT).count(),
+        stdout
+            .matches(speclens_shared::run::record::NO_SPECULATION_HINT)
+            .count(),
         1,
         "{stdout}"
     );

@@ -627,7 +627,7 @@ fn odd_answers_are_classified_by_what_went_wrong() {
         for r in read_records(&out) {
             assert_eq!(
                 r.error_kind,
-                Some(speclens_shared::run::ErrorKind::Timeout),
+                Some(speclens_shared::run::record::ErrorKind::Timeout),
                 "{url}: {:?}",
                 r.error
             );

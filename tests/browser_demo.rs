@@ -9,7 +9,7 @@
 use std::time::Duration;
 
 use fantoccini::{Client, Locator};
-use speclens_shared::overview::batch_text;
+use speclens_shared::view::overview::batch_text;
 
 use crate::common::browser::{
     assert_labels_clear, crossing_labels, href_of, link_notices, open_browser, overlapping_texts, overview_whatif_link,

@@ -395,12 +395,12 @@ async fn past_runs_open_in_the_same_views_and_compare_side_by_side() {
     let status = text_of(&client, "#run-status").await;
     assert!(status.contains("finished · 20 completed"), "{status}");
     // The TTFT split, the sentence the console printed (one computation), defined on hover.
-    let split: speclens_shared::results::RunResult = serde_json::from_value(result.clone()).unwrap();
+    let split: speclens_shared::results::run_result::RunResult = serde_json::from_value(result.clone()).unwrap();
     let split = split.ttft_split().expect("the server's timings in result.json");
     assert_eq!(text_of(&client, "#run-ttft-split").await, split.sentence());
     assert_all_defined(&client, "#run-ttft-split", 1).await;
     // Who pays in the tail: the sentence of result.json's figures, and the scatter drawn.
-    let tail: speclens_shared::tail::TailAttribution = serde_json::from_value(result["tail"].clone()).unwrap();
+    let tail: speclens_shared::run::tail::TailAttribution = serde_json::from_value(result["tail"].clone()).unwrap();
     assert_eq!(text_of(&client, "#run-tail-sentence").await, tail.sentence());
     assert_all_defined(&client, "#run-tail-sentence", 1).await;
     assert_series_drawn(

@@ -17,7 +17,7 @@ use crate::common::browser::{
     label_overdraw, link_notices, open_browser, open_browser_at_scale, overlapping_texts, overview_whatif_link, rgb,
     screenshot, set_width, severe_log, sideways_overflow, start_chromedriver, text_of, visit, whatif_bstar,
 };
-use speclens_shared::overview::batch_text;
+use speclens_shared::view::overview::batch_text;
 
 use crate::common::{run_speclens, run_speclens_within, wait_for, Speclens};
 

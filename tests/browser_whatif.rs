@@ -9,7 +9,7 @@ use serde_json::Value;
 
 use crate::common::browser::{open_browser, start_chromedriver, text_of, value_of};
 use crate::common::{wait_for, Speclens};
-use speclens_shared::whatif::WhatIf;
+use speclens_shared::model::whatif::WhatIf;
 
 /// What the chart canvas holds now: draw count, inked pixels, pixels in the selected-curve
 /// colour (Okabe–Ito reddish purple), and a hash of every pixel.

@@ -6,7 +6,7 @@ use std::path::Path;
 use std::time::Duration;
 
 use serde_json::Value;
-use speclens_shared::model::{best_k, Costs};
+use speclens_shared::model::speedup::{best_k, Costs};
 
 use crate::common::{read_json, run_speclens, run_speclens_within, Speclens};
 

@@ -66,7 +66,14 @@ async fn a_tensorrt_llm_server_never_gets_sglang_s_field() {
 }
 
 /// The run's records (warm-up left out) of a `bench` into `dir`.
-fn bench_records(url: &str, extra: &[&str]) -> (String, serde_json::Value, Vec<speclens_shared::run::RequestRecord>) {
+fn bench_records(
+    url: &str,
+    extra: &[&str],
+) -> (
+    String,
+    serde_json::Value,
+    Vec<speclens_shared::run::record::RequestRecord>,
+) {
     let out = tempfile::tempdir().unwrap();
     let dir = out.path().join("run");
     let mut full = vec!["--num-prompts", "8", "--quiet"];
@@ -125,7 +132,7 @@ fn vllm_0_33_server_timings_split_ttft_in_records_and_the_result() {
         let queued = timings.iter().filter(|(_, s)| s.queue_time_ms.unwrap() >= 4.0).count();
         assert!(queued >= 2, "{extra:?}: requests waited for a slot: {timings:?}");
         assert_eq!(result["server_timed_requests"], 8, "{extra:?}");
-        let mean = |f: &dyn Fn(&(f64, speclens_shared::per_request::ServerTimings)) -> f64| {
+        let mean = |f: &dyn Fn(&(f64, speclens_shared::request::per_request::ServerTimings)) -> f64| {
             timings.iter().map(f).sum::<f64>() / timings.len() as f64
         };
         let close = |key: &str, want: f64| {
@@ -146,7 +153,7 @@ fn vllm_0_33_server_timings_split_ttft_in_records_and_the_result() {
         );
         assert!(result["p99_server_queue_time_ms"].is_number(), "{result}");
         // The split's three means add up to the mean client TTFT of the requests timed.
-        let run: speclens_shared::results::RunResult = serde_json::from_value(result.clone()).unwrap();
+        let run: speclens_shared::results::run_result::RunResult = serde_json::from_value(result.clone()).unwrap();
         let split = run.ttft_split().expect("a TTFT split");
         let total = split.queue_ms + split.in_server_ms + split.outside_server_ms;
         let want = mean(&|(c, _)| *c);
@@ -295,7 +302,7 @@ fn the_pending_tensorrt_llm_shape_gives_full_records() {
 /// steps are the window's verify calls, and the run names the unmerged PR it read.
 #[tokio::test]
 async fn the_pending_sglang_shape_gives_exact_records_whose_steps_are_the_window_s() {
-    use speclens_shared::per_request::SGLANG_PR34814;
+    use speclens_shared::request::per_request::SGLANG_PR34814;
     for level in ["summary", "detailed"] {
         let sim = Speclens::instant_spec_sim("0.7", &["--payload", "sglang-pr34814", "--per-request-metrics", level]);
         for extra in [&[][..], &["--no-stream"][..]] {

@@ -12,7 +12,9 @@ use std::time::Duration;
 use clap::Parser;
 use serde::de::DeserializeOwned;
 use serde::Serialize;
-use speclens_shared::results::{CategoryAcceptance, RunList, RunResult};
+use speclens_shared::results::accept::CategoryAcceptance;
+use speclens_shared::results::run_list::RunList;
+use speclens_shared::results::run_result::RunResult;
 use speclens_shared::sweep::SweepFile;
 
 use crate::common::{get_text, json_fixture_text, run_speclens, run_speclens_within, workspace, Snapshots, Speclens};

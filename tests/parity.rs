@@ -687,7 +687,7 @@ fn multi_turn_questions_send_turn_two_with_turn_one_s_answer() {
     );
     assert_eq!(result["completed"], 5, "2 + 3 turns: {stdout}");
     let records = read_records(&run);
-    let turns = |id: u64| -> Vec<&speclens_shared::run::RequestRecord> {
+    let turns = |id: u64| -> Vec<&speclens_shared::run::record::RequestRecord> {
         let mut t: Vec<_> = records.iter().filter(|r| r.request_id == id).collect();
         t.sort_by_key(|r| r.turn);
         t

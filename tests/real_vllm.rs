@@ -20,7 +20,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use serde_json::{json, Value};
-use speclens_shared::run::RequestRecord;
+use speclens_shared::run::record::RequestRecord;
 
 use crate::common::{
     bench_into, get_text, post_json, post_sse, read_json, read_records, run_speclens_within, workspace, Speclens,

@@ -4,8 +4,8 @@
 use std::collections::BTreeMap;
 
 use speclens_shared::engine::Engine;
-use speclens_shared::per_request::{adapt_response, PayloadOutcome, PayloadScan};
-use speclens_shared::prom;
+use speclens_shared::request::per_request::{adapt_response, PayloadOutcome, PayloadScan};
+use speclens_shared::scrape::prom;
 use speclens_shared::scrape::{
     counters_from_text, parse_metrics, window_result, window_result_with, CounterSet, GaugeMeans, ResultStatus,
     ScrapeFailure, SpecCounters,
@@ -363,7 +363,7 @@ fn single_vllm(c: SpecCounters) -> CounterSet {
 /// length, (predicted_n − 1) ÷ draft_rounds, never one from predicted_n − draft_n_accepted.
 #[test]
 fn pending_shapes_follow_their_unmerged_prs() {
-    use speclens_shared::per_request::SGLANG_PR34814;
+    use speclens_shared::request::per_request::SGLANG_PR34814;
     let payloads: serde_json::Value =
         serde_json::from_str(&json_fixture_text("written_pending_payloads.json")).unwrap();
     let PayloadOutcome::Record(summary) = adapt_response(&payloads["sglang_pr34814_summary"]) else {

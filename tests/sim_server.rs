@@ -7,8 +7,8 @@ use std::time::{Duration, Instant};
 
 use serde_json::{json, Value};
 use speclens_shared::engine::Engine;
-use speclens_shared::per_request::{adapt_response, PayloadOutcome, PayloadScan, SpecRecord};
-use speclens_shared::prom;
+use speclens_shared::request::per_request::{adapt_response, PayloadOutcome, PayloadScan, SpecRecord};
+use speclens_shared::scrape::prom;
 use speclens_shared::scrape::{counters_from_text, parse_metrics, window_delta, CounterSet, ScrapeFailure};
 
 use crate::common::{get_text, post_json, post_sse, Speclens};

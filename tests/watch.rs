@@ -157,7 +157,7 @@ async fn recorded_series_equal_the_bench_window_on_every_engine_shape() {
             // The geometric curve of the same E: α by bisection in the rules, as the collector's.
             let k = positions.len() as u32;
             let alpha = one(p, "speclens:spec_decode_implied_alpha:rate30s", engine).await;
-            let want = speclens_shared::model::implied_alpha(length, k);
+            let want = speclens_shared::model::speedup::implied_alpha(length, k);
             assert!((alpha - want).abs() < 2e-5, "{engine}: α {alpha} against {want}");
             let geometric = p
                 .vector(&format!(

@@ -8,8 +8,9 @@ use std::path::{Path, PathBuf};
 
 use comfy_table::{presets, CellAlignment, Table};
 use speclens_shared::figures::acceptance_length_of_counts;
-use speclens_shared::results::{AcceptMatrix, CategoryAcceptance, RunResult};
-use speclens_shared::run::RequestRecord;
+use speclens_shared::results::accept::{AcceptMatrix, CategoryAcceptance};
+use speclens_shared::results::run_result::RunResult;
+use speclens_shared::run::record::RequestRecord;
 
 use crate::bench;
 use crate::bench::workload::Dataset;
@@ -273,7 +274,7 @@ pub async fn run_with(args: Plan, hub: Option<LiveHub>) -> Result<Vec<CategoryAc
         bench::output::write_atomic(&path, &bench::output::to_json_bytes(row)?)?;
     }
     crate::console::status(&render(&rows));
-    for warning in speclens_shared::warnings::category_warnings(&rows) {
+    for warning in speclens_shared::results::warnings::category_warnings(&rows) {
         crate::statusln!("Note: {warning}");
     }
     crate::statusln!("Results: {}", out.display());

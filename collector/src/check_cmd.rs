@@ -4,8 +4,8 @@
 
 use std::path::{Path, PathBuf};
 
-use speclens_shared::regress::{self, Comparison, FigureKind, Verdict};
-use speclens_shared::results::RunResult;
+use speclens_shared::check::regress::{self, Comparison, FigureKind, Verdict};
+use speclens_shared::results::run_result::RunResult;
 use speclens_shared::sweep::SweepFile;
 
 use crate::error::CollectorError;

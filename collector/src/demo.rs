@@ -5,9 +5,9 @@
 
 use std::path::{Path, PathBuf};
 
-use speclens_shared::headline::Headline;
-use speclens_shared::model::Costs;
+use speclens_shared::model::speedup::Costs;
 use speclens_shared::sweep::Level;
+use speclens_shared::view::headline::Headline;
 
 use crate::bench::plan::{Load, Output, Scrape, Target};
 use crate::bench::workload::{Dataset, Workload};

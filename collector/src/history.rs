@@ -6,8 +6,12 @@ use std::collections::{HashMap, HashSet};
 use std::path::{Path, PathBuf};
 use std::time::SystemTime;
 
-use speclens_shared::results::{AcceptMatrix, RunList, RunListEntry, RunResult};
-use speclens_shared::run::RequestRecord;
+use speclens_shared::results::run_result::RunResult;
+
+use speclens_shared::results::accept::AcceptMatrix;
+
+use speclens_shared::results::run_list::{RunList, RunListEntry};
+use speclens_shared::run::record::RequestRecord;
 
 /// A run id is a relative folder path of plain names: no `..`, no root, no odd characters.
 pub fn run_folder(results_dir: &Path, id: &str) -> Option<PathBuf> {
@@ -135,7 +139,7 @@ fn recovered(path: &Path) -> Result<RunResult, String> {
         return Err(format!("{}: not a regular file", path.display()));
     }
     let file = std::fs::File::open(path).map_err(|e| format!("{}: {e}", path.display()))?;
-    let mut recovery = speclens_shared::results::Recovery::default();
+    let mut recovery = speclens_shared::results::run_result::Recovery::default();
     let mut cut = 0;
     for line in std::io::BufReader::new(file).lines() {
         let line = line.map_err(|e| format!("{}: {e}", path.display()))?;

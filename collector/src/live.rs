@@ -11,12 +11,13 @@ use std::time::Duration;
 
 use axum::extract::ws::Utf8Bytes;
 use hdrhistogram::Histogram;
-use speclens_shared::aggregate::{Bins, SpecAggregator};
 use speclens_shared::figures::{acceptance_length, acceptance_rate_pct};
-use speclens_shared::protocol::{ServerMessage, PROTOCOL_VERSION};
-use speclens_shared::results::{run_view_from_result, RunResult};
-use speclens_shared::run::{percentile_name, LatencyStats, RequestRecord};
-use speclens_shared::view::{
+use speclens_shared::results::run_result::RunResult;
+use speclens_shared::run::aggregate::{Bins, SpecAggregator};
+use speclens_shared::run::record::{percentile_name, LatencyStats, RequestRecord};
+use speclens_shared::view::protocol::{ServerMessage, PROTOCOL_VERSION};
+use speclens_shared::view::run::run_view_from_result;
+use speclens_shared::view::run::{
     draft_share_pct, Distributions, PreviousRun, RunStatus, RunView, Tiles, TimelinePoint, MAX_BINS,
 };
 use tokio::sync::{broadcast, mpsc, oneshot};
@@ -451,7 +452,7 @@ fn tiles(latest: &BTreeMap<(Source, String), TimelinePoint>) -> Tiles {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use speclens_shared::live_state::{Applied, LiveState};
+    use speclens_shared::view::live_state::{Applied, LiveState};
 
     fn point(endpoint: &str, accepted: f64, drafted: f64, drafts: f64) -> TimelinePoint {
         TimelinePoint {

@@ -2,7 +2,7 @@
 //! with a measured E and measured per-position rates (the CLI builds the report from its flags),
 //! or calibrated on a plain sweep's curve (`--calibrate`). Arithmetic only; runs anywhere.
 
-use speclens_shared::model::ModelReport;
+use speclens_shared::model::speedup::ModelReport;
 
 use crate::error::CollectorError;
 
@@ -42,7 +42,7 @@ pub fn calibrate(sweep: &std::path::Path, e: f64, d: f64, c: f64, json: bool) ->
         .iter()
         .filter_map(|r| Some((r.level, r.base_output_tokens_per_s?)))
         .collect();
-    let fit = speclens_shared::calibrate::RooflineFit::of(&plain).ok_or_else(|| {
+    let fit = speclens_shared::model::calibrate::RooflineFit::of(&plain).ok_or_else(|| {
         CollectorError::InvalidArgument(format!(
             "--calibrate: {} has {} plain points with a throughput; the fit needs two",
             file.display(),

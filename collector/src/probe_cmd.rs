@@ -6,7 +6,7 @@
 use std::time::Duration;
 
 use serde_json::{json, Value};
-use speclens_shared::probe::{ProbeReport, Seen};
+use speclens_shared::run::probe::{ProbeReport, Seen};
 use speclens_shared::scrape::counters_from_text;
 
 use crate::bench::engine::RequestFields;

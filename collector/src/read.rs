@@ -5,8 +5,8 @@
 use std::path::{Path, PathBuf};
 
 use comfy_table::{presets, CellAlignment, Table};
-use speclens_shared::model::Costs;
-use speclens_shared::results::RunResult;
+use speclens_shared::model::speedup::Costs;
+use speclens_shared::results::run_result::RunResult;
 use speclens_shared::sweep::arms::{self, NamedPoint, BASE_ARM};
 use speclens_shared::sweep::{Level, SweepFile};
 

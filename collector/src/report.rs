@@ -9,14 +9,16 @@ use std::path::{Path, PathBuf};
 
 use base64::Engine as _;
 use serde_json::Value;
-use speclens_shared::report_data::{ReportData, REPORT_ELEMENT_ID};
+use speclens_shared::results::report_data::{ReportData, REPORT_ELEMENT_ID};
 
 use crate::bench::output::write_atomic;
 use crate::error::CollectorError;
 use crate::history;
 use crate::serve::{resolve_web_dir, WebAssets};
-use speclens_shared::model::Costs;
-use speclens_shared::results::{AcceptMatrix, RunList, RunListEntry, RunResult};
+use speclens_shared::model::speedup::Costs;
+use speclens_shared::results::accept::AcceptMatrix;
+use speclens_shared::results::run_list::{RunList, RunListEntry};
+use speclens_shared::results::run_result::RunResult;
 use speclens_shared::sweep::SweepFile;
 
 /// The data gathered from the inputs: the dashboard's API answers, keyed by path.

@@ -11,8 +11,8 @@ use std::path::{Path, PathBuf};
 use std::sync::{Arc, OnceLock};
 use std::time::Duration;
 
-use speclens_shared::model::Costs;
-use speclens_shared::results::RunResult;
+use speclens_shared::model::speedup::Costs;
+use speclens_shared::results::run_result::RunResult;
 use speclens_shared::scrape::ScrapeFailure;
 use speclens_shared::sweep::arms::{self, NamedPoint, BASE_ARM};
 use speclens_shared::sweep::{repeats_settled, Axis, EarlierPoint, Level, SweepFile};
@@ -644,7 +644,7 @@ fn sweep_stamp() -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use speclens_shared::model::Measured;
+    use speclens_shared::model::speedup::Measured;
 
     #[test]
     fn point_names() {

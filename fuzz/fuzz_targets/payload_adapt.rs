@@ -3,7 +3,7 @@
 #![no_main]
 
 use libfuzzer_sys::fuzz_target;
-use speclens_shared::per_request::{adapt_response, PayloadOutcome};
+use speclens_shared::request::per_request::{adapt_response, PayloadOutcome};
 
 fuzz_target!(|data: &[u8]| {
     let Ok(value) = serde_json::from_slice::<serde_json::Value>(data) else { return };

@@ -6,7 +6,7 @@ use libfuzzer_sys::fuzz_target;
 
 fuzz_target!(|data: &[u8]| {
     let Ok(text) = std::str::from_utf8(data) else { return };
-    for sample in speclens_shared::prom::samples(text).flatten() {
+    for sample in speclens_shared::scrape::prom::samples(text).flatten() {
         let _ = sample.labels().count();
     }
     if let Ok(snapshot) = speclens_shared::scrape::parse_metrics(text) {

@@ -3,7 +3,7 @@
 #![no_main]
 
 use libfuzzer_sys::fuzz_target;
-use speclens_shared::sse::events;
+use speclens_shared::request::sse::events;
 
 fuzz_target!(|data: &[u8]| {
     let Some((&seed, bytes)) = data.split_first() else { return };

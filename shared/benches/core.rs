@@ -10,12 +10,12 @@ use std::hint::black_box;
 
 use criterion::{criterion_group, criterion_main, BatchSize, Criterion, Throughput};
 use serde_json::Value;
-use speclens_shared::aggregate::SpecAggregator;
 use speclens_shared::engine::Engine;
-use speclens_shared::per_request::{adapt_response, SpecRecord};
-use speclens_shared::run::RequestRecord;
+use speclens_shared::request::per_request::{adapt_response, SpecRecord};
+use speclens_shared::run::aggregate::SpecAggregator;
+use speclens_shared::run::record::RequestRecord;
+use speclens_shared::run::time_weighted::sweep_of;
 use speclens_shared::scrape::parse_metrics;
-use speclens_shared::sweepline::sweep_of;
 
 /// vLLM's latency histogram buckets (seconds), as its `/metrics` prints them.
 const LATENCY_BUCKETS_S: [f64; 20] = [

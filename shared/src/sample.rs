@@ -195,7 +195,7 @@ impl Sample {
     }
 
     /// The values with how often each occurs (histogram buckets once it took over): what
-    /// [`crate::aggregate::Bins::from_counted`] draws.
+    /// [`crate::run::aggregate::Bins::from_counted`] draws.
     pub fn counted(&self) -> Vec<(f64, u64)> {
         match &self.histogram {
             None => self.exact.iter().map(|v| (*v, 1)).collect(),

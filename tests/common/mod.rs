@@ -279,7 +279,7 @@ pub fn bench_output(url: &str, out: &Path, args: &[&str], limit: Duration) -> (S
 }
 
 /// Every record of a run folder's `records.jsonl`.
-pub fn read_records(run: &Path) -> Vec<speclens_shared::run::RequestRecord> {
+pub fn read_records(run: &Path) -> Vec<speclens_shared::run::record::RequestRecord> {
     std::fs::read_to_string(run.join("records.jsonl"))
         .expect("records.jsonl")
         .lines()

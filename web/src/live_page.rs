@@ -10,18 +10,18 @@ use std::rc::Rc;
 use leptos::prelude::*;
 use plotters::style::RGBColor;
 use send_wrapper::SendWrapper;
-use speclens_shared::aggregate::Bins;
 use speclens_shared::chart::{
     colors, draw_histograms, draw_per_position, draw_series_chart, draw_series_panels, hover, HistogramPanel,
     Positions, Series, SeriesPanel, XFrame,
 };
 use speclens_shared::glossary::Term;
-use speclens_shared::headline::run_whatif_link;
-use speclens_shared::live_state::{Applied, LiveState};
-use speclens_shared::model::implied_alpha;
-use speclens_shared::protocol::ServerMessage;
-use speclens_shared::run::LatencyStats;
-use speclens_shared::view::{RunStatus, RunView, Tiles, TimelinePoint};
+use speclens_shared::model::speedup::implied_alpha;
+use speclens_shared::run::aggregate::Bins;
+use speclens_shared::run::record::LatencyStats;
+use speclens_shared::view::headline::run_whatif_link;
+use speclens_shared::view::live_state::{Applied, LiveState};
+use speclens_shared::view::protocol::ServerMessage;
+use speclens_shared::view::run::{RunStatus, RunView, Tiles, TimelinePoint};
 use speclens_shared::Error;
 use wasm_bindgen::closure::Closure;
 use wasm_bindgen::JsCast;

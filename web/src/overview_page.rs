@@ -7,14 +7,17 @@
 use leptos::prelude::*;
 use speclens_shared::chart::{colors, draw_per_position, hover, CategoryBar, Positions, XFrame};
 use speclens_shared::glossary::Term;
-use speclens_shared::headline::{run_whatif_link, Headline};
-use speclens_shared::model::{Costs, KChoice};
-use speclens_shared::overview::{
+use speclens_shared::model::speedup::{Costs, KChoice};
+use speclens_shared::results::accept::AcceptMatrix;
+use speclens_shared::results::run_list::RunList;
+use speclens_shared::results::run_result::RunResult;
+use speclens_shared::sweep::{Axis, SweepFile};
+use speclens_shared::view::headline::{run_whatif_link, Headline};
+use speclens_shared::view::overview::{
     arm_lines, batch_text, break_even_of_headline, pick_run, AcceptanceSummary, BreakEvenSummary,
 };
-use speclens_shared::results::{run_view_from_result, AcceptMatrix, RunList, RunResult};
-use speclens_shared::sweep::{Axis, SweepFile};
-use speclens_shared::view::RunView;
+use speclens_shared::view::run::run_view_from_result;
+use speclens_shared::view::run::RunView;
 use speclens_shared::Error;
 
 use crate::canvas::{chart_canvas, Draw, Root};

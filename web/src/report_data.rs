@@ -5,11 +5,13 @@
 use std::sync::OnceLock;
 
 use leptos::prelude::*;
-use speclens_shared::headline::{run_whatif_link, Headline};
-use speclens_shared::overview::pick_run;
-use speclens_shared::report_data::{ReportData, REPORT_ELEMENT_ID};
-use speclens_shared::results::{run_view_from_result, RunList, RunResult};
+use speclens_shared::results::report_data::{ReportData, REPORT_ELEMENT_ID};
+use speclens_shared::results::run_list::RunList;
+use speclens_shared::results::run_result::RunResult;
 use speclens_shared::sweep::SweepFile;
+use speclens_shared::view::headline::{run_whatif_link, Headline};
+use speclens_shared::view::overview::pick_run;
+use speclens_shared::view::run::run_view_from_result;
 
 static REPORT: OnceLock<Option<Result<ReportData, String>>> = OnceLock::new();
 

@@ -6,23 +6,26 @@ use gloo_net::http::Request;
 use leptos::prelude::*;
 use serde::de::DeserializeOwned;
 use speclens_shared::glossary::Term;
-use speclens_shared::headline::Headline;
-use speclens_shared::model::implied_alpha;
-use speclens_shared::results::{run_view_from_result, AcceptMatrix, RunList, RunListEntry, RunResult};
-use speclens_shared::run::TTFT_SPLIT_DEFINITION;
-use speclens_shared::tail::{TailAttribution, TAIL_DEFINITION};
-use speclens_shared::view::{RunView, TimelinePoint};
+use speclens_shared::model::speedup::implied_alpha;
+use speclens_shared::results::accept::AcceptMatrix;
+use speclens_shared::results::run_list::{RunList, RunListEntry};
+use speclens_shared::results::run_result::RunResult;
+use speclens_shared::run::record::TTFT_SPLIT_DEFINITION;
+use speclens_shared::run::tail::{TailAttribution, TAIL_DEFINITION};
+use speclens_shared::view::headline::Headline;
+use speclens_shared::view::run::run_view_from_result;
+use speclens_shared::view::run::{RunView, TimelinePoint};
 
 use speclens_shared::chart::{
     colors, draw_category_chart, draw_latency_comparison, draw_per_position, draw_series_panels, draw_step_cost_chart,
     draw_sweep_chart, draw_tail_scatter, has_step_cost, hover, step_cost_at, tail_at, CategoryBar, Positions,
     RunLatencies, Series, SeriesPanel, XFrame,
 };
+use speclens_shared::results::warnings::category_warnings;
 use speclens_shared::sweep::adaptive::ADAPTIVE_ACCEPTANCE_NOTE;
 use speclens_shared::sweep::arms::ArmSweep;
 use speclens_shared::sweep::step_cost::STEP_COST_DEFINITION;
 use speclens_shared::sweep::{Axis, PairTable, SweepFile};
-use speclens_shared::warnings::category_warnings;
 use speclens_shared::Error;
 
 use crate::canvas::{chart_canvas, Draw, Root};

@@ -6,8 +6,8 @@ use leptos::ev;
 use leptos::html::Input;
 use leptos::prelude::*;
 use speclens_shared::chart::{draw_speedup_chart, hover, speedup_chart, XFrame};
-use speclens_shared::model::{Proposer, GPU_PRESETS, NOTHING_MEASURED, UNCHARGED_COSTS};
-use speclens_shared::whatif::{parse_input, parse_number_list, Acceptance, Gpu, WhatIf, MAX_K};
+use speclens_shared::model::speedup::{Proposer, GPU_PRESETS, NOTHING_MEASURED, UNCHARGED_COSTS};
+use speclens_shared::model::whatif::{parse_input, parse_number_list, Acceptance, Gpu, WhatIf, MAX_K};
 use speclens_shared::Error;
 use wasm_bindgen::JsValue;
 
@@ -396,7 +396,7 @@ fn BestK(state: ReadSignal<WhatIf>, set_state: WriteSignal<WhatIf>) -> impl Into
             </div>
             <div id="best-k">
                 {move || state.with(|w| w.best_k().map(|best| {
-                    let choices = speclens_shared::model::per_position_choices(&w.position_rates, w.costs(), f64::from(w.batch));
+                    let choices = speclens_shared::model::speedup::per_position_choices(&w.position_rates, w.costs(), f64::from(w.batch));
                     view! {
                         <p class="best">{format!("Best k at batch {}: k = {} (E {:.3}, S {})", w.batch, best.k, best.expected_tokens, fmt_speedup(best.speedup))}</p>
                         <div class="table-box"><table class="model-table">

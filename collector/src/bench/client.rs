@@ -12,9 +12,11 @@ use std::borrow::Cow;
 use serde::de::IgnoredAny;
 use serde::Deserialize;
 use serde_json::Value;
-use speclens_shared::http_trace::HttpTrace;
-use speclens_shared::per_request::{PartialSpecRecord, PayloadOutcome, PayloadScan, ServerTimings, SpecRecord};
-use speclens_shared::run::ErrorKind;
+use speclens_shared::request::http_trace::HttpTrace;
+use speclens_shared::request::per_request::{
+    PartialSpecRecord, PayloadOutcome, PayloadScan, ServerTimings, SpecRecord,
+};
+use speclens_shared::run::record::ErrorKind;
 use tokio::time::Instant;
 
 use super::wire::{describe, Arrivals, Wire, WireError, WireTrace};
@@ -631,7 +633,7 @@ fn parse_stream(body: &Arrivals, sent: Instant, endpoint: EndpointKind) -> Excha
     let mut done = false;
     // Each event is read as it is framed (none is kept), stamped with the arrival of the chunk
     // that completed it.
-    let trailing = speclens_shared::sse::for_each_event(body.bytes(), body.ends(), |index, data| {
+    let trailing = speclens_shared::request::sse::for_each_event(body.bytes(), body.ends(), |index, data| {
         let at = body.stamps()[index];
         if data.trim() == "[DONE]" {
             done = true;
@@ -641,7 +643,7 @@ fn parse_stream(body: &Arrivals, sent: Instant, endpoint: EndpointKind) -> Excha
         let repaired;
         let event = match read_event(data, endpoint) {
             Ok(e) => e,
-            Err(e) => match speclens_shared::sse::without_lone_surrogates(data) {
+            Err(e) => match speclens_shared::request::sse::without_lone_surrogates(data) {
                 Some(fixed) => {
                     repaired = fixed;
                     match read_event(&repaired, endpoint) {
@@ -701,7 +703,7 @@ fn parse_whole(received: &Arrivals, sent: Instant, endpoint: EndpointKind) -> Ex
         // A lone surrogate escape is replaced, not fatal.
         std::str::from_utf8(body)
             .ok()
-            .and_then(speclens_shared::sse::without_lone_surrogates)
+            .and_then(speclens_shared::request::sse::without_lone_surrogates)
             .ok_or(e)
             .and_then(|fixed| serde_json::from_str(&fixed))
     });
@@ -730,7 +732,7 @@ mod tests {
     /// completed it.
     fn sse_events(chunks: &[(Instant, Bytes)]) -> (Vec<(Instant, String)>, bool) {
         let bytes: Vec<&[u8]> = chunks.iter().map(|(_, b)| b.as_ref()).collect();
-        let (events, trailing) = speclens_shared::sse::events(&bytes);
+        let (events, trailing) = speclens_shared::request::sse::events(&bytes);
         (
             events.into_iter().map(|(i, data)| (chunks[i].0, data)).collect(),
             trailing,

@@ -24,11 +24,11 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use indicatif::ProgressBar;
+use speclens_shared::check::gates::GateOutcome;
 use speclens_shared::engine::Engine;
-use speclens_shared::gates::GateOutcome;
-use speclens_shared::results::RunResult;
-use speclens_shared::run::RunTally;
-use speclens_shared::steady::{SteadyScan, SteadyState};
+use speclens_shared::results::run_result::RunResult;
+use speclens_shared::run::record::RunTally;
+use speclens_shared::run::steady::{SteadyScan, SteadyState};
 use tokio::sync::watch;
 use tokio::time::Instant;
 

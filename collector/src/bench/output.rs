@@ -9,15 +9,17 @@ use std::time::Duration;
 use comfy_table::{presets, CellAlignment, Table};
 use indicatif::{ProgressBar, ProgressDrawTarget, ProgressStyle};
 use serde_json::Value;
-use speclens_shared::aggregate::{SpecSummary, CONSOLE_COLUMNS};
-use speclens_shared::aiperf::{profile_export, record_line, RunInfo};
 use speclens_shared::file_label::result_file_label;
-use speclens_shared::notices::Notices;
-use speclens_shared::results::{EndpointResult, ErrorCount, Errors, RunConfig, RunResult, SpecDecodeSection};
-use speclens_shared::run::{vllm_summary, RunMetrics, SpecSection, NO_SPECULATION_HINT};
+use speclens_shared::results::aiperf::{profile_export, record_line, RunInfo};
+use speclens_shared::results::run_result::{
+    EndpointResult, ErrorCount, Errors, RunConfig, RunResult, SpecDecodeSection,
+};
+use speclens_shared::results::warnings::workload_warnings;
+use speclens_shared::run::aggregate::{SpecSummary, CONSOLE_COLUMNS};
+use speclens_shared::run::notices::Notices;
+use speclens_shared::run::record::{vllm_summary, RunMetrics, SpecSection, NO_SPECULATION_HINT};
 use speclens_shared::scrape::{console_block, SpecDecodeData, SpecDecodeResult};
-use speclens_shared::view::Distributions;
-use speclens_shared::warnings::workload_warnings;
+use speclens_shared::view::run::Distributions;
 
 use super::paths::SpecPaths;
 use super::plan::Stop;
@@ -210,7 +212,7 @@ fn console(f: &Figures<'_>) -> String {
     if no_speculation {
         console.push_str(&format!("{NO_SPECULATION_HINT}\n"));
     }
-    if let Some(split) = speclens_shared::run::TtftSplit::of_split(&f.metrics.server) {
+    if let Some(split) = speclens_shared::run::record::TtftSplit::of_split(&f.metrics.server) {
         console.push_str(&format!("{}\n", split.sentence()));
     }
     if let Some(tail) = &f.metrics.tail {

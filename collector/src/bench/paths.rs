@@ -5,11 +5,11 @@
 use speclens_shared::engine::Engine;
 use std::collections::BTreeMap;
 
-use speclens_shared::aggregate::SpecAggregator;
 use speclens_shared::capped::CappedLog;
-use speclens_shared::notices::{Notices, PathFigures};
-use speclens_shared::results::EngineLoad;
-use speclens_shared::run::RunTally;
+use speclens_shared::results::run_result::EngineLoad;
+use speclens_shared::run::aggregate::SpecAggregator;
+use speclens_shared::run::notices::{Notices, PathFigures};
+use speclens_shared::run::record::RunTally;
 use speclens_shared::scrape::{
     derive, window_before, window_delta, window_result_with, CounterSet, GaugeMeans, LoadSample, ResultStatus,
     ScrapeFailure, SpecCounters, SpecDecodeData, SpecDecodeResult, WindowFacts,
@@ -211,7 +211,7 @@ impl SpecPaths {
     }
 }
 
-/// The two paths side by side (see `speclens_shared::notices`): the counters' window, when every
+/// The two paths side by side (see `speclens_shared::run::notices`): the counters' window, when every
 /// scraped endpoint's is valid (else the Prometheus path's), against the run's per-request totals.
 fn assess(windows: &[ScrapeWindow], fleet: Option<&FleetOutcome>, tally: &RunTally) -> Notices {
     let deltas: Vec<SpecCounters> = windows.iter().filter_map(ScrapeWindow::delta).collect();

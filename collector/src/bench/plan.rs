@@ -6,8 +6,8 @@ use std::path::PathBuf;
 use std::time::Duration;
 
 use reqwest::header::{HeaderMap, HeaderName, HeaderValue, AUTHORIZATION, CONTENT_TYPE};
-use speclens_shared::gates::Gate;
-use speclens_shared::goodput::Slo;
+use speclens_shared::check::gates::Gate;
+use speclens_shared::run::goodput::Slo;
 
 use super::client::EndpointKind;
 use super::prometheus::Prometheus;

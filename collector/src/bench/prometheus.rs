@@ -1,6 +1,6 @@
 //! The fleet path: a run's spec-decode acceptance read through a Prometheus server's HTTP API
 //! (or Thanos, Mimir, VictoriaMetrics: the same API) instead of each replica's `/metrics`. The
-//! window's growth comes from the stored samples (`speclens_shared::fleet`); the live timeline
+//! window's growth comes from the stored samples (`speclens_shared::scrape::fleet`); the live timeline
 //! from `rate()` per instance. Every failure becomes an N/A result with its reason: it never
 //! fails the benchmark.
 
@@ -12,19 +12,19 @@ use tokio::time::Instant;
 use reqwest::header::{HeaderMap, HeaderValue, AUTHORIZATION};
 use serde::Serialize;
 use speclens_shared::figures::{acceptance_length, acceptance_rate_pct};
-use speclens_shared::fleet::{
+use speclens_shared::scrape::fleet::{
     counters_selector, fleet_window, metric_selector, parse_api_answer, selector_for, ApiSeries, FleetWindow,
     NO_COUNTERS,
 };
 use speclens_shared::scrape::{derive_stats, RawPhases, ResultStatus, SglangGauges, SpecCounters, SpecDecodeResult};
-use speclens_shared::view::TimelinePoint;
+use speclens_shared::view::run::TimelinePoint;
 use tokio::sync::watch;
 
 use super::redact_url;
 use super::scrape::{Ticks, Timeline};
 use crate::error::CollectorError;
 use crate::live::{LiveHub, Source};
-pub use speclens_shared::results::FleetOutcome;
+pub use speclens_shared::results::run_result::FleetOutcome;
 
 /// The label of the Prometheus path in consoles, files and the live timeline.
 pub const LABEL: &str = "prometheus";

@@ -9,7 +9,7 @@ use speclens_shared::capped::CappedLog;
 use speclens_shared::scrape::{
     counters_from_text, derive, CounterSet, IncreaseAccumulator, LoadSample, ScrapeFailure, WindowFacts,
 };
-use speclens_shared::view::TimelinePoint;
+use speclens_shared::view::run::TimelinePoint;
 use tokio::sync::watch;
 use tokio::time::Instant;
 

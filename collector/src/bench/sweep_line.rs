@@ -8,7 +8,7 @@
 use std::io::{BufReader, BufWriter, Read, Write};
 use std::path::{Path, PathBuf};
 
-use speclens_shared::sweepline::{
+use speclens_shared::run::time_weighted::{
     has_chunk_gaps, record_events, Event, SweepFigure, SweepLine, SweepSettings, EVENT_BYTES,
 };
 
@@ -172,8 +172,8 @@ fn read_events(path: &Path, emit: &mut dyn FnMut(Event)) -> Result<(), String> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use speclens_shared::run::RequestRecord;
-    use speclens_shared::sweepline::sweep_of;
+    use speclens_shared::run::record::RequestRecord;
+    use speclens_shared::run::time_weighted::sweep_of;
 
     /// Records whose events span several spans (one of them split again) give the figures of
     /// one fold in memory, and leave no file behind.

@@ -5,9 +5,9 @@ use std::path::{Path, PathBuf};
 use std::time::Duration;
 
 use clap::{Args, Parser, ValueEnum};
-use speclens_shared::gates::Gate;
-use speclens_shared::goodput::Slo;
-use speclens_shared::model::Costs;
+use speclens_shared::check::gates::Gate;
+use speclens_shared::model::speedup::Costs;
+use speclens_shared::run::goodput::Slo;
 use speclens_shared::sweep::arms::BASE_ARM;
 use speclens_shared::sweep::Level;
 

@@ -9,7 +9,7 @@ use std::net::{IpAddr, SocketAddr};
 use std::path::PathBuf;
 
 use clap::{Args, Parser, Subcommand, ValueEnum};
-use speclens_shared::model::{gpu_preset, Costs, Measured, ModelReport, Proposer};
+use speclens_shared::model::speedup::{gpu_preset, Costs, Measured, ModelReport, Proposer};
 
 pub use load::{
     bench_plan_of, AcceptArgs, ArmArg, BenchArgs, DashboardArgs, PrometheusArgs, ScrapeFlags, SweepArgs, TargetArgs,
@@ -206,7 +206,7 @@ impl CheckArgs {
             .figures
             .iter()
             .map(|f| {
-                speclens_shared::regress::FigureKind::parse(f).ok_or_else(|| {
+                speclens_shared::check::regress::FigureKind::parse(f).ok_or_else(|| {
                     CollectorError::InvalidArgument(format!(
                         "--figure {f}: not one of acceptance_length, per_position, speedup, crossing"
                     ))

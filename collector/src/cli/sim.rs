@@ -363,7 +363,7 @@ impl SimArgs {
                             k + 1
                         )));
                     }
-                    let alpha = speclens_shared::model::implied_alpha(*e, k);
+                    let alpha = speclens_shared::model::speedup::implied_alpha(*e, k);
                     Some(AcceptanceProfile::geometric(alpha, k).map_err(invalid)?)
                 }
                 (_, None, None, None) => Some(AcceptanceProfile::geometric(DEFAULT_ALPHA, k).map_err(invalid)?),

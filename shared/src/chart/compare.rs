@@ -7,7 +7,7 @@ use plotters::style::text_anchor::{HPos, Pos, VPos};
 
 use super::{chart_error, colors, draw_empty, legend_above, tick, Swatch};
 use crate::error::Error;
-use crate::run::LatencyStats;
+use crate::run::record::LatencyStats;
 
 /// One run's latencies for [`draw_latency_comparison`].
 #[derive(Debug, Clone, PartialEq)]

@@ -3,7 +3,7 @@
 
 use super::{nearest, sorted_bars, tick, CategoryBar, Positions, SpeedupChart};
 use crate::sweep::{Axis, SweepFile};
-use crate::view::RunView;
+use crate::view::run::RunView;
 
 /// The scrape interval nearest `t_s` seconds into the run: acceptance and draft flow.
 pub fn timeline_at(run: &RunView, t_s: f64) -> Option<String> {

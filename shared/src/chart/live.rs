@@ -6,7 +6,7 @@ use plotters::prelude::*;
 
 use super::{chart_error, colors, draw_empty, legend_above, tick, Swatch, XFrame};
 use crate::error::Error;
-use crate::model;
+use crate::model::speedup as model;
 
 /// One line of a time series chart.
 #[derive(Debug, Clone, PartialEq)]
@@ -211,7 +211,7 @@ pub struct HistogramPanel<'a> {
     /// Axis description with its unit ("TTFT (ms)").
     pub x_desc: &'a str,
     pub color: RGBColor,
-    pub bins: Option<&'a crate::aggregate::Bins>,
+    pub bins: Option<&'a crate::run::aggregate::Bins>,
 }
 
 /// Distributions side by side, one panel each; a panel without data says "No data".
@@ -306,7 +306,7 @@ mod live_chart_tests {
         let mut hist = String::new();
         {
             let root = SVGBackend::with_string(&mut hist, (900, 300)).into_drawing_area();
-            let bins = crate::aggregate::Bins::from_values(&[10.0, 11.0, 12.5, 30.0], 40);
+            let bins = crate::run::aggregate::Bins::from_values(&[10.0, 11.0, 12.5, 30.0], 40);
             let panels = [
                 HistogramPanel {
                     x_desc: "TTFT (ms)",

@@ -6,8 +6,8 @@ use plotters::prelude::*;
 
 use super::{chart_error, colors, legend_above, tick, Swatch, XFrame};
 use crate::error::Error;
-use crate::model;
-use crate::whatif::WhatIf;
+use crate::model::speedup as model;
+use crate::model::whatif::WhatIf;
 
 /// One S(B) curve.
 #[derive(Debug, Clone, PartialEq)]
@@ -177,7 +177,7 @@ pub fn draw_speedup_chart<DB: DrawingBackend>(
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::whatif::Acceptance;
+    use crate::model::whatif::Acceptance;
 
     fn svg(w: &WhatIf) -> String {
         let mut out = String::new();
@@ -213,7 +213,7 @@ mod tests {
         let w = WhatIf {
             acceptance: Acceptance::Alpha(0.05),
             k: 4,
-            proposer: crate::model::Proposer::Drafter1b,
+            proposer: crate::model::speedup::Proposer::Drafter1b,
             ..WhatIf::default()
         };
         assert_eq!(speedup_chart(&w).break_even, None);

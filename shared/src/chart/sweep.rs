@@ -431,7 +431,7 @@ mod sweep_chart_tests {
             2.5,
             3,
             None,
-            crate::model::Costs {
+            crate::model::speedup::Costs {
                 draft_cost: 0.0,
                 ridge_tokens: 295.0,
             },
@@ -535,7 +535,7 @@ mod sweep_chart_tests {
                 })
                 .to_vec()
         };
-        let costs = crate::model::Costs {
+        let costs = crate::model::speedup::Costs {
             draft_cost: 0.05,
             ridge_tokens: 74.0,
         };

@@ -6,7 +6,7 @@ use plotters::prelude::*;
 
 use super::{chart_error, colors, legend_above, nearest, tick, Swatch, XFrame};
 use crate::error::Error;
-use crate::tail::TailAttribution;
+use crate::run::tail::TailAttribution;
 
 /// Requests as dots (acceptance length across, E2E latency up), the p99 E2E latency dashed
 /// across, the lowest quartile's bound dashed up. Returns where the acceptance axis lies.

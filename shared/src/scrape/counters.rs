@@ -8,7 +8,7 @@ use std::collections::BTreeMap;
 use serde::{Deserialize, Serialize};
 
 use super::schema::{family_name, position_label, Family};
-use crate::prom::{self, Sample};
+use crate::scrape::prom::{self, Sample};
 
 /// The four spec-decode counters of one label set, or their sum over label sets.
 ///

@@ -1,7 +1,7 @@
 //! The engine's own load in one scrape: KV-cache usage, running and waiting requests,
 //! preemptions (vLLM's families).
 
-use crate::prom;
+use crate::scrape::prom;
 
 /// vLLM's running-requests gauge (summed over its engines), read here and by the alert rules.
 pub const VLLM_RUNNING: &str = "vllm:num_requests_running";
@@ -52,7 +52,7 @@ impl LoadSample {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::results::EngineLoad;
+    use crate::results::run_result::EngineLoad;
 
     #[test]
     fn engine_load_over_a_window() {

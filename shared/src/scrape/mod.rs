@@ -7,11 +7,13 @@
 
 pub mod counters;
 pub mod derive;
+pub mod fleet;
 pub mod formulas;
 pub mod gauges;
 pub mod live;
 pub mod load;
 pub mod parse;
+pub mod prom;
 pub mod schema;
 pub mod window;
 

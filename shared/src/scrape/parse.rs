@@ -14,7 +14,7 @@ use super::schema::{
     counter_family, family_name, position_label, required, Family, ENGINE_GAUGES, TRTLLM_SPEC_CONFIG_INFO,
 };
 use crate::error::Error;
-use crate::prom::{self, Sample};
+use crate::scrape::prom::{self, Sample};
 
 /// SGLang's spec-decode gauges, each the mean over label sets (ranks).
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]

@@ -12,9 +12,9 @@ use super::levels::{throughput, Arm, Axis, Level};
 use super::pair::PairTable;
 use super::saturation::Saturation;
 use super::step_cost::StepCostRow;
-use crate::calibrate::RooflineFit;
-use crate::model::Costs;
-use crate::results::{EngineLoad, RunResult};
+use crate::model::calibrate::RooflineFit;
+use crate::model::speedup::Costs;
+use crate::results::run_result::{EngineLoad, RunResult};
 
 /// The plain arm's name (its points are `base-c<N>.json`).
 pub const BASE_ARM: &str = "base";
@@ -364,16 +364,16 @@ fn category_rows(points: &[NamedPoint<'_>], arm: &str) -> Vec<CategorySpeedup> {
     by.into_iter()
         .map(|(category, mut ratios)| {
             ratios.sort_by(|a, b| a.0.total_cmp(&b.0));
-            let points: Vec<crate::model::RatioPoint> = ratios
+            let points: Vec<crate::model::speedup::RatioPoint> = ratios
                 .iter()
-                .map(|(level, ratio)| crate::model::RatioPoint {
+                .map(|(level, ratio)| crate::model::speedup::RatioPoint {
                     concurrency: *level,
                     ratio: *ratio,
                 })
                 .collect();
             CategorySpeedup {
                 category,
-                crossing: crate::model::sweep_crossing(&points),
+                crossing: crate::model::speedup::sweep_crossing(&points),
                 ratios,
             }
         })

@@ -3,7 +3,7 @@
 
 use serde::{Deserialize, Serialize};
 
-use crate::results::RunResult;
+use crate::results::run_result::RunResult;
 
 /// The two roles in one two-arm table: the arm compared (a speculative arm, or the first of a
 /// pair) and the one it is compared with (plain, or the second of a pair).

@@ -14,8 +14,8 @@ pub mod step_cost;
 
 use serde::{Deserialize, Serialize};
 
-use crate::model::Costs;
-use crate::results::RunResult;
+use crate::model::speedup::Costs;
+use crate::results::run_result::RunResult;
 use arms::{Arms, NamedPoint};
 pub use levels::{throughput, Arm, Axis, Level};
 pub use pair::{repeats_settled, PairTable, Prediction, SweepRow};

@@ -6,8 +6,8 @@
 use serde::{Deserialize, Serialize};
 
 use super::levels::{throughput, Arm, Axis, Level};
-use crate::model::{break_even_batch, sweep_crossing, Costs, RatioPoint, UNCHARGED_COSTS};
-use crate::results::RunResult;
+use crate::model::speedup::{break_even_batch, sweep_crossing, Costs, RatioPoint, UNCHARGED_COSTS};
+use crate::results::run_result::RunResult;
 /// One level of the sweep; an arm that was not run (or failed) is `None`.
 #[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
 pub struct SweepRow {
@@ -139,7 +139,7 @@ impl Prediction {
 
     /// How the costs' draft length was chosen, for the console.
     pub fn draft_tokens_phrase(&self) -> String {
-        crate::model::draft_tokens_phrase(self.k, self.draft_tokens_measured.then_some(self.draft_tokens))
+        crate::model::speedup::draft_tokens_phrase(self.k, self.draft_tokens_measured.then_some(self.draft_tokens))
     }
 }
 

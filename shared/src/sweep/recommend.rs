@@ -12,7 +12,7 @@ use super::levels::Axis;
 use super::schedules::{
     check_vllm_schedule, sglang_adaptive_config, vllm_schedule_warnings, ServerFacts, TrtllmSchedule,
 };
-use crate::model::{expected_tokens_per_position, speedup, Costs};
+use crate::model::speedup::{expected_tokens_per_position, speedup, Costs};
 
 /// The largest batch size a vLLM schedule's last range reaches (vLLM caps it at
 /// `--max-num-seqs`).
@@ -800,8 +800,8 @@ fn cut_off_of(arms: &Arms, picks: &[LevelPick]) -> Option<CutOff> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::model::best_k;
-    use crate::results::RunResult;
+    use crate::model::speedup::best_k;
+    use crate::results::run_result::RunResult;
     use crate::sweep::adaptive::Verdict;
     use crate::sweep::arms::NamedPoint;
     use crate::sweep::{Level, SweepFile};

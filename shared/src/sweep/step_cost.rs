@@ -9,8 +9,8 @@
 
 use serde::{Deserialize, Serialize};
 
-use crate::model::{draft_share, step_cost, Costs};
-use crate::results::RunResult;
+use crate::model::speedup::{draft_share, step_cost, Costs};
+use crate::results::run_result::RunResult;
 
 /// The definition shown on hover wherever the step cost is.
 pub const STEP_COST_DEFINITION: &str = "A speculative step's cost in plain steps at this concurrency: E × the speculative arm's median TPOT ÷ plain's median TPOT (a plain step emits one token per sequence, a speculative one E). Speculation pays while the measured acceptance length E exceeds it, so it is also the E the load needs.";

@@ -390,7 +390,7 @@ mod tests {
             let g = (1.0 - a.powf(k + 1.0)) / (1.0 - a);
             a += 0.5f64.powi(i as i32 + 1) * (e - g).signum();
         }
-        assert!((a - crate::model::implied_alpha(e, 3)).abs() < 2e-5, "{a}");
+        assert!((a - crate::model::speedup::implied_alpha(e, 3)).abs() < 2e-5, "{a}");
         let rules = derived_rules("5m");
         assert_eq!(rules.len() as u32, 2 + ALPHA_STEPS + GEOMETRIC_POSITIONS);
         // The text of the first step is that arithmetic: α + ¼·sgn(E − (1 − α^(k+1)) ÷ (1 − α)).

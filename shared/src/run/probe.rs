@@ -9,11 +9,11 @@ use std::collections::BTreeSet;
 use serde::Serialize;
 use serde_json::Value;
 
-use crate::notices::PER_REQUEST_HOW_TO;
-use crate::per_request::{adapt_response, PayloadOutcome};
-use crate::prom;
-use crate::run::NO_SPECULATION_HINT;
+use crate::request::per_request::{adapt_response, PayloadOutcome};
+use crate::run::notices::PER_REQUEST_HOW_TO;
+use crate::run::record::NO_SPECULATION_HINT;
 use crate::scrape::parse_metrics;
+use crate::scrape::prom;
 
 /// The spec-decode families speclens reads, by engine (sample names as exposed).
 const FAMILIES: [(Engine, &[&str]); 4] = [

@@ -7,12 +7,12 @@
 
 use serde_json::{json, Map, Value};
 
-use crate::aggregate::{MetricStats, SpecSummary, EXPORT_PERCENTILES};
-use crate::goodput::RequestLatency;
-use crate::http_trace::HTTP_NAMES;
-use crate::run::{RequestRecord, RunMetrics, RunTally, UsageTally};
+use crate::request::http_trace::HTTP_NAMES;
+use crate::run::aggregate::{MetricStats, SpecSummary, EXPORT_PERCENTILES};
+use crate::run::goodput::RequestLatency;
+use crate::run::record::{RequestRecord, RunMetrics, RunTally, UsageTally};
+use crate::run::time_weighted::SweepFigure;
 use crate::sample::Sample;
-use crate::sweepline::SweepFigure;
 
 /// What the export says of the run beside its figures.
 #[derive(Debug, Clone, PartialEq)]
@@ -587,7 +587,7 @@ pub fn record_line(r: &RequestRecord, run_start_unix_ns: u64, stream: bool) -> O
     metadata.insert("benchmark_phase".into(), "profiling".into());
     metadata.insert(
         "was_cancelled".into(),
-        (r.error_kind == Some(crate::run::ErrorKind::Cancelled)).into(),
+        (r.error_kind == Some(crate::run::record::ErrorKind::Cancelled)).into(),
     );
     let mut metrics = Map::new();
     let mut put = |tag: &str, value: Value, unit: &str| {
@@ -613,7 +613,7 @@ pub fn record_line(r: &RequestRecord, run_start_unix_ns: u64, stream: bool) -> O
     if let Some(e2el) = r.e2el_ms {
         put("request_latency", e2el.into(), "ms");
     }
-    if let Some(v) = crate::run::aiperf_e2e_output_tokens_per_s(r) {
+    if let Some(v) = crate::run::record::aiperf_e2e_output_tokens_per_s(r) {
         put("e2e_output_token_throughput", v.into(), "tokens/sec/user");
     }
     if let Some(u) = &r.usage {
@@ -628,7 +628,7 @@ pub fn record_line(r: &RequestRecord, run_start_unix_ns: u64, stream: bool) -> O
         for (tag, count, client) in counts {
             if let Some(count) = count {
                 put(tag, count.into(), "tokens");
-                if let Some(pct) = crate::run::usage_diff_pct(count, client) {
+                if let Some(pct) = crate::run::record::usage_diff_pct(count, client) {
                     put(&format!("{tag}_diff_pct"), pct.into(), "%");
                 }
             }
@@ -648,7 +648,7 @@ pub fn record_line(r: &RequestRecord, run_start_unix_ns: u64, stream: bool) -> O
 
 /// A record's length against its `max_tokens` and its HTTP timings.
 fn transport_values(r: &RequestRecord, put: &mut impl FnMut(&str, Value, &str)) {
-    if let Some(pct) = crate::run::osl_mismatch_pct(r) {
+    if let Some(pct) = crate::run::record::osl_mismatch_pct(r) {
         put("osl_mismatch_diff_pct", pct.into(), "%");
     }
     let Some(trace) = &r.http else { return };
@@ -668,10 +668,10 @@ fn streamed_values(r: &RequestRecord, ttft: f64, put: &mut impl FnMut(&str, Valu
     {
         put("time_to_first_token", ttft.into(), "ms");
         put("time_to_first_output_token", ttft.into(), "ms");
-        if let Some(v) = crate::run::aiperf_decode_ms(r) {
+        if let Some(v) = crate::run::record::aiperf_decode_ms(r) {
             put("decode_duration", v.into(), "ms");
         }
-        if let Some(v) = crate::run::aiperf_prefill_tokens_per_s(r) {
+        if let Some(v) = crate::run::record::aiperf_prefill_tokens_per_s(r) {
             put("prefill_throughput_per_user", v.into(), "tokens/sec/user");
         }
         if let Some(gap) = r.itl_ms.first() {
@@ -695,14 +695,14 @@ fn streamed_values(r: &RequestRecord, ttft: f64, put: &mut impl FnMut(&str, Valu
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::goodput::Slo;
-    use crate::run::ErrorKind;
+    use crate::run::goodput::Slo;
+    use crate::run::record::ErrorKind;
 
     fn record(id: u64, ttft: f64, e2el: f64, itl: Vec<f64>, tokens: u64) -> RequestRecord {
         RequestRecord {
             request_id: id,
             start_ms: 10.0,
-            ..crate::run::tests::record(ttft, e2el, itl, tokens)
+            ..crate::run::record::tests::record(ttft, e2el, itl, tokens)
         }
     }
 
@@ -804,7 +804,7 @@ mod tests {
     #[test]
     fn usage_and_its_discrepancy_on_a_worked_example() {
         let with_usage = |id, prompt: Option<u64>, completion, client_prompt, client_completion| RequestRecord {
-            usage: Some(crate::run::UsageRecord {
+            usage: Some(crate::run::record::UsageRecord {
                 prompt_tokens: prompt,
                 completion_tokens: completion,
                 total_tokens: prompt.zip(completion).map(|(p, c)| p + c),

@@ -3,12 +3,14 @@
 //! beside the model) in one sentence, the speedup at the lowest concurrency, and the best k.
 //! Pure: the page (and its tests) fetch the files, this decides what they say.
 
-use crate::headline::Headline;
-use crate::model::{self, best_k, expected_tokens, implied_alpha, Costs, KChoice};
-use crate::positions::PathPositions;
-use crate::results::{run_view_from_result, RunListEntry, RunResult};
+use crate::model::speedup::{self as model, best_k, expected_tokens, implied_alpha, Costs, KChoice};
+use crate::results::run_list::RunListEntry;
+use crate::results::run_result::RunResult;
 use crate::sweep::arms::point_id;
 use crate::sweep::{Axis, Level, PairTable, SweepFile};
+use crate::view::headline::Headline;
+use crate::view::positions::PathPositions;
+use crate::view::run::run_view_from_result;
 
 /// The measured acceptance of one run.
 #[derive(Debug, Clone, PartialEq)]
@@ -362,7 +364,7 @@ mod tests {
             kind: kind.into(),
             ..RunListEntry::new(id, &r)
         };
-        let table = crate::headline::tests::two_arm_table();
+        let table = crate::view::headline::tests::two_arm_table();
         let h = Headline::of_sweep(&table).unwrap();
         let level = Level::Concurrency(h.level as u64);
         let point = format!("sw/{}", point_id(&h.arm, level));

@@ -8,7 +8,7 @@
 
 use std::fmt::Write;
 
-use crate::model::{self, Costs, KChoice, ModelRow, Proposer};
+use crate::model::speedup::{self as model, Costs, KChoice, ModelRow, Proposer};
 
 /// How the acceptance is given.
 #[derive(Debug, Clone, Copy, PartialEq)]

@@ -7,7 +7,7 @@
 
 use serde::{Deserialize, Serialize};
 
-use crate::model::{break_even_batch, Costs};
+use crate::model::speedup::{break_even_batch, Costs};
 
 /// Candidate ridges tried per decade of batch size.
 const GRID_PER_DECADE: f64 = 200.0;

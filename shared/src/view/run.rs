@@ -1,112 +1,16 @@
 //! What the page shows of a run, the same live and saved: its status and progress, the tiles,
 //! the timeline of scrapes, the latency statistics and distributions, and the per-request
-//! summary. The WebSocket protocol (`protocol`) carries it; result files (`results`) store it.
+//! summary. The WebSocket protocol (`protocol`) carries it; a saved `result.json` becomes one
+//! through [`run_view_from_result`].
 
 use std::collections::BTreeMap;
 
 use serde::{Deserialize, Serialize};
 
-use crate::aggregate::{Bins, SpecSummary};
-use crate::run::{LatencyStats, RunTally};
-
-/// Where a run stands.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(rename_all = "snake_case")]
-pub enum RunStatus {
-    /// No run yet (the dashboard was started before any benchmark).
-    Idle,
-    Running,
-    Finished,
-    /// Stopped early (Ctrl-C): the figures cover what finished.
-    Partial,
-}
-
-/// Request counts so far.
-#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
-pub struct Progress {
-    pub sent: u64,
-    pub completed: u64,
-    pub failed: u64,
-    /// Requests planned (absent for duration-bound runs).
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub total: Option<u64>,
-    pub elapsed_s: f64,
-}
-
-/// vLLM Grafana's headline tiles, from the live scrape (None: "No traffic").
-#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
-pub struct Tiles {
-    /// Percent.
-    pub acceptance_rate: Option<f64>,
-    pub acceptance_length: Option<f64>,
-    pub accepted_per_s: Option<f64>,
-    pub drafted_per_s: Option<f64>,
-    pub drafts_per_s: Option<f64>,
-    /// Share of the drafting steps' output that came from accepted drafts, percent: see
-    /// [`draft_share_pct`].
-    pub draft_share: Option<f64>,
-}
-
-/// "Output from drafts": of the tokens the drafting steps emitted, the percentage that were
-/// accepted drafts. Each step emits its accepted drafts plus one token of the target's own, so
-/// over one window (an interval or the whole run) that is accepted / (accepted + drafts): both
-/// counters come from the same scrape window, so the share never mixes an interval with the
-/// run. `None` without drafts.
-pub fn draft_share_pct(accepted_tokens: f64, drafts: f64) -> Option<f64> {
-    (drafts > 0.0 && accepted_tokens >= 0.0).then(|| accepted_tokens / (accepted_tokens + drafts) * 100.0)
-}
-
-/// One live-scrape interval of one endpoint.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-pub struct TimelinePoint {
-    pub endpoint: String,
-    /// Seconds since the run started (end of the interval).
-    pub t_s: f64,
-    pub interval_s: f64,
-    pub accepted_per_s: f64,
-    pub drafted_per_s: f64,
-    pub drafts_per_s: f64,
-    /// Percent; absent when nothing was drafted in the interval.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub acceptance_rate: Option<f64>,
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub acceptance_length: Option<f64>,
-    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
-    pub per_position: BTreeMap<u32, f64>,
-    /// Scrape failure of this interval, if any.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub error: Option<String>,
-}
-
-/// Bins per distribution chart (⌈√n⌉ up to this many).
-pub const MAX_BINS: usize = 40;
-
-/// The run's distributions as chart bins: latencies of successful requests and the per-request
-/// acceptance length. Also written to `result.json` so a past run shows the same charts.
-#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
-pub struct Distributions {
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub ttft_ms: Option<Bins>,
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub itl_ms: Option<Bins>,
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub e2el_ms: Option<Bins>,
-    /// Per-request mean acceptance length (requests that took spec-decode steps).
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub acceptance_length: Option<Bins>,
-}
-
-impl Distributions {
-    /// The window's distributions, from its folded records.
-    pub fn of(tally: &RunTally) -> Distributions {
-        Distributions {
-            ttft_ms: Bins::of(&tally.ttft_ms, MAX_BINS),
-            itl_ms: Bins::of(&tally.itl_ms, MAX_BINS),
-            e2el_ms: Bins::of(&tally.e2el_ms, MAX_BINS),
-            acceptance_length: tally.spec.acceptance_length_bins(MAX_BINS),
-        }
-    }
-}
+use crate::results::run_result::RunResult;
+use crate::run::aggregate::SpecSummary;
+pub use crate::run::progress::{draft_share_pct, Distributions, Progress, RunStatus, Tiles, TimelinePoint, MAX_BINS};
+use crate::run::record::LatencyStats;
 
 /// Everything the live page shows about one run.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -236,6 +140,69 @@ impl RunView {
     }
 }
 
+/// A saved run (`result.json`) as a finished [`RunView`], so the page shows past runs with the
+/// same views as live ones. Missing keys stay empty; nothing is recomputed from token counts.
+pub fn run_view_from_result(result: &RunResult) -> RunView {
+    let per_s = |n: Option<u64>| {
+        let duration = result.duration.filter(|d| *d > 0.0)?;
+        Some(n? as f64 / duration)
+    };
+    let accepted = result.spec_decode_accepted_tokens;
+    let tiles = Tiles {
+        acceptance_rate: result.spec_decode_acceptance_rate,
+        acceptance_length: result.spec_decode_acceptance_length,
+        accepted_per_s: per_s(accepted),
+        drafted_per_s: per_s(result.spec_decode_draft_tokens),
+        drafts_per_s: per_s(result.spec_decode_num_drafts),
+        draft_share: accepted
+            .zip(result.spec_decode_num_drafts)
+            .and_then(|(a, d)| draft_share_pct(a as f64, d as f64)),
+    };
+    let spec = result.spec_decode.clone().unwrap_or_default();
+    RunView {
+        label: result.label.clone(),
+        model: result.model_id.clone().unwrap_or_default(),
+        status: if result.partial {
+            RunStatus::Partial
+        } else {
+            RunStatus::Finished
+        },
+        progress: Progress {
+            sent: result.requests(),
+            completed: result.completed.unwrap_or(0),
+            failed: result.failed.unwrap_or(0),
+            total: result.num_prompts,
+            elapsed_s: result.duration.filter(|d| *d > 0.0).unwrap_or(0.0),
+        },
+        tiles,
+        timeline: spec.timeline,
+        ttft_ms: result.latency("ttft"),
+        itl_ms: result.latency("itl"),
+        tpot_ms: result.latency("tpot"),
+        e2el_ms: result.latency("e2el"),
+        distributions: result.distributions.clone().unwrap_or_default(),
+        not_available: result.not_available(),
+        per_request: spec.per_request,
+        // A run recovered from its records says so first.
+        notices: result
+            .recovered
+            .iter()
+            .cloned()
+            .chain(result.notices.iter().flat_map(|n| n.messages.clone()))
+            .collect(),
+        mean_draft_tokens: result
+            .spec_decode_draft_tokens
+            .zip(result.spec_decode_num_drafts)
+            .filter(|(_, drafts)| *drafts > 0)
+            .map(|(tokens, drafts)| tokens as f64 / drafts as f64)
+            .or(result.spec_decode_mean_draft_tokens),
+        output_tokens_per_s: result.output_throughput.unwrap_or(0.0),
+        steady_output_tokens_per_s: result.steady_output_throughput,
+        steady_window_s: result.steady_window_s,
+        previous: None,
+    }
+}
+
 #[cfg(test)]
 pub(crate) mod tests {
     use super::*;
@@ -283,5 +250,45 @@ pub(crate) mod tests {
         run.timeline.truncate(1);
         run.status = RunStatus::Running;
         assert_eq!(run.timeline_too_short(), None);
+    }
+}
+
+#[cfg(test)]
+mod view_tests {
+    use super::*;
+
+    #[test]
+    fn a_vllm_result_becomes_a_finished_view() {
+        let v = serde_json::json!({
+            "label": "spec-c16", "model_id": "m", "completed": 30, "failed": 2, "num_prompts": 32, "duration": 2.0,
+            "total_output_tokens": 3000, "output_throughput": 1500.0, "mean_ttft_ms": 20.0, "median_ttft_ms": 19.0,
+            "p99_ttft_ms": 40.0, "spec_decode_acceptance_rate": 60.0, "spec_decode_acceptance_length": 2.8,
+            "spec_decode_accepted_tokens": 1200, "spec_decode_draft_tokens": 2000, "spec_decode_num_drafts": 500
+        });
+        let run = run_view_from_result(&serde_json::from_value(v).unwrap());
+        assert_eq!(run.status, RunStatus::Finished);
+        assert_eq!((run.progress.completed, run.progress.failed), (30, 2));
+        assert_eq!(run.tiles.acceptance_rate, Some(60.0));
+        assert_eq!(run.tiles.accepted_per_s, Some(600.0));
+        assert_eq!(
+            run.tiles.draft_share,
+            Some(1200.0 / 1700.0 * 100.0),
+            "accepted / (accepted + drafts)"
+        );
+        assert_eq!(run.ttft_ms.unwrap().percentiles["99"], 40.0);
+        assert_eq!(run.not_available.len(), 1);
+        assert_eq!(run.mean_draft_tokens, Some(4.0), "2000 draft tokens in 500 drafts");
+        assert!(run.notices.is_empty());
+    }
+
+    #[test]
+    fn a_runs_notices_reach_its_view() {
+        let v = serde_json::json!({
+            "spec_decode_num_drafts": 300, "spec_decode_draft_tokens": 778,
+            "notices": {"messages": ["Paths disagree: …", "Drafts were shorter than k: …"], "per_request_stats_missing": false}
+        });
+        let run = run_view_from_result(&serde_json::from_value(v).unwrap());
+        assert_eq!(run.notices, ["Paths disagree: …", "Drafts were shorter than k: …"]);
+        assert_eq!(run.mean_draft_tokens, Some(778.0 / 300.0));
     }
 }

@@ -7,14 +7,14 @@ use std::fmt::Write;
 
 use serde::{Deserialize, Serialize};
 
-use crate::aggregate::SpecAggregator;
 use crate::engine::Engine;
-use crate::goodput::{RequestLatency, Slo};
-use crate::http_trace::HttpTrace;
-use crate::per_request::{PartialSpecRecord, ServerTimings, SpecRecord};
+use crate::request::http_trace::HttpTrace;
+use crate::request::per_request::{PartialSpecRecord, ServerTimings, SpecRecord};
+use crate::run::aggregate::SpecAggregator;
+use crate::run::goodput::{RequestLatency, Slo};
+use crate::run::tail::{TailAttribution, TailTally};
 use crate::sample::Sample;
 use crate::scrape::SpecDecodeData;
-use crate::tail::{TailAttribution, TailTally};
 
 /// How a request failed, for counting by kind.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
@@ -385,7 +385,7 @@ pub struct RunTally {
     /// percent, and how many differ by more than 5 % (at most 50 tokens).
     pub osl_mismatch_pct: Sample,
     pub osl_mismatches: u64,
-    /// The transport's `http_req_*` figures, in [`crate::http_trace::HTTP_NAMES`] order.
+    /// The transport's `http_req_*` figures, in [`crate::request::http_trace::HTTP_NAMES`] order.
     pub http: [Sample; 14],
     /// The server's own queue time and TTFT, and the client's TTFT less the server's, of the
     /// requests whose responses carried them.
@@ -763,7 +763,7 @@ pub(crate) mod tests {
         };
         let m = RunTally::default().metrics(1.0, None, None, 0, &[99.0]);
         let text = vllm_summary(&m, SpecSection::Measured(&data));
-        let fixture = include_str!("../../tests/fixtures/real_vllm_bench_serve_spec_section_pr48892.txt");
+        let fixture = include_str!("../../../tests/fixtures/real_vllm_bench_serve_spec_section_pr48892.txt");
         let start = fixture.find("---------------Speculative Decoding").unwrap();
         let end = start
             + fixture[start..]
@@ -857,7 +857,7 @@ pub(crate) mod tests {
             "TPOT only for requests with more than one token"
         );
         assert_eq!(m.itl.as_ref().unwrap().percentiles["99"], 30.0);
-        let mut r = crate::results::RunResult::default();
+        let mut r = crate::results::run_result::RunResult::default();
         r.set_metrics(&m);
         let keys = serde_json::to_value(&r).unwrap();
         assert_eq!(keys["mean_ttft_ms"], 60.0);

@@ -8,7 +8,7 @@ use serde::{Deserialize, Serialize};
 
 use crate::engine::Engine;
 use crate::figures::acceptance_length_of_counts;
-use crate::per_request::{PartialSpecRecord, SpecRecord};
+use crate::request::per_request::{PartialSpecRecord, SpecRecord};
 use crate::sample::Sample;
 
 /// Percentiles exported for every per-request metric.
@@ -253,7 +253,7 @@ impl SpecAggregator {
         // Only the pull requests the adapters name: a record read back from a file cannot grow
         // the set.
         if let Some(pr) = r.unmerged_pr.as_deref() {
-            if let Some(known) = crate::per_request::UNMERGED_PRS.iter().find(|k| **k == pr) {
+            if let Some(known) = crate::request::per_request::UNMERGED_PRS.iter().find(|k| **k == pr) {
                 self.unmerged_prs.insert(known);
             }
         }
@@ -288,8 +288,8 @@ impl SpecAggregator {
 
     /// The summed steps (drafts), draft tokens and accepted tokens, when any full record was
     /// folded (partial records count no steps, so they cannot be set against the counters).
-    pub fn totals(&self) -> Option<crate::notices::SpecTotals> {
-        (self.records > self.partial_records).then_some(crate::notices::SpecTotals {
+    pub fn totals(&self) -> Option<crate::run::notices::SpecTotals> {
+        (self.records > self.partial_records).then_some(crate::run::notices::SpecTotals {
             drafts: self.total_steps,
             draft_tokens: self.total_drafted,
             accepted_tokens: self.total_accepted,
@@ -310,7 +310,7 @@ impl SpecAggregator {
 
     /// One sentence per engine whose figures are not vLLM's, and one per unmerged shape read.
     fn notes(&self) -> Vec<String> {
-        let sglang_exact = self.unmerged_prs.contains(crate::per_request::SGLANG_PR34814);
+        let sglang_exact = self.unmerged_prs.contains(crate::request::per_request::SGLANG_PR34814);
         let mut notes: Vec<String> = self
             .engines
             .iter()

@@ -4,7 +4,7 @@
 use std::collections::BTreeMap;
 
 use crate::figures::{acceptance_length, acceptance_rate_pct};
-use crate::view::RunView;
+use crate::view::run::RunView;
 
 /// Measured acceptance by draft position of one path, over the whole run.
 #[derive(Debug, Clone, PartialEq)]
@@ -101,14 +101,14 @@ impl RunView {
 
 #[cfg(test)]
 mod tests {
-    use crate::view::tests::point;
-    use crate::view::*;
+    use crate::view::run::tests::point;
+    use crate::view::run::*;
 
     #[test]
     fn positions_come_from_each_path_over_the_whole_run() {
         let mut run = RunView::idle();
-        let mut agg = crate::aggregate::SpecAggregator::new();
-        agg.push(&crate::per_request::SpecRecord {
+        let mut agg = crate::run::aggregate::SpecAggregator::new();
+        agg.push(&crate::request::per_request::SpecRecord {
             engine: crate::engine::Engine::Vllm,
             mean_acceptance_length: 2.0,
             draft_acceptance_rate: 0.5,

@@ -5,7 +5,7 @@
 
 use serde::{Deserialize, Serialize};
 
-use crate::results::RunResult;
+use crate::results::run_result::RunResult;
 use crate::sweep::{PairTable, SweepFile};
 
 /// The relative tolerance where a figure has no interval (points run once): the same 5 % the

@@ -2,8 +2,8 @@
 //! deltas that follow it in sequence; a gap or a new protocol version asks for a snapshot or
 //! says why it cannot follow.
 
-use crate::protocol::{ServerMessage, PROTOCOL_VERSION};
-use crate::view::{RunStatus, RunView};
+use crate::view::protocol::{ServerMessage, PROTOCOL_VERSION};
+use crate::view::run::{RunStatus, RunView};
 
 /// The page's copy of the run, fed message by message.
 #[derive(Debug, Clone, PartialEq)]
@@ -80,9 +80,9 @@ impl LiveState {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::protocol::*;
-    use crate::view::tests::point;
-    use crate::view::*;
+    use crate::view::protocol::*;
+    use crate::view::run::tests::point;
+    use crate::view::run::*;
 
     #[test]
     fn snapshot_then_deltas_rebuild_the_run_and_gaps_ask_for_a_snapshot() {

@@ -4,11 +4,11 @@
 //! The console's closing lines and every "what-if with the measured acceptance" link render
 //! this one value, so they cannot disagree.
 
-use crate::model::Proposer;
+use crate::model::speedup::Proposer;
+use crate::model::whatif::{Acceptance, Gpu, WhatIf, MAX_BATCH};
 use crate::sweep::arms::ArmSweep;
 use crate::sweep::{Prediction, SweepFile};
-use crate::view::RunView;
-use crate::whatif::{Acceptance, Gpu, WhatIf, MAX_BATCH};
+use crate::view::run::RunView;
 
 /// What a sweep's story is about.
 #[derive(Debug, Clone, PartialEq)]
@@ -139,7 +139,7 @@ pub fn run_whatif_link(run: &RunView) -> Option<(String, f64)> {
 #[cfg(test)]
 pub(crate) mod tests {
     use super::*;
-    use crate::model::Costs;
+    use crate::model::speedup::Costs;
     use crate::sweep::PairTable;
 
     /// Two speculative arms (k = 3 first, then k = 1) with the demo's costs and no rows.

@@ -5,9 +5,9 @@
 
 use serde::{Deserialize, Serialize};
 
-use crate::aggregate::SpecSummary;
-use crate::run::LatencyStats;
-use crate::view::{Distributions, Progress, RunStatus, RunView, Tiles, TimelinePoint};
+use crate::run::aggregate::SpecSummary;
+use crate::run::record::LatencyStats;
+use crate::view::run::{Distributions, Progress, RunStatus, RunView, Tiles, TimelinePoint};
 
 /// Bumped whenever a message changes shape; the page refuses other versions with a message.
 pub const PROTOCOL_VERSION: u32 = 3;
@@ -120,13 +120,13 @@ pub enum ServerMessage {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::view::tests::point;
-    use crate::view::RunView;
+    use crate::view::run::tests::point;
+    use crate::view::run::RunView;
 
     #[test]
     fn integer_keyed_maps_survive_the_round_trip() {
-        let mut agg = crate::aggregate::SpecAggregator::new();
-        agg.push(&crate::per_request::SpecRecord {
+        let mut agg = crate::run::aggregate::SpecAggregator::new();
+        agg.push(&crate::request::per_request::SpecRecord {
             engine: crate::engine::Engine::Vllm,
             mean_acceptance_length: 2.0,
             draft_acceptance_rate: 0.5,
@@ -164,7 +164,7 @@ mod tests {
             text.starts_with(r#"{"type":"hello","body":{"protocol_version":99"#),
             "{text}"
         );
-        let mut client = crate::live_state::LiveState::default();
+        let mut client = crate::view::live_state::LiveState::default();
         client.apply(serde_json::from_str(&text).unwrap());
         assert!(client.incompatible.unwrap().contains("protocol 99"));
     }

@@ -9,7 +9,7 @@
 use hdrhistogram::Histogram;
 use serde::Serialize;
 
-use crate::run::RequestRecord;
+use crate::run::record::RequestRecord;
 
 /// Distinct values a time-weighted distribution keeps exactly before a histogram takes over.
 pub const EXACT_SEGMENTS: usize = 1 << 15;

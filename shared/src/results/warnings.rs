@@ -2,7 +2,9 @@
 //! sampling above the proposers' greedy drafting, and prompt categories with too few requests
 //! for their interval. One sentence each, for the console and `result.json`.
 
-use crate::results::{CategoryAcceptance, RunConfig};
+use crate::results::run_result::RunConfig;
+
+use crate::results::accept::CategoryAcceptance;
 
 /// The relative half-width of a category's 95 % interval above which it has too few requests.
 pub const CATEGORY_INTERVAL_MAX: f64 = 0.05;

@@ -7,7 +7,7 @@
 
 use serde::{Deserialize, Serialize};
 
-use crate::run::RequestRecord;
+use crate::run::record::RequestRecord;
 
 /// The steady window of one run and what arrived in it.
 #[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]

@@ -4,17 +4,17 @@
 //! described in `docs/FORMATS.md`. `vllm bench serve` result files read into [`RunResult`] too
 //! (every key optional; keys this model does not name land in [`RunResult::extra`]).
 
-use std::collections::{BTreeMap, BTreeSet};
+use std::collections::BTreeMap;
 
 use serde::{Deserialize, Serialize};
 
-use crate::aggregate::SpecSummary;
-use crate::fleet::FleetWindow;
-use crate::model::Measured;
-use crate::notices::Notices;
-use crate::run::{LatencyStats, RequestRecord, RunMetrics, RunTally};
+use crate::model::speedup::Measured;
+use crate::run::aggregate::SpecSummary;
+use crate::run::notices::Notices;
+use crate::run::progress::{Distributions, TimelinePoint};
+use crate::run::record::{LatencyStats, RequestRecord, RunMetrics, RunTally};
+use crate::scrape::fleet::FleetWindow;
 use crate::scrape::{SglangGauges, SpecDecodeData, SpecDecodeResult};
-use crate::view::{draft_share_pct, Distributions, Progress, RunStatus, RunView, Tiles, TimelinePoint};
 
 /// `schema` of a speclens `result.json`.
 pub const RESULT_SCHEMA: &str = "speclens.result";
@@ -253,7 +253,7 @@ pub struct RunResult {
     /// Who pays in the tail: each request's acceptance length against its latency, where the
     /// requests carried their acceptance.
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub tail: Option<crate::tail::TailAttribution>,
+    pub tail: Option<crate::run::tail::TailAttribution>,
     /// A sweep point's file: when the sweep that measured it started (RFC 3339), so a later
     /// sweep into the same folder can tell its own points from earlier ones.
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -543,7 +543,7 @@ impl RunResult {
     /// The server's own timings (vLLM 0.33's per-request metrics), in `vllm bench serve`'s key
     /// shape: `mean_server_queue_time_ms`, `median_…`, `std_…`, `p99_…`, the same for
     /// `server_time_to_first_token` and `ttft_outside_server`, and how many requests had them.
-    fn set_server_split(&mut self, split: &crate::run::ServerSplit) {
+    fn set_server_split(&mut self, split: &crate::run::record::ServerSplit) {
         if split.requests == 0 && split.queue_time.is_none() {
             return;
         }
@@ -589,13 +589,13 @@ impl RunResult {
                 .filter(|s| s.is_finite() && *s >= 0.0)
                 .map(|s| s * 1e3)
         };
-        let mut tally = crate::run::RunTally::default();
+        let mut tally = crate::run::record::RunTally::default();
         for i in 0..queues.len().max(server_ttfts.len()) {
             let error = errors.and_then(|e| e.get(i)).and_then(serde_json::Value::as_str);
             if error.is_some_and(|e| !e.is_empty()) {
                 continue;
             }
-            let server = crate::per_request::ServerTimings {
+            let server = crate::request::per_request::ServerTimings {
                 queue_time_ms: ms(queues.get(i)),
                 time_to_first_token_ms: ms(server_ttfts.get(i)),
                 generation_time_ms: None,
@@ -613,17 +613,17 @@ impl RunResult {
         self.set_server_split(&tally.server_split(&percentiles));
     }
 
-    /// The TTFT split this result's server timings give (see [`crate::run::TtftSplit`]). A
+    /// The TTFT split this result's server timings give (see [`crate::run::record::TtftSplit`]). A
     /// file written before [`SERVER_TTFT_AFTER_QUEUE`] counted the time outside the server as
     /// client TTFT − server TTFT; its queue is taken out of that here, so the parts add up.
-    pub fn ttft_split(&self) -> Option<crate::run::TtftSplit> {
+    pub fn ttft_split(&self) -> Option<crate::run::record::TtftSplit> {
         let mean = |family: &str| self.extra.get(&format!("mean_{family}_ms")).and_then(|v| v.as_f64());
         let queue = mean(SERVER_FAMILIES[0])?;
         let mut outside = mean(SERVER_FAMILIES[2])?;
         if self.extra.get(SERVER_TTFT_AFTER_QUEUE).and_then(|v| v.as_bool()) != Some(true) {
             outside -= queue;
         }
-        crate::run::TtftSplit::of_means(
+        crate::run::record::TtftSplit::of_means(
             self.extra.get("server_timed_requests").and_then(|v| v.as_u64())?,
             queue,
             mean(SERVER_FAMILIES[1])?,
@@ -758,300 +758,6 @@ impl RunResult {
             out.push(format!("Prometheus path: {error}"));
         }
         out
-    }
-}
-
-/// One category of an accept matrix, as written to `accept-<category>.json`.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-pub struct CategoryAcceptance {
-    pub category: String,
-    /// `per_request` or `scrape`.
-    pub path: String,
-    pub requests: u64,
-    /// Tokens per verify step, bonus included.
-    pub acceptance_length: f64,
-    /// Percent.
-    pub acceptance_rate: f64,
-    /// Unconditional rate by draft position (0-based keys, as vLLM).
-    pub per_position_acceptance_rates: BTreeMap<u32, f64>,
-    pub num_spec_steps: u64,
-    pub accepted_tokens: u64,
-    pub draft_tokens: u64,
-    /// Half-width of the 95 % interval of the mean per-request acceptance length (1.96 s/√n),
-    /// when at least two requests carried stats.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub acceptance_length_ci95: Option<f64>,
-    /// The bench run this was measured in.
-    pub run: String,
-}
-
-impl CategoryAcceptance {
-    /// The acceptance length with its 95 % interval when it has one: `2.740 ± 0.051`.
-    pub fn length_text(&self) -> String {
-        match self.acceptance_length_ci95 {
-            Some(h) => format!("{:.3} ± {h:.3}", self.acceptance_length),
-            None => format!("{:.3}", self.acceptance_length),
-        }
-    }
-
-    /// The per-position rates numbered from 0, as vLLM's `position` label: `0: 0.800, 1: 0.560`.
-    pub fn positions_text(&self) -> String {
-        let parts: Vec<String> = self
-            .per_position_acceptance_rates
-            .iter()
-            .map(|(i, v)| format!("{i}: {v:.3}"))
-            .collect();
-        parts.join(", ")
-    }
-}
-
-/// An accept folder's categories (`/api/accept/<id>`).
-#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
-pub struct AcceptMatrix {
-    pub categories: Vec<CategoryAcceptance>,
-}
-
-impl AcceptMatrix {
-    /// Every category's acceptance pooled: 1 + Σ accepted ÷ Σ verify steps, and the requests
-    /// it is over; none without a step.
-    pub fn pooled(categories: &[CategoryAcceptance]) -> Option<(f64, u64)> {
-        let steps: u64 = categories.iter().map(|c| c.num_spec_steps).sum();
-        let accepted: u64 = categories.iter().map(|c| c.accepted_tokens).sum();
-        let requests = categories.iter().map(|c| c.requests).sum();
-        crate::figures::acceptance_length_of_counts(accepted, steps).map(|e| (e, requests))
-    }
-
-    /// "Pooled over every category: acceptance length 2.712 (360 requests)."
-    pub fn pooled_line(categories: &[CategoryAcceptance]) -> Option<String> {
-        let (e, requests) = AcceptMatrix::pooled(categories)?;
-        Some(format!(
-            "Pooled over every category: acceptance length {e:.3} ({requests} requests)."
-        ))
-    }
-}
-
-/// One line of the run list.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-pub struct RunListEntry {
-    /// The run's folder relative to the results folder (`demo/sweep/spec-c64`): the same id on
-    /// the dashboard and in a report of that folder.
-    pub id: String,
-    pub label: String,
-    pub date: Option<String>,
-    pub model_id: Option<String>,
-    pub partial: bool,
-    pub completed: Option<u64>,
-    /// Output tokens per second over the whole run.
-    pub output_throughput: Option<f64>,
-    /// Output tokens per second in the steady window (what sweeps compare), when it had one.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub steady_output_throughput: Option<f64>,
-    pub spec_decode_acceptance_length: Option<f64>,
-    /// The closed loop's concurrency, when the run had one.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub max_concurrency: Option<u64>,
-    /// What made the run: `bench`, `sweep spec` / `sweep base` (a sweep's point), `accept`, or
-    /// `vllm bench serve` (a file speclens did not write).
-    #[serde(default)]
-    pub kind: String,
-    /// For a sweep point's extra repeat (`spec-c16-r2`), the id of the point whose figure is
-    /// the repeats' median (`spec-c16`); the list shows it under that point.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub repeat_of: Option<String>,
-    /// For a sweep point that was repeated, how many runs its median is of.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub repeats: Option<usize>,
-}
-
-impl RunListEntry {
-    pub fn new(id: &str, r: &RunResult) -> RunListEntry {
-        RunListEntry {
-            id: id.into(),
-            label: r.label.clone(),
-            date: r.date.clone(),
-            model_id: r.model_id.clone(),
-            partial: r.partial,
-            completed: r.completed,
-            output_throughput: r.output_throughput,
-            steady_output_throughput: r.steady_output_throughput,
-            spec_decode_acceptance_length: r.spec_decode_acceptance_length,
-            max_concurrency: r.max_concurrency.or(r.config.as_ref().and_then(|c| c.concurrency)),
-            kind: if r.speclens_version.is_some() {
-                "bench"
-            } else {
-                "vllm bench serve"
-            }
-            .into(),
-            repeat_of: None,
-            repeats: None,
-        }
-    }
-
-    /// The figure sweeps compare: the steady window's output tokens/s, else the whole run's.
-    pub fn compared_throughput(&self) -> Option<f64> {
-        self.steady_output_throughput.or(self.output_throughput)
-    }
-
-    /// The date as people read it: `2026-12-01 04:28:26` (UTC) from RFC 3339 with nanoseconds.
-    pub fn readable_date(&self) -> Option<String> {
-        let date = self.date.as_deref()?;
-        let trimmed: String = date.chars().take(19).collect();
-        Some(if trimmed.len() == 19 && trimmed.as_bytes()[10] == b'T' {
-            format!("{} UTC", trimmed.replacen('T', " ", 1))
-        } else {
-            date.to_string()
-        })
-    }
-
-    /// Does the row match a filter typed by the user (case-insensitive, any column's text)?
-    pub fn matches(&self, filter: &str) -> bool {
-        let filter = filter.trim().to_lowercase();
-        filter.is_empty()
-            || [
-                self.id.as_str(),
-                self.label.as_str(),
-                self.kind.as_str(),
-                self.model_id.as_deref().unwrap_or_default(),
-            ]
-            .iter()
-            .any(|text| text.to_lowercase().contains(&filter))
-    }
-}
-
-/// The run list (`/api/runs`): runs newest first, then sweep and accept folder ids.
-#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
-pub struct RunList {
-    pub results_dir: String,
-    pub runs: Vec<RunListEntry>,
-    pub sweeps: Vec<String>,
-    pub accepts: Vec<String>,
-}
-
-impl RunList {
-    /// The list, newest first, each run's kind told by the folder it is in: a sweep's points
-    /// are `sweep spec` / `sweep base`, an accept folder's runs `accept`.
-    pub fn new(results_dir: &str, mut runs: Vec<RunListEntry>, sweeps: Vec<String>, accepts: Vec<String>) -> RunList {
-        let inside = |id: &str, folders: &[String]| {
-            folders
-                .iter()
-                .any(|f| id.strip_prefix(f.as_str()).is_some_and(|rest| rest.starts_with('/')))
-        };
-        for run in &mut runs {
-            if inside(&run.id, &sweeps) {
-                let point = run.id.rsplit('/').next().unwrap_or_default();
-                run.kind = if point.starts_with("base-") {
-                    "sweep base"
-                } else {
-                    "sweep spec"
-                }
-                .into();
-            } else if inside(&run.id, &accepts) {
-                run.kind = "accept".into();
-            }
-        }
-        runs.sort_by(|a, b| b.date.cmp(&a.date));
-        group_repeats(&mut runs);
-        RunList {
-            results_dir: results_dir.into(),
-            runs,
-            sweeps,
-            accepts,
-        }
-    }
-}
-
-/// A sweep point's repeats under the point: a run `<point>-r<n>` of a sweep whose `<point>`
-/// is listed too is marked as its repeat and moved right after it, and the point counts them.
-fn group_repeats(runs: &mut Vec<RunListEntry>) {
-    let point_of = |r: &RunListEntry| -> Option<String> {
-        if !r.kind.starts_with("sweep") {
-            return None;
-        }
-        let (point, n) = r.id.rsplit_once("-r")?;
-        (!n.is_empty() && n.bytes().all(|b| b.is_ascii_digit())).then(|| point.to_string())
-    };
-    let ids: BTreeSet<String> = runs.iter().map(|r| r.id.clone()).collect();
-    let mut repeats: BTreeMap<String, Vec<RunListEntry>> = BTreeMap::new();
-    let mut rest = Vec::with_capacity(runs.len());
-    for mut run in runs.drain(..) {
-        match point_of(&run).filter(|p| ids.contains(p)) {
-            Some(point) => {
-                run.repeat_of = Some(point.clone());
-                repeats.entry(point).or_default().push(run);
-            }
-            None => rest.push(run),
-        }
-    }
-    for mut run in rest {
-        let mine = repeats.remove(&run.id).unwrap_or_default();
-        if !mine.is_empty() {
-            run.repeats = Some(mine.len() + 1);
-        }
-        runs.push(run);
-        runs.extend(mine);
-    }
-}
-
-/// A saved run (`result.json`) as a finished [`RunView`], so the page shows past runs with the
-/// same views as live ones. Missing keys stay empty; nothing is recomputed from token counts.
-pub fn run_view_from_result(result: &RunResult) -> RunView {
-    let per_s = |n: Option<u64>| {
-        let duration = result.duration.filter(|d| *d > 0.0)?;
-        Some(n? as f64 / duration)
-    };
-    let accepted = result.spec_decode_accepted_tokens;
-    let tiles = Tiles {
-        acceptance_rate: result.spec_decode_acceptance_rate,
-        acceptance_length: result.spec_decode_acceptance_length,
-        accepted_per_s: per_s(accepted),
-        drafted_per_s: per_s(result.spec_decode_draft_tokens),
-        drafts_per_s: per_s(result.spec_decode_num_drafts),
-        draft_share: accepted
-            .zip(result.spec_decode_num_drafts)
-            .and_then(|(a, d)| draft_share_pct(a as f64, d as f64)),
-    };
-    let spec = result.spec_decode.clone().unwrap_or_default();
-    RunView {
-        label: result.label.clone(),
-        model: result.model_id.clone().unwrap_or_default(),
-        status: if result.partial {
-            RunStatus::Partial
-        } else {
-            RunStatus::Finished
-        },
-        progress: Progress {
-            sent: result.requests(),
-            completed: result.completed.unwrap_or(0),
-            failed: result.failed.unwrap_or(0),
-            total: result.num_prompts,
-            elapsed_s: result.duration.filter(|d| *d > 0.0).unwrap_or(0.0),
-        },
-        tiles,
-        timeline: spec.timeline,
-        ttft_ms: result.latency("ttft"),
-        itl_ms: result.latency("itl"),
-        tpot_ms: result.latency("tpot"),
-        e2el_ms: result.latency("e2el"),
-        distributions: result.distributions.clone().unwrap_or_default(),
-        not_available: result.not_available(),
-        per_request: spec.per_request,
-        // A run recovered from its records says so first.
-        notices: result
-            .recovered
-            .iter()
-            .cloned()
-            .chain(result.notices.iter().flat_map(|n| n.messages.clone()))
-            .collect(),
-        mean_draft_tokens: result
-            .spec_decode_draft_tokens
-            .zip(result.spec_decode_num_drafts)
-            .filter(|(_, drafts)| *drafts > 0)
-            .map(|(tokens, drafts)| tokens as f64 / drafts as f64)
-            .or(result.spec_decode_mean_draft_tokens),
-        output_tokens_per_s: result.output_throughput.unwrap_or(0.0),
-        steady_output_tokens_per_s: result.steady_output_throughput,
-        steady_window_s: result.steady_window_s,
-        previous: None,
     }
 }
 
@@ -1193,110 +899,5 @@ mod tests {
         assert!(r.check_version().is_ok());
         r.schema_version = Some(RESULT_SCHEMA_VERSION + 1);
         assert!(r.check_version().unwrap_err().contains("newer speclens"));
-    }
-}
-
-#[cfg(test)]
-mod view_tests {
-    use super::*;
-
-    #[test]
-    fn a_vllm_result_becomes_a_finished_view() {
-        let v = serde_json::json!({
-            "label": "spec-c16", "model_id": "m", "completed": 30, "failed": 2, "num_prompts": 32, "duration": 2.0,
-            "total_output_tokens": 3000, "output_throughput": 1500.0, "mean_ttft_ms": 20.0, "median_ttft_ms": 19.0,
-            "p99_ttft_ms": 40.0, "spec_decode_acceptance_rate": 60.0, "spec_decode_acceptance_length": 2.8,
-            "spec_decode_accepted_tokens": 1200, "spec_decode_draft_tokens": 2000, "spec_decode_num_drafts": 500
-        });
-        let run = run_view_from_result(&serde_json::from_value(v).unwrap());
-        assert_eq!(run.status, RunStatus::Finished);
-        assert_eq!((run.progress.completed, run.progress.failed), (30, 2));
-        assert_eq!(run.tiles.acceptance_rate, Some(60.0));
-        assert_eq!(run.tiles.accepted_per_s, Some(600.0));
-        assert_eq!(
-            run.tiles.draft_share,
-            Some(1200.0 / 1700.0 * 100.0),
-            "accepted / (accepted + drafts)"
-        );
-        assert_eq!(run.ttft_ms.unwrap().percentiles["99"], 40.0);
-        assert_eq!(run.not_available.len(), 1);
-        assert_eq!(run.mean_draft_tokens, Some(4.0), "2000 draft tokens in 500 drafts");
-        assert!(run.notices.is_empty());
-    }
-
-    #[test]
-    fn a_runs_notices_reach_its_view() {
-        let v = serde_json::json!({
-            "spec_decode_num_drafts": 300, "spec_decode_draft_tokens": 778,
-            "notices": {"messages": ["Paths disagree: …", "Drafts were shorter than k: …"], "per_request_stats_missing": false}
-        });
-        let run = run_view_from_result(&serde_json::from_value(v).unwrap());
-        assert_eq!(run.notices, ["Paths disagree: …", "Drafts were shorter than k: …"]);
-        assert_eq!(run.mean_draft_tokens, Some(778.0 / 300.0));
-    }
-
-    fn listed(id: &str, date: &str, steady: Option<f64>) -> RunListEntry {
-        let r: RunResult = serde_json::from_value(serde_json::json!({
-            "date": date, "speclens_version": "x", "output_throughput": 100.0,
-            "steady_output_throughput": steady, "spec_decode_acceptance_length": 2.5
-        }))
-        .unwrap();
-        RunListEntry::new(id, &r)
-    }
-
-    /// A point's repeats follow the point, marked as its repeats; the point counts them and
-    /// shows the figure the sweep compares (steady window), beside the whole run's.
-    #[test]
-    fn a_sweep_points_repeats_are_listed_under_the_point() {
-        let runs = vec![
-            listed("sw/spec-c1-r1", "2026-01-01T00:00:01", Some(90.0)),
-            listed("sw/spec-c1", "2026-01-01T00:00:02", Some(95.0)),
-            listed("sw/spec-c1-r3", "2026-01-01T00:00:03", Some(99.0)),
-            listed("sw/base-c1", "2026-01-01T00:00:04", None),
-            listed("mine-r2", "2026-01-01T00:00:05", Some(50.0)),
-        ];
-        let list = RunList::new("results", runs, vec!["sw".into()], Vec::new());
-        let ids: Vec<&str> = list.runs.iter().map(|r| r.id.as_str()).collect();
-        assert_eq!(
-            ids,
-            ["mine-r2", "sw/base-c1", "sw/spec-c1", "sw/spec-c1-r3", "sw/spec-c1-r1"]
-        );
-        let point = &list.runs[2];
-        assert_eq!((point.repeats, point.repeat_of.as_deref()), (Some(3), None));
-        assert_eq!(list.runs[3].repeat_of.as_deref(), Some("sw/spec-c1"));
-        assert_eq!(list.runs[0].repeat_of, None, "a bench run named -r2 is not a repeat");
-        assert_eq!(point.compared_throughput(), Some(95.0));
-        assert_eq!(
-            list.runs[1].compared_throughput(),
-            Some(100.0),
-            "no steady window: the whole run's"
-        );
-    }
-
-    #[test]
-    fn an_accept_matrix_pools_its_categories_and_shows_intervals() {
-        let row = |category: &str, steps: u64, accepted: u64, ci95: Option<f64>| CategoryAcceptance {
-            category: category.into(),
-            path: "per_request".into(),
-            requests: 10,
-            acceptance_length: 1.0 + accepted as f64 / steps as f64,
-            acceptance_rate: 50.0,
-            per_position_acceptance_rates: BTreeMap::from([(0, 0.8), (1, 0.5)]),
-            num_spec_steps: steps,
-            accepted_tokens: accepted,
-            draft_tokens: steps * 2,
-            acceptance_length_ci95: ci95,
-            run: "all".into(),
-        };
-        let rows = [row("a", 100, 150, Some(0.0512)), row("b", 300, 150, None)];
-        assert_eq!(AcceptMatrix::pooled(&rows), Some((1.0 + 300.0 / 400.0, 20)));
-        assert_eq!(
-            AcceptMatrix::pooled_line(&rows).unwrap(),
-            "Pooled over every category: acceptance length 1.750 (20 requests)."
-        );
-        assert_eq!(rows[0].length_text(), "2.500 ± 0.051");
-        assert_eq!(rows[1].length_text(), "1.500");
-        assert_eq!(rows[0].positions_text(), "0: 0.800, 1: 0.500");
-        assert_eq!(AcceptMatrix::pooled(&[]), None);
     }
 }
