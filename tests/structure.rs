@@ -17,8 +17,12 @@ const LONG_FUNCTIONS: &[(&str, &str, usize, &str)] = &[(
     "a declarative table: one row per metric family the sim exposes, in vLLM's order",
 )];
 
+/// The checkout the tests read: this one, or another named by `SPECLENS_TREE` (to count an
+/// older tree's floors and rooms with the same reader).
 fn root() -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR")).join("..")
+    std::env::var_os("SPECLENS_TREE")
+        .map(PathBuf::from)
+        .unwrap_or_else(|| Path::new(env!("CARGO_MANIFEST_DIR")).join(".."))
 }
 
 /// The `.rs` files under `dir`, sorted.
@@ -45,16 +49,34 @@ fn code_only(source: &str) -> String {
     without_test_items(&blank_non_code(source))
 }
 
-/// `code` with every item under `#[cfg(test)]` blanked: to its `;`, or through the braces it
-/// opens.
+/// `code` with every item under `#[cfg(test)]` or `#[cfg(all(test, …))]` blanked: to its `;`,
+/// or through the braces it opens.
 fn without_test_items(code: &str) -> String {
     let mut b = code.as_bytes().to_vec();
     let mut from = 0;
-    while let Some(p) = code[from..].find("#[cfg(test)]") {
-        let start = from + p;
+    loop {
+        let next = ["#[cfg(test)]", "#[cfg(all(test,"]
+            .iter()
+            .filter_map(|p| code[from..].find(p).map(|at| from + at))
+            .min();
+        let Some(start) = next else { break };
+        // The attribute ends at its closing bracket.
+        let mut brackets = 0i64;
+        let mut attr_end = b.len();
+        for (i, &c) in b.iter().enumerate().skip(start + 2) {
+            match c {
+                b'[' => brackets += 1,
+                b']' if brackets == 0 => {
+                    attr_end = i + 1;
+                    break;
+                }
+                b']' => brackets -= 1,
+                _ => {}
+            }
+        }
         let mut depth = 0i64;
         let mut end = b.len();
-        for (i, &c) in b.iter().enumerate().skip(start + "#[cfg(test)]".len()) {
+        for (i, &c) in b.iter().enumerate().skip(attr_end) {
             match c {
                 b'{' => depth += 1,
                 b'}' => {
@@ -387,6 +409,28 @@ fn import_graphs(src: &Path) -> BTreeMap<String, BTreeMap<String, BTreeSet<Strin
     graphs
 }
 
+/// How many floors a graph without circles stands on: the longest chain of imports, counted in
+/// modules (a module importing nothing is on floor 1).
+fn floors(graph: &BTreeMap<String, BTreeSet<String>>) -> usize {
+    fn floor(m: &str, graph: &BTreeMap<String, BTreeSet<String>>, seen: &mut BTreeMap<String, usize>) -> usize {
+        if let Some(&f) = seen.get(m) {
+            return f;
+        }
+        seen.insert(m.to_string(), 1); // a circle (reported elsewhere) stops here
+        let f = 1 + graph
+            .get(m)
+            .into_iter()
+            .flatten()
+            .map(|next| floor(next, graph, seen))
+            .max()
+            .unwrap_or(0);
+        seen.insert(m.to_string(), f);
+        f
+    }
+    let mut seen = BTreeMap::new();
+    graph.keys().map(|m| floor(m, graph, &mut seen)).max().unwrap_or(0)
+}
+
 /// The graph's circles: its strongly connected components of more than one module.
 fn circles(graph: &BTreeMap<String, BTreeSet<String>>) -> Vec<Vec<String>> {
     let reach = |from: &str| -> BTreeSet<String> {
@@ -437,8 +481,18 @@ fn the_import_reader_resolves_nested_and_relative_paths() {
 #[test]
 fn no_import_circle_between_the_modules_of_any_folder() {
     for krate in ["shared", "collector", "web"] {
-        let graphs = import_graphs(&root().join(krate).join("src"));
+        let src = root().join(krate).join("src");
+        let graphs = import_graphs(&src);
         assert!(graphs[""].len() > 3, "{krate}: too few modules read ({graphs:?})");
+        let files = rust_files(&src);
+        let folders: BTreeSet<_> = files.iter().map(|f| f.parent().unwrap().to_path_buf()).collect();
+        let loose = files.iter().filter(|f| f.parent() == Some(src.as_path())).count();
+        eprintln!(
+            "{krate}: {} floors of top-level modules, {} folders, {} files ({loose} at the root)",
+            floors(&graphs[""]),
+            folders.len(),
+            files.len()
+        );
         let found: Vec<String> = graphs
             .iter()
             .flat_map(|(folder, graph)| {
@@ -540,10 +594,13 @@ pub(crate) async fn longer() {
 mod tests { fn ignored() {} }
 fn after_tests() {
 }
+#[cfg(all(test, target_os = "linux"))]
+mod linux_tests { fn also_ignored() { let _ = [1][0]; } }
 "##;
     let code = code_only(source);
     assert!(!code.contains("commented"));
     assert!(!code.contains("ignored"));
+    assert!(!code.contains("linux_tests"));
     let lengths = function_lengths(&code);
     assert_eq!(
         lengths,
@@ -563,5 +620,235 @@ fn after_tests() {
     assert_eq!(
         circles(&graph),
         vec![vec!["a".to_string(), "b".to_string(), "c".to_string()]]
+    );
+}
+
+/// The names a module's own file defines at any depth (functions, types, constants, statics,
+/// traits, macros and inline modules): what a child reaching into its parent would import.
+fn defined_names(code: &str) -> BTreeSet<String> {
+    let mut names = BTreeSet::new();
+    for keyword in [
+        "fn",
+        "struct",
+        "enum",
+        "const",
+        "static",
+        "type",
+        "trait",
+        "macro_rules!",
+        "mod",
+    ] {
+        let pattern = format!("{keyword} ");
+        let mut from = 0;
+        while let Some(at) = code[from..].find(&pattern).map(|p| p + from) {
+            from = at + pattern.len();
+            let before = code[..at].chars().next_back();
+            if before.is_some_and(|c| c.is_alphanumeric() || c == '_') {
+                continue;
+            }
+            let name: String = code[from..]
+                .trim_start()
+                .chars()
+                .take_while(|c| c.is_alphanumeric() || *c == '_')
+                .collect();
+            // `mod x;` declares a child, which is a module of its own, not the parent's item.
+            let declared_child = keyword == "mod" && code[from + name.len()..].trim_start().starts_with(';');
+            if !name.is_empty() && !declared_child {
+                names.insert(name);
+            }
+        }
+    }
+    names
+}
+
+/// Whether `code` names `child::…` as a relative path (`child::x`, `self::child::x`), not as
+/// the tail of a longer path (`other::child::x`).
+fn names_child(code: &str, child: &str) -> bool {
+    let pattern = format!("{child}::");
+    let mut from = 0;
+    while let Some(at) = code[from..].find(&pattern).map(|p| p + from) {
+        from = at + pattern.len();
+        let before = &code[..at];
+        let direct = !before.ends_with(|c: char| c.is_alphanumeric() || c == '_' || c == ':');
+        if direct || before.ends_with("self::") && !before.ends_with("::self::") {
+            return true;
+        }
+    }
+    false
+}
+
+/// Every parent module and child that import each other: the child names an item the parent's
+/// own file defines (`super::helper`, `crate::bench::Stage`), and the parent names the child
+/// (`child::run()`, `pub use child::X`). A folder's `mod.rs` (or the crate root) then is both
+/// the conductor and a shelf its children take from; the fix is a module of its own for what
+/// they share.
+fn parent_child_loops(src: &Path) -> Vec<String> {
+    let files = rust_files(src);
+    let modules: BTreeSet<Vec<String>> = files.iter().map(|f| module_path(src, f)).collect();
+    let code: BTreeMap<Vec<String>, String> = files
+        .iter()
+        .map(|f| (module_path(src, f), code_only(&std::fs::read_to_string(f).unwrap())))
+        .collect();
+    let mut loops = Vec::new();
+    for (child, child_code) in &code {
+        let Some((name, parent)) = child.split_last() else {
+            continue;
+        };
+        let Some(parent_code) = code.get(parent) else { continue };
+        let parent_items = defined_names(parent_code);
+        let parent_names_child = names_child(parent_code, name)
+            || named_paths(parent_code)
+                .iter()
+                .any(|p| p.first().is_some_and(|s| s == "crate") && p[1..].starts_with(child));
+        if !parent_names_child {
+            continue;
+        }
+        let mut taken = BTreeSet::new();
+        for named in named_paths(child_code) {
+            let mut to: Vec<String> = Vec::new();
+            let mut base = child.clone();
+            let mut segments = named.iter().peekable();
+            match segments.next().map(String::as_str) {
+                Some("crate") => {}
+                Some("self") => to = base.clone(),
+                _ => {
+                    base.pop();
+                    while segments.peek().is_some_and(|s| *s == "super") {
+                        segments.next();
+                        base.pop();
+                    }
+                    to = base;
+                }
+            }
+            to.extend(segments.cloned());
+            let Some(item) = to.get(parent.len()) else { continue };
+            let mut as_module = parent.to_vec();
+            as_module.push(item.clone());
+            if to.starts_with(parent) && !modules.contains(&as_module) && parent_items.contains(item) {
+                taken.insert(item.clone());
+            }
+        }
+        if !taken.is_empty() {
+            loops.push(format!(
+                "{}/src: {} takes {taken:?} from its parent, which names it back",
+                src.parent().unwrap().file_name().unwrap().to_string_lossy(),
+                child.join("::")
+            ));
+        }
+    }
+    loops
+}
+
+#[test]
+fn no_child_module_takes_from_the_parent_that_names_it() {
+    let mut found = Vec::new();
+    for krate in ["shared", "collector", "web"] {
+        found.extend(parent_child_loops(&root().join(krate).join("src")));
+    }
+    assert!(
+        found.is_empty(),
+        "parent and child modules that import each other:\n{}",
+        found.join("\n")
+    );
+}
+
+/// The shared crate's stages, bottom up (the leaves first, all on one floor): a module may
+/// import only from a stage below its own (leaves from other leaves, without a circle).
+const SHARED_STAGES: &[&[&str]] = &[
+    &[
+        "capped",
+        "engine",
+        "error",
+        "figures",
+        "file_label",
+        "glossary",
+        "pyfloat",
+        "sample",
+    ],
+    &["request"],
+    &["scrape"],
+    &["run"],
+    &["model"],
+    &["results"],
+    &["sweep"],
+    &["check"],
+    &["view"],
+    &["chart"],
+    &["watch"],
+];
+
+#[test]
+fn no_shared_module_imports_from_a_stage_above_its_own() {
+    let graphs = import_graphs(&root().join("shared/src"));
+    let floor = |m: &str| SHARED_STAGES.iter().position(|stage| stage.contains(&m));
+    let listed: BTreeSet<&str> = SHARED_STAGES.iter().flat_map(|s| s.iter().copied()).collect();
+    let modules: BTreeSet<&str> = graphs[""].keys().map(String::as_str).filter(|m| *m != "lib").collect();
+    assert_eq!(
+        modules, listed,
+        "every top-level module of shared/src is on one floor of SHARED_STAGES"
+    );
+    let mut upward = Vec::new();
+    for (from, targets) in &graphs[""] {
+        for to in targets {
+            let (Some(a), Some(b)) = (floor(from), floor(to)) else {
+                continue;
+            };
+            if b > a || (b == a && a > 0) {
+                upward.push(format!("{from} (floor {a}) imports {to} (floor {b})"));
+            }
+        }
+    }
+    assert!(upward.is_empty(), "imports back up:\n{}", upward.join("\n"));
+}
+
+/// The map in docs/DESIGN.md: a row per source folder of each crate, naming every `.rs` file in
+/// it, and no row for a folder that is gone.
+#[test]
+fn the_design_map_lists_every_source_folder_and_its_files() {
+    let design = std::fs::read_to_string(root().join("docs/DESIGN.md")).unwrap();
+    let map = &design[design
+        .find("## The map")
+        .expect("docs/DESIGN.md has a section \"The map\"")..];
+    let map = &map[..map[3..].find("\n## ").map_or(map.len(), |end| end + 3)];
+    let mut rows: BTreeMap<String, String> = BTreeMap::new();
+    for line in map.lines().filter(|l| l.starts_with("| `")) {
+        let folder = line[3..].split('`').next().unwrap().to_string();
+        rows.insert(folder, line.to_string());
+    }
+    let mut problems = Vec::new();
+    let mut folders = BTreeSet::new();
+    for krate in ["shared", "collector", "web"] {
+        let src = root().join(krate).join("src");
+        let mut by_folder: BTreeMap<String, Vec<String>> = BTreeMap::new();
+        for file in rust_files(&src) {
+            let rel = file.strip_prefix(root()).unwrap();
+            let folder = format!("{}/", rel.parent().unwrap().display());
+            by_folder
+                .entry(folder)
+                .or_default()
+                .push(file.file_name().unwrap().to_string_lossy().into_owned());
+        }
+        for (folder, files) in by_folder {
+            folders.insert(folder.clone());
+            let Some(row) = rows.get(&folder) else {
+                problems.push(format!("{folder} has no row"));
+                continue;
+            };
+            for f in files {
+                if !row.contains(&format!("`{f}`")) {
+                    problems.push(format!("{folder}'s row does not name `{f}`"));
+                }
+            }
+        }
+    }
+    for folder in rows.keys() {
+        if !folders.contains(folder) {
+            problems.push(format!("the map names {folder}, which holds no source file"));
+        }
+    }
+    assert!(
+        problems.is_empty(),
+        "docs/DESIGN.md's map and the tree differ:\n{}",
+        problems.join("\n")
     );
 }

@@ -227,7 +227,7 @@ pub async fn run_with(args: Plan, hub: Option<LiveHub>) -> Result<Vec<CategoryAc
         args.run.load.request_rate.unwrap_or(f64::INFINITY),
         categories.len(),
         args.requests_per_category,
-        crate::bench::redact_url(args.url())
+        crate::net::redact_url(args.url())
     );
     let mut session = Session::new(hub, args.dashboard_port);
     session.serve(args.dashboard_port, out.clone()).await?;

@@ -252,6 +252,36 @@ pub async fn stop_signal() -> Signal {
     Signal::Interrupt
 }
 
+/// A URL fit for files and logs: user, password and query removed (they may hold secrets).
+pub fn redact_url(url: &str) -> String {
+    match reqwest::Url::parse(url) {
+        Ok(mut u) if u.has_host() => {
+            let _ = u.set_username("");
+            let _ = u.set_password(None);
+            u.set_query(None);
+            u.to_string()
+        }
+        // Not a URL with a host: keep what follows the last `@` (user and password go) and drop
+        // the query.
+        _ => {
+            let no_query = url.split('?').next().unwrap_or_default();
+            match (no_query.find("://"), no_query.rfind('@')) {
+                (Some(scheme), Some(at)) if at > scheme => {
+                    format!("{}{}", &no_query[..scheme + 3], &no_query[at + 1..])
+                }
+                (_, Some(at)) => no_query[at + 1..].to_string(),
+                _ => no_query.to_string(),
+            }
+        }
+    }
+}
+
+/// A server's base URL without a trailing `/` or `/v1` (OpenAI clients often include it).
+pub fn server_base(url: &str) -> &str {
+    let url = url.trim_end_matches('/');
+    url.strip_suffix("/v1").unwrap_or(url)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -11,8 +11,9 @@ use speclens_shared::scrape::counters_from_text;
 
 use crate::bench::engine::RequestFields;
 use crate::bench::plan::Target;
-use crate::bench::{self, redact_url, scrape};
+use crate::bench::{self, scrape};
 use crate::error::CollectorError;
+use crate::net::{redact_url, server_base};
 use speclens_shared::engine::Engine;
 
 /// What `speclens probe` is asked to do.
@@ -47,7 +48,7 @@ pub async fn run(plan: Plan) -> Result<(), CollectorError> {
 pub async fn probe(target: &Target) -> Result<ProbeReport, CollectorError> {
     let client = bench::client_for(target, 2)?;
     let url = target.urls[0].clone();
-    let base = bench::server_base(&url).to_string();
+    let base = server_base(&url).to_string();
     let listed = bench::list_models(&client, target).await;
     let models = listed.as_ref().map(|v| {
         v["data"]
@@ -109,7 +110,7 @@ pub async fn probe(target: &Target) -> Result<ProbeReport, CollectorError> {
     };
     let drafts_before_after = drafts(&before).zip(drafts(&after));
     let seen = Seen {
-        url: redact_url(bench::server_base(&url)).trim_end_matches('/').to_string(),
+        url: redact_url(server_base(&url)).trim_end_matches('/').to_string(),
         models: models.map_err(|e| e.clone()),
         version,
         metrics: after,

@@ -37,12 +37,7 @@ pub async fn run(url: &str, watch: bool, interval_s: f64) -> Result<(), Collecto
             .and_then(|t| parse_metrics(&t).map_err(ScrapeFailure::Invalid))
         {
             // One scrape that fails is the command failing; a watch keeps trying.
-            Err(e) if !watch => {
-                return Err(CollectorError::Server(format!(
-                    "{}: {e}",
-                    crate::bench::redact_url(&url)
-                )))
-            }
+            Err(e) if !watch => return Err(CollectorError::Server(format!("{}: {e}", crate::net::redact_url(&url)))),
             Err(e) => crate::outln!("{url}: {e}")?,
             Ok(snapshot) => {
                 if let Some(c) = &snapshot.counters {

@@ -104,7 +104,7 @@ async fn mismatched_arms(arms: &[(String, String)]) -> Vec<String> {
             Err(_) => Role::Unknown,
         };
         let plain = name == BASE_ARM;
-        let redacted = bench::redact_url(&metrics);
+        let redacted = crate::net::redact_url(&metrics);
         match (plain, role) {
             (true, Role::Speculates) => found.push(format!(
                 "arm {name} is given as plain (--base-url) but its server speculates: {redacted} exports spec-decode counters"
@@ -402,7 +402,7 @@ fn print_plan(plan: &Plan, points: &[Point<'_>], out: &Path) {
             "  {:<4} {level}: {:>5} requests → {}  ({})\n",
             p.arm,
             p.requests,
-            crate::bench::redact_url(p.url),
+            crate::net::redact_url(p.url),
             point_file(p.arm, p.level)
         ));
     }

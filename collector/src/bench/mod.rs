@@ -13,6 +13,7 @@ pub mod paths;
 pub mod plan;
 pub mod prometheus;
 pub mod scrape;
+mod stages;
 pub mod sweep_line;
 pub mod tokens;
 pub mod trace;
@@ -26,7 +27,6 @@ use std::time::Duration;
 use indicatif::ProgressBar;
 use speclens_shared::check::gates::GateOutcome;
 use speclens_shared::engine::Engine;
-use speclens_shared::results::run_result::RunResult;
 use speclens_shared::run::record::RunTally;
 use speclens_shared::run::steady::{SteadyScan, SteadyState};
 use tokio::sync::watch;
@@ -34,6 +34,7 @@ use tokio::time::Instant;
 
 use crate::error::{CollectorError, Signal};
 use crate::live::LiveHub;
+use crate::net::{redact_url, server_base};
 use crate::session::Session;
 use client::Target as Server;
 use engine::RequestFields;
@@ -41,58 +42,9 @@ use load::{Phase, Runner, Shared};
 use paths::SpecPaths;
 pub use plan::Checks;
 pub use plan::Plan;
-use scrape::{Endpoint, Timeline};
-use workload::{BodySettings, Feed};
-
-/// A finished run: where its files are, `result.json`'s content and the window's figures (its
-/// records are in the folder's `records.jsonl`).
-pub struct RunOutput {
-    pub dir: PathBuf,
-    pub result: RunResult,
-    pub tally: RunTally,
-    /// The signal that stopped the run early, if one did.
-    pub interrupted: Option<Signal>,
-}
-
-/// A run ready to send: the plan with what was resolved before the first request.
-pub struct Prepared {
-    pub plan: Plan,
-    /// The model asked for.
-    pub model: String,
-    /// The engine serving it, as detected or named (None: not known).
-    pub engine: Option<Engine>,
-    pub out_dir: PathBuf,
-    /// Metrics endpoints scraped directly (none with scraping off).
-    pub endpoints: Vec<Endpoint>,
-    /// Warm-up requests, and each phase's requests in sending order.
-    warmup_count: u64,
-    warmup: Feed,
-    window: Feed,
-    shared: Arc<Shared>,
-}
-
-/// What the load phase produced.
-pub struct LoadOutcome {
-    /// The window's records, folded.
-    pub tally: RunTally,
-    /// The closed loop's steady window (none for an open loop, or one that never filled).
-    pub steady: Option<SteadyState>,
-    /// Seconds from the window's first send to its last completion.
-    pub duration_s: f64,
-    /// Wall-clock Unix nanoseconds at the run's start (from which records' `start_ms` count),
-    /// and Unix seconds at the window's first send.
-    pub started_unix_ns: u64,
-    pub window_start_unix_s: f64,
-    /// The window on the records' clock (ms from the run's start): first send to last
-    /// completion, what AIPerf's time-weighted figures cover.
-    pub window_ms: (f64, f64),
-    pub max_in_flight: u64,
-    pub partial: bool,
-    /// The signal that stopped the run early, if one did.
-    pub interrupted: Option<Signal>,
-    /// Set when `records.jsonl` could not be written whole (a full disk).
-    pub records_cut: Option<load::RecordsCut>,
-}
+use scrape::Timeline;
+pub use stages::{LoadOutcome, Prepared, RunOutput};
+use workload::BodySettings;
 
 /// The measured window with the scrapes around it.
 struct Measured {
@@ -609,36 +561,6 @@ async fn resolve_model(
         ))
     })?;
     Ok((model, engine))
-}
-
-/// A URL fit for files and logs: user, password and query removed (they may hold secrets).
-pub fn redact_url(url: &str) -> String {
-    match reqwest::Url::parse(url) {
-        Ok(mut u) if u.has_host() => {
-            let _ = u.set_username("");
-            let _ = u.set_password(None);
-            u.set_query(None);
-            u.to_string()
-        }
-        // Not a URL with a host: keep what follows the last `@` (user and password go) and drop
-        // the query.
-        _ => {
-            let no_query = url.split('?').next().unwrap_or_default();
-            match (no_query.find("://"), no_query.rfind('@')) {
-                (Some(scheme), Some(at)) if at > scheme => {
-                    format!("{}{}", &no_query[..scheme + 3], &no_query[at + 1..])
-                }
-                (_, Some(at)) => no_query[at + 1..].to_string(),
-                _ => no_query.to_string(),
-            }
-        }
-    }
-}
-
-/// A server's base URL without a trailing `/` or `/v1` (OpenAI clients often include it).
-pub(crate) fn server_base(url: &str) -> &str {
-    let url = url.trim_end_matches('/');
-    url.strip_suffix("/v1").unwrap_or(url)
 }
 
 /// The folder a run's dashboard serves: the one holding the run's folder.

@@ -23,7 +23,7 @@ use speclens_shared::view::run::Distributions;
 
 use super::paths::SpecPaths;
 use super::plan::Stop;
-use super::{LoadOutcome, Prepared};
+use super::stages::{LoadOutcome, Prepared};
 use crate::error::CollectorError;
 use crate::history::LOCK_FILE;
 
@@ -320,7 +320,7 @@ fn cli_command(args: impl Iterator<Item = String>) -> String {
             secret_next = true;
             arg
         } else if arg.contains("://") {
-            super::redact_url(&arg)
+            crate::net::redact_url(&arg)
         } else if i == 0 {
             "speclens".to_string()
         } else {
@@ -573,7 +573,7 @@ fn run_config(run: &Prepared) -> RunConfig {
     let plan = &run.plan;
     let (target, load, workload) = (&plan.target, &plan.load, &plan.workload);
     RunConfig {
-        urls: target.urls.iter().map(|u| super::redact_url(u)).collect(),
+        urls: target.urls.iter().map(|u| crate::net::redact_url(u)).collect(),
         endpoint: target.endpoint.name().into(),
         model: run.model.clone(),
         stream: target.stream,
@@ -599,7 +599,7 @@ fn run_config(run: &Prepared) -> RunConfig {
         prefix_tokens: workload.prefix_tokens,
         temperature: workload.temperature,
         ignore_eos: workload.dataset.name() == "synthetic" || workload.ignore_eos,
-        metrics_endpoints: run.endpoints.iter().map(|e| super::redact_url(&e.url)).collect(),
+        metrics_endpoints: run.endpoints.iter().map(|e| crate::net::redact_url(&e.url)).collect(),
         scrape_interval_s: plan.scrape.interval.as_secs_f64(),
         timeout_s: target.timeout.as_secs_f64(),
         percentiles: plan.output.percentiles.clone(),

@@ -16,8 +16,8 @@ use speclens_shared::scrape::{
 };
 
 use super::prometheus::FleetOutcome;
-use super::redact_url;
 use super::scrape::{Endpoint, Timeline};
+use crate::net::redact_url;
 
 /// The before/after scrape of one endpoint, as fetched.
 pub struct Scrapes {

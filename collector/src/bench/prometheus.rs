@@ -20,10 +20,10 @@ use speclens_shared::scrape::{derive_stats, RawPhases, ResultStatus, SglangGauge
 use speclens_shared::view::run::TimelinePoint;
 use tokio::sync::watch;
 
-use super::redact_url;
 use super::scrape::{Ticks, Timeline};
 use crate::error::CollectorError;
 use crate::live::{LiveHub, Source};
+use crate::net::redact_url;
 pub use speclens_shared::results::run_result::FleetOutcome;
 
 /// The label of the Prometheus path in consoles, files and the live timeline.

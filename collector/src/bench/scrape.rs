@@ -66,7 +66,7 @@ pub fn endpoints(server_urls: &[String], explicit: &[String]) -> Result<Vec<Endp
 /// Fetch a metrics text; the failure says why, in the words of docs/METRICS.md §1.4.
 pub async fn fetch_text(client: &reqwest::Client, url: &str) -> Result<String, ScrapeFailure> {
     let fail = |cause: String| ScrapeFailure::Fetch {
-        url: super::redact_url(url),
+        url: crate::net::redact_url(url),
         cause,
     };
     // A hung `/metrics` fails the scrape, never the run.
@@ -103,8 +103,8 @@ pub async fn resolve_url(client: &reqwest::Client, url: &str) -> (String, Option
     prometheus.set_query(None);
     let note = format!(
         "{} answers JSON (TensorRT-LLM's iteration stats): scraping {} instead",
-        super::redact_url(url),
-        super::redact_url(prometheus.as_str())
+        crate::net::redact_url(url),
+        crate::net::redact_url(prometheus.as_str())
     );
     (prometheus.to_string(), Some(note))
 }

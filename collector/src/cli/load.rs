@@ -4,14 +4,13 @@
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 
-use clap::{Args, Parser, ValueEnum};
+use clap::{Args, ValueEnum};
 use speclens_shared::check::gates::Gate;
 use speclens_shared::model::speedup::Costs;
 use speclens_shared::run::goodput::Slo;
 use speclens_shared::sweep::arms::BASE_ARM;
 use speclens_shared::sweep::Level;
 
-use super::{Cli, Command};
 use crate::bench::client::EndpointKind;
 use crate::bench::plan::{seconds, Arrival, Load, Output, Scrape, Stop, Target};
 use crate::bench::prometheus::{self, Prometheus};
@@ -630,7 +629,7 @@ fn check_url(url: &str) -> Result<(), CollectorError> {
         Ok(u) if matches!(u.scheme(), "http" | "https") && u.has_host() => Ok(()),
         _ => invalid(format!(
             "{:?} is not an http:// or https:// URL: did you mean http://{}?",
-            crate::bench::redact_url(url),
+            crate::net::redact_url(url),
             url.split("://").last().unwrap_or(url)
         )),
     }
@@ -946,7 +945,7 @@ impl SweepArgs {
             point,
             costs: Costs {
                 draft_cost: self.draft_cost,
-                ridge_tokens: super::ridge_of(&self.gpu, self.ridge)?.0,
+                ridge_tokens: ridge_of(&self.gpu, self.ridge)?.0,
             },
             out: self.out.clone(),
             dry_run: self.dry_run,
@@ -1037,13 +1036,15 @@ impl AcceptArgs {
     }
 }
 
-/// The bench plan of a full argv (`["speclens", "bench", …]`), for tests.
-pub fn bench_plan_of(argv: &[&str]) -> Result<bench::Plan, CollectorError> {
-    match Cli::try_parse_from(argv)
-        .map_err(|e| CollectorError::InvalidArgument(e.to_string()))?
-        .command
-    {
-        Command::Bench(args) => args.plan(),
-        _ => invalid("not a bench command line"),
+/// The roofline ridge T* (token positions) and the GPU's name from `--gpu` and `--ridge` (which
+/// overrides it), as `model` and `sweep` take them.
+pub(super) fn ridge_of(gpu: &str, ridge: Option<f64>) -> Result<(f64, String), CollectorError> {
+    let invalid = |m: String| CollectorError::InvalidArgument(m);
+    match ridge {
+        Some(t) if t.is_finite() && t > 0.0 => Ok((t, "custom ridge".to_string())),
+        Some(t) => Err(invalid(format!("--ridge must be > 0, got {t}"))),
+        None => speclens_shared::model::speedup::gpu_preset(gpu)
+            .map(|g| (g.ridge_tokens, g.name.to_string()))
+            .ok_or_else(|| invalid(format!("unknown --gpu {gpu:?}: use h100, h200, a100 or --ridge"))),
     }
 }

@@ -9,11 +9,11 @@ use std::net::{IpAddr, SocketAddr};
 use std::path::PathBuf;
 
 use clap::{Args, Parser, Subcommand, ValueEnum};
-use speclens_shared::model::speedup::{gpu_preset, Costs, Measured, ModelReport, Proposer};
+use speclens_shared::model::speedup::{Costs, Measured, ModelReport, Proposer};
 
+use load::ridge_of;
 pub use load::{
-    bench_plan_of, AcceptArgs, ArmArg, BenchArgs, DashboardArgs, PrometheusArgs, ScrapeFlags, SweepArgs, TargetArgs,
-    WorkloadArgs,
+    AcceptArgs, ArmArg, BenchArgs, DashboardArgs, PrometheusArgs, ScrapeFlags, SweepArgs, TargetArgs, WorkloadArgs,
 };
 pub use sim::{FaultArgs, SimArgs};
 
@@ -393,19 +393,6 @@ impl ReportArgs {
     }
 }
 
-/// The roofline ridge T* (token positions) and the GPU's name from `--gpu` and `--ridge` (which
-/// overrides it), as `model` and `sweep` take them.
-fn ridge_of(gpu: &str, ridge: Option<f64>) -> Result<(f64, String), CollectorError> {
-    let invalid = |m: String| CollectorError::InvalidArgument(m);
-    match ridge {
-        Some(t) if t.is_finite() && t > 0.0 => Ok((t, "custom ridge".to_string())),
-        Some(t) => Err(invalid(format!("--ridge must be > 0, got {t}"))),
-        None => gpu_preset(gpu)
-            .map(|g| (g.ridge_tokens, g.name.to_string()))
-            .ok_or_else(|| invalid(format!("unknown --gpu {gpu:?}: use h100, h200, a100 or --ridge"))),
-    }
-}
-
 impl ModelArgs {
     /// The model's report these flags ask for (checked).
     pub fn report(&self) -> Result<ModelReport, CollectorError> {
@@ -482,5 +469,16 @@ impl ServeArgs {
             self.web_dir.clone(),
             self.results_dir.clone(),
         )
+    }
+}
+
+/// The bench plan of a full argv (`["speclens", "bench", …]`), for tests.
+pub fn bench_plan_of(argv: &[&str]) -> Result<crate::bench::Plan, CollectorError> {
+    match Cli::try_parse_from(argv)
+        .map_err(|e| CollectorError::InvalidArgument(e.to_string()))?
+        .command
+    {
+        Command::Bench(args) => args.plan(),
+        _ => Err(CollectorError::InvalidArgument("not a bench command line".into())),
     }
 }

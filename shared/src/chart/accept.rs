@@ -5,7 +5,7 @@ use plotters::coord::Shift;
 use plotters::prelude::*;
 use plotters::style::text_anchor::{HPos, Pos, VPos};
 
-use super::{chart_error, colors, draw_empty, XFrame};
+use super::frame::{chart_error, colors, draw_empty, XFrame};
 use crate::error::Error;
 
 /// One category's bar.

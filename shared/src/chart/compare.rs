@@ -5,7 +5,7 @@ use plotters::coord::Shift;
 use plotters::prelude::*;
 use plotters::style::text_anchor::{HPos, Pos, VPos};
 
-use super::{chart_error, colors, draw_empty, legend_above, tick, Swatch};
+use super::frame::{chart_error, colors, draw_empty, legend_above, tick, Swatch};
 use crate::error::Error;
 use crate::run::record::LatencyStats;
 

@@ -1,7 +1,10 @@
 //! The values under the pointer, as the page's hover readout says them: for a chart's x value
 //! (read back through its [`super::XFrame`]), the nearest measured point in words.
 
-use super::{nearest, sorted_bars, tick, CategoryBar, Positions, SpeedupChart};
+use super::accept::{sorted_bars, CategoryBar};
+use super::frame::{nearest, tick};
+use super::live::Positions;
+use super::speedup::SpeedupChart;
 use crate::sweep::{Axis, SweepFile};
 use crate::view::run::RunView;
 
@@ -140,7 +143,7 @@ pub fn category_at(bars: &[CategoryBar], x: f64) -> Option<String> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::chart::colors;
+    use crate::chart::frame::colors;
     use crate::sweep::{Level, PairTable, SweepRow};
 
     #[test]

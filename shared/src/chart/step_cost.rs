@@ -5,7 +5,7 @@
 use plotters::coord::Shift;
 use plotters::prelude::*;
 
-use super::{chart_error, colors, legend_above, nearest, Swatch, XFrame};
+use super::frame::{chart_error, colors, legend_above, nearest, Swatch, XFrame};
 use crate::error::Error;
 use crate::sweep::SweepFile;
 

@@ -4,7 +4,7 @@
 use plotters::coord::Shift;
 use plotters::prelude::*;
 
-use super::{chart_error, colors, legend_above, tick, whole_tick, Swatch, XFrame};
+use super::frame::{chart_error, colors, legend_above, tick, whole_tick, Swatch, XFrame};
 use crate::error::Error;
 use crate::sweep::{Axis, PairTable, SweepFile};
 
