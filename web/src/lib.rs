@@ -3,18 +3,15 @@
 //! in the URL fragment (`#live`, `#whatif?…`). The same app is the static report when the page
 //! carries a report's data (`speclens report`).
 
-mod backend;
-mod canvas;
-mod live_page;
-mod overview_page;
-mod report_data;
-mod runs_page;
-mod whatif_page;
+mod api;
+mod chart;
+mod components;
+mod pages;
 
-pub use live_page::LivePage;
-pub use overview_page::OverviewPage;
-pub use runs_page::RunsPage;
-pub use whatif_page::WhatIfPage;
+pub use pages::live::LivePage;
+pub use pages::overview::OverviewPage;
+pub use pages::runs::RunsPage;
+pub use pages::whatif::WhatIfPage;
 
 use leptos::ev;
 use leptos::prelude::*;
@@ -54,7 +51,7 @@ fn current_fragment() -> String {
 pub fn App() -> impl IntoView {
     // The runs views read their state from the fragment when they mount, so any change of
     // fragment there re-renders; the what-if page follows its own fragment changes.
-    let report = report_data::embedded();
+    let report = api::embedded();
     if let Some(Err(message)) = report {
         return view! {
             <header class="topbar"><span class="brand">"speclens"</span><span class="tagline">"static report"</span></header>
@@ -64,7 +61,7 @@ pub fn App() -> impl IntoView {
     }
     let in_report = report.is_some();
     if in_report && current_fragment().trim_start_matches('#').is_empty() {
-        if let Some(id) = report_data::only_run() {
+        if let Some(id) = api::only_run() {
             let _ = window().location().set_hash(&format!("runs?open={id}"));
         }
     }
@@ -82,7 +79,7 @@ pub fn App() -> impl IntoView {
         _ => "speculative decoding: acceptance, break-even, model".to_string(),
     };
     // A report's What-if opens on the measured acceptance.
-    let whatif_href = report_data::measured_whatif().map_or_else(|| "#whatif".to_string(), |f| format!("#{f}"));
+    let whatif_href = api::measured_whatif().map_or_else(|| "#whatif".to_string(), |f| format!("#{f}"));
     let listener = window_event_listener(ev::hashchange, move |_| set_fragment.set(current_fragment()));
     on_cleanup(move || listener.remove());
     view! {

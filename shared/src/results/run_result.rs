@@ -438,6 +438,12 @@ pub const SERVER_FAMILIES: [&str; 3] = ["server_queue_time", "server_time_to_fir
 pub const SERVER_TTFT_AFTER_QUEUE: &str = "server_ttft_after_queue";
 
 impl RunResult {
+    /// Was the run streamed? (Only streamed runs measure ITL and TPOT; `vllm bench serve` files
+    /// do not say, and count as streamed.)
+    pub fn streamed(&self) -> bool {
+        self.config.as_ref().is_none_or(|c| c.stream)
+    }
+
     /// A speclens result with its identity filled in.
     pub fn new(speclens_version: &str, date: &str, label: &str) -> RunResult {
         RunResult {

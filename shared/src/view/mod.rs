@@ -2,6 +2,7 @@
 //! dashboard's WebSocket protocol and the page's copy of it, acceptance by position, the
 //! overview and the sweep's headline.
 
+pub mod compare;
 pub mod headline;
 pub mod live_state;
 pub mod overview;

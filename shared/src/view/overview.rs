@@ -266,10 +266,162 @@ pub fn geometric_e(alpha: f64, k: u32) -> f64 {
     expected_tokens(alpha, k)
 }
 
+/// The sentence under the per-position chart: measured rates against the geometric ones of the
+/// same E, and the model's best k from them.
+pub fn positions_sentence(a: &AcceptanceSummary, best: Option<KChoice>, best_loaded: Option<(f64, KChoice)>) -> String {
+    let measured: Vec<String> = a.positions.rates.iter().map(|r| format!("{r:.2}")).collect();
+    let geometric: Vec<String> = a.geometric.iter().map(|r| format!("{r:.2}")).collect();
+    format!(
+        "By draft position ({}): {} measured against {} for a geometric α of the same E. {}",
+        a.positions.label,
+        measured.join(", "),
+        geometric.join(", "),
+        best.map_or(String::new(), |k| format!(
+            "From these rates the model's best k at batch 1 is {} (E {:.2}, speedup {:.2}×){}, on the sweep's costs.",
+            k.k,
+            k.expected_tokens,
+            k.speedup,
+            best_loaded.map_or(String::new(), |(b, k)| format!(
+                " and at batch {} it is {} (speedup {:.2}×)",
+                batch_text(b),
+                k.k,
+                k.speedup
+            ))
+        ))
+    )
+}
+
+/// The speedup at the sweep's lowest level, in the axis's own terms.
+pub fn speedup_sentence(b: &BreakEvenSummary) -> Option<String> {
+    let (c, ratio) = b.lowest?;
+    Some(match b.axis {
+        Axis::Concurrency => format!(
+            "At concurrency {c:.0} speculation gives {ratio:.2}× the plain server's output throughput{}.",
+            b.lowest_predicted
+                .map_or(String::new(), |p| format!(" (the model: {p:.2}×)"))
+        ),
+        Axis::RequestRate => format!(
+            "At {} requests/s the plain server's median E2E latency is {ratio:.2}× the speculative one's.",
+            batch_text(c)
+        ),
+    })
+}
+
+/// Where the overview's figures come from, as one sentence: the run (its id and why it was
+/// chosen), the sweep's id and the accept folder's id the page loaded.
+pub fn sources_sentence(
+    run: Option<(&str, &str)>,
+    sweep: Option<&str>,
+    accept: Option<&str>,
+    headline: Option<&Headline>,
+    has_acceptance: bool,
+) -> Option<String> {
+    let mut parts = Vec::new();
+    match (headline, run, has_acceptance) {
+        (Some(h), _, true) => parts.push(format!("acceptance from the sweep's arm {} ({})", h.arm, h.why)),
+        (None, Some((id, why)), true) => parts.push(format!("acceptance from run {id} ({why})")),
+        _ => {}
+    }
+    if let Some(id) = sweep {
+        parts.push(format!("break-even from sweep {id}"));
+    }
+    if let Some(id) = accept {
+        parts.push(format!("categories from {id}"));
+    }
+    (!parts.is_empty()).then(|| {
+        let mut line = parts.join("; ");
+        line[..1].make_ascii_uppercase();
+        line + "."
+    })
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
     use crate::sweep::{Level, Prediction, SweepRow};
+
+    fn acceptance(rates: Vec<f64>) -> AcceptanceSummary {
+        AcceptanceSummary {
+            acceptance_length: 2.5,
+            acceptance_rate: Some(50.0),
+            k: rates.len() as u32,
+            implied_alpha: 0.6,
+            positions: PathPositions {
+                label: "per-request".into(),
+                rates,
+                acceptance_length: 2.5,
+            },
+            geometric: vec![0.6, 0.36, 0.216],
+        }
+    }
+
+    #[test]
+    fn the_positions_sentence_names_the_path_both_curves_and_the_best_k() {
+        let a = acceptance(vec![0.8, 0.5, 0.3]);
+        let one = KChoice {
+            k: 3,
+            expected_tokens: 2.6,
+            speedup: 1.83,
+        };
+        let loaded = KChoice {
+            k: 1,
+            expected_tokens: 1.8,
+            speedup: 1.02,
+        };
+        assert_eq!(
+            positions_sentence(&a, Some(one), Some((64.0, loaded))),
+            "By draft position (per-request): 0.80, 0.50, 0.30 measured against 0.60, 0.36, 0.22 for a \
+             geometric α of the same E. From these rates the model's best k at batch 1 is 3 (E 2.60, speedup \
+             1.83×) and at batch 64 it is 1 (speedup 1.02×), on the sweep's costs."
+        );
+        assert!(positions_sentence(&a, None, None).ends_with("for a geometric α of the same E. "));
+    }
+
+    #[test]
+    fn the_speedup_sentence_speaks_the_axis_terms() {
+        let mut b = BreakEvenSummary {
+            axis: Axis::Concurrency,
+            measured: None,
+            interval: None,
+            predicted: None,
+            lowest: Some((1.0, 1.84)),
+            lowest_predicted: Some(1.9),
+            sentence: String::new(),
+        };
+        assert_eq!(
+            speedup_sentence(&b).unwrap(),
+            "At concurrency 1 speculation gives 1.84× the plain server's output throughput (the model: 1.90×)."
+        );
+        b.axis = Axis::RequestRate;
+        b.lowest = Some((2.5, 1.3));
+        assert_eq!(
+            speedup_sentence(&b).unwrap(),
+            "At 2.5 requests/s the plain server's median E2E latency is 1.30× the speculative one's."
+        );
+        b.lowest = None;
+        assert_eq!(speedup_sentence(&b), None);
+    }
+
+    #[test]
+    fn the_sources_sentence_names_each_file_the_overview_read() {
+        assert_eq!(
+            sources_sentence(
+                Some(("bench/spec", "newest run")),
+                Some("sweep"),
+                Some("accept"),
+                None,
+                true
+            )
+            .unwrap(),
+            "Acceptance from run bench/spec (newest run); break-even from sweep sweep; categories from accept."
+        );
+        // Without acceptance the run is not named; with nothing loaded there is no sentence.
+        assert_eq!(
+            sources_sentence(Some(("r", "why")), Some("s"), None, None, false).unwrap(),
+            "Break-even from sweep s."
+        );
+        assert_eq!(sources_sentence(None, None, None, None, false), None);
+    }
 
     fn row(c: f64, spec: f64, base: f64) -> SweepRow {
         SweepRow {

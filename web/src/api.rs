@@ -1,10 +1,15 @@
+//! Where the pages' data come from: the collector's API (`/api/…`), or in static-report mode
+//! the report's embedded copy of the same answers.
+//!
 //! Static-report mode: when the page carries a report's data (a `<script type="application/json">`
 //! written by `speclens report`), the run history reads from it instead of the collector's API,
 //! and a report written with another schema version says so instead of showing an empty page.
 
 use std::sync::OnceLock;
 
+use gloo_net::http::Request;
 use leptos::prelude::*;
+use serde::de::DeserializeOwned;
 use speclens_shared::results::report_data::{ReportData, REPORT_ELEMENT_ID};
 use speclens_shared::results::run_list::RunList;
 use speclens_shared::results::run_result::RunResult;
@@ -74,4 +79,20 @@ pub fn measured_whatif() -> Option<String> {
     let result: RunResult =
         serde_json::from_value(data.responses.get(&format!("/api/runs/{}", entry.id))?.clone()).ok()?;
     run_whatif_link(&run_view_from_result(&result)).map(|(fragment, _)| fragment)
+}
+
+/// The collector's answer at `url` as `T` (the shared result types), or the report's copy of
+/// it in a static report.
+pub async fn fetch_json<T: DeserializeOwned>(url: String) -> Result<T, String> {
+    let value = match response(&url) {
+        Some(answer) => answer?,
+        None => {
+            let response = Request::get(&url).send().await.map_err(|e| e.to_string())?;
+            if !response.ok() {
+                return Err(format!("{url}: HTTP {}", response.status()));
+            }
+            response.json::<serde_json::Value>().await.map_err(|e| e.to_string())?
+        }
+    };
+    serde_json::from_value(value).map_err(|e| format!("{url}: {e}"))
 }

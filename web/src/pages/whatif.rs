@@ -11,7 +11,7 @@ use speclens_shared::model::whatif::{parse_input, parse_number_list, Acceptance,
 use speclens_shared::Error;
 use wasm_bindgen::JsValue;
 
-use crate::canvas::{chart_canvas, Draw, Root};
+use crate::chart::canvas::{chart_canvas, Draw, Root};
 
 /// S(B) for each k of the what-if state.
 struct SpeedupCurves;

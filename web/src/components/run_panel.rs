@@ -1,15 +1,9 @@
-//! The live run page: connects to the collector's WebSocket (reconnecting with capped backoff),
-//! applies snapshots and deltas to the shared `LiveState`, and shows vLLM Grafana's headline
-//! tiles, the acceptance and token-flow timelines, latencies and their distributions, the
-//! per-request path and its acceptance distributions, acceptance by draft position for each
-//! path beside the geometric curve, and why a path has no data.
-
-use std::cell::{Cell, RefCell};
-use std::rc::Rc;
+//! One run's panel, the same live and saved: the tiles, the acceptance and token-flow
+//! timelines, latencies and their distributions, the per-request path, acceptance by draft
+//! position and the replicas.
 
 use leptos::prelude::*;
 use plotters::style::RGBColor;
-use send_wrapper::SendWrapper;
 use speclens_shared::chart::{
     colors, draw_histograms, draw_per_position, draw_series_chart, draw_series_panels, hover, HistogramPanel,
     Positions, Series, SeriesPanel, XFrame,
@@ -17,192 +11,15 @@ use speclens_shared::chart::{
 use speclens_shared::glossary::Term;
 use speclens_shared::model::speedup::implied_alpha;
 use speclens_shared::run::aggregate::Bins;
-use speclens_shared::run::record::LatencyStats;
-use speclens_shared::view::headline::run_whatif_link;
-use speclens_shared::view::live_state::{Applied, LiveState};
-use speclens_shared::view::protocol::ServerMessage;
 use speclens_shared::view::run::{RunStatus, RunView, Tiles, TimelinePoint};
 use speclens_shared::Error;
-use wasm_bindgen::closure::Closure;
-use wasm_bindgen::JsCast;
-use web_sys::{MessageEvent, WebSocket};
 
-use crate::canvas::{chart_canvas, Draw, Root};
-
-/// Connection state shown on the page.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-enum Link {
-    Connecting,
-    Open,
-    Retrying,
-}
-
-fn ws_url() -> Option<String> {
-    let location = window().location();
-    let scheme = if location.protocol().ok()? == "https:" {
-        "wss"
-    } else {
-        "ws"
-    };
-    Some(format!("{scheme}://{}/ws", location.host().ok()?))
-}
-
-/// The live view's one WebSocket. It reconnects with a capped backoff while the view is shown;
-/// when the view is left it detaches its handlers, closes, and never reconnects, so going back
-/// and forth between views leaves one socket open (the handlers are owned here, not leaked).
-struct LiveSocket {
-    set_live: WriteSignal<LiveState>,
-    set_link: WriteSignal<Link>,
-    live: ReadSignal<LiveState>,
-    socket: RefCell<Option<WebSocket>>,
-    handlers: RefCell<Vec<Handler>>,
-    left: Cell<bool>,
-}
-
-/// A JS callback attached to the socket (kept alive while it is attached).
-enum Handler {
-    Event(#[allow(dead_code)] Closure<dyn FnMut()>),
-    Message(#[allow(dead_code)] Closure<dyn FnMut(MessageEvent)>),
-}
-
-impl LiveSocket {
-    /// Connect now; the returned handle closes the socket for good when dropped by [`leave`].
-    fn start(
-        set_live: WriteSignal<LiveState>,
-        set_link: WriteSignal<Link>,
-        live: ReadSignal<LiveState>,
-    ) -> Rc<LiveSocket> {
-        let me = Rc::new(LiveSocket {
-            set_live,
-            set_link,
-            live,
-            socket: RefCell::new(None),
-            handlers: RefCell::new(Vec::new()),
-            left: Cell::new(false),
-        });
-        LiveSocket::connect(&me, 0);
-        me
-    }
-
-    /// Open a socket (after detaching the previous one's handlers). Called at start and from a
-    /// timer, never from inside one of the socket's own handlers.
-    fn connect(me: &Rc<LiveSocket>, attempt: u32) {
-        if me.left.get() {
-            return;
-        }
-        me.detach();
-        let Some(url) = ws_url() else { return };
-        let Ok(socket) = WebSocket::new(&url) else {
-            LiveSocket::retry(me, attempt);
-            return;
-        };
-        me.set_link.set(Link::Connecting);
-        // Exposed for debugging and for the browser tests that cut the connection on purpose.
-        let _ = js_sys::Reflect::set(&window(), &"speclensSocket".into(), &socket);
-        let set_link = me.set_link;
-        let on_open = Closure::<dyn FnMut()>::new(move || set_link.set(Link::Open));
-        socket.set_onopen(Some(on_open.as_ref().unchecked_ref()));
-        let (set_live, sock) = (me.set_live, socket.clone());
-        let on_message = Closure::<dyn FnMut(MessageEvent)>::new(move |e: MessageEvent| {
-            let Some(text) = e.data().as_string() else { return };
-            let Ok(message) = serde_json::from_str::<ServerMessage>(&text) else {
-                return;
-            };
-            let (mut need_snapshot, mut moved_on) = (false, false);
-            set_live.update(|state| {
-                let was_over = state.session_over;
-                need_snapshot = state.apply(message) == Applied::NeedSnapshot;
-                moved_on = !was_over && state.session_over && state.seen_running;
-            });
-            if need_snapshot {
-                // Closing makes the server send a fresh snapshot on the next connection.
-                let _ = sock.close();
-            }
-            if moved_on {
-                // The page watched the measurements to their end: show what they found.
-                let _ = window().location().set_hash("overview");
-            }
-        });
-        socket.set_onmessage(Some(on_message.as_ref().unchecked_ref()));
-        let weak = Rc::downgrade(me);
-        let on_close = Closure::<dyn FnMut()>::new(move || {
-            let Some(me) = weak.upgrade() else { return };
-            let finished = matches!(
-                me.live.with_untracked(|l| l.run.status),
-                RunStatus::Finished | RunStatus::Partial
-            );
-            LiveSocket::retry(&me, if finished { attempt.max(3) } else { attempt });
-        });
-        socket.set_onclose(Some(on_close.as_ref().unchecked_ref()));
-        *me.handlers.borrow_mut() = vec![
-            Handler::Event(on_open),
-            Handler::Message(on_message),
-            Handler::Event(on_close),
-        ];
-        *me.socket.borrow_mut() = Some(socket);
-    }
-
-    fn retry(me: &Rc<LiveSocket>, attempt: u32) {
-        if me.left.get() {
-            return;
-        }
-        me.set_link.set(Link::Retrying);
-        let delay_ms = (250u64 << attempt.min(5)).min(5_000);
-        let weak = Rc::downgrade(me);
-        set_timeout(
-            move || {
-                if let Some(me) = weak.upgrade() {
-                    LiveSocket::connect(&me, attempt + 1);
-                }
-            },
-            std::time::Duration::from_millis(delay_ms),
-        );
-    }
-
-    /// Take the handlers off the current socket (if any) and close it.
-    fn detach(&self) {
-        if let Some(socket) = self.socket.borrow_mut().take() {
-            socket.set_onopen(None);
-            socket.set_onmessage(None);
-            socket.set_onclose(None);
-            let _ = socket.close();
-        }
-        self.handlers.borrow_mut().clear();
-    }
-
-    /// The view is gone: close for good.
-    fn leave(&self) {
-        self.left.set(true);
-        self.detach();
-    }
-}
-
-fn fmt(v: Option<f64>, decimals: usize) -> String {
-    v.map_or_else(|| "No traffic".to_string(), |x| format!("{x:.decimals$}"))
-}
-
-/// One latency's mean, median and p99, its name defined on hover (the table's rows name the
-/// figure without the unit: the header says milliseconds).
-pub fn latency_row(term: Term, stats: Option<LatencyStats>) -> impl IntoView {
-    let cells = match stats {
-        Some(s) => [s.mean, s.median, s.percentiles.get("99").copied().unwrap_or(f64::NAN)].map(|v| format!("{v:.2}")),
-        None => [(); 3].map(|_| "—".to_string()),
-    };
-    let name = term.name().trim_end_matches(" (ms)").trim_end_matches(" latency");
-    view! { <tr><td title=term.definition() tabindex="0">{name}</td><td>{cells[0].clone()}</td><td>{cells[1].clone()}</td><td>{cells[2].clone()}</td></tr> }
-}
-
-/// The first letter in capitals (a tile's label from the glossary's name).
-pub fn capitalised(name: &str) -> String {
-    let mut chars = name.chars();
-    chars
-        .next()
-        .map_or(String::new(), |c| c.to_uppercase().chain(chars).collect())
-}
+use crate::chart::canvas::{chart_canvas, Draw, Root};
+use crate::components::figures::*;
 
 /// "Output: X tokens/s (whole run)", and the steady window's figure when the run had one: the
 /// one a sweep compares, so a sweep point's page shows the console's number, named.
-fn throughput_line(r: &RunView) -> String {
+pub fn throughput_line(r: &RunView) -> String {
     let whole = format!("Output: {:.1} tokens/s (whole run)", r.output_tokens_per_s);
     match (r.steady_output_tokens_per_s, r.steady_window_s) {
         (Some(steady), Some(window_s)) => {
@@ -217,7 +34,7 @@ fn throughput_line(r: &RunView) -> String {
 
 /// Acceptance over time: the rate (percent) and the length (tokens per step), each on its own
 /// axis, one point per scrape interval.
-struct AcceptanceOverTime;
+pub struct AcceptanceOverTime;
 
 impl Draw<RunView> for AcceptanceOverTime {
     fn draw(run: &RunView, root: &Root, scale: f64) -> Result<Option<XFrame>, Error> {
@@ -254,7 +71,7 @@ impl Draw<RunView> for AcceptanceOverTime {
 }
 
 /// Draft tokens proposed, accepted and rejected per second.
-struct TokenFlow;
+pub struct TokenFlow;
 
 impl Draw<RunView> for TokenFlow {
     fn draw(run: &RunView, root: &Root, scale: f64) -> Result<Option<XFrame>, Error> {
@@ -288,7 +105,7 @@ impl Draw<RunView> for TokenFlow {
 }
 
 /// Path colours in the per-position chart: per-request first, then each scraped endpoint.
-const PATH_COLORS: [RGBColor; 4] = [
+pub const PATH_COLORS: [RGBColor; 4] = [
     colors::ACCEPTED,
     colors::PROPOSED,
     colors::SPECULATIVE,
@@ -296,7 +113,7 @@ const PATH_COLORS: [RGBColor; 4] = [
 ];
 
 /// Acceptance by draft position for each path, beside the geometric curve of the same E.
-struct PositionsChart;
+pub struct PositionsChart;
 
 impl Draw<RunView> for PositionsChart {
     fn draw(run: &RunView, root: &Root, scale: f64) -> Result<Option<XFrame>, Error> {
@@ -312,7 +129,7 @@ impl Draw<RunView> for PositionsChart {
 }
 
 /// Each path's positions in its colour, and the first path's E.
-fn measured_positions(run: &RunView) -> (Vec<Positions>, f64) {
+pub fn measured_positions(run: &RunView) -> (Vec<Positions>, f64) {
     let paths = run.positions_by_path();
     let e = paths.first().map_or(1.0, |p| p.acceptance_length);
     let measured = paths
@@ -328,7 +145,7 @@ fn measured_positions(run: &RunView) -> (Vec<Positions>, f64) {
 }
 
 /// TTFT, ITL and E2E latency histograms side by side.
-struct LatencyDistributions;
+pub struct LatencyDistributions;
 
 impl Draw<RunView> for LatencyDistributions {
     fn draw(run: &RunView, root: &Root, scale: f64) -> Result<Option<XFrame>, Error> {
@@ -348,7 +165,7 @@ impl Draw<RunView> for LatencyDistributions {
 }
 
 /// Per-request acceptance length and the pooled drafts accepted per step.
-struct AcceptanceDistributions;
+pub struct AcceptanceDistributions;
 
 impl Draw<RunView> for AcceptanceDistributions {
     fn draw(run: &RunView, root: &Root, scale: f64) -> Result<Option<XFrame>, Error> {
@@ -373,7 +190,7 @@ impl Draw<RunView> for AcceptanceDistributions {
 }
 
 /// "over N requests · M steps" under the acceptance distributions.
-fn acceptance_counts(run: &RunView) -> String {
+pub fn acceptance_counts(run: &RunView) -> String {
     let requests = run.distributions.acceptance_length.as_ref().map_or(0, Bins::total);
     let steps: u64 = run
         .per_request
@@ -469,7 +286,7 @@ pub fn RunPanel(run: Signal<RunView>) -> impl IntoView {
 }
 
 /// The per-request path's figures of a run, or why there are none.
-fn per_request_path(run: Signal<RunView>) -> impl IntoView {
+pub fn per_request_path(run: Signal<RunView>) -> impl IntoView {
     move || {
         run.with(|r| match &r.per_request {
             Some(s) => {
@@ -495,7 +312,7 @@ fn per_request_path(run: Signal<RunView>) -> impl IntoView {
 }
 
 /// Each endpoint's acceptance over the live scrapes, when there are any.
-fn per_replica(run: Signal<RunView>) -> impl IntoView {
+pub fn per_replica(run: Signal<RunView>) -> impl IntoView {
     move || {
         let rows = run.with(|r| r.acceptance_by_endpoint());
         (!rows.is_empty()).then(|| view! {
@@ -515,65 +332,4 @@ fn per_replica(run: Signal<RunView>) -> impl IntoView {
             </table></div>
         })
     }
-}
-
-/// The link to the what-if page seeded with a run's measured acceptance, with the model B*
-/// it opens on beside it (`shared::headline::run_whatif_link`).
-pub fn whatif_link(run: &RunView) -> Option<AnyView> {
-    let (fragment, b) = run_whatif_link(run)?;
-    Some(
-        view! { <p><a id="whatif-from-run" href=format!("#{fragment}")>"What-if with this run's measured acceptance →"</a>
-            <span class="hint" id="whatif-from-run-bstar">{format!(" model B* = {b:.1} (an H100's ridge, drafts free: change them there)")}</span></p> }
-        .into_any(),
-    )
-}
-
-#[component]
-pub fn LivePage() -> impl IntoView {
-    let (live, set_live) = signal(LiveState::default());
-    let (link, set_link) = signal(Link::Connecting);
-    let socket = SendWrapper::new(LiveSocket::start(set_live, set_link, live));
-    on_cleanup(move || socket.leave());
-    let run = Signal::derive(move || live.with(|l| l.run.clone()));
-    view! {
-        <section class="page live">
-            <h1>"Live run"</h1>
-            {move || live.with(|l| l.incompatible.clone()).map(|m| view! { <div class="notice" role="alert">{m}</div> })}
-            <p class="status" id="run-status">
-                <span class=move || format!("link {}", match link.get() { Link::Open => "open", Link::Connecting => "connecting", Link::Retrying => "retrying" })>
-                    {move || match link.get() { Link::Open => "connected", Link::Connecting => "connecting…", Link::Retrying => "reconnecting…" }}
-                </span>
-                {move || status_line(&run.get())}
-            </p>
-            {move || run.with(whatif_link)}
-            {move || (run.with(|r| r.status) == RunStatus::Idle).then(|| view! {
-                <div class="empty" id="live-empty">
-                    <p>"No run is being measured by this server."</p>
-                    <p class="hint">"This page follows a run while it goes: start one with "
-                        <code>"speclens bench --url http://127.0.0.1:8000 --dashboard"</code>
-                        " or " <code>"speclens demo"</code> ". Saved runs are in the "
-                        <a href="#overview">"overview"</a> " and the " <a href="#runs">"run list"</a> "."</p>
-                </div>
-            })}
-            {move || (live.with(|l| l.session_over) && run.with(|r| r.status) != RunStatus::Running).then(|| view! {
-                <p class="notice" id="session-over">"The measurements are done. " <a href="#overview">"See the overview →"</a></p>
-            })}
-            <RunPanel run=run/>
-        </section>
-    }
-}
-
-/// ` · label model · status · counts · elapsed`.
-pub fn status_line(r: &RunView) -> String {
-    let status = match r.status {
-        RunStatus::Idle => "no run yet",
-        RunStatus::Running => "running",
-        RunStatus::Finished => "finished",
-        RunStatus::Partial => "stopped early (partial)",
-    };
-    let total = r.progress.total.map_or(String::new(), |t| format!(" of {t}"));
-    format!(
-        " · {} {} · {status} · {} completed, {} failed{total} · {:.1} s",
-        r.label, r.model, r.progress.completed, r.progress.failed, r.progress.elapsed_s
-    )
 }

@@ -14,15 +14,16 @@ use speclens_shared::results::run_result::RunResult;
 use speclens_shared::sweep::{Axis, SweepFile};
 use speclens_shared::view::headline::{run_whatif_link, Headline};
 use speclens_shared::view::overview::{
-    arm_lines, batch_text, break_even_of_headline, pick_run, AcceptanceSummary, BreakEvenSummary,
+    arm_lines, batch_text, break_even_of_headline, pick_run, positions_sentence, sources_sentence, speedup_sentence,
+    AcceptanceSummary, BreakEvenSummary,
 };
-use speclens_shared::view::run::run_view_from_result;
-use speclens_shared::view::run::RunView;
+use speclens_shared::view::run::{run_view_from_result, RunView};
 use speclens_shared::Error;
 
-use crate::canvas::{chart_canvas, Draw, Root};
-use crate::live_page::latency_row;
-use crate::runs_page::{category_bars, fetch_json, CategoryChart, SweepChart};
+use crate::api::fetch_json;
+use crate::chart::canvas::{chart_canvas, Draw, Root};
+use crate::components::charts::{category_bars, CategoryChart, SweepChart};
+use crate::components::figures::latency_row;
 
 /// Everything the overview shows, fetched once.
 #[derive(Clone)]
@@ -168,68 +169,6 @@ fn overview_tiles(
     tiles
 }
 
-/// The sentence under the per-position chart: measured rates against the geometric ones of the
-/// same E, and the model's best k from them.
-fn positions_sentence(a: &AcceptanceSummary, best: Option<KChoice>, best_loaded: Option<(f64, KChoice)>) -> String {
-    let measured: Vec<String> = a.positions.rates.iter().map(|r| format!("{r:.2}")).collect();
-    let geometric: Vec<String> = a.geometric.iter().map(|r| format!("{r:.2}")).collect();
-    format!(
-        "By draft position ({}): {} measured against {} for a geometric α of the same E. {}",
-        a.positions.label,
-        measured.join(", "),
-        geometric.join(", "),
-        best.map_or(String::new(), |k| format!(
-            "From these rates the model's best k at batch 1 is {} (E {:.2}, speedup {:.2}×){}, on the sweep's costs.",
-            k.k,
-            k.expected_tokens,
-            k.speedup,
-            best_loaded.map_or(String::new(), |(b, k)| format!(
-                " and at batch {} it is {} (speedup {:.2}×)",
-                batch_text(b),
-                k.k,
-                k.speedup
-            ))
-        ))
-    )
-}
-
-/// The speedup at the sweep's lowest level, in the axis's own terms.
-fn speedup_sentence(b: &BreakEvenSummary) -> Option<String> {
-    let (c, ratio) = b.lowest?;
-    Some(match b.axis {
-        Axis::Concurrency => format!(
-            "At concurrency {c:.0} speculation gives {ratio:.2}× the plain server's output throughput{}.",
-            b.lowest_predicted
-                .map_or(String::new(), |p| format!(" (the model: {p:.2}×)"))
-        ),
-        Axis::RequestRate => format!(
-            "At {} requests/s the plain server's median E2E latency is {ratio:.2}× the speculative one's.",
-            batch_text(c)
-        ),
-    })
-}
-
-/// Where the overview's figures come from, as one sentence.
-fn sources_sentence(data: &Loaded, headline: Option<&Headline>, has_acceptance: bool) -> Option<String> {
-    let mut parts = Vec::new();
-    match (headline, &data.run, has_acceptance) {
-        (Some(h), _, true) => parts.push(format!("acceptance from the sweep's arm {} ({})", h.arm, h.why)),
-        (None, Some((id, why, _)), true) => parts.push(format!("acceptance from run {id} ({why})")),
-        _ => {}
-    }
-    if let Some((id, _)) = &data.sweep {
-        parts.push(format!("break-even from sweep {id}"));
-    }
-    if let Some((id, _)) = &data.accept {
-        parts.push(format!("categories from {id}"));
-    }
-    (!parts.is_empty()).then(|| {
-        let mut line = parts.join("; ");
-        line[..1].make_ascii_uppercase();
-        line + "."
-    })
-}
-
 /// A headline tile: its label, value and the glossary's definition on hover and focus.
 fn tile(id: &'static str, term: Term, label: String, value: String) -> impl IntoView {
     view! { <div class="tile" id=id title=term.definition() tabindex="0"><div class="tile-label">{label}</div><div class="tile-value">{value}</div></div> }
@@ -335,7 +274,13 @@ fn OverviewBody(data: Loaded) -> impl IntoView {
         .as_ref()
         .and_then(|(_, t)| t.recommendation.as_ref())
         .map(|r| r.summary());
-    let sources = sources_sentence(&data, headline.as_ref(), acceptance.is_some());
+    let sources = sources_sentence(
+        data.run.as_ref().map(|(id, why, _)| (id.as_str(), why.as_str())),
+        data.sweep.as_ref().map(|(id, _)| id.as_str()),
+        data.accept.as_ref().map(|(id, _)| id.as_str()),
+        headline.as_ref(),
+        acceptance.is_some(),
+    );
     view! {
         {sources.map(|s| view! { <p class="hint" id="overview-sources">{s}</p> })}
         <div class="tiles" id="overview-tiles">{tiles}</div>

@@ -14,7 +14,7 @@ use speclens_shared::Error;
 use wasm_bindgen::JsValue;
 use web_sys::HtmlCanvasElement;
 
-use crate::backend::PageBackend;
+use crate::chart::backend::PageBackend;
 
 /// Milliseconds since the page's navigation started (`performance.now()`), for timings the
 /// web benchmark reads (`perf/web.sh`).
