@@ -38,6 +38,17 @@ impl Engine {
         }
     }
 
+    /// The engine's name as its project writes it, for people: `vLLM`, `TensorRT-LLM`, `SGLang`,
+    /// `llama.cpp`.
+    pub const fn display_name(self) -> &'static str {
+        match self {
+            Engine::Vllm => "vLLM",
+            Engine::Trtllm => "TensorRT-LLM",
+            Engine::Sglang => "SGLang",
+            Engine::LlamaCpp => "llama.cpp",
+        }
+    }
+
     /// The prefix of the engine's metric names.
     pub const fn prefix(self) -> &'static str {
         match self {

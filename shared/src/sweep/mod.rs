@@ -5,9 +5,11 @@
 
 pub mod adaptive;
 pub mod arms;
+mod engine_lines;
 pub mod levels;
 pub mod pair;
 pub mod recommend;
+mod recommend_text;
 pub mod saturation;
 pub mod schedules;
 pub mod step_cost;
@@ -18,7 +20,7 @@ use crate::model::speedup::Costs;
 use crate::results::run_result::RunResult;
 use arms::{Arms, NamedPoint};
 pub use levels::{throughput, Arm, Axis, Level};
-pub use pair::{repeats_settled, PairTable, Prediction, SweepRow};
+pub use pair::{repeats_settled, Finding, PairTable, Prediction, SweepRow};
 use recommend::Recommendation;
 use schedules::{acceptance_warning, ServerFacts};
 
@@ -216,13 +218,13 @@ impl SweepFile {
                 out.push_str(&self.render_arms_goodput(slo));
             }
             for a in &self.arms.arms {
-                if let Some(line) = a
+                if let Some(p) = a
                     .table
                     .findings()
                     .into_iter()
-                    .find(|l| l.starts_with("Model prediction"))
+                    .find(|f| matches!(f, Finding::ModelPrediction(_)))
                 {
-                    out.push_str(&format!("  {}: {line}\n", a.name));
+                    out.push_str(&format!("  {}: {}\n", a.name, p.text(self.axis)));
                 }
             }
             out

@@ -348,41 +348,22 @@ impl PairTable {
         }
     }
 
-    /// The lines under the table: the measured crossing, the model's prediction, and why they
-    /// differ when the prediction lies outside what the measurement allows (its interval from
-    /// the repeats, else 5 %).
-    pub fn findings(&self) -> Vec<String> {
-        let (symbol, unit) = (self.axis.symbol(), self.axis.unit());
-        let mut lines = vec![match (self.crossing, self.crossing_interval) {
-            (Some(b), Some((lo, hi))) => format!(
-                "Measured crossing: {symbol} = {b:.1} {unit} (interpolated; {lo:.1}–{hi:.1} within the repeats' spread)"
-            ),
-            (Some(b), None) => format!("Measured crossing: {symbol} = {b:.1} {unit} (interpolated)"),
-            (None, _) => "Measured crossing: no crossing inside the swept range".to_string(),
+    /// What the table found, in order: the measured crossing, the goodput crossing (under
+    /// objectives), the model's prediction and whether the measurement falls left of it.
+    pub fn findings(&self) -> Vec<Finding> {
+        let mut found = vec![Finding::MeasuredCrossing {
+            at: self.crossing,
+            interval: self.crossing_interval,
         }];
         if let Some(slo) = &self.goodput_slo {
-            let any = self.rows.iter().any(|r| r.goodput_ratio().is_some());
-            lines.push(match self.goodput_crossing {
-                Some(b) => format!("Goodput crossing ({slo}): {symbol} = {b:.1} {unit} (interpolated)"),
-                None if any => format!("Goodput crossing ({slo}): no crossing inside the swept range"),
-                None => format!("Goodput crossing ({slo}): the plain arm met the objectives at no point"),
+            found.push(Finding::GoodputCrossing {
+                slo: slo.clone(),
+                at: self.goodput_crossing,
+                plain_met_objectives: self.rows.iter().any(|r| r.goodput_ratio().is_some()),
             });
         }
         if let Some(p) = &self.prediction {
-            lines.push(format!(
-                "Model prediction: B* = {:.1}{} from measured E = {:.3} (k = {}, {}, c = {}, ridge T* = {})",
-                p.break_even_batch,
-                if self.axis.is_concurrency() {
-                    ""
-                } else {
-                    " concurrent requests (a batch size, not a rate)"
-                },
-                p.measured_e,
-                p.k,
-                p.draft_tokens_phrase(),
-                p.costs.draft_cost,
-                p.costs.ridge_tokens
-            ));
+            found.push(Finding::ModelPrediction(p.clone()));
             // A rate's crossing is not a batch size: the two do not compare directly.
             let beyond = match (self.axis, self.crossing, self.crossing_interval) {
                 (Axis::RequestRate, _, _) => false,
@@ -391,13 +372,15 @@ impl PairTable {
                 (_, None, _) => false,
             };
             if beyond {
-                lines.push(format!(
-                    "The measured crossing is left of the prediction: costs the model does not charge ({}).",
-                    UNCHARGED_COSTS.join("; ")
-                ));
+                found.push(Finding::LeftOfPrediction);
             }
         }
-        lines
+        found
+    }
+
+    /// The findings as the console and the sweep page print them.
+    pub fn finding_lines(&self) -> Vec<String> {
+        self.findings().iter().map(|f| f.text(self.axis)).collect()
     }
 
     /// The console text: the table by level, the goodput table (under objectives), the
@@ -436,12 +419,83 @@ impl PairTable {
                 ));
             }
         }
-        for (i, line) in self.findings().iter().enumerate() {
+        for (i, line) in self.finding_lines().iter().enumerate() {
             out.push_str(if i == 0 { "\n" } else { "" });
             out.push_str(line);
             out.push('\n');
         }
         out
+    }
+}
+
+/// One thing a two-arm table found.
+#[derive(Debug, Clone, PartialEq)]
+pub enum Finding {
+    /// Where spec ÷ plain crosses 1.0 (interpolated), with the repeats' interval.
+    MeasuredCrossing {
+        at: Option<f64>,
+        interval: Option<(f64, f64)>,
+    },
+    /// Where the goodput ratio crosses 1.0 under the objectives `slo`.
+    GoodputCrossing {
+        slo: String,
+        at: Option<f64>,
+        /// Whether the plain arm met the objectives at any point.
+        plain_met_objectives: bool,
+    },
+    /// The model's B* from the measured E.
+    ModelPrediction(Prediction),
+    /// The measured crossing lies left of the prediction: costs the model does not charge.
+    LeftOfPrediction,
+}
+
+impl Finding {
+    /// The finding as one line, in the sweep axis's terms.
+    pub fn text(&self, axis: Axis) -> String {
+        let (symbol, unit) = (axis.symbol(), axis.unit());
+        match self {
+            Finding::MeasuredCrossing {
+                at: Some(b),
+                interval: Some((lo, hi)),
+            } => format!(
+                "Measured crossing: {symbol} = {b:.1} {unit} (interpolated; {lo:.1}–{hi:.1} within the repeats' spread)"
+            ),
+            Finding::MeasuredCrossing { at: Some(b), .. } => {
+                format!("Measured crossing: {symbol} = {b:.1} {unit} (interpolated)")
+            }
+            Finding::MeasuredCrossing { at: None, .. } => {
+                "Measured crossing: no crossing inside the swept range".to_string()
+            }
+            Finding::GoodputCrossing { slo, at: Some(b), .. } => {
+                format!("Goodput crossing ({slo}): {symbol} = {b:.1} {unit} (interpolated)")
+            }
+            Finding::GoodputCrossing {
+                slo,
+                at: None,
+                plain_met_objectives: true,
+            } => format!("Goodput crossing ({slo}): no crossing inside the swept range"),
+            Finding::GoodputCrossing { slo, .. } => {
+                format!("Goodput crossing ({slo}): the plain arm met the objectives at no point")
+            }
+            Finding::ModelPrediction(p) => format!(
+                "Model prediction: B* = {:.1}{} from measured E = {:.3} (k = {}, {}, c = {}, ridge T* = {})",
+                p.break_even_batch,
+                if axis.is_concurrency() {
+                    ""
+                } else {
+                    " concurrent requests (a batch size, not a rate)"
+                },
+                p.measured_e,
+                p.k,
+                p.draft_tokens_phrase(),
+                p.costs.draft_cost,
+                p.costs.ridge_tokens
+            ),
+            Finding::LeftOfPrediction => format!(
+                "The measured crossing is left of the prediction: costs the model does not charge ({}).",
+                UNCHARGED_COSTS.join("; ")
+            ),
+        }
     }
 }
 

@@ -9,9 +9,8 @@ use serde::{Deserialize, Serialize};
 
 use super::arms::{ArmSweep, Arms};
 use super::levels::Axis;
-use super::schedules::{
-    check_vllm_schedule, sglang_adaptive_config, vllm_schedule_warnings, ServerFacts, TrtllmSchedule,
-};
+use super::schedules::{vllm_schedule_warnings, ServerFacts};
+use crate::engine::Engine;
 use crate::model::speedup::{expected_tokens_per_position, speedup, Costs};
 
 /// The largest batch size a vLLM schedule's last range reaches (vLLM caps it at
@@ -123,15 +122,102 @@ impl ModelSchedule {
     }
 }
 
-/// One engine's setting line and what it rests on.
+/// What an engine line sets.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum SettingKind {
+    /// One k for every batch (k = 0: serve without speculation).
+    Fixed,
+    /// k by batch size, from the measured ranges.
+    Schedule,
+    /// The model's best k by batch size, not measured at every k: to try as an adaptive arm.
+    ModelSchedule,
+    /// The engine's own adaptive choice among candidate k (SGLang's tiers).
+    Adaptive,
+    /// No line could be written; the basis says why.
+    Unwritten,
+}
+
+/// One engine's setting line and what it rests on. In `sweep.json` the engine and kind are one
+/// label (`vLLM`, `vLLM (model's schedule)`, `SGLang`, `SGLang (adaptive)`, `TensorRT-LLM`), as
+/// every speclens before this type wrote them.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(into = "SettingFile", try_from = "SettingFile")]
 pub struct Setting {
-    pub engine: String,
+    pub engine: Engine,
+    pub kind: SettingKind,
     pub line: String,
     pub basis: String,
     /// What on the server would stop the line taking effect.
-    #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub warnings: Vec<String>,
+}
+
+impl Setting {
+    /// The engine's name, with the kind where the engine has more than one line of it.
+    pub fn label(&self) -> String {
+        match self.kind {
+            SettingKind::ModelSchedule => format!("{} (model's schedule)", self.engine.display_name()),
+            SettingKind::Adaptive => format!("{} (adaptive)", self.engine.display_name()),
+            _ => self.engine.display_name().to_string(),
+        }
+    }
+}
+
+/// A [`Setting`] as `sweep.json` holds it.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+struct SettingFile {
+    engine: String,
+    line: String,
+    basis: String,
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    warnings: Vec<String>,
+}
+
+impl From<Setting> for SettingFile {
+    fn from(s: Setting) -> SettingFile {
+        SettingFile {
+            engine: s.label(),
+            line: s.line,
+            basis: s.basis,
+            warnings: s.warnings,
+        }
+    }
+}
+
+impl TryFrom<SettingFile> for Setting {
+    type Error = String;
+
+    /// The label's engine and kind; a vLLM or TensorRT-LLM line without a suffix is a schedule
+    /// when it sets one (vLLM's `num_speculative_tokens_per_batch_size`, TensorRT-LLM's
+    /// `draft_len_schedule`), else one k.
+    fn try_from(f: SettingFile) -> Result<Setting, String> {
+        let (name, suffix) = match f.engine.split_once(" (") {
+            Some((name, rest)) => (name, Some(rest.trim_end_matches(')'))),
+            None => (f.engine.as_str(), None),
+        };
+        let engine = [Engine::Vllm, Engine::Sglang, Engine::Trtllm, Engine::LlamaCpp]
+            .into_iter()
+            .find(|e| e.display_name() == name)
+            .ok_or_else(|| format!("a recommendation's setting names an unknown engine {:?}", f.engine))?;
+        let kind = match suffix {
+            Some("model's schedule") => SettingKind::ModelSchedule,
+            Some("adaptive") => SettingKind::Adaptive,
+            Some(other) => return Err(format!("a recommendation's setting has an unknown kind {other:?}")),
+            None if f.line.is_empty() => SettingKind::Unwritten,
+            None if f.line.contains("num_speculative_tokens_per_batch_size")
+                || f.line.contains("draft_len_schedule") =>
+            {
+                SettingKind::Schedule
+            }
+            None => SettingKind::Fixed,
+        };
+        Ok(Setting {
+            engine,
+            kind,
+            line: f.line,
+            basis: f.basis,
+            warnings: f.warnings,
+        })
+    }
 }
 
 /// The recommendation of a sweep.
@@ -252,211 +338,13 @@ impl Recommendation {
         };
         rec.settings = rec.settings_lines(speculative_config);
         rec.settings.extend(rec.model_schedule_line(speculative_config));
-        for vllm in rec
-            .settings
-            .iter_mut()
-            .filter(|s| s.engine.starts_with("vLLM") && s.line.contains("per_batch_size"))
-        {
+        for vllm in rec.settings.iter_mut().filter(|s| {
+            s.engine == Engine::Vllm && matches!(s.kind, SettingKind::Schedule | SettingKind::ModelSchedule)
+        }) {
             vllm.warnings = vllm_schedule_warnings(facts);
         }
         rec.settings.extend(rec.schedule_lines(arms));
         Some(rec)
-    }
-
-    /// The engine lines of this recommendation.
-    fn settings_lines(&self, speculative_config: Option<&serde_json::Value>) -> Vec<Setting> {
-        let mut out = Vec::new();
-        let Some(first) = self.ranges.first() else {
-            return out;
-        };
-        let unknown: Vec<&str> = self
-            .ranges
-            .iter()
-            .filter(|r| r.k.is_none())
-            .filter_map(|r| r.arm.as_deref())
-            .collect();
-        if !unknown.is_empty() {
-            out.push(Setting {
-                engine: "vLLM".into(),
-                line: String::new(),
-                basis: format!(
-                    "no line: arm {} measured no acceptance, so its k is unknown (give the sweep the server's metrics)",
-                    unknown.join(", ")
-                ),
-                warnings: Vec::new(),
-            });
-            return out;
-        }
-        let measured = self.basis();
-        let top_k = self.ranges.iter().filter_map(|r| r.k).max().unwrap_or(0);
-        let first_k = first.k.unwrap_or(0);
-        let mut config = own_keys(speculative_config);
-        let template_note = if speculative_config.is_some() {
-            String::new()
-        } else {
-            "; merge these keys into the servers' own --speculative-config (give it to the sweep as --speculative-config to print the whole line)".to_string()
-        };
-        if top_k == 0 {
-            out.push(Setting {
-                engine: "vLLM".into(),
-                line: "(no --speculative-config: serve without speculation)".into(),
-                basis: format!("plain measured best at every level ({measured})"),
-                warnings: Vec::new(),
-            });
-            return out;
-        }
-        config.insert("num_speculative_tokens".into(), top_k.into());
-        let schedule: Vec<(u64, u64, u32)> = self.batch_schedule();
-        let single = schedule.len() == 1;
-        if let Err(e) = check_vllm_schedule(&schedule, top_k) {
-            out.push(Setting {
-                engine: "vLLM".into(),
-                line: String::new(),
-                basis: format!("no line: {e} ({measured})"),
-                warnings: Vec::new(),
-            });
-            return out;
-        }
-        if self.axis.is_concurrency() && !single {
-            config.insert(
-                "num_speculative_tokens_per_batch_size".into(),
-                serde_json::to_value(&schedule).unwrap_or_default(),
-            );
-        } else {
-            config.remove("num_speculative_tokens_per_batch_size");
-        }
-        let json = serde_json::Value::Object(config).to_string();
-        let schedule_note = if self.axis.is_concurrency() {
-            if single {
-                String::new()
-            } else {
-                "; the schedule is vLLM's num_speculative_tokens_per_batch_size (vLLM 0.32; inclusive batch-size ranges, k = 0 turns speculation off), with the running batch taken as the sweep's concurrency".into()
-            }
-        } else {
-            match &self.cut_off {
-                Some(c) => format!(
-                    "; a rate sweep gives no batch sizes for vLLM's per-batch-size schedule: above {:.1} requests/s route traffic to a plain server",
-                    c.level
-                ),
-                None => String::new(),
-            }
-        };
-        out.push(Setting {
-            engine: "vLLM".into(),
-            line: format!("--speculative-config '{json}'"),
-            basis: format!("{measured}{schedule_note}{template_note}"),
-            warnings: Vec::new(),
-        });
-        if first_k > 0 {
-            out.push(self.sglang_line(first_k));
-        }
-        out
-    }
-
-    /// The model's schedule as a vLLM line, on a concurrency sweep where it changes k with the
-    /// batch and differs from the measured schedule: not every k of it was measured, so it is
-    /// a schedule to start a server with and judge as an adaptive arm beside the fixed-k arms.
-    fn model_schedule_line(&self, speculative_config: Option<&serde_json::Value>) -> Option<Setting> {
-        let m = self.model.as_ref().filter(|_| self.axis.is_concurrency())?;
-        let top_k = m.ranges.iter().map(|r| r.2).max().filter(|k| *k > 0)?;
-        if m.ranges.len() < 2 || m.ranges == self.batch_schedule() || check_vllm_schedule(&m.ranges, top_k).is_err() {
-            return None;
-        }
-        let mut config = own_keys(speculative_config);
-        config.insert("num_speculative_tokens".into(), top_k.into());
-        config.insert(
-            "num_speculative_tokens_per_batch_size".into(),
-            serde_json::to_value(&m.ranges).unwrap_or_default(),
-        );
-        Some(Setting {
-            engine: "vLLM (model's schedule)".into(),
-            line: format!("--speculative-config '{}'", serde_json::Value::Object(config)),
-            basis: format!(
-                "the model's best k by batch size from {}'s per-position rates and the sweep's --draft-cost and --ridge, not measured at every k: start a server with it and sweep it as an adaptive arm (--arm NAME=URL --adaptive NAME) beside the fixed-k arms to judge it",
-                m.rates_from
-            ),
-            warnings: Vec::new(),
-        })
-    }
-
-    /// SGLang's fixed draft length: the lowest range's k (EAGLE with top-k 1).
-    fn sglang_line(&self, first_k: u32) -> Setting {
-        let off = match &self.cut_off {
-            Some(c) => format!(
-                "; SGLang takes one draft length for every batch: above {:.1} {} route traffic to a plain server",
-                c.level,
-                self.axis.unit()
-            ),
-            None => String::new(),
-        };
-        Setting {
-            engine: "SGLang".into(),
-            line: format!(
-                "--speculative-num-steps {first_k} --speculative-eagle-topk 1 --speculative-num-draft-tokens {}",
-                first_k + 1
-            ),
-            basis: format!("k = {first_k} of the lowest range (EAGLE with top-k 1: k steps, k + 1 draft tokens){off}"),
-            warnings: Vec::new(),
-        }
-    }
-
-    /// SGLang's adaptive tiers and TensorRT-LLM's draft-length schedule, on a concurrency sweep
-    /// whose schedule changes k (a rate sweep gives no batch sizes; one k needs no schedule).
-    fn schedule_lines(&self, arms: &Arms) -> Vec<Setting> {
-        let schedule = self.batch_schedule();
-        if !self.axis.is_concurrency()
-            || schedule.len() < 2
-            || self.ranges.iter().any(|r| r.arm.is_some() && r.k.is_none())
-        {
-            return Vec::new();
-        }
-        let measured = self.basis();
-        let mut out = Vec::new();
-        // Each tier's candidates: its own k and those of the arms (or plain) tied with its picks.
-        let k_of = |name: &str| match name {
-            "plain" => Some(0),
-            _ => arms.arms.iter().find(|a| a.name == name).and_then(|a| a.k),
-        };
-        let tiers: Vec<(u64, Vec<u32>)> = schedule
-            .iter()
-            .map(|&(from, to, k)| {
-                let mut steps = vec![k];
-                for l in self
-                    .levels
-                    .iter()
-                    .filter(|l| (from..=to).contains(&(l.level.round() as u64)))
-                {
-                    steps.extend(l.tied.iter().filter_map(|t| k_of(t)));
-                }
-                (from, steps)
-            })
-            .collect();
-        out.push(Setting {
-            engine: "SGLang (adaptive)".into(),
-            line: format!(
-                "--speculative-algorithm EAGLE --speculative-eagle-topk 1 --speculative-adaptive --speculative-adaptive-config adaptive.json  # adaptive.json: {}",
-                sglang_adaptive_config(&tiers)
-            ),
-            basis: format!(
-                "{measured}; one tier per range, keyed by its first batch size (SGLang takes the tier of the largest key at or below the running batch), its candidate steps the range's k and those of the arms within its noise (0: off)"
-            ),
-            warnings: vec![
-                "SGLang's adaptive steps run with EAGLE or EAGLE3 at top-k 1 only, and not with attention data parallelism".into(),
-            ],
-        });
-        if let Some(t) = TrtllmSchedule::of(&schedule) {
-            out.push(Setting {
-                engine: "TensorRT-LLM".into(),
-                line: t.yaml(),
-                basis: format!(
-                    "{measured}; in --extra_llm_api_options, beside your decoding_type and draft model. draft_len_schedule in its newer form (NVIDIA/TensorRT-LLM PR #12262, get_draft_len_for_batch_size): k for batch sizes up to each key, nothing above the last; a build before it reads a key as \"from this batch size on\""
-                ),
-                warnings: vec![
-                    "a SpeculationGate (acceptance_window, acceptance_length_threshold) in the same config can turn speculation off for good in the middle of a run: leave it out while the schedule decides".into(),
-                ],
-            });
-        }
-        out
     }
 
     /// The ranges as vLLM's inclusive batch-size schedule (concurrency sweeps).
@@ -477,205 +365,8 @@ impl Recommendation {
         out
     }
 
-    /// Which measurements the ranges and the cut-off come from, and how sure each is.
-    fn basis(&self) -> String {
-        let unit = level_word(self.axis);
-        let mut parts: Vec<String> = self
-            .ranges
-            .iter()
-            .map(|r| {
-                let who = r.arm.clone().unwrap_or_else(|| "plain".into());
-                let levels: Vec<String> = self
-                    .levels
-                    .iter()
-                    .filter(|l| l.arm == r.arm && l.level >= r.from && r.to.is_none_or(|to| l.level <= to))
-                    .map(|l| format!("{}", l.level))
-                    .collect();
-                let sure = if r.sure { "sure" } else { "within the repeats' noise" };
-                let model = match (r.from_model, r.k) {
-                    (true, Some(k)) => format!(", k = {k} from the model of its per-position rates (not measured)"),
-                    _ => String::new(),
-                };
-                format!("{who} measured best at {} {} ({sure}){model}", unit, levels.join(", "))
-            })
-            .collect();
-        if let Some(c) = &self.cut_off {
-            let interval = c
-                .interval
-                .map_or(String::new(), |(lo, hi)| format!(", {lo:.1}–{hi:.1}"));
-            parts.push(format!(
-                "off above {}'s measured crossing {} = {:.1}{interval}",
-                c.arm,
-                self.axis.symbol(),
-                c.level
-            ));
-        }
-        parts.join("; ")
-    }
-
-    /// One sentence: each range's k and where speculation goes off.
-    pub fn summary(&self) -> String {
-        let unit = level_word(self.axis);
-        let schedule = self.batch_schedule();
-        let parts: Vec<String> = self
-            .ranges
-            .iter()
-            .enumerate()
-            .map(|(i, r)| {
-                let span = match (self.axis, schedule.get(i)) {
-                    (Axis::Concurrency, Some((from, to, _))) if *to == SCHEDULE_END => format!("from {unit} {from} up"),
-                    (Axis::Concurrency, Some((from, to, _))) if to > from => format!("at {unit} {from}–{to}"),
-                    (Axis::Concurrency, Some((from, _, _))) => format!("at {unit} {from}"),
-                    _ => match r.to {
-                        Some(to) => format!("at {unit} {:.1}–{to:.1}", r.from),
-                        None => format!("from {unit} {:.1} up", r.from),
-                    },
-                };
-                match (&r.arm, r.k) {
-                    (None, _) => format!("speculation off {span}"),
-                    (Some(a), Some(k)) => format!("k = {k} ({a}) {span}"),
-                    (Some(a), None) => format!("{a} {span}"),
-                }
-            })
-            .collect();
-        format!("Recommended: {}.", parts.join("; "))
-    }
-
-    /// The console text.
-    pub fn render(&self) -> String {
-        let unit = level_word(self.axis);
-        let mut out = String::from("Recommendation:\n");
-        let schedule = self.batch_schedule();
-        for (i, r) in self.ranges.iter().enumerate() {
-            let span = match (self.axis, schedule.get(i)) {
-                (Axis::Concurrency, Some((from, to, _))) if *to == SCHEDULE_END => format!("{unit} {from} and above"),
-                (Axis::Concurrency, Some((from, to, _))) if to > from => format!("{unit} {from}–{to}"),
-                (Axis::Concurrency, Some((from, _, _))) => format!("{unit} {from}"),
-                _ => match r.to {
-                    Some(to) => format!("{unit} {:.1}–{to:.1}", r.from),
-                    None => format!("{unit} {:.1} and above", r.from),
-                },
-            };
-            let what = match (&r.arm, r.k) {
-                (None, _) => "speculation off (plain measured best)".to_string(),
-                (Some(a), Some(k)) if r.from_model => format!(
-                    "k = {k} (arm {a} measured best; the model of its per-position rates prefers k = {k}, not measured: an arm with k = {k} would confirm it)"
-                ),
-                (Some(a), Some(k)) => format!("k = {k} (arm {a})"),
-                (Some(a), None) => format!("arm {a} (k not measured)"),
-            };
-            let sure = if r.sure { "" } else { ", within the repeats' noise" };
-            out.push_str(&format!("  {span}: {what}{sure}\n"));
-        }
-        if let Some(over) = self.cut_off.as_ref().and_then(|c| c.plain_over_saturated_from) {
-            out.push_str(&format!(
-                "  the cut-off rests on a saturated point: plain is over-saturated from {unit} {over} (throughput flat, latency growing), so plain's figure there is no deployment answer\n"
-            ));
-        }
-        for l in self.levels.iter().filter(|l| !l.tied.is_empty()) {
-            out.push_str(&format!(
-                "  at {unit} {}: {} is within the noise of {}\n",
-                l.level,
-                l.arm.as_deref().unwrap_or("plain"),
-                l.tied.join(", ")
-            ));
-        }
-        if let Some(c) = &self.cut_off {
-            let interval = c
-                .interval
-                .map_or(String::new(), |(lo, hi)| format!(" ({lo:.1}–{hi:.1})"));
-            out.push_str(&format!(
-                "  Speculation off above {} = {:.1}{interval} {}: no arm beats plain there ({}'s crossing)\n",
-                self.axis.symbol(),
-                c.level,
-                self.axis.unit(),
-                c.arm
-            ));
-        }
-        if let Some(m) = &self.model {
-            out.push_str(&self.render_model(m, unit));
-        }
-        for s in &self.settings {
-            if s.line.is_empty() {
-                out.push_str(&format!("  {}: {}\n", s.engine, s.basis));
-            } else {
-                out.push_str(&format!("  {}: {}\n      from: {}\n", s.engine, s.line, s.basis));
-            }
-            for w in &s.warnings {
-                out.push_str(&format!("      warning: {w}\n"));
-            }
-        }
-        out
-    }
-
-    /// The model's lines: its schedule from the per-position rates, and where its best k agrees
-    /// with the measured best.
-    fn render_model(&self, m: &ModelSchedule, unit: &str) -> String {
-        let mut out = String::new();
-        let rates: Vec<String> = m.rates.iter().map(|r| format!("{r:.3}")).collect();
-        let ranges: Vec<String> = m
-            .ranges
-            .iter()
-            .map(|(from, to, k)| {
-                let to = if *to == SCHEDULE_END {
-                    "up".to_string()
-                } else {
-                    to.to_string()
-                };
-                match k {
-                    0 => format!("B {from}–{to}: off"),
-                    k => format!("B {from}–{to}: k = {k}"),
-                }
-            })
-            .collect();
-        out.push_str(&format!(
-            "  Model (per-position rates of {}: {}): {}\n",
-            m.rates_from,
-            rates.join(", "),
-            ranges.join("; ")
-        ));
-        let checked: Vec<&LevelPick> = self
-            .levels
-            .iter()
-            .filter(|l| l.model_k.is_some() && l.k.is_some())
-            .collect();
-        if !checked.is_empty() {
-            // The model agrees where its k is the pick's, or that of an arm tied with it.
-            let (agreeing, differing): (Vec<&LevelPick>, Vec<&LevelPick>) = checked
-                .iter()
-                .partition(|l| l.model_k == l.k || l.tied.iter().any(|t| self.k_of(t) == l.model_k));
-            let agree = agreeing.len();
-            let disagree: Vec<String> = differing
-                .iter()
-                .map(|l| {
-                    let model_k = l.model_k.unwrap_or(0);
-                    let untried = if model_k > 0 && !self.levels.iter().any(|x| x.k == Some(model_k)) {
-                        format!(": no arm measured k = {model_k}, one would tell")
-                    } else {
-                        String::new()
-                    };
-                    format!(
-                        "{} (model k = {model_k}, measured k = {}{untried})",
-                        l.level,
-                        l.k.unwrap_or(0)
-                    )
-                })
-                .collect();
-            out.push_str(&format!(
-                "  The model's best k agrees with the measured best at {agree} of {} levels{}\n",
-                checked.len(),
-                if disagree.is_empty() {
-                    String::new()
-                } else {
-                    format!("; not at {unit} {} (the measured arms decide)", disagree.join(", "))
-                }
-            ));
-        }
-        out
-    }
-
     /// The k of a pick's name (`plain`: 0).
-    fn k_of(&self, name: &str) -> Option<u32> {
+    pub(super) fn k_of(&self, name: &str) -> Option<u32> {
         if name == "plain" {
             return Some(0);
         }
@@ -694,21 +385,6 @@ fn fixed_arms(arms: &Arms) -> Arms {
         arms: arms.arms.iter().filter(|a| !a.adaptive).cloned().collect(),
         base_saturation: arms.base_saturation,
         ..Arms::default()
-    }
-}
-
-/// The servers' own `--speculative-config` keys, which every vLLM line keeps.
-fn own_keys(speculative_config: Option<&serde_json::Value>) -> serde_json::Map<String, serde_json::Value> {
-    match speculative_config {
-        Some(serde_json::Value::Object(m)) => m.clone(),
-        _ => serde_json::Map::new(),
-    }
-}
-
-fn level_word(axis: Axis) -> &'static str {
-    match axis {
-        Axis::Concurrency => "concurrency",
-        Axis::RequestRate => "requests/s",
     }
 }
 
@@ -800,6 +476,61 @@ fn cut_off_of(arms: &Arms, picks: &[LevelPick]) -> Option<CutOff> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_setting_is_one_label_in_the_file_and_its_engine_and_kind_in_memory() {
+        for (label, line, engine, kind) in [
+            (
+                "vLLM",
+                r#"--speculative-config '{"num_speculative_tokens":3}'"#,
+                Engine::Vllm,
+                SettingKind::Fixed,
+            ),
+            (
+                "vLLM",
+                r#"--speculative-config '{"num_speculative_tokens":3,"num_speculative_tokens_per_batch_size":[[1,8,3],[9,65536,1]]}'"#,
+                Engine::Vllm,
+                SettingKind::Schedule,
+            ),
+            ("vLLM", "", Engine::Vllm, SettingKind::Unwritten),
+            (
+                "vLLM (model's schedule)",
+                "--speculative-config '{}'",
+                Engine::Vllm,
+                SettingKind::ModelSchedule,
+            ),
+            (
+                "SGLang",
+                "--speculative-num-steps 3",
+                Engine::Sglang,
+                SettingKind::Fixed,
+            ),
+            (
+                "SGLang (adaptive)",
+                "--speculative-adaptive",
+                Engine::Sglang,
+                SettingKind::Adaptive,
+            ),
+            (
+                "TensorRT-LLM",
+                "draft_len_schedule: {8: 3}",
+                Engine::Trtllm,
+                SettingKind::Schedule,
+            ),
+        ] {
+            let quoted = |s: &str| serde_json::to_string(s).unwrap();
+            let text = format!(r#"{{"engine":{},"line":{},"basis":"b"}}"#, quoted(label), quoted(line));
+            let setting: Setting = serde_json::from_str(&text).unwrap();
+            assert_eq!((setting.engine, setting.kind), (engine, kind), "{label}: {line}");
+            assert_eq!(
+                serde_json::to_string(&setting).unwrap(),
+                text,
+                "written back byte for byte"
+            );
+        }
+        let unknown = serde_json::from_str::<Setting>(r#"{"engine": "vLLN", "line": "", "basis": ""}"#);
+        assert!(unknown.unwrap_err().to_string().contains("unknown engine \"vLLN\""));
+    }
     use crate::model::speedup::best_k;
     use crate::results::run_result::RunResult;
     use crate::sweep::adaptive::Verdict;
@@ -875,7 +606,7 @@ mod tests {
         assert_eq!((rec.ranges[0].k, rec.ranges[0].from_model), (Some(3), false));
         // The model's schedule is a line of its own, labelled as not measured at every k.
         let (model_line, measured): (Vec<&Setting>, Vec<&Setting>) =
-            rec.settings.iter().partition(|s| s.engine == "vLLM (model's schedule)");
+            rec.settings.iter().partition(|s| s.kind == SettingKind::ModelSchedule);
         let [model_line] = model_line.as_slice() else {
             panic!("one model line: {:?}", rec.settings)
         };
@@ -945,14 +676,14 @@ mod tests {
         assert!(vllm.warnings.is_empty(), "eagle3 on one engine: {:?}", vllm.warnings);
         // The same ranges as SGLang's tiers and TensorRT-LLM's schedule, each checked by reading
         // it back the way the engine does.
-        let sglang = rec.settings.iter().find(|s| s.engine == "SGLang (adaptive)").unwrap();
+        let sglang = rec.settings.iter().find(|s| s.kind == SettingKind::Adaptive).unwrap();
         let json = sglang.line.split_once("# adaptive.json: ").unwrap().1;
         let tiers: serde_json::Value = serde_json::from_str(json).unwrap();
         for (b, k) in [(1, 3), (24, 3), (25, 1), (50, 1), (51, 0), (4096, 0)] {
             let steps = super::super::schedules::sglang_tier_at(&tiers, b).unwrap();
             assert!(steps.contains(&k), "batch {b}: {steps:?} lacks k = {k}");
         }
-        let trtllm = rec.settings.iter().find(|s| s.engine == "TensorRT-LLM").unwrap();
+        let trtllm = rec.settings.iter().find(|s| s.engine == Engine::Trtllm).unwrap();
         assert_eq!(
             trtllm.line,
             "speculative_config: {max_draft_len: 3, max_concurrency: 50, draft_len_schedule: {24: 3, 50: 1}}"

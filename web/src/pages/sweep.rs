@@ -49,7 +49,7 @@ pub fn SweepView(id: String) -> impl IntoView {
                 });
                 view! {
                     <div class="findings" id="sweep-findings">
-                        {t.head().findings().into_iter().map(|line| view! { <p>{line}</p> }).collect_view()}
+                        {t.head().finding_lines().into_iter().map(|line| view! { <p>{line}</p> }).collect_view()}
                         {t.arms.arms.iter().find(|a| !a.adaptive).and_then(|a| a.step_cost_sentence()).map(|line| view! {
                             <p id="sweep-step-cost-sentence" title=STEP_COST_DEFINITION tabindex="0">{line}</p>
                         })}
@@ -71,7 +71,7 @@ pub fn SweepView(id: String) -> impl IntoView {
                             <h3>"Recommendation"</h3>
                             <p class="headline">{r.summary()}</p>
                             {r.settings.iter().filter(|s| !s.line.is_empty()).map(|s| view! {
-                                <p>{format!("{}: ", s.engine)}<code>{s.line.clone()}</code></p>
+                                <p>{format!("{}: ", s.label())}<code>{s.line.clone()}</code></p>
                                 <p class="hint">{format!("From: {}", s.basis)}</p>
                                 {s.warnings.iter().map(|w| view! { <p class="hint warning">{format!("Warning: {w}")}</p> }).collect_view()}
                             }).collect_view()}

@@ -1,0 +1,211 @@
+//! A recommendation as the console prints it: the ranges with their k, ties, the cut-off, the
+//! model's schedule beside the measured one, the engine lines; and as one sentence.
+
+use super::levels::Axis;
+use super::recommend::{LevelPick, ModelSchedule, Recommendation, SCHEDULE_END};
+
+pub(super) fn level_word(axis: Axis) -> &'static str {
+    match axis {
+        Axis::Concurrency => "concurrency",
+        Axis::RequestRate => "requests/s",
+    }
+}
+
+impl Recommendation {
+    /// Which measurements the ranges and the cut-off come from, and how sure each is.
+    pub(super) fn basis(&self) -> String {
+        let unit = level_word(self.axis);
+        let mut parts: Vec<String> = self
+            .ranges
+            .iter()
+            .map(|r| {
+                let who = r.arm.clone().unwrap_or_else(|| "plain".into());
+                let levels: Vec<String> = self
+                    .levels
+                    .iter()
+                    .filter(|l| l.arm == r.arm && l.level >= r.from && r.to.is_none_or(|to| l.level <= to))
+                    .map(|l| format!("{}", l.level))
+                    .collect();
+                let sure = if r.sure { "sure" } else { "within the repeats' noise" };
+                let model = match (r.from_model, r.k) {
+                    (true, Some(k)) => format!(", k = {k} from the model of its per-position rates (not measured)"),
+                    _ => String::new(),
+                };
+                format!("{who} measured best at {} {} ({sure}){model}", unit, levels.join(", "))
+            })
+            .collect();
+        if let Some(c) = &self.cut_off {
+            let interval = c
+                .interval
+                .map_or(String::new(), |(lo, hi)| format!(", {lo:.1}–{hi:.1}"));
+            parts.push(format!(
+                "off above {}'s measured crossing {} = {:.1}{interval}",
+                c.arm,
+                self.axis.symbol(),
+                c.level
+            ));
+        }
+        parts.join("; ")
+    }
+
+    /// One sentence: each range's k and where speculation goes off.
+    pub fn summary(&self) -> String {
+        let unit = level_word(self.axis);
+        let schedule = self.batch_schedule();
+        let parts: Vec<String> = self
+            .ranges
+            .iter()
+            .enumerate()
+            .map(|(i, r)| {
+                let span = match (self.axis, schedule.get(i)) {
+                    (Axis::Concurrency, Some((from, to, _))) if *to == SCHEDULE_END => format!("from {unit} {from} up"),
+                    (Axis::Concurrency, Some((from, to, _))) if to > from => format!("at {unit} {from}–{to}"),
+                    (Axis::Concurrency, Some((from, _, _))) => format!("at {unit} {from}"),
+                    _ => match r.to {
+                        Some(to) => format!("at {unit} {:.1}–{to:.1}", r.from),
+                        None => format!("from {unit} {:.1} up", r.from),
+                    },
+                };
+                match (&r.arm, r.k) {
+                    (None, _) => format!("speculation off {span}"),
+                    (Some(a), Some(k)) => format!("k = {k} ({a}) {span}"),
+                    (Some(a), None) => format!("{a} {span}"),
+                }
+            })
+            .collect();
+        format!("Recommended: {}.", parts.join("; "))
+    }
+
+    /// The console text.
+    pub fn render(&self) -> String {
+        let unit = level_word(self.axis);
+        let mut out = String::from("Recommendation:\n");
+        let schedule = self.batch_schedule();
+        for (i, r) in self.ranges.iter().enumerate() {
+            let span = match (self.axis, schedule.get(i)) {
+                (Axis::Concurrency, Some((from, to, _))) if *to == SCHEDULE_END => format!("{unit} {from} and above"),
+                (Axis::Concurrency, Some((from, to, _))) if to > from => format!("{unit} {from}–{to}"),
+                (Axis::Concurrency, Some((from, _, _))) => format!("{unit} {from}"),
+                _ => match r.to {
+                    Some(to) => format!("{unit} {:.1}–{to:.1}", r.from),
+                    None => format!("{unit} {:.1} and above", r.from),
+                },
+            };
+            let what = match (&r.arm, r.k) {
+                (None, _) => "speculation off (plain measured best)".to_string(),
+                (Some(a), Some(k)) if r.from_model => format!(
+                    "k = {k} (arm {a} measured best; the model of its per-position rates prefers k = {k}, not measured: an arm with k = {k} would confirm it)"
+                ),
+                (Some(a), Some(k)) => format!("k = {k} (arm {a})"),
+                (Some(a), None) => format!("arm {a} (k not measured)"),
+            };
+            let sure = if r.sure { "" } else { ", within the repeats' noise" };
+            out.push_str(&format!("  {span}: {what}{sure}\n"));
+        }
+        if let Some(over) = self.cut_off.as_ref().and_then(|c| c.plain_over_saturated_from) {
+            out.push_str(&format!(
+                "  the cut-off rests on a saturated point: plain is over-saturated from {unit} {over} (throughput flat, latency growing), so plain's figure there is no deployment answer\n"
+            ));
+        }
+        for l in self.levels.iter().filter(|l| !l.tied.is_empty()) {
+            out.push_str(&format!(
+                "  at {unit} {}: {} is within the noise of {}\n",
+                l.level,
+                l.arm.as_deref().unwrap_or("plain"),
+                l.tied.join(", ")
+            ));
+        }
+        if let Some(c) = &self.cut_off {
+            let interval = c
+                .interval
+                .map_or(String::new(), |(lo, hi)| format!(" ({lo:.1}–{hi:.1})"));
+            out.push_str(&format!(
+                "  Speculation off above {} = {:.1}{interval} {}: no arm beats plain there ({}'s crossing)\n",
+                self.axis.symbol(),
+                c.level,
+                self.axis.unit(),
+                c.arm
+            ));
+        }
+        if let Some(m) = &self.model {
+            out.push_str(&self.render_model(m, unit));
+        }
+        for s in &self.settings {
+            if s.line.is_empty() {
+                out.push_str(&format!("  {}: {}\n", s.label(), s.basis));
+            } else {
+                out.push_str(&format!("  {}: {}\n      from: {}\n", s.label(), s.line, s.basis));
+            }
+            for w in &s.warnings {
+                out.push_str(&format!("      warning: {w}\n"));
+            }
+        }
+        out
+    }
+
+    /// The model's lines: its schedule from the per-position rates, and where its best k agrees
+    /// with the measured best.
+    pub(super) fn render_model(&self, m: &ModelSchedule, unit: &str) -> String {
+        let mut out = String::new();
+        let rates: Vec<String> = m.rates.iter().map(|r| format!("{r:.3}")).collect();
+        let ranges: Vec<String> = m
+            .ranges
+            .iter()
+            .map(|(from, to, k)| {
+                let to = if *to == SCHEDULE_END {
+                    "up".to_string()
+                } else {
+                    to.to_string()
+                };
+                match k {
+                    0 => format!("B {from}–{to}: off"),
+                    k => format!("B {from}–{to}: k = {k}"),
+                }
+            })
+            .collect();
+        out.push_str(&format!(
+            "  Model (per-position rates of {}: {}): {}\n",
+            m.rates_from,
+            rates.join(", "),
+            ranges.join("; ")
+        ));
+        let checked: Vec<&LevelPick> = self
+            .levels
+            .iter()
+            .filter(|l| l.model_k.is_some() && l.k.is_some())
+            .collect();
+        if !checked.is_empty() {
+            // The model agrees where its k is the pick's, or that of an arm tied with it.
+            let (agreeing, differing): (Vec<&LevelPick>, Vec<&LevelPick>) = checked
+                .iter()
+                .partition(|l| l.model_k == l.k || l.tied.iter().any(|t| self.k_of(t) == l.model_k));
+            let agree = agreeing.len();
+            let disagree: Vec<String> = differing
+                .iter()
+                .map(|l| {
+                    let model_k = l.model_k.unwrap_or(0);
+                    let untried = if model_k > 0 && !self.levels.iter().any(|x| x.k == Some(model_k)) {
+                        format!(": no arm measured k = {model_k}, one would tell")
+                    } else {
+                        String::new()
+                    };
+                    format!(
+                        "{} (model k = {model_k}, measured k = {}{untried})",
+                        l.level,
+                        l.k.unwrap_or(0)
+                    )
+                })
+                .collect();
+            out.push_str(&format!(
+                "  The model's best k agrees with the measured best at {agree} of {} levels{}\n",
+                checked.len(),
+                if disagree.is_empty() {
+                    String::new()
+                } else {
+                    format!("; not at {unit} {} (the measured arms decide)", disagree.join(", "))
+                }
+            ));
+        }
+        out
+    }
+}
