@@ -363,7 +363,7 @@ impl PairTable {
             });
         }
         if let Some(p) = &self.prediction {
-            found.push(Finding::ModelPrediction(p.clone()));
+            found.push(Finding::ModelPrediction(*p));
             // A rate's crossing is not a batch size: the two do not compare directly.
             let beyond = match (self.axis, self.crossing, self.crossing_interval) {
                 (Axis::RequestRate, _, _) => false,
