@@ -123,6 +123,38 @@ mod tests {
     use crate::view::run::tests::point;
     use crate::view::run::RunView;
 
+    /// A delta and a snapshot of a saved run (a `vllm bench serve` result of the fixtures, with
+    /// a scrape point and per-request stats), as the wire carries them.
+    fn wire_messages() -> String {
+        let text = include_str!("../../../tests/fixtures/vllm_bench_results/spec-c16.json");
+        let result: crate::results::run_result::RunResult = serde_json::from_str(text).unwrap();
+        let mut run = crate::view::run::run_view_from_result(&result);
+        let mut p = point(1.5);
+        p.per_position = [(0, 0.75), (1, 0.5)].into_iter().collect();
+        run.timeline.push(p);
+        let delta = run.delta_since(&RunView::idle());
+        [
+            ServerMessage::Delta {
+                seq: 7,
+                delta: Box::new(delta),
+            },
+            ServerMessage::Snapshot {
+                seq: 8,
+                run: Box::new(run),
+            },
+        ]
+        .iter()
+        .map(|m| serde_json::to_string(m).unwrap() + "\n")
+        .collect()
+    }
+
+    #[test]
+    fn the_wire_bytes_of_a_delta_and_a_snapshot_are_protocol_3s() {
+        let fixture = include_str!("../../../tests/fixtures/speclens_protocol_v3_messages.jsonl");
+        let expected: String = fixture.lines().filter(|l| !l.starts_with("//")).map(|l| format!("{l}\n")).collect();
+        assert_eq!(wire_messages(), expected);
+    }
+
     #[test]
     fn integer_keyed_maps_survive_the_round_trip() {
         let mut agg = crate::run::aggregate::SpecAggregator::new();
