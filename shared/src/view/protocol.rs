@@ -151,7 +151,11 @@ mod tests {
     #[test]
     fn the_wire_bytes_of_a_delta_and_a_snapshot_are_protocol_3s() {
         let fixture = include_str!("../../../tests/fixtures/speclens_protocol_v3_messages.jsonl");
-        let expected: String = fixture.lines().filter(|l| !l.starts_with("//")).map(|l| format!("{l}\n")).collect();
+        let expected: String = fixture
+            .lines()
+            .filter(|l| !l.starts_with("//"))
+            .map(|l| format!("{l}\n"))
+            .collect();
         assert_eq!(wire_messages(), expected);
     }
 
