@@ -19,6 +19,27 @@ const LONG_FUNCTIONS: &[(&str, &str, usize, &str)] = &[(
 
 /// The checkout the tests read: this one, or another named by `SPECLENS_TREE` (to count an
 /// older tree's floors and rooms with the same reader).
+/// The longest a file may be, in lines, unless it holds one topic and is named below.
+const MAX_FILE_LINES: usize = 1000;
+
+/// Files allowed past the limit: (file, lines today, the one topic it holds). A ratchet too.
+const LONG_FILES: &[(&str, usize, &str)] = &[
+    (
+        "shared/src/request/per_request.rs",
+        1144,
+        "one topic: the per-request spec-decode stats of every engine's payload, read and checked \
+         (the shapes, the rejections and their tests, 250 lines of them)",
+    ),
+    (
+        "collector/src/cli/load.rs",
+        1050,
+        "one topic: the flags bench, sweep and accept share (target, workload, scrape, dashboard) \
+         and the plans they become",
+    ),
+];
+
+/// The checkout the tests read: this one, or another named by `SPECLENS_TREE` (to count an
+/// older tree's floors and rooms with the same reader).
 fn root() -> PathBuf {
     std::env::var_os("SPECLENS_TREE")
         .map(PathBuf::from)
@@ -850,5 +871,39 @@ fn the_design_map_lists_every_source_folder_and_its_files() {
         problems.is_empty(),
         "docs/DESIGN.md's map and the tree differ:\n{}",
         problems.join("\n")
+    );
+}
+
+#[test]
+fn no_file_is_over_the_limit_but_the_named_ones() {
+    let mut long = Vec::new();
+    let mut seen = BTreeSet::new();
+    for krate in ["shared", "collector", "web"] {
+        for file in rust_files(&root().join(krate).join("src")) {
+            let rel = file.strip_prefix(root()).unwrap().to_string_lossy().into_owned();
+            let lines = std::fs::read_to_string(&file).unwrap().lines().count();
+            if lines <= MAX_FILE_LINES {
+                continue;
+            }
+            match LONG_FILES.iter().find(|(f, ..)| *f == rel) {
+                Some((_, allowed, _)) if lines <= *allowed => {
+                    seen.insert(rel);
+                }
+                Some((_, allowed, _)) => long.push(format!("{rel}: {lines} lines, grew past its {allowed}")),
+                None => long.push(format!(
+                    "{rel}: {lines} lines (limit {MAX_FILE_LINES}): split it by topic"
+                )),
+            }
+        }
+    }
+    assert!(long.is_empty(), "files over the limit:\n{}", long.join("\n"));
+    let stale: Vec<_> = LONG_FILES
+        .iter()
+        .filter(|(f, ..)| !seen.contains(*f))
+        .map(|(f, ..)| *f)
+        .collect();
+    assert!(
+        stale.is_empty(),
+        "under {MAX_FILE_LINES} lines now (or gone), take them out of LONG_FILES: {stale:?}"
     );
 }
