@@ -374,7 +374,7 @@ fn named_paths(code: &str) -> Vec<Vec<String>> {
 /// For every folder of the crate (its module path; `""` for the crate root), the graph of its
 /// child modules: child → the other children its code names (`crate::a::b`, `super::b`). An
 /// edge between two modules is drawn in the folder where their paths part, so `bench::load`
-/// naming `crate::sweep::Plan` is the root's edge `bench` → `sweep`, and `sweep::arms` naming
+/// naming `crate::commands::sweep::Plan` is the root's edge `bench` → `sweep`, and `sweep::arms` naming
 /// `super::pair` is the `sweep` folder's edge `arms` → `pair`.
 fn import_graphs(src: &Path) -> BTreeMap<String, BTreeMap<String, BTreeSet<String>>> {
     let files = rust_files(src);

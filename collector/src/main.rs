@@ -51,33 +51,39 @@ fn runtime(command: &Command) -> std::io::Result<tokio::runtime::Runtime> {
 fn run(cli: Cli) -> anyhow::Result<()> {
     let runtime = runtime(&cli.command)?;
     match cli.command {
-        Command::Serve(args) => runtime.block_on(speclens::serve::run(args.settings()?))?,
+        Command::Serve(args) => runtime.block_on(speclens::commands::serve::run(args.settings()?))?,
         Command::Sim(args) => runtime.block_on(speclens::sim::run(args.settings()?))?,
         Command::Bench(args) => {
             runtime.block_on(speclens::bench::run(args.plan()?))?;
         }
-        Command::Demo(a) => runtime.block_on(speclens::demo::run(a.port, a.web_dir, a.out))?,
+        Command::Demo(a) => runtime.block_on(speclens::commands::demo::run(a.port, a.web_dir, a.out))?,
         Command::Accept(args) => {
-            runtime.block_on(speclens::accept::run(args.plan()?))?;
+            runtime.block_on(speclens::commands::accept::run(args.plan()?))?;
         }
-        Command::Sweep(args) => runtime.block_on(speclens::sweep::run(args.plan()?))?,
-        Command::Read(args) => speclens::read::run(&args.dir)?,
-        Command::Check(args) => speclens::check_cmd::run(&args.plan()?)?,
-        Command::Report(args) => speclens::report::run(args.plan(), args.web_dir)?,
+        Command::Sweep(args) => runtime.block_on(speclens::commands::sweep::run(args.plan()?))?,
+        Command::Read(args) => speclens::commands::read::run(&args.dir)?,
+        Command::Check(args) => speclens::commands::check::run(&args.plan()?)?,
+        Command::Report(args) => speclens::commands::report::run(args.plan(), args.web_dir)?,
         Command::Model(args) => {
             let report = args.report()?;
             match (&args.calibrate, &report.measured) {
-                (Some(sweep), Some(m)) => {
-                    speclens::model_cmd::calibrate(sweep, m.measured_e, m.draft_tokens, report.draft_cost, args.json)?
-                }
-                _ => speclens::model_cmd::run(&report, args.json)?,
+                (Some(sweep), Some(m)) => speclens::commands::model::calibrate(
+                    sweep,
+                    m.measured_e,
+                    m.draft_tokens,
+                    report.draft_cost,
+                    args.json,
+                )?,
+                _ => speclens::commands::model::run(&report, args.json)?,
             }
         }
-        Command::Scrape(args) => runtime.block_on(speclens::scrape_cmd::run(&args.url, args.watch, args.interval))?,
-        Command::Probe(args) => runtime.block_on(speclens::probe_cmd::run(args.plan()?))?,
-        Command::Rules(args) => speclens::watch_cmd::rules(&args.settings()?, args.out.as_ref())?,
+        Command::Scrape(args) => {
+            runtime.block_on(speclens::commands::scrape::run(&args.url, args.watch, args.interval))?
+        }
+        Command::Probe(args) => runtime.block_on(speclens::commands::probe::run(args.plan()?))?,
+        Command::Rules(args) => speclens::commands::watch::rules(&args.settings()?, args.out.as_ref())?,
         Command::Grafana(args) => {
-            speclens::watch_cmd::dashboard(&args.window, args.engine.engine(), args.out.as_ref())?
+            speclens::commands::watch::dashboard(&args.window, args.engine.engine(), args.out.as_ref())?
         }
     }
     Ok(())

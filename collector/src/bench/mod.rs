@@ -121,12 +121,14 @@ pub async fn run_with(plan: Plan, hub: Option<LiveHub>) -> Result<RunOutput, Col
     plan.check()?;
     let mut session = Session::new(hub, plan.dashboard_port);
     let prepared = prepare(plan, session.hub.clone()).await?;
-    let _lock = output::lock_dir(&prepared.out_dir)?;
+    let _lock = crate::results_folder::write::lock_dir(&prepared.out_dir)?;
     session
         .serve(prepared.plan.dashboard_port, results_dir_of(&prepared.out_dir))
         .await?;
     let hub = &session.hub;
-    let records_tmp = prepared.out_dir.join(crate::history::RECORDS_IN_PROGRESS);
+    let records_tmp = prepared
+        .out_dir
+        .join(crate::results_folder::history::RECORDS_IN_PROGRESS);
     let measured = measure(&prepared, hub, &records_tmp).await?;
     let paths = SpecPaths::new(
         measured.scrapes,
@@ -172,7 +174,7 @@ pub async fn prepare(plan: Plan, hub: LiveHub) -> Result<Prepared, CollectorErro
     }
     let out_dir = match &plan.output.dir {
         Some(dir) => dir.clone(),
-        None => output::default_out_dir(&plan.output.label),
+        None => crate::results_folder::write::default_out_dir(&plan.output.label),
     };
     let token_counter = tokens::TokenCounter::new();
     let settings = BodySettings {
@@ -407,7 +409,7 @@ fn steady_window(records: &std::path::Path, scan: SteadyScan) -> Result<Option<S
     let Some(mut count) = scan.window() else {
         return Ok(None);
     };
-    crate::history::for_each_record(records, |r| count.count(r)).map_err(CollectorError::Output)?;
+    crate::results_folder::history::for_each_record(records, |r| count.count(r)).map_err(CollectorError::Output)?;
     Ok(Some(count.finish()))
 }
 

@@ -25,22 +25,7 @@ use super::paths::SpecPaths;
 use super::plan::Stop;
 use super::stages::{LoadOutcome, Prepared};
 use crate::error::CollectorError;
-use crate::history::LOCK_FILE;
-
-/// `speclens-results/<UTC time>-<label>/`.
-pub fn default_out_dir(label: &str) -> PathBuf {
-    let now = time::OffsetDateTime::now_utc();
-    let stamp = now
-        .format(time::macros::format_description!(
-            "[year][month][day]-[hour][minute][second]"
-        ))
-        .unwrap_or_else(|_| "run".into());
-    let label: String = result_file_label(label)
-        .chars()
-        .take(speclens_shared::file_label::MAX_FILE_LABEL_CHARS)
-        .collect();
-    PathBuf::from("speclens-results").join(format!("{stamp}-{label}"))
-}
+use crate::results_folder::write::{now_rfc3339, to_json_bytes, write_atomic};
 
 /// A progress bar on stderr (drawn only when stderr is a terminal).
 pub fn progress_bar(total: u64, stop: Stop) -> ProgressBar {
@@ -58,71 +43,6 @@ pub fn progress_bar(total: u64, stop: Stop) -> ProgressBar {
     }
     bar.enable_steady_tick(Duration::from_millis(250));
     bar
-}
-
-/// Hold `dir` for the caller's writes until the returned file is dropped: an exclusive lock on
-/// its [`LOCK_FILE`], so two commands given one `--out` cannot interleave their records and
-/// temporary files. A second writer gets an error naming the folder and the first writer's pid.
-pub fn lock_dir(dir: &Path) -> Result<std::fs::File, CollectorError> {
-    use std::io::{Read, Seek, Write};
-    let path = dir.join(LOCK_FILE);
-    let fail = |e: std::io::Error| CollectorError::Output(format!("cannot lock {}: {e}", path.display()));
-    let mut file = std::fs::OpenOptions::new()
-        .read(true)
-        .write(true)
-        .create(true)
-        .truncate(false)
-        .open(&path)
-        .map_err(fail)?;
-    match file.try_lock() {
-        Ok(()) => {}
-        Err(std::fs::TryLockError::WouldBlock) => {
-            let mut holder = String::new();
-            let _ = file.read_to_string(&mut holder);
-            let holder = holder.trim();
-            return Err(CollectorError::Output(format!(
-                "{} is being written by another speclens{}; give each run its own --out",
-                dir.display(),
-                if holder.is_empty() {
-                    String::new()
-                } else {
-                    format!(" (pid {holder})")
-                }
-            )));
-        }
-        Err(std::fs::TryLockError::Error(e)) => return Err(fail(e)),
-    }
-    // The holder's pid, for the message a second writer gets.
-    let _ = file
-        .set_len(0)
-        .and_then(|()| file.rewind())
-        .and_then(|()| write!(file, "{}", std::process::id()));
-    Ok(file)
-}
-
-/// Write a file atomically: a temporary sibling, flushed, then renamed over the target.
-pub fn write_atomic(path: &Path, bytes: &[u8]) -> Result<(), CollectorError> {
-    let fail = |e: std::io::Error| CollectorError::Output(format!("cannot write {}: {e}", path.display()));
-    let name = path.file_name().and_then(|n| n.to_str()).unwrap_or("out");
-    let tmp = path.with_file_name(format!(".{name}.tmp"));
-    let written = (|| {
-        use std::io::Write;
-        let mut f = std::fs::File::create(&tmp)?;
-        f.write_all(bytes)?;
-        f.sync_all()?;
-        std::fs::rename(&tmp, path)
-    })();
-    if written.is_err() {
-        // A half-written temporary would only take the space a full disk lacks.
-        let _ = std::fs::remove_file(&tmp);
-    }
-    written.map_err(fail)
-}
-
-pub fn to_json_bytes(v: &impl serde::Serialize) -> Result<Vec<u8>, CollectorError> {
-    let mut bytes = serde_json::to_vec_pretty(v).map_err(|e| CollectorError::Output(e.to_string()))?;
-    bytes.push(b'\n');
-    Ok(bytes)
 }
 
 /// AIPerf's "Spec Decode" console table and its histogram line.
@@ -471,7 +391,7 @@ fn aiperf_records(records: &Path, path: &Path, run_start_unix_ns: u64, stream: b
     let written = (|| -> Result<(), String> {
         let mut out = std::io::BufWriter::new(std::fs::File::create(&tmp).map_err(|e| e.to_string())?);
         let mut failure = None;
-        crate::history::for_each_record(records, |r| {
+        crate::results_folder::history::for_each_record(records, |r| {
             if failure.is_some() {
                 return;
             }
@@ -495,13 +415,6 @@ fn aiperf_records(records: &Path, path: &Path, run_start_unix_ns: u64, stream: b
         let _ = std::fs::remove_file(&tmp);
     }
     written.map_err(fail)
-}
-
-/// The time now in RFC 3339 (UTC), as result files date themselves.
-pub fn now_rfc3339() -> String {
-    time::OffsetDateTime::now_utc()
-        .format(&time::format_description::well_known::Rfc3339)
-        .unwrap_or_default()
 }
 
 /// `result.json`'s content.

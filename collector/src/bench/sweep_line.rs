@@ -12,7 +12,7 @@ use speclens_shared::run::time_weighted::{
     has_chunk_gaps, record_events, Event, SweepFigure, SweepLine, SweepSettings, EVENT_BYTES,
 };
 
-use crate::history::for_each_record;
+use crate::results_folder::history::for_each_record;
 
 /// Events held at once, at most (a span of a single instant, which cannot be split, excepted).
 const SLICE_EVENTS: usize = 1 << 19;

@@ -17,9 +17,9 @@ pub use load::{
 };
 pub use sim::{FaultArgs, SimArgs};
 
+use crate::commands::report;
+use crate::commands::serve::ServeSettings;
 use crate::error::CollectorError;
-use crate::report;
-use crate::serve::ServeSettings;
 
 /// Measure speculative decoding: acceptance, where it stops paying, and what the model predicts.
 #[derive(Debug, Parser)]
@@ -154,7 +154,7 @@ impl RulesArgs {
         settings.baseline_drop_pct = self.baseline_drop_pct;
         settings.hold = self.hold.clone();
         if let Some(sweep) = &self.from_sweep {
-            settings.cutoff = Some(crate::watch_cmd::cutoff_of_sweep(sweep)?);
+            settings.cutoff = Some(crate::commands::watch::cutoff_of_sweep(sweep)?);
         }
         settings
             .check()
@@ -201,7 +201,7 @@ pub struct CheckArgs {
 
 impl CheckArgs {
     /// The check these flags ask for.
-    pub fn plan(&self) -> Result<crate::check_cmd::Plan, CollectorError> {
+    pub fn plan(&self) -> Result<crate::commands::check::Plan, CollectorError> {
         let figures = self
             .figures
             .iter()
@@ -213,7 +213,7 @@ impl CheckArgs {
                 })
             })
             .collect::<Result<_, _>>()?;
-        Ok(crate::check_cmd::Plan {
+        Ok(crate::commands::check::Plan {
             baseline: self.baseline.clone(),
             new: self.new.clone(),
             figures,
@@ -312,8 +312,8 @@ pub struct ProbeArgs {
 
 impl ProbeArgs {
     /// The probe these flags ask for.
-    pub fn plan(&self) -> Result<crate::probe_cmd::Plan, CollectorError> {
-        Ok(crate::probe_cmd::Plan {
+    pub fn plan(&self) -> Result<crate::commands::probe::Plan, CollectorError> {
+        Ok(crate::commands::probe::Plan {
             target: self.target.target(vec![self.url.clone()])?,
             json: self.json,
         })

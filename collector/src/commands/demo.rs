@@ -89,7 +89,7 @@ fn demo_run(url: &str, workload: Workload, load: Load, out: PathBuf, label: &str
 }
 
 /// 12 requests per category at 40 requests/s, 64 output tokens, from the demo's questions.
-fn accept_plan(spec_url: &str, dataset: &std::path::Path, out: PathBuf) -> crate::accept::Plan {
+fn accept_plan(spec_url: &str, dataset: &std::path::Path, out: PathBuf) -> crate::commands::accept::Plan {
     let workload = Workload {
         dataset: Dataset::SpecBench(dataset.to_path_buf()),
         categories: Vec::new(),
@@ -109,7 +109,7 @@ fn accept_plan(spec_url: &str, dataset: &std::path::Path, out: PathBuf) -> crate
         request_rate: Some(40.0),
         ..Load::closed_loop(None, 1)
     };
-    crate::accept::Plan {
+    crate::commands::accept::Plan {
         categories: Vec::new(),
         requests_per_category: 12,
         run: demo_run(spec_url, workload, load, out.clone(), "bench"),
@@ -121,7 +121,7 @@ fn accept_plan(spec_url: &str, dataset: &std::path::Path, out: PathBuf) -> crate
 /// Both arms at six concurrencies around the crossing, 4 requests per slot (so each point has a
 /// steady window; 4 requests at concurrency 1), 8 → 24 streamed tokens (so ITL exists; prefill
 /// about free, as the model assumes), each point run three times.
-fn sweep_plan(spec_url: &str, k1_url: &str, base_url: &str, out: PathBuf) -> crate::sweep::Plan {
+fn sweep_plan(spec_url: &str, k1_url: &str, base_url: &str, out: PathBuf) -> crate::commands::sweep::Plan {
     let workload = Workload {
         dataset: Dataset::Synthetic,
         categories: Vec::new(),
@@ -138,7 +138,7 @@ fn sweep_plan(spec_url: &str, k1_url: &str, base_url: &str, out: PathBuf) -> cra
         max_dataset_bytes: crate::bench::datafile::DEFAULT_MAX_DATASET_BYTES,
     };
     let point = demo_run("", workload, Load::closed_loop(None, 1), out.clone(), "");
-    crate::sweep::Plan {
+    crate::commands::sweep::Plan {
         adaptive: Vec::new(),
         arms: vec![
             ("spec".into(), spec_url.into()),
@@ -178,16 +178,16 @@ fn write_dataset(out: &Path) -> Result<PathBuf, CollectorError> {
             )
         })
         .collect();
-    crate::bench::output::write_atomic(&dataset, lines.as_bytes())?;
+    crate::results_folder::write::write_atomic(&dataset, lines.as_bytes())?;
     Ok(dataset)
 }
 
 /// `speclens demo`.
 pub async fn run(port: u16, web_dir: Option<PathBuf>, out: Option<PathBuf>) -> Result<(), CollectorError> {
     // Fail early, before any measuring, if the dashboard cannot be served.
-    let web_dir = crate::serve::resolve_web_dir(web_dir)?;
+    let web_dir = crate::commands::serve::resolve_web_dir(web_dir)?;
     let assets = web_dir.clone();
-    let out = out.unwrap_or_else(|| crate::bench::output::default_out_dir("demo"));
+    let out = out.unwrap_or_else(|| crate::results_folder::write::default_out_dir("demo"));
     std::fs::create_dir_all(&out)
         .map_err(|e| CollectorError::Output(format!("cannot create {}: {e}", out.display())))?;
 
@@ -220,14 +220,14 @@ pub async fn run(port: u16, web_dir: Option<PathBuf>, out: Option<PathBuf>) -> R
 
     // The dashboard serves from the start: the live page follows each run of the demo.
     let hub = LiveHub::new(64);
-    let serve = crate::serve::ServeSettings {
+    let serve = crate::commands::serve::ServeSettings {
         addr: std::net::SocketAddr::from(([127, 0, 0, 1], port)),
         token: None,
         web_dir,
         fragment: Some("live".into()),
         results_dir: out.clone(),
     };
-    let dashboard = crate::serve::start(&serve, hub.clone()).await?;
+    let dashboard = crate::commands::serve::start(&serve, hub.clone()).await?;
     crate::statusln!(
         "speclens dashboard: {}  (live while the demo measures)\n",
         dashboard.url
@@ -235,21 +235,21 @@ pub async fn run(port: u16, web_dir: Option<PathBuf>, out: Option<PathBuf>) -> R
 
     let dataset = write_dataset(&out)?;
     let accept = accept_plan(&spec_url, &dataset, out.join("accept"));
-    crate::accept::run_with(accept, Some(hub.clone())).await?;
+    crate::commands::accept::run_with(accept, Some(hub.clone())).await?;
     crate::console::status("\n");
-    let sweep = crate::sweep::run_with(
+    let sweep = crate::commands::sweep::run_with(
         sweep_plan(&spec_url, &k1_url, &base_url, out.join("sweep")),
         Some(hub.clone()),
     )
     .await?;
 
     // A static report of everything measured, to open anywhere from one file.
-    let report = crate::report::Plan {
+    let report = crate::commands::report::Plan {
         inputs: vec![out.clone()],
-        destination: crate::report::Destination::File(out.join("report.html")),
+        destination: crate::commands::report::Destination::File(out.join("report.html")),
         title: "speclens demo".into(),
     };
-    match crate::report::write(&report, &assets) {
+    match crate::commands::report::write(&report, &assets) {
         Ok(line) => crate::statusln!("\n{line}"),
         Err(e) => eprintln!("speclens: the static report was not written: {e}"),
     }

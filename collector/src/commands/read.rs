@@ -11,7 +11,7 @@ use speclens_shared::sweep::arms::{self, NamedPoint, BASE_ARM};
 use speclens_shared::sweep::{Level, SweepFile};
 
 use crate::error::CollectorError;
-use crate::history::read_result;
+use crate::results_folder::history::read_result;
 
 /// The result files of a folder, by name relative to it, and why each file that looked like one
 /// could not be read.
@@ -31,7 +31,7 @@ pub fn result_files(dir: &Path) -> Result<Found, CollectorError> {
         let path = entry.path();
         if path.is_dir() {
             // A run killed before it saved its result is read from its records, as partial.
-            if let Some(inner) = crate::history::run_file(&path).filter(|p| p.is_file()) {
+            if let Some(inner) = crate::results_folder::history::run_file(&path).filter(|p| p.is_file()) {
                 paths.push(inner);
             }
         } else if path.extension().is_some_and(|e| e == "json") {

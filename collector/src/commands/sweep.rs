@@ -322,12 +322,12 @@ pub async fn run_with(plan: Plan, hub: Option<LiveHub>) -> Result<Option<SweepFi
     let warnings = check_arms(&plan).await?;
     std::fs::create_dir_all(&out)
         .map_err(|e| CollectorError::Output(format!("cannot create {}: {e}", out.display())))?;
-    let _lock = bench::output::lock_dir(&out)?;
+    let _lock = crate::results_folder::write::lock_dir(&out)?;
     let mut session = Session::new(hub, plan.dashboard_port);
     session.serve(plan.dashboard_port, out.clone()).await?;
     let hub = &session.hub;
     let axis = plan.levels.first().map_or(Axis::Concurrency, |l| l.axis());
-    let started = bench::output::now_rfc3339();
+    let started = crate::results_folder::write::now_rfc3339();
     let mut results: Vec<Measured> = Vec::new();
     let mut stopped = None;
     // A signal between two points (no run listening) stops the sweep before the next one.
@@ -369,7 +369,10 @@ pub async fn run_with(plan: Plan, hub: Option<LiveHub>) -> Result<Option<SweepFi
     let own_warnings: String = table.warnings.iter().map(|w| format!("Warning: {w}\n")).collect();
     table.warnings.splice(0..0, warnings);
     table.earlier_points = earlier_points;
-    bench::output::write_atomic(&out.join("sweep.json"), &bench::output::to_json_bytes(&table)?)?;
+    crate::results_folder::write::write_atomic(
+        &out.join("sweep.json"),
+        &crate::results_folder::write::to_json_bytes(&table)?,
+    )?;
     let notes = workload_notes(&results);
     crate::console::status(&format!(
         "\n{own_warnings}{}{notes}Results: {}\n",
@@ -496,7 +499,7 @@ async fn measure_point(
             .map_err(|e| CollectorError::Output(format!("cannot rename {}: {e}", dir.display())))?;
     }
     let file = out.join(point_file(p.arm, p.level));
-    bench::output::write_atomic(&file, &bench::output::to_json_bytes(&result)?)?;
+    crate::results_folder::write::write_atomic(&file, &crate::results_folder::write::to_json_bytes(&result)?)?;
     let e = result.measured().map_or(String::new(), |m| {
         format!(", acceptance length {:.2} (k = {})", m.e, m.k)
     });
@@ -532,7 +535,7 @@ fn category_tpot(run: &std::path::Path) -> Result<Option<BTreeMap<String, f64>>,
         return Ok(None);
     }
     let mut by: BTreeMap<String, Vec<f64>> = BTreeMap::new();
-    crate::history::for_each_record(&records, |r| {
+    crate::results_folder::history::for_each_record(&records, |r| {
         let (Some(category), Some(ttft), Some(e2el)) = (&r.category, r.ttft_ms, r.e2el_ms) else {
             return;
         };
@@ -580,7 +583,7 @@ fn earlier_points(
     join_stale: bool,
 ) -> Result<(Vec<Measured>, Vec<EarlierPoint>), CollectorError> {
     let axis = ran.first().map(|p| p.level.axis());
-    let found = crate::read::result_files(out)?;
+    let found = crate::commands::read::result_files(out)?;
     for (_, why) in &found.skipped {
         eprintln!("speclens sweep: skipped {why}");
     }
@@ -636,7 +639,7 @@ fn adaptive_arms(plan: &Plan, out: &Path) -> Vec<String> {
 }
 
 fn sweep_stamp() -> String {
-    crate::bench::output::default_out_dir("sweep")
+    crate::results_folder::write::default_out_dir("sweep")
         .file_name()
         .map_or_else(|| "sweep".into(), |n| n.to_string_lossy().into_owned())
 }

@@ -11,10 +11,10 @@ use base64::Engine as _;
 use serde_json::Value;
 use speclens_shared::results::report_data::{ReportData, REPORT_ELEMENT_ID};
 
-use crate::bench::output::write_atomic;
+use crate::commands::serve::{resolve_web_dir, WebAssets};
 use crate::error::CollectorError;
-use crate::history;
-use crate::serve::{resolve_web_dir, WebAssets};
+use crate::results_folder::history;
+use crate::results_folder::write::write_atomic;
 use speclens_shared::model::speedup::Costs;
 use speclens_shared::results::accept::AcceptMatrix;
 use speclens_shared::results::run_list::{RunList, RunListEntry};
@@ -200,7 +200,7 @@ impl Collector {
         }
         // Result files side by side (`vllm bench serve --save-result` files, sweep points):
         // each a run, and a sweep when both arms are there and no sweep.json says it already.
-        let found = crate::read::result_files(path)?;
+        let found = crate::commands::read::result_files(path)?;
         // Run folders' `result.json` were read (and named when bad) above.
         self.skipped.extend(
             found
@@ -215,7 +215,7 @@ impl Collector {
             .filter(|(name, _)| !name.contains('/') && name != "result.json" && name != "sweep.json")
             .collect();
         if !history::holds(path, "sweep.json") {
-            if let Some(table) = crate::read::sweep_of(&loose, Costs::H100_FREE_DRAFTS) {
+            if let Some(table) = crate::commands::read::sweep_of(&loose, Costs::H100_FREE_DRAFTS) {
                 self.add_sweep(&base, &table)?;
             }
         }
@@ -358,7 +358,7 @@ fn page(title: &str, app: &AppFiles, data_json: &str, layout: &Layout) -> Result
     };
     let csp = format!(
         "default-src 'none'; script-src{sources} {} 'wasm-unsafe-eval'; connect-src{sources}; style-src 'unsafe-inline'; img-src data:; base-uri 'none'; form-action 'none'",
-        crate::serve::script_hash(&module)
+        crate::commands::serve::script_hash(&module)
     );
     let icon = app.favicon_svg.as_ref().map_or(String::new(), |svg| {
         format!(
@@ -484,7 +484,7 @@ mod tests {
             .split("</script>")
             .next()
             .unwrap();
-        assert!(html.contains(&crate::serve::script_hash(module)));
+        assert!(html.contains(&crate::commands::serve::script_hash(module)));
         assert!(html.contains("default-src 'none'"));
         let bad = AppFiles {
             glue_js: "'</SCRIPT>'".into(),

@@ -31,7 +31,7 @@ pub fn by_category(records: &Path, run: &str) -> Result<Vec<CategoryAcceptance>,
         lengths: speclens_shared::sample::Sample,
     }
     let mut sums: BTreeMap<String, Sums> = BTreeMap::new();
-    crate::history::for_each_record(records, |r: &RequestRecord| {
+    crate::results_folder::history::for_each_record(records, |r: &RequestRecord| {
         if !r.success || r.warmup {
             return;
         }
@@ -213,10 +213,10 @@ pub async fn run_with(args: Plan, hub: Option<LiveHub>) -> Result<Vec<CategoryAc
     let out = args
         .out
         .clone()
-        .unwrap_or_else(|| bench::output::default_out_dir("accept"));
+        .unwrap_or_else(|| crate::results_folder::write::default_out_dir("accept"));
     std::fs::create_dir_all(&out)
         .map_err(|e| CollectorError::Output(format!("cannot create {}: {e}", out.display())))?;
-    let _lock = bench::output::lock_dir(&out)?;
+    let _lock = crate::results_folder::write::lock_dir(&out)?;
     let categories = if args.categories.is_empty() {
         dataset_categories(&args)?
     } else {
@@ -271,7 +271,7 @@ pub async fn run_with(args: Plan, hub: Option<LiveHub>) -> Result<Vec<CategoryAc
     };
     for row in &rows {
         let path = out.join(format!("accept-{}.json", label_of(&row.category)));
-        bench::output::write_atomic(&path, &bench::output::to_json_bytes(row)?)?;
+        crate::results_folder::write::write_atomic(&path, &crate::results_folder::write::to_json_bytes(row)?)?;
     }
     crate::console::status(&render(&rows));
     for warning in speclens_shared::results::warnings::category_warnings(&rows) {
@@ -334,7 +334,7 @@ fn write_workload(out: &Path, name: &str, prompts: &[bench::workload::Prompt]) -
         text.push('\n');
     }
     let path = out.join(format!("{name}.workload.jsonl"));
-    bench::output::write_atomic(&path, text.as_bytes())?;
+    crate::results_folder::write::write_atomic(&path, text.as_bytes())?;
     Ok(path)
 }
 

@@ -12,8 +12,8 @@ use speclens_shared::sweep::{Axis, SweepFile};
 use speclens_shared::watch::grafana;
 use speclens_shared::watch::rules::{check_duration, rule_file, LoadCutoff, RuleSettings};
 
-use crate::bench::output::write_atomic;
 use crate::error::CollectorError;
+use crate::results_folder::write::write_atomic;
 
 /// Who wrote a file, for its header.
 fn written_by() -> String {

@@ -24,8 +24,8 @@ use tower_http::compression::CompressionLayer;
 use tower_http::services::ServeDir;
 
 use crate::error::CollectorError;
-use crate::history;
 use crate::live::LiveHub;
+use crate::results_folder::history;
 
 const TOKEN_COOKIE: &str = "speclens_token";
 

@@ -1,0 +1,14 @@
+//! One module per command that is not the load generator itself (`bench`) or the simulated
+//! engine (`sim`): each turns its plan into work and prints or serves the answer.
+
+pub mod accept;
+pub mod check;
+pub mod demo;
+pub mod model;
+pub mod probe;
+pub mod read;
+pub mod report;
+pub mod scrape;
+pub mod serve;
+pub mod sweep;
+pub mod watch;
