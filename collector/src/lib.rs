@@ -8,6 +8,7 @@ pub mod error;
 pub mod live;
 pub mod net;
 pub mod results_folder;
+pub mod serve;
 pub mod session;
 pub mod sim;
 

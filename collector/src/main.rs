@@ -51,7 +51,7 @@ fn runtime(command: &Command) -> std::io::Result<tokio::runtime::Runtime> {
 fn run(cli: Cli) -> anyhow::Result<()> {
     let runtime = runtime(&cli.command)?;
     match cli.command {
-        Command::Serve(args) => runtime.block_on(speclens::commands::serve::run(args.settings()?))?,
+        Command::Serve(args) => runtime.block_on(speclens::serve::run(args.settings()?))?,
         Command::Sim(args) => runtime.block_on(speclens::sim::run(args.settings()?))?,
         Command::Bench(args) => {
             runtime.block_on(speclens::bench::run(args.plan()?))?;
@@ -75,6 +75,9 @@ fn run(cli: Cli) -> anyhow::Result<()> {
                     args.json,
                 )?,
                 _ => speclens::commands::model::run(&report, args.json)?,
+            }
+            if let Some(context) = args.context_report(&report)? {
+                speclens::commands::model::run_context(&context, args.json)?;
             }
         }
         Command::Scrape(args) => {

@@ -4,9 +4,9 @@
 
 use std::path::PathBuf;
 
-use crate::commands::serve::{Dashboard, ServeSettings};
 use crate::error::CollectorError;
 use crate::live::LiveHub;
+use crate::serve::{Dashboard, ServeSettings};
 
 /// A command's live view.
 pub struct Session {
@@ -43,11 +43,11 @@ impl Session {
         let serve = ServeSettings {
             addr: std::net::SocketAddr::from(([127, 0, 0, 1], port)),
             token: None,
-            web_dir: crate::commands::serve::resolve_web_dir(None)?,
+            web_dir: crate::serve::resolve_web_dir(None)?,
             fragment: Some("live".into()),
             results_dir,
         };
-        let dashboard = crate::commands::serve::start(&serve, self.hub.clone()).await?;
+        let dashboard = crate::serve::start(&serve, self.hub.clone()).await?;
         crate::statusln!("speclens dashboard: {}", dashboard.url);
         self.dashboard = Some(dashboard);
         Ok(())

@@ -11,13 +11,12 @@ use speclens_shared::run::goodput::Slo;
 use speclens_shared::sweep::arms::BASE_ARM;
 use speclens_shared::sweep::Level;
 
-use crate::bench;
 use crate::bench::client::EndpointKind;
 use crate::bench::plan::{seconds, Arrival, Load, Output, Scrape, Stop, Target};
 use crate::bench::prometheus::{self, Prometheus};
 use crate::bench::workload::{Columns, Dataset, Workload};
 use crate::commands::{accept, sweep};
-use crate::error::CollectorError;
+use crate::{bench, error::CollectorError};
 use speclens_shared::engine::Engine;
 
 /// Which OpenAI endpoint to load.

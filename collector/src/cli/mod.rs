@@ -9,6 +9,7 @@ use std::net::{IpAddr, SocketAddr};
 use std::path::PathBuf;
 
 use clap::{Args, Parser, Subcommand, ValueEnum};
+use speclens_shared::model::context::{ContextReport, LinearStepCosts, StepCosts, KV_RATIO_8B_BF16};
 use speclens_shared::model::speedup::{Costs, Measured, ModelReport, Proposer};
 
 use load::ridge_of;
@@ -18,8 +19,8 @@ pub use load::{
 pub use sim::{FaultArgs, SimArgs};
 
 use crate::commands::report;
-use crate::commands::serve::ServeSettings;
 use crate::error::CollectorError;
+use crate::serve::ServeSettings;
 
 /// Measure speculative decoding: acceptance, where it stops paying, and what the model predicts.
 #[derive(Debug, Parser)]
@@ -374,6 +375,24 @@ pub struct ModelArgs {
     /// sweep is run.
     #[arg(long, value_name = "SWEEP", requires = "measured_e")]
     pub calibrate: Option<PathBuf>,
+    /// Context lengths L (tokens each sequence holds): print the acceptance length each batch
+    /// needs at each L, and with --measured-E the break-even batch B*(L) and, at --batch, the
+    /// context L* above which speculation loses.
+    #[arg(long, value_delimiter = ',', value_name = "TOKENS")]
+    pub context: Option<Vec<f64>>,
+    /// Step costs for --context: `roofline` (the ridge, the draft cost and the KV read:
+    /// --kv-ratio, --draft-kv-share), `llama8b-h100` (SpecDecode-Bench's linear fit for
+    /// Llama-3.1-8B with EAGLE on an H100 under vLLM), or a JSON file of a linear fit
+    /// (docs/MODEL.md).
+    #[arg(long, default_value = "roofline", value_name = "FORM")]
+    pub step_costs: String,
+    /// KV bytes per context token ÷ weight bytes, for the roofline (default: an 8B model with
+    /// grouped-query attention at bf16).
+    #[arg(long)]
+    pub kv_ratio: Option<f64>,
+    /// The share of the target's KV a draft pass reads (its own cache), for the roofline.
+    #[arg(long, default_value_t = 0.0)]
+    pub draft_kv_share: f64,
     /// Print JSON instead of text.
     #[arg(long)]
     pub json: bool,
@@ -457,6 +476,64 @@ impl ModelArgs {
             measured,
             args.rates.as_deref().map(|r| (r, args.batch)),
         ))
+    }
+}
+
+impl ModelArgs {
+    /// The context report `--context` asks for, on the same k, draft cost and ridge as `report`.
+    pub fn context_report(&self, report: &ModelReport) -> Result<Option<ContextReport>, CollectorError> {
+        let Some(contexts) = &self.context else {
+            return Ok(None);
+        };
+        let invalid = |m: String| CollectorError::InvalidArgument(m);
+        if contexts.is_empty() || contexts.iter().any(|l| !(l.is_finite() && *l >= 0.0)) {
+            return Err(invalid("--context takes token counts ≥ 0".into()));
+        }
+        let kv_ratio = self.kv_ratio.unwrap_or(KV_RATIO_8B_BF16);
+        if !(kv_ratio.is_finite() && kv_ratio >= 0.0 && (0.0..=1.0).contains(&self.draft_kv_share)) {
+            return Err(invalid("--kv-ratio must be ≥ 0 and --draft-kv-share in [0, 1]".into()));
+        }
+        let (step_costs, source) = match self.step_costs.as_str() {
+            "roofline" => (
+                StepCosts::Roofline {
+                    costs: Costs {
+                        draft_cost: report.draft_cost,
+                        ridge_tokens: report.ridge_tokens,
+                    },
+                    kv_ratio,
+                    draft_kv_share: self.draft_kv_share,
+                },
+                format!(
+                    "the roofline, ridge {} ({}), c = {}, KV ratio {kv_ratio:.3e}, drafter KV share {}",
+                    report.ridge_tokens, report.gpu, report.draft_cost, self.draft_kv_share
+                ),
+            ),
+            "llama8b-h100" => (
+                StepCosts::Linear(LinearStepCosts::LLAMA8B_H100),
+                "SpecDecode-Bench's linear fit for Llama-3.1-8B with EAGLE on one H100 under vLLM".to_string(),
+            ),
+            file => {
+                let bytes =
+                    std::fs::read(file).map_err(|e| invalid(format!("--step-costs: cannot read {file}: {e}")))?;
+                let fit: LinearStepCosts = serde_json::from_slice(&bytes)
+                    .map_err(|e| invalid(format!("--step-costs: {file} is not a linear step-cost fit: {e}")))?;
+                (StepCosts::Linear(fit), format!("the linear fit in {file}"))
+            }
+        };
+        let k = report
+            .measured
+            .as_ref()
+            .map_or(*self.kappa.last().unwrap_or(&1), |m| m.k);
+        let draft_tokens = report.measured.as_ref().map_or(f64::from(k), |m| m.draft_tokens);
+        Ok(Some(ContextReport::new(
+            step_costs,
+            &source,
+            k,
+            draft_tokens,
+            contexts,
+            report.measured.as_ref().map(|m| m.measured_e),
+            self.batch,
+        )))
     }
 }
 

@@ -185,7 +185,7 @@ fn write_dataset(out: &Path) -> Result<PathBuf, CollectorError> {
 /// `speclens demo`.
 pub async fn run(port: u16, web_dir: Option<PathBuf>, out: Option<PathBuf>) -> Result<(), CollectorError> {
     // Fail early, before any measuring, if the dashboard cannot be served.
-    let web_dir = crate::commands::serve::resolve_web_dir(web_dir)?;
+    let web_dir = crate::serve::resolve_web_dir(web_dir)?;
     let assets = web_dir.clone();
     let out = out.unwrap_or_else(|| crate::results_folder::write::default_out_dir("demo"));
     std::fs::create_dir_all(&out)
@@ -220,14 +220,14 @@ pub async fn run(port: u16, web_dir: Option<PathBuf>, out: Option<PathBuf>) -> R
 
     // The dashboard serves from the start: the live page follows each run of the demo.
     let hub = LiveHub::new(64);
-    let serve = crate::commands::serve::ServeSettings {
+    let serve = crate::serve::ServeSettings {
         addr: std::net::SocketAddr::from(([127, 0, 0, 1], port)),
         token: None,
         web_dir,
         fragment: Some("live".into()),
         results_dir: out.clone(),
     };
-    let dashboard = crate::commands::serve::start(&serve, hub.clone()).await?;
+    let dashboard = crate::serve::start(&serve, hub.clone()).await?;
     crate::statusln!(
         "speclens dashboard: {}  (live while the demo measures)\n",
         dashboard.url

@@ -9,6 +9,5 @@ pub mod probe;
 pub mod read;
 pub mod report;
 pub mod scrape;
-pub mod serve;
 pub mod sweep;
 pub mod watch;

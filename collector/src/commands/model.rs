@@ -2,6 +2,7 @@
 //! with a measured E and measured per-position rates (the CLI builds the report from its flags),
 //! or calibrated on a plain sweep's curve (`--calibrate`). Arithmetic only; runs anywhere.
 
+use speclens_shared::model::context::ContextReport;
 use speclens_shared::model::speedup::ModelReport;
 
 use crate::error::CollectorError;
@@ -13,6 +14,16 @@ pub fn run(report: &ModelReport, json: bool) -> Result<(), CollectorError> {
         crate::console::print(&format!("{text}\n"))
     } else {
         crate::console::print(&report.render())
+    }
+}
+
+/// `--context`: the break-even by context, as text or JSON.
+pub fn run_context(report: &ContextReport, json: bool) -> Result<(), CollectorError> {
+    if json {
+        let text = serde_json::to_string_pretty(report).map_err(|e| CollectorError::Output(e.to_string()))?;
+        crate::console::print(&format!("{text}\n"))
+    } else {
+        crate::console::print(&format!("\n{}", report.render()))
     }
 }
 

@@ -11,10 +11,10 @@ use base64::Engine as _;
 use serde_json::Value;
 use speclens_shared::results::report_data::{ReportData, REPORT_ELEMENT_ID};
 
-use crate::commands::serve::{resolve_web_dir, WebAssets};
 use crate::error::CollectorError;
 use crate::results_folder::history;
 use crate::results_folder::write::write_atomic;
+use crate::serve::{resolve_web_dir, WebAssets};
 use speclens_shared::model::speedup::Costs;
 use speclens_shared::results::accept::AcceptMatrix;
 use speclens_shared::results::run_list::{RunList, RunListEntry};
@@ -358,7 +358,7 @@ fn page(title: &str, app: &AppFiles, data_json: &str, layout: &Layout) -> Result
     };
     let csp = format!(
         "default-src 'none'; script-src{sources} {} 'wasm-unsafe-eval'; connect-src{sources}; style-src 'unsafe-inline'; img-src data:; base-uri 'none'; form-action 'none'",
-        crate::commands::serve::script_hash(&module)
+        crate::serve::script_hash(&module)
     );
     let icon = app.favicon_svg.as_ref().map_or(String::new(), |svg| {
         format!(
@@ -484,7 +484,7 @@ mod tests {
             .split("</script>")
             .next()
             .unwrap();
-        assert!(html.contains(&crate::commands::serve::script_hash(module)));
+        assert!(html.contains(&crate::serve::script_hash(module)));
         assert!(html.contains("default-src 'none'"));
         let bad = AppFiles {
             glue_js: "'</SCRIPT>'".into(),

@@ -2,5 +2,6 @@
 //! break-even batch, the what-if page's inputs, and the model calibrated on measured runs.
 
 pub mod calibrate;
+pub mod context;
 pub mod speedup;
 pub mod whatif;
