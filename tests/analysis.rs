@@ -257,7 +257,7 @@ fn a_sweep_measures_the_step_cost_the_sim_is_configured_with() {
     assert!(steady >= 2, "{steady} steady levels\n{out}");
 
     // The calibrated prediction: the roofline fitted to plain's curve alone (its ridge, 8, is
-    // recovered) fed with the arm's E at concurrency 1, within 10 % of the measured crossing;
+    // recovered) fed with the arm's E pooled over its lowest levels, within 10 % of the measured crossing;
     // `model --calibrate` on the same folder predicts the same from that E.
     let calibrated = &table["arms"][0]["calibrated"];
     let ridge = calibrated["fit"]["ridge_tokens"]

@@ -153,10 +153,13 @@ pub struct ArmSweep {
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct CalibratedPrediction {
     pub fit: RooflineFit,
-    /// The arm's acceptance length and draft tokens per draft at `at_level`, its lowest.
+    /// The arm's acceptance length and draft tokens per draft, pooled over its levels from
+    /// `from_level` (when more than one) to `at_level`.
     pub acceptance_length: f64,
     pub draft_tokens: f64,
     pub at_level: f64,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub from_level: Option<f64>,
     pub draft_cost: f64,
     pub break_even_batch: f64,
 }
@@ -463,7 +466,12 @@ fn saturation_of(points: &[NamedPoint<'_>], arm: &str) -> Saturation {
     Saturation::of(&curve)
 }
 
-/// The roofline fitted to plain's concurrency curve, fed with `arm`'s E at its lowest level.
+/// Requests the calibration's acceptance length is pooled over, from the arm's lowest level up
+/// (a level of a few requests gives a noisy E).
+pub const CALIBRATION_MIN_REQUESTS: u64 = 50;
+
+/// The roofline fitted to plain's concurrency curve, fed with `arm`'s E pooled over its lowest
+/// levels until they hold [`CALIBRATION_MIN_REQUESTS`] requests (or over all of them).
 fn calibrated_of(points: &[NamedPoint<'_>], arm: &str, costs: Costs) -> Option<CalibratedPrediction> {
     let plain: Vec<(f64, f64)> = points
         .iter()
@@ -471,18 +479,38 @@ fn calibrated_of(points: &[NamedPoint<'_>], arm: &str, costs: Costs) -> Option<C
         .filter_map(|p| Some((p.level.value(), throughput(p.result)?)))
         .collect();
     let fit = RooflineFit::of(&plain)?;
-    let lowest = points
+    let mut mine: Vec<(f64, &RunResult)> = points
         .iter()
         .filter(|p| p.arm == arm && p.level.axis().is_concurrency())
-        .filter_map(|p| Some((p.level.value(), super::step_cost::acceptance(p.result)?)))
-        .min_by(|a, b| a.0.total_cmp(&b.0))?;
-    let (at_level, (e, d)) = lowest;
+        .map(|p| (p.level.value(), p.result))
+        .collect();
+    mine.sort_by(|a, b| a.0.total_cmp(&b.0));
+    let (mut drafts, mut accepted, mut draft_tokens, mut requests) = (0.0, 0.0, 0.0, 0);
+    let mut levels = Vec::new();
+    for (level, result) in mine {
+        let (Some((d, a, _)), Some((_, per_draft))) = (result.spec_counts(), super::step_cost::acceptance(result))
+        else {
+            continue;
+        };
+        drafts += d;
+        accepted += a;
+        draft_tokens += per_draft * d;
+        requests += result.completed.unwrap_or(0);
+        levels.push(level);
+        if requests >= CALIBRATION_MIN_REQUESTS {
+            break;
+        }
+    }
+    let e = crate::figures::acceptance_length(accepted, drafts)?;
+    let d = draft_tokens / drafts;
+    let (from, to) = (*levels.first()?, *levels.last()?);
     Some(CalibratedPrediction {
         break_even_batch: fit.break_even(e, d, costs.draft_cost),
         fit,
         acceptance_length: e,
         draft_tokens: d,
-        at_level,
+        at_level: to,
+        from_level: (from < to).then_some(from),
         draft_cost: costs.draft_cost,
     })
 }
@@ -690,11 +718,14 @@ impl Arms {
                 ),
                 None => "; no measured crossing to hold it to".to_string(),
             };
+            let levels = match c.from_level {
+                Some(from) => format!("{from}–{}", c.at_level),
+                None => format!("{}", c.at_level),
+            };
             out.push_str(&format!(
-                "  {}: {} at concurrency {}{measured}\n",
+                "  {}: {} at concurrency {levels}{measured}\n",
                 a.name,
                 c.fit.sentence(c.acceptance_length, c.draft_tokens, c.draft_cost),
-                c.at_level
             ));
         }
         out
