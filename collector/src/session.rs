@@ -40,17 +40,34 @@ impl Session {
         let Some(port) = port.filter(|_| self.own) else {
             return Ok(());
         };
-        let serve = ServeSettings {
-            addr: std::net::SocketAddr::from(([127, 0, 0, 1], port)),
-            token: None,
-            web_dir: crate::serve::resolve_web_dir(None)?,
-            fragment: Some("live".into()),
-            results_dir,
-        };
-        let dashboard = crate::serve::start(&serve, self.hub.clone()).await?;
-        crate::statusln!("speclens dashboard: {}", dashboard.url);
-        self.dashboard = Some(dashboard);
+        let url = self
+            .serve_with(ServeSettings {
+                addr: std::net::SocketAddr::from(([127, 0, 0, 1], port)),
+                token: None,
+                web_dir: crate::serve::resolve_web_dir(None)?,
+                fragment: Some("live".into()),
+                results_dir,
+            })
+            .await?;
+        crate::statusln!("speclens dashboard: {url}");
         Ok(())
+    }
+
+    /// Serve the dashboard as `settings` say (the demo's: its own web folder and results
+    /// folder) and return its URL.
+    pub async fn serve_with(&mut self, settings: ServeSettings) -> Result<String, CollectorError> {
+        let dashboard = crate::serve::start(&settings, self.hub.clone()).await?;
+        let url = dashboard.url.clone();
+        self.dashboard = Some(dashboard);
+        Ok(url)
+    }
+
+    /// Stop the dashboard this session serves, if any, and return how its server ended.
+    pub async fn stop(self) -> Result<(), CollectorError> {
+        match self.dashboard {
+            Some(d) => d.stop().await,
+            None => Ok(()),
+        }
     }
 
     /// After the work: a dashboard of the command's own keeps serving `what` it measured

@@ -13,7 +13,8 @@ use crate::bench::plan::{Load, Output, Scrape, Target};
 use crate::bench::workload::{Dataset, Workload};
 use crate::error::CollectorError;
 use crate::sim::{self, AcceptanceProfile, SimSettings};
-use crate::{bench, live::LiveHub};
+use crate::bench;
+use crate::session::Session;
 
 /// Prompts of the demo's Spec-Bench-style dataset, by category.
 const DEMO_PROMPTS: [(&str, &str); 12] = [
@@ -219,19 +220,18 @@ pub async fn run(port: u16, web_dir: Option<PathBuf>, out: Option<PathBuf>) -> R
     );
 
     // The dashboard serves from the start: the live page follows each run of the demo.
-    let hub = LiveHub::new(64);
-    let serve = crate::serve::ServeSettings {
-        addr: std::net::SocketAddr::from(([127, 0, 0, 1], port)),
-        token: None,
-        web_dir,
-        fragment: Some("live".into()),
-        results_dir: out.clone(),
-    };
-    let dashboard = crate::serve::start(&serve, hub.clone()).await?;
-    crate::statusln!(
-        "speclens dashboard: {}  (live while the demo measures)\n",
-        dashboard.url
-    );
+    let mut session = Session::new(None, Some(port));
+    let dashboard_url = session
+        .serve_with(crate::serve::ServeSettings {
+            addr: std::net::SocketAddr::from(([127, 0, 0, 1], port)),
+            token: None,
+            web_dir,
+            fragment: Some("live".into()),
+            results_dir: out.clone(),
+        })
+        .await?;
+    crate::statusln!("speclens dashboard: {dashboard_url}  (live while the demo measures)\n");
+    let hub = session.hub.clone();
 
     let dataset = write_dataset(&out)?;
     let accept = accept_plan(&spec_url, &dataset, out.join("accept"));
@@ -265,13 +265,13 @@ pub async fn run(port: u16, web_dir: Option<PathBuf>, out: Option<PathBuf>) -> R
         ),
     };
     hub.end_session().await;
-    let base_url = dashboard.url.split('#').next().unwrap_or(&dashboard.url).to_string();
+    let base_url = dashboard_url.split('#').next().unwrap_or(&dashboard_url).to_string();
     crate::statusln!("\nThe overview of everything measured: {base_url}#overview");
     crate::statusln!("\nThe what-if page, seeded with the measured acceptance of {headline_line}:");
     crate::statusln!("speclens what-if: {base_url}#{fragment}");
     crate::statusln!("(past runs: {base_url}#runs) — press Ctrl-C to stop.");
     let _ = crate::net::stop_signal().await;
-    let served = dashboard.stop().await;
+    let served = session.stop().await;
     let _ = spec.stop().await;
     let _ = k1.stop().await;
     let _ = base.stop().await;
