@@ -117,6 +117,18 @@ pub struct SimArgs {
     /// model does not charge).
     #[arg(long, default_value_t = 0.0)]
     pub draft_overhead_us: f64,
+    /// What a step's KV read costs: KV bytes per context token ÷ weight bytes (0: free; an 8B
+    /// model with grouped-query attention at bf16 is 8.16e-6, 128 KiB a token ÷ 16.06 GB). A
+    /// plain and a verify step read the same KV.
+    #[arg(long, default_value_t = 0.0)]
+    pub kv_ratio: f64,
+    /// The share of the target's KV a draft pass reads (a drafter's own cache; 0 for n-gram).
+    #[arg(long, default_value_t = 0.0)]
+    pub draft_kv_share: f64,
+    /// Acceptance halves every this many tokens a sequence holds (prompt and output): acceptance
+    /// that decays with context, as reported for long prompts (default: no decay).
+    #[arg(long, value_name = "TOKENS")]
+    pub acceptance_half_life: Option<f64>,
     /// Multiplies every step time; 0 runs without any delay (tests).
     #[arg(long, default_value_t = 1.0)]
     pub time_scale: f64,
@@ -253,6 +265,8 @@ impl SimArgs {
             ("step-ms", args.step_ms),
             ("draft-cost", args.draft_cost),
             ("draft-overhead-us", args.draft_overhead_us),
+            ("kv-ratio", args.kv_ratio),
+            ("draft-kv-share", args.draft_kv_share),
             ("time-scale", args.time_scale),
             ("temperature-sensitivity", args.temperature_sensitivity),
         ];
@@ -307,8 +321,18 @@ impl SimArgs {
                     ridge_tokens: args.ridge,
                     draft_cost: args.draft_cost,
                     draft_overhead_s: args.draft_overhead_us / 1e6,
+                    kv_ratio: args.kv_ratio,
+                    draft_kv_share: args.draft_kv_share,
                 },
                 time_scale: args.time_scale,
+                acceptance_half_life_tokens: match args.acceptance_half_life {
+                    Some(h) if !(h.is_finite() && h > 0.0) => {
+                        return Err(invalid(format!(
+                            "--acceptance-half-life must be a number of tokens > 0, got {h}"
+                        )))
+                    }
+                    h => h,
+                },
                 seed: args.seed,
             },
             profile,

@@ -9,12 +9,12 @@ use speclens_shared::model::speedup::Costs;
 use speclens_shared::sweep::Level;
 use speclens_shared::view::headline::Headline;
 
+use crate::bench;
 use crate::bench::plan::{Load, Output, Scrape, Target};
 use crate::bench::workload::{Dataset, Workload};
 use crate::error::CollectorError;
-use crate::sim::{self, AcceptanceProfile, SimSettings};
-use crate::bench;
 use crate::session::Session;
+use crate::sim::{self, AcceptanceProfile, SimSettings};
 
 /// Prompts of the demo's Spec-Bench-style dataset, by category.
 const DEMO_PROMPTS: [(&str, &str); 12] = [

@@ -88,11 +88,12 @@ impl AcceptanceProfile {
         }
     }
 
-    /// Draw how many of the first `k` drafts one step accepts.
-    fn sample(&self, k: u32, rng: &mut SmallRng) -> u32 {
+    /// Draw how many of the first `k` drafts one step accepts, each conditional rate scaled by
+    /// `factor` (the decay with context; 1 without).
+    fn sample(&self, k: u32, factor: f64, rng: &mut SmallRng) -> u32 {
         let mut j = 0;
         for q in self.conditional.iter().take(k as usize) {
-            if rng.random::<f64>() < *q {
+            if rng.random::<f64>() < (q * factor).min(1.0) {
                 j += 1;
             } else {
                 break;
@@ -115,19 +116,29 @@ pub struct StepModel {
     pub draft_cost: f64,
     /// Extra time per draft token per sequence (KV slots, sampler sort…), in seconds.
     pub draft_overhead_s: f64,
+    /// KV bytes per context token ÷ weight bytes: what reading the decoding sequences' KV cache
+    /// adds to a step, in bandwidth-bound steps per token held (0: the KV read is free).
+    pub kv_ratio: f64,
+    /// The share of the target's KV a draft pass reads (the drafter's own cache).
+    pub draft_kv_share: f64,
 }
 
 impl StepModel {
-    /// Seconds for one step with `decode_seqs` decoding sequences proposing `k` drafts each and
-    /// `prefill_tokens` prompt tokens being prefilled.
-    pub fn step_seconds(&self, decode_seqs: usize, k: u32, prefill_tokens: u64) -> f64 {
+    /// Seconds for one step with `decode_seqs` decoding sequences proposing `k` drafts each,
+    /// holding `kv_tokens` tokens of context between them, and `prefill_tokens` prompt tokens
+    /// being prefilled: the roofline of docs/MODEL.md with the KV read ("Break-even in batch
+    /// and context"), a plain and a verify step reading the same KV.
+    pub fn step_seconds(&self, decode_seqs: usize, k: u32, prefill_tokens: u64, kv_tokens: u64) -> f64 {
         let b = decode_seqs as f64;
         let kf = f64::from(k);
         let t = self.ridge_tokens;
+        let kv = kv_tokens as f64 * self.kv_ratio;
         let positions = b * (kf + 1.0) + prefill_tokens as f64;
-        let plain = ((b + prefill_tokens as f64) / t).max(1.0);
-        let target = (positions / t).max(1.0);
-        self.base_step_s * (target + kf * self.draft_cost * plain) + self.draft_overhead_s * b * kf
+        let plain = (b + prefill_tokens as f64) / t;
+        let target = (positions / t).max(1.0 + kv);
+        let c = self.draft_cost;
+        let draft = kf * (c + self.draft_kv_share * kv).max(c * plain);
+        self.base_step_s * (target + draft) + self.draft_overhead_s * b * kf
     }
 }
 
@@ -310,6 +321,10 @@ pub struct EngineConfig {
     pub step: StepModel,
     /// Multiplies every step time; 0 runs without delay.
     pub time_scale: f64,
+    /// Acceptance halves every this many tokens a sequence holds (prompt and output): every
+    /// conditional rate is scaled by 2^(−tokens ÷ half-life). None: acceptance does not depend
+    /// on context.
+    pub acceptance_half_life_tokens: Option<f64>,
     pub seed: u64,
 }
 
@@ -404,7 +419,12 @@ pub async fn run_engine(
             .map(|s| s.spec.prompt_tokens + s.recompute)
             .sum();
         let step_k = config.step_k(running.len());
-        let step_s = config.step.step_seconds(decode, step_k, prefill) * config.time_scale;
+        let kv_tokens: u64 = running
+            .iter()
+            .filter(|s| s.prefilled)
+            .map(|s| s.spec.prompt_tokens + u64::from(s.generated))
+            .sum();
+        let step_s = config.step.step_seconds(decode, step_k, prefill, kv_tokens) * config.time_scale;
         if step_s > 0.0 {
             deadline += Duration::from_secs_f64(step_s);
             let now = Instant::now();
@@ -420,7 +440,7 @@ pub async fn run_engine(
         {
             let mut c = shared.counters();
             running.retain_mut(|seq| {
-                let keep = advance(seq, step_k, &mut rng, &mut c);
+                let keep = advance(seq, step_k, config.acceptance_half_life_tokens, &mut rng, &mut c);
                 if !keep && seq.open_choices.fetch_sub(1, Ordering::AcqRel) == 1 {
                     finished_requests += 1;
                 }
@@ -519,7 +539,7 @@ fn note_batch(
 /// One step of one sequence, drafting up to `step_k` tokens (none: a plain step, no draft
 /// counted, as vLLM counts a schedule's k = 0); false when it is done (finished or its client
 /// went away).
-fn advance(seq: &mut Seq, step_k: u32, rng: &mut SmallRng, c: &mut EngineCounters) -> bool {
+fn advance(seq: &mut Seq, step_k: u32, half_life: Option<f64>, rng: &mut SmallRng, c: &mut EngineCounters) -> bool {
     let limit = seq
         .spec
         .eos_at
@@ -542,7 +562,9 @@ fn advance(seq: &mut Seq, step_k: u32, rng: &mut SmallRng, c: &mut EngineCounter
         }
         1
     } else if let k @ 1.. = seq.spec.profile.k().min(step_k) {
-        let j = seq.spec.profile.sample(k, rng);
+        let held = (seq.spec.prompt_tokens + u64::from(seq.generated)) as f64;
+        let factor = half_life.map_or(1.0, |h| (-held / h).exp2());
+        let j = seq.spec.profile.sample(k, factor, rng);
         c.num_drafts += 1;
         c.num_draft_tokens += u64::from(k);
         c.num_accepted_tokens += u64::from(j);
@@ -684,7 +706,7 @@ mod tests {
         let n = 200_000;
         let mut at_least = [0u64; 3];
         for _ in 0..n {
-            let j = p.sample(p.k(), &mut rng);
+            let j = p.sample(p.k(), 1.0, &mut rng);
             for slot in at_least.iter_mut().take(j as usize) {
                 *slot += 1;
             }
@@ -701,16 +723,70 @@ mod tests {
             ridge_tokens: 100.0,
             draft_cost: 0.0,
             draft_overhead_s: 0.0,
+            kv_ratio: 0.0,
+            draft_kv_share: 0.0,
         };
-        assert_eq!(m.step_seconds(1, 3, 0), 0.01);
-        assert_eq!(m.step_seconds(25, 3, 0), 0.01);
-        assert!((m.step_seconds(50, 3, 0) - 0.02).abs() < 1e-12);
-        assert!((m.step_seconds(200, 0, 0) - 0.02).abs() < 1e-12);
+        assert_eq!(m.step_seconds(1, 3, 0, 5_000), 0.01);
+        assert_eq!(m.step_seconds(25, 3, 0, 0), 0.01);
+        assert!((m.step_seconds(50, 3, 0, 0) - 0.02).abs() < 1e-12);
+        assert!((m.step_seconds(200, 0, 0, 0) - 0.02).abs() < 1e-12);
         let c = StepModel {
             draft_cost: 0.1,
             draft_overhead_s: 1e-5,
             ..m
         };
-        assert!((c.step_seconds(1, 3, 0) - (0.01 * 1.3 + 3e-5)).abs() < 1e-12);
+        assert!((c.step_seconds(1, 3, 0, 0) - (0.01 * 1.3 + 3e-5)).abs() < 1e-12);
+    }
+
+    /// The sim's steps are the context model's (shared::model::context, roofline form): the
+    /// same KV read for a plain and a verify step, the drafter its share.
+    #[test]
+    fn step_time_charges_the_kv_read_as_the_context_model_does() {
+        use speclens_shared::model::context::StepCosts;
+        use speclens_shared::model::speedup::Costs;
+        let m = StepModel {
+            base_step_s: 0.01,
+            ridge_tokens: 100.0,
+            draft_cost: 0.05,
+            draft_overhead_s: 0.0,
+            kv_ratio: 1e-4,
+            draft_kv_share: 0.2,
+        };
+        let model = StepCosts::Roofline {
+            costs: Costs {
+                draft_cost: 0.05,
+                ridge_tokens: 100.0,
+            },
+            kv_ratio: 1e-4,
+            draft_kv_share: 0.2,
+        };
+        for (b, l) in [(1usize, 0u64), (1, 2_000), (16, 1_000), (64, 500), (200, 4_000)] {
+            let kv = b as u64 * l;
+            let plain = m.step_seconds(b, 0, 0, kv) / 0.01;
+            let spec = m.step_seconds(b, 3, 0, kv) / 0.01;
+            assert!(
+                (plain - model.plain_step(b as f64, l as f64)).abs() < 1e-9,
+                "plain at {b}, {l}"
+            );
+            assert!(
+                (spec - model.spec_step(b as f64, l as f64, 3.0)).abs() < 1e-9,
+                "spec at {b}, {l}"
+            );
+        }
+    }
+
+    #[test]
+    fn acceptance_halves_every_half_life_of_context() {
+        let p = AcceptanceProfile::geometric(0.8, 1).unwrap();
+        let mut rng = SmallRng::seed_from_u64(7);
+        let n = 200_000;
+        let rate =
+            |factor: f64, rng: &mut SmallRng| (0..n).map(|_| p.sample(1, factor, rng)).sum::<u32>() as f64 / n as f64;
+        // A sequence holding one half-life of tokens accepts at half the rate.
+        let (fresh, halved) = (rate(1.0, &mut rng), rate((-1000.0f64 / 1000.0).exp2(), &mut rng));
+        assert!(
+            (fresh - 0.8).abs() < 0.01 && (halved - 0.4).abs() < 0.01,
+            "{fresh} {halved}"
+        );
     }
 }
