@@ -371,6 +371,27 @@ fn named_paths(code: &str) -> Vec<Vec<String>> {
     out
 }
 
+/// A path named in module `from` (`crate::a::b`, `self::c`, `super::super::d`) as a path from
+/// the crate root.
+fn resolve(from: &[String], named: &[String]) -> Vec<String> {
+    let mut segments = named.iter().peekable();
+    let mut to: Vec<String> = match segments.next().map(String::as_str) {
+        Some("crate") => Vec::new(),
+        Some("self") => from.to_vec(),
+        _ => {
+            let mut base = from.to_vec();
+            base.pop();
+            while segments.peek().is_some_and(|s| *s == "super") {
+                segments.next();
+                base.pop();
+            }
+            base
+        }
+    };
+    to.extend(segments.cloned());
+    to
+}
+
 /// For every folder of the crate (its module path; `""` for the crate root), the graph of its
 /// child modules: child → the other children its code names (`crate::a::b`, `super::b`). An
 /// edge between two modules is drawn in the folder where their paths part, so `bench::load`
@@ -392,23 +413,7 @@ fn import_graphs(src: &Path) -> BTreeMap<String, BTreeMap<String, BTreeSet<Strin
     for file in &files {
         let from = module_path(src, file);
         for named in named_paths(&code_only(&std::fs::read_to_string(file).unwrap())) {
-            // Resolve to a path from the crate root.
-            let mut to: Vec<String> = Vec::new();
-            let mut base = from.clone();
-            let mut segments = named.iter().peekable();
-            match segments.next().map(String::as_str) {
-                Some("crate") => {}
-                Some("self") => to = base.clone(),
-                _ => {
-                    base.pop();
-                    while segments.peek().is_some_and(|s| *s == "super") {
-                        segments.next();
-                        base.pop();
-                    }
-                    to = base;
-                }
-            }
-            to.extend(segments.cloned());
+            let to = resolve(&from, &named);
             // Where the two paths part: both continue there, each into a module of that folder.
             let common = from.iter().zip(&to).take_while(|(a, b)| a == b).count();
             let (Some(a), Some(b)) = (from.get(common), to.get(common)) else {
@@ -726,22 +731,7 @@ fn parent_child_loops(src: &Path) -> Vec<String> {
         }
         let mut taken = BTreeSet::new();
         for named in named_paths(child_code) {
-            let mut to: Vec<String> = Vec::new();
-            let mut base = child.clone();
-            let mut segments = named.iter().peekable();
-            match segments.next().map(String::as_str) {
-                Some("crate") => {}
-                Some("self") => to = base.clone(),
-                _ => {
-                    base.pop();
-                    while segments.peek().is_some_and(|s| *s == "super") {
-                        segments.next();
-                        base.pop();
-                    }
-                    to = base;
-                }
-            }
-            to.extend(segments.cloned());
+            let to = resolve(child, &named);
             let Some(item) = to.get(parent.len()) else { continue };
             let mut as_module = parent.to_vec();
             as_module.push(item.clone());

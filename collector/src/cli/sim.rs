@@ -306,35 +306,13 @@ impl SimArgs {
                 args.max_model_len
             )));
         }
+        let engine = args.engine_config(schedule)?;
         Ok(SimSettings {
             addr: SocketAddr::new(args.host, args.port),
             model: args.model,
             api_key: args.api_key,
             engines: args.engines,
-            engine: EngineConfig {
-                k,
-                schedule,
-                max_num_seqs: args.max_num_seqs,
-                kv_cache_blocks: args.kv_cache_tokens.div_ceil(KV_BLOCK_TOKENS),
-                step: StepModel {
-                    base_step_s: args.step_ms / 1e3,
-                    ridge_tokens: args.ridge,
-                    draft_cost: args.draft_cost,
-                    draft_overhead_s: args.draft_overhead_us / 1e6,
-                    kv_ratio: args.kv_ratio,
-                    draft_kv_share: args.draft_kv_share,
-                },
-                time_scale: args.time_scale,
-                acceptance_half_life_tokens: match args.acceptance_half_life {
-                    Some(h) if !(h.is_finite() && h > 0.0) => {
-                        return Err(invalid(format!(
-                            "--acceptance-half-life must be a number of tokens > 0, got {h}"
-                        )))
-                    }
-                    h => h,
-                },
-                seed: args.seed,
-            },
+            engine,
             profile,
             temperature_sensitivity: args.temperature_sensitivity,
             acceptance_spread: args.acceptance_spread,
@@ -358,6 +336,38 @@ impl SimArgs {
             },
             counter_start: args.counter_start,
             faults: Faults::from(&args.faults),
+        })
+    }
+
+    /// The engine's configuration: its k and schedule, its batch and cache, its step costs and
+    /// its acceptance's decay with context.
+    fn engine_config(&self, schedule: Vec<(u64, u64, u32)>) -> Result<EngineConfig, CollectorError> {
+        let args = self;
+        let k = args.num_spec_tokens;
+        let invalid = |m: String| CollectorError::InvalidArgument(m);
+        Ok(EngineConfig {
+            k,
+            schedule,
+            max_num_seqs: args.max_num_seqs,
+            kv_cache_blocks: args.kv_cache_tokens.div_ceil(KV_BLOCK_TOKENS),
+            step: StepModel {
+                base_step_s: args.step_ms / 1e3,
+                ridge_tokens: args.ridge,
+                draft_cost: args.draft_cost,
+                draft_overhead_s: args.draft_overhead_us / 1e6,
+                kv_ratio: args.kv_ratio,
+                draft_kv_share: args.draft_kv_share,
+            },
+            time_scale: args.time_scale,
+            acceptance_half_life_tokens: match args.acceptance_half_life {
+                Some(h) if !(h.is_finite() && h > 0.0) => {
+                    return Err(invalid(format!(
+                        "--acceptance-half-life must be a number of tokens > 0, got {h}"
+                    )))
+                }
+                h => h,
+            },
+            seed: args.seed,
         })
     }
 

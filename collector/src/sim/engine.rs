@@ -536,6 +536,28 @@ fn note_batch(
     c.kv_blocks_total = config.kv_cache_blocks;
 }
 
+/// One speculative step of a sequence drafting `k`: the drafts it accepts (acceptance decayed
+/// by the context it holds when a half-life is set), counted on the engine and the request.
+fn draft_step(seq: &mut Seq, k: u32, half_life: Option<f64>, rng: &mut SmallRng, c: &mut EngineCounters) -> u32 {
+    let held = (seq.spec.prompt_tokens + u64::from(seq.generated)) as f64;
+    let factor = half_life.map_or(1.0, |h| (-held / h).exp2());
+    let j = seq.spec.profile.sample(k, factor, rng);
+    c.num_drafts += 1;
+    c.num_draft_tokens += u64::from(k);
+    c.num_accepted_tokens += u64::from(j);
+    for pos in 0..j as usize {
+        c.accepted_per_pos[pos] += 1;
+    }
+    let s = &mut seq.stats;
+    s.steps += 1;
+    s.accepted += u64::from(j);
+    s.drafted += u64::from(k);
+    s.histogram[j as usize] += 1;
+    s.per_step_accepted.push(u64::from(j));
+    s.per_step_drafted.push(u64::from(k));
+    j
+}
+
 /// One step of one sequence, drafting up to `step_k` tokens (none: a plain step, no draft
 /// counted, as vLLM counts a schedule's k = 0); false when it is done (finished or its client
 /// went away).
@@ -562,23 +584,7 @@ fn advance(seq: &mut Seq, step_k: u32, half_life: Option<f64>, rng: &mut SmallRn
         }
         1
     } else if let k @ 1.. = seq.spec.profile.k().min(step_k) {
-        let held = (seq.spec.prompt_tokens + u64::from(seq.generated)) as f64;
-        let factor = half_life.map_or(1.0, |h| (-held / h).exp2());
-        let j = seq.spec.profile.sample(k, factor, rng);
-        c.num_drafts += 1;
-        c.num_draft_tokens += u64::from(k);
-        c.num_accepted_tokens += u64::from(j);
-        for pos in 0..j as usize {
-            c.accepted_per_pos[pos] += 1;
-        }
-        let s = &mut seq.stats;
-        s.steps += 1;
-        s.accepted += u64::from(j);
-        s.drafted += u64::from(k);
-        s.histogram[j as usize] += 1;
-        s.per_step_accepted.push(u64::from(j));
-        s.per_step_drafted.push(u64::from(k));
-        j + 1
+        draft_step(seq, k, half_life, rng, c) + 1
     } else {
         1
     };
