@@ -45,7 +45,7 @@ pub enum Command {
     /// next commands.
     Probe(Box<ProbeArgs>),
     /// The speedup model's table (no server needed): E(α, k), S(1), S(∞), break-even batch.
-    Model(ModelArgs),
+    Model(Box<ModelArgs>),
     /// The same concurrency (or request-rate) sweep against speculative arms and a plain server:
     /// where speculation stops paying, and which k to run at each load.
     Sweep(Box<SweepArgs>),
@@ -393,6 +393,13 @@ pub struct ModelArgs {
     /// The share of the target's KV a draft pass reads (its own cache), for the roofline.
     #[arg(long, default_value_t = 0.0)]
     pub draft_kv_share: f64,
+    /// Step costs from `vllm bench forward --output-json` (its cases with the drafter), fitted
+    /// with --forward-plain; predicts the break-even by context without any serving sweep.
+    #[arg(long, value_name = "FILE", requires_all = ["forward_plain", "context"])]
+    pub forward: Option<PathBuf>,
+    /// The same benchmark's cases run with `--exclude-drafter` (the target's passes alone).
+    #[arg(long, value_name = "FILE", requires = "forward")]
+    pub forward_plain: Option<PathBuf>,
     /// Print JSON instead of text.
     #[arg(long)]
     pub json: bool,
@@ -493,7 +500,31 @@ impl ModelArgs {
         if !(kv_ratio.is_finite() && kv_ratio >= 0.0 && (0.0..=1.0).contains(&self.draft_kv_share)) {
             return Err(invalid("--kv-ratio must be ≥ 0 and --draft-kv-share in [0, 1]".into()));
         }
-        let (step_costs, source) = match self.step_costs.as_str() {
+        let (step_costs, source) = match (&self.forward, &self.forward_plain) {
+            (Some(with), Some(without)) => forward_costs(with, without)?,
+            _ => self.named_step_costs(report, kv_ratio)?,
+        };
+        let k = report
+            .measured
+            .as_ref()
+            .map_or(*self.kappa.last().unwrap_or(&1), |m| m.k);
+        let draft_tokens = report.measured.as_ref().map_or(f64::from(k), |m| m.draft_tokens);
+        Ok(Some(ContextReport::new(
+            step_costs,
+            &source,
+            k,
+            draft_tokens,
+            contexts,
+            report.measured.as_ref().map(|m| m.measured_e),
+            self.batch,
+        )))
+    }
+
+    /// `--step-costs`: the roofline on the report's ridge and draft cost with the KV read, a
+    /// published fit, or a fit in a JSON file; with words saying which.
+    fn named_step_costs(&self, report: &ModelReport, kv_ratio: f64) -> Result<(StepCosts, String), CollectorError> {
+        let invalid = |m: String| CollectorError::InvalidArgument(m);
+        Ok(match self.step_costs.as_str() {
             "roofline" => (
                 StepCosts::Roofline {
                     costs: Costs {
@@ -513,28 +544,34 @@ impl ModelArgs {
                 "SpecDecode-Bench's linear fit for Llama-3.1-8B with EAGLE on one H100 under vLLM".to_string(),
             ),
             file => {
-                let bytes =
-                    std::fs::read(file).map_err(|e| invalid(format!("--step-costs: cannot read {file}: {e}")))?;
-                let fit: LinearStepCosts = serde_json::from_slice(&bytes)
+                let text = crate::results_folder::history::read_bounded(std::path::Path::new(file))
+                    .map_err(|e| invalid(format!("--step-costs: cannot read {file}: {e}")))?;
+                let fit: LinearStepCosts = serde_json::from_str(&text)
                     .map_err(|e| invalid(format!("--step-costs: {file} is not a linear step-cost fit: {e}")))?;
                 (StepCosts::Linear(fit), format!("the linear fit in {file}"))
             }
-        };
-        let k = report
-            .measured
-            .as_ref()
-            .map_or(*self.kappa.last().unwrap_or(&1), |m| m.k);
-        let draft_tokens = report.measured.as_ref().map_or(f64::from(k), |m| m.draft_tokens);
-        Ok(Some(ContextReport::new(
-            step_costs,
-            &source,
-            k,
-            draft_tokens,
-            contexts,
-            report.measured.as_ref().map(|m| m.measured_e),
-            self.batch,
-        )))
+        })
     }
+}
+
+/// `--forward FILE --forward-plain FILE`: the linear step costs `vllm bench forward`'s cases give.
+fn forward_costs(with: &std::path::Path, without: &std::path::Path) -> Result<(StepCosts, String), CollectorError> {
+    let read = |path: &std::path::Path| {
+        let text = crate::results_folder::history::read_bounded(path)
+            .map_err(|e| CollectorError::InvalidArgument(format!("--forward: cannot read {}: {e}", path.display())))?;
+        speclens_shared::model::forward::read_cases(&text)
+            .map_err(|e| CollectorError::InvalidArgument(format!("--forward: {}: {e}", path.display())))
+    };
+    let fit = speclens_shared::model::forward::fit(&read(with)?, &read(without)?)
+        .map_err(|e| CollectorError::InvalidArgument(format!("--forward: {e}")))?;
+    Ok((
+        StepCosts::Linear(fit),
+        format!(
+            "a linear fit of vllm bench forward's cases in {} and {} (the passes alone: no sampling or CPU step overhead)",
+            with.display(),
+            without.display()
+        ),
+    ))
 }
 
 impl ServeArgs {

@@ -3,5 +3,6 @@
 
 pub mod calibrate;
 pub mod context;
+pub mod forward;
 pub mod speedup;
 pub mod whatif;
