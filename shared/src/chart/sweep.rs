@@ -6,7 +6,7 @@ use plotters::prelude::*;
 
 use super::frame::{chart_error, colors, legend_above, tick, whole_tick, Swatch, XFrame};
 use crate::error::Error;
-use crate::sweep::{Axis, PairTable, SweepFile};
+use crate::sweep::{Axis, PairTable, SweepFile, SweepRow};
 
 /// One speculative arm's table (against plain) and its colour.
 struct ArmLine<'a> {
@@ -142,6 +142,54 @@ fn knees(table: &SweepFile, arms: &[ArmLine<'_>]) -> Vec<(f64, f64, RGBColor)> {
     out
 }
 
+/// The throughput panel's top: the highest figure or spread of any arm, with room above.
+fn throughput_top(arms: &[ArmLine<'_>]) -> f64 {
+    arms.iter()
+        .flat_map(|a| a.table.rows.iter())
+        .flat_map(|r| {
+            [
+                r.figures().0,
+                r.figures().1,
+                r.spec_spread.map(|s| s.1),
+                r.base_spread.map(|s| s.1),
+            ]
+        })
+        .flatten()
+        .fold(1.0f64, f64::max)
+        * 1.15
+}
+
+/// Each arm's throughput line in its colour, then plain's (from `base_rows`).
+fn throughput_lines(arms: &[ArmLine<'_>], base_rows: &[SweepRow]) -> Vec<(RGBColor, Vec<(f64, f64)>)> {
+    let mut lines: Vec<(RGBColor, Vec<(f64, f64)>)> = arms
+        .iter()
+        .map(|a| {
+            let points = a.table.rows.iter().filter_map(|r| r.figures().0.map(|v| (r.level, v)));
+            (a.color, points.collect())
+        })
+        .collect();
+    let base = base_rows.iter().filter_map(|r| r.figures().1.map(|v| (r.level, v)));
+    lines.push((colors::BASE, base.collect()));
+    lines
+}
+
+/// The repeats' spreads (level, (min, max), colour) of every arm and of plain.
+fn throughput_spreads(arms: &[ArmLine<'_>], base_rows: &[SweepRow]) -> Vec<(f64, (f64, f64), RGBColor)> {
+    arms.iter()
+        .flat_map(|a| {
+            a.table
+                .rows
+                .iter()
+                .filter_map(|r| Some((r.level, r.spec_spread?, a.color)))
+        })
+        .chain(
+            base_rows
+                .iter()
+                .filter_map(|r| Some((r.level, r.base_spread?, colors::BASE))),
+        )
+        .collect()
+}
+
 /// The upper panel: each arm's compared figure (`Axis::figure`) by level, knees ringed, plain's
 /// over-saturation dashed.
 fn draw_throughput<DB: DrawingBackend>(
@@ -154,20 +202,7 @@ fn draw_throughput<DB: DrawingBackend>(
 ) -> Result<XFrame, Error> {
     let px = |v: f64| (v * scale).round().max(1.0) as u32;
     let font = |size: f64| ("sans-serif", size * scale).into_font();
-    let y_max = arms
-        .iter()
-        .flat_map(|a| a.table.rows.iter())
-        .flat_map(|r| {
-            [
-                r.figures().0,
-                r.figures().1,
-                r.spec_spread.map(|s| s.1),
-                r.base_spread.map(|s| s.1),
-            ]
-        })
-        .flatten()
-        .fold(1.0f64, f64::max)
-        * 1.15;
+    let y_max = throughput_top(arms);
     let mut chart = ChartBuilder::on(top)
         .margin(px(10.0))
         .x_label_area_size(px(30.0))
@@ -186,27 +221,7 @@ fn draw_throughput<DB: DrawingBackend>(
         .draw()
         .map_err(chart_error)?;
     let base_rows = &arms.first().map_or(table.head(), |a| a.table).rows;
-    let mut lines: Vec<(RGBColor, Vec<(f64, f64)>)> = arms
-        .iter()
-        .map(|a| {
-            (
-                a.color,
-                a.table
-                    .rows
-                    .iter()
-                    .filter_map(|r| r.figures().0.map(|v| (r.level, v)))
-                    .collect(),
-            )
-        })
-        .collect();
-    lines.push((
-        colors::BASE,
-        base_rows
-            .iter()
-            .filter_map(|r| r.figures().1.map(|v| (r.level, v)))
-            .collect(),
-    ));
-    for (color, points) in lines {
+    for (color, points) in throughput_lines(arms, base_rows) {
         let style = color.stroke_width(px(2.5));
         chart
             .draw_series(LineSeries::new(points.iter().copied(), style))
@@ -216,22 +231,11 @@ fn draw_throughput<DB: DrawingBackend>(
             .map_err(chart_error)?;
     }
     // The repeats' spread, min to max, at each point run more than once.
-    let spreads = arms
-        .iter()
-        .flat_map(|a| {
-            a.table
-                .rows
-                .iter()
-                .filter_map(|r| Some((r.level, r.spec_spread?, a.color)))
-        })
-        .chain(
-            base_rows
-                .iter()
-                .filter_map(|r| Some((r.level, r.base_spread?, colors::BASE))),
-        );
     chart
         .draw_series(
-            spreads.map(|(c, (lo, hi), color)| PathElement::new([(c, lo), (c, hi)], color.stroke_width(px(2.0)))),
+            throughput_spreads(arms, base_rows)
+                .into_iter()
+                .map(|(c, (lo, hi), color)| PathElement::new([(c, lo), (c, hi)], color.stroke_width(px(2.0)))),
         )
         .map_err(chart_error)?;
     draw_saturation(
@@ -327,38 +331,7 @@ fn draw_ratio<DB: DrawingBackend>(
         ))
         .map_err(chart_error)?;
     for a in arms {
-        let ratios: Vec<(f64, f64)> = a
-            .table
-            .rows
-            .iter()
-            .filter_map(|r| r.ratio().map(|x| (r.level, x)))
-            .collect();
-        lower
-            .draw_series(a.table.rows.iter().filter_map(|r| {
-                let (lo, hi) = r
-                    .ratio_bounds()
-                    .filter(|_| r.spec_spread.is_some() || r.base_spread.is_some())?;
-                Some(PathElement::new(
-                    [(r.level, lo), (r.level, hi)],
-                    a.color.stroke_width(px(2.0)),
-                ))
-            }))
-            .map_err(chart_error)?;
-        lower
-            .draw_series(LineSeries::new(ratios.iter().copied(), a.color.stroke_width(px(2.5))))
-            .map_err(chart_error)?;
-        lower
-            .draw_series(ratios.iter().map(|p| Circle::new(*p, px(3.5), a.color.filled())))
-            .map_err(chart_error)?;
-        if let Some(b) = a.table.crossing {
-            // The crossing's dot: vermillion, ringed in the arm's colour (named in the legend).
-            lower
-                .draw_series([
-                    Circle::new((b, 1.0), px(7.0), a.color.filled()),
-                    Circle::new((b, 1.0), px(5.0), colors::REJECTED.filled()),
-                ])
-                .map_err(chart_error)?;
-        }
+        draw_arm_ratio(&mut lower, a, scale)?;
     }
     let mut verticals: Vec<(f64, RGBColor, f64)> = switches(table)
         .into_iter()
@@ -373,6 +346,53 @@ fn draw_ratio<DB: DrawingBackend>(
                 px(4.0),
                 color.stroke_width(px(width)),
             ))
+            .map_err(chart_error)?;
+    }
+    Ok(())
+}
+
+/// One arm's ratio by level on the ratio panel: its repeats' bounds, its line and points, and
+/// its crossing's dot.
+fn draw_arm_ratio<DB: DrawingBackend>(
+    lower: &mut ChartContext<
+        '_,
+        DB,
+        Cartesian2d<plotters::coord::types::RangedCoordf64, plotters::coord::types::RangedCoordf64>,
+    >,
+    a: &ArmLine<'_>,
+    scale: f64,
+) -> Result<(), Error> {
+    let px = |v: f64| (v * scale).round().max(1.0) as u32;
+    let ratios: Vec<(f64, f64)> = a
+        .table
+        .rows
+        .iter()
+        .filter_map(|r| r.ratio().map(|x| (r.level, x)))
+        .collect();
+    lower
+        .draw_series(a.table.rows.iter().filter_map(|r| {
+            let (lo, hi) = r
+                .ratio_bounds()
+                .filter(|_| r.spec_spread.is_some() || r.base_spread.is_some())?;
+            Some(PathElement::new(
+                [(r.level, lo), (r.level, hi)],
+                a.color.stroke_width(px(2.0)),
+            ))
+        }))
+        .map_err(chart_error)?;
+    lower
+        .draw_series(LineSeries::new(ratios.iter().copied(), a.color.stroke_width(px(2.5))))
+        .map_err(chart_error)?;
+    lower
+        .draw_series(ratios.iter().map(|p| Circle::new(*p, px(3.5), a.color.filled())))
+        .map_err(chart_error)?;
+    if let Some(b) = a.table.crossing {
+        // The crossing's dot: vermillion, ringed in the arm's colour (named in the legend).
+        lower
+            .draw_series([
+                Circle::new((b, 1.0), px(7.0), a.color.filled()),
+                Circle::new((b, 1.0), px(5.0), colors::REJECTED.filled()),
+            ])
             .map_err(chart_error)?;
     }
     Ok(())
