@@ -21,16 +21,10 @@ impl Recommendation {
             .filter_map(|r| r.arm.as_deref())
             .collect();
         if !unknown.is_empty() {
-            out.push(Setting {
-                engine: Engine::Vllm,
-                kind: SettingKind::Unwritten,
-                line: String::new(),
-                basis: format!(
-                    "no line: arm {} measured no acceptance, so its k is unknown (give the sweep the server's metrics)",
-                    unknown.join(", ")
-                ),
-                warnings: Vec::new(),
-            });
+            out.push(unwritten_vllm_line(format!(
+                "no line: arm {} measured no acceptance, so its k is unknown (give the sweep the server's metrics)",
+                unknown.join(", ")
+            )));
             return out;
         }
         let measured = self.basis();
@@ -56,13 +50,7 @@ impl Recommendation {
         let schedule: Vec<(u64, u64, u32)> = self.batch_schedule();
         let single = schedule.len() == 1;
         if let Err(e) = check_vllm_schedule(&schedule, top_k) {
-            out.push(Setting {
-                engine: Engine::Vllm,
-                kind: SettingKind::Unwritten,
-                line: String::new(),
-                basis: format!("no line: {e} ({measured})"),
-                warnings: Vec::new(),
-            });
+            out.push(unwritten_vllm_line(format!("no line: {e} ({measured})")));
             return out;
         }
         if self.axis.is_concurrency() && !single {
@@ -79,7 +67,24 @@ impl Recommendation {
             SettingKind::Fixed
         };
         let json = serde_json::Value::Object(config).to_string();
-        let schedule_note = if self.axis.is_concurrency() {
+        let schedule_note = self.vllm_schedule_note(single);
+        out.push(Setting {
+            engine: Engine::Vllm,
+            kind: vllm_kind,
+            line: format!("--speculative-config '{json}'"),
+            basis: format!("{measured}{schedule_note}{template_note}"),
+            warnings: Vec::new(),
+        });
+        if first_k > 0 {
+            out.push(self.sglang_line(first_k));
+        }
+        out
+    }
+
+    /// What the vLLM line's schedule is (a concurrency sweep of several ranges), or where a
+    /// rate sweep's traffic goes above its cut-off.
+    fn vllm_schedule_note(&self, single: bool) -> String {
+        if self.axis.is_concurrency() {
             if single {
                 String::new()
             } else {
@@ -93,18 +98,7 @@ impl Recommendation {
                 ),
                 None => String::new(),
             }
-        };
-        out.push(Setting {
-            engine: Engine::Vllm,
-            kind: vllm_kind,
-            line: format!("--speculative-config '{json}'"),
-            basis: format!("{measured}{schedule_note}{template_note}"),
-            warnings: Vec::new(),
-        });
-        if first_k > 0 {
-            out.push(self.sglang_line(first_k));
         }
-        out
     }
 
     /// The model's schedule as a vLLM line, on a concurrency sweep where it changes k with the
@@ -215,6 +209,17 @@ impl Recommendation {
             });
         }
         out
+    }
+}
+
+/// A vLLM setting without a line, and why.
+fn unwritten_vllm_line(basis: String) -> Setting {
+    Setting {
+        engine: Engine::Vllm,
+        kind: SettingKind::Unwritten,
+        line: String::new(),
+        basis,
+        warnings: Vec::new(),
     }
 }
 

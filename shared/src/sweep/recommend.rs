@@ -377,7 +377,6 @@ impl Recommendation {
     }
 }
 
-/// What a level is called in a sentence: `concurrency 8`, `requests/s 2.5`.
 /// The fixed-k arms: an adaptive arm runs a schedule, not one k, so it is judged against the
 /// picks (`Arms::adaptive`), never one of them.
 fn fixed_arms(arms: &Arms) -> Arms {

@@ -4,6 +4,7 @@
 use super::levels::Axis;
 use super::recommend::{LevelPick, ModelSchedule, Recommendation, SCHEDULE_END};
 
+/// What a level is called in a sentence: `concurrency 8`, `requests/s 2.5`.
 pub(super) fn level_word(axis: Axis) -> &'static str {
     match axis {
         Axis::Concurrency => "concurrency",
