@@ -159,22 +159,7 @@ pub fn parse_metrics(text: &str) -> Result<MetricsSnapshot, Error> {
         };
         largest = largest.max(value);
         families.insert(family);
-        let entry = series.entry(key).or_default();
-        let add = |slot: &mut Option<u64>| *slot = Some(slot.unwrap_or(0).saturating_add(value));
-        match family {
-            Family::Drafts if sglang => entry.num_drafts = entry.num_drafts.saturating_add(value),
-            Family::Drafts => entry.num_drafts = value,
-            Family::DraftTokens => entry.num_draft_tokens = value,
-            Family::Accepted => entry.num_accepted_tokens = value,
-            Family::PerPos => {
-                entry.accepted_per_pos.insert(position, value);
-            }
-            Family::DraftedPerPos => {
-                entry.drafted_per_pos.insert(position, value);
-            }
-            Family::Generation => add(&mut entry.generation_tokens),
-            Family::Requests => add(&mut entry.requests),
-        }
+        store(series.entry(key).or_default(), family, sglang, position, value);
     }
 
     let gauge_means: BTreeMap<String, f64> = gauges
@@ -196,6 +181,26 @@ pub fn parse_metrics(text: &str) -> Result<MetricsSnapshot, Error> {
         engine,
         sglang_missing,
     })
+}
+
+/// One sample's value in its series: SGLang's label sets are summed into one series, as are
+/// every engine's generation and request counters; the rest are one sample a series.
+fn store(entry: &mut SpecCounters, family: Family, sglang: bool, position: u32, value: u64) {
+    let add = |slot: &mut Option<u64>| *slot = Some(slot.unwrap_or(0).saturating_add(value));
+    match family {
+        Family::Drafts if sglang => entry.num_drafts = entry.num_drafts.saturating_add(value),
+        Family::Drafts => entry.num_drafts = value,
+        Family::DraftTokens => entry.num_draft_tokens = value,
+        Family::Accepted => entry.num_accepted_tokens = value,
+        Family::PerPos => {
+            entry.accepted_per_pos.insert(position, value);
+        }
+        Family::DraftedPerPos => {
+            entry.drafted_per_pos.insert(position, value);
+        }
+        Family::Generation => add(&mut entry.generation_tokens),
+        Family::Requests => add(&mut entry.requests),
+    }
 }
 
 /// The counter set of one exposition's spec-decode families, with the SGLang families it lacks
