@@ -276,55 +276,7 @@ impl Recommendation {
         let picks: Vec<LevelPick> = arms
             .levels()
             .iter()
-            .filter_map(|&level| {
-                let scored: Vec<(&ArmSweep, f64, (f64, f64))> = arms
-                    .arms
-                    .iter()
-                    .filter_map(|a| a.ratio_at(level).map(|(r, b)| (a, r, b)))
-                    .collect();
-                let (best, ratio, bounds) = scored.iter().copied().max_by(|x, y| x.1.total_cmp(&y.1))?;
-                let model_k = model.as_ref().filter(|_| axis.is_concurrency()).map(|m| m.k_at(level));
-                if ratio <= 1.0 {
-                    // Plain wins; tied with every arm whose best case reaches 1.
-                    let tied = scored
-                        .iter()
-                        .filter(|s| s.2 .1 > 1.0)
-                        .map(|s| s.0.name.clone())
-                        .collect();
-                    return Some(LevelPick {
-                        level,
-                        arm: None,
-                        k: Some(0),
-                        ratio: 1.0,
-                        bounds: (1.0, 1.0),
-                        tied,
-                        model_k,
-                        recommended_k: Some(0),
-                        from_model: false,
-                    });
-                }
-                let mut tied: Vec<String> = scored
-                    .iter()
-                    .filter(|s| s.0.name != best.name && s.2 .1 >= bounds.0)
-                    .map(|s| s.0.name.clone())
-                    .collect();
-                if bounds.0 <= 1.0 {
-                    tied.push("plain".into());
-                }
-                // What was measured decides: the model's k at this level (`model_k`) is said
-                // beside it, never put in its place (an unmeasured k is no recommendation).
-                Some(LevelPick {
-                    level,
-                    arm: Some(best.name.clone()),
-                    k: best.k,
-                    ratio,
-                    bounds,
-                    tied,
-                    model_k,
-                    recommended_k: best.k,
-                    from_model: false,
-                })
-            })
+            .filter_map(|&level| pick_at(arms, level, model.as_ref().filter(|_| axis.is_concurrency())))
             .collect();
         let ranges = ranges_of(arms, &picks, costs);
         let cut_off = cut_off_of(arms, &picks);
@@ -375,6 +327,59 @@ impl Recommendation {
             .find(|l| l.arm.as_deref() == Some(name))
             .and_then(|l| l.k)
     }
+}
+
+/// The pick at one level: the arm with the highest ratio and the arms (and plain) within its
+/// noise, or plain when no arm beats it; `model` is the model's schedule beside it (concurrency
+/// sweeps only).
+fn pick_at(arms: &Arms, level: f64, model: Option<&ModelSchedule>) -> Option<LevelPick> {
+    let scored: Vec<(&ArmSweep, f64, (f64, f64))> = arms
+        .arms
+        .iter()
+        .filter_map(|a| a.ratio_at(level).map(|(r, b)| (a, r, b)))
+        .collect();
+    let (best, ratio, bounds) = scored.iter().copied().max_by(|x, y| x.1.total_cmp(&y.1))?;
+    let model_k = model.map(|m| m.k_at(level));
+    if ratio <= 1.0 {
+        // Plain wins; tied with every arm whose best case reaches 1.
+        let tied = scored
+            .iter()
+            .filter(|s| s.2 .1 > 1.0)
+            .map(|s| s.0.name.clone())
+            .collect();
+        return Some(LevelPick {
+            level,
+            arm: None,
+            k: Some(0),
+            ratio: 1.0,
+            bounds: (1.0, 1.0),
+            tied,
+            model_k,
+            recommended_k: Some(0),
+            from_model: false,
+        });
+    }
+    let mut tied: Vec<String> = scored
+        .iter()
+        .filter(|s| s.0.name != best.name && s.2 .1 >= bounds.0)
+        .map(|s| s.0.name.clone())
+        .collect();
+    if bounds.0 <= 1.0 {
+        tied.push("plain".into());
+    }
+    // What was measured decides: the model's k at this level (`model_k`) is said
+    // beside it, never put in its place (an unmeasured k is no recommendation).
+    Some(LevelPick {
+        level,
+        arm: Some(best.name.clone()),
+        k: best.k,
+        ratio,
+        bounds,
+        tied,
+        model_k,
+        recommended_k: best.k,
+        from_model: false,
+    })
 }
 
 /// The fixed-k arms: an adaptive arm runs a schedule, not one k, so it is judged against the
