@@ -283,17 +283,8 @@ async fn measure(p: &Prepared, hub: &LiveHub, records_tmp: &std::path::Path) -> 
     let mut records_out = load::RecordSink::create(records_tmp)?;
     let progress = progress_bar(p);
     let started = Instant::now();
-    let started_unix_ns = std::time::SystemTime::now()
-        .duration_since(std::time::UNIX_EPOCH)
-        .map_or(0, |d| u64::try_from(d.as_nanos()).unwrap_or(u64::MAX));
-    // SGLang leaves the details out of a request that never verified: a zero-step request.
-    let mut tally =
-        RunTally::new((p.engine == Some(Engine::Sglang)).then_some(Engine::Sglang)).with_goodput(plan.output.goodput);
-    // A closed loop's steady window (an open loop has no "full" state to measure).
-    let mut steady_scan = match (plan.load.concurrency, plan.load.request_rate) {
-        (Some(c), None) => SteadyScan::new(c),
-        _ => None,
-    };
+    let started_unix_ns = unix_now_ns();
+    let (mut tally, mut steady_scan) = folds(p);
     let mut runner = Runner {
         tally: &mut tally,
         steady: steady_scan.as_mut(),
@@ -369,6 +360,27 @@ async fn measure(p: &Prepared, hub: &LiveHub, records_tmp: &std::path::Path) -> 
         timeline,
         fleet,
     })
+}
+
+/// Wall-clock Unix nanoseconds now.
+fn unix_now_ns() -> u64 {
+    std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map_or(0, |d| u64::try_from(d.as_nanos()).unwrap_or(u64::MAX))
+}
+
+/// What the window's records are folded into: the tally (SGLang leaves the details out of a
+/// request that never verified: a zero-step request) and a closed loop's steady-window scan (an
+/// open loop has no "full" state to measure).
+fn folds(p: &Prepared) -> (RunTally, Option<SteadyScan>) {
+    let plan = &p.plan;
+    let tally =
+        RunTally::new((p.engine == Some(Engine::Sglang)).then_some(Engine::Sglang)).with_goodput(plan.output.goodput);
+    let steady_scan = match (plan.load.concurrency, plan.load.request_rate) {
+        (Some(c), None) => SteadyScan::new(c),
+        _ => None,
+    };
+    (tally, steady_scan)
 }
 
 /// Once the window has ended: the samplers' timeline, the settled "after" scrapes and, once
