@@ -183,15 +183,9 @@ fn write_dataset(out: &Path) -> Result<PathBuf, CollectorError> {
     Ok(dataset)
 }
 
-/// `speclens demo`.
-pub async fn run(port: u16, web_dir: Option<PathBuf>, out: Option<PathBuf>) -> Result<(), CollectorError> {
-    // Fail early, before any measuring, if the dashboard cannot be served.
-    let web_dir = crate::serve::resolve_web_dir(web_dir)?;
-    let assets = web_dir.clone();
-    let out = out.unwrap_or_else(|| crate::results_folder::write::default_out_dir("demo"));
-    std::fs::create_dir_all(&out)
-        .map_err(|e| CollectorError::Output(format!("cannot create {}: {e}", out.display())))?;
-
+/// The demo's three sims — speculative k = 3, the same drafter cut to k = 1, and plain — on free
+/// ports, said on the console.
+async fn start_sims() -> Result<(sim::SimHandle, sim::SimHandle, sim::SimHandle), CollectorError> {
     // Both sims timed at half of real time on the demo's GPU, on free ports, each on a thread
     // and runtime of its own (as separate servers: the client's work never delays their steps).
     let sim = |settings: SimSettings| {
@@ -207,9 +201,11 @@ pub async fn run(port: u16, web_dir: Option<PathBuf>, out: Option<PathBuf>) -> R
     let short = AcceptanceProfile::from_rates(&[0.82]).map_err(CollectorError::InvalidArgument)?;
     let k1 = sim::start_on_own_thread(sim(SimSettings::new(loopback, DEMO_MODEL).with_profile(short))).await?;
     let base = sim::start_on_own_thread(sim(SimSettings::new(loopback, DEMO_MODEL))).await?;
-    let spec_url = format!("http://{}", spec.addr);
-    let base_url = format!("http://{}", base.addr);
-    let k1_url = format!("http://{}", k1.addr);
+    let (spec_url, k1_url, base_url) = (
+        format!("http://{}", spec.addr),
+        format!("http://{}", k1.addr),
+        format!("http://{}", base.addr),
+    );
     crate::statusln!(
         "speclens demo: a speculative sim (k = 3, per-position acceptance 0.82, 0.62, 0.45) at {spec_url},"
     );
@@ -217,6 +213,24 @@ pub async fn run(port: u16, web_dir: Option<PathBuf>, out: Option<PathBuf>) -> R
     crate::statusln!(
         "               and a plain sim at {base_url}, both timed at half real time on a GPU whose ridge is T* = {} token positions.\n",
         DEMO_COSTS.ridge_tokens
+    );
+    Ok((spec, k1, base))
+}
+
+/// `speclens demo`.
+pub async fn run(port: u16, web_dir: Option<PathBuf>, out: Option<PathBuf>) -> Result<(), CollectorError> {
+    // Fail early, before any measuring, if the dashboard cannot be served.
+    let web_dir = crate::serve::resolve_web_dir(web_dir)?;
+    let assets = web_dir.clone();
+    let out = out.unwrap_or_else(|| crate::results_folder::write::default_out_dir("demo"));
+    std::fs::create_dir_all(&out)
+        .map_err(|e| CollectorError::Output(format!("cannot create {}: {e}", out.display())))?;
+
+    let (spec, k1, base) = start_sims().await?;
+    let (spec_url, k1_url, base_url) = (
+        format!("http://{}", spec.addr),
+        format!("http://{}", k1.addr),
+        format!("http://{}", base.addr),
     );
 
     // The dashboard serves from the start: the live page follows each run of the demo.
