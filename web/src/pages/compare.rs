@@ -2,6 +2,7 @@
 //! position and the timelines.
 
 use leptos::prelude::*;
+use plotters::style::RGBColor;
 use speclens_shared::chart::{
     colors, draw_latency_comparison, draw_per_position, draw_series_panels, hover, Positions, RunLatencies, Series,
     SeriesPanel, XFrame,
@@ -78,6 +79,56 @@ pub fn compare_table(
     }
 }
 
+/// Each run's acceptance by draft position (its first path), and the first run's E for the
+/// geometric curve beside them.
+fn compared_positions(runs: [(&str, &RunView, RGBColor); 2]) -> (Vec<Positions>, f64) {
+    let mut positions = Vec::new();
+    let mut first_e = None;
+    for (id, view, color) in runs {
+        if let Some(p) = view.positions_by_path().into_iter().next() {
+            first_e.get_or_insert(p.acceptance_length);
+            positions.push(Positions {
+                label: format!("{id} ({})", p.label),
+                color,
+                rates: p.rates,
+            });
+        }
+    }
+    (positions, first_e.unwrap_or(1.0))
+}
+
+/// The two runs' acceptance timelines: rate and accepted tokens/s.
+fn compared_timelines(runs: [(&str, &RunView, &RunResult, RGBColor); 2]) -> Vec<SeriesPanel> {
+    // A run without speculation has no acceptance: it is left out of the timelines (absent),
+    // not drawn as a line at 0; so is a run too short for a timeline (its page says why).
+    let timeline_of = |pick: fn(&TimelinePoint) -> Option<f64>| -> Vec<Series> {
+        runs.into_iter()
+            .filter(|(_, view, result, _)| {
+                result.spec_decode_acceptance_length.is_some() && view.timeline_too_short().is_none()
+            })
+            .map(|(id, view, _, color)| Series {
+                label: id.to_string(),
+                color,
+                points: view
+                    .timeline
+                    .iter()
+                    .filter_map(|p| pick(p).map(|v| (p.t_s, v)))
+                    .collect(),
+            })
+            .collect()
+    };
+    vec![
+        SeriesPanel {
+            y_desc: "acceptance rate (%)".into(),
+            series: timeline_of(|p| p.acceptance_rate),
+        },
+        SeriesPanel {
+            y_desc: "accepted tokens/s".into(),
+            series: timeline_of(|p| Some(p.accepted_per_s)),
+        },
+    ]
+}
+
 /// The comparison of two loaded runs: the table with signed differences, then latencies,
 /// acceptance by position and the timelines overlaid.
 pub fn compare_body(a: &str, x: &RunResult, b: &str, y: &RunResult) -> impl IntoView {
@@ -108,47 +159,8 @@ pub fn compare_body(a: &str, x: &RunResult, b: &str, y: &RunResult) -> impl Into
         ],
     };
     let latencies = vec![latencies_of(a, &va, x, col_a), latencies_of(b, &vb, y, col_b)];
-    let mut positions = Vec::new();
-    let mut first_e = None;
-    for (id, view, color) in [(a, &va, col_a), (b, &vb, col_b)] {
-        if let Some(p) = view.positions_by_path().into_iter().next() {
-            first_e.get_or_insert(p.acceptance_length);
-            positions.push(Positions {
-                label: format!("{id} ({})", p.label),
-                color,
-                rates: p.rates,
-            });
-        }
-    }
-    // A run without speculation has no acceptance: it is left out of the timelines (absent),
-    // not drawn as a line at 0; so is a run too short for a timeline (its page says why).
-    let timeline_of = |pick: fn(&TimelinePoint) -> Option<f64>| -> Vec<Series> {
-        [(a, &va, x, col_a), (b, &vb, y, col_b)]
-            .into_iter()
-            .filter(|(_, view, result, _)| {
-                result.spec_decode_acceptance_length.is_some() && view.timeline_too_short().is_none()
-            })
-            .map(|(id, view, _, color)| Series {
-                label: id.to_string(),
-                color,
-                points: view
-                    .timeline
-                    .iter()
-                    .filter_map(|p| pick(p).map(|v| (p.t_s, v)))
-                    .collect(),
-            })
-            .collect()
-    };
-    let timelines = vec![
-        SeriesPanel {
-            y_desc: "acceptance rate (%)".into(),
-            series: timeline_of(|p| p.acceptance_rate),
-        },
-        SeriesPanel {
-            y_desc: "accepted tokens/s".into(),
-            series: timeline_of(|p| Some(p.accepted_per_s)),
-        },
-    ];
+    let (positions, first_e) = compared_positions([(a, &va, col_a), (b, &vb, col_b)]);
+    let timelines = compared_timelines([(a, &va, x, col_a), (b, &vb, y, col_b)]);
     let any_timeline = timelines.iter().any(|p| p.series.iter().any(|s| !s.points.is_empty()));
     let not_streamed = [(a, x), (b, y)]
         .iter()
@@ -166,7 +178,7 @@ pub fn compare_body(a: &str, x: &RunResult, b: &str, y: &RunResult) -> impl Into
         <div class="grid2">
             {(!positions.is_empty()).then(|| view! {
                 <div class="chart-box"><h3>"Acceptance by draft position"</h3>
-                    {chart_canvas::<_, PositionsComparison>("compare-positions", "small-chart", "speclens-compare-positions".into(), Signal::stored((positions, first_e.unwrap_or(1.0))))}
+                    {chart_canvas::<_, PositionsComparison>("compare-positions", "small-chart", "speclens-compare-positions".into(), Signal::stored((positions, first_e)))}
                 </div>
             })}
             {any_timeline.then(|| view! {
