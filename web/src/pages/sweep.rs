@@ -37,10 +37,6 @@ pub fn SweepView(id: String) -> impl IntoView {
                 </div>
             })}
             {move || parsed.get().map(|t| {
-                let spread = |v: Option<f64>, s: Option<(f64, f64)>| match (v, s) {
-                    (Some(v), Some((lo, hi))) => format!("{v:.1} ({lo:.1}–{hi:.1})"),
-                    (v, _) => cell(v, 1),
-                };
                 let arms = (t.arms.arms.len() > 1).then(|| t.arms.arms.clone());
                 let recommendation = t.recommendation.clone();
                 let whatif = Headline::of_sweep(&t).map(|h| {
@@ -77,31 +73,7 @@ pub fn SweepView(id: String) -> impl IntoView {
                             }).collect_view()}
                         </div>
                     })}
-                    <div class="table-box">
-                        <table class="model-table" id="sweep-table">
-                            {match t.axis {
-                                Axis::Concurrency => view! { <thead><tr>{term_th("concurrency", Term::Concurrency)}
-                                    {term_th("spec output tok/s, steady window (repeats' range)", Term::OutputSteady)}
-                                    {term_th("plain output tok/s, steady window (repeats' range)", Term::OutputSteady)}
-                                    {term_th("spec ÷ plain", Term::Ratio)}<th>"verdict"</th></tr></thead> }.into_any(),
-                                Axis::RequestRate => view! { <thead><tr><th>"requests/s"</th>{term_th("spec median E2E ms (repeats' range)", Term::E2el)}
-                                    {term_th("plain median E2E ms (repeats' range)", Term::E2el)}<th>"plain ÷ spec"</th><th>"verdict"</th></tr></thead> }.into_any(),
-                            }}
-                            <tbody>
-                                {t.head().rows.iter().map(|r| {
-                                    let (ratio, verdict) = PairTable::verdict(r);
-                                    let (spec, base) = r.figures();
-                                    view! { <tr>
-                                        <td>{format!("{}", r.level)}</td>
-                                        <td>{spread(spec, r.spec_spread)}</td>
-                                        <td>{spread(base, r.base_spread)}</td>
-                                        <td>{ratio}</td>
-                                        <td>{verdict}</td>
-                                    </tr> }
-                                }).collect_view()}
-                            </tbody>
-                        </table>
-                    </div>
+                    {sweep_table(&t)}
                     <details class="console" id="sweep-console" open>
                         <summary>"What the console printed: every arm against plain, latency differences (TPOT first), engine load and each arm's model prediction"</summary>
                         <pre>{t.render()}</pre>
@@ -109,6 +81,42 @@ pub fn SweepView(id: String) -> impl IntoView {
                 }
             })}
         </section>
+    }
+}
+
+/// The head table of a sweep: each level's two arms (with the repeats' range), their ratio and
+/// the verdict.
+fn sweep_table(t: &SweepFile) -> impl IntoView {
+    let spread = |v: Option<f64>, s: Option<(f64, f64)>| match (v, s) {
+        (Some(v), Some((lo, hi))) => format!("{v:.1} ({lo:.1}–{hi:.1})"),
+        (v, _) => cell(v, 1),
+    };
+    view! {
+    <div class="table-box">
+        <table class="model-table" id="sweep-table">
+            {match t.axis {
+                Axis::Concurrency => view! { <thead><tr>{term_th("concurrency", Term::Concurrency)}
+                    {term_th("spec output tok/s, steady window (repeats' range)", Term::OutputSteady)}
+                    {term_th("plain output tok/s, steady window (repeats' range)", Term::OutputSteady)}
+                    {term_th("spec ÷ plain", Term::Ratio)}<th>"verdict"</th></tr></thead> }.into_any(),
+                Axis::RequestRate => view! { <thead><tr><th>"requests/s"</th>{term_th("spec median E2E ms (repeats' range)", Term::E2el)}
+                    {term_th("plain median E2E ms (repeats' range)", Term::E2el)}<th>"plain ÷ spec"</th><th>"verdict"</th></tr></thead> }.into_any(),
+            }}
+            <tbody>
+                {t.head().rows.iter().map(|r| {
+                    let (ratio, verdict) = PairTable::verdict(r);
+                    let (spec, base) = r.figures();
+                    view! { <tr>
+                        <td>{format!("{}", r.level)}</td>
+                        <td>{spread(spec, r.spec_spread)}</td>
+                        <td>{spread(base, r.base_spread)}</td>
+                        <td>{ratio}</td>
+                        <td>{verdict}</td>
+                    </tr> }
+                }).collect_view()}
+            </tbody>
+        </table>
+    </div>
     }
 }
 
