@@ -220,6 +220,26 @@ fn LatencyGlance(r: RunView, id: String, why: String) -> impl IntoView {
     }
 }
 
+/// The model's best k from the measured per-position rates at batch 1, and near the break-even
+/// (where a shorter draft can still pay where the measured k does not), on the sweep's costs.
+fn best_choices(
+    data: &Loaded,
+    acceptance: Option<&AcceptanceSummary>,
+    break_even: Option<&BreakEvenSummary>,
+) -> (Option<KChoice>, Option<(f64, KChoice)>) {
+    let costs = data
+        .sweep
+        .as_ref()
+        .and_then(|(_, t)| t.head().prediction.as_ref().map(|p| p.costs))
+        .unwrap_or(Costs::H100_FREE_DRAFTS);
+    let best = acceptance.and_then(|a| a.best_k(costs, 1.0));
+    let loaded_batch = break_even.and_then(|b| b.measured.or(b.predicted)).filter(|b| *b > 1.0);
+    let best_loaded = acceptance
+        .zip(loaded_batch)
+        .and_then(|(a, b)| Some((b, a.best_k(costs, b)?)));
+    (best, best_loaded)
+}
+
 #[component]
 fn OverviewBody(data: Loaded) -> impl IntoView {
     // With a sweep, the story is about its headline arm (recommended, else first): the
@@ -233,22 +253,8 @@ fn OverviewBody(data: Loaded) -> impl IntoView {
         .sweep
         .as_ref()
         .map(|(_, t)| break_even_of_headline(t, headline.as_ref()));
-    let costs = data
-        .sweep
-        .as_ref()
-        .and_then(|(_, t)| t.head().prediction.as_ref().map(|p| p.costs))
-        .unwrap_or(Costs::H100_FREE_DRAFTS);
     let run_view: Option<RunView> = data.run.as_ref().map(|(_, _, r)| run_view_from_result(r));
-    let best = acceptance.as_ref().and_then(|a| a.best_k(costs, 1.0));
-    // Near the break-even a shorter draft can still pay where the measured k does not.
-    let loaded_batch = break_even
-        .as_ref()
-        .and_then(|b| b.measured.or(b.predicted))
-        .filter(|b| *b > 1.0);
-    let best_loaded = acceptance
-        .as_ref()
-        .zip(loaded_batch)
-        .and_then(|(a, b)| Some((b, a.best_k(costs, b)?)));
+    let (best, best_loaded) = best_choices(&data, acceptance.as_ref(), break_even.as_ref());
 
     let tiles = overview_tiles(acceptance.as_ref(), break_even.as_ref(), best, best_loaded);
 
