@@ -20,7 +20,7 @@ use tokio::sync::mpsc;
 use super::engine::{FinishReason, SeqEvent, SeqSpec, SeqStats, Submission};
 use super::exposition::{self, ExpositionOptions};
 use super::payload::{text_of, Kind, PayloadShape, Reply, SYSTEM_FINGERPRINT, TRTLLM_FIELDS};
-use super::settings::SimSettings;
+use super::settings::{Faults, SimSettings};
 use super::state::{unix_now, SimState};
 
 pub(super) fn router(state: Arc<SimState>) -> Router {
@@ -356,6 +356,35 @@ fn sequences(s: &SimSettings, req: &CompletionRequest, number: u64, checked: &Ch
         .collect()
 }
 
+/// The faults `--fail-rate`, `--hang-rate`, `--oversized-rate` and `--stall-rate` inject into
+/// request `number` (an answer in place of the completion, or a delay), and the stream fault
+/// (`--reset-rate`, `--truncate-rate`) its response carries.
+async fn injected_fault(f: &Faults, seed: u64, number: u64, stream: bool) -> Result<StreamFault, Response> {
+    if unit(seed, number, 1) < f.fail_rate {
+        return Err(error(
+            StatusCode::INTERNAL_SERVER_ERROR,
+            "InternalServerError",
+            "simulated engine failure (--fail-rate)",
+        ));
+    }
+    if unit(seed, number, 2) < f.hang_rate {
+        return future::pending().await;
+    }
+    if unit(seed, number, 6) < f.oversized_rate {
+        return Err(oversized(f.oversized_kib, stream));
+    }
+    if unit(seed, number, 3) < f.stall_rate {
+        tokio::time::sleep(Duration::from_millis(f.stall_ms)).await;
+    }
+    Ok(if unit(seed, number, 4) < f.reset_rate {
+        StreamFault::Reset
+    } else if unit(seed, number, 5) < f.truncate_rate {
+        StreamFault::Truncate
+    } else {
+        StreamFault::None
+    })
+}
+
 async fn completions(State(state): State<Arc<SimState>>, headers: HeaderMap, body: Bytes, kind: Kind) -> Response {
     if !authorized(&state, &headers) {
         return error(StatusCode::UNAUTHORIZED, "Unauthorized", "Unauthorized");
@@ -373,28 +402,9 @@ async fn completions(State(state): State<Arc<SimState>>, headers: HeaderMap, bod
     let number = state.requests.fetch_add(1, Ordering::Relaxed);
     let seed = s.engine.seed;
     let f = &s.faults;
-    if unit(seed, number, 1) < f.fail_rate {
-        return error(
-            StatusCode::INTERNAL_SERVER_ERROR,
-            "InternalServerError",
-            "simulated engine failure (--fail-rate)",
-        );
-    }
-    if unit(seed, number, 2) < f.hang_rate {
-        return future::pending().await;
-    }
-    if unit(seed, number, 6) < f.oversized_rate {
-        return oversized(f.oversized_kib, req.stream);
-    }
-    if unit(seed, number, 3) < f.stall_rate {
-        tokio::time::sleep(Duration::from_millis(f.stall_ms)).await;
-    }
-    let stream_fault = if unit(seed, number, 4) < f.reset_rate {
-        StreamFault::Reset
-    } else if unit(seed, number, 5) < f.truncate_rate {
-        StreamFault::Truncate
-    } else {
-        StreamFault::None
+    let stream_fault = match injected_fault(f, seed, number, req.stream).await {
+        Ok(fault) => fault,
+        Err(answer) => return answer,
     };
 
     let mut seqs = sequences(s, &req, number, &checked);
