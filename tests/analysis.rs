@@ -645,7 +645,7 @@ fn scrape_prints_counters_and_rates() {
         let expected = result[key].as_f64().unwrap_or_else(|| panic!("{key}"));
         assert_eq!(field(since, name), format!("{expected:.2}"), "{since}");
     }
-    let base = Speclens::start(&["sim", "--port", "0"]);
+    let base = Speclens::sim(&[]);
     let (code, out, err) = run_speclens(&["scrape", &format!("{}/metrics", base.url())]);
     assert_eq!(
         code, 0,

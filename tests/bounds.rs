@@ -348,7 +348,7 @@ fn points_of_an_earlier_sweep_against_another_server_are_not_pooled_silently() {
 /// records, with the request counts the records hold.
 #[test]
 fn a_killed_run_is_shown_as_a_partial_run_recovered_from_its_records() {
-    let sim = Speclens::start(&["sim", "--port", "0", "--step-ms", "10", "--num-spec-tokens", "2"]);
+    let sim = Speclens::sim(&["--step-ms", "10", "--num-spec-tokens", "2"]);
     let dir = tempfile::tempdir().unwrap();
     let out = dir.path().join("killed");
     let mut child = Command::new(env!("CARGO_BIN_EXE_speclens"))

@@ -252,7 +252,7 @@ async fn past_runs_open_in_the_same_views_and_compare_side_by_side() {
     let dist = crate::common::built_web_dir();
     // With vLLM 0.33's per-request timings, so the opened run shows its TTFT split.
     let spec = Speclens::instant_spec_sim("0.7", &["--enable-per-request-metrics", "--acceptance-spread", "0.6"]);
-    let base = Speclens::start(&["sim", "--port", "0", "--time-scale", "0"]);
+    let base = Speclens::instant_plain_sim();
     let results = tempfile::tempdir().unwrap();
     for (name, url) in [("spec-run", spec.url()), ("base-run", base.url())] {
         let (code, out, err) = crate::common::run_speclens(&[
@@ -284,7 +284,7 @@ async fn past_runs_open_in_the_same_views_and_compare_side_by_side() {
         "--step-ms",
         "2",
     ]);
-    let timed_base = Speclens::start(&["sim", "--port", "0", "--step-ms", "2"]);
+    let timed_base = Speclens::sim(&["--step-ms", "2"]);
     let (code, out, err) = crate::common::run_speclens(&[
         "sweep",
         "--spec-url",
@@ -317,23 +317,7 @@ async fn past_runs_open_in_the_same_views_and_compare_side_by_side() {
         "{\"prompt\": \"Summarize the memo\", \"category\": \"summarization\"}\n",
     )
     .unwrap();
-    let (code, out, err) = crate::common::run_speclens(&[
-        "accept",
-        "--url",
-        &spec.url(),
-        "--dataset",
-        "jsonl",
-        "--dataset-path",
-        data.to_str().unwrap(),
-        "--requests-per-category",
-        "5",
-        "--request-rate",
-        "100",
-        "--output-tokens",
-        "16",
-        "--out",
-        results.path().join("accept-x").to_str().unwrap(),
-    ]);
+    let (code, out, err) = crate::common::accept_jsonl(&spec.url(), &data, 5, &results.path().join("accept-x"));
     assert_eq!(code, 0, "{out}{err}");
     let out_accept = format!("{out}{err}");
     // A speculating server that returns no per-request stats: the run says so, and the page too.

@@ -406,23 +406,7 @@ fn each_workload_bias_is_named_in_the_run() {
         "{\"prompt\": \"Summarize the memo\", \"category\": \"summarization\"}\n{\"prompt\": \"Write code\", \"category\": \"coding\"}\n",
     )
     .unwrap();
-    let (code, stdout, stderr) = run_speclens(&[
-        "accept",
-        "--url",
-        &spec.url(),
-        "--dataset",
-        "jsonl",
-        "--dataset-path",
-        prompts.to_str().unwrap(),
-        "--requests-per-category",
-        "3",
-        "--request-rate",
-        "100",
-        "--output-tokens",
-        "16",
-        "--out",
-        dir.path().join("accept").to_str().unwrap(),
-    ]);
+    let (code, stdout, stderr) = crate::common::accept_jsonl(&spec.url(), &prompts, 3, &dir.path().join("accept"));
     assert_eq!(code, 0, "{stdout}{stderr}");
     // Each category's note stands exactly where its file's 95 % half-width is over 5 % of its
     // acceptance length (the draws decide which: the rule is checked, not one outcome).
@@ -453,7 +437,7 @@ fn a_sweep_over_categorised_prompts_gives_each_category_its_speedup() {
         "--alpha",
         "0.7",
     ]);
-    let base = Speclens::start(&["sim", "--port", "0", "--step-ms", "4"]);
+    let base = Speclens::sim(&["--step-ms", "4"]);
     let dir = tempfile::tempdir().unwrap();
     let prompts = dir.path().join("prompts.jsonl");
     std::fs::write(
@@ -504,7 +488,7 @@ fn a_sweep_over_categorised_prompts_gives_each_category_its_speedup() {
 #[test]
 fn a_sweep_with_swapped_arms_stops_naming_each_arm_unless_allowed() {
     let spec = Speclens::instant_spec_sim("0.7", &[]);
-    let plain = Speclens::start(&["sim", "--port", "0", "--time-scale", "0"]);
+    let plain = Speclens::instant_plain_sim();
     let dir = tempfile::tempdir().unwrap();
     let out = dir.path().join("swapped");
     let flags = ["--requests-per-slot", "2", "--repeats", "1", "--output-tokens", "16"];

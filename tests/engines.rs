@@ -584,7 +584,7 @@ fn probe_names_what_each_engine_gives_and_what_turns_the_rest_on() {
     );
 
     // A plain server: no speculation, the flags that turn it on, and its place as a plain arm.
-    let plain = Speclens::start(&["sim", "--port", "0", "--time-scale", "0"]);
+    let plain = Speclens::instant_plain_sim();
     let found = probe(&plain.url());
     assert_eq!(found["speculates"], false, "{found}");
     let cannot = joined(&found, "cannot");

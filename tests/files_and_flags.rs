@@ -66,7 +66,7 @@ fn a_sweep_file_that_held_the_first_arm_twice_still_reads_as_its_arms() {
 #[tokio::test]
 async fn every_result_file_reads_into_the_shared_types_and_back_byte_for_byte() {
     let spec = Speclens::instant_spec_sim("0.7", &[]);
-    let base = Speclens::start(&["sim", "--port", "0", "--time-scale", "0"]);
+    let base = Speclens::instant_plain_sim();
     let results = tempfile::tempdir().unwrap();
     let run = results.path().join("run");
     let (code, out, err) = run_speclens_within(
@@ -583,7 +583,7 @@ fn a_result_file_that_does_not_read_is_named_not_dropped() {
 #[test]
 fn arms_swept_one_at_a_time_into_one_folder_make_one_table() {
     let spec = Speclens::instant_spec_sim("0.7", &[]);
-    let base = Speclens::start(&["sim", "--port", "0", "--time-scale", "0"]);
+    let base = Speclens::instant_plain_sim();
     let out = tempfile::tempdir().unwrap();
     let dir = out.path().to_str().unwrap();
     for (flag, value) in [("--arm", format!("spec={}", spec.url())), ("--base-url", base.url())] {
@@ -979,7 +979,7 @@ fn the_readme_s_own_server_commands_run_as_written() {
         .collect();
     assert_eq!(commands.len(), 4, "{commands:?}");
     let spec = Speclens::instant_spec_sim("0.7", &[]);
-    let base = Speclens::start(&["sim", "--port", "0", "--time-scale", "0"]);
+    let base = Speclens::instant_plain_sim();
     let dir = tempfile::tempdir().unwrap();
     std::fs::write(
         dir.path().join("prompts.jsonl"),

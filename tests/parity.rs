@@ -264,7 +264,7 @@ fn a_sweep_compares_goodput_beside_throughput() {
 #[test]
 fn speed_bench_splits_load_from_disk_for_bench_accept_and_sweep() {
     let sim = Speclens::instant_spec_sim("0.7", &[]);
-    let base = Speclens::start(&["sim", "--port", "0", "--time-scale", "0"]);
+    let base = Speclens::instant_plain_sim();
     let folder = crate::common::workspace().join("tests/fixtures/made_speed_bench");
     let dir = tempfile::tempdir().unwrap();
     let bench = |path: &std::path::Path, name: &str| {

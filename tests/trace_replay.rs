@@ -169,7 +169,7 @@ fn a_sweeps_rate_axis_replays_the_trace_at_each_mean_rate() {
     // 14 per second each replay lasts about 6 ÷ rate seconds (0.86 and 0.43).
     let trace_path = fixture("made_mooncake_trace.jsonl");
     let spec = Speclens::instant_spec_sim("0.7", &[]);
-    let base = Speclens::start(&["sim", "--port", "0", "--time-scale", "0"]);
+    let base = Speclens::instant_plain_sim();
     let dir = tempfile::tempdir().unwrap();
     let out = dir.path().join("sweep");
     let (code, stdout, stderr) = run_speclens_within(

@@ -73,6 +73,16 @@ impl Speclens {
         Speclens::instant_sim_of_k("3", alpha, extra)
     }
 
+    /// An untimed plain sim (no speculation) on a free port.
+    pub fn instant_plain_sim() -> Speclens {
+        Speclens::sim(&["--time-scale", "0"])
+    }
+
+    /// A sim on a free port with `extra` flags.
+    pub fn sim(extra: &[&str]) -> Speclens {
+        Speclens::start(&[&["sim", "--port", "0"][..], extra].concat())
+    }
+
     /// An untimed speculative sim drafting `k` tokens, geometric acceptance `alpha`.
     pub fn instant_sim_of_k(k: &str, alpha: &str, extra: &[&str]) -> Speclens {
         let mut args = vec![
@@ -179,6 +189,30 @@ impl Drop for Speclens {
         let _ = self.child.kill();
         let _ = self.child.wait();
     }
+}
+
+/// `speclens accept` on a JSON-lines prompts file with the tests' quick defaults (100
+/// requests/s, 16 output tokens), `per_category` requests a category, into `out`: (exit code,
+/// stdout, stderr).
+pub fn accept_jsonl(url: &str, prompts: &Path, per_category: u32, out: &Path) -> (i32, String, String) {
+    let per_category = per_category.to_string();
+    run_speclens(&[
+        "accept",
+        "--url",
+        url,
+        "--dataset",
+        "jsonl",
+        "--dataset-path",
+        prompts.to_str().unwrap(),
+        "--requests-per-category",
+        &per_category,
+        "--request-rate",
+        "100",
+        "--output-tokens",
+        "16",
+        "--out",
+        out.to_str().unwrap(),
+    ])
 }
 
 /// Run `speclens ARGS…` to completion (bounded) and return (exit code, stdout, stderr).
