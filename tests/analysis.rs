@@ -6,6 +6,7 @@ use std::time::Duration;
 
 use serde_json::Value;
 
+use crate::common::bench::{Bench, BenchRun};
 use crate::common::{run_speclens, workspace, Speclens};
 
 #[test]
@@ -370,12 +371,13 @@ fn per_request_acceptance_and_latency_show_who_pays_in_the_tail() {
         "4",
     ]);
     let dir = tempfile::tempdir().unwrap();
-    let (out, result) = crate::common::bench_into(
-        &sim.url(),
-        dir.path(),
-        &["--num-prompts", "200", "--concurrency", "8", "--output-tokens", "64"],
-        Duration::from_secs(120),
-    );
+    let BenchRun {
+        stdout: out, result, ..
+    } = Bench::at(&sim.url())
+        .into(dir.path())
+        .args(&["--num-prompts", "200", "--concurrency", "8", "--output-tokens", "64"])
+        .within(Duration::from_secs(120))
+        .ok();
     let tail: speclens_shared::run::tail::TailAttribution =
         serde_json::from_value(result["tail"].clone()).unwrap_or_else(|e| panic!("{e}: {result}"));
     assert_eq!(tail.requests, 200);
@@ -402,12 +404,11 @@ fn per_request_acceptance_and_latency_show_who_pays_in_the_tail() {
         "4",
     ]);
     let dir = tempfile::tempdir().unwrap();
-    let (_, result) = crate::common::bench_into(
-        &even.url(),
-        dir.path(),
-        &["--num-prompts", "200", "--concurrency", "8", "--output-tokens", "64"],
-        Duration::from_secs(120),
-    );
+    let BenchRun { result, .. } = Bench::at(&even.url())
+        .into(dir.path())
+        .args(&["--num-prompts", "200", "--concurrency", "8", "--output-tokens", "64"])
+        .within(Duration::from_secs(120))
+        .ok();
     let r = result["tail"]["correlation_e2el"].as_f64().unwrap();
     assert!(r > tail.correlation_e2el.unwrap(), "{r} without a spread");
 }

@@ -12,7 +12,8 @@ use serde_json::Value;
 use speclens_shared::run::record::RequestRecord;
 use speclens_shared::scrape::{console_block, SpecDecodeResult};
 
-use crate::common::{bench_into, raw_server, read_records, Speclens};
+use crate::common::bench::{Bench, BenchRun};
+use crate::common::{raw_server, read_records, Speclens};
 
 fn sim(args: &[&str]) -> (Speclens, String) {
     let mut all = vec!["sim", "--port", "0"];
@@ -23,17 +24,8 @@ fn sim(args: &[&str]) -> (Speclens, String) {
 }
 
 /// Run `speclens bench` into a fresh folder; returns (stdout, folder guard, result.json).
-fn bench(url: &str, extra: &[&str]) -> (String, tempfile::TempDir, Value) {
-    let dir = tempfile::tempdir().unwrap();
-    let mut args = vec!["--input-tokens", "16", "--output-tokens", "32"];
-    args.extend_from_slice(extra);
-    let (stdout, result) = bench_into(url, &dir.path().join("run"), &args, Duration::from_secs(60));
-    (stdout, dir, result)
-}
-
-/// The records of the run that [`bench`] wrote under `dir`.
-fn records(dir: &Path) -> Vec<RequestRecord> {
-    read_records(&dir.join("run"))
+fn bench(url: &str, extra: &[&str]) -> BenchRun {
+    Bench::at(url).tokens(16, 32).args(extra).ok()
 }
 
 /// vLLM's counters: drafts, accepted tokens, draft tokens.
@@ -75,7 +67,7 @@ fn both_paths_agree_exactly_for_every_payload_shape() {
             "--payload",
             payload,
         ]);
-        let (_, _dir, result) = bench(&url, &["--num-prompts", "40", "--concurrency", "8"]);
+        let BenchRun { result, .. } = bench(&url, &["--num-prompts", "40", "--concurrency", "8"]);
         assert_eq!(result["completed"], 40, "{payload}");
         assert_paths_agree(&result, figures);
         let engine = &result["spec_decode"]["scrape"][0]["result"]["status"];
@@ -93,11 +85,12 @@ fn console_and_files_keep_the_spec_formats() {
         "--acceptance-rates",
         "0.9,0.7,0.5,0.3",
     ]);
-    let (stdout, dir, result) = bench(&url, &["--num-prompts", "30", "--concurrency", "4", "--warmup", "5"]);
+    let run = bench(&url, &["--num-prompts", "30", "--concurrency", "4", "--warmup", "5"]);
+    let (stdout, result) = (&run.stdout, &run.result);
     let label = url.trim_start_matches("http://");
-    let file = dir
-        .path()
-        .join(format!("run/performances/spec_decode_{}.json", label.replace(':', "_")));
+    let file = run
+        .out
+        .join(format!("performances/spec_decode_{}.json", label.replace(':', "_")));
     let text = std::fs::read_to_string(&file).unwrap();
     // Keys in AISBench's order (docs/FORMATS.md).
     let order = [
@@ -143,19 +136,18 @@ fn console_and_files_keep_the_spec_formats() {
         "{stdout}"
     );
     // Warm-up requests are recorded but outside the window.
-    let recs = records(dir.path());
+    let recs = run.records();
     assert_eq!(recs.len(), 35);
     assert_eq!(recs.iter().filter(|r| r.warmup).count(), 5);
     assert_eq!(result["num_prompts"], 30);
     assert_eq!(result["schema_version"], 1);
-    assert_paths_agree(&result, &ALL);
+    assert_paths_agree(result, &ALL);
     // AIPerf-named exports.
     let profile: Value =
-        serde_json::from_str(&std::fs::read_to_string(dir.path().join("run/profile_export_speclens.json")).unwrap())
-            .unwrap();
+        serde_json::from_str(&std::fs::read_to_string(run.out.join("profile_export_speclens.json")).unwrap()).unwrap();
     assert_eq!(profile["spec_decode_acceptance_length"]["unit"], "ratio");
     assert!(profile["pooled_spec_decode_acceptance_histogram"].is_object());
-    let csv = std::fs::read_to_string(dir.path().join("run/profile_export_speclens.csv")).unwrap();
+    let csv = std::fs::read_to_string(run.out.join("profile_export_speclens.csv")).unwrap();
     // AIPerf's rows, sorted by tag: the time-weighted active_decode_throughput first (its
     // sum and the percentiles AIPerf does not compute left empty), then decode_duration (a
     // streamed run), e2e_output_token_throughput and input_sequence_length.
@@ -204,7 +196,7 @@ fn metrics_failures_give_the_right_na_reasons_and_the_run_completes() {
         let mut args = vec!["--time-scale", "0", "--num-spec-tokens", "2"];
         args.extend(fault);
         let (_sim, url) = sim(&args);
-        let (stdout, _dir, result) = bench(&url, &["--num-prompts", "10", "--concurrency", "2"]);
+        let BenchRun { stdout, result, .. } = bench(&url, &["--num-prompts", "10", "--concurrency", "2"]);
         let scrape = &result["spec_decode"]["scrape"][0]["result"];
         assert_eq!(scrape["status"], "na");
         assert_eq!(scrape["error"], reason);
@@ -221,7 +213,7 @@ fn metrics_failures_give_the_right_na_reasons_and_the_run_completes() {
     }
     // An unreachable metrics endpoint: the fetch failure, in the words of docs/METRICS.md §1.4.
     let (_sim, url) = sim(&["--time-scale", "0"]);
-    let (_, _dir, result) = bench(
+    let BenchRun { result, .. } = bench(
         &url,
         &["--num-prompts", "3", "--metrics-url", "http://127.0.0.1:9/metrics"],
     );
@@ -252,11 +244,12 @@ fn faults_are_counted_by_kind_and_no_record_is_lost() {
         "--stall-ms",
         "50",
     ]);
-    let (stdout, dir, result) = bench(
+    let run = bench(
         &url,
         &["--num-prompts", "120", "--concurrency", "16", "--timeout", "1.5"],
     );
-    let recs = records(dir.path());
+    let (stdout, result) = (&run.stdout, &run.result);
+    let recs = run.records();
     let ids: BTreeSet<u64> = recs.iter().map(|r| r.request_id).collect();
     assert_eq!(recs.len(), 120, "one record per sent request");
     assert_eq!(ids, (0..120).collect(), "each exactly once");
@@ -290,8 +283,7 @@ fn faults_are_counted_by_kind_and_no_record_is_lost() {
         }
     }
     let profile: Value =
-        serde_json::from_str(&std::fs::read_to_string(dir.path().join("run/profile_export_speclens.json")).unwrap())
-            .unwrap();
+        serde_json::from_str(&std::fs::read_to_string(run.out.join("profile_export_speclens.json")).unwrap()).unwrap();
     assert_eq!(profile["effective_latency"]["count"], 120);
     assert!(
         profile["effective_latency"]["max"].as_f64().unwrap() >= 1400.0,
@@ -308,8 +300,8 @@ fn faults_are_counted_by_kind_and_no_record_is_lost() {
 }
 
 /// Every request sent has exactly one record, and every one either completed or failed.
-fn assert_nothing_lost(dir: &Path, result: &Value, sent: u64) {
-    let recs = records(dir);
+fn assert_nothing_lost(run: &BenchRun, sent: u64) {
+    let (recs, result) = (run.records(), &run.result);
     let ids: BTreeSet<u64> = recs.iter().map(|r| r.request_id).collect();
     assert_eq!(ids, (0..sent).collect(), "one record per sent request");
     assert_eq!(recs.len() as u64, sent);
@@ -332,8 +324,9 @@ fn the_fault_suite_ends_each_run_with_figures_or_reasons() {
         "--oversized-kib",
         "3072",
     ]);
-    let (_, dir, result) = bench(&url, &["--num-prompts", "24", "--max-response-mib", "2"]);
-    assert_nothing_lost(dir.path(), &result, 24);
+    let run = bench(&url, &["--num-prompts", "24", "--max-response-mib", "2"]);
+    let result = &run.result;
+    assert_nothing_lost(&run, 24);
     let bad = &result["errors"]["bad_response"];
     assert!(bad["count"].as_u64().unwrap() > 0, "{result}");
     assert!(bad["first"].as_str().unwrap().contains("passed 2 MiB"), "{bad}");
@@ -349,7 +342,7 @@ fn the_fault_suite_ends_each_run_with_figures_or_reasons() {
         "--reset-counters-after",
         "6",
     ]);
-    let (stdout, dir, result) = bench(
+    let run = bench(
         &url,
         &[
             "--num-prompts",
@@ -362,7 +355,8 @@ fn the_fault_suite_ends_each_run_with_figures_or_reasons() {
             "0.05",
         ],
     );
-    assert_nothing_lost(dir.path(), &result, 12);
+    let (stdout, result) = (&run.stdout, &run.result);
+    assert_nothing_lost(&run, 12);
     let scrape = &result["spec_decode"]["scrape"][0]["result"];
     assert_eq!(scrape["status"], "na");
     assert!(
@@ -386,8 +380,9 @@ fn the_fault_suite_ends_each_run_with_figures_or_reasons() {
 
     // Garbage metrics text: the parse error is the reason; requests are unaffected.
     let (_sim, url) = sim(&["--time-scale", "0", "--num-spec-tokens", "2", "--malformed-metrics"]);
-    let (_, dir, result) = bench(&url, &["--num-prompts", "10"]);
-    assert_nothing_lost(dir.path(), &result, 10);
+    let run = bench(&url, &["--num-prompts", "10"]);
+    let result = &run.result;
+    assert_nothing_lost(&run, 10);
     assert_eq!(result["completed"], 10);
     let error = result["spec_decode"]["scrape"][0]["result"]["error"].as_str().unwrap();
     assert!(
@@ -403,7 +398,7 @@ fn measured_ttft_and_itl_match_a_fixed_delay_server() {
     // are exact; a busy machine wakes the server late by a millisecond or two, well inside the
     // 10 % above. Steps this long make that margin hold on two busy cores.
     let (_sim, url) = sim(&["--step-ms", "30", "--time-scale", "1"]);
-    let (_, _dir, result) = bench(&url, &["--num-prompts", "9", "--concurrency", "1"]);
+    let BenchRun { result, .. } = bench(&url, &["--num-prompts", "9", "--concurrency", "1"]);
     // Medians: one request slowed by the machine (CI runs other processes) moves a mean of 9.
     let ttft = result["median_ttft_ms"].as_f64().unwrap();
     let itl = result["median_itl_ms"].as_f64().unwrap();
@@ -465,14 +460,15 @@ fn a_url_with_credentials_takes_the_general_client_and_hides_them() {
     let (_sim, url) = sim(&["--time-scale", "0", "--num-spec-tokens", "2"]);
     let password = "pw-speclens-0123456789";
     let with_credentials = url.replacen("http://", &format!("http://bench:{password}@"), 1);
-    let (stdout, dir, result) = bench(&with_credentials, &["--num-prompts", "20", "--concurrency", "4"]);
+    let run = bench(&with_credentials, &["--num-prompts", "20", "--concurrency", "4"]);
+    let (stdout, result) = (&run.stdout, &run.result);
     assert_eq!(result["completed"], 20, "{stdout}");
     assert_eq!(result["failed"], 0);
-    assert_paths_agree(&result, &ALL);
-    let recs = records(dir.path());
+    assert_paths_agree(result, &ALL);
+    let recs = run.records();
     assert!(recs.iter().all(|r| r.ttft_ms.is_some() && !r.itl_ms.is_empty()));
     assert!(!stdout.contains(password));
-    for entry in walk(dir.path()) {
+    for entry in walk(&run.out) {
         let text = std::fs::read_to_string(&entry).unwrap();
         assert!(!text.contains(password), "{} holds the password", entry.display());
     }
@@ -547,7 +543,7 @@ fn a_signal_saves_a_valid_partial_run_and_exits_as_the_shell_reports_it() {
         assert_eq!(exit.code(), Some(code), "{signal}");
         let result: Value = serde_json::from_str(&std::fs::read_to_string(out.join("result.json")).unwrap()).unwrap();
         assert_eq!(result["partial"], true);
-        let recs = records(dir.path());
+        let recs = read_records(&out);
         assert!(!recs.is_empty() && recs.len() < 500, "{} records", recs.len());
         let ids: BTreeSet<u64> = recs.iter().map(|r| r.request_id).collect();
         assert_eq!(ids.len(), recs.len(), "no record twice");
@@ -572,8 +568,9 @@ fn several_servers_share_the_load_and_each_gets_its_block() {
         "--engines",
         "2",
     ]);
-    let (stdout, dir, result) = bench(&url_a, &["--url", &url_b, "--num-prompts", "20", "--concurrency", "4"]);
-    let recs = records(dir.path());
+    let run = bench(&url_a, &["--url", &url_b, "--num-prompts", "20", "--concurrency", "4"]);
+    let (stdout, result) = (&run.stdout, &run.result);
+    let recs = run.records();
     for url in [&url_a, &url_b] {
         assert_eq!(
             recs.iter().filter(|r| r.url.starts_with(url.as_str())).count(),
@@ -589,14 +586,15 @@ fn several_servers_share_the_load_and_each_gets_its_block() {
         );
     }
     assert_eq!(result["spec_decode"]["scrape"].as_array().unwrap().len(), 2);
-    assert_paths_agree(&result, &ALL);
+    assert_paths_agree(result, &ALL);
 }
 
 #[test]
 fn a_duration_run_with_a_request_rate_stops_on_time() {
     let (_sim, url) = sim(&["--time-scale", "0"]);
-    let (_, dir, result) = bench(&url, &["--duration", "1.5", "--request-rate", "20", "--no-scrape"]);
-    let sent = records(dir.path()).len() as f64;
+    let run = bench(&url, &["--duration", "1.5", "--request-rate", "20", "--no-scrape"]);
+    let result = &run.result;
+    let sent = run.records().len() as f64;
     // A Poisson process at 20 req/s over 1.5 s: 30 expected; ±15 is beyond 2.7 σ.
     assert!((15.0..=45.0).contains(&sent), "{sent} requests");
     // First send to last completion against an instant server: the arrivals span the 1.5 s
@@ -609,12 +607,13 @@ fn a_duration_run_with_a_request_rate_stops_on_time() {
 #[test]
 fn a_duration_run_without_a_rate_stops_on_time_too() {
     let (_sim, url) = sim(&["--time-scale", "0"]);
-    let (_, dir, result) = bench(&url, &["--duration", "1", "--concurrency", "4", "--no-scrape"]);
+    let run = bench(&url, &["--duration", "1", "--concurrency", "4", "--no-scrape"]);
+    let result = &run.result;
     // Requests go out back to back until the second is over, and an instant server answers
     // each at once: the run lasts the second, give or take one answer.
     let duration = result["duration"].as_f64().unwrap();
     assert!((0.95..=1.2).contains(&duration), "duration {duration} s");
-    let sent = records(dir.path()).len() as u64;
+    let sent = run.records().len() as u64;
     assert!(sent > 4, "{sent} requests");
     assert_eq!(
         result["completed"].as_u64().unwrap() + result["failed"].as_u64().unwrap(),
@@ -638,7 +637,7 @@ fn endless_metrics() -> String {
 fn an_endless_metrics_body_is_cut_at_its_limit_and_the_run_goes_on() {
     let metrics = endless_metrics();
     let (_sim, url) = sim(&["--time-scale", "0"]);
-    let (_, _dir, result) = bench(&url, &["--num-prompts", "10", "--metrics-url", &metrics]);
+    let BenchRun { result, .. } = bench(&url, &["--num-prompts", "10", "--metrics-url", &metrics]);
     assert_eq!(result["completed"], 10);
     let error = result["spec_decode"]["scrape"][0]["result"]["error"].as_str().unwrap();
     let cut = format!("Failed to fetch metrics from {metrics}: the answer passed 32 MiB and was not read further");
@@ -698,7 +697,7 @@ fn an_echoed_key_and_escape_sequences_reach_no_output() {
         assert!(!text.contains(key), "{text}");
         assert!(!text.contains('\u{1b}') && !text.contains('\u{7}'), "{text:?}");
     }
-    let records = records(dir.path());
+    let records = read_records(&out);
     assert_eq!(records.len(), 3);
     assert!(
         records[0].error.as_deref().unwrap().contains("\\u{1b}]0;pwned"),
@@ -777,7 +776,7 @@ fn forty_oversized_responses_in_flight_share_one_budget() {
     );
     // 40 × 24 MiB is 960 MiB; the budget holds what is buffered to 128 MiB.
     assert!(peak_kb > 0 && peak_kb < 400 * 1024, "peak RSS {peak_kb} kB");
-    let recs = records(dir.path());
+    let recs = read_records(&out);
     assert_eq!(recs.len(), 40);
     let over = recs
         .iter()
@@ -1030,7 +1029,7 @@ fn a_full_disk_names_each_file_and_what_was_saved_and_the_figures_still_print() 
 #[test]
 fn a_server_without_speculation_is_named_with_the_flags_that_turn_it_on() {
     let (_sim, url) = sim(&["--time-scale", "0"]);
-    let (stdout, _dir, result) = bench(&url, &["--num-prompts", "4"]);
+    let BenchRun { stdout, result, .. } = bench(&url, &["--num-prompts", "4"]);
     assert_eq!(result["completed"], 4);
     // vLLM's summary keeps its section and says why it is empty; one line names the flags.
     assert!(
@@ -1048,7 +1047,7 @@ fn a_server_without_speculation_is_named_with_the_flags_that_turn_it_on() {
     );
     // A speculative server never gets the hint.
     let (_spec, url) = sim(&["--time-scale", "0", "--num-spec-tokens", "2"]);
-    let (stdout, _dir, _) = bench(&url, &["--num-prompts", "4"]);
+    let BenchRun { stdout, .. } = bench(&url, &["--num-prompts", "4"]);
     assert!(!stdout.contains("shows no speculati"), "{stdout}");
     assert!(stdout.contains("Acceptance length:"), "{stdout}");
 }

@@ -10,6 +10,7 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
+use crate::common::bench::Bench;
 use crate::common::{
     raw_server, read_json, read_records, run_speclens, run_speclens_within, speclens_peak_rss_kb, Speclens,
 };
@@ -53,12 +54,8 @@ fn models_or(other: impl Fn(&str, TcpStream) + Send + Sync + 'static) -> String 
 
 /// A short bench of `url` into `out`: its exit code and console.
 fn bench(url: &str, out: &std::path::Path, extra: &[&str]) -> (i32, String, String) {
-    let mut args = vec!["bench", "--url", url, "--quiet", "--out", out.to_str().unwrap()];
-    if !extra.contains(&"--num-prompts") {
-        args.extend_from_slice(&["--num-prompts", "3"]);
-    }
-    args.extend_from_slice(extra);
-    run_speclens_within(&args, Duration::from_secs(60))
+    let run = Bench::at(url).prompts(3).quiet().into(out).args(extra).run();
+    (run.code, run.stdout, run.stderr)
 }
 
 /// Item 1: 20,000 series × 3 counter families that fall at every scrape, scraped ten times a
@@ -637,19 +634,14 @@ fn odd_answers_are_classified_by_what_went_wrong() {
 
 /// Run `bench` against `url` to its end and return its peak resident memory in kB.
 fn bench_peak_kb(url: &str, out: &std::path::Path, extra: &[&str]) -> u64 {
-    let mut args = vec![
-        "bench",
-        "--url",
-        url,
-        "--model",
-        "m",
-        "--no-scrape",
-        "--quiet",
-        "--out",
-        out.to_str().unwrap(),
-    ];
-    args.extend_from_slice(extra);
-    speclens_peak_rss_kb(&args, Duration::from_secs(120)).0
+    Bench::at(url)
+        .set("--model", "m")
+        .switch("--no-scrape")
+        .quiet()
+        .into(out)
+        .args(extra)
+        .within(Duration::from_secs(120))
+        .peak_rss_kb()
 }
 
 /// Item 2: 4 MiB of payload as 1-byte HTTP chunks (4 M chunks, ~370 MB kept at the cost of one

@@ -8,6 +8,7 @@ use std::time::Duration;
 use serde_json::Value;
 use speclens_shared::model::speedup::{best_k, Costs};
 
+use crate::common::bench::Bench;
 use crate::common::{read_json, run_speclens, run_speclens_within, Speclens};
 
 /// A timed sim on a small ridge (T* = 8 token positions), so that its arms cross within a few
@@ -303,18 +304,7 @@ fn the_recommendation_keeps_the_measured_k_and_names_the_model_s_beside_it() {
 
 /// `bench` of `url` into `out` with the check's workload: 120 requests at concurrency 8.
 fn bench_for_check(url: &str, out: &Path) {
-    let (code, o, e) = run_speclens(&[
-        "bench",
-        "--url",
-        url,
-        "--num-prompts",
-        "120",
-        "--concurrency",
-        "8",
-        "--out",
-        out.to_str().unwrap(),
-    ]);
-    assert_eq!(code, 0, "{o}{e}");
+    Bench::at(url).prompts(120).set("--concurrency", 8).into(out).ok();
 }
 
 #[test]

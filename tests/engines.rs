@@ -7,17 +7,21 @@ use std::time::Duration;
 
 use serde_json::json;
 
+use crate::common::bench::Bench;
 use crate::common::{post_json, run_speclens_within, Speclens};
 
 const LIMIT: Duration = Duration::from_secs(60);
 
 /// `bench` of 6 short requests; its stderr and `result.json`.
 fn bench(url: &str, extra: &[&str]) -> (String, serde_json::Value) {
-    let out = tempfile::tempdir().unwrap();
-    let mut args = vec!["--num-prompts", "6", "--output-tokens", "16", "--quiet"];
-    args.extend_from_slice(extra);
-    let (_, stderr, result) = crate::common::bench_output(url, &out.path().join("run"), &args, LIMIT);
-    (stderr, result)
+    let run = Bench::at(url)
+        .prompts(6)
+        .output_tokens(16)
+        .quiet()
+        .args(extra)
+        .within(LIMIT)
+        .ok();
+    (run.stderr, run.result)
 }
 
 #[test]
@@ -74,15 +78,15 @@ fn bench_records(
     serde_json::Value,
     Vec<speclens_shared::run::record::RequestRecord>,
 ) {
-    let out = tempfile::tempdir().unwrap();
-    let dir = out.path().join("run");
-    let mut full = vec!["--num-prompts", "8", "--quiet"];
-    if !extra.contains(&"--output-tokens") {
-        full.extend(["--output-tokens", "24"]);
-    }
-    full.extend_from_slice(extra);
-    let (_, stderr, result) = crate::common::bench_output(url, &dir, &full, LIMIT);
-    (stderr, result, crate::common::read_records(&dir))
+    let run = Bench::at(url)
+        .prompts(8)
+        .output_tokens(24)
+        .quiet()
+        .args(extra)
+        .within(LIMIT)
+        .ok();
+    let records = run.records();
+    (run.stderr, run.result, records)
 }
 
 /// vLLM 0.33's `--enable-per-request-metrics`: each response's `metrics` carries the engine's

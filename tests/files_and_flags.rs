@@ -17,6 +17,7 @@ use speclens_shared::results::run_list::RunList;
 use speclens_shared::results::run_result::RunResult;
 use speclens_shared::sweep::SweepFile;
 
+use crate::common::bench::Bench;
 use crate::common::{get_text, json_fixture_text, run_speclens, run_speclens_within, workspace, Snapshots, Speclens};
 
 const LIMIT: Duration = Duration::from_secs(120);
@@ -905,19 +906,8 @@ fn an_untrusted_certificate_is_named_with_the_flags_that_trust_it() {
 
 /// Run a short `bench` against `url` that is expected to fail: its exit code and stderr.
 fn bench_error(url: &str, run: &Path, extra: &[&str]) -> (i32, String) {
-    let mut args = vec![
-        "bench",
-        "--url",
-        url,
-        "--num-prompts",
-        "2",
-        "--quiet",
-        "--out",
-        run.to_str().unwrap(),
-    ];
-    args.extend_from_slice(extra);
-    let (code, _, err) = run_speclens(&args);
-    (code, err)
+    let run = Bench::at(url).prompts(2).quiet().into(run).args(extra).run();
+    (run.code, run.stderr)
 }
 
 /// Where an error message's snapshot lives.

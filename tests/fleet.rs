@@ -8,6 +8,7 @@ use std::time::Duration;
 
 use serde_json::Value;
 
+use crate::common::bench::Bench;
 use crate::common::browser::free_port;
 use crate::common::prometheus::{host_port, Prometheus, ScrapeJob};
 use crate::common::{run_speclens, Speclens};
@@ -25,33 +26,16 @@ fn bench(urls: &[String], prometheus: &str, extra: &[&str]) -> (String, Value) {
 }
 
 fn bench_selecting(urls: &[String], prometheus: &str, selector: &str, extra: &[&str]) -> (String, Value) {
-    let dir = tempfile::tempdir().unwrap();
-    let out = dir.path().join("run");
-    let mut args = vec!["bench"];
-    for u in urls {
-        args.extend(["--url", u.as_str()]);
-    }
-    args.extend([
-        "--output-tokens",
-        "32",
-        "--scrape-interval",
-        "0.2",
-        "--prometheus-url",
-        prometheus,
-        "--prometheus-selector",
-        selector,
-        "--prometheus-wait",
-        "20",
-        "--prometheus-rate-window",
-        "1",
-        "--out",
-        out.to_str().unwrap(),
-    ]);
-    args.extend_from_slice(extra);
-    let (code, stdout, stderr) = run_speclens(&args);
-    assert_eq!(code, 0, "{stdout}{stderr}");
-    let result = serde_json::from_str(&std::fs::read_to_string(out.join("result.json")).unwrap()).unwrap();
-    (stdout, result)
+    let run = Bench::at_all(urls)
+        .output_tokens(32)
+        .set("--scrape-interval", "0.2")
+        .set("--prometheus-url", prometheus)
+        .set("--prometheus-selector", selector)
+        .set("--prometheus-wait", 20)
+        .set("--prometheus-rate-window", 1)
+        .args(extra)
+        .ok();
+    (run.stdout, run.result)
 }
 
 fn counts(v: &Value) -> (u64, u64, u64) {

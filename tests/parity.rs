@@ -6,7 +6,8 @@ use std::time::Duration;
 
 use serde_json::Value;
 
-use crate::common::{bench_into, read_records, run_speclens, sweep_within, Speclens};
+use crate::common::bench::{Bench, BenchRun};
+use crate::common::{read_records, run_speclens, sweep_within, Speclens};
 
 /// A real-time sim that runs 4 sequences at once: 12 requests sent together are served in three
 /// waves, so the first wave's time to first token is about one 5 ms step and the later waves'
@@ -32,10 +33,9 @@ fn goodput_counts_the_requests_within_every_objective() {
     let sim = four_at_a_time();
     let dir = tempfile::tempdir().unwrap();
     let run = dir.path().join("run");
-    let (stdout, result) = bench_into(
-        &sim.url(),
-        &run,
-        &[
+    let BenchRun { stdout, result, .. } = Bench::at(&sim.url())
+        .into(&run)
+        .args(&[
             "--num-prompts",
             "12",
             "--input-tokens",
@@ -45,9 +45,8 @@ fn goodput_counts_the_requests_within_every_objective() {
             "--goodput",
             "ttft:40",
             "e2el:5000",
-        ],
-        Duration::from_secs(60),
-    );
+        ])
+        .ok();
     // The same rule by hand, over the records: every objective at most its value. Twelve
     // requests at once against four sequences at a time: the first wave of four starts at once
     // (TTFT one 5 ms step), the later waves wait for a whole answer (32 tokens at about two a
@@ -94,7 +93,7 @@ fn goodput_counts_the_requests_within_every_objective() {
 
     // Without objectives vLLM writes null, and AIPerf has no goodput metrics.
     let plain = dir.path().join("plain");
-    let (stdout, result) = bench_into(&sim.url(), &plain, &["--num-prompts", "4"], Duration::from_secs(60));
+    let BenchRun { stdout, result, .. } = Bench::at(&sim.url()).into(&plain).args(&["--num-prompts", "4"]).ok();
     assert_eq!(result["request_goodput"], Value::Null);
     assert!(result.get("good_requests").is_none());
     assert!(!stdout.contains("Request goodput"));
@@ -140,12 +139,10 @@ fn aiperf_s_per_record_export_has_one_line_per_measured_request() {
     let sim = Speclens::instant_spec_sim("0.7", &[]);
     let dir = tempfile::tempdir().unwrap();
     let run = dir.path().join("run");
-    bench_into(
-        &sim.url(),
-        &run,
-        &["--num-prompts", "6", "--warmup", "2", "--output-tokens", "12"],
-        Duration::from_secs(60),
-    );
+    Bench::at(&sim.url())
+        .into(&run)
+        .args(&["--num-prompts", "6", "--warmup", "2", "--output-tokens", "12"])
+        .ok();
     let records = read_records(&run);
     let lines: Vec<Value> = std::fs::read_to_string(run.join("profile_export.jsonl"))
         .unwrap()
@@ -268,21 +265,21 @@ fn speed_bench_splits_load_from_disk_for_bench_accept_and_sweep() {
     let folder = crate::common::workspace().join("tests/fixtures/made_speed_bench");
     let dir = tempfile::tempdir().unwrap();
     let bench = |path: &std::path::Path, name: &str| {
-        bench_into(
-            &sim.url(),
-            &dir.path().join(name),
-            &[
+        Bench::at(&sim.url())
+            .into(&dir.path().join(name))
+            .args(&[
                 "--dataset",
                 "speed-bench",
                 "--dataset-path",
                 path.to_str().unwrap(),
                 "--num-prompts",
                 "12",
-            ],
-            Duration::from_secs(60),
-        )
+            ])
+            .ok()
     };
-    let (out, result) = bench(&folder, "qualitative");
+    let BenchRun {
+        stdout: out, result, ..
+    } = bench(&folder, "qualitative");
     assert_eq!(result["config"]["dataset"], "speed_bench");
     assert_eq!(result["completed"], 12);
     assert!(!out.contains("random-token prompts"), "{out}");
@@ -290,7 +287,7 @@ fn speed_bench_splits_load_from_disk_for_bench_accept_and_sweep() {
     let prompts: std::collections::BTreeSet<u64> = records.iter().map(|r| r.input_tokens).collect();
     // Twelve different prompts (some share a token count): not one prompt repeated.
     assert!(prompts.len() >= 8, "the split's twelve prompts: {prompts:?}");
-    let (_, result) = bench(&folder.join("throughput_1k.jsonl"), "throughput");
+    let BenchRun { result, .. } = bench(&folder.join("throughput_1k.jsonl"), "throughput");
     let inputs: Vec<u64> = read_records(&dir.path().join("throughput"))
         .iter()
         .map(|r| r.input_tokens)
@@ -337,12 +334,10 @@ fn speed_bench_splits_load_from_disk_for_bench_accept_and_sweep() {
     assert_eq!(code, 0, "{out}{err}");
     assert!(!out.contains("random-token prompts"), "{out}");
     // Synthetic prompts name SPEED-Bench as the reference instead.
-    let (out, _) = bench_into(
-        &sim.url(),
-        &dir.path().join("synthetic"),
-        &["--num-prompts", "2"],
-        Duration::from_secs(60),
-    );
+    let BenchRun { stdout: out, .. } = Bench::at(&sim.url())
+        .into(&dir.path().join("synthetic"))
+        .args(&["--num-prompts", "2"])
+        .ok();
     assert!(
         out.contains("Measure on SPEED-Bench, the reference workload (--dataset speed-bench)"),
         "{out}"
@@ -384,19 +379,17 @@ fn sharegpt_and_vllm_s_custom_jsonl_load_as_vllm_bench_serve_reads_them() {
     let dir = tempfile::tempdir().unwrap();
     let fixture = crate::common::workspace().join("tests/fixtures/made_sharegpt.json");
     let run = dir.path().join("sharegpt");
-    let (_, result) = bench_into(
-        &sim.url(),
-        &run,
-        &[
+    let BenchRun { result, .. } = Bench::at(&sim.url())
+        .into(&run)
+        .args(&[
             "--dataset",
             "sharegpt",
             "--dataset-path",
             fixture.to_str().unwrap(),
             "--num-prompts",
             "6",
-        ],
-        Duration::from_secs(60),
-    );
+        ])
+        .ok();
     assert_eq!(result["config"]["dataset"], "sharegpt");
     assert_eq!(result["completed"], 6);
     // Three usable pairs (of five entries), each sent twice.
@@ -412,19 +405,17 @@ fn sharegpt_and_vllm_s_custom_jsonl_load_as_vllm_bench_serve_reads_them() {
     )
     .unwrap();
     let run = dir.path().join("custom");
-    let (_, result) = bench_into(
-        &sim.url(),
-        &run,
-        &[
+    let BenchRun { result, .. } = Bench::at(&sim.url())
+        .into(&run)
+        .args(&[
             "--dataset",
             "custom",
             "--dataset-path",
             custom.to_str().unwrap(),
             "--num-prompts",
             "4",
-        ],
-        Duration::from_secs(60),
-    );
+        ])
+        .ok();
     assert_eq!(
         (result["config"]["dataset"].as_str(), result["completed"].as_u64()),
         (Some("jsonl"), Some(4))
@@ -559,12 +550,10 @@ fn every_aiperf_named_metric_has_aiperf_s_unit_and_statistics() {
     ]);
     let dir = tempfile::tempdir().unwrap();
     let run = dir.path().join("run");
-    let (_, _) = bench_into(
-        &sim.url(),
-        &run,
-        &["--endpoint", "chat", "--concurrency", "4", "--num-prompts", "20"],
-        Duration::from_secs(60),
-    );
+    let _ = Bench::at(&sim.url())
+        .into(&run)
+        .args(&["--endpoint", "chat", "--concurrency", "4", "--num-prompts", "20"])
+        .ok();
     let ours: Value =
         serde_json::from_str(&std::fs::read_to_string(run.join("profile_export_speclens.json")).unwrap()).unwrap();
     let keys = |v: &Value| -> Vec<String> {
@@ -679,12 +668,10 @@ fn multi_turn_questions_send_turn_two_with_turn_one_s_answer() {
         "--num-prompts",
         "2",
     ];
-    let (stdout, result) = bench_into(
-        &sim.url(),
-        &run,
-        &[&args[..], &["--output-tokens", "12"]].concat(),
-        Duration::from_secs(60),
-    );
+    let BenchRun { stdout, result, .. } = Bench::at(&sim.url())
+        .into(&run)
+        .args(&[&args[..], &["--output-tokens", "12"]].concat())
+        .ok();
     assert_eq!(result["completed"], 5, "2 + 3 turns: {stdout}");
     let records = read_records(&run);
     let turns = |id: u64| -> Vec<&speclens_shared::run::record::RequestRecord> {

@@ -15,7 +15,8 @@ use std::time::Duration;
 
 use serde_json::Value;
 
-use crate::common::{bench_into, get_text, read_records};
+use crate::common::bench::{Bench, BenchRun};
+use crate::common::{get_text, read_records};
 
 fn server() -> String {
     std::env::var("SPECLENS_REAL_LLAMACPP").unwrap_or_else(|_| {
@@ -103,7 +104,11 @@ async fn real_llamacpp_window_and_per_request_timings_agree_with_its_counters() 
             args.push("--no-stream");
         }
         let before = Counters::scrape(&url).await;
-        let (stdout, result) = bench_into(&url, &out, &args, Duration::from_secs(180));
+        let BenchRun { stdout, result, .. } = Bench::at(&url)
+            .into(&out)
+            .args(&args)
+            .within(Duration::from_secs(180))
+            .ok();
         let hand = Counters::scrape(&url).await.minus(before);
 
         assert_eq!(result["config"]["engine"], "llamacpp", "{what}");

@@ -22,9 +22,8 @@ use std::time::Duration;
 use serde_json::{json, Value};
 use speclens_shared::run::record::RequestRecord;
 
-use crate::common::{
-    bench_into, get_text, post_json, post_sse, read_json, read_records, run_speclens_within, workspace, Speclens,
-};
+use crate::common::bench::Bench;
+use crate::common::{get_text, post_json, post_sse, read_json, read_records, run_speclens_within, workspace, Speclens};
 
 const NEEDS: &str = "needs the real vLLM servers that scripts/test.sh starts (scripts/real-vllm.sh)";
 /// The served model's name (scripts/real-vllm.sh --served-model-name).
@@ -149,9 +148,14 @@ fn per_request_totals(records: &[RequestRecord]) -> Hand {
 
 /// A greedy bench run against `url` into `out`; returns (stdout, result.json).
 fn bench(url: &str, out: &Path, extra: &[&str]) -> (String, Value) {
-    let mut args = vec!["--input-tokens", "32", "--output-tokens", "32", "--temperature", "0"];
-    args.extend_from_slice(extra);
-    bench_into(url, out, &args, Duration::from_secs(180))
+    let run = Bench::at(url)
+        .tokens(32, 32)
+        .set("--temperature", 0)
+        .into(out)
+        .args(extra)
+        .within(Duration::from_secs(180))
+        .ok();
+    (run.stdout, run.result)
 }
 
 #[tokio::test]

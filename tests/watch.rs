@@ -9,6 +9,7 @@ use std::time::{Duration, Instant};
 
 use serde_json::Value;
 
+use crate::common::bench::Bench;
 use crate::common::prometheus::{Prometheus, ScrapeJob};
 use crate::common::{read_fixture, run_speclens, Speclens};
 
@@ -30,10 +31,7 @@ fn write_rules(dir: &Path, args: &[&str]) -> PathBuf {
 
 /// A bench of `n` requests; its `result.json`.
 fn bench(url: &str, n: &str, extra: &[&str]) -> Value {
-    let dir = tempfile::tempdir().unwrap();
-    let mut args = vec!["--num-prompts", n, "--quiet"];
-    args.extend_from_slice(extra);
-    crate::common::bench_output(url, &dir.path().join("run"), &args, Duration::from_secs(60)).2
+    Bench::at(url).set("--num-prompts", n).quiet().args(extra).ok().result
 }
 
 fn close(what: &str, got: f64, want: f64, relative: f64) {

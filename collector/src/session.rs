@@ -41,21 +41,27 @@ impl Session {
             return Ok(());
         };
         let url = self
-            .serve_with(ServeSettings {
-                addr: std::net::SocketAddr::from(([127, 0, 0, 1], port)),
-                token: None,
-                web_dir: crate::serve::resolve_web_dir(None)?,
-                fragment: Some("live".into()),
-                results_dir,
-            })
+            .serve_at(port, crate::serve::resolve_web_dir(None)?, results_dir)
             .await?;
         crate::statusln!("speclens dashboard: {url}");
         Ok(())
     }
 
-    /// Serve the dashboard as `settings` say (the demo's: its own web folder and results
-    /// folder) and return its URL.
-    pub async fn serve_with(&mut self, settings: ServeSettings) -> Result<String, CollectorError> {
+    /// Serve the live page on 127.0.0.1:`port` from `web_dir`, with `results_dir` as its past
+    /// runs (the demo's own web folder and results folder), and return its URL.
+    pub async fn serve_at(
+        &mut self,
+        port: u16,
+        web_dir: crate::serve::WebAssets,
+        results_dir: PathBuf,
+    ) -> Result<String, CollectorError> {
+        let settings = ServeSettings {
+            addr: std::net::SocketAddr::from(([127, 0, 0, 1], port)),
+            token: None,
+            web_dir,
+            fragment: Some("live".into()),
+            results_dir,
+        };
         let dashboard = crate::serve::start(&settings, self.hub.clone()).await?;
         let url = dashboard.url.clone();
         self.dashboard = Some(dashboard);

@@ -3,6 +3,7 @@
 
 #![allow(dead_code)]
 
+pub mod bench;
 pub mod browser;
 pub mod prometheus;
 
@@ -289,27 +290,6 @@ pub fn sweep_within(
     ];
     all.extend_from_slice(extra);
     run_speclens_within(&all, limit)
-}
-
-/// `speclens bench --url URL --out OUT ARGS…` within `limit`; asserts success and returns the
-/// stdout and the run's `result.json`.
-pub fn bench_into(url: &str, out: &Path, args: &[&str], limit: Duration) -> (String, serde_json::Value) {
-    let (stdout, _, result) = bench_output(url, out, args, limit);
-    (stdout, result)
-}
-
-/// [`bench_into`] with the run's stderr too: stdout, stderr, `result.json`.
-pub fn bench_output(url: &str, out: &Path, args: &[&str], limit: Duration) -> (String, String, serde_json::Value) {
-    let mut all = vec!["bench", "--url", url, "--out", out.to_str().expect("UTF-8 path")];
-    all.extend_from_slice(args);
-    let (code, stdout, stderr) = run_speclens_within(&all, limit);
-    assert_eq!(code, 0, "bench failed:\n{stdout}\n{stderr}");
-    let text = std::fs::read_to_string(out.join("result.json")).expect("result.json");
-    (
-        stdout,
-        stderr,
-        serde_json::from_str(&text).expect("result.json is JSON"),
-    )
 }
 
 /// Every record of a run folder's `records.jsonl`.

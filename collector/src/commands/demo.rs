@@ -235,15 +235,7 @@ pub async fn run(port: u16, web_dir: Option<PathBuf>, out: Option<PathBuf>) -> R
 
     // The dashboard serves from the start: the live page follows each run of the demo.
     let mut session = Session::new(None, Some(port));
-    let dashboard_url = session
-        .serve_with(crate::serve::ServeSettings {
-            addr: std::net::SocketAddr::from(([127, 0, 0, 1], port)),
-            token: None,
-            web_dir,
-            fragment: Some("live".into()),
-            results_dir: out.clone(),
-        })
-        .await?;
+    let dashboard_url = session.serve_at(port, web_dir, out.clone()).await?;
     crate::statusln!("speclens dashboard: {dashboard_url}  (live while the demo measures)\n");
     let hub = session.hub.clone();
 

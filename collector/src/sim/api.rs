@@ -596,18 +596,10 @@ impl StreamState {
         if self.ended {
             return None;
         }
-        let r = &self.reply;
         if !self.started {
             self.started = true;
-            if r.kind == Kind::Chat {
-                let mut out = String::new();
-                for index in 0..r.n {
-                    out.push_str(&r.sse(
-                        &format!("{{\"index\":{index},\"delta\":{{\"role\":\"assistant\",\"content\":\"\"}},\"logprobs\":null,\"finish_reason\":null}}"),
-                        ",\"prompt_token_ids\":null,\"prompt_text\":null",
-                    ));
-                }
-                return Some(Ok(Bytes::from(out)));
+            if self.reply.kind == Kind::Chat {
+                return Some(Ok(Bytes::from(self.role_chunks())));
             }
         }
         let Some(mut event) = self.rx.recv().await else {
@@ -617,33 +609,7 @@ impl StreamState {
         // Everything the engine already produced goes out in one write.
         let mut out = String::new();
         loop {
-            match event {
-                SeqEvent::Tokens { index, first, count } => {
-                    self.progress.tokens[index as usize] += u64::from(count);
-                    let text = text_of(r.salt + u64::from(index), first, count);
-                    out.push_str(&r.sse(&r.content_choice(index, &text), ""));
-                }
-                SeqEvent::Finished {
-                    index,
-                    reason,
-                    stats,
-                    last,
-                    ..
-                } => {
-                    let last_text = last.map(|(first, count)| {
-                        self.progress.tokens[index as usize] += u64::from(count);
-                        text_of(r.salt + u64::from(index), first, count)
-                    });
-                    out.push_str(&r.finish_chunk(
-                        index,
-                        reason,
-                        &stats,
-                        last_text,
-                        self.progress.tokens[index as usize],
-                    ));
-                    self.progress.finished[index as usize] = Some((reason, *stats));
-                }
-            }
+            self.push_event(event, &mut out);
             if self.fault != StreamFault::None && self.progress.completion_tokens() >= self.fault_after {
                 self.ended = true;
                 return Some(match self.fault {
@@ -664,24 +630,69 @@ impl StreamState {
         }
         if self.progress.done() {
             self.ended = true;
-            let all: Vec<&SeqStats> = self.progress.finished.iter().flatten().map(|(_, s)| s).collect();
-            // SGLang sends its details in a chunk of their own, before the usage chunk.
-            if let Some(sglext) = r.sglang_stats(&all) {
-                out.push_str(&r.sse("", &format!(",\"sglext\":{sglext}")));
-            }
-            if r.include_usage {
-                let mut tail = json!({"usage": r.usage(self.progress.completion_tokens(), true),
-                                      "system_fingerprint": SYSTEM_FINGERPRINT});
-                r.root_stats(&mut tail, &all, true);
-                let extra: String = tail
-                    .as_object()
-                    .map(|m| m.iter().map(|(k, v)| format!(",\"{k}\":{v}")).collect())
-                    .unwrap_or_default();
-                out.push_str(&r.sse("", &extra));
-            }
-            out.push_str("data: [DONE]\n\n");
+            self.push_tail(&mut out);
         }
         Some(Ok(Bytes::from(out)))
+    }
+
+    /// The chat API's first chunks: each choice's assistant role with empty content.
+    fn role_chunks(&self) -> String {
+        let r = &self.reply;
+        let mut out = String::new();
+        for index in 0..r.n {
+            out.push_str(&r.sse(
+                &format!("{{\"index\":{index},\"delta\":{{\"role\":\"assistant\",\"content\":\"\"}},\"logprobs\":null,\"finish_reason\":null}}"),
+                ",\"prompt_token_ids\":null,\"prompt_text\":null",
+            ));
+        }
+        out
+    }
+
+    /// One engine event as SSE: a content chunk, or a choice's finish chunk.
+    fn push_event(&mut self, event: SeqEvent, out: &mut String) {
+        let r = &self.reply;
+        match event {
+            SeqEvent::Tokens { index, first, count } => {
+                self.progress.tokens[index as usize] += u64::from(count);
+                let text = text_of(r.salt + u64::from(index), first, count);
+                out.push_str(&r.sse(&r.content_choice(index, &text), ""));
+            }
+            SeqEvent::Finished {
+                index,
+                reason,
+                stats,
+                last,
+                ..
+            } => {
+                let last_text = last.map(|(first, count)| {
+                    self.progress.tokens[index as usize] += u64::from(count);
+                    text_of(r.salt + u64::from(index), first, count)
+                });
+                out.push_str(&r.finish_chunk(index, reason, &stats, last_text, self.progress.tokens[index as usize]));
+                self.progress.finished[index as usize] = Some((reason, *stats));
+            }
+        }
+    }
+
+    /// After the last choice finished: SGLang's details, the usage chunk when asked, `[DONE]`.
+    fn push_tail(&self, out: &mut String) {
+        let r = &self.reply;
+        let all: Vec<&SeqStats> = self.progress.finished.iter().flatten().map(|(_, s)| s).collect();
+        // SGLang sends its details in a chunk of their own, before the usage chunk.
+        if let Some(sglext) = r.sglang_stats(&all) {
+            out.push_str(&r.sse("", &format!(",\"sglext\":{sglext}")));
+        }
+        if r.include_usage {
+            let mut tail = json!({"usage": r.usage(self.progress.completion_tokens(), true),
+                                  "system_fingerprint": SYSTEM_FINGERPRINT});
+            r.root_stats(&mut tail, &all, true);
+            let extra: String = tail
+                .as_object()
+                .map(|m| m.iter().map(|(k, v)| format!(",\"{k}\":{v}")).collect())
+                .unwrap_or_default();
+            out.push_str(&r.sse("", &extra));
+        }
+        out.push_str("data: [DONE]\n\n");
     }
 }
 

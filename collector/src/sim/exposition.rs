@@ -230,38 +230,54 @@ pub fn render_trtllm(
         )],
     );
     if families.per_position {
-        for (name, help, per_pos) in [
-            (
-                "trtllm_spec_decode_drafted_tokens_total",
-                "Total drafted tokens per speculative decoding position.",
-                &sum.drafted_per_pos_finished,
-            ),
-            (
-                "trtllm_spec_decode_accepted_tokens_total",
-                "Total accepted tokens per speculative decoding position.",
-                &sum.accepted_per_pos_finished,
-            ),
-        ] {
-            let series: Vec<(String, f64, f64)> = per_pos
-                .iter()
-                .enumerate()
-                .filter(|(_, v)| **v > 0)
-                .map(|(pos, v)| {
-                    (
-                        format!("{labels},token_position=\"{pos}\""),
-                        *v as f64,
-                        sum.created_unix_s,
-                    )
-                })
-                .collect();
-            if !series.is_empty() {
-                write_counter(&mut out, &Family { name, help, series }, opts.multiprocess);
-            }
+        write_trtllm_per_position(&mut out, &labels, &sum, opts.multiprocess);
+    }
+    if families.iteration {
+        write_trtllm_iteration(&mut out, &labels, &sum, recent, opts.multiprocess);
+    }
+    out
+}
+
+/// TensorRT-LLM's per-position pair, each position's series once it is non-zero.
+fn write_trtllm_per_position(out: &mut String, labels: &str, sum: &EngineCounters, multiprocess: bool) {
+    for (name, help, per_pos) in [
+        (
+            "trtllm_spec_decode_drafted_tokens_total",
+            "Total drafted tokens per speculative decoding position.",
+            &sum.drafted_per_pos_finished,
+        ),
+        (
+            "trtllm_spec_decode_accepted_tokens_total",
+            "Total accepted tokens per speculative decoding position.",
+            &sum.accepted_per_pos_finished,
+        ),
+    ] {
+        let series: Vec<(String, f64, f64)> = per_pos
+            .iter()
+            .enumerate()
+            .filter(|(_, v)| **v > 0)
+            .map(|(pos, v)| {
+                (
+                    format!("{labels},token_position=\"{pos}\""),
+                    *v as f64,
+                    sum.created_unix_s,
+                )
+            })
+            .collect();
+        if !series.is_empty() {
+            write_counter(out, &Family { name, help, series }, multiprocess);
         }
     }
-    if !families.iteration {
-        return out;
-    }
+}
+
+/// TensorRT-LLM's iteration counters and, when a recent window is known, its length gauges.
+fn write_trtllm_iteration(
+    out: &mut String,
+    labels: &str,
+    sum: &EngineCounters,
+    recent: Option<RecentGauges>,
+    multiprocess: bool,
+) {
     for (name, help, value) in [
         (
             "trtllm_spec_decode_num_draft_tokens_total",
@@ -277,26 +293,25 @@ pub fn render_trtllm(
         let family = Family {
             name,
             help,
-            series: vec![(labels.clone(), value as f64, sum.created_unix_s)],
+            series: vec![(labels.to_string(), value as f64, sum.created_unix_s)],
         };
-        write_counter(&mut out, &family, opts.multiprocess);
+        write_counter(out, &family, multiprocess);
     }
     if let Some(g) = recent {
-        let one = |v: f64| vec![(labels.clone(), v)];
+        let one = |v: f64| vec![(labels.to_string(), v)];
         write_gauge(
-            &mut out,
+            out,
             "trtllm_spec_decode_acceptance_length",
             "Acceptance length of speculative decoding.",
             &one(g.acceptance_length),
         );
         write_gauge(
-            &mut out,
+            out,
             "trtllm_avg_decoded_tokens_per_iter",
             "Average decoded tokens per iteration.",
             &one(g.acceptance_length),
         );
     }
-    out
 }
 
 /// TensorRT-LLM's `/metrics`: JSON iteration stats, not Prometheus text.

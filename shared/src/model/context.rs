@@ -90,6 +90,31 @@ pub enum BreakEven {
     Beyond(f64),
 }
 
+/// The axis a [`BreakEven`] lies on, for its sentence.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum BreakEvenAxis {
+    Batch,
+    Context,
+}
+
+impl BreakEven {
+    /// The console's words: `B* = 42.0 (speculation loses at larger batches)`, and so on.
+    pub fn sentence(&self, axis: BreakEvenAxis) -> String {
+        match (axis, *self) {
+            (BreakEvenAxis::Batch, BreakEven::At(b)) => format!("B* = {b:.1} (speculation loses at larger batches)"),
+            (BreakEvenAxis::Batch, BreakEven::Never) => "speculation loses even at batch 1".to_string(),
+            (BreakEvenAxis::Batch, BreakEven::Beyond(b)) => format!("speculation pays at every batch up to {b}"),
+            (BreakEvenAxis::Context, BreakEven::At(l)) => {
+                format!("L* = {l:.0} tokens (speculation loses at longer contexts)")
+            }
+            (BreakEvenAxis::Context, BreakEven::Never) => "speculation loses even without context".to_string(),
+            (BreakEvenAxis::Context, BreakEven::Beyond(l)) => {
+                format!("speculation pays at every context up to {l} tokens")
+            }
+        }
+    }
+}
+
 impl StepCosts {
     /// A plain step (one token per sequence) at `batch` sequences of `context` tokens each.
     pub fn plain_step(&self, batch: f64, context: f64) -> f64 {
@@ -248,20 +273,14 @@ impl ContextReport {
         if let Some(e) = self.measured_e {
             out.push_str(&format!("With the measured E = {e:.2}:\n"));
             for r in &self.rows {
-                let text = match r.break_even_batch {
-                    Some(BreakEven::At(b)) => format!("B* = {b:.1} (speculation loses at larger batches)"),
-                    Some(BreakEven::Never) => "speculation loses even at batch 1".to_string(),
-                    Some(BreakEven::Beyond(b)) => format!("speculation pays at every batch up to {b}"),
-                    None => String::new(),
-                };
+                let text = r
+                    .break_even_batch
+                    .map_or(String::new(), |b| b.sentence(BreakEvenAxis::Batch));
                 out.push_str(&format!("  context {}: {text}\n", r.context));
             }
-            let text = match self.break_even_context {
-                Some(BreakEven::At(l)) => format!("L* = {l:.0} tokens (speculation loses at longer contexts)"),
-                Some(BreakEven::Never) => "speculation loses even without context".to_string(),
-                Some(BreakEven::Beyond(l)) => format!("speculation pays at every context up to {l} tokens"),
-                None => String::new(),
-            };
+            let text = self
+                .break_even_context
+                .map_or(String::new(), |l| l.sentence(BreakEvenAxis::Context));
             out.push_str(&format!("  at batch {}: {text}\n", self.batch));
         }
         out

@@ -10,7 +10,7 @@ use serde_json::{json, Map, Value};
 use crate::request::http_trace::HTTP_NAMES;
 use crate::run::aggregate::{MetricStats, SpecSummary, EXPORT_PERCENTILES};
 use crate::run::goodput::RequestLatency;
-use crate::run::record::{RequestRecord, RunMetrics, RunTally, UsageTally};
+use crate::run::record::{RequestRecord, RunMetrics, RunTally, UsageRecord, UsageTally};
 use crate::run::time_weighted::SweepFigure;
 use crate::sample::Sample;
 
@@ -392,6 +392,15 @@ fn derived_metrics(tally: &RunTally, m: &RunMetrics) -> Vec<(&'static str, &'sta
             m.total_token_throughput,
         ),
     ];
+    out.extend(conditional_metrics(tally, m));
+    out.sort_by_key(|d| d.0);
+    out
+}
+
+/// The derived metrics AIPerf writes only when they apply: errors, usage, OSL mismatches and
+/// goodput.
+fn conditional_metrics(tally: &RunTally, m: &RunMetrics) -> Vec<(&'static str, &'static str, &'static str, f64)> {
+    let mut out = Vec::new();
     // AIPerf writes the error count only when a request failed.
     if m.failed > 0 {
         out.push((
@@ -415,7 +424,6 @@ fn derived_metrics(tally: &RunTally, m: &RunMetrics) -> Vec<(&'static str, &'sta
         out.push(("good_request_count", "Good Request Count", "requests", good as f64));
         out.push(("goodput", "Goodput", "requests/sec", goodput));
     }
-    out.sort_by_key(|d| d.0);
     out
 }
 
@@ -555,6 +563,49 @@ pub fn record_line(r: &RequestRecord, run_start_unix_ns: u64, stream: bool) -> O
     if r.warmup {
         return None;
     }
+    let metadata = record_metadata(r, run_start_unix_ns);
+    let mut metrics = Map::new();
+    let mut put = |tag: &str, value: Value, unit: &str| {
+        metrics.insert(tag.into(), json!({"value": value, "unit": unit}));
+    };
+    let mut line = Map::new();
+    if !r.success {
+        put("error_isl", r.input_tokens.into(), "tokens");
+        line.insert("metadata".into(), Value::Object(metadata));
+        line.insert("metrics".into(), Value::Object(metrics));
+        let kind = r.error_kind.map_or("error", |k| k.as_str());
+        line.insert(
+            "error".into(),
+            json!({"type": kind, "message": r.error.clone().unwrap_or_default()}),
+        );
+        return Some(Value::Object(line));
+    }
+    put("input_sequence_length", r.input_tokens.into(), "tokens");
+    put("output_sequence_length", r.output_tokens.into(), "tokens");
+    if r.output_tokens > 0 {
+        put("output_token_count", r.output_tokens.into(), "tokens");
+    }
+    if let Some(e2el) = r.e2el_ms {
+        put("request_latency", e2el.into(), "ms");
+    }
+    if let Some(v) = crate::run::record::aiperf_e2e_output_tokens_per_s(r) {
+        put("e2e_output_token_throughput", v.into(), "tokens/sec/user");
+    }
+    if let Some(u) = &r.usage {
+        usage_values(u, &mut put);
+    }
+    if let (true, Some(ttft)) = (stream, r.ttft_ms) {
+        streamed_values(r, ttft, &mut put);
+    }
+    transport_values(r, &mut put);
+    line.insert("metadata".into(), Value::Object(metadata));
+    line.insert("metrics".into(), Value::Object(metrics));
+    Some(Value::Object(line))
+}
+
+/// AIPerf's `metadata` of a record: its ids, its phase and its times in wall-clock
+/// nanoseconds from the run's start.
+fn record_metadata(r: &RequestRecord, run_start_unix_ns: u64) -> Map<String, Value> {
     // Offsets in whole nanoseconds added to the integer start: no f64 rounding of 1.7e18.
     let ns = |ms: f64| {
         if ms.is_finite() && ms > 0.0 {
@@ -589,61 +640,30 @@ pub fn record_line(r: &RequestRecord, run_start_unix_ns: u64, stream: bool) -> O
         "was_cancelled".into(),
         (r.error_kind == Some(crate::run::record::ErrorKind::Cancelled)).into(),
     );
-    let mut metrics = Map::new();
-    let mut put = |tag: &str, value: Value, unit: &str| {
-        metrics.insert(tag.into(), json!({"value": value, "unit": unit}));
-    };
-    let mut line = Map::new();
-    if !r.success {
-        put("error_isl", r.input_tokens.into(), "tokens");
-        line.insert("metadata".into(), Value::Object(metadata));
-        line.insert("metrics".into(), Value::Object(metrics));
-        let kind = r.error_kind.map_or("error", |k| k.as_str());
-        line.insert(
-            "error".into(),
-            json!({"type": kind, "message": r.error.clone().unwrap_or_default()}),
-        );
-        return Some(Value::Object(line));
-    }
-    put("input_sequence_length", r.input_tokens.into(), "tokens");
-    put("output_sequence_length", r.output_tokens.into(), "tokens");
-    if r.output_tokens > 0 {
-        put("output_token_count", r.output_tokens.into(), "tokens");
-    }
-    if let Some(e2el) = r.e2el_ms {
-        put("request_latency", e2el.into(), "ms");
-    }
-    if let Some(v) = crate::run::record::aiperf_e2e_output_tokens_per_s(r) {
-        put("e2e_output_token_throughput", v.into(), "tokens/sec/user");
-    }
-    if let Some(u) = &r.usage {
-        let counts = [
-            ("usage_prompt_tokens", u.prompt_tokens, u.client_prompt_tokens),
-            (
-                "usage_completion_tokens",
-                u.completion_tokens,
-                u.client_completion_tokens,
-            ),
-        ];
-        for (tag, count, client) in counts {
-            if let Some(count) = count {
-                put(tag, count.into(), "tokens");
-                if let Some(pct) = crate::run::record::usage_diff_pct(count, client) {
-                    put(&format!("{tag}_diff_pct"), pct.into(), "%");
-                }
+    metadata
+}
+
+/// The server's usage counts of a record and how far each is from the client's own count.
+fn usage_values(u: &UsageRecord, put: &mut impl FnMut(&str, Value, &str)) {
+    let counts = [
+        ("usage_prompt_tokens", u.prompt_tokens, u.client_prompt_tokens),
+        (
+            "usage_completion_tokens",
+            u.completion_tokens,
+            u.client_completion_tokens,
+        ),
+    ];
+    for (tag, count, client) in counts {
+        if let Some(count) = count {
+            put(tag, count.into(), "tokens");
+            if let Some(pct) = crate::run::record::usage_diff_pct(count, client) {
+                put(&format!("{tag}_diff_pct"), pct.into(), "%");
             }
         }
-        if let Some(total) = u.total_tokens {
-            put("usage_total_tokens", total.into(), "tokens");
-        }
     }
-    if let (true, Some(ttft)) = (stream, r.ttft_ms) {
-        streamed_values(r, ttft, &mut put);
+    if let Some(total) = u.total_tokens {
+        put("usage_total_tokens", total.into(), "tokens");
     }
-    transport_values(r, &mut put);
-    line.insert("metadata".into(), Value::Object(metadata));
-    line.insert("metrics".into(), Value::Object(metrics));
-    Some(Value::Object(line))
 }
 
 /// A record's length against its `max_tokens` and its HTTP timings.

@@ -135,20 +135,43 @@ const BY_INSTANCE: &str = "{{instance}} {{model_name}} ({{serving_engine}})";
 /// The fleet's stats and each instance's figures, from recorded series.
 fn common_panels(window: &str, engine: Option<Engine>) -> Vec<Panel> {
     let sel = selector(engine);
-    let r = |f: Figure| format!("{}{{{sel}}}", recorded_name(f, window));
-    let (acc, drafts, tokens) = (
-        r(Figure::AcceptedTokensPerS),
-        r(Figure::DraftsPerS),
-        r(Figure::DraftTokensPerS),
-    );
-    let panel = |title: &str, figure: Figure, term: Term, kind, unit, targets| Panel {
+    let mut panels = fleet_panels(window, &sel);
+    panels.extend(instance_panels(window, &sel));
+    panels
+}
+
+/// A panel of one figure, defined on hover by that figure's glossary term.
+fn panel(
+    title: &str,
+    figure: Figure,
+    term: Term,
+    kind: &'static str,
+    unit: &'static str,
+    targets: Vec<Target>,
+) -> Panel {
+    Panel {
         title: title.to_string(),
         description: figure_description(figure, term),
         kind,
         unit,
         targets,
         engine: None,
-    };
+    }
+}
+
+/// A recorded figure's series name over `window`, restricted by the selector `sel`.
+fn recorded_series(figure: Figure, window: &str, sel: &str) -> String {
+    format!("{}{{{sel}}}", recorded_name(figure, window))
+}
+
+/// The fleet's four stats: E, the acceptance rate, drafts/s and accepted tokens/s.
+fn fleet_panels(window: &str, sel: &str) -> Vec<Panel> {
+    let r = |f: Figure| recorded_series(f, window, sel);
+    let (acc, drafts, tokens) = (
+        r(Figure::AcceptedTokensPerS),
+        r(Figure::DraftsPerS),
+        r(Figure::DraftTokensPerS),
+    );
     vec![
         panel(
             "Acceptance length, fleet",
@@ -172,7 +195,14 @@ fn common_panels(window: &str, engine: Option<Engine>) -> Vec<Panel> {
                 "rate",
             )],
         ),
-        panel("Drafts/s, fleet", Figure::DraftsPerS, Term::DraftsPerS, "stat", "short", vec![recorded(format!("sum({drafts})"), "drafts/s")]),
+        panel(
+            "Drafts/s, fleet",
+            Figure::DraftsPerS,
+            Term::DraftsPerS,
+            "stat",
+            "short",
+            vec![recorded(format!("sum({drafts})"), "drafts/s")],
+        ),
         panel(
             "Accepted tokens/s, fleet",
             Figure::AcceptedTokensPerS,
@@ -181,6 +211,18 @@ fn common_panels(window: &str, engine: Option<Engine>) -> Vec<Panel> {
             "short",
             vec![recorded(format!("sum({acc})"), "accepted/s")],
         ),
+    ]
+}
+
+/// Each instance's figures over time, and the per-position and implied-α panels.
+fn instance_panels(window: &str, sel: &str) -> Vec<Panel> {
+    let r = |f: Figure| recorded_series(f, window, sel);
+    let (acc, drafts, tokens) = (
+        r(Figure::AcceptedTokensPerS),
+        r(Figure::DraftsPerS),
+        r(Figure::DraftTokensPerS),
+    );
+    vec![
         panel(
             "Acceptance length by instance",
             Figure::AcceptanceLength,
