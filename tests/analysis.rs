@@ -299,6 +299,150 @@ fn a_sweep_measures_the_step_cost_the_sim_is_configured_with() {
 /// throughput stays while latency grows. The knee is found at 8 and over-saturation from 16 on
 /// each arm, and the console says so; the crossing is not past plain's over-saturation here, so
 /// no warning.
+/// A context sweep of a timed spec sim (k = 3, α = 0.7, with `extra_spec`) against a plain
+/// one, both with the step costs `costs` (`--ridge 64 --kv-ratio 1e-5`: flags the sims and the
+/// sweep's model share), at concurrency `levels` and input `lengths`, 128 output tokens, one
+/// run a point: the console and the folder.
+fn context_sweep(costs: &[&str], extra_spec: &[&str], levels: &str, lengths: &str) -> (String, tempfile::TempDir) {
+    let timing = [&["--time-scale", "1", "--step-ms", "0.5"][..], costs].concat();
+    let spec = Speclens::start(
+        &[
+            &["sim", "--port", "0", "--num-spec-tokens", "3", "--alpha", "0.7"][..],
+            &timing,
+            extra_spec,
+        ]
+        .concat(),
+    );
+    let base = Speclens::start(&[&["sim", "--port", "0"][..], &timing].concat());
+    let dir = tempfile::tempdir().unwrap();
+    let flags = [
+        &["--input-tokens", lengths, "--output-tokens", "128", "--repeats", "1"][..],
+        costs,
+    ]
+    .concat();
+    let (code, out, err) = crate::common::sweep_within(
+        &spec.url(),
+        &base.url(),
+        levels,
+        dir.path(),
+        &flags,
+        Duration::from_secs(300),
+    );
+    assert_eq!(code, 0, "{out}\n{err}");
+    (format!("{out}{err}"), dir)
+}
+
+/// The measured break-even of one context of `sweep.json`'s `contexts`: (kind, value).
+fn context_break_even(sweep: &Value, i: usize, key: &str) -> (String, f64) {
+    let b = &sweep["contexts"]["contexts"][i]["arms"][0][key];
+    (
+        b["kind"]
+            .as_str()
+            .unwrap_or_else(|| panic!("{key} of context {i}: {b}"))
+            .to_string(),
+        b["at"].as_f64().unwrap_or(f64::NAN),
+    )
+}
+
+/// The context axis on sims whose steps read a KV term (1e-5 of the weights a token held) and
+/// whose acceptance does not decay: one sweep per input length, each in its own folder; B* per
+/// context rises with the context, measured and in the model (the KV read is paid once a step
+/// whatever the draft width, so long-context steps stay bandwidth-bound longer), and the run
+/// says the acceptance held.
+#[test]
+fn a_context_sweep_finds_b_star_rising_with_context_and_says_the_acceptance_held() {
+    let (console, dir) = context_sweep(
+        &["--ridge", "64", "--kv-ratio", "1e-5"],
+        &[],
+        "16,32,48,64,96",
+        "32,512,1024",
+    );
+    for folder in ["context-512", "context-1024"] {
+        assert!(
+            dir.path().join(folder).join("sweep.json").is_file(),
+            "{folder}: {console}"
+        );
+    }
+    let sweep = crate::common::read_json(&dir.path().join("sweep.json"));
+    let lengths: Vec<u64> = sweep["contexts"]["contexts"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|c| c["input_tokens"].as_u64().unwrap())
+        .collect();
+    assert_eq!(lengths, [32, 512, 1024]);
+    // The measured crossing moves right with the context (or past the last level).
+    let rank = |(kind, at): (String, f64)| match kind.as_str() {
+        "at" => at,
+        "beyond" => f64::INFINITY,
+        _ => panic!("{kind} {at}: {console}"),
+    };
+    let measured: Vec<f64> = (0..3)
+        .map(|i| rank(context_break_even(&sweep, i, "measured")))
+        .collect();
+    assert!(
+        measured[0] < measured[1] && measured[1] <= measured[2],
+        "{measured:?}\n{console}"
+    );
+    let model: Vec<f64> = (0..3).map(|i| rank(context_break_even(&sweep, i, "model"))).collect();
+    assert!(model[0] < model[1] && model[1] < model[2], "{model:?}\n{console}");
+    // The acceptance held: whatever moved the crossing was the step's cost.
+    assert!(console.contains("Break-even by context"), "{console}");
+    assert!(
+        console.contains("At 1024 input tokens against 32: acceptance length")
+            && !console.contains("the acceptance moved"),
+        "{console}"
+    );
+    // L* per concurrency: at 16 speculation pays at every context swept.
+    let at16 = sweep["contexts"]["by_concurrency"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|r| r["level"] == 16.0)
+        .expect("L* at concurrency 16");
+    assert_eq!(at16["measured"]["kind"], "beyond", "{at16}");
+}
+
+/// Acceptance that halves every 1,024 tokens a sequence holds: at 2,048 input tokens
+/// speculation loses at a concurrency where 32 tokens still win, and the run says that the
+/// acceptance moved, not the cost.
+#[test]
+fn acceptance_that_decays_with_context_is_named_as_what_moved() {
+    let (console, dir) = context_sweep(
+        &["--ridge", "64", "--draft-cost", "0.1"],
+        &["--acceptance-half-life", "1024"],
+        "4,16",
+        "32,2048",
+    );
+    let sweep = crate::common::read_json(&dir.path().join("sweep.json"));
+    let ratio_at = |i: usize| -> f64 {
+        let r = &sweep["contexts"]["by_concurrency"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|r| r["level"] == 16.0)
+            .expect("concurrency 16")["ratios"][i];
+        r[1].as_f64().unwrap()
+    };
+    assert!(
+        ratio_at(0) > 1.0 && ratio_at(1) < 1.0,
+        "{} {}\n{console}",
+        ratio_at(0),
+        ratio_at(1)
+    );
+    let e = |i: usize| {
+        sweep["contexts"]["contexts"][i]["arms"][0]["acceptance_length"]
+            .as_f64()
+            .unwrap()
+    };
+    assert!(e(1) < 0.8 * e(0), "{} {}", e(0), e(1));
+    assert!(
+        console.contains("At 2048 input tokens against 32: acceptance length")
+            && console.contains("the acceptance moved, not the step cost."),
+        "{console}"
+    );
+}
+
 #[test]
 fn a_sweep_past_saturation_finds_each_arm_s_knee_and_over_saturation() {
     let timing = [

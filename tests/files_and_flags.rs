@@ -532,6 +532,36 @@ fn usage_errors_exit_2_and_a_closed_pipe_ends_read_quietly() {
     assert!(err.contains("--concurrency must be at least 1"), "{err}");
     let (code, _, err) = run_speclens(&["bench", "--no-such-flag"]);
     assert_eq!(code, 2, "{err}");
+    // A context sweep needs synthetic prompts and concurrency levels; nothing is sent.
+    let sweep = [
+        "sweep",
+        "--spec-url",
+        "http://127.0.0.1:9",
+        "--base-url",
+        "http://127.0.0.1:9",
+    ];
+    for (extra, message) in [
+        (
+            &["--input-tokens", "256,4096", "--request-rate", "1,2"][..],
+            "sweeps concurrency levels",
+        ),
+        (
+            &[
+                "--input-tokens",
+                "256,4096",
+                "--dataset",
+                "sharegpt",
+                "--dataset-path",
+                "x.json",
+            ],
+            "sweeps synthetic prompts",
+        ),
+        (&["--input-tokens", "0,4096"], "--input-tokens takes lengths ≥ 1"),
+    ] {
+        let (code, _, err) = run_speclens(&[&sweep[..], extra].concat());
+        assert_eq!(code, 2, "{extra:?}: {err}");
+        assert!(err.contains(message), "{extra:?}: {err}");
+    }
 
     // Enough result files that the table outgrows the pipe's buffer.
     let dir = tempfile::tempdir().unwrap();

@@ -1,9 +1,11 @@
 //! Command-line interface: raw arguments parsed by clap, turned into the plans the commands run.
 //! No other module sees clap's argument types. `load` holds the flags of the commands that send
-//! requests (bench, sweep, accept) and their shared groups; `sim` the simulated server's.
+//! requests (bench, sweep, accept) and their shared groups, `sweep_args` the sweep's own, `sim`
+//! the simulated server's.
 
 mod load;
 mod sim;
+mod sweep_args;
 
 use std::net::{IpAddr, SocketAddr};
 use std::path::PathBuf;
@@ -13,10 +15,9 @@ use speclens_shared::model::context::{ContextReport, LinearStepCosts, StepCosts,
 use speclens_shared::model::speedup::{Costs, Measured, ModelReport, Proposer};
 
 use load::ridge_of;
-pub use load::{
-    AcceptArgs, ArmArg, BenchArgs, DashboardArgs, PrometheusArgs, ScrapeFlags, SweepArgs, TargetArgs, WorkloadArgs,
-};
+pub use load::{AcceptArgs, BenchArgs, DashboardArgs, PrometheusArgs, ScrapeFlags, TargetArgs, WorkloadArgs};
 pub use sim::{FaultArgs, SimArgs};
+pub use sweep_args::{ArmArg, SweepArgs};
 
 use crate::commands::report;
 use crate::error::CollectorError;

@@ -15,6 +15,7 @@ use speclens_shared::model::speedup::Costs;
 use speclens_shared::results::run_result::RunResult;
 use speclens_shared::scrape::ScrapeFailure;
 use speclens_shared::sweep::arms::{self, NamedPoint, BASE_ARM};
+use speclens_shared::sweep::contexts::{ContextInput, ContextSweep};
 use speclens_shared::sweep::{repeats_settled, Axis, EarlierPoint, Level, SweepFile};
 
 use crate::bench;
@@ -72,6 +73,13 @@ pub struct Plan {
     /// A trace's send offsets at its own speed (seconds from the first request after the
     /// warm-up): each rate level replays it sped up to that mean rate.
     pub trace_offsets_s: Option<std::sync::Arc<[f64]>>,
+    /// The input lengths to sweep (`--input-tokens` with several): one concurrency sweep each,
+    /// the shortest in the sweep's folder, each longer one in `context-<L>/`. Empty or one: the
+    /// workload's own length only.
+    pub contexts: Vec<u32>,
+    /// The KV term the model's B*(L) charges, and the drafter's share of it.
+    pub kv_ratio: f64,
+    pub draft_kv_share: f64,
 }
 
 /// What an arm's `/metrics` says of its role before the sweep sends anything.
@@ -165,8 +173,49 @@ impl Plan {
         if !(c.draft_cost.is_finite() && c.draft_cost >= 0.0 && c.ridge_tokens.is_finite() && c.ridge_tokens > 0.0) {
             return invalid("--draft-cost must be a finite number ≥ 0 and --ridge one > 0");
         }
+        if self.contexts.contains(&0) {
+            return invalid("--input-tokens takes lengths ≥ 1");
+        }
+        if self.contexts.len() > 1 && axis == Some(Axis::RequestRate) {
+            return invalid("--input-tokens with several lengths sweeps concurrency levels (--concurrency), not rates");
+        }
+        if self.contexts.len() > 1 && !matches!(self.point.workload.dataset, bench::workload::Dataset::Synthetic) {
+            return invalid("--input-tokens with several lengths sweeps synthetic prompts (--dataset synthetic): a dataset's prompts have their own lengths");
+        }
+        if !(self.kv_ratio.is_finite() && self.kv_ratio >= 0.0 && (0.0..=1.0).contains(&self.draft_kv_share)) {
+            return invalid("--kv-ratio must be ≥ 0 and --draft-kv-share in [0, 1]");
+        }
         // Every point's run: the same settings, checked once before anything is sent.
         self.point.check_settings()
+    }
+
+    /// This plan at one input length, with no context list of its own.
+    fn clone_for_context(&self, input_tokens: u32) -> Plan {
+        let mut point = self.point.clone();
+        point.workload.input_tokens = input_tokens;
+        Plan {
+            arms: self.arms.clone(),
+            adaptive: self.adaptive.clone(),
+            speculative_config: self.speculative_config.clone(),
+            levels: self.levels.clone(),
+            requests_per_slot: self.requests_per_slot,
+            seconds_per_rate: self.seconds_per_rate,
+            min_requests: self.min_requests,
+            repeats: self.repeats,
+            max_repeats: self.max_repeats,
+            repeat_spread: self.repeat_spread,
+            point,
+            costs: self.costs,
+            out: self.out.clone(),
+            dry_run: self.dry_run,
+            dashboard_port: self.dashboard_port,
+            allow_mixed_arms: self.allow_mixed_arms,
+            join_stale: self.join_stale,
+            trace_offsets_s: self.trace_offsets_s.clone(),
+            contexts: Vec::new(),
+            kv_ratio: self.kv_ratio,
+            draft_kv_share: self.draft_kv_share,
+        }
     }
 
     fn points(&self) -> Vec<Point<'_>> {
@@ -309,6 +358,95 @@ pub async fn run(plan: Plan) -> Result<(), CollectorError> {
 /// (`None` after `--dry-run`).
 pub async fn run_with(plan: Plan, hub: Option<LiveHub>) -> Result<Option<SweepFile>, CollectorError> {
     plan.check()?;
+    if plan.contexts.len() > 1 {
+        return run_contexts(plan, hub).await;
+    }
+    run_one(plan, hub).await
+}
+
+/// The folder of one input length's sweep inside a context sweep's folder.
+pub fn context_folder(input_tokens: u32) -> String {
+    format!("context-{input_tokens}")
+}
+
+/// A sweep over input lengths: one concurrency sweep per length (the shortest in `out`, the
+/// others in `out/context-<L>/`), all on one dashboard, then B* per context, L* per
+/// concurrency and what moved, written into the shortest's `sweep.json`.
+async fn run_contexts(plan: Plan, hub: Option<LiveHub>) -> Result<Option<SweepFile>, CollectorError> {
+    let out = plan
+        .out
+        .clone()
+        .unwrap_or_else(|| PathBuf::from("speclens-results").join(sweep_stamp()));
+    let mut contexts = plan.contexts.clone();
+    contexts.sort_unstable();
+    contexts.dedup();
+    let per_context = plan.points().len();
+    crate::console::status(&format!(
+        "Context sweep: {} input lengths ({}) × {per_context} points = {} points\n",
+        contexts.len(),
+        contexts.iter().map(u32::to_string).collect::<Vec<_>>().join(", "),
+        contexts.len() * per_context
+    ));
+    let mut session = Session::new(hub, plan.dashboard_port);
+    if !plan.dry_run {
+        std::fs::create_dir_all(&out)
+            .map_err(|e| CollectorError::Output(format!("cannot create {}: {e}", out.display())))?;
+        session.serve(plan.dashboard_port, out.clone()).await?;
+    }
+    let mut measured = Vec::new();
+    for (i, &input_tokens) in contexts.iter().enumerate() {
+        let folder = if i == 0 {
+            String::new()
+        } else {
+            context_folder(input_tokens)
+        };
+        let mut one = plan.clone_for_context(input_tokens);
+        one.out = Some(if folder.is_empty() {
+            out.clone()
+        } else {
+            out.join(&folder)
+        });
+        one.dashboard_port = None;
+        crate::console::status(&format!("\nInput tokens {input_tokens}:\n"));
+        match run_one(one, Some(session.hub.clone())).await? {
+            Some(table) => measured.push((input_tokens, folder, table)),
+            None => continue,
+        }
+    }
+    if plan.dry_run {
+        return Ok(None);
+    }
+    let inputs: Vec<ContextInput<'_>> = measured
+        .iter()
+        .map(|(input_tokens, folder, sweep)| ContextInput {
+            input_tokens: *input_tokens,
+            output_tokens: plan.point.workload.output_tokens,
+            folder: folder.clone(),
+            arms: &sweep.arms,
+        })
+        .collect();
+    let summary = ContextSweep::new(&inputs, plan.kv_ratio, plan.draft_kv_share);
+    let Some((_, _, first)) = measured.first() else {
+        return Ok(None);
+    };
+    let mut table = first.clone();
+    table.contexts = Some(summary);
+    {
+        let _lock = crate::results_folder::write::lock_dir(&out)?;
+        crate::results_folder::write::write_atomic(
+            &out.join("sweep.json"),
+            &crate::results_folder::write::to_json_bytes(&table)?,
+        )?;
+    }
+    if let Some(contexts) = &table.contexts {
+        crate::console::status(&format!("{}Results: {}\n", contexts.render(), out.display()));
+    }
+    session.close("the sweep").await?;
+    Ok(Some(table))
+}
+
+/// One concurrency (or rate) sweep at the workload's own input length.
+async fn run_one(plan: Plan, hub: Option<LiveHub>) -> Result<Option<SweepFile>, CollectorError> {
     let out = plan
         .out
         .clone()

@@ -182,6 +182,13 @@ impl StepCosts {
     pub fn break_even_context(&self, e: f64, batch: f64, draft_tokens: f64) -> BreakEven {
         first_loss(|l| self.needed_e(batch, l, draft_tokens) - e, 0.0, MAX_CONTEXT)
     }
+
+    /// Where speculation that loses at `batch` without context starts paying as the context
+    /// grows (the KV read keeping long-context steps bandwidth-bound): `Beyond` when it does
+    /// not within the searched contexts.
+    pub fn pays_from_context(&self, e: f64, batch: f64, draft_tokens: f64) -> BreakEven {
+        first_loss(|l| e - self.needed_e(batch, l, draft_tokens), 0.0, MAX_CONTEXT)
+    }
 }
 
 /// The batches the context report's table shows.

@@ -5,6 +5,7 @@
 
 pub mod adaptive;
 pub mod arms;
+pub mod contexts;
 mod engine_lines;
 pub mod levels;
 pub mod pair;
@@ -49,6 +50,10 @@ pub struct SweepFile {
     /// Points found in the folder from an earlier sweep: joined into the table, or left out
     /// because their server or workload differs from this sweep's (unless `--join-stale`).
     pub earlier_points: Vec<EarlierPoint>,
+    /// A sweep over input lengths (`--input-tokens` with several): B* per context, L* per
+    /// concurrency, and what moved between them. The tables above are the shortest input
+    /// length's; each longer one's sweep is in a folder of its own.
+    pub contexts: Option<contexts::ContextSweep>,
 }
 
 /// `sweep.json` as written: plain's table flattened at the top level when there is one.
@@ -69,6 +74,8 @@ struct SweepFileLayout {
     warnings: Vec<String>,
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     earlier_points: Vec<EarlierPoint>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    contexts: Option<contexts::ContextSweep>,
 }
 
 impl From<SweepFileLayout> for SweepFile {
@@ -85,6 +92,7 @@ impl From<SweepFileLayout> for SweepFile {
             recommendation: file.recommendation,
             warnings: file.warnings,
             earlier_points: file.earlier_points,
+            contexts: file.contexts,
         }
     }
 }
@@ -98,6 +106,7 @@ impl From<SweepFile> for SweepFileLayout {
             recommendation: file.recommendation,
             warnings: file.warnings,
             earlier_points: file.earlier_points,
+            contexts: file.contexts,
         }
     }
 }
@@ -142,6 +151,7 @@ impl From<PairTable> for SweepFile {
             recommendation: None,
             warnings: Vec::new(),
             earlier_points: Vec::new(),
+            contexts: None,
         }
     }
 }
@@ -191,6 +201,7 @@ impl SweepFile {
             arms,
             warnings: acceptance_warning(&facts).into_iter().collect(),
             earlier_points: Vec::new(),
+            contexts: None,
         }
     }
 
@@ -236,6 +247,9 @@ impl SweepFile {
         if let Some(r) = &self.recommendation {
             out.push('\n');
             out.push_str(&r.render());
+        }
+        if let Some(contexts) = &self.contexts {
+            out.push_str(&contexts.render());
         }
         for line in self.earlier_notes() {
             out.push_str(&line);

@@ -1,0 +1,544 @@
+//! The sweep along context length: one concurrency sweep per input length, and what moves
+//! between them — B* per context (measured, with its range, beside the model's B*(L)), L* per
+//! concurrency, and per context the acceptance length beside the step cost, so a user sees
+//! which of the two moved (docs/MODEL.md, "Break-even in batch and context").
+
+use serde::{Deserialize, Serialize};
+
+use super::arms::Arms;
+use super::pair::PairTable;
+use crate::model::context::{BreakEven, BreakEvenAxis, StepCosts};
+use crate::model::speedup::{sweep_crossing, RatioPoint};
+
+/// A change below this share (of acceptance length or step cost) between two contexts is
+/// "held" rather than "moved".
+pub const MOVED_SHARE: f64 = 0.05;
+
+/// Every context of a sweep over input lengths, as `sweep.json`'s `contexts` holds it.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct ContextSweep {
+    /// The KV bytes a token held costs against the weights a step reads, and the drafter's
+    /// share of it, that the model's B*(L) and L*(B) charge.
+    pub kv_ratio: f64,
+    pub draft_kv_share: f64,
+    /// One entry per input length, shortest first.
+    pub contexts: Vec<ContextSlice>,
+    /// L* per arm and concurrency: the input length above which speculation loses there.
+    pub by_concurrency: Vec<ContextCrossing>,
+}
+
+/// One input length of the sweep.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct ContextSlice {
+    pub input_tokens: u32,
+    /// The context a decode step holds on average: the input plus half the output.
+    pub mean_context_tokens: f64,
+    /// Its sweep's folder, relative to the sweep's own (empty: the sweep's own folder).
+    pub folder: String,
+    pub arms: Vec<ContextArm>,
+}
+
+/// One speculative arm at one input length.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct ContextArm {
+    pub arm: String,
+    /// The measured crossing: where the output-throughput ratio falls through 1.0, or the side
+    /// the sweep stayed on.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub measured: Option<BreakEven>,
+    /// Where the crossing can lie given the repeats' spread.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub measured_interval: Option<(f64, f64)>,
+    /// The model's B*(L) at this context, fed with this context's E and draft length.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub model: Option<BreakEven>,
+    /// Acceptance length pooled over the arm's points at this context.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub acceptance_length: Option<f64>,
+    /// A speculative step in plain steps at the arm's lowest level, from throughput: E ÷ the
+    /// spec ÷ plain output-throughput ratio (the acceptance length that load needs, with
+    /// everything a step pays at this context: the KV read, the drafting, the prefills it
+    /// shares steps with), and that level.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub step_cost: Option<f64>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub step_cost_level: Option<f64>,
+}
+
+/// L* of one arm at one concurrency.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct ContextCrossing {
+    pub arm: String,
+    pub level: f64,
+    /// The spec ÷ plain output-throughput ratio at each input length.
+    pub ratios: Vec<(u32, f64)>,
+    /// Where the ratio falls through 1.0 along the input length (rises through it, with
+    /// `pays_above`), or the side it stayed on.
+    pub measured: BreakEven,
+    /// The crossing is where speculation starts paying (the ratio rises with the context), not
+    /// where it stops.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub pays_above: bool,
+    /// Where it can lie given the repeats' spread.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub measured_interval: Option<(f64, f64)>,
+    /// The model's L*(B) in input tokens, fed with the shortest context's E.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub model: Option<BreakEven>,
+    /// The model's crossing is where speculation starts paying.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub model_pays_above: bool,
+}
+
+/// The first input length where the ratio rises through 1.0 (interpolated), as
+/// [`sweep_crossing`] finds where it falls.
+fn rising_crossing(points: &[RatioPoint]) -> Option<f64> {
+    points.windows(2).find_map(|w| {
+        let (p, q) = (w[0], w[1]);
+        (p.ratio <= 1.0 && q.ratio > 1.0)
+            .then(|| p.concurrency + (q.concurrency - p.concurrency) * (1.0 - p.ratio) / (q.ratio - p.ratio))
+    })
+}
+
+/// One measured sweep at one input length (its arms against plain): what
+/// [`ContextSweep::new`] reads.
+pub struct ContextInput<'a> {
+    pub input_tokens: u32,
+    pub output_tokens: u32,
+    pub folder: String,
+    pub arms: &'a Arms,
+}
+
+/// The measured crossing of a table, or the side the sweep stayed on (`None`: no ratio).
+pub fn measured_break_even(table: &PairTable) -> Option<BreakEven> {
+    if let Some(c) = table.crossing {
+        return Some(BreakEven::At(c));
+    }
+    let ratios: Vec<(f64, f64)> = table
+        .rows
+        .iter()
+        .filter_map(|r| r.ratio().map(|x| (r.level, x)))
+        .collect();
+    let (first, last) = (ratios.first()?, ratios.last()?);
+    Some(if first.1 <= 1.0 {
+        BreakEven::Never
+    } else {
+        BreakEven::Beyond(last.0)
+    })
+}
+
+impl ContextSweep {
+    pub fn new(inputs: &[ContextInput<'_>], kv_ratio: f64, draft_kv_share: f64) -> ContextSweep {
+        let mut inputs: Vec<&ContextInput<'_>> = inputs.iter().collect();
+        inputs.sort_by_key(|i| i.input_tokens);
+        let contexts: Vec<ContextSlice> = inputs
+            .iter()
+            .map(|i| {
+                let mean_context_tokens = f64::from(i.input_tokens) + f64::from(i.output_tokens) / 2.0;
+                ContextSlice {
+                    input_tokens: i.input_tokens,
+                    mean_context_tokens,
+                    folder: i.folder.clone(),
+                    arms: i
+                        .arms
+                        .arms
+                        .iter()
+                        .map(|arm| {
+                            let model = arm.table.prediction.map(|p| {
+                                let costs = StepCosts::Roofline {
+                                    costs: p.costs,
+                                    kv_ratio,
+                                    draft_kv_share,
+                                };
+                                costs.break_even_batch(p.measured_e, mean_context_tokens, p.draft_tokens)
+                            });
+                            let lowest = arm.table.rows.iter().find_map(|r| r.ratio().map(|x| (r.level, x)));
+                            let step_cost = match (arm.acceptance_length, lowest) {
+                                (Some(e), Some((level, ratio))) if ratio > 0.0 => Some((e / ratio, level)),
+                                _ => None,
+                            };
+                            ContextArm {
+                                arm: arm.name.clone(),
+                                measured: measured_break_even(&arm.table),
+                                measured_interval: arm.table.crossing_interval,
+                                model,
+                                acceptance_length: arm.acceptance_length,
+                                step_cost: step_cost.map(|c| c.0),
+                                step_cost_level: step_cost.map(|c| c.1),
+                            }
+                        })
+                        .collect(),
+                }
+            })
+            .collect();
+        let by_concurrency = context_crossings(&inputs, kv_ratio, draft_kv_share);
+        ContextSweep {
+            kv_ratio,
+            draft_kv_share,
+            contexts,
+            by_concurrency,
+        }
+    }
+
+    /// Per context after the first, for `arm`: how its acceptance length and step cost moved
+    /// against the shortest context's, and which of the two moved more.
+    pub fn what_moved(&self, arm: &str) -> Vec<String> {
+        let find = |s: &ContextSlice| s.arms.iter().find(|a| a.arm == arm).cloned();
+        let Some(first) = self.contexts.first() else {
+            return Vec::new();
+        };
+        let Some(base) = find(first) else { return Vec::new() };
+        let change = |now: Option<f64>, then: Option<f64>| match (now, then) {
+            (Some(n), Some(t)) if t > 0.0 => Some(n / t - 1.0),
+            _ => None,
+        };
+        self.contexts[1..]
+            .iter()
+            .filter_map(|slice| {
+                let now = find(slice)?;
+                let e = change(now.acceptance_length, base.acceptance_length);
+                let cost = change(now.step_cost, base.step_cost);
+                let pct = |c: Option<f64>| c.map_or("not measured".to_string(), |c| format!("{:+.1} %", c * 100.0));
+                let verdict = match (e, cost) {
+                    (Some(e), Some(c)) if e.abs() < MOVED_SHARE && c.abs() < MOVED_SHARE => {
+                        "neither moved by 5 % or more".to_string()
+                    }
+                    (Some(e), Some(c)) if e.abs() >= c.abs() => "the acceptance moved, not the step cost".to_string(),
+                    (Some(_), Some(_)) => "the step cost moved, not the acceptance".to_string(),
+                    _ => "no common level to tell them apart".to_string(),
+                };
+                Some(format!(
+                    "At {} input tokens against {}: acceptance length {}, step cost {}: {verdict}.",
+                    slice.input_tokens,
+                    first.input_tokens,
+                    pct(e),
+                    pct(cost)
+                ))
+            })
+            .collect()
+    }
+
+    /// The console text: B* per context, what moved, L* per concurrency.
+    pub fn render(&self) -> String {
+        let mut out = String::from(
+            "\nBreak-even by context (measured first, the model's B*(L) beside it; context = input + half the output, the mean a decode step holds):\n",
+        );
+        let arms: Vec<String> = self
+            .contexts
+            .first()
+            .map(|s| s.arms.iter().map(|a| a.arm.clone()).collect())
+            .unwrap_or_default();
+        for arm in &arms {
+            out.push_str(&format!(
+                "  arm {arm}:\n  {:>12}  {:<44} {:<40} {:>9}  step cost (E ÷ speedup)\n",
+                "input tokens", "measured", "model", "E"
+            ));
+            for slice in &self.contexts {
+                let Some(a) = slice.arms.iter().find(|a| &a.arm == arm) else {
+                    continue;
+                };
+                let measured = match (a.measured, a.measured_interval) {
+                    (Some(BreakEven::At(b)), Some((lo, hi))) => format!("B* = {b:.1} ({lo:.1}–{hi:.1})"),
+                    (Some(m), _) => m.sentence(BreakEvenAxis::Batch),
+                    (None, _) => "—".to_string(),
+                };
+                let model = a.model.map_or("—".to_string(), |m| m.sentence(BreakEvenAxis::Batch));
+                let e = a.acceptance_length.map_or("—".to_string(), |e| format!("{e:.2}"));
+                let cost = match (a.step_cost, a.step_cost_level) {
+                    (Some(c), Some(level)) => format!("{c:.2} (at {level})"),
+                    _ => "—".to_string(),
+                };
+                out.push_str(&format!(
+                    "  {:>12}  {measured:<44} {model:<40} {e:>9}  {cost}\n",
+                    slice.input_tokens
+                ));
+            }
+            for line in self.what_moved(arm) {
+                out.push_str(&format!("  {line}\n"));
+            }
+        }
+        out.push_str("L* by concurrency (the input length above which speculation loses there):\n");
+        for row in &self.by_concurrency {
+            let measured = match row.measured {
+                BreakEven::At(l) if row.pays_above => {
+                    let range = row
+                        .measured_interval
+                        .map_or(String::new(), |(lo, hi)| format!(" ({lo:.0}–{hi:.0})"));
+                    format!("L* = {l:.0} tokens{range} (speculation loses below it, pays above)")
+                }
+                BreakEven::At(l) => match row.measured_interval {
+                    Some((lo, hi)) => format!("L* = {l:.0} tokens ({lo:.0}–{hi:.0})"),
+                    None => BreakEven::At(l).sentence(BreakEvenAxis::Context),
+                },
+                m => m.sentence(BreakEvenAxis::Context),
+            };
+            let model = row.model.map_or(String::new(), |m| {
+                let text = match m {
+                    BreakEven::At(l) if row.model_pays_above => {
+                        format!("L* = {l:.0} tokens (speculation loses below it, pays above)")
+                    }
+                    BreakEven::Beyond(l) if row.model_pays_above => {
+                        format!("speculation loses at every context up to {l} tokens")
+                    }
+                    m => m.sentence(BreakEvenAxis::Context),
+                };
+                format!(" · model: {text}")
+            });
+            out.push_str(&format!(
+                "  {} at concurrency {}: {measured}{model}\n",
+                row.arm, row.level
+            ));
+        }
+        out.push_str(
+            "The engine lines above hold for the shortest input length; vLLM's per-context draft-length schedule (PR #54801, RFC #48627) is not released, so none is written for the longer ones.\n",
+        );
+        out
+    }
+}
+
+/// L* per arm and level present at every context: the ratio against input length, its
+/// crossing, the crossings of its low and high ends, and the model's L*(B).
+fn context_crossings(inputs: &[&ContextInput<'_>], kv_ratio: f64, draft_kv_share: f64) -> Vec<ContextCrossing> {
+    let Some(first) = inputs.first() else {
+        return Vec::new();
+    };
+    let mut out = Vec::new();
+    for arm in &first.arms.arms {
+        for row in &arm.table.rows {
+            let mut ratios = Vec::new();
+            let mut lows = Vec::new();
+            let mut highs = Vec::new();
+            for i in inputs {
+                let Some(other) = i.arms.arms.iter().find(|a| a.name == arm.name) else {
+                    continue;
+                };
+                let Some(r) = other.table.rows.iter().find(|r| r.level == row.level) else {
+                    continue;
+                };
+                let Some(ratio) = r.ratio() else { continue };
+                let at = f64::from(i.input_tokens);
+                ratios.push((i.input_tokens, ratio));
+                let (lo, hi) = r.ratio_bounds().unwrap_or((ratio, ratio));
+                lows.push(RatioPoint {
+                    concurrency: at,
+                    ratio: lo,
+                });
+                highs.push(RatioPoint {
+                    concurrency: at,
+                    ratio: hi,
+                });
+            }
+            if ratios.len() < 2 {
+                continue;
+            }
+            let points: Vec<RatioPoint> = ratios
+                .iter()
+                .map(|&(l, ratio)| RatioPoint {
+                    concurrency: f64::from(l),
+                    ratio,
+                })
+                .collect();
+            let pays_above = ratios[0].1 <= 1.0 && rising_crossing(&points).is_some();
+            let crossing = |points: &[RatioPoint]| {
+                if pays_above {
+                    rising_crossing(points)
+                } else {
+                    sweep_crossing(points)
+                }
+            };
+            let measured = match crossing(&points) {
+                Some(l) => BreakEven::At(l),
+                None if ratios[0].1 <= 1.0 => BreakEven::Never,
+                None => BreakEven::Beyond(f64::from(ratios[ratios.len() - 1].0)),
+            };
+            let repeated = arm
+                .table
+                .rows
+                .iter()
+                .any(|r| r.spec_spread.is_some() || r.base_spread.is_some());
+            let measured_interval = if repeated && matches!(measured, BreakEven::At(_)) {
+                crossing(&lows).zip(crossing(&highs))
+            } else {
+                None
+            };
+            let half_output = f64::from(first.output_tokens) / 2.0;
+            let in_input_tokens = |b: BreakEven| match b {
+                BreakEven::At(l) => BreakEven::At((l - half_output).max(0.0)),
+                BreakEven::Beyond(l) => BreakEven::Beyond((l - half_output).max(0.0)),
+                BreakEven::Never => BreakEven::Never,
+            };
+            let model = arm.table.prediction.map(|p| {
+                let costs = StepCosts::Roofline {
+                    costs: p.costs,
+                    kv_ratio,
+                    draft_kv_share,
+                };
+                match costs.break_even_context(p.measured_e, row.level, p.draft_tokens) {
+                    BreakEven::Never => (
+                        in_input_tokens(costs.pays_from_context(p.measured_e, row.level, p.draft_tokens)),
+                        true,
+                    ),
+                    b => (in_input_tokens(b), false),
+                }
+            });
+            out.push(ContextCrossing {
+                arm: arm.name.clone(),
+                level: row.level,
+                ratios,
+                measured,
+                pays_above,
+                measured_interval,
+                model: model.map(|m| m.0),
+                model_pays_above: model.is_some_and(|m| m.1),
+            });
+        }
+    }
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::model::speedup::Costs;
+    use crate::sweep::arms::ArmSweep;
+    use crate::sweep::pair::{Prediction, SweepRow};
+    use crate::sweep::Level;
+
+    const COSTS: Costs = Costs {
+        draft_cost: 0.0,
+        ridge_tokens: 64.0,
+    };
+
+    /// A sweep of one arm at concurrency 1, 8 and 32 with these spec ÷ plain ratios and E.
+    fn sweep(ratios: [f64; 3], e: f64) -> Arms {
+        let rows: Vec<SweepRow> = [1u64, 8, 32]
+            .iter()
+            .zip(ratios)
+            .map(|(&c, r)| SweepRow {
+                spec_output_tokens_per_s: Some(100.0 * r),
+                base_output_tokens_per_s: Some(100.0),
+                ..SweepRow::at(Level::Concurrency(c))
+            })
+            .collect();
+        let table = PairTable::new(rows, Some(Prediction::new(e, 3, None, COSTS)));
+        let arm = ArmSweep {
+            k: Some(3),
+            acceptance_length: Some(e),
+            step_cost: Vec::new(),
+            name: "spec".into(),
+            adaptive: false,
+            drafts: None,
+            per_position_acceptance_rates: Vec::new(),
+            table,
+            latency: Vec::new(),
+            engine: Vec::new(),
+            by_category: Vec::new(),
+            saturation: Default::default(),
+            calibrated: None,
+            sustained_within_slo: None,
+        };
+        Arms {
+            arms: vec![arm],
+            ..Arms::default()
+        }
+    }
+
+    fn input(tokens: u32, arms: &Arms) -> ContextInput<'_> {
+        ContextInput {
+            input_tokens: tokens,
+            output_tokens: 128,
+            folder: format!("context-{tokens}"),
+            arms,
+        }
+    }
+
+    #[test]
+    fn the_crossing_per_context_and_per_concurrency_come_from_the_measured_ratios() {
+        let short = sweep([1.5, 1.2, 0.8], 2.4);
+        let long = sweep([1.3, 0.9, 0.7], 2.4);
+        let sweep = ContextSweep::new(&[input(4096, &long), input(256, &short)], 1e-5, 0.0);
+        assert_eq!(sweep.contexts[0].input_tokens, 256, "shortest first");
+        let b = |i: usize| match sweep.contexts[i].arms[0].measured {
+            Some(BreakEven::At(b)) => b,
+            other => panic!("{other:?}"),
+        };
+        // 8 + 24 × 0.2 ÷ 0.4 = 20, and 1 + 7 × 0.3 ÷ 0.4 = 6.25.
+        assert!(
+            (b(0) - 20.0).abs() < 1e-9 && (b(1) - 6.25).abs() < 1e-9,
+            "{} {}",
+            b(0),
+            b(1)
+        );
+        // At concurrency 8 the ratio falls from 1.2 to 0.9 between 256 and 4096 tokens.
+        let at8 = sweep.by_concurrency.iter().find(|r| r.level == 8.0).unwrap();
+        let want = 256.0 + 3840.0 * 0.2 / 0.3;
+        assert!(
+            matches!(at8.measured, BreakEven::At(l) if (l - want).abs() < 1e-9),
+            "{at8:?}"
+        );
+        let at1 = sweep.by_concurrency.iter().find(|r| r.level == 1.0).unwrap();
+        assert_eq!(at1.measured, BreakEven::Beyond(4096.0));
+        let at32 = sweep.by_concurrency.iter().find(|r| r.level == 32.0).unwrap();
+        assert_eq!(at32.measured, BreakEven::Never);
+        // The model's B*(L): a KV term read once per step whatever the draft width keeps the
+        // long context's steps bandwidth-bound, so its crossing moves right (here past the
+        // searched batches).
+        let short_b = match sweep.contexts[0].arms[0].model {
+            Some(BreakEven::At(b)) => b,
+            other => panic!("{other:?}"),
+        };
+        match sweep.contexts[1].arms[0].model {
+            Some(BreakEven::At(b)) => assert!(b > short_b, "{b} against {short_b}"),
+            Some(BreakEven::Beyond(_)) => {}
+            other => panic!("{other:?}"),
+        }
+    }
+
+    #[test]
+    fn what_moved_names_the_acceptance_or_the_step_cost() {
+        // Step cost E ÷ ratio at concurrency 1: 2.4 ÷ 1.5 = 1.6; 2.35 ÷ 1.3 = 1.808 (+13.0 %,
+        // E −2.1 %); 1.6 ÷ 1.1 = 1.455 (−9.1 %, E −33.3 %).
+        let short = sweep([1.5, 1.2, 0.8], 2.4);
+        let cost_moved = sweep([1.3, 0.9, 0.7], 2.35);
+        let e_moved = sweep([1.1, 0.9, 0.7], 1.6);
+        let s = ContextSweep::new(&[input(256, &short), input(4096, &cost_moved)], 0.0, 0.0);
+        let lines = s.what_moved("spec");
+        assert_eq!(
+            lines,
+            vec!["At 4096 input tokens against 256: acceptance length -2.1 %, step cost +13.0 %: the step cost moved, not the acceptance."]
+        );
+        let s = ContextSweep::new(&[input(256, &short), input(4096, &e_moved)], 0.0, 0.0);
+        assert!(s.what_moved("spec")[0].ends_with("the acceptance moved, not the step cost."));
+        let text = s.render();
+        assert!(text.contains("L* by concurrency"), "{text}");
+        assert!(text.contains("PR #54801"), "{text}");
+    }
+
+    #[test]
+    fn a_ratio_that_rises_with_context_gives_the_length_speculation_starts_paying_from() {
+        let short = sweep([1.5, 0.9, 0.8], 2.4);
+        let long = sweep([1.6, 1.2, 0.9], 2.4);
+        let s = ContextSweep::new(&[input(256, &short), input(4096, &long)], 1e-5, 0.0);
+        let at8 = s.by_concurrency.iter().find(|r| r.level == 8.0).unwrap();
+        assert!(at8.pays_above, "{at8:?}");
+        let want = 256.0 + 3840.0 * 0.1 / 0.3;
+        assert!(
+            matches!(at8.measured, BreakEven::At(l) if (l - want).abs() < 1e-9),
+            "{at8:?}"
+        );
+        assert!(
+            s.render()
+                .contains("spec at concurrency 8: L* = 1536 tokens (speculation loses below it, pays above)"),
+            "{}",
+            s.render()
+        );
+    }
+
+    #[test]
+    fn a_sweep_that_stays_on_one_side_says_which() {
+        let table = sweep([1.5, 1.2, 1.1], 2.4).arms[0].table.clone();
+        assert_eq!(measured_break_even(&table), Some(BreakEven::Beyond(32.0)));
+        let table = sweep([0.9, 0.8, 0.7], 2.4).arms[0].table.clone();
+        assert_eq!(measured_break_even(&table), Some(BreakEven::Never));
+    }
+}
