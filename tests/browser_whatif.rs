@@ -100,6 +100,25 @@ async fn what_if_chart_redraws_on_input_and_the_url_reproduces_it() {
     let after_k = redrawn(&client, Some(after_alpha)).await;
     assert_eq!(text_of(&client, "#tile-bstar .tile-value").await, "217.7");
 
+    // A context moves the B* curve: the KV each step reads keeps the plain step
+    // bandwidth-bound longer (the shared model's value, and the chart redrawn); back to none.
+    type_into(&client, "#ctx", "300").await;
+    let at_context = WhatIf::from_fragment("#whatif?alpha=0.8&k=3&ctx=300").0;
+    let want = format!("{:.1}", at_context.selected_row().break_even_batch);
+    assert_ne!(want, "217.7");
+    wait_for("B* at 300 tokens of context", Duration::from_secs(20), || async {
+        (text_of(&client, "#tile-bstar .tile-value").await == want).then_some(())
+    })
+    .await;
+    let with_context = redrawn(&client, Some(after_k)).await;
+    assert!(client.current_url().await.unwrap().as_str().contains("ctx=300"));
+    type_into(&client, "#ctx", "0").await;
+    wait_for("B* without context again", Duration::from_secs(20), || async {
+        (text_of(&client, "#tile-bstar .tile-value").await == "217.7").then_some(())
+    })
+    .await;
+    let after_k = redrawn(&client, Some(with_context)).await;
+
     // Out-of-range typed values get the same notice a bad link value gets, and change nothing.
     type_into(&client, "#k", "40").await;
     let notice = wait_for("the notice for k = 40", Duration::from_secs(20), || async {

@@ -3,6 +3,7 @@
 mod analysis;
 mod bench_run;
 mod bounds;
+mod browser_context;
 mod browser_demo;
 mod browser_live;
 mod browser_report;

@@ -103,6 +103,40 @@ pub(crate) enum Swatch {
     Dot(RGBColor, RGBColor),
 }
 
+/// One series as a line through dots: solid, or dashed (a needed or modelled figure beside a
+/// measured one). `scale` multiplies widths and radii.
+pub(crate) fn draw_dotted_line<DB: DrawingBackend, X, Y>(
+    chart: &mut ChartContext<'_, DB, Cartesian2d<X, Y>>,
+    points: &[(f64, f64)],
+    color: RGBColor,
+    dashed: bool,
+    scale: f64,
+) -> Result<(), Error>
+where
+    X: Ranged<ValueType = f64>,
+    Y: Ranged<ValueType = f64>,
+{
+    let px = |v: f64| (v * scale).round().max(1.0) as u32;
+    if dashed {
+        chart
+            .draw_series(DashedLineSeries::new(
+                points.iter().copied(),
+                px(6.0),
+                px(4.0),
+                color.stroke_width(px(2.5)),
+            ))
+            .map_err(chart_error)?;
+    } else {
+        chart
+            .draw_series(LineSeries::new(points.iter().copied(), color.stroke_width(px(2.5))))
+            .map_err(chart_error)?;
+    }
+    chart
+        .draw_series(points.iter().map(|p| Circle::new(*p, px(3.5), color.filled())))
+        .map_err(chart_error)?;
+    Ok(())
+}
+
 /// Draw `items` left to right (wrapping into rows) in a strip above the plot, and return the
 /// area below it: a legend never covers data. Swatch, gap and text scale with `scale`, so
 /// nothing overlaps at 2× density.

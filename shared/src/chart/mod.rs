@@ -5,6 +5,7 @@
 
 mod accept;
 mod compare;
+mod context;
 pub mod frame;
 pub mod hover;
 mod live;
@@ -15,6 +16,7 @@ mod tail;
 
 pub use accept::{draw_category_chart, sorted_bars, CategoryBar};
 pub use compare::{draw_latency_comparison, RunLatencies};
+pub use context::{context_at, draw_context_chart, draw_context_cost_chart};
 pub use frame::{colors, nearest, XFrame};
 pub use live::{
     draw_histograms, draw_per_position, draw_series_chart, draw_series_panels, HistogramPanel, Positions, Series,

@@ -69,7 +69,7 @@ pub fn speedup_chart(w: &WhatIf) -> SpeedupChart {
             let xs = batch_points(batch_max, &[t / (d + 1.0), t]);
             Curve {
                 label: format!("k={k}  E={e:.2}"),
-                points: xs.into_iter().map(|b| (b, model::speedup(e, d, costs, b))).collect(),
+                points: xs.into_iter().map(|b| (b, w.speedup_at(e, d, b))).collect(),
                 selected,
             }
         })

@@ -5,7 +5,7 @@
 use plotters::coord::Shift;
 use plotters::prelude::*;
 
-use super::frame::{chart_error, colors, legend_above, nearest, Swatch, XFrame};
+use super::frame::{chart_error, colors, draw_dotted_line, legend_above, nearest, Swatch, XFrame};
 use crate::error::Error;
 use crate::sweep::SweepFile;
 
@@ -83,24 +83,8 @@ pub fn draw_step_cost_chart<DB: DrawingBackend>(
             .iter()
             .map(|r| (r.level, r.needed_acceptance_length()))
             .collect();
-        chart
-            .draw_series(LineSeries::new(measured.iter().copied(), color.stroke_width(px(2.5))))
-            .map_err(chart_error)?;
-        chart
-            .draw_series(measured.iter().map(|p| Circle::new(*p, px(3.5), color.filled())))
-            .map_err(chart_error)?;
-        let dashed = needed_color(*color);
-        chart
-            .draw_series(DashedLineSeries::new(
-                needed.iter().copied(),
-                px(6.0),
-                px(4.0),
-                dashed.stroke_width(px(2.5)),
-            ))
-            .map_err(chart_error)?;
-        chart
-            .draw_series(needed.iter().map(|p| Circle::new(*p, px(3.5), dashed.filled())))
-            .map_err(chart_error)?;
+        draw_dotted_line(&mut chart, &measured, *color, false, scale)?;
+        draw_dotted_line(&mut chart, &needed, needed_color(*color), true, scale)?;
     }
     root.present().map_err(chart_error)?;
     Ok(Some(XFrame::of(chart.plotting_area(), 0.0, x_max, false)))

@@ -8,6 +8,7 @@
 
 use std::fmt::Write;
 
+use crate::model::context::{BreakEven, StepCosts, KV_RATIO_8B_BF16, MAX_BATCH as MAX_BATCH_SEARCHED, MAX_CONTEXT};
 use crate::model::speedup::{self as model, Costs, KChoice, ModelRow, Proposer};
 
 /// How the acceptance is given.
@@ -55,6 +56,11 @@ pub struct WhatIf {
     /// Measured draft tokens per draft at the selected k (below k for proposers that draft
     /// less when their match is short); `None`: full k-token drafts.
     pub draft_tokens: Option<f64>,
+    /// Tokens each sequence holds (0: the roofline without the KV read); with it, each step
+    /// reads `kv_ratio` of the weights' bytes per token held (docs/MODEL.md, "Break-even in
+    /// batch and context").
+    pub context_tokens: f64,
+    pub kv_ratio: f64,
 }
 
 impl Default for WhatIf {
@@ -70,6 +76,8 @@ impl Default for WhatIf {
             position_rates: Vec::new(),
             batch: 64,
             draft_tokens: None,
+            context_tokens: 0.0,
+            kv_ratio: KV_RATIO_8B_BF16,
         }
     }
 }
@@ -109,15 +117,29 @@ impl WhatIf {
         self.draft_tokens.unwrap_or(f64::from(self.k))
     }
 
-    /// The selected (α, k) row.
+    /// The step costs: the roofline with the KV read of `context_tokens` a sequence.
+    pub fn step_costs(&self) -> StepCosts {
+        StepCosts::Roofline {
+            costs: self.costs(),
+            kv_ratio: self.kv_ratio,
+            draft_kv_share: 0.0,
+        }
+    }
+
+    /// S(B) at this state's context for acceptance length `e` and `d` draft tokens a draft.
+    pub fn speedup_at(&self, e: f64, d: f64, batch: f64) -> f64 {
+        if self.context_tokens > 0.0 {
+            self.step_costs().speedup(e, batch, self.context_tokens, d)
+        } else {
+            model::speedup(e, d, self.costs(), batch)
+        }
+    }
+
+    /// The selected (α, k) row (at this state's context, when it has one).
     pub fn selected_row(&self) -> ModelRow {
-        ModelRow::with_draft_tokens(
-            self.alpha(),
-            self.expected_tokens(),
-            self.k,
-            self.selected_draft_tokens(),
-            self.costs(),
-        )
+        let d = self.selected_draft_tokens();
+        let row = ModelRow::with_draft_tokens(self.alpha(), self.expected_tokens(), self.k, d, self.costs());
+        self.at_context(row, d)
     }
 
     /// The α × k table: the listed α values plus the selected one, every listed k plus the
@@ -135,6 +157,29 @@ impl WhatIf {
         }
         ks.sort_unstable();
         model::model_table(&alphas, &ks, self.costs())
+            .into_iter()
+            .map(|row| {
+                let d = f64::from(row.k);
+                self.at_context(row, d)
+            })
+            .collect()
+    }
+
+    /// `row` with its speedups and B* at this state's context (unchanged without one): the
+    /// roofline with the KV read; B* is the end of the searched batches where speculation
+    /// still pays there, 0 where it never pays.
+    fn at_context(&self, mut row: ModelRow, d: f64) -> ModelRow {
+        if self.context_tokens > 0.0 {
+            let costs = self.step_costs();
+            let (e, l) = (row.expected_tokens, self.context_tokens);
+            row.speedup_batch1 = costs.speedup(e, 1.0, l, d);
+            row.speedup_asymptotic = costs.speedup(e, MAX_BATCH_SEARCHED, l, d);
+            row.break_even_batch = match costs.break_even_batch(e, l, d) {
+                BreakEven::At(b) | BreakEven::Beyond(b) => b,
+                BreakEven::Never => 0.0,
+            };
+        }
+        row
     }
 
     /// Best k from the measured per-position rates at the chosen batch.
@@ -205,6 +250,12 @@ impl WhatIf {
         if !self.position_rates.is_empty() {
             write!(s, "&rates={}&batch={}", list(&self.position_rates), self.batch).ok();
         }
+        if self.context_tokens > 0.0 {
+            write!(s, "&ctx={}", num(self.context_tokens)).ok();
+            if self.kv_ratio != KV_RATIO_8B_BF16 {
+                write!(s, "&kv={}", num(self.kv_ratio)).ok();
+            }
+        }
         s
     }
 
@@ -224,19 +275,23 @@ impl WhatIf {
             let value = percent_decode(value);
             let mut bad = |what: &str| errors.push(format!("ignored {key}={value:?}: {what}"));
             match key {
-                "alpha" | "e" | "k" | "d" | "c" | "ridge" | "bmax" | "batch" => match parse_input(key, &value) {
-                    Ok(v) => match key {
-                        "alpha" => w.acceptance = Acceptance::Alpha(v),
-                        "e" => w.acceptance = Acceptance::MeasuredE(v),
-                        "k" => w.k = v as u32,
-                        "d" => w.draft_tokens = Some(v),
-                        "c" => custom_c = Some(v),
-                        "ridge" => ridge = Some(v),
-                        "bmax" => w.batch_max = v as u32,
-                        _ => w.batch = v as u32,
-                    },
-                    Err(rule) => bad(rule),
-                },
+                "alpha" | "e" | "k" | "d" | "c" | "ridge" | "bmax" | "batch" | "ctx" | "kv" => {
+                    match parse_input(key, &value) {
+                        Ok(v) => match key {
+                            "alpha" => w.acceptance = Acceptance::Alpha(v),
+                            "e" => w.acceptance = Acceptance::MeasuredE(v),
+                            "k" => w.k = v as u32,
+                            "d" => w.draft_tokens = Some(v),
+                            "c" => custom_c = Some(v),
+                            "ridge" => ridge = Some(v),
+                            "bmax" => w.batch_max = v as u32,
+                            "ctx" => w.context_tokens = v,
+                            "kv" => w.kv_ratio = v,
+                            _ => w.batch = v as u32,
+                        },
+                        Err(rule) => bad(rule),
+                    }
+                }
                 "proposer" => proposer_key = Some(value),
                 "gpu" => gpu_key = Some(value),
                 "alphas" => match parse_list(&value, |a: &f64| (0.0..=1.0).contains(a)) {
@@ -321,6 +376,14 @@ pub fn parse_input(key: &str, text: &str) -> Result<f64, &'static str> {
             whole(1, MAX_BATCH),
             "the batch must be a whole number between 1 and 65536",
         ),
+        "ctx" => (
+            v.filter(|l| (0.0..=MAX_CONTEXT).contains(l)),
+            "the context must be a number of tokens from 0 to 4194304",
+        ),
+        "kv" => (
+            v.filter(|r| (0.0..=1.0).contains(r)),
+            "the KV ratio must be a number in [0, 1]",
+        ),
         _ => (None, "not an input of the model"),
     };
     value.ok_or(rule)
@@ -398,6 +461,8 @@ mod tests {
             position_rates: vec![0.8, 0.6, 0.3],
             batch: 32,
             draft_tokens: Some(3.25),
+            context_tokens: 8192.0,
+            kv_ratio: 2e-5,
         };
         let (back, errors) = WhatIf::from_fragment(&format!("#{}", w.to_fragment()));
         assert!(errors.is_empty(), "{errors:?}");
@@ -461,5 +526,32 @@ mod tests {
         };
         assert_eq!(w.problems().len(), 2, "{:?}", w.problems());
         assert!(WhatIf::default().problems().is_empty());
+    }
+
+    #[test]
+    fn a_context_moves_the_break_even_and_travels_in_the_url() {
+        let (w, errors) = WhatIf::from_fragment("whatif?alpha=0.7&k=3&gpu=h100&ctx=400");
+        assert!(errors.is_empty(), "{errors:?}");
+        assert_eq!(w.context_tokens, 400.0);
+        assert!(w.to_fragment().ends_with("&ctx=400"), "{}", w.to_fragment());
+        assert_eq!(WhatIf::from_fragment(&w.to_fragment()).0, w);
+        // The KV read keeps the plain step bandwidth-bound longer: B* moves right.
+        let without = WhatIf::from_fragment("whatif?alpha=0.7&k=3&gpu=h100").0;
+        let b0 = without.selected_row().break_even_batch;
+        let b = w.selected_row().break_even_batch;
+        match w.step_costs().break_even_batch(w.expected_tokens(), 400.0, 3.0) {
+            BreakEven::At(want) => assert_eq!(b, want),
+            other => panic!("{other:?}"),
+        }
+        assert!(b > b0, "{b} against {b0}");
+        // The table and the chart follow the same context.
+        let row = w
+            .table()
+            .into_iter()
+            .find(|r| r.k == 3 && (r.alpha - 0.7).abs() < 1e-9)
+            .unwrap();
+        assert_eq!(row.break_even_batch, b);
+        let (_, errors) = WhatIf::from_fragment("whatif?ctx=-5&kv=2");
+        assert_eq!(errors.len(), 2, "{errors:?}");
     }
 }

@@ -218,25 +218,21 @@ impl ContextSweep {
             .collect()
     }
 
-    /// The console text: B* per context, what moved, L* per concurrency.
-    pub fn render(&self) -> String {
-        let mut out = String::from(
-            "\nBreak-even by context (measured first, the model's B*(L) beside it; context = input + half the output, the mean a decode step holds):\n",
-        );
-        let arms: Vec<String> = self
-            .contexts
+    /// The arms, in the sweep's order.
+    pub fn arm_names(&self) -> Vec<String> {
+        self.contexts
             .first()
             .map(|s| s.arms.iter().map(|a| a.arm.clone()).collect())
-            .unwrap_or_default();
-        for arm in &arms {
-            out.push_str(&format!(
-                "  arm {arm}:\n  {:>12}  {:<44} {:<40} {:>9}  step cost (E ÷ speedup)\n",
-                "input tokens", "measured", "model", "E"
-            ));
-            for slice in &self.contexts {
-                let Some(a) = slice.arms.iter().find(|a| &a.arm == arm) else {
-                    continue;
-                };
+            .unwrap_or_default()
+    }
+
+    /// The per-context table of `arm`, as the console and the page show it: input tokens, the
+    /// measured B*, the model's, E, and the step cost with its level.
+    pub fn rows(&self, arm: &str) -> Vec<[String; 5]> {
+        self.contexts
+            .iter()
+            .filter_map(|slice| {
+                let a = slice.arms.iter().find(|a| a.arm == arm)?;
                 let measured = match (a.measured, a.measured_interval) {
                     (Some(BreakEven::At(b)), Some((lo, hi))) => format!("B* = {b:.1} ({lo:.1}–{hi:.1})"),
                     (Some(m), _) => m.sentence(BreakEvenAxis::Batch),
@@ -248,51 +244,84 @@ impl ContextSweep {
                     (Some(c), Some(level)) => format!("{c:.2} (at {level})"),
                     _ => "—".to_string(),
                 };
-                out.push_str(&format!(
-                    "  {:>12}  {measured:<44} {model:<40} {e:>9}  {cost}\n",
-                    slice.input_tokens
-                ));
+                Some([slice.input_tokens.to_string(), measured, model, e, cost])
+            })
+            .collect()
+    }
+
+    /// One sentence per arm and level: L* measured, and the model's beside it.
+    pub fn crossing_lines(&self) -> Vec<String> {
+        self.by_concurrency.iter().map(ContextCrossing::sentence).collect()
+    }
+
+    /// The console text: B* per context, what moved, L* per concurrency.
+    pub fn render(&self) -> String {
+        let mut out = String::from(
+            "\nBreak-even by context (measured first, the model's B*(L) beside it; context = input + half the output, the mean a decode step holds):\n",
+        );
+        for arm in &self.arm_names() {
+            out.push_str(&format!(
+                "  arm {arm}:\n  {:>12}  {:<44} {:<40} {:>9}  step cost (E ÷ speedup)\n",
+                "input tokens", "measured", "model", "E"
+            ));
+            for [tokens, measured, model, e, cost] in self.rows(arm) {
+                out.push_str(&format!("  {tokens:>12}  {measured:<44} {model:<40} {e:>9}  {cost}\n"));
             }
             for line in self.what_moved(arm) {
                 out.push_str(&format!("  {line}\n"));
             }
         }
         out.push_str("L* by concurrency (the input length above which speculation loses there):\n");
-        for row in &self.by_concurrency {
-            let measured = match row.measured {
-                BreakEven::At(l) if row.pays_above => {
-                    let range = row
-                        .measured_interval
-                        .map_or(String::new(), |(lo, hi)| format!(" ({lo:.0}–{hi:.0})"));
-                    format!("L* = {l:.0} tokens{range} (speculation loses below it, pays above)")
+        for line in self.crossing_lines() {
+            out.push_str(&format!("  {line}\n"));
+        }
+        out.push_str(ENGINE_LINES_NOTE);
+        out.push('\n');
+        out
+    }
+}
+
+/// Where the engine lines of a context sweep hold.
+pub const ENGINE_LINES_NOTE: &str = "The engine lines above hold for the shortest input length; vLLM's per-context draft-length schedule (PR #54801, RFC #48627) is not released, so none is written for the longer ones.";
+
+/// The definition shown on hover beside B* per context.
+pub const CONTEXT_BREAK_EVEN_DEFINITION: &str = "B* per input length: at each length the sweep measured every concurrency level; B* is where the spec ÷ plain output-throughput ratio falls through 1.0 there (a ring: it paid at every level swept). The model's B*(L) is the roofline with the KV a step reads (--kv-ratio), fed with that length's acceptance length, at the context a decode step holds on average (input + half the output); it does not charge the prefill.";
+
+/// The definition shown on hover beside the step cost per context.
+pub const CONTEXT_STEP_COST_DEFINITION: &str = "The step cost at each input length, from throughput: the acceptance length E divided by the spec ÷ plain output-throughput ratio at the arm's lowest level, so the acceptance length that load needs with everything a step pays at that length (the KV read, the drafting, the prefills it shares steps with). Speculation pays there while E is above it; between two lengths, whichever of the two moved more is named.";
+
+/// The definition shown on hover beside L* per concurrency.
+pub const CONTEXT_CROSSING_DEFINITION: &str = "L* per concurrency: along the input length at one concurrency, where the spec ÷ plain output-throughput ratio falls through 1.0 (speculation loses at longer prompts), or rises through it (speculation starts paying at longer prompts); the model's L*(B) beside it.";
+
+impl ContextCrossing {
+    /// `spec at concurrency 16: L* = 1536 tokens (…) · model: …`.
+    pub fn sentence(&self) -> String {
+        let measured = match self.measured {
+            BreakEven::At(l) if self.pays_above => {
+                let range = self
+                    .measured_interval
+                    .map_or(String::new(), |(lo, hi)| format!(" ({lo:.0}–{hi:.0})"));
+                format!("L* = {l:.0} tokens{range} (speculation loses below it, pays above)")
+            }
+            BreakEven::At(l) => match self.measured_interval {
+                Some((lo, hi)) => format!("L* = {l:.0} tokens ({lo:.0}–{hi:.0})"),
+                None => BreakEven::At(l).sentence(BreakEvenAxis::Context),
+            },
+            m => m.sentence(BreakEvenAxis::Context),
+        };
+        let model = self.model.map_or(String::new(), |m| {
+            let text = match m {
+                BreakEven::At(l) if self.model_pays_above => {
+                    format!("L* = {l:.0} tokens (speculation loses below it, pays above)")
                 }
-                BreakEven::At(l) => match row.measured_interval {
-                    Some((lo, hi)) => format!("L* = {l:.0} tokens ({lo:.0}–{hi:.0})"),
-                    None => BreakEven::At(l).sentence(BreakEvenAxis::Context),
-                },
+                BreakEven::Beyond(l) if self.model_pays_above => {
+                    format!("speculation loses at every context up to {l} tokens")
+                }
                 m => m.sentence(BreakEvenAxis::Context),
             };
-            let model = row.model.map_or(String::new(), |m| {
-                let text = match m {
-                    BreakEven::At(l) if row.model_pays_above => {
-                        format!("L* = {l:.0} tokens (speculation loses below it, pays above)")
-                    }
-                    BreakEven::Beyond(l) if row.model_pays_above => {
-                        format!("speculation loses at every context up to {l} tokens")
-                    }
-                    m => m.sentence(BreakEvenAxis::Context),
-                };
-                format!(" · model: {text}")
-            });
-            out.push_str(&format!(
-                "  {} at concurrency {}: {measured}{model}\n",
-                row.arm, row.level
-            ));
-        }
-        out.push_str(
-            "The engine lines above hold for the shortest input length; vLLM's per-context draft-length schedule (PR #54801, RFC #48627) is not released, so none is written for the longer ones.\n",
-        );
-        out
+            format!(" · model: {text}")
+        });
+        format!("{} at concurrency {}: {measured}{model}", self.arm, self.level)
     }
 }
 

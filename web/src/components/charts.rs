@@ -2,8 +2,8 @@
 //! categories of an accept folder.
 
 use speclens_shared::chart::{
-    draw_category_chart, draw_step_cost_chart, draw_sweep_chart, draw_tail_scatter, hover, step_cost_at, tail_at,
-    CategoryBar, XFrame,
+    context_at, draw_category_chart, draw_context_chart, draw_context_cost_chart, draw_step_cost_chart,
+    draw_sweep_chart, draw_tail_scatter, hover, step_cost_at, tail_at, CategoryBar, XFrame,
 };
 use speclens_shared::results::accept::AcceptMatrix;
 use speclens_shared::run::tail::TailAttribution;
@@ -36,6 +36,32 @@ impl Draw<SweepFile> for StepCostChart {
 
     fn hover(t: &SweepFile, level: f64) -> Option<String> {
         step_cost_at(t, level)
+    }
+}
+
+/// B* against the input length: measured per length, the model's B*(L) beside it.
+pub struct ContextChart;
+
+impl Draw<SweepFile> for ContextChart {
+    fn draw(t: &SweepFile, root: &Root, scale: f64) -> Result<Option<XFrame>, Error> {
+        draw_context_chart(root, t, scale)
+    }
+
+    fn hover(t: &SweepFile, tokens: f64) -> Option<String> {
+        context_at(t, tokens)
+    }
+}
+
+/// The acceptance length and the step cost against the input length: which one moved.
+pub struct ContextCostChart;
+
+impl Draw<SweepFile> for ContextCostChart {
+    fn draw(t: &SweepFile, root: &Root, scale: f64) -> Result<Option<XFrame>, Error> {
+        draw_context_cost_chart(root, t, scale)
+    }
+
+    fn hover(t: &SweepFile, tokens: f64) -> Option<String> {
+        context_at(t, tokens)
     }
 }
 

@@ -6,6 +6,10 @@ use speclens_shared::chart::has_step_cost;
 use speclens_shared::glossary::Term;
 use speclens_shared::sweep::adaptive::ADAPTIVE_ACCEPTANCE_NOTE;
 use speclens_shared::sweep::arms::ArmSweep;
+use speclens_shared::sweep::contexts::{
+    ContextSweep, CONTEXT_BREAK_EVEN_DEFINITION, CONTEXT_CROSSING_DEFINITION, CONTEXT_STEP_COST_DEFINITION,
+    ENGINE_LINES_NOTE,
+};
 use speclens_shared::sweep::step_cost::STEP_COST_DEFINITION;
 use speclens_shared::sweep::{Axis, PairTable, SweepFile};
 use speclens_shared::view::headline::Headline;
@@ -35,6 +39,17 @@ pub fn SweepView(id: String) -> impl IntoView {
                 <div class="chart-box"><h3 title=STEP_COST_DEFINITION tabindex="0">"Acceptance length: needed at each load against measured"</h3>
                     {chart_canvas::<_, StepCostChart>("sweep-step-cost", "small-chart", "speclens-step-cost".into(), Signal::stored(t))}
                 </div>
+            })}
+            {move || parsed.get().and_then(|t| Some((t.contexts.clone()?, t))).map(|(contexts, t)| {
+                view! {
+                    <div class="findings" id="sweep-contexts">
+                        <h3 title=CONTEXT_BREAK_EVEN_DEFINITION tabindex="0">"Along the context: B* per input length, measured and the model's"</h3>
+                        <div class="chart-box">{chart_canvas::<_, ContextChart>("sweep-context", "small-chart", "speclens-context".into(), Signal::stored(t.clone()))}</div>
+                        <h3 title=CONTEXT_STEP_COST_DEFINITION tabindex="0">"What moved: the acceptance length against the step cost"</h3>
+                        <div class="chart-box">{chart_canvas::<_, ContextCostChart>("sweep-context-cost", "small-chart", "speclens-context-cost".into(), Signal::stored(t))}</div>
+                        {context_tables(&contexts)}
+                    </div>
+                }
             })}
             {move || parsed.get().map(|t| {
                 let arms = (t.arms.arms.len() > 1).then(|| t.arms.arms.clone());
@@ -81,6 +96,38 @@ pub fn SweepView(id: String) -> impl IntoView {
                 }
             })}
         </section>
+    }
+}
+
+/// A context sweep's tables: each arm's figures per input length, what moved, and L* per
+/// concurrency (the console's lines, from the same computation).
+fn context_tables(contexts: &ContextSweep) -> impl IntoView {
+    view! {
+        {contexts.arm_names().into_iter().map(|arm| view! {
+            <div class="table-box">
+                <table class="model-table" id=format!("sweep-context-{arm}")>
+                    <thead><tr><th>"input tokens"</th>
+                        <th title=CONTEXT_BREAK_EVEN_DEFINITION tabindex="0">{format!("{arm}: measured B* (repeats' range)")}</th>
+                        {term_th("model B*(L)", Term::ModelBreakEven)}
+                        {term_th("acceptance length", Term::AcceptanceLength)}
+                        <th title=CONTEXT_STEP_COST_DEFINITION tabindex="0">"step cost (E ÷ speedup, at its lowest level)"</th></tr></thead>
+                    <tbody>
+                        {contexts.rows(&arm).into_iter().map(|cells| view! {
+                            <tr>{cells.into_iter().map(|c| view! { <td>{c}</td> }).collect_view()}</tr>
+                        }).collect_view()}
+                    </tbody>
+                </table>
+            </div>
+            {contexts.what_moved(&arm).into_iter().map(|line| view! {
+                <p class="headline" title=CONTEXT_STEP_COST_DEFINITION tabindex="0">{line}</p>
+            }).collect_view()}
+        }).collect_view()}
+        <div id="sweep-context-crossings">
+            {contexts.crossing_lines().into_iter().map(|line| view! {
+                <p title=CONTEXT_CROSSING_DEFINITION tabindex="0">{line}</p>
+            }).collect_view()}
+        </div>
+        <p class="hint">{ENGINE_LINES_NOTE}</p>
     }
 }
 

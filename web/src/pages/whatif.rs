@@ -466,6 +466,9 @@ fn CostInputs(state: ReadSignal<WhatIf>, set_state: WriteSignal<WhatIf>) -> impl
             {number_input("bmax", "chart up to batch", "1",
                 move || state.with(|w| w.batch_max).to_string(), || false,
                 move |b| set(Box::new(move |w| w.batch_max = b as u32)))}
+            {number_input("ctx", "context (tokens each sequence holds; 0: none)", "256",
+                move || state.with(|w| w.context_tokens).to_string(), || false,
+                move |l| set(Box::new(move |w| w.context_tokens = l)))}
         </fieldset>
     }
 }
