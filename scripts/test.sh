@@ -93,6 +93,17 @@ if [ "$ran" != "$defined" ] || [ "$skipped" != 0 ]; then
     "$defined" "$ran" "$skipped" >&2
   [ "$status" != 0 ] || status=1
 fi
+# A floor under the suite: a deleted test (or a file left out of the binary) fails the run; a
+# grown suite asks for the floor to be raised with it.
+floor="$(tr -dc '0-9' < tests/expected-test-count)"
+if [ "$defined" -lt "$floor" ]; then
+  printf 'speclens test: error: the suite defines %s tests, fewer than the %s of tests/expected-test-count: a test was deleted or left out\n' \
+    "$defined" "$floor" >&2
+  [ "$status" != 0 ] || status=1
+elif [ "$defined" -gt "$floor" ]; then
+  printf 'speclens test: note: the suite defines %s tests; raise tests/expected-test-count from %s to %s\n' \
+    "$defined" "$floor" "$defined" >&2
+fi
 # One closing line with the totals of every test binary.
 awk '/^test result:/ { for (i = 2; i <= NF; i++) { if ($i ~ /^passed;/) p += $(i - 1); if ($i ~ /^failed;/) f += $(i - 1) } }
      END { printf "tests: %d passed, %d failed\n", p, f }' "$log"

@@ -518,15 +518,28 @@ fn the_readme_s_commands_and_flags_parse() {
             .filter_map(|span| span.split([' ', '=']).next())
         {
             assert!(
-                text.contains(flag),
+                names_flag(&text, flag),
                 "the README names {flag} for `speclens {cmd}`, which has no such flag"
             );
         }
     }
 }
 
+/// Whether a help text names `flag` whole (`--out` is not found in `--output-tokens`).
+fn names_flag(help: &str, flag: &str) -> bool {
+    help.match_indices(flag).any(|(at, _)| {
+        help[at + flag.len()..]
+            .chars()
+            .next()
+            .is_none_or(|c| !(c.is_alphanumeric() || c == '-' || c == '_'))
+    })
+}
+
 #[test]
 fn usage_errors_exit_2_and_a_closed_pipe_ends_read_quietly() {
+    assert!(names_flag("  --output-tokens <N>\n  --out <DIR>", "--out"));
+    assert!(!names_flag("  --output-tokens <N>", "--out"));
+
     let (code, _, err) = run_speclens(&["bench", "--concurrency", "0", "--url", "http://127.0.0.1:9"]);
     assert_eq!(code, 2, "{err}");
     assert!(err.contains("--concurrency must be at least 1"), "{err}");

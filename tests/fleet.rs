@@ -1,5 +1,5 @@
 //! Fleets through a real Prometheus server (Debian's `prometheus`, started here on 127.0.0.1):
-//! three `speclens sim` replicas (one with two engines) scraped every 100 ms, a bench spread
+//! three `speclens sim` replicas (one with two engines) scraped every 200 ms, a bench spread
 //! across them, and the Prometheus path's figures equal to the direct scrapes'; a replica that
 //! restarts mid-run gives correct totals through Prometheus and a reset report on the direct
 //! path.
@@ -120,7 +120,7 @@ async fn the_prometheus_path_equals_the_direct_scrapes_across_three_replicas() {
 #[tokio::test]
 async fn a_replica_restarted_mid_run_keeps_its_totals_through_prometheus() {
     // The restart comes with the 11th request; requests arrive every 250 ms, Prometheus scrapes
-    // every 100 ms, so it holds the counters' last value before the restart.
+    // every 200 ms, so it holds the counters' last value before the restart.
     let replica = Speclens::instant_spec_sim("0.7", &["--reset-counters-after", "10"]);
     let urls = vec![replica.url()];
     let prometheus = start_prometheus(&urls).await;

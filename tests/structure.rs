@@ -894,3 +894,32 @@ fn no_file_is_over_the_limit_but_the_named_ones() {
         "under {MAX_FILE_LINES} lines now (or gone), take them out of LONG_FILES: {stale:?}"
     );
 }
+
+/// Every test file is part of the one test binary: a `tests/*.rs` missing from `tests/tests.rs`
+/// would never build nor run, and the suite would shrink without a sound.
+#[test]
+fn every_test_file_is_declared_in_the_test_binary() {
+    let tests = root().join("tests");
+    let declared = std::fs::read_to_string(tests.join("tests.rs")).unwrap();
+    let modules: BTreeSet<String> = declared
+        .lines()
+        .filter_map(|l| l.trim().strip_prefix("mod ")?.strip_suffix(';').map(str::to_string))
+        .collect();
+    let mut missing = Vec::new();
+    for entry in std::fs::read_dir(&tests).unwrap() {
+        let path = entry.unwrap().path();
+        let Some(stem) = path.file_stem().and_then(|s| s.to_str()) else {
+            continue;
+        };
+        let is_module =
+            (path.extension().is_some_and(|e| e == "rs") && stem != "tests") || path.join("mod.rs").is_file();
+        if is_module && !modules.contains(stem) {
+            missing.push(stem.to_string());
+        }
+    }
+    assert!(
+        missing.is_empty(),
+        "test files not declared in tests/tests.rs: {missing:?}"
+    );
+    assert!(modules.len() >= 20, "{modules:?}");
+}

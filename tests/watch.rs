@@ -114,7 +114,7 @@ async fn recorded_series_equal_the_bench_window_on_every_engine_shape() {
             tolerance,
         );
         // Per-second figures: the window's growth ÷ 30 s, but Prometheus's rate() extrapolates
-        // the growth by half a scrape interval past each end of its samples (100 ms over at
+        // the growth by half a scrape interval past each end of its samples (200 ms over at
         // least 3 s of samples here): within 5 %.
         let drafts = data["num_drafts"].as_f64().unwrap();
         close(

@@ -100,27 +100,47 @@ impl Bench {
         self
     }
 
+    /// The flags among the test's own arguments (`--flag` or `--flag=value`; a value that
+    /// follows a flag is not one).
+    fn extra_flags(&self) -> Vec<&str> {
+        self.extra
+            .iter()
+            .filter(|a| a.starts_with("--"))
+            .map(|a| a.split_once('=').map_or(a.as_str(), |(flag, _)| flag))
+            .collect()
+    }
+
     /// The folder and the whole argument list (`bench` first).
     fn command(&self) -> (PathBuf, Option<tempfile::TempDir>, Vec<String>) {
-        let (out, dir) = match &self.out {
+        // An `--out` among the test's own arguments is the folder, as `into` would make it.
+        let given_out = self
+            .extra
+            .iter()
+            .position(|a| a == "--out")
+            .and_then(|i| self.extra.get(i + 1))
+            .map(PathBuf::from);
+        let (out, dir) = match given_out.as_ref().or(self.out.as_ref()) {
             Some(out) => (out.clone(), None),
             None => {
                 let dir = tempfile::tempdir().expect("a temporary folder");
                 (dir.path().join("run"), Some(dir))
             }
         };
+        let extra_flags = self.extra_flags();
         let mut args = vec!["bench".to_string()];
         for url in &self.urls {
             args.extend(["--url".to_string(), url.clone()]);
         }
         for (flag, value) in &self.defaults {
-            if self.extra.iter().any(|a| a == flag) {
+            if extra_flags.contains(flag) {
                 continue;
             }
             args.push(flag.to_string());
             args.extend(value.clone());
         }
-        args.extend(["--out".to_string(), out.to_str().expect("UTF-8 path").to_string()]);
+        if given_out.is_none() {
+            args.extend(["--out".to_string(), out.to_str().expect("UTF-8 path").to_string()]);
+        }
         args.extend(self.extra.iter().cloned());
         (out, dir, args)
     }

@@ -1,5 +1,6 @@
 //! A real Prometheus server for the tests (Debian's `prometheus`, which the test command
-//! installs), on 127.0.0.1 with its own data folder, scraping the jobs given every 100 ms and
+//! installs), on 127.0.0.1 with its own data folder, scraping the jobs given every 200 ms (a 180 ms timeout, wide enough for a
+//! busy 2-core machine) and
 //! evaluating a rule file every 200 ms; queried through its HTTP API.
 
 use std::path::Path;
@@ -53,7 +54,7 @@ impl Drop for Prometheus {
 }
 
 impl Prometheus {
-    /// Start Prometheus scraping `jobs` every 100 ms (loading `rules`, evaluated every 200 ms);
+    /// Start Prometheus scraping `jobs` every 200 ms (loading `rules`, evaluated every 200 ms);
     /// wait until every target is up.
     pub async fn start(jobs: &[ScrapeJob], rules: Option<&Path>) -> Prometheus {
         let bin = std::env::var("PROMETHEUS").unwrap_or_else(|_| "/usr/bin/prometheus".into());
@@ -63,7 +64,7 @@ impl Prometheus {
         );
         let data = tempfile::tempdir().unwrap();
         let mut config =
-            String::from("global:\n  scrape_interval: 100ms\n  scrape_timeout: 90ms\n  evaluation_interval: 200ms\n");
+            String::from("global:\n  scrape_interval: 200ms\n  scrape_timeout: 180ms\n  evaluation_interval: 200ms\n");
         if let Some(rules) = rules {
             config.push_str(&format!("rule_files:\n  - '{}'\n", rules.display()));
         }

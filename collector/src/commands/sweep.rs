@@ -361,7 +361,7 @@ pub async fn run_with(plan: Plan, hub: Option<LiveHub>) -> Result<Option<SweepFi
     if plan.contexts.len() > 1 {
         return run_contexts(plan, hub).await;
     }
-    run_one(plan, hub).await
+    run_one(plan, hub, true).await
 }
 
 /// The folder of one input length's sweep inside a context sweep's folder.
@@ -371,7 +371,9 @@ pub fn context_folder(input_tokens: u32) -> String {
 
 /// A sweep over input lengths: one concurrency sweep per length (the shortest in `out`, the
 /// others in `out/context-<L>/`), all on one dashboard, then B* per context, L* per
-/// concurrency and what moved, written into the shortest's `sweep.json`.
+/// concurrency and what moved, written into the shortest's `sweep.json`. The folder is locked
+/// for the whole run; a signal or an error between or during lengths still writes the summary
+/// of the lengths finished, naming those not measured.
 async fn run_contexts(plan: Plan, hub: Option<LiveHub>) -> Result<Option<SweepFile>, CollectorError> {
     let out = plan
         .out
@@ -387,14 +389,29 @@ async fn run_contexts(plan: Plan, hub: Option<LiveHub>) -> Result<Option<SweepFi
         contexts.iter().map(u32::to_string).collect::<Vec<_>>().join(", "),
         contexts.len() * per_context
     ));
-    let mut session = Session::new(hub, plan.dashboard_port);
-    if !plan.dry_run {
-        std::fs::create_dir_all(&out)
-            .map_err(|e| CollectorError::Output(format!("cannot create {}: {e}", out.display())))?;
-        session.serve(plan.dashboard_port, out.clone()).await?;
+    if plan.dry_run {
+        print_context_plans(&plan, &contexts, &out);
+        return Ok(None);
     }
+    std::fs::create_dir_all(&out)
+        .map_err(|e| CollectorError::Output(format!("cannot create {}: {e}", out.display())))?;
+    let _lock = crate::results_folder::write::lock_dir(&out)?;
+    let mut session = Session::new(hub, plan.dashboard_port);
+    session.serve(plan.dashboard_port, out.clone()).await?;
+    // A signal between two lengths (no sweep listening) stops before the next one.
+    let caught: Arc<OnceLock<Signal>> = Arc::default();
+    let watcher = tokio::spawn({
+        let caught = caught.clone();
+        async move {
+            let _ = caught.set(crate::net::stop_signal().await);
+        }
+    });
     let mut measured = Vec::new();
+    let mut failure = None;
     for (i, &input_tokens) in contexts.iter().enumerate() {
+        if caught.get().is_some() {
+            break;
+        }
         let folder = if i == 0 {
             String::new()
         } else {
@@ -408,14 +425,53 @@ async fn run_contexts(plan: Plan, hub: Option<LiveHub>) -> Result<Option<SweepFi
         });
         one.dashboard_port = None;
         crate::console::status(&format!("\nInput tokens {input_tokens}:\n"));
-        match run_one(one, Some(session.hub.clone())).await? {
-            Some(table) => measured.push((input_tokens, folder, table)),
-            None => continue,
+        // The shortest length's folder is this sweep's own, locked above.
+        match run_one(one, Some(session.hub.clone()), i > 0).await {
+            Ok(Some(table)) => measured.push((input_tokens, folder, table)),
+            Ok(None) => {}
+            Err(e) => {
+                failure = Some(e);
+                break;
+            }
         }
     }
-    if plan.dry_run {
-        return Ok(None);
+    watcher.abort();
+    let stopped = caught.get().copied();
+    finish_contexts(&plan, &contexts, &measured, &out, failure, stopped, session).await
+}
+
+/// Each length's plan, for `--dry-run`.
+fn print_context_plans(plan: &Plan, contexts: &[u32], out: &Path) {
+    for (i, &input_tokens) in contexts.iter().enumerate() {
+        let mut one = plan.clone_for_context(input_tokens);
+        let folder = if i == 0 {
+            out.to_path_buf()
+        } else {
+            out.join(context_folder(input_tokens))
+        };
+        one.out = Some(folder.clone());
+        crate::console::status(&format!("\nInput tokens {input_tokens}:\n"));
+        print_plan(&one, &one.points(), &folder);
     }
+    crate::console::status("--dry-run: nothing was sent.\n");
+}
+
+/// After the lengths: the summary of those finished into `sweep.json` (naming those not
+/// measured), then the sweep's end — the error or signal that stopped it, or its result.
+async fn finish_contexts(
+    plan: &Plan,
+    contexts: &[u32],
+    measured: &[(u32, String, SweepFile)],
+    out: &Path,
+    failure: Option<CollectorError>,
+    stopped: Option<Signal>,
+    session: Session,
+) -> Result<Option<SweepFile>, CollectorError> {
+    let not_measured: Vec<u32> = contexts
+        .iter()
+        .copied()
+        .filter(|l| !measured.iter().any(|(m, _, _)| m == l))
+        .collect();
     let inputs: Vec<ContextInput<'_>> = measured
         .iter()
         .map(|(input_tokens, folder, sweep)| ContextInput {
@@ -425,28 +481,57 @@ async fn run_contexts(plan: Plan, hub: Option<LiveHub>) -> Result<Option<SweepFi
             arms: &sweep.arms,
         })
         .collect();
-    let summary = ContextSweep::new(&inputs, plan.kv_ratio, plan.draft_kv_share);
-    let Some((_, _, first)) = measured.first() else {
-        return Ok(None);
-    };
-    let mut table = first.clone();
-    table.contexts = Some(summary);
-    {
-        let _lock = crate::results_folder::write::lock_dir(&out)?;
+    let table = measured.first().map(|(_, _, first)| {
+        let mut summary = ContextSweep::new(&inputs, plan.kv_ratio, plan.draft_kv_share);
+        summary.not_measured = not_measured.clone();
+        SweepFile {
+            contexts: Some(summary),
+            ..first.clone()
+        }
+    });
+    if let Some(table) = &table {
         crate::results_folder::write::write_atomic(
             &out.join("sweep.json"),
-            &crate::results_folder::write::to_json_bytes(&table)?,
+            &crate::results_folder::write::to_json_bytes(table)?,
         )?;
+        if let Some(contexts) = &table.contexts {
+            crate::console::status(&format!("{}Results: {}\n", contexts.render(), out.display()));
+        }
     }
-    if let Some(contexts) = &table.contexts {
-        crate::console::status(&format!("{}Results: {}\n", contexts.render(), out.display()));
+    let summary_note = if table.is_some() {
+        format!(
+            "the summary of the lengths finished is in {}",
+            out.join("sweep.json").display()
+        )
+    } else {
+        "no length finished, so there is no summary".to_string()
+    };
+    match (failure, stopped) {
+        (Some(CollectorError::Interrupted { message, signal }), _) => Err(CollectorError::Interrupted {
+            message: format!("{message}; {summary_note} (partial: not measured {not_measured:?})"),
+            signal,
+        }),
+        (Some(e), _) => {
+            crate::console::status(&format!("The context sweep stopped: {summary_note}.\n"));
+            Err(e)
+        }
+        (None, Some(signal)) => Err(CollectorError::Interrupted {
+            message: format!(
+                "stopped by {} between input lengths; {summary_note} (partial: not measured {not_measured:?})",
+                signal.name()
+            ),
+            signal,
+        }),
+        (None, None) => {
+            session.close("the sweep").await?;
+            Ok(table)
+        }
     }
-    session.close("the sweep").await?;
-    Ok(Some(table))
 }
 
-/// One concurrency (or rate) sweep at the workload's own input length.
-async fn run_one(plan: Plan, hub: Option<LiveHub>) -> Result<Option<SweepFile>, CollectorError> {
+/// One concurrency (or rate) sweep at the workload's own input length; `lock`: take the
+/// folder's lock (a context sweep holds its own folder's already).
+async fn run_one(plan: Plan, hub: Option<LiveHub>, lock: bool) -> Result<Option<SweepFile>, CollectorError> {
     let out = plan
         .out
         .clone()
@@ -460,7 +545,11 @@ async fn run_one(plan: Plan, hub: Option<LiveHub>) -> Result<Option<SweepFile>, 
     let warnings = check_arms(&plan).await?;
     std::fs::create_dir_all(&out)
         .map_err(|e| CollectorError::Output(format!("cannot create {}: {e}", out.display())))?;
-    let _lock = crate::results_folder::write::lock_dir(&out)?;
+    let _lock = if lock {
+        Some(crate::results_folder::write::lock_dir(&out)?)
+    } else {
+        None
+    };
     let mut session = Session::new(hub, plan.dashboard_port);
     session.serve(plan.dashboard_port, out.clone()).await?;
     let hub = &session.hub;

@@ -32,8 +32,8 @@ fn arms(contexts: &ContextSweep) -> Vec<(String, RGBColor)> {
 /// The log x range over the input lengths, with a margin on each side.
 fn x_range(contexts: &ContextSweep) -> (f64, f64) {
     let lengths = contexts.contexts.iter().map(|c| f64::from(c.input_tokens.max(1)));
-    let lo = lengths.clone().fold(f64::INFINITY, f64::min);
-    let hi = lengths.fold(1.0f64, f64::max);
+    let hi = lengths.clone().fold(1.0f64, f64::max);
+    let lo = lengths.fold(hi, f64::min);
     ((lo / 1.5).max(1.0), hi * 1.5)
 }
 
@@ -79,6 +79,15 @@ fn drawn(b: Option<BreakEven>) -> Option<f64> {
     }
 }
 
+/// The value the model's B*(L) is drawn at: none where it pays at every batch it searched
+/// (the end of that search, a million, would flatten the chart; the table says so).
+fn drawn_model(b: Option<BreakEven>) -> Option<f64> {
+    match b? {
+        BreakEven::At(v) => Some(v),
+        BreakEven::Beyond(_) | BreakEven::Never => None,
+    }
+}
+
 /// B* against input tokens: each arm's measured crossing (a dot; a ring where the sweep paid
 /// at every level, drawn at its last level; a bar for the repeats' range) and the model's B*(L)
 /// dashed (vermillion for a single arm). Returns where the input-length axis lies.
@@ -117,7 +126,13 @@ pub fn draw_context_chart<DB: DrawingBackend>(
         .contexts
         .iter()
         .flat_map(|c| c.arms.iter())
-        .flat_map(|a| [drawn(a.measured), drawn(a.model), a.measured_interval.map(|i| i.1)])
+        .flat_map(|a| {
+            [
+                drawn(a.measured),
+                drawn_model(a.model),
+                a.measured_interval.map(|i| i.1),
+            ]
+        })
         .flatten()
         .filter(|v| v.is_finite())
         .fold(1.0f64, f64::max)
@@ -133,7 +148,9 @@ pub fn draw_context_chart<DB: DrawingBackend>(
         let measured: Vec<(f64, f64, bool)> = per_context()
             .filter_map(|(l, a)| Some((l, drawn(a.measured)?, matches!(a.measured, Some(BreakEven::Beyond(_))))))
             .collect();
-        let model: Vec<(f64, f64)> = per_context().filter_map(|(l, a)| Some((l, drawn(a.model)?))).collect();
+        let model: Vec<(f64, f64)> = per_context()
+            .filter_map(|(l, a)| Some((l, drawn_model(a.model)?)))
+            .collect();
         draw_dotted_line(&mut chart, &model, model_color(*color), true, scale)?;
         chart
             .draw_series(LineSeries::new(
@@ -232,7 +249,7 @@ pub fn context_at(table: &SweepFile, tokens: f64) -> Option<String> {
     let b = |v: Option<BreakEven>| match v {
         Some(BreakEven::At(b)) => format!("{b:.1}"),
         Some(BreakEven::Beyond(b)) => format!("past {b}"),
-        Some(BreakEven::Never) => "below the first level".to_string(),
+        Some(BreakEven::Never) => "none (loses from the first level)".to_string(),
         None => "—".to_string(),
     };
     let f = |v: Option<f64>| v.map_or("—".to_string(), |v| format!("{v:.2}"));
@@ -282,6 +299,7 @@ mod tests {
                     slice(1024, BreakEven::Beyond(96.0), BreakEven::At(72.3), 2.53, 1.76),
                 ],
                 by_concurrency: Vec::new(),
+                not_measured: Vec::new(),
             }),
             ..SweepFile::default()
         }

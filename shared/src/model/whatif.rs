@@ -82,6 +82,18 @@ impl Default for WhatIf {
     }
 }
 
+/// A row's B* as the page shows it: `never` where speculation loses at batch 1, `beyond …`
+/// where it pays at every batch searched (with a context), else the batch.
+pub fn break_even_text(row: &ModelRow) -> String {
+    if !row.pays_at_batch1() {
+        "never".into()
+    } else if row.break_even_batch >= MAX_BATCH_SEARCHED {
+        format!("beyond {MAX_BATCH_SEARCHED}")
+    } else {
+        format!("{:.1}", row.break_even_batch)
+    }
+}
+
 /// Limits that keep the page's inputs meaningful.
 pub const MAX_K: u32 = 16;
 pub const MAX_BATCH: u32 = 65_536;

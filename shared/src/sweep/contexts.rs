@@ -6,8 +6,8 @@
 use serde::{Deserialize, Serialize};
 
 use super::arms::Arms;
-use super::pair::PairTable;
-use crate::model::context::{BreakEven, BreakEvenAxis, StepCosts};
+use super::pair::{PairTable, Prediction};
+use crate::model::context::{BreakEven, BreakEvenAxis, StepCosts, MAX_CONTEXT};
 use crate::model::speedup::{sweep_crossing, RatioPoint};
 
 /// A change below this share (of acceptance length or step cost) between two contexts is
@@ -25,6 +25,10 @@ pub struct ContextSweep {
     pub contexts: Vec<ContextSlice>,
     /// L* per arm and concurrency: the input length above which speculation loses there.
     pub by_concurrency: Vec<ContextCrossing>,
+    /// Input lengths asked for and not measured (the sweep was stopped): the summary is
+    /// partial.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub not_measured: Vec<u32>,
 }
 
 /// One input length of the sweep.
@@ -127,6 +131,30 @@ pub fn measured_break_even(table: &PairTable) -> Option<BreakEven> {
     })
 }
 
+/// The lowest level at which every input length has a spec ÷ plain ratio for `arm`.
+fn common_lowest_level(inputs: &[&ContextInput<'_>], arm: &str) -> Option<f64> {
+    let levels_of = |i: &ContextInput<'_>| -> Vec<f64> {
+        i.arms
+            .arms
+            .iter()
+            .find(|a| a.name == arm)
+            .map(|a| {
+                a.table
+                    .rows
+                    .iter()
+                    .filter(|r| r.ratio().is_some())
+                    .map(|r| r.level)
+                    .collect()
+            })
+            .unwrap_or_default()
+    };
+    let first = levels_of(inputs.first()?);
+    first
+        .into_iter()
+        .filter(|l| inputs.iter().all(|i| levels_of(i).contains(l)))
+        .min_by(f64::total_cmp)
+}
+
 impl ContextSweep {
     pub fn new(inputs: &[ContextInput<'_>], kv_ratio: f64, draft_kv_share: f64) -> ContextSweep {
         let mut inputs: Vec<&ContextInput<'_>> = inputs.iter().collect();
@@ -152,7 +180,12 @@ impl ContextSweep {
                                 };
                                 costs.break_even_batch(p.measured_e, mean_context_tokens, p.draft_tokens)
                             });
-                            let lowest = arm.table.rows.iter().find_map(|r| r.ratio().map(|x| (r.level, x)));
+                            // At the lowest level every length measured for this arm, so the
+                            // lengths compare at one load.
+                            let lowest = common_lowest_level(&inputs, &arm.name).and_then(|level| {
+                                let row = arm.table.rows.iter().find(|r| r.level == level)?;
+                                Some((level, row.ratio()?))
+                            });
                             let step_cost = match (arm.acceptance_length, lowest) {
                                 (Some(e), Some((level, ratio))) if ratio > 0.0 => Some((e / ratio, level)),
                                 _ => None,
@@ -177,6 +210,7 @@ impl ContextSweep {
             draft_kv_share,
             contexts,
             by_concurrency,
+            not_measured: Vec::new(),
         }
     }
 
@@ -233,11 +267,9 @@ impl ContextSweep {
             .iter()
             .filter_map(|slice| {
                 let a = slice.arms.iter().find(|a| a.arm == arm)?;
-                let measured = match (a.measured, a.measured_interval) {
-                    (Some(BreakEven::At(b)), Some((lo, hi))) => format!("B* = {b:.1} ({lo:.1}–{hi:.1})"),
-                    (Some(m), _) => m.sentence(BreakEvenAxis::Batch),
-                    (None, _) => "—".to_string(),
-                };
+                let measured = a
+                    .measured
+                    .map_or("—".to_string(), |m| measured_batch_text(m, a.measured_interval));
                 let model = a.model.map_or("—".to_string(), |m| m.sentence(BreakEvenAxis::Batch));
                 let e = a.acceptance_length.map_or("—".to_string(), |e| format!("{e:.2}"));
                 let cost = match (a.step_cost, a.step_cost_level) {
@@ -275,9 +307,34 @@ impl ContextSweep {
         for line in self.crossing_lines() {
             out.push_str(&format!("  {line}\n"));
         }
+        if let Some(line) = self.partial_line() {
+            out.push_str(&line);
+            out.push('\n');
+        }
         out.push_str(ENGINE_LINES_NOTE);
         out.push('\n');
         out
+    }
+
+    /// When the sweep stopped before every length: which were not measured.
+    pub fn partial_line(&self) -> Option<String> {
+        (!self.not_measured.is_empty()).then(|| {
+            let lengths: Vec<String> = self.not_measured.iter().map(u32::to_string).collect();
+            format!(
+                "Partial: the sweep stopped before input lengths {}; the figures above are of the lengths measured.",
+                lengths.join(", ")
+            )
+        })
+    }
+}
+
+/// A measured B*: the crossing with the repeats' range, or the side the sweep stayed on, in
+/// the words of the levels it swept.
+pub fn measured_batch_text(b: BreakEven, interval: Option<(f64, f64)>) -> String {
+    match (b, interval) {
+        (BreakEven::At(b), Some((lo, hi))) => format!("B* = {b:.1} ({lo:.1}–{hi:.1})"),
+        (BreakEven::Never, _) => "speculation loses from the first level swept".to_string(),
+        (b, _) => b.sentence(BreakEvenAxis::Batch),
     }
 }
 
@@ -307,6 +364,7 @@ impl ContextCrossing {
                 Some((lo, hi)) => format!("L* = {l:.0} tokens ({lo:.0}–{hi:.0})"),
                 None => BreakEven::At(l).sentence(BreakEvenAxis::Context),
             },
+            BreakEven::Never => "speculation loses from the shortest input length swept".to_string(),
             m => m.sentence(BreakEvenAxis::Context),
         };
         let model = self.model.map_or(String::new(), |m| {
@@ -386,30 +444,18 @@ fn context_crossings(inputs: &[&ContextInput<'_>], kv_ratio: f64, draft_kv_share
                 .iter()
                 .any(|r| r.spec_spread.is_some() || r.base_spread.is_some());
             let measured_interval = if repeated && matches!(measured, BreakEven::At(_)) {
-                crossing(&lows).zip(crossing(&highs))
+                // A rising ratio's low ends cross later than its high ends: sorted, the range.
+                crossing(&lows).zip(crossing(&highs)).map(|(a, b)| (a.min(b), a.max(b)))
             } else {
                 None
             };
             let half_output = f64::from(first.output_tokens) / 2.0;
-            let in_input_tokens = |b: BreakEven| match b {
-                BreakEven::At(l) => BreakEven::At((l - half_output).max(0.0)),
-                BreakEven::Beyond(l) => BreakEven::Beyond((l - half_output).max(0.0)),
-                BreakEven::Never => BreakEven::Never,
-            };
-            let model = arm.table.prediction.map(|p| {
-                let costs = StepCosts::Roofline {
-                    costs: p.costs,
-                    kv_ratio,
-                    draft_kv_share,
-                };
-                match costs.break_even_context(p.measured_e, row.level, p.draft_tokens) {
-                    BreakEven::Never => (
-                        in_input_tokens(costs.pays_from_context(p.measured_e, row.level, p.draft_tokens)),
-                        true,
-                    ),
-                    b => (in_input_tokens(b), false),
-                }
-            });
+            // The model's context is what a decode step holds (input + half the output): an L*
+            // inside the output's half means no input length is short enough.
+            let model = arm
+                .table
+                .prediction
+                .map(|p| model_context_crossing(&p, row.level, half_output, kv_ratio, draft_kv_share));
             out.push(ContextCrossing {
                 arm: arm.name.clone(),
                 level: row.level,
@@ -425,12 +471,42 @@ fn context_crossings(inputs: &[&ContextInput<'_>], kv_ratio: f64, draft_kv_share
     out
 }
 
+/// The model's L*(B) at `level` in input tokens, and whether it is where speculation starts
+/// paying (the KV read keeping long-context steps bandwidth-bound) rather than stops.
+fn model_context_crossing(
+    p: &Prediction,
+    level: f64,
+    half_output: f64,
+    kv_ratio: f64,
+    draft_kv_share: f64,
+) -> (BreakEven, bool) {
+    let in_input_tokens = |b: BreakEven| match b {
+        BreakEven::At(l) if l <= half_output => BreakEven::Never,
+        BreakEven::At(l) => BreakEven::At(l - half_output),
+        BreakEven::Beyond(l) => BreakEven::Beyond((l - half_output).max(0.0)),
+        BreakEven::Never => BreakEven::Never,
+    };
+    let costs = StepCosts::Roofline {
+        costs: p.costs,
+        kv_ratio,
+        draft_kv_share,
+    };
+    match costs.break_even_context(p.measured_e, level, p.draft_tokens) {
+        BreakEven::Never => match costs.pays_from_context(p.measured_e, level, p.draft_tokens) {
+            // Paying from inside the output's half: at every input length.
+            BreakEven::At(l) if l <= half_output => (BreakEven::Beyond(MAX_CONTEXT - half_output), false),
+            b => (in_input_tokens(b), true),
+        },
+        b => (in_input_tokens(b), false),
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
     use crate::model::speedup::Costs;
     use crate::sweep::arms::ArmSweep;
-    use crate::sweep::pair::{Prediction, SweepRow};
+    use crate::sweep::pair::SweepRow;
     use crate::sweep::Level;
 
     const COSTS: Costs = Costs {
@@ -561,6 +637,37 @@ mod tests {
             "{}",
             s.render()
         );
+    }
+
+    #[test]
+    fn the_step_cost_compares_the_lengths_at_one_level_and_a_rising_range_is_ordered() {
+        let mut short = sweep([1.5, 0.9, 0.8], 2.4);
+        let mut long = sweep([1.6, 1.2, 0.9], 2.4);
+        // The long length has no ratio at concurrency 1: both compare at 8.
+        long.arms[0].table.rows[0].base_output_tokens_per_s = None;
+        for arms in [&mut short, &mut long] {
+            for row in &mut arms.arms[0].table.rows {
+                let v = row.spec_output_tokens_per_s.unwrap_or(0.0);
+                row.spec_spread = Some((v * 0.95, v * 1.05));
+            }
+        }
+        let s = ContextSweep::new(&[input(256, &short), input(4096, &long)], 1e-5, 0.0);
+        for c in &s.contexts {
+            assert_eq!(c.arms[0].step_cost_level, Some(8.0), "{c:?}");
+        }
+        // 2.4 ÷ 0.9 at 8 for the short length.
+        assert!((s.contexts[0].arms[0].step_cost.unwrap() - 2.4 / 0.9).abs() < 1e-12);
+        let at8 = s.by_concurrency.iter().find(|r| r.level == 8.0).unwrap();
+        let (lo, hi) = at8.measured_interval.expect("a range from the spreads");
+        assert!(lo <= hi, "{lo} {hi}");
+        assert!(at8.pays_above);
+        // Stopped before a length: the summary says it is partial.
+        let mut partial = s.clone();
+        partial.not_measured = vec![16384];
+        assert!(partial
+            .render()
+            .contains("Partial: the sweep stopped before input lengths 16384"));
+        assert_eq!(s.partial_line(), None);
     }
 
     #[test]

@@ -127,6 +127,7 @@ fn context_tables(contexts: &ContextSweep) -> impl IntoView {
                 <p title=CONTEXT_CROSSING_DEFINITION tabindex="0">{line}</p>
             }).collect_view()}
         </div>
+        {contexts.partial_line().map(|line| view! { <p class="hint warning">{line}</p> })}
         <p class="hint">{ENGINE_LINES_NOTE}</p>
     }
 }

@@ -7,7 +7,7 @@ use leptos::html::Input;
 use leptos::prelude::*;
 use speclens_shared::chart::{draw_speedup_chart, hover, speedup_chart, XFrame};
 use speclens_shared::model::speedup::{Proposer, GPU_PRESETS, NOTHING_MEASURED, UNCHARGED_COSTS};
-use speclens_shared::model::whatif::{parse_input, parse_number_list, Acceptance, Gpu, WhatIf, MAX_K};
+use speclens_shared::model::whatif::{break_even_text, parse_input, parse_number_list, Acceptance, Gpu, WhatIf, MAX_K};
 use speclens_shared::Error;
 use wasm_bindgen::JsValue;
 
@@ -213,7 +213,7 @@ pub fn WhatIfPage() -> impl IntoView {
                         ("tile-alpha", if measured_e() { "implied α" } else { "α" }, format!("{:.4}", row.alpha)),
                         ("tile-s1", "S at batch 1", fmt_speedup(row.speedup_batch1)),
                         ("tile-sinf", "S asymptotic", fmt_speedup(row.speedup_asymptotic)),
-                        ("tile-bstar", "break-even B*", if row.pays_at_batch1() { format!("{:.1}", row.break_even_batch) } else { "never".into() }),
+                        ("tile-bstar", "break-even B*", break_even_text(&row)),
                     ];
                     tiles.into_iter().map(|(id, label, value)| view! {
                         <div class="tile" id=id><div class="tile-label">{label}</div><div class="tile-value">{value}</div></div>
@@ -361,7 +361,7 @@ fn ModelTable(state: ReadSignal<WhatIf>, set_state: WriteSignal<WhatIf>) -> impl
                                     <td>{format!("{:.3}", r.expected_tokens)}</td>
                                     <td>{fmt_speedup(r.speedup_batch1)}</td>
                                     <td>{fmt_speedup(r.speedup_asymptotic)}</td>
-                                    <td>{if r.pays_at_batch1() { format!("{:.1}", r.break_even_batch) } else { "never".into() }}</td>
+                                    <td>{break_even_text(&r)}</td>
                                 </tr>
                             }
                         }).collect_view()
