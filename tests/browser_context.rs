@@ -45,7 +45,7 @@ async fn the_sweep_page_draws_b_star_against_the_context_beside_the_model() {
             "--base-url",
             &base.url(),
             "--concurrency",
-            "4,8,12,16,24,32",
+            "1,4,8,12,16,24,32",
             "--input-tokens",
             "32,256",
             "--output-tokens",
