@@ -14,19 +14,37 @@ use crate::model::context::BreakEven;
 use crate::sweep::contexts::ContextSweep;
 use crate::sweep::SweepFile;
 
-/// The arms of a context sweep, each with its colour (the sweep chart's order and colours).
-fn arms(contexts: &ContextSweep) -> Vec<(String, RGBColor)> {
-    contexts
-        .contexts
-        .first()
-        .map(|c| {
-            c.arms
-                .iter()
-                .enumerate()
-                .map(|(i, a)| (a.arm.clone(), super::sweep::arm_color(i)))
-                .collect()
+/// One arm of a context chart: its name, its colour (the sweep chart's order and colours) and
+/// the colour of its dashed series (vermillion when it is the only arm).
+struct ArmColors {
+    name: String,
+    color: RGBColor,
+    dashed: RGBColor,
+}
+
+/// The start of both context charts: a white canvas, then the sweep's contexts and their arms'
+/// colours; `None` (the canvas presented empty) for a sweep without a context axis.
+fn begin<'t, DB: DrawingBackend>(
+    root: &DrawingArea<DB, Shift>,
+    table: &'t SweepFile,
+) -> Result<Option<(&'t ContextSweep, Vec<ArmColors>)>, Error> {
+    root.fill(&WHITE).map_err(chart_error)?;
+    let Some(contexts) = &table.contexts else {
+        root.present().map_err(chart_error)?;
+        return Ok(None);
+    };
+    let names = contexts.arm_names();
+    let single = names.len() == 1;
+    let arms = names
+        .into_iter()
+        .enumerate()
+        .map(|(i, name)| {
+            let color = super::sweep::arm_color(i);
+            let dashed = if single { colors::REJECTED } else { color };
+            ArmColors { name, color, dashed }
         })
-        .unwrap_or_default()
+        .collect();
+    Ok(Some((contexts, arms)))
 }
 
 /// The log x range over the input lengths, with a margin on each side.
@@ -96,18 +114,13 @@ pub fn draw_context_chart<DB: DrawingBackend>(
     table: &SweepFile,
     scale: f64,
 ) -> Result<Option<XFrame>, Error> {
-    root.fill(&WHITE).map_err(chart_error)?;
-    let Some(contexts) = &table.contexts else {
-        root.present().map_err(chart_error)?;
+    let Some((contexts, arms)) = begin(root, table)? else {
         return Ok(None);
     };
-    let arms = arms(contexts);
-    let single = arms.len() == 1;
-    let model_color = |c: RGBColor| if single { colors::REJECTED } else { c };
     let mut legend: Vec<(String, Swatch)> = Vec::new();
-    for (name, color) in &arms {
-        legend.push((format!("{name}: measured B*"), Swatch::Line(*color)));
-        legend.push((format!("{name}: model B*(L)"), Swatch::Dashed(model_color(*color))));
+    for a in &arms {
+        legend.push((format!("{}: measured B*", a.name), Swatch::Line(a.color)));
+        legend.push((format!("{}: model B*(L)", a.name), Swatch::Dashed(a.dashed)));
     }
     let rings = contexts
         .contexts
@@ -138,7 +151,7 @@ pub fn draw_context_chart<DB: DrawingBackend>(
         .fold(1.0f64, f64::max)
         * 1.15;
     let mut chart = context_axes(&plot, contexts, y_max, "B* (concurrency)", 0, scale)?;
-    for (name, color) in &arms {
+    for ArmColors { name, color, dashed } in &arms {
         let per_context = || {
             contexts
                 .contexts
@@ -151,7 +164,7 @@ pub fn draw_context_chart<DB: DrawingBackend>(
         let model: Vec<(f64, f64)> = per_context()
             .filter_map(|(l, a)| Some((l, drawn_model(a.model)?)))
             .collect();
-        draw_dotted_line(&mut chart, &model, model_color(*color), true, scale)?;
+        draw_dotted_line(&mut chart, &model, *dashed, true, scale)?;
         chart
             .draw_series(LineSeries::new(
                 measured.iter().map(|&(l, b, _)| (l, b)),
@@ -189,20 +202,15 @@ pub fn draw_context_cost_chart<DB: DrawingBackend>(
     table: &SweepFile,
     scale: f64,
 ) -> Result<Option<XFrame>, Error> {
-    root.fill(&WHITE).map_err(chart_error)?;
-    let Some(contexts) = &table.contexts else {
-        root.present().map_err(chart_error)?;
+    let Some((contexts, arms)) = begin(root, table)? else {
         return Ok(None);
     };
-    let arms = arms(contexts);
-    let single = arms.len() == 1;
-    let cost_color = |c: RGBColor| if single { colors::REJECTED } else { c };
     let mut legend: Vec<(String, Swatch)> = Vec::new();
-    for (name, color) in &arms {
-        legend.push((format!("{name}: E measured"), Swatch::Line(*color)));
+    for a in &arms {
+        legend.push((format!("{}: E measured", a.name), Swatch::Line(a.color)));
         legend.push((
-            format!("{name}: step cost (E needed at its lowest level)"),
-            Swatch::Dashed(cost_color(*color)),
+            format!("{}: step cost (E needed at its lowest level)", a.name),
+            Swatch::Dashed(a.dashed),
         ));
     }
     let plot = legend_above(root, &legend, scale)?;
@@ -216,7 +224,7 @@ pub fn draw_context_cost_chart<DB: DrawingBackend>(
         .fold(2.0f64, f64::max)
         * 1.1;
     let mut chart = context_axes(&plot, contexts, y_max, "acceptance length (tokens per step)", 1, scale)?;
-    for (name, color) in &arms {
+    for ArmColors { name, color, dashed } in &arms {
         let series = |pick: fn(&crate::sweep::contexts::ContextArm) -> Option<f64>| -> Vec<(f64, f64)> {
             contexts
                 .contexts
@@ -230,7 +238,7 @@ pub fn draw_context_cost_chart<DB: DrawingBackend>(
                 .collect()
         };
         draw_dotted_line(&mut chart, &series(|a| a.acceptance_length), *color, false, scale)?;
-        draw_dotted_line(&mut chart, &series(|a| a.step_cost), cost_color(*color), true, scale)?;
+        draw_dotted_line(&mut chart, &series(|a| a.step_cost), *dashed, true, scale)?;
     }
     root.present().map_err(chart_error)?;
     let (x_lo, x_hi) = x_range(contexts);
