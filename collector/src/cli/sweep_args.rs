@@ -262,13 +262,7 @@ impl SweepArgs {
             allow_mixed_arms: self.allow_mixed_arms,
             join_stale: self.join_stale,
             trace_offsets_s: self.trace_offsets()?,
-            contexts: {
-                // `256,256` is one length, not a context sweep.
-                let mut lengths = self.input_tokens.clone();
-                lengths.sort_unstable();
-                lengths.dedup();
-                lengths
-            },
+            contexts: self.input_tokens.clone(),
             kv_ratio: self
                 .kv_ratio
                 .unwrap_or(speclens_shared::model::context::KV_RATIO_8B_BF16),

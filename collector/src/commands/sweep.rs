@@ -176,10 +176,11 @@ impl Plan {
         if self.contexts.contains(&0) {
             return invalid("--input-tokens takes lengths ≥ 1");
         }
-        if self.contexts.len() > 1 && axis == Some(Axis::RequestRate) {
+        let several = self.input_lengths().len() > 1;
+        if several && axis == Some(Axis::RequestRate) {
             return invalid("--input-tokens with several lengths sweeps concurrency levels (--concurrency), not rates");
         }
-        if self.contexts.len() > 1 && !matches!(self.point.workload.dataset, bench::workload::Dataset::Synthetic) {
+        if several && !matches!(self.point.workload.dataset, bench::workload::Dataset::Synthetic) {
             return invalid("--input-tokens with several lengths sweeps synthetic prompts (--dataset synthetic): a dataset's prompts have their own lengths");
         }
         if !(self.kv_ratio.is_finite() && self.kv_ratio >= 0.0 && (0.0..=1.0).contains(&self.draft_kv_share)) {
@@ -191,30 +192,29 @@ impl Plan {
 
     /// This plan at one input length, with no context list of its own.
     fn clone_for_context(&self, input_tokens: u32) -> Plan {
-        let mut point = self.point.clone();
-        point.workload.input_tokens = input_tokens;
-        Plan {
-            arms: self.arms.clone(),
-            adaptive: self.adaptive.clone(),
-            speculative_config: self.speculative_config.clone(),
-            levels: self.levels.clone(),
-            requests_per_slot: self.requests_per_slot,
-            seconds_per_rate: self.seconds_per_rate,
-            min_requests: self.min_requests,
-            repeats: self.repeats,
-            max_repeats: self.max_repeats,
-            repeat_spread: self.repeat_spread,
-            point,
-            costs: self.costs,
-            out: self.out.clone(),
-            dry_run: self.dry_run,
-            dashboard_port: self.dashboard_port,
-            allow_mixed_arms: self.allow_mixed_arms,
-            join_stale: self.join_stale,
-            trace_offsets_s: self.trace_offsets_s.clone(),
-            contexts: Vec::new(),
-            kv_ratio: self.kv_ratio,
-            draft_kv_share: self.draft_kv_share,
+        let mut plan = self.clone();
+        plan.point.workload.input_tokens = input_tokens;
+        plan.contexts = Vec::new();
+        plan
+    }
+
+    /// The input lengths a context sweep measures, shortest first, each once (`256,256` is
+    /// one length: no context sweep).
+    fn input_lengths(&self) -> Vec<u32> {
+        let mut lengths = self.contexts.clone();
+        lengths.sort_unstable();
+        lengths.dedup();
+        lengths
+    }
+
+    /// The folder name and path of the input length `input_tokens`: the sweep's own folder
+    /// for the shortest, `context-<L>/` for each longer one.
+    fn length_folder(out: &Path, shortest: bool, input_tokens: u32) -> (String, PathBuf) {
+        if shortest {
+            (String::new(), out.to_path_buf())
+        } else {
+            let name = context_folder(input_tokens);
+            (name.clone(), out.join(name))
         }
     }
 
@@ -358,7 +358,7 @@ pub async fn run(plan: Plan) -> Result<(), CollectorError> {
 /// (`None` after `--dry-run`).
 pub async fn run_with(plan: Plan, hub: Option<LiveHub>) -> Result<Option<SweepFile>, CollectorError> {
     plan.check()?;
-    if plan.contexts.len() > 1 {
+    if plan.input_lengths().len() > 1 {
         return run_contexts(plan, hub).await;
     }
     run_one(plan, hub, true).await
@@ -379,9 +379,7 @@ async fn run_contexts(plan: Plan, hub: Option<LiveHub>) -> Result<Option<SweepFi
         .out
         .clone()
         .unwrap_or_else(|| PathBuf::from("speclens-results").join(sweep_stamp()));
-    let mut contexts = plan.contexts.clone();
-    contexts.sort_unstable();
-    contexts.dedup();
+    let contexts = plan.input_lengths();
     let per_context = plan.points().len();
     crate::console::status(&format!(
         "Context sweep: {} input lengths ({}) × {per_context} points = {} points\n",
@@ -412,17 +410,9 @@ async fn run_contexts(plan: Plan, hub: Option<LiveHub>) -> Result<Option<SweepFi
         if caught.get().is_some() {
             break;
         }
-        let folder = if i == 0 {
-            String::new()
-        } else {
-            context_folder(input_tokens)
-        };
+        let (folder, path) = Plan::length_folder(&out, i == 0, input_tokens);
         let mut one = plan.clone_for_context(input_tokens);
-        one.out = Some(if folder.is_empty() {
-            out.clone()
-        } else {
-            out.join(&folder)
-        });
+        one.out = Some(path);
         one.dashboard_port = None;
         crate::console::status(&format!("\nInput tokens {input_tokens}:\n"));
         // The shortest length's folder is this sweep's own, locked above.
@@ -444,11 +434,7 @@ async fn run_contexts(plan: Plan, hub: Option<LiveHub>) -> Result<Option<SweepFi
 fn print_context_plans(plan: &Plan, contexts: &[u32], out: &Path) {
     for (i, &input_tokens) in contexts.iter().enumerate() {
         let mut one = plan.clone_for_context(input_tokens);
-        let folder = if i == 0 {
-            out.to_path_buf()
-        } else {
-            out.join(context_folder(input_tokens))
-        };
+        let (_, folder) = Plan::length_folder(out, i == 0, input_tokens);
         one.out = Some(folder.clone());
         crate::console::status(&format!("\nInput tokens {input_tokens}:\n"));
         print_plan(&one, &one.points(), &folder);
