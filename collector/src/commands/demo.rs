@@ -119,7 +119,9 @@ fn accept_plan(spec_url: &str, dataset: &std::path::Path, out: PathBuf) -> crate
     }
 }
 
-/// Both arms at six concurrencies around the crossing, 4 requests per slot (so each point has a
+/// Both arms at seven concurrencies, 12 apart around both crossings (B* ≈ 56 for k = 3, ≈ 70 for
+/// k = 1: below the ridge at 74, where the plain curve is straight enough to interpolate; a
+/// crossing between 64 and 80 read the bend as +5 %), 4 requests per slot (so each point has a
 /// steady window; 4 requests at concurrency 1), 8 → 24 streamed tokens (so ITL exists; prefill
 /// about free, as the model assumes), each point run three times.
 fn sweep_plan(spec_url: &str, k1_url: &str, base_url: &str, out: PathBuf) -> crate::commands::sweep::Plan {
@@ -147,7 +149,7 @@ fn sweep_plan(spec_url: &str, k1_url: &str, base_url: &str, out: PathBuf) -> cra
             ("base".into(), base_url.into()),
         ],
         speculative_config: None,
-        levels: [1, 16, 32, 48, 64, 80].map(Level::Concurrency).to_vec(),
+        levels: [1, 16, 32, 48, 60, 72, 84].map(Level::Concurrency).to_vec(),
         seconds_per_rate: 0.0,
         requests_per_slot: 4,
         min_requests: 4,
