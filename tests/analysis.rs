@@ -299,7 +299,7 @@ fn a_sweep_measures_the_step_cost_the_sim_is_configured_with() {
 /// one, both with the step costs `costs` (`--ridge 64 --kv-ratio 1e-5`: flags the sims and the
 /// sweep's model share), at concurrency `levels` and input `lengths`, 128 output tokens, one
 /// run a point: the console and the folder.
-fn context_sweep(costs: &[&str], extra_spec: &[&str], levels: &str, lengths: &str) -> (String, tempfile::TempDir) {
+fn context_sweep(costs: &[&str], extra_spec: &[&str], levels: &str, lengths: &[&str]) -> (String, tempfile::TempDir) {
     let timing = [&["--time-scale", "1", "--step-ms", "0.5"][..], costs].concat();
     let spec = Speclens::start(
         &[
@@ -311,11 +311,7 @@ fn context_sweep(costs: &[&str], extra_spec: &[&str], levels: &str, lengths: &st
     );
     let base = Speclens::start(&[&["sim", "--port", "0"][..], &timing].concat());
     let dir = tempfile::tempdir().unwrap();
-    let flags = [
-        &["--input-tokens", lengths, "--output-tokens", "128", "--repeats", "1"][..],
-        costs,
-    ]
-    .concat();
+    let flags = [lengths, &["--output-tokens", "128", "--repeats", "1"][..], costs].concat();
     let (code, out, err) = crate::common::sweep_within(
         &spec.url(),
         &base.url(),
@@ -341,9 +337,11 @@ fn context_break_even(sweep: &Value, i: usize, key: &str) -> (String, f64) {
 }
 
 /// The context axis on sims whose steps read a KV term (1e-5 of the weights a token held) and
-/// whose acceptance does not decay: one sweep per input length, each in its own folder; B* per
-/// context rises with the context, measured and in the model (the KV read is paid once a step
-/// whatever the draft width, so long-context steps stay bandwidth-bound longer), and the run
+/// whose acceptance does not decay: one sweep per length of a prefix every prompt shares (the
+/// sims' prefix cache computes it once, so the context grows and the prefill does not), each
+/// in its own folder; B* per context rises with the context, measured and in the model (the KV
+/// read is paid once a step whatever the draft width, so long-context steps stay
+/// bandwidth-bound longer), each measured B* within 10 % of the model's B*(L), and the run
 /// says the acceptance held.
 #[test]
 fn a_context_sweep_finds_b_star_rising_with_context_and_says_the_acceptance_held() {
@@ -351,9 +349,9 @@ fn a_context_sweep_finds_b_star_rising_with_context_and_says_the_acceptance_held
         &["--ridge", "64", "--kv-ratio", "1e-5"],
         &[],
         "16,32,48,64,96",
-        "32,512,1024",
+        &["--prefix-tokens", "0,480,992", "--input-tokens", "32"],
     );
-    for folder in ["context-512", "context-1024"] {
+    for folder in ["context-480", "context-992"] {
         assert!(
             dir.path().join(folder).join("sweep.json").is_file(),
             "{folder}: {console}"
@@ -366,7 +364,8 @@ fn a_context_sweep_finds_b_star_rising_with_context_and_says_the_acceptance_held
         .iter()
         .map(|c| c["input_tokens"].as_u64().unwrap())
         .collect();
-    assert_eq!(lengths, [32, 512, 1024]);
+    assert_eq!(lengths, [0, 480, 992]);
+    assert_eq!(sweep["contexts"]["axis"], "prefix_tokens");
     // The measured crossing moves right with the context (or past the last level).
     let rank = |(kind, at): (String, f64)| match kind.as_str() {
         "at" => at,
@@ -382,10 +381,18 @@ fn a_context_sweep_finds_b_star_rising_with_context_and_says_the_acceptance_held
     );
     let model: Vec<f64> = (0..3).map(|i| rank(context_break_even(&sweep, i, "model"))).collect();
     assert!(model[0] < model[1] && model[1] < model[2], "{model:?}\n{console}");
+    // The model's B*(L) for the sims' configuration (ridge 64, KV 1e-5, E from the run):
+    // each measured crossing within 10 % of it.
+    for (m, p) in measured.iter().zip(&model) {
+        assert!(
+            (m / p - 1.0).abs() <= 0.10,
+            "measured {measured:?} model {model:?}\n{console}"
+        );
+    }
     // The acceptance held: whatever moved the crossing was the step's cost.
     assert!(console.contains("Break-even by context"), "{console}");
     assert!(
-        console.contains("At 1024 input tokens against 32: acceptance length")
+        console.contains("At 992 shared-prefix tokens against 0: acceptance length")
             && console.contains("the step cost moved, not the acceptance.")
             && !console.contains("the acceptance moved"),
         "{console}"
@@ -409,7 +416,7 @@ fn acceptance_that_decays_with_context_is_named_as_what_moved() {
         &["--ridge", "64", "--draft-cost", "0.1"],
         &["--acceptance-half-life", "1024"],
         "4,16",
-        "32,2048",
+        &["--input-tokens", "32,2048"],
     );
     let sweep = crate::common::read_json(&dir.path().join("sweep.json"));
     let ratio_at = |i: usize| -> f64 {

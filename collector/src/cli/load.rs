@@ -301,14 +301,18 @@ pub struct WorkloadArgs {
     )]
     pub range_ratio: f64,
     /// Tokens of a prefix every prompt shares, before its own --input-tokens (vLLM's
-    /// --random-prefix-len; with --dataset sonnet, its --sonnet-prefix-len).
+    /// --random-prefix-len; with --dataset sonnet, its --sonnet-prefix-len). In a sweep, several
+    /// (`--prefix-tokens 0,2048,8192`) sweep a context the server's prefix cache holds: the
+    /// context grows, its prefill is paid once.
     #[arg(
         long,
         visible_alias = "random-prefix-len",
-        default_value_t = 0,
+        value_name = "TOKENS",
+        value_delimiter = ',',
+        default_value = "0",
         hide_short_help = true
     )]
-    pub prefix_tokens: u32,
+    pub prefix_tokens: Vec<u32>,
     /// Percentiles to report for TTFT, TPOT, ITL and E2EL.
     #[arg(
         long,
@@ -582,13 +586,24 @@ impl WorkloadArgs {
             output_tokens,
             output_tokens_stddev: self.output_tokens_stddev,
             range_ratio: self.range_ratio,
-            prefix_tokens: self.prefix_tokens,
+            prefix_tokens: self.prefix_tokens.iter().copied().min().unwrap_or(0),
             ignore_eos: self.ignore_eos,
             temperature: self.temperature,
             seed: self.seed,
             multi_turn: false,
             max_dataset_bytes: self.max_dataset_mib.saturating_mul(1 << 20),
         }
+    }
+
+    /// One `--prefix-tokens` length: several are a sweep's context axis.
+    pub(super) fn one_prefix(&self) -> Result<(), CollectorError> {
+        let mut lengths = self.prefix_tokens.clone();
+        lengths.sort_unstable();
+        lengths.dedup();
+        if lengths.len() > 1 {
+            return invalid("several --prefix-tokens lengths are a context axis: give them to `speclens sweep`");
+        }
+        Ok(())
     }
 
     /// The `--goodput` objectives, when given.
@@ -636,6 +651,7 @@ impl BenchArgs {
             Stop::Count => self.num_prompts,
             Stop::Until(_) => self.num_prompts.max(1),
         };
+        self.workload.one_prefix()?;
         let plan = bench::Plan {
             target: self.target.target(self.urls.clone())?,
             workload: Workload {
@@ -733,6 +749,7 @@ impl AcceptArgs {
             return invalid("accept measures a dataset's categories: --dataset spec-bench, speed-bench or jsonl");
         }
         let dataset = self.dataset.with_path(Some(self.dataset_path.clone()), &self.columns)?;
+        self.workload.one_prefix()?;
         let run = bench::Plan {
             target: self.target.target(vec![self.url.clone()])?,
             workload: self.workload.workload(dataset, Vec::new(), 256, self.output_tokens),

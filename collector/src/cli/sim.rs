@@ -129,6 +129,10 @@ pub struct SimArgs {
     /// that decays with context, as reported for long prompts (default: no decay).
     #[arg(long, value_name = "TOKENS")]
     pub acceptance_half_life: Option<f64>,
+    /// Turn off automatic prefix caching (on by default, as in vLLM V1: a prompt's leading KV
+    /// blocks already cached are not prefilled again).
+    #[arg(long)]
+    pub no_enable_prefix_caching: bool,
     /// Multiplies every step time; 0 runs without any delay (tests).
     #[arg(long, default_value_t = 1.0)]
     pub time_scale: f64,
@@ -367,6 +371,7 @@ impl SimArgs {
                 }
                 h => h,
             },
+            prefix_caching: !args.no_enable_prefix_caching,
             seed: args.seed,
         })
     }

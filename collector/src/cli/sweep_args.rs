@@ -6,6 +6,7 @@ use std::path::PathBuf;
 use clap::Args;
 use speclens_shared::model::speedup::Costs;
 use speclens_shared::sweep::arms::BASE_ARM;
+use speclens_shared::sweep::contexts::ContextAxis;
 use speclens_shared::sweep::Level;
 
 use super::load::{check_url, invalid, ridge_of, DashboardArgs, DatasetFlags, ScrapeFlags, TargetArgs, WorkloadArgs};
@@ -211,6 +212,7 @@ impl SweepArgs {
                 Err(e) => return invalid(format!("--speculative-config is not JSON: {e}")),
             },
         };
+        let (context_axis, contexts) = self.context_axis()?;
         let point = bench::Plan {
             target: self.target.target(Vec::new())?,
             workload: self.workload.workload(
@@ -262,7 +264,8 @@ impl SweepArgs {
             allow_mixed_arms: self.allow_mixed_arms,
             join_stale: self.join_stale,
             trace_offsets_s: self.trace_offsets()?,
-            contexts: self.input_tokens.clone(),
+            contexts,
+            context_axis,
             kv_ratio: self
                 .kv_ratio
                 .unwrap_or(speclens_shared::model::context::KV_RATIO_8B_BF16),
@@ -274,6 +277,26 @@ impl SweepArgs {
 }
 
 impl SweepArgs {
+    /// The context axis and its lengths: several `--prefix-tokens` sweep a shared, cached
+    /// prefix; otherwise the `--input-tokens` given (one length: no context sweep). Both with
+    /// several lengths is refused.
+    fn context_axis(&self) -> Result<(ContextAxis, Vec<u32>), CollectorError> {
+        let distinct = |lengths: &[u32]| {
+            let mut l = lengths.to_vec();
+            l.sort_unstable();
+            l.dedup();
+            l.len()
+        };
+        let prefixes = &self.workload.prefix_tokens;
+        match (distinct(prefixes) > 1, distinct(&self.input_tokens) > 1) {
+            (true, true) => invalid(
+                "--input-tokens and --prefix-tokens cannot both take several lengths: sweep one context axis at a time",
+            ),
+            (true, false) => Ok((ContextAxis::PrefixTokens, prefixes.clone())),
+            (false, _) => Ok((ContextAxis::InputTokens, self.input_tokens.clone())),
+        }
+    }
+
     /// A trace's offsets at its own speed, after the warm-up's requests; refused before anything
     /// is sent when a point would ask for more requests than the trace holds.
     fn trace_offsets(&self) -> Result<Option<std::sync::Arc<[f64]>>, CollectorError> {

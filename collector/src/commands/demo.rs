@@ -166,6 +166,7 @@ fn sweep_plan(spec_url: &str, k1_url: &str, base_url: &str, out: PathBuf) -> cra
         join_stale: false,
         trace_offsets_s: None,
         contexts: Vec::new(),
+        context_axis: Default::default(),
         kv_ratio: speclens_shared::model::context::KV_RATIO_8B_BF16,
         draft_kv_share: 0.0,
     }

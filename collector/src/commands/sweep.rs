@@ -15,7 +15,7 @@ use speclens_shared::model::speedup::Costs;
 use speclens_shared::results::run_result::RunResult;
 use speclens_shared::scrape::ScrapeFailure;
 use speclens_shared::sweep::arms::{self, NamedPoint, BASE_ARM};
-use speclens_shared::sweep::contexts::{ContextInput, ContextSweep};
+use speclens_shared::sweep::contexts::{ContextAxis, ContextInput, ContextSweep};
 use speclens_shared::sweep::{repeats_settled, Axis, EarlierPoint, Level, SweepFile};
 
 use crate::bench;
@@ -73,10 +73,12 @@ pub struct Plan {
     /// A trace's send offsets at its own speed (seconds from the first request after the
     /// warm-up): each rate level replays it sped up to that mean rate.
     pub trace_offsets_s: Option<std::sync::Arc<[f64]>>,
-    /// The input lengths to sweep (`--input-tokens` with several): one concurrency sweep each,
-    /// the shortest in the sweep's folder, each longer one in `context-<L>/`. Empty or one: the
-    /// workload's own length only.
+    /// The lengths to sweep (`--input-tokens` or `--prefix-tokens` with several): one
+    /// concurrency sweep each, the shortest in the sweep's folder, each longer one in
+    /// `context-<L>/`. Empty or one: the workload's own length only.
     pub contexts: Vec<u32>,
+    /// What `contexts` lengthens: each prompt's input, or the prefix every prompt shares.
+    pub context_axis: ContextAxis,
     /// The KV term the model's B*(L) charges, and the drafter's share of it.
     pub kv_ratio: f64,
     pub draft_kv_share: f64,
@@ -136,7 +138,7 @@ struct Point<'a> {
 
 impl Plan {
     pub fn check(&self) -> Result<(), CollectorError> {
-        let invalid = |m: &str| Err(CollectorError::InvalidArgument(m.into()));
+        let invalid = |m: &str| Err(CollectorError::InvalidArgument(m.to_string()));
         let axis = self.levels.first().map(|l| l.axis());
         let valid = |l: &Level| match l {
             Level::Concurrency(c) => *c >= 1,
@@ -173,15 +175,21 @@ impl Plan {
         if !(c.draft_cost.is_finite() && c.draft_cost >= 0.0 && c.ridge_tokens.is_finite() && c.ridge_tokens > 0.0) {
             return invalid("--draft-cost must be a finite number ≥ 0 and --ridge one > 0");
         }
-        if self.contexts.contains(&0) {
+        let flag = match self.context_axis {
+            ContextAxis::InputTokens => "--input-tokens",
+            ContextAxis::PrefixTokens => "--prefix-tokens",
+        };
+        if self.context_axis == ContextAxis::InputTokens && self.contexts.contains(&0) {
             return invalid("--input-tokens takes lengths ≥ 1");
         }
         let several = self.input_lengths().len() > 1;
         if several && axis == Some(Axis::RequestRate) {
-            return invalid("--input-tokens with several lengths sweeps concurrency levels (--concurrency), not rates");
+            return invalid(&format!(
+                "{flag} with several lengths sweeps concurrency levels (--concurrency), not rates"
+            ));
         }
         if several && !matches!(self.point.workload.dataset, bench::workload::Dataset::Synthetic) {
-            return invalid("--input-tokens with several lengths sweeps synthetic prompts (--dataset synthetic): a dataset's prompts have their own lengths");
+            return invalid(&format!("{flag} with several lengths sweeps synthetic prompts (--dataset synthetic): a dataset's prompts have their own lengths"));
         }
         if !(self.kv_ratio.is_finite() && self.kv_ratio >= 0.0 && (0.0..=1.0).contains(&self.draft_kv_share)) {
             return invalid("--kv-ratio must be ≥ 0 and --draft-kv-share in [0, 1]");
@@ -191,11 +199,22 @@ impl Plan {
     }
 
     /// This plan at one input length, with no context list of its own.
-    fn clone_for_context(&self, input_tokens: u32) -> Plan {
+    fn clone_for_context(&self, length: u32) -> Plan {
         let mut plan = self.clone();
-        plan.point.workload.input_tokens = input_tokens;
+        match self.context_axis {
+            ContextAxis::InputTokens => plan.point.workload.input_tokens = length,
+            ContextAxis::PrefixTokens => plan.point.workload.prefix_tokens = length,
+        }
         plan.contexts = Vec::new();
         plan
+    }
+
+    /// The console's heading of one length's sweep.
+    fn length_heading(&self, length: u32) -> String {
+        match self.context_axis {
+            ContextAxis::InputTokens => format!("\nInput tokens {length}:\n"),
+            ContextAxis::PrefixTokens => format!("\nShared prefix {length} tokens:\n"),
+        }
     }
 
     /// The input lengths a context sweep measures, shortest first, each once (`256,256` is
@@ -382,8 +401,9 @@ async fn run_contexts(plan: Plan, hub: Option<LiveHub>) -> Result<Option<SweepFi
     let contexts = plan.input_lengths();
     let per_context = plan.points().len();
     crate::console::status(&format!(
-        "Context sweep: {} input lengths ({}) × {per_context} points = {} points\n",
+        "Context sweep: {} lengths of {} ({}) × {per_context} points = {} points\n",
         contexts.len(),
+        plan.context_axis.tokens_name(),
         contexts.iter().map(u32::to_string).collect::<Vec<_>>().join(", "),
         contexts.len() * per_context
     ));
@@ -414,7 +434,7 @@ async fn run_contexts(plan: Plan, hub: Option<LiveHub>) -> Result<Option<SweepFi
         let mut one = plan.clone_for_context(input_tokens);
         one.out = Some(path);
         one.dashboard_port = None;
-        crate::console::status(&format!("\nInput tokens {input_tokens}:\n"));
+        crate::console::status(&plan.length_heading(input_tokens));
         // The shortest length's folder is this sweep's own, locked above.
         match run_one(one, Some(session.hub.clone()), i > 0).await {
             Ok(Some(table)) => measured.push((input_tokens, folder, table)),
@@ -436,7 +456,7 @@ fn print_context_plans(plan: &Plan, contexts: &[u32], out: &Path) {
         let mut one = plan.clone_for_context(input_tokens);
         let (_, folder) = Plan::length_folder(out, i == 0, input_tokens);
         one.out = Some(folder.clone());
-        crate::console::status(&format!("\nInput tokens {input_tokens}:\n"));
+        crate::console::status(&plan.length_heading(input_tokens));
         print_plan(&one, &one.points(), &folder);
     }
     crate::console::status("--dry-run: nothing was sent.\n");
@@ -462,6 +482,10 @@ async fn finish_contexts(
         .iter()
         .map(|(input_tokens, folder, sweep)| ContextInput {
             input_tokens: *input_tokens,
+            other_prompt_tokens: match plan.context_axis {
+                ContextAxis::InputTokens => plan.point.workload.prefix_tokens,
+                ContextAxis::PrefixTokens => plan.point.workload.input_tokens,
+            },
             output_tokens: plan.point.workload.output_tokens,
             folder: folder.clone(),
             arms: &sweep.arms,
@@ -469,6 +493,7 @@ async fn finish_contexts(
         .collect();
     let table = measured.first().map(|(_, _, first)| {
         let mut summary = ContextSweep::new(&inputs, plan.kv_ratio, plan.draft_kv_share);
+        summary.axis = plan.context_axis;
         summary.not_measured = not_measured.clone();
         SweepFile {
             contexts: Some(summary),

@@ -337,6 +337,11 @@ fn sequences(s: &SimSettings, req: &CompletionRequest, number: u64, checked: &Ch
         .profile_for(&checked.prompt, temperature)
         .unwrap_or_else(super::engine::AcceptanceProfile::none);
     let mean = f64::from(s.mean_output_tokens);
+    let prompt_blocks: std::sync::Arc<[u64]> = if s.engine.prefix_caching {
+        super::prefix_cache::block_hashes(&checked.prompt).into()
+    } else {
+        std::sync::Arc::new([])
+    };
     (0..n)
         .map(|index| {
             let eos_at = (!req.ignore_eos).then(|| {
@@ -351,6 +356,7 @@ fn sequences(s: &SimSettings, req: &CompletionRequest, number: u64, checked: &Ch
                 max_tokens: max_tokens.min(u64::from(u32::MAX)) as u32,
                 eos_at,
                 profile: profile.clone(),
+                prompt_blocks: prompt_blocks.clone(),
             }
         })
         .collect()

@@ -15,6 +15,8 @@ use rand::{Rng, SeedableRng};
 use tokio::sync::mpsc;
 use tokio::time::Instant;
 
+use super::prefix_cache::PrefixCache;
+
 /// Per-position acceptance: the conditional probability that draft i is accepted given that
 /// drafts 0..i were.
 #[derive(Debug, Clone, PartialEq)]
@@ -203,6 +205,8 @@ pub struct SeqSpec {
     /// Where the sequence would emit EOS (None with `ignore_eos`).
     pub eos_at: Option<u32>,
     pub profile: AcceptanceProfile,
+    /// The chained hashes of the prompt's full KV blocks (empty without prefix caching).
+    pub prompt_blocks: Arc<[u64]>,
 }
 
 /// A request submitted to an engine: its choices run together.
@@ -237,6 +241,10 @@ pub struct EngineCounters {
     pub kv_blocks_total: u64,
     /// Sequences preempted (their KV freed, recomputed when readmitted).
     pub preemptions: u64,
+    /// Prompt tokens looked up in the prefix cache, and those found (vLLM's
+    /// `prefix_cache_queries` and `prefix_cache_hits`).
+    pub prefix_cache_queries: u64,
+    pub prefix_cache_hits: u64,
     /// SGLang's counters, added when a sequence finishes: its verify steps, its output tokens
     /// and one request (each choice is one request to SGLang).
     pub verify_calls_finished: u64,
@@ -325,6 +333,9 @@ pub struct EngineConfig {
     /// conditional rate is scaled by 2^(−tokens ÷ half-life). None: acceptance does not depend
     /// on context.
     pub acceptance_half_life_tokens: Option<f64>,
+    /// vLLM's automatic prefix caching (on by default in V1): a prompt's leading blocks already
+    /// cached are not prefilled again.
+    pub prefix_caching: bool,
     pub seed: u64,
 }
 
@@ -340,8 +351,7 @@ impl EngineConfig {
     }
 }
 
-/// Tokens per KV-cache block (vLLM's default block size).
-pub const KV_BLOCK_TOKENS: u64 = 16;
+pub use super::prefix_cache::KV_BLOCK_TOKENS;
 
 /// Blocks a sequence holds: its prompt, what it generated, and the k lookahead slots its drafts
 /// are verified in (vLLM reserves them for every running sequence).
@@ -378,6 +388,9 @@ struct Seq {
     open_choices: Arc<AtomicU64>,
     /// Tokens to recompute at its next prefill after a preemption (what it had generated).
     recompute: u64,
+    /// Prompt tokens its next prefill computes (what the prefix cache did not hold); None
+    /// until the cache is looked up at admission.
+    prompt_uncached: Option<u64>,
     arrived: Instant,
     /// When its first token came out (prefill's end).
     first_token_at: Option<Instant>,
@@ -395,6 +408,7 @@ pub async fn run_engine(
     let mut preempted: VecDeque<Seq> = VecDeque::new();
     let mut running: Vec<Seq> = Vec::new();
     let mut deadline = Instant::now();
+    let mut prefix_cache = config.prefix_caching.then(|| PrefixCache::new(config.kv_cache_blocks));
     loop {
         if running.is_empty() && waiting.is_empty() && preempted.is_empty() {
             match submissions.recv().await {
@@ -412,11 +426,15 @@ pub async fn run_engine(
             note_batch(&mut c, &running, &waiting, &preempted, &config);
         }
 
+        {
+            let mut c = shared.counters();
+            look_up_prefixes(&mut running, prefix_cache.as_mut(), &mut c);
+        }
         let decode = running.iter().filter(|s| s.prefilled).count();
         let prefill: u64 = running
             .iter()
             .filter(|s| !s.prefilled)
-            .map(|s| s.spec.prompt_tokens + s.recompute)
+            .map(|s| s.prompt_uncached.unwrap_or(s.spec.prompt_tokens) + s.recompute)
             .sum();
         let step_k = config.step_k(running.len());
         let kv_tokens: u64 = running
@@ -454,6 +472,7 @@ pub async fn run_engine(
                 used -= kv_blocks(&seq, config.k);
                 seq.prefilled = false;
                 seq.recompute = u64::from(seq.generated);
+                seq.prompt_uncached = None;
                 c.preemptions += 1;
                 preempted.push_front(seq);
             }
@@ -471,6 +490,22 @@ pub async fn run_engine(
 
 /// Fill the batch: preempted sequences first (vLLM requeues them at the front), then whole
 /// requests while their choices fit, in sequences and in KV blocks. A lone request always runs.
+/// The prefix cache's answer for every sequence admitted since the last step (new, or back
+/// from preemption): the prompt tokens its prefill computes, the queries and hits counted.
+fn look_up_prefixes(running: &mut [Seq], cache: Option<&mut PrefixCache>, c: &mut EngineCounters) {
+    let Some(cache) = cache else { return };
+    for seq in running
+        .iter_mut()
+        .filter(|s| !s.prefilled && s.prompt_uncached.is_none())
+    {
+        let prompt = seq.spec.prompt_tokens;
+        let hit = cache.hit_tokens(&seq.spec.prompt_blocks, prompt);
+        c.prefix_cache_queries += prompt;
+        c.prefix_cache_hits += hit;
+        seq.prompt_uncached = Some(prompt - hit);
+    }
+}
+
 fn admit(
     config: &EngineConfig,
     running: &mut Vec<Seq>,
@@ -515,6 +550,7 @@ fn admit(
                 unsent: None,
                 open_choices: open.clone(),
                 recompute: 0,
+                prompt_uncached: None,
                 arrived: sub.arrived,
                 first_token_at: None,
             });

@@ -434,6 +434,18 @@ fn write_gauge(out: &mut String, name: &str, help: &str, series: &[(String, f64)
     }
 }
 
+/// A gauge family: its name, its help and its value from an engine's counters.
+type Gauge<'a> = (&'a str, &'a str, &'a dyn Fn(&EngineCounters) -> f64);
+
+/// The share of the KV cache's blocks the running sequences hold (0 for no cache).
+fn kv_usage(c: &EngineCounters) -> f64 {
+    if c.kv_blocks_total == 0 {
+        0.0
+    } else {
+        c.kv_blocks_used as f64 / c.kv_blocks_total as f64
+    }
+}
+
 /// Render every engine's counters (one label set per engine).
 pub fn render(engines: &[EngineCounters], opts: &ExpositionOptions) -> String {
     let model = escape_label(&opts.model_name);
@@ -446,43 +458,27 @@ pub fn render(engines: &[EngineCounters], opts: &ExpositionOptions) -> String {
             .collect()
     };
     let mut out = String::with_capacity(4096);
-    write_gauge(
-        &mut out,
-        "vllm:num_requests_running",
-        "Number of requests in model execution batches.",
-        &engines
-            .iter()
-            .enumerate()
-            .map(|(i, c)| (labels(i), c.running as f64))
-            .collect::<Vec<_>>(),
-    );
-    write_gauge(
-        &mut out,
-        "vllm:num_requests_waiting",
-        "Number of requests waiting to be processed.",
-        &engines
-            .iter()
-            .enumerate()
-            .map(|(i, c)| (labels(i), c.waiting as f64))
-            .collect::<Vec<_>>(),
-    );
-    write_gauge(
-        &mut out,
-        "vllm:kv_cache_usage_perc",
-        "KV-cache usage. 1 means 100 percent usage.",
-        &engines
-            .iter()
-            .enumerate()
-            .map(|(i, c)| {
-                let usage = if c.kv_blocks_total == 0 {
-                    0.0
-                } else {
-                    c.kv_blocks_used as f64 / c.kv_blocks_total as f64
-                };
-                (labels(i), usage)
-            })
-            .collect::<Vec<_>>(),
-    );
+    let gauges: [Gauge<'_>; 3] = [
+        (
+            "vllm:num_requests_running",
+            "Number of requests in model execution batches.",
+            &|c| c.running as f64,
+        ),
+        (
+            "vllm:num_requests_waiting",
+            "Number of requests waiting to be processed.",
+            &|c| c.waiting as f64,
+        ),
+        (
+            "vllm:kv_cache_usage_perc",
+            "KV-cache usage. 1 means 100 percent usage.",
+            &kv_usage,
+        ),
+    ];
+    for (name, help, value) in gauges {
+        let samples: Vec<(String, f64)> = engines.iter().enumerate().map(|(i, c)| (labels(i), value(c))).collect();
+        write_gauge(&mut out, name, help, &samples);
+    }
     let counters = [
         (
             "vllm:num_preemptions_total",
@@ -498,6 +494,16 @@ pub fn render(engines: &[EngineCounters], opts: &ExpositionOptions) -> String {
             "vllm:generation_tokens_total",
             "Number of generation tokens processed.",
             series(&|c| c.generation_tokens),
+        ),
+        (
+            "vllm:prefix_cache_queries_total",
+            "Prefix cache queries, in terms of number of queried tokens.",
+            series(&|c| c.prefix_cache_queries),
+        ),
+        (
+            "vllm:prefix_cache_hits_total",
+            "Prefix cache hits, in terms of number of cached tokens.",
+            series(&|c| c.prefix_cache_hits),
         ),
     ];
     for (name, help, series) in counters {

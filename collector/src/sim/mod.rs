@@ -7,6 +7,7 @@ mod api;
 pub mod engine;
 pub mod exposition;
 mod payload;
+mod prefix_cache;
 mod settings;
 mod state;
 

@@ -76,7 +76,7 @@ fn context_axes<'a, DB: DrawingBackend>(
         .map_err(chart_error)?;
     chart
         .configure_mesh()
-        .x_desc("input tokens")
+        .x_desc(contexts.axis.tokens_name())
         .y_desc(y_desc)
         .x_label_formatter(&|x| format!("{x:.0}"))
         .y_label_formatter(&|y| format!("{y:.y_decimals$}"))
@@ -195,7 +195,7 @@ pub fn draw_context_chart<DB: DrawingBackend>(
 }
 
 /// What moved along the context: each arm's acceptance length (solid) beside its step cost,
-/// the acceptance length its lowest level needs (E ÷ speedup; dashed, vermillion for a single
+/// the acceptance length its highest common level needs (E ÷ speedup; dashed, vermillion for a single
 /// arm), against input tokens. Speculation pays there while the solid line is above the dashed.
 pub fn draw_context_cost_chart<DB: DrawingBackend>(
     root: &DrawingArea<DB, Shift>,
@@ -209,7 +209,7 @@ pub fn draw_context_cost_chart<DB: DrawingBackend>(
     for a in &arms {
         legend.push((format!("{}: E measured", a.name), Swatch::Line(a.color)));
         legend.push((
-            format!("{}: step cost (E needed at its lowest level)", a.name),
+            format!("{}: step cost (E needed at its highest common level)", a.name),
             Swatch::Dashed(a.dashed),
         ));
     }
@@ -275,7 +275,12 @@ pub fn context_at(table: &SweepFile, tokens: f64) -> Option<String> {
             )
         })
         .collect();
-    Some(format!("{} input tokens: {}", c.input_tokens, parts.join(" · ")))
+    Some(format!(
+        "{} {}: {}",
+        c.input_tokens,
+        contexts.axis.tokens_name(),
+        parts.join(" · ")
+    ))
 }
 
 #[cfg(test)]
@@ -300,6 +305,7 @@ mod tests {
         };
         SweepFile {
             contexts: Some(ContextSweep {
+                axis: Default::default(),
                 kv_ratio: 1e-5,
                 draft_kv_share: 0.0,
                 contexts: vec![

@@ -14,9 +14,48 @@ use crate::model::speedup::{sweep_crossing, RatioPoint};
 /// "held" rather than "moved".
 pub const MOVED_SHARE: f64 = 0.05;
 
+/// What a context sweep lengthens: each prompt's own input, or a prefix every prompt shares.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum ContextAxis {
+    /// `--input-tokens L1,L2,…`: every prompt its own L tokens, prefilled in full.
+    #[default]
+    InputTokens,
+    /// `--prefix-tokens L1,L2,…`: L tokens every prompt shares, before its own input; a server
+    /// with prefix caching computes them once, so the context grows and the prefill does not.
+    PrefixTokens,
+}
+
+impl ContextAxis {
+    /// The unit of a length on this axis, as tables and charts name it.
+    pub fn tokens_name(self) -> &'static str {
+        match self {
+            ContextAxis::InputTokens => "input tokens",
+            ContextAxis::PrefixTokens => "shared-prefix tokens",
+        }
+    }
+
+    /// What the context of a decode step is made of, on this axis.
+    pub fn context_definition(self) -> &'static str {
+        match self {
+            ContextAxis::InputTokens => "context = input + half the output, the mean a decode step holds",
+            ContextAxis::PrefixTokens => {
+                "context = shared prefix + input + half the output, the mean a decode step holds; the prefix cached, its prefill paid once"
+            }
+        }
+    }
+
+    fn is_input(&self) -> bool {
+        *self == ContextAxis::InputTokens
+    }
+}
+
 /// Every context of a sweep over input lengths, as `sweep.json`'s `contexts` holds it.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct ContextSweep {
+    /// What the lengths lengthen (absent in files written before the shared-prefix axis).
+    #[serde(default, skip_serializing_if = "ContextAxis::is_input")]
+    pub axis: ContextAxis,
     /// The KV bytes a token held costs against the weights a step reads, and the drafter's
     /// share of it, that the model's B*(L) and L*(B) charge.
     pub kv_ratio: f64,
@@ -31,11 +70,13 @@ pub struct ContextSweep {
     pub not_measured: Vec<u32>,
 }
 
-/// One input length of the sweep.
+/// One length of the sweep.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct ContextSlice {
+    /// The length swept, on the sweep's axis: the input tokens, or the shared prefix's.
     pub input_tokens: u32,
-    /// The context a decode step holds on average: the input plus half the output.
+    /// The context a decode step holds on average: the prompt (shared prefix and input) plus
+    /// half the output.
     pub mean_context_tokens: f64,
     /// Its sweep's folder, relative to the sweep's own (empty: the sweep's own folder).
     pub folder: String,
@@ -59,7 +100,7 @@ pub struct ContextArm {
     /// Acceptance length pooled over the arm's points at this context.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub acceptance_length: Option<f64>,
-    /// A speculative step in plain steps at the arm's lowest level, from throughput: E ÷ the
+    /// A speculative step in plain steps at the highest level every length measured, from throughput: E ÷ the
     /// spec ÷ plain output-throughput ratio (the acceptance length that load needs, with
     /// everything a step pays at this context: the KV read, the drafting, the prefills it
     /// shares steps with), and that level.
@@ -104,10 +145,20 @@ fn rising_crossing(points: &[RatioPoint]) -> Option<f64> {
     })
 }
 
+/// What a decode step holds beyond the length swept, on average: the prompt's other part and
+/// half the output.
+fn held_beyond_length(i: &ContextInput<'_>) -> f64 {
+    f64::from(i.other_prompt_tokens) + f64::from(i.output_tokens) / 2.0
+}
+
 /// One measured sweep at one input length (its arms against plain): what
 /// [`ContextSweep::new`] reads.
 pub struct ContextInput<'a> {
+    /// The length swept (input or shared prefix).
     pub input_tokens: u32,
+    /// The prompt's other part: the shared prefix on the input axis, the input on the prefix
+    /// axis.
+    pub other_prompt_tokens: u32,
     pub output_tokens: u32,
     pub folder: String,
     pub arms: &'a Arms,
@@ -131,8 +182,10 @@ pub fn measured_break_even(table: &PairTable) -> Option<BreakEven> {
     })
 }
 
-/// The lowest level at which every input length has a spec ÷ plain ratio for `arm`.
-fn common_lowest_level(inputs: &[&ContextInput<'_>], arm: &str) -> Option<f64> {
+/// The highest level at which every length has a spec ÷ plain ratio for `arm`: the load where
+/// a step's cost differs most between lengths (at a low batch every step is bandwidth-bound
+/// and costs about the same).
+fn common_highest_level(inputs: &[&ContextInput<'_>], arm: &str) -> Option<f64> {
     let levels_of = |i: &ContextInput<'_>| -> Vec<f64> {
         i.arms
             .arms
@@ -152,7 +205,7 @@ fn common_lowest_level(inputs: &[&ContextInput<'_>], arm: &str) -> Option<f64> {
     first
         .into_iter()
         .filter(|l| inputs.iter().all(|i| levels_of(i).contains(l)))
-        .min_by(f64::total_cmp)
+        .max_by(f64::total_cmp)
 }
 
 impl ContextSweep {
@@ -162,7 +215,7 @@ impl ContextSweep {
         let contexts: Vec<ContextSlice> = inputs
             .iter()
             .map(|i| {
-                let mean_context_tokens = f64::from(i.input_tokens) + f64::from(i.output_tokens) / 2.0;
+                let mean_context_tokens = f64::from(i.input_tokens) + held_beyond_length(i);
                 ContextSlice {
                     input_tokens: i.input_tokens,
                     mean_context_tokens,
@@ -180,13 +233,13 @@ impl ContextSweep {
                                 };
                                 costs.break_even_batch(p.measured_e, mean_context_tokens, p.draft_tokens)
                             });
-                            // At the lowest level every length measured for this arm, so the
+                            // At the highest level every length measured for this arm, so the
                             // lengths compare at one load.
-                            let lowest = common_lowest_level(&inputs, &arm.name).and_then(|level| {
+                            let highest = common_highest_level(&inputs, &arm.name).and_then(|level| {
                                 let row = arm.table.rows.iter().find(|r| r.level == level)?;
                                 Some((level, row.ratio()?))
                             });
-                            let step_cost = match (arm.acceptance_length, lowest) {
+                            let step_cost = match (arm.acceptance_length, highest) {
                                 (Some(e), Some((level, ratio))) if ratio > 0.0 => Some((e / ratio, level)),
                                 _ => None,
                             };
@@ -206,6 +259,7 @@ impl ContextSweep {
             .collect();
         let by_concurrency = context_crossings(&inputs, kv_ratio, draft_kv_share);
         ContextSweep {
+            axis: ContextAxis::InputTokens,
             kv_ratio,
             draft_kv_share,
             contexts,
@@ -242,8 +296,9 @@ impl ContextSweep {
                     _ => "no common level to tell them apart".to_string(),
                 };
                 Some(format!(
-                    "At {} input tokens against {}: acceptance length {}, step cost {}: {verdict}.",
+                    "At {} {} against {}: acceptance length {}, step cost {}: {verdict}.",
                     slice.input_tokens,
+                    self.axis.tokens_name(),
                     first.input_tokens,
                     pct(e),
                     pct(cost)
@@ -288,13 +343,17 @@ impl ContextSweep {
 
     /// The console text: B* per context, what moved, L* per concurrency.
     pub fn render(&self) -> String {
-        let mut out = String::from(
-            "\nBreak-even by context (measured first, the model's B*(L) beside it; context = input + half the output, the mean a decode step holds):\n",
+        let mut out = format!(
+            "\nBreak-even by context (measured first, the model's B*(L) beside it; {}):\n",
+            self.axis.context_definition()
         );
         for arm in &self.arm_names() {
             out.push_str(&format!(
                 "  arm {arm}:\n  {:>12}  {:<44} {:<40} {:>9}  step cost (E ÷ speedup)\n",
-                "input tokens", "measured", "model", "E"
+                self.axis.tokens_name(),
+                "measured",
+                "model",
+                "E"
             ));
             for [tokens, measured, model, e, cost] in self.rows(arm) {
                 out.push_str(&format!("  {tokens:>12}  {measured:<44} {model:<40} {e:>9}  {cost}\n"));
@@ -303,7 +362,10 @@ impl ContextSweep {
                 out.push_str(&format!("  {line}\n"));
             }
         }
-        out.push_str("L* by concurrency (the input length above which speculation loses there):\n");
+        out.push_str(&format!(
+            "L* by concurrency (the length in {} above which speculation loses there):\n",
+            self.axis.tokens_name()
+        ));
         for line in self.crossing_lines() {
             out.push_str(&format!("  {line}\n"));
         }
@@ -345,7 +407,7 @@ pub const ENGINE_LINES_NOTE: &str = "The engine lines above hold for the shortes
 pub const CONTEXT_BREAK_EVEN_DEFINITION: &str = "B* per input length: at each length the sweep measured every concurrency level; B* is where the spec ÷ plain output-throughput ratio falls through 1.0 there (a ring: it paid at every level swept). The model's B*(L) is the roofline with the KV a step reads (--kv-ratio), fed with that length's acceptance length, at the context a decode step holds on average (input + half the output); it does not charge the prefill.";
 
 /// The definition shown on hover beside the step cost per context.
-pub const CONTEXT_STEP_COST_DEFINITION: &str = "The step cost at each input length, from throughput: the acceptance length E divided by the spec ÷ plain output-throughput ratio at the arm's lowest level, so the acceptance length that load needs with everything a step pays at that length (the KV read, the drafting, the prefills it shares steps with). Speculation pays there while E is above it; between two lengths, whichever of the two moved more is named.";
+pub const CONTEXT_STEP_COST_DEFINITION: &str = "The step cost at each input length, from throughput: the acceptance length E divided by the spec ÷ plain output-throughput ratio at the highest concurrency every length measured (where a step's cost differs most between lengths), so the acceptance length that load needs with everything a step pays at that length (the KV read, the drafting, the prefills it shares steps with). Speculation pays there while E is above it; between two lengths, whichever of the two moved more is named.";
 
 /// The definition shown on hover beside L* per concurrency.
 pub const CONTEXT_CROSSING_DEFINITION: &str = "L* per concurrency: along the input length at one concurrency, where the spec ÷ plain output-throughput ratio falls through 1.0 (speculation loses at longer prompts), or rises through it (speculation starts paying at longer prompts); the model's L*(B) beside it.";
@@ -449,13 +511,13 @@ fn context_crossings(inputs: &[&ContextInput<'_>], kv_ratio: f64, draft_kv_share
             } else {
                 None
             };
-            let half_output = f64::from(first.output_tokens) / 2.0;
+            let held_beyond = held_beyond_length(first);
             // The model's context is what a decode step holds (input + half the output): an L*
             // inside the output's half means no input length is short enough.
             let model = arm
                 .table
                 .prediction
-                .map(|p| model_context_crossing(&p, row.level, half_output, kv_ratio, draft_kv_share));
+                .map(|p| model_context_crossing(&p, row.level, held_beyond, kv_ratio, draft_kv_share));
             out.push(ContextCrossing {
                 arm: arm.name.clone(),
                 level: row.level,
@@ -471,19 +533,20 @@ fn context_crossings(inputs: &[&ContextInput<'_>], kv_ratio: f64, draft_kv_share
     out
 }
 
-/// The model's L*(B) at `level` in input tokens, and whether it is where speculation starts
+/// The model's L*(B) at `level` in the axis's tokens (the context less `held_beyond`, what a
+/// step holds beyond the length swept), and whether it is where speculation starts
 /// paying (the KV read keeping long-context steps bandwidth-bound) rather than stops.
 fn model_context_crossing(
     p: &Prediction,
     level: f64,
-    half_output: f64,
+    held_beyond: f64,
     kv_ratio: f64,
     draft_kv_share: f64,
 ) -> (BreakEven, bool) {
     let in_input_tokens = |b: BreakEven| match b {
-        BreakEven::At(l) if l <= half_output => BreakEven::Never,
-        BreakEven::At(l) => BreakEven::At(l - half_output),
-        BreakEven::Beyond(l) => BreakEven::Beyond((l - half_output).max(0.0)),
+        BreakEven::At(l) if l <= held_beyond => BreakEven::Never,
+        BreakEven::At(l) => BreakEven::At(l - held_beyond),
+        BreakEven::Beyond(l) => BreakEven::Beyond((l - held_beyond).max(0.0)),
         BreakEven::Never => BreakEven::Never,
     };
     let costs = StepCosts::Roofline {
@@ -494,7 +557,7 @@ fn model_context_crossing(
     match costs.break_even_context(p.measured_e, level, p.draft_tokens) {
         BreakEven::Never => match costs.pays_from_context(p.measured_e, level, p.draft_tokens) {
             // Paying from inside the output's half: at every input length.
-            BreakEven::At(l) if l <= half_output => (BreakEven::Beyond(MAX_CONTEXT - half_output), false),
+            BreakEven::At(l) if l <= held_beyond => (BreakEven::Beyond(MAX_CONTEXT - held_beyond), false),
             b => (in_input_tokens(b), true),
         },
         b => (in_input_tokens(b), false),
@@ -551,6 +614,7 @@ mod tests {
     fn input(tokens: u32, arms: &Arms) -> ContextInput<'_> {
         ContextInput {
             input_tokens: tokens,
+            other_prompt_tokens: 0,
             output_tokens: 128,
             folder: format!("context-{tokens}"),
             arms,
@@ -601,8 +665,8 @@ mod tests {
 
     #[test]
     fn what_moved_names_the_acceptance_or_the_step_cost() {
-        // Step cost E ÷ ratio at concurrency 1: 2.4 ÷ 1.5 = 1.6; 2.35 ÷ 1.3 = 1.808 (+13.0 %,
-        // E −2.1 %); 1.6 ÷ 1.1 = 1.455 (−9.1 %, E −33.3 %).
+        // Step cost E ÷ ratio at concurrency 32, the highest: 2.4 ÷ 0.8 = 3.0; 2.35 ÷ 0.7 =
+        // 3.357 (+11.9 %, E −2.1 %); 1.6 ÷ 0.7 = 2.286 (−23.8 %, E −33.3 %).
         let short = sweep([1.5, 1.2, 0.8], 2.4);
         let cost_moved = sweep([1.3, 0.9, 0.7], 2.35);
         let e_moved = sweep([1.1, 0.9, 0.7], 1.6);
@@ -610,7 +674,7 @@ mod tests {
         let lines = s.what_moved("spec");
         assert_eq!(
             lines,
-            vec!["At 4096 input tokens against 256: acceptance length -2.1 %, step cost +13.0 %: the step cost moved, not the acceptance."]
+            vec!["At 4096 input tokens against 256: acceptance length -2.1 %, step cost +11.9 %: the step cost moved, not the acceptance."]
         );
         let s = ContextSweep::new(&[input(256, &short), input(4096, &e_moved)], 0.0, 0.0);
         assert!(s.what_moved("spec")[0].ends_with("the acceptance moved, not the step cost."));
@@ -643,8 +707,8 @@ mod tests {
     fn the_step_cost_compares_the_lengths_at_one_level_and_a_rising_range_is_ordered() {
         let mut short = sweep([1.5, 0.9, 0.8], 2.4);
         let mut long = sweep([1.6, 1.2, 0.9], 2.4);
-        // The long length has no ratio at concurrency 1: both compare at 8.
-        long.arms[0].table.rows[0].base_output_tokens_per_s = None;
+        // The long length has no ratio at concurrency 32: both compare at 8.
+        long.arms[0].table.rows[2].base_output_tokens_per_s = None;
         for arms in [&mut short, &mut long] {
             for row in &mut arms.arms[0].table.rows {
                 let v = row.spec_output_tokens_per_s.unwrap_or(0.0);

@@ -106,11 +106,11 @@ fn context_tables(contexts: &ContextSweep) -> impl IntoView {
         {contexts.arm_names().into_iter().map(|arm| view! {
             <div class="table-box">
                 <table class="model-table" id=format!("sweep-context-{arm}")>
-                    <thead><tr><th>"input tokens"</th>
+                    <thead><tr><th>{contexts.axis.tokens_name()}</th>
                         <th title=CONTEXT_BREAK_EVEN_DEFINITION tabindex="0">{format!("{arm}: measured B* (repeats' range)")}</th>
                         {term_th("model B*(L)", Term::ModelBreakEven)}
                         {term_th("acceptance length", Term::AcceptanceLength)}
-                        <th title=CONTEXT_STEP_COST_DEFINITION tabindex="0">"step cost (E ÷ speedup, at its lowest level)"</th></tr></thead>
+                        <th title=CONTEXT_STEP_COST_DEFINITION tabindex="0">"step cost (E ÷ speedup, at the highest common level)"</th></tr></thead>
                     <tbody>
                         {contexts.rows(&arm).into_iter().map(|cells| view! {
                             <tr>{cells.into_iter().map(|c| view! { <td>{c}</td> }).collect_view()}</tr>
