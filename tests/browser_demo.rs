@@ -91,8 +91,8 @@ async fn the_demo_tells_one_story_on_its_console_dashboard_and_report() {
     for file in [
         "accept/accept-summarization.json",
         "sweep/spec-c1.json",
-        "sweep/spec-k1-c80.json",
-        "sweep/base-c80.json",
+        "sweep/spec-k1-c84.json",
+        "sweep/base-c84.json",
         "report.html",
     ] {
         assert!(out.path().join(file).is_file(), "the demo saved {file}");
