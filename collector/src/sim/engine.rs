@@ -426,9 +426,8 @@ pub async fn run_engine(
             note_batch(&mut c, &running, &waiting, &preempted, &config);
         }
 
-        {
-            let mut c = shared.counters();
-            look_up_prefixes(&mut running, prefix_cache.as_mut(), &mut c);
+        if let Some(cache) = prefix_cache.as_mut() {
+            look_up_prefixes(&mut running, cache, &shared);
         }
         let decode = running.iter().filter(|s| s.prefilled).count();
         let prefill: u64 = running
@@ -488,24 +487,30 @@ pub async fn run_engine(
     }
 }
 
-/// Fill the batch: preempted sequences first (vLLM requeues them at the front), then whole
-/// requests while their choices fit, in sequences and in KV blocks. A lone request always runs.
 /// The prefix cache's answer for every sequence admitted since the last step (new, or back
-/// from preemption): the prompt tokens its prefill computes, the queries and hits counted.
-fn look_up_prefixes(running: &mut [Seq], cache: Option<&mut PrefixCache>, c: &mut EngineCounters) {
-    let Some(cache) = cache else { return };
+/// from preemption): the prompt tokens its prefill computes; the queries and hits counted
+/// (the counters locked only when a sequence was looked up).
+fn look_up_prefixes(running: &mut [Seq], cache: &mut PrefixCache, shared: &EngineShared) {
+    let (mut queries, mut hits) = (0, 0);
     for seq in running
         .iter_mut()
         .filter(|s| !s.prefilled && s.prompt_uncached.is_none())
     {
         let prompt = seq.spec.prompt_tokens;
         let hit = cache.hit_tokens(&seq.spec.prompt_blocks, prompt);
-        c.prefix_cache_queries += prompt;
-        c.prefix_cache_hits += hit;
+        queries += prompt;
+        hits += hit;
         seq.prompt_uncached = Some(prompt - hit);
+    }
+    if queries > 0 {
+        let mut c = shared.counters();
+        c.prefix_cache_queries += queries;
+        c.prefix_cache_hits += hits;
     }
 }
 
+/// Fill the batch: preempted sequences first (vLLM requeues them at the front), then whole
+/// requests while their choices fit, in sequences and in KV blocks. A lone request always runs.
 fn admit(
     config: &EngineConfig,
     running: &mut Vec<Seq>,
