@@ -156,7 +156,7 @@ pub fn draw_context_chart<DB: DrawingBackend>(
             contexts
                 .contexts
                 .iter()
-                .filter_map(move |c| Some((f64::from(c.input_tokens), c.arms.iter().find(|a| &a.arm == name)?)))
+                .filter_map(move |c| Some((f64::from(c.input_tokens), c.arm(name)?)))
         };
         let measured: Vec<(f64, f64, bool)> = per_context()
             .filter_map(|(l, a)| Some((l, drawn(a.measured)?, matches!(a.measured, Some(BreakEven::Beyond(_))))))
@@ -229,12 +229,7 @@ pub fn draw_context_cost_chart<DB: DrawingBackend>(
             contexts
                 .contexts
                 .iter()
-                .filter_map(|c| {
-                    Some((
-                        f64::from(c.input_tokens),
-                        pick(c.arms.iter().find(|a| &a.arm == name)?)?,
-                    ))
-                })
+                .filter_map(|c| Some((f64::from(c.input_tokens), pick(c.arm(name)?)?)))
                 .collect()
         };
         draw_dotted_line(&mut chart, &series(|a| a.acceptance_length), *color, false, scale)?;

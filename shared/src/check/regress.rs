@@ -333,7 +333,7 @@ fn flip(v: Verdict) -> Verdict {
 pub fn compare_sweeps(old: &SweepFile, new: &SweepFile, sigmas: f64) -> Vec<Comparison> {
     let mut out = Vec::new();
     for arm in &old.arms.arms {
-        let theirs = new.arms.arms.iter().find(|a| a.name == arm.name);
+        let theirs = new.arms.arm(&arm.name);
         let name = &arm.name;
         let pooled = |a: &crate::sweep::arms::ArmSweep| -> Option<(Estimate, Vec<Estimate>)> {
             let e = a.acceptance_length?;

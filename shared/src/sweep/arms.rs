@@ -551,6 +551,11 @@ fn pooled_acceptance(points: &[NamedPoint<'_>], arm: &str) -> (Option<u32>, Opti
 }
 
 impl Arms {
+    /// The speculative arm named `name`, if the sweep has one.
+    pub fn arm(&self, name: &str) -> Option<&ArmSweep> {
+        self.arms.iter().find(|a| a.name == name)
+    }
+
     /// Every level any arm measured, ascending.
     pub fn levels(&self) -> Vec<f64> {
         let mut levels: Vec<f64> = self

@@ -83,6 +83,13 @@ pub struct ContextSlice {
     pub arms: Vec<ContextArm>,
 }
 
+impl ContextSlice {
+    /// The speculative arm named `name` at this length.
+    pub fn arm(&self, name: &str) -> Option<&ContextArm> {
+        self.arms.iter().find(|a| a.arm == name)
+    }
+}
+
 /// One speculative arm at one input length.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct ContextArm {
@@ -188,9 +195,7 @@ pub fn measured_break_even(table: &PairTable) -> Option<BreakEven> {
 fn common_highest_level(inputs: &[&ContextInput<'_>], arm: &str) -> Option<f64> {
     let levels_of = |i: &ContextInput<'_>| -> Vec<f64> {
         i.arms
-            .arms
-            .iter()
-            .find(|a| a.name == arm)
+            .arm(arm)
             .map(|a| {
                 a.table
                     .rows
@@ -235,10 +240,8 @@ impl ContextSweep {
                             });
                             // At the highest level every length measured for this arm, so the
                             // lengths compare at one load.
-                            let highest = common_highest_level(&inputs, &arm.name).and_then(|level| {
-                                let row = arm.table.rows.iter().find(|r| r.level == level)?;
-                                Some((level, row.ratio()?))
-                            });
+                            let highest = common_highest_level(&inputs, &arm.name)
+                                .and_then(|level| Some((level, arm.ratio_at(level)?.0)));
                             let step_cost = match (arm.acceptance_length, highest) {
                                 (Some(e), Some((level, ratio))) if ratio > 0.0 => Some((e / ratio, level)),
                                 _ => None,
@@ -271,11 +274,10 @@ impl ContextSweep {
     /// Per context after the first, for `arm`: how its acceptance length and step cost moved
     /// against the shortest context's, and which of the two moved more.
     pub fn what_moved(&self, arm: &str) -> Vec<String> {
-        let find = |s: &ContextSlice| s.arms.iter().find(|a| a.arm == arm).cloned();
         let Some(first) = self.contexts.first() else {
             return Vec::new();
         };
-        let Some(base) = find(first) else { return Vec::new() };
+        let Some(base) = first.arm(arm) else { return Vec::new() };
         let change = |now: Option<f64>, then: Option<f64>| match (now, then) {
             (Some(n), Some(t)) if t > 0.0 => Some(n / t - 1.0),
             _ => None,
@@ -283,7 +285,7 @@ impl ContextSweep {
         self.contexts[1..]
             .iter()
             .filter_map(|slice| {
-                let now = find(slice)?;
+                let now = slice.arm(arm)?;
                 let e = change(now.acceptance_length, base.acceptance_length);
                 let cost = change(now.step_cost, base.step_cost);
                 let pct = |c: Option<f64>| c.map_or("not measured".to_string(), |c| format!("{:+.1} %", c * 100.0));
@@ -321,7 +323,7 @@ impl ContextSweep {
         self.contexts
             .iter()
             .filter_map(|slice| {
-                let a = slice.arms.iter().find(|a| a.arm == arm)?;
+                let a = slice.arm(arm)?;
                 let measured = a
                     .measured
                     .map_or("—".to_string(), |m| measured_batch_text(m, a.measured_interval));
@@ -458,16 +460,11 @@ fn context_crossings(inputs: &[&ContextInput<'_>], kv_ratio: f64, draft_kv_share
             let mut lows = Vec::new();
             let mut highs = Vec::new();
             for i in inputs {
-                let Some(other) = i.arms.arms.iter().find(|a| a.name == arm.name) else {
+                let Some((ratio, (lo, hi))) = i.arms.arm(&arm.name).and_then(|a| a.ratio_at(row.level)) else {
                     continue;
                 };
-                let Some(r) = other.table.rows.iter().find(|r| r.level == row.level) else {
-                    continue;
-                };
-                let Some(ratio) = r.ratio() else { continue };
                 let at = f64::from(i.input_tokens);
                 ratios.push((i.input_tokens, ratio));
-                let (lo, hi) = r.ratio_bounds().unwrap_or((ratio, ratio));
                 lows.push(RatioPoint {
                     concurrency: at,
                     ratio: lo,

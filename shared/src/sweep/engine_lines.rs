@@ -165,7 +165,7 @@ impl Recommendation {
         // Each tier's candidates: its own k and those of the arms (or plain) tied with its picks.
         let k_of = |name: &str| match name {
             "plain" => Some(0),
-            _ => arms.arms.iter().find(|a| a.name == name).and_then(|a| a.k),
+            _ => arms.arm(name).and_then(|a| a.k),
         };
         let tiers: Vec<(u64, Vec<u32>)> = schedule
             .iter()

@@ -467,7 +467,7 @@ fn cut_off_of(arms: &Arms, picks: &[LevelPick]) -> Option<CutOff> {
         return None;
     }
     let last_arm = picks.iter().rev().find_map(|p| p.arm.clone())?;
-    let arm = arms.arms.iter().find(|a| a.name == last_arm)?;
+    let arm = arms.arm(&last_arm)?;
     let level = arm.table.crossing?;
     Some(CutOff {
         level,

@@ -168,7 +168,7 @@ impl BreakEvenSummary {
 /// The break-even of a sweep's headline arm (its own table against plain), its sentence
 /// naming the arm and why it is the one; the first arm's when there is no headline.
 pub fn break_even_of_headline(table: &SweepFile, headline: Option<&Headline>) -> BreakEvenSummary {
-    let arm = headline.and_then(|h| Some((h, table.arms.arms.iter().find(|a| a.name == h.arm)?)));
+    let arm = headline.and_then(|h| Some((h, table.arms.arm(&h.arm)?)));
     match arm {
         Some((h, a)) => {
             let mut summary = BreakEvenSummary::of(&a.table);
