@@ -597,10 +597,7 @@ impl WorkloadArgs {
 
     /// One `--prefix-tokens` length: several are a sweep's context axis.
     pub(super) fn one_prefix(&self) -> Result<(), CollectorError> {
-        let mut lengths = self.prefix_tokens.clone();
-        lengths.sort_unstable();
-        lengths.dedup();
-        if lengths.len() > 1 {
+        if speclens_shared::sweep::contexts::distinct_lengths(&self.prefix_tokens).len() > 1 {
             return invalid("several --prefix-tokens lengths are a context axis: give them to `speclens sweep`");
         }
         Ok(())

@@ -6,7 +6,7 @@ use std::path::PathBuf;
 use clap::Args;
 use speclens_shared::model::speedup::Costs;
 use speclens_shared::sweep::arms::BASE_ARM;
-use speclens_shared::sweep::contexts::ContextAxis;
+use speclens_shared::sweep::contexts::{distinct_lengths, ContextAxis};
 use speclens_shared::sweep::Level;
 
 use super::load::{check_url, invalid, ridge_of, DashboardArgs, DatasetFlags, ScrapeFlags, TargetArgs, WorkloadArgs};
@@ -281,14 +281,9 @@ impl SweepArgs {
     /// prefix; otherwise the `--input-tokens` given (one length: no context sweep). Both with
     /// several lengths is refused.
     fn context_axis(&self) -> Result<(ContextAxis, Vec<u32>), CollectorError> {
-        let distinct = |lengths: &[u32]| {
-            let mut l = lengths.to_vec();
-            l.sort_unstable();
-            l.dedup();
-            l.len()
-        };
         let prefixes = &self.workload.prefix_tokens;
-        match (distinct(prefixes) > 1, distinct(&self.input_tokens) > 1) {
+        let several = |lengths: &[u32]| distinct_lengths(lengths).len() > 1;
+        match (several(prefixes), several(&self.input_tokens)) {
             (true, true) => invalid(
                 "--input-tokens and --prefix-tokens cannot both take several lengths: sweep one context axis at a time",
             ),

@@ -15,7 +15,7 @@ use speclens_shared::model::speedup::Costs;
 use speclens_shared::results::run_result::RunResult;
 use speclens_shared::scrape::ScrapeFailure;
 use speclens_shared::sweep::arms::{self, NamedPoint, BASE_ARM};
-use speclens_shared::sweep::contexts::{ContextAxis, ContextInput, ContextSweep};
+use speclens_shared::sweep::contexts::{distinct_lengths, ContextAxis, ContextInput, ContextSweep};
 use speclens_shared::sweep::{repeats_settled, Axis, EarlierPoint, Level, SweepFile};
 
 use crate::bench;
@@ -138,7 +138,7 @@ struct Point<'a> {
 
 impl Plan {
     pub fn check(&self) -> Result<(), CollectorError> {
-        let invalid = |m: &str| Err(CollectorError::InvalidArgument(m.to_string()));
+        let invalid = |m: &str| Err(CollectorError::InvalidArgument(m.into()));
         let axis = self.levels.first().map(|l| l.axis());
         let valid = |l: &Level| match l {
             Level::Concurrency(c) => *c >= 1,
@@ -175,10 +175,7 @@ impl Plan {
         if !(c.draft_cost.is_finite() && c.draft_cost >= 0.0 && c.ridge_tokens.is_finite() && c.ridge_tokens > 0.0) {
             return invalid("--draft-cost must be a finite number ≥ 0 and --ridge one > 0");
         }
-        let flag = match self.context_axis {
-            ContextAxis::InputTokens => "--input-tokens",
-            ContextAxis::PrefixTokens => "--prefix-tokens",
-        };
+        let flag = self.context_axis.flag();
         if self.context_axis == ContextAxis::InputTokens && self.contexts.contains(&0) {
             return invalid("--input-tokens takes lengths ≥ 1");
         }
@@ -220,10 +217,7 @@ impl Plan {
     /// The input lengths a context sweep measures, shortest first, each once (`256,256` is
     /// one length: no context sweep).
     fn input_lengths(&self) -> Vec<u32> {
-        let mut lengths = self.contexts.clone();
-        lengths.sort_unstable();
-        lengths.dedup();
-        lengths
+        distinct_lengths(&self.contexts)
     }
 
     /// The folder name and path of the input length `input_tokens`: the sweep's own folder
@@ -492,8 +486,7 @@ async fn finish_contexts(
         })
         .collect();
     let table = measured.first().map(|(_, _, first)| {
-        let mut summary = ContextSweep::new(&inputs, plan.kv_ratio, plan.draft_kv_share);
-        summary.axis = plan.context_axis;
+        let mut summary = ContextSweep::new(&inputs, plan.context_axis, plan.kv_ratio, plan.draft_kv_share);
         summary.not_measured = not_measured.clone();
         SweepFile {
             contexts: Some(summary),

@@ -35,6 +35,14 @@ impl ContextAxis {
         }
     }
 
+    /// The flag that gives this axis its lengths.
+    pub fn flag(self) -> &'static str {
+        match self {
+            ContextAxis::InputTokens => "--input-tokens",
+            ContextAxis::PrefixTokens => "--prefix-tokens",
+        }
+    }
+
     /// What the context of a decode step is made of, on this axis.
     pub fn context_definition(self) -> &'static str {
         match self {
@@ -48,6 +56,15 @@ impl ContextAxis {
     fn is_input(&self) -> bool {
         *self == ContextAxis::InputTokens
     }
+}
+
+/// The lengths a context sweep measures: shortest first, each once (`256,256` is one length,
+/// so no context sweep).
+pub fn distinct_lengths(lengths: &[u32]) -> Vec<u32> {
+    let mut lengths = lengths.to_vec();
+    lengths.sort_unstable();
+    lengths.dedup();
+    lengths
 }
 
 /// Every context of a sweep over input lengths, as `sweep.json`'s `contexts` holds it.
@@ -214,7 +231,7 @@ fn common_highest_level(inputs: &[&ContextInput<'_>], arm: &str) -> Option<f64> 
 }
 
 impl ContextSweep {
-    pub fn new(inputs: &[ContextInput<'_>], kv_ratio: f64, draft_kv_share: f64) -> ContextSweep {
+    pub fn new(inputs: &[ContextInput<'_>], axis: ContextAxis, kv_ratio: f64, draft_kv_share: f64) -> ContextSweep {
         let mut inputs: Vec<&ContextInput<'_>> = inputs.iter().collect();
         inputs.sort_by_key(|i| i.input_tokens);
         let contexts: Vec<ContextSlice> = inputs
@@ -262,7 +279,7 @@ impl ContextSweep {
             .collect();
         let by_concurrency = context_crossings(&inputs, kv_ratio, draft_kv_share);
         ContextSweep {
-            axis: ContextAxis::InputTokens,
+            axis,
             kv_ratio,
             draft_kv_share,
             contexts,
@@ -622,7 +639,12 @@ mod tests {
     fn the_crossing_per_context_and_per_concurrency_come_from_the_measured_ratios() {
         let short = sweep([1.5, 1.2, 0.8], 2.4);
         let long = sweep([1.3, 0.9, 0.7], 2.4);
-        let sweep = ContextSweep::new(&[input(4096, &long), input(256, &short)], 1e-5, 0.0);
+        let sweep = ContextSweep::new(
+            &[input(4096, &long), input(256, &short)],
+            ContextAxis::InputTokens,
+            1e-5,
+            0.0,
+        );
         assert_eq!(sweep.contexts[0].input_tokens, 256, "shortest first");
         let b = |i: usize| match sweep.contexts[i].arms[0].measured {
             Some(BreakEven::At(b)) => b,
@@ -667,13 +689,23 @@ mod tests {
         let short = sweep([1.5, 1.2, 0.8], 2.4);
         let cost_moved = sweep([1.3, 0.9, 0.7], 2.35);
         let e_moved = sweep([1.1, 0.9, 0.7], 1.6);
-        let s = ContextSweep::new(&[input(256, &short), input(4096, &cost_moved)], 0.0, 0.0);
+        let s = ContextSweep::new(
+            &[input(256, &short), input(4096, &cost_moved)],
+            ContextAxis::InputTokens,
+            0.0,
+            0.0,
+        );
         let lines = s.what_moved("spec");
         assert_eq!(
             lines,
             vec!["At 4096 input tokens against 256: acceptance length -2.1 %, step cost +11.9 %: the step cost moved, not the acceptance."]
         );
-        let s = ContextSweep::new(&[input(256, &short), input(4096, &e_moved)], 0.0, 0.0);
+        let s = ContextSweep::new(
+            &[input(256, &short), input(4096, &e_moved)],
+            ContextAxis::InputTokens,
+            0.0,
+            0.0,
+        );
         assert!(s.what_moved("spec")[0].ends_with("the acceptance moved, not the step cost."));
         let text = s.render();
         assert!(text.contains("L* by concurrency"), "{text}");
@@ -684,7 +716,12 @@ mod tests {
     fn a_ratio_that_rises_with_context_gives_the_length_speculation_starts_paying_from() {
         let short = sweep([1.5, 0.9, 0.8], 2.4);
         let long = sweep([1.6, 1.2, 0.9], 2.4);
-        let s = ContextSweep::new(&[input(256, &short), input(4096, &long)], 1e-5, 0.0);
+        let s = ContextSweep::new(
+            &[input(256, &short), input(4096, &long)],
+            ContextAxis::InputTokens,
+            1e-5,
+            0.0,
+        );
         let at8 = s.by_concurrency.iter().find(|r| r.level == 8.0).unwrap();
         assert!(at8.pays_above, "{at8:?}");
         let want = 256.0 + 3840.0 * 0.1 / 0.3;
@@ -712,7 +749,12 @@ mod tests {
                 row.spec_spread = Some((v * 0.95, v * 1.05));
             }
         }
-        let s = ContextSweep::new(&[input(256, &short), input(4096, &long)], 1e-5, 0.0);
+        let s = ContextSweep::new(
+            &[input(256, &short), input(4096, &long)],
+            ContextAxis::InputTokens,
+            1e-5,
+            0.0,
+        );
         for c in &s.contexts {
             assert_eq!(c.arms[0].step_cost_level, Some(8.0), "{c:?}");
         }
