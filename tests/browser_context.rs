@@ -67,15 +67,7 @@ async fn the_sweep_page_draws_b_star_against_the_context_beside_the_model() {
         serde_json::from_value(read_json(&out.join("sweep.json"))).expect("sweep.json reads");
     let contexts = file.contexts.expect("the context axis in sweep.json");
 
-    let server = Speclens::start(&[
-        "serve",
-        "--port",
-        "0",
-        "--web-dir",
-        dist.to_str().unwrap(),
-        "--results-dir",
-        results.path().to_str().unwrap(),
-    ]);
+    let server = Speclens::serve_results(&dist, results.path());
     let driver = start_chromedriver().await;
     let profile = tempfile::tempdir().unwrap();
     let client = open_browser(&driver, profile.path()).await;

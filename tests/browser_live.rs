@@ -338,15 +338,7 @@ async fn past_runs_open_in_the_same_views_and_compare_side_by_side() {
         out.contains("Note: The server returned no per-request spec-decode stats"),
         "{out}"
     );
-    let server = Speclens::start(&[
-        "serve",
-        "--port",
-        "0",
-        "--web-dir",
-        dist.to_str().unwrap(),
-        "--results-dir",
-        results.path().to_str().unwrap(),
-    ]);
+    let server = Speclens::serve_results(&dist, results.path());
     let driver = start_chromedriver().await;
     let profile = tempfile::tempdir().unwrap();
     let client = open_browser(&driver, profile.path()).await;

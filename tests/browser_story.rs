@@ -146,15 +146,7 @@ async fn the_overview_lands_first_with_the_measured_crossing_and_the_views_fit_a
     // The sweep chart names every arm's measured crossing and the model's B* with its value.
     let mut labels = crossing_labels(&sweep);
     labels.push("model B* = ".into());
-    let server = Speclens::start(&[
-        "serve",
-        "--port",
-        "0",
-        "--web-dir",
-        dist.to_str().unwrap(),
-        "--results-dir",
-        results.path().to_str().unwrap(),
-    ]);
+    let server = Speclens::serve_results(&dist, results.path());
     let base = format!("{}/", server.url().trim_end_matches('/'));
 
     let driver = start_chromedriver().await;

@@ -320,15 +320,7 @@ fn the_run_api_refuses_paths_out_of_the_results_folder() {
     let results = root.path().join("results");
     std::fs::create_dir_all(&results).unwrap();
     std::fs::write(root.path().join("result.json"), "TOP-SECRET").unwrap();
-    let server = Speclens::start(&[
-        "serve",
-        "--port",
-        "0",
-        "--web-dir",
-        dist.to_str().unwrap(),
-        "--results-dir",
-        results.to_str().unwrap(),
-    ]);
+    let server = Speclens::serve_results(&dist, &results);
     let url = server.url();
     for path in [
         "/api/runs/..",

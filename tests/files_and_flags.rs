@@ -152,15 +152,7 @@ async fn every_result_file_reads_into_the_shared_types_and_back_byte_for_byte() 
     files.iter().for_each(|f| round_trips::<CategoryAcceptance>(f));
 
     // The run list the dashboard reads is the same shared type, ids relative to the folder.
-    let server = Speclens::start(&[
-        "serve",
-        "--port",
-        "0",
-        "--web-dir",
-        workspace().join("web/dist").to_str().unwrap(),
-        "--results-dir",
-        results.path().to_str().unwrap(),
-    ]);
+    let server = Speclens::serve_results(&workspace().join("web/dist"), results.path());
     let url = server.url();
     let base = url.split('#').next().unwrap().trim_end_matches('/');
     let (status, body) = get_text(&format!("{base}/api/runs")).await;

@@ -106,6 +106,19 @@ impl Speclens {
         Speclens::start_until(args, "", Duration::from_secs(30))
     }
 
+    /// `speclens serve` on a free port: the dashboard built in `web_dir`, the runs in `results`.
+    pub fn serve_results(web_dir: &Path, results: &Path) -> Speclens {
+        Speclens::start(&[
+            "serve",
+            "--port",
+            "0",
+            "--web-dir",
+            web_dir.to_str().expect("UTF-8 path"),
+            "--results-dir",
+            results.to_str().expect("UTF-8 path"),
+        ])
+    }
+
     /// [`Speclens::start`] in a shell that first lowers the open-file limit to `files`.
     pub fn start_with_file_limit(args: &[&str], files: u32) -> Speclens {
         let mut command = Command::new("sh");
