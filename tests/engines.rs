@@ -178,8 +178,10 @@ fn vllm_0_33_server_timings_split_ttft_in_records_and_the_result() {
 fn a_tensorrt_llm_before_the_per_position_pair_takes_its_length_from_its_gauges() {
     let sim = Speclens::instant_spec_sim("0.7", &["--payload", "trtllm", "--no-per-position-pair"]);
     // 8 answers of 200 tokens: some 630 steps, so the mean acceptance length is within 0.05
-    // (one standard deviation) of the sim's 2.53.
-    let (_, result, records) = bench_records(&sim.url(), &["--output-tokens", "200"]);
+    // (one standard deviation) of the sim's 2.53. TensorRT-LLM's gauges hold the iterations
+    // since the previous scrape: no live scrape during the run (a slow machine took one), so
+    // the after-scrape's gauge covers exactly the window.
+    let (_, result, records) = bench_records(&sim.url(), &["--output-tokens", "200", "--scrape-interval", "3600"]);
     let window = &result["spec_decode"]["scrape"][0]["result"];
     assert_eq!(window["status"], "ok", "{window}");
     assert!(
@@ -205,8 +207,8 @@ fn a_tensorrt_llm_before_the_per_position_pair_takes_its_length_from_its_gauges(
         (length - 2.533).abs() < 0.2,
         "acceptance length {length}, the sim's is 2.533"
     );
-    // The gauge is the engine's since start; the sim served this run only, always drafting
-    // k = 3, so it is 1 + k × the window's accepted ÷ drafted.
+    // The gauge covers the drafts since the before-scrape; the sim served this run only,
+    // always drafting k = 3, so it is 1 + k × the window's accepted ÷ drafted.
     let from_counters = 1.0 + 3.0 * accepted as f64 / drafted as f64;
     assert!(
         (length - from_counters).abs() < 1e-9,
