@@ -297,10 +297,14 @@ fn a_sweep_measures_the_step_cost_the_sim_is_configured_with() {
 
 /// A context sweep of a timed spec sim (k = 3, α = 0.7, with `extra_spec`) against a plain
 /// one, both with the step costs `costs` (`--ridge 64 --kv-ratio 1e-5`: flags the sims and the
-/// sweep's model share), at concurrency `levels` and input `lengths`, 128 output tokens, one
-/// run a point: the console and the folder.
+/// sweep's model share) and prefix caching, at concurrency `levels` over the context flags
+/// `lengths`, 128 output tokens, one run a point: the console and the folder.
 fn context_sweep(costs: &[&str], extra_spec: &[&str], levels: &str, lengths: &[&str]) -> (String, tempfile::TempDir) {
-    let timing = [&["--time-scale", "1", "--step-ms", "0.5"][..], costs].concat();
+    let timing = [
+        &["--time-scale", "1", "--step-ms", "0.5", "--enable-prefix-caching"][..],
+        costs,
+    ]
+    .concat();
     let spec = Speclens::start(
         &[
             &["sim", "--port", "0", "--num-spec-tokens", "3", "--alpha", "0.7"][..],

@@ -129,10 +129,11 @@ pub struct SimArgs {
     /// that decays with context, as reported for long prompts (default: no decay).
     #[arg(long, value_name = "TOKENS")]
     pub acceptance_half_life: Option<f64>,
-    /// Turn off automatic prefix caching (on by default, as in vLLM V1: a prompt's leading KV
-    /// blocks already cached are not prefilled again).
+    /// Automatic prefix caching, as vLLM V1 does by default: a prompt's leading KV blocks
+    /// already cached are not prefilled again. Off unless given, so a sweep's points, which send
+    /// the same seeded prompts, each pay the same prefill.
     #[arg(long)]
-    pub no_enable_prefix_caching: bool,
+    pub enable_prefix_caching: bool,
     /// Multiplies every step time; 0 runs without any delay (tests).
     #[arg(long, default_value_t = 1.0)]
     pub time_scale: f64,
@@ -371,7 +372,7 @@ impl SimArgs {
                 }
                 h => h,
             },
-            prefix_caching: !args.no_enable_prefix_caching,
+            prefix_caching: args.enable_prefix_caching,
             seed: args.seed,
         })
     }

@@ -333,8 +333,8 @@ pub struct EngineConfig {
     /// conditional rate is scaled by 2^(−tokens ÷ half-life). None: acceptance does not depend
     /// on context.
     pub acceptance_half_life_tokens: Option<f64>,
-    /// vLLM's automatic prefix caching (on by default in V1): a prompt's leading blocks already
-    /// cached are not prefilled again.
+    /// vLLM's automatic prefix caching (on by default in V1; the sim's only when asked): a
+    /// prompt's leading blocks already cached are not prefilled again.
     pub prefix_caching: bool,
     pub seed: u64,
 }

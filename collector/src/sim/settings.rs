@@ -133,7 +133,7 @@ impl SimSettings {
                 },
                 time_scale: 1.0,
                 acceptance_half_life_tokens: None,
-                prefix_caching: true,
+                prefix_caching: false,
                 seed: 0,
             },
             profile: None,
