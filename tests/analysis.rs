@@ -456,6 +456,91 @@ fn acceptance_that_decays_with_context_is_named_as_what_moved() {
     );
 }
 
+/// SPEED-Bench's throughput splits as a sweep's context levels: `--dataset speed-bench` with
+/// the folder its preparation script writes and `--input-tokens 1024,2048` reads
+/// `throughput_1k.jsonl` and `throughput_2k.jsonl` (prompts of 1,024 and 2,048 words here,
+/// which the sim counts as tokens), so each length's points send that split's prompts; a
+/// length with no split, or a split missing from the folder, is refused before anything is
+/// sent.
+#[test]
+fn a_context_sweep_reads_speed_bench_s_throughput_splits_as_its_lengths() {
+    let data = tempfile::tempdir().unwrap();
+    for (name, words) in [("qualitative", 40), ("throughput_1k", 1024), ("throughput_2k", 2048)] {
+        let lines: Vec<String> = (0..4)
+            .map(|i| {
+                let text: Vec<String> = (0..words).map(|w| format!("w{}", (w + i) % 97)).collect();
+                serde_json::json!({"messages": [{"role": "user", "content": text.join(" ")}], "category": "mixed"})
+                    .to_string()
+            })
+            .collect();
+        std::fs::write(data.path().join(format!("{name}.jsonl")), lines.join("\n") + "\n").unwrap();
+    }
+    let path = data.path().to_str().unwrap();
+    let refused = |lengths: &str, why: &str| {
+        let (code, out, err) = run_speclens(&[
+            "sweep",
+            "--spec-url",
+            "http://127.0.0.1:9",
+            "--base-url",
+            "http://127.0.0.1:9",
+            "--dataset",
+            "speed-bench",
+            "--dataset-path",
+            path,
+            "--input-tokens",
+            lengths,
+        ]);
+        assert!(
+            code != 0 && err.contains(why) && !out.contains("Sweep plan"),
+            "{out}{err}"
+        );
+    };
+    refused("1000,2048", "--input-tokens 1000 is no SPEED-Bench throughput split");
+    refused("1024,8192", "throughput_8k.jsonl is not there");
+    let spec = Speclens::start(&["sim", "--port", "0", "--num-spec-tokens", "3", "--time-scale", "0"]);
+    let base = Speclens::start(&["sim", "--port", "0", "--time-scale", "0"]);
+    let dir = tempfile::tempdir().unwrap();
+    let (code, out, err) = crate::common::sweep_within(
+        &spec.url(),
+        &base.url(),
+        "1,2",
+        dir.path(),
+        &[
+            "--dataset",
+            "speed-bench",
+            "--dataset-path",
+            path,
+            "--input-tokens",
+            "1024,2048",
+            "--output-tokens",
+            "16",
+            "--repeats",
+            "1",
+        ],
+        Duration::from_secs(120),
+    );
+    assert_eq!(code, 0, "{out}\n{err}");
+    let console = format!("{out}{err}");
+    assert!(
+        console.contains("Input tokens 1024 (SPEED-Bench throughput_1k):")
+            && console.contains("Input tokens 2048 (SPEED-Bench throughput_2k):"),
+        "{console}"
+    );
+    for (folder, words) in [("", 1024), ("context-2048", 2048)] {
+        let point = crate::common::read_json(&dir.path().join(folder).join("spec-c2.json"));
+        let per_request = point["total_input_tokens"].as_f64().unwrap() / point["completed"].as_f64().unwrap();
+        assert_eq!(per_request, f64::from(words), "{folder}: {point}");
+    }
+    let sweep = crate::common::read_json(&dir.path().join("sweep.json"));
+    let lengths: Vec<u64> = sweep["contexts"]["contexts"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|c| c["input_tokens"].as_u64().unwrap())
+        .collect();
+    assert_eq!(lengths, [1024, 2048]);
+}
+
 /// A sweep run past saturation: both servers hold 8 sequences (more wait), so from 8 on
 /// throughput stays while latency grows. The knee is found within one level of 8 and
 /// over-saturation from 16 on plain, and the console says so; the crossing is not past plain's

@@ -120,7 +120,8 @@ pub struct SweepArgs {
     pub data: DatasetFlags,
     /// Synthetic prompt length in tokens (mean); several (`--input-tokens 256,4096,16384`)
     /// sweep the context too: every level at every length, B* per context and L* per
-    /// concurrency.
+    /// concurrency. With --dataset speed-bench and its folder, each length reads SPEED-Bench's
+    /// throughput split of it (1024, 2048, 8192, 16384, 32768: throughput_1k … throughput_32k).
     #[arg(
         long,
         value_name = "TOKENS",

@@ -185,8 +185,16 @@ impl Plan {
                 "{flag} with several lengths sweeps concurrency levels (--concurrency), not rates"
             ));
         }
-        if several && !matches!(self.point.workload.dataset, bench::workload::Dataset::Synthetic) {
-            return invalid(&format!("{flag} with several lengths sweeps synthetic prompts (--dataset synthetic): a dataset's prompts have their own lengths"));
+        if several {
+            if self.context_axis == ContextAxis::PrefixTokens
+                && !matches!(self.point.workload.dataset, bench::workload::Dataset::Synthetic)
+            {
+                return invalid(&format!("{flag} with several lengths sweeps synthetic prompts (--dataset synthetic): a dataset's prompts have their own lengths"));
+            }
+            // Every length's prompts exist before anything is sent.
+            for &length in &self.input_lengths() {
+                self.clone_for_context(length)?;
+            }
         }
         if !(self.kv_ratio.is_finite() && self.kv_ratio >= 0.0 && (0.0..=1.0).contains(&self.draft_kv_share)) {
             return invalid("--kv-ratio must be ≥ 0 and --draft-kv-share in [0, 1]");
@@ -195,21 +203,31 @@ impl Plan {
         self.point.check_settings()
     }
 
-    /// This plan at one input length, with no context list of its own.
-    fn clone_for_context(&self, length: u32) -> Plan {
+    /// This plan at one input length, with no context list of its own: synthetic prompts of
+    /// that length, or SPEED-Bench's throughput split of it.
+    fn clone_for_context(&self, length: u32) -> Result<Plan, CollectorError> {
         let mut plan = self.clone();
         match self.context_axis {
-            ContextAxis::InputTokens => plan.point.workload.input_tokens = length,
+            ContextAxis::InputTokens => {
+                plan.point.workload.input_tokens = length;
+                plan.point.workload.dataset = self.point.workload.dataset.at_input_length(length)?;
+            }
             ContextAxis::PrefixTokens => plan.point.workload.prefix_tokens = length,
         }
         plan.contexts = Vec::new();
-        plan
+        Ok(plan)
     }
 
     /// The console's heading of one length's sweep.
     fn length_heading(&self, length: u32) -> String {
         match self.context_axis {
-            ContextAxis::InputTokens => format!("\nInput tokens {length}:\n"),
+            ContextAxis::InputTokens => match &self.point.workload.dataset {
+                bench::workload::Dataset::SpeedBench(_) => format!(
+                    "\nInput tokens {length} (SPEED-Bench {}):\n",
+                    bench::workload::speed_bench_split_name(length).unwrap_or("split")
+                ),
+                _ => format!("\nInput tokens {length}:\n"),
+            },
             ContextAxis::PrefixTokens => format!("\nShared prefix {length} tokens:\n"),
         }
     }
@@ -402,7 +420,7 @@ async fn run_contexts(plan: Plan, hub: Option<LiveHub>) -> Result<Option<SweepFi
         contexts.len() * per_context
     ));
     if plan.dry_run {
-        print_context_plans(&plan, &contexts, &out);
+        print_context_plans(&plan, &contexts, &out)?;
         return Ok(None);
     }
     std::fs::create_dir_all(&out)
@@ -425,7 +443,7 @@ async fn run_contexts(plan: Plan, hub: Option<LiveHub>) -> Result<Option<SweepFi
             break;
         }
         let (folder, path) = Plan::length_folder(&out, i == 0, input_tokens);
-        let mut one = plan.clone_for_context(input_tokens);
+        let mut one = plan.clone_for_context(input_tokens)?;
         one.out = Some(path);
         one.dashboard_port = None;
         crate::console::status(&plan.length_heading(input_tokens));
@@ -445,15 +463,16 @@ async fn run_contexts(plan: Plan, hub: Option<LiveHub>) -> Result<Option<SweepFi
 }
 
 /// Each length's plan, for `--dry-run`.
-fn print_context_plans(plan: &Plan, contexts: &[u32], out: &Path) {
+fn print_context_plans(plan: &Plan, contexts: &[u32], out: &Path) -> Result<(), CollectorError> {
     for (i, &input_tokens) in contexts.iter().enumerate() {
-        let mut one = plan.clone_for_context(input_tokens);
+        let mut one = plan.clone_for_context(input_tokens)?;
         let (_, folder) = Plan::length_folder(out, i == 0, input_tokens);
         one.out = Some(folder.clone());
         crate::console::status(&plan.length_heading(input_tokens));
         print_plan(&one, &one.points(), &folder);
     }
     crate::console::status("--dry-run: nothing was sent.\n");
+    Ok(())
 }
 
 /// After the lengths: the summary of those finished into `sweep.json` (naming those not

@@ -17,7 +17,7 @@ use feed::generate;
 pub use feed::{body, BodyOptions, BodySettings, Conversation, Feed, Ready, BUILT_AHEAD};
 use file::from_file;
 use prompt::invalid_workload;
-pub use prompt::{Columns, Dataset, Prompt, Workload, PROMPT_COLUMNS};
+pub use prompt::{speed_bench_split_name, Columns, Dataset, Prompt, Workload, PROMPT_COLUMNS};
 use sonnet::from_sonnet;
 use synthetic::Synthetic;
 use tokio::sync::mpsc;

@@ -42,7 +42,62 @@ pub struct Columns {
 /// prompts use most).
 pub const PROMPT_COLUMNS: [&str; 7] = ["prompt", "question", "instruction", "input", "text", "turns", "content"];
 
+/// SPEED-Bench's throughput splits, each 1,536 prompts of about one input length (all three
+/// entropy tiers): the length in tokens (1K = 1,024) and the split's name, as
+/// `vllm bench serve --speed-bench-dataset-subset` and AIPerf's `speed_bench_throughput_*`
+/// name them. A sweep over `--input-tokens` reads these as its context levels.
+pub const SPEED_BENCH_THROUGHPUT_SPLITS: [(u32, &str); 5] = [
+    (1024, "throughput_1k"),
+    (2048, "throughput_2k"),
+    (8192, "throughput_8k"),
+    (16384, "throughput_16k"),
+    (32768, "throughput_32k"),
+];
+
+/// The name of SPEED-Bench's throughput split of `input_tokens`, if it has one.
+pub fn speed_bench_split_name(input_tokens: u32) -> Option<&'static str> {
+    SPEED_BENCH_THROUGHPUT_SPLITS
+        .iter()
+        .find(|(l, _)| *l == input_tokens)
+        .map(|(_, name)| *name)
+}
+
 impl Dataset {
+    /// This dataset's prompts at an input length of `input_tokens`, for a sweep's context axis:
+    /// synthetic prompts take any length; SPEED-Bench's folder gives the throughput split of
+    /// that length (its file beside the split named); no other dataset has lengths to choose.
+    pub fn at_input_length(&self, input_tokens: u32) -> Result<Dataset, CollectorError> {
+        let refuse = |why: String| Err(CollectorError::InvalidArgument(why));
+        match self {
+            Dataset::Synthetic => Ok(Dataset::Synthetic),
+            Dataset::SpeedBench(split) => {
+                let Some(name) = speed_bench_split_name(input_tokens) else {
+                    let lengths: Vec<String> = SPEED_BENCH_THROUGHPUT_SPLITS
+                        .iter()
+                        .map(|(l, name)| format!("{l} ({name})"))
+                        .collect();
+                    return refuse(format!(
+                        "--input-tokens {input_tokens} is no SPEED-Bench throughput split: its lengths are {}",
+                        lengths.join(", ")
+                    ));
+                };
+                let file = split.with_file_name(format!("{name}.jsonl"));
+                if file.is_file() {
+                    Ok(Dataset::SpeedBench(file))
+                } else {
+                    refuse(format!(
+                        "--input-tokens {input_tokens} reads SPEED-Bench's {name} split: {} is not there (its preparation script writes every split into one folder)",
+                        file.display()
+                    ))
+                }
+            }
+            _ => refuse(
+                "several --input-tokens sweep synthetic prompts or SPEED-Bench's throughput splits (--dataset speed-bench): this dataset's prompts have their own lengths"
+                    .to_string(),
+            ),
+        }
+    }
+
     /// The dataset's kind as `result.json` records it (`synthetic`, `specbench`, `jsonl`).
     pub fn name(&self) -> &'static str {
         match self {
