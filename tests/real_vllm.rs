@@ -837,10 +837,23 @@ async fn real_vllm_a_two_k_sweep_writes_a_schedule_the_server_starts_with_and_ju
         &[format!("k3={}", spec_detailed()), format!("k1={}", spec_k1())],
         &["--base-url", &base_url],
     );
+    // The calibrated prediction against the measured crossing, per arm, into the test
+    // command's log (written past the harness's capture, which keeps a passing test's prints).
+    {
+        use std::io::Write;
+        let mut log = std::io::stderr().lock();
+        for line in stdout.lines().filter(|l| l.contains("Calibrated prediction")) {
+            let _ = writeln!(log, "real vLLM two-k sweep: {}", line.trim());
+        }
+    }
     let table = read_json(&out.join("sweep.json"));
     let arms = table["arms"].as_array().unwrap();
     let ks: Vec<u64> = arms.iter().filter_map(|a| a["k"].as_u64()).collect();
     assert_eq!(ks, [3, 1], "both draft lengths measured: {stdout}");
+    assert!(
+        stdout.contains("Calibrated prediction"),
+        "no calibrated prediction: {stdout}"
+    );
     let rec = &table["recommendation"];
     assert!(stdout.contains("Recommendation:"), "{stdout}");
     let fixed = vllm_config_of(rec, "vLLM")
