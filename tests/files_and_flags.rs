@@ -811,6 +811,31 @@ fn wrong_targets_get_usage_errors_that_name_the_fix() {
     );
     assert_eq!(code, 2, "{err}");
     assert!(err.contains("is not an http:// or https:// URL"), "{err}");
+    // A dead base URL is found before the first point: the spec arm's points are not run
+    // (its folder, which the first point creates, is not there).
+    let dead = format!("http://127.0.0.1:{}", crate::common::browser::free_port());
+    let folder = out.path().join("sweep");
+    let (code, stdout, err) = run_speclens(&[
+        "sweep",
+        "--spec-url",
+        &sim.url(),
+        "--base-url",
+        &dead,
+        "--concurrency",
+        "1,2",
+        "--out",
+        folder.to_str().unwrap(),
+    ]);
+    snapshots.check(
+        &error_snapshot("sweep-dead-base-url"),
+        &error_text(code, &err, out.path()),
+    );
+    assert_eq!(code, 1, "{err}");
+    assert!(
+        err.contains("before the first point, so nothing was measured") && err.contains("arm base: http://127.0.0.1:"),
+        "{err}"
+    );
+    assert!(!folder.exists() && !stdout.contains("spec c ="), "{stdout}");
     snapshots.finish("error messages");
 }
 

@@ -501,9 +501,25 @@ pub(crate) fn client_for(target: &plan::Target, idle: usize) -> Result<reqwest::
         .map_err(|e| CollectorError::InvalidArgument(format!("cannot build the HTTP client: {e}")))
 }
 
-/// The model to ask for: `--model`, else the first one the first server lists.
+/// Why a model list could not be read: the text to show, and whether the server answered at all
+/// (an HTTP error or an odd body) or not (refused, timed out, TLS).
+#[derive(Debug, Clone)]
+pub(crate) struct ModelsError {
+    pub answered: bool,
+    pub text: String,
+}
+
+impl std::fmt::Display for ModelsError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(&self.text)
+    }
+}
+
 /// The first server's model list (`/v1/models`).
-pub(crate) async fn list_models(client: &reqwest::Client, target: &plan::Target) -> Result<serde_json::Value, String> {
+pub(crate) async fn list_models(
+    client: &reqwest::Client,
+    target: &plan::Target,
+) -> Result<serde_json::Value, ModelsError> {
     let url = format!("{}/v1/models", server_base(&target.urls[0]));
     let shown = redact_url(&url);
     let response = client
@@ -515,12 +531,16 @@ pub(crate) async fn list_models(client: &reqwest::Client, target: &plan::Target)
         .map_err(|e| {
             let described = crate::net::describe_http(e);
             let fix = crate::net::connect_hint(&described).unwrap_or(if described.starts_with("cannot connect") {
-                "is the server running, and is --url its address?"
+                "is the server running, and is that its address?"
             } else {
                 "is --url an OpenAI-compatible server?"
             });
-            format!("{shown}: {described} — {fix}")
+            ModelsError {
+                answered: false,
+                text: format!("{shown}: {described} — {fix}"),
+            }
         })?;
+    let answered = |text: String| ModelsError { answered: true, text };
     let status = response.status();
     if !status.is_success() {
         let fix = match status.as_u16() {
@@ -528,14 +548,27 @@ pub(crate) async fn list_models(client: &reqwest::Client, target: &plan::Target)
             404 => "no model list there: is --url the server's base URL (no /v1/chat/completions)? Or name the model with --model",
             _ => "name the model with --model to skip the listing",
         };
-        return Err(format!("{shown} answered HTTP {} — {fix}", status.as_u16()));
+        return Err(answered(format!("{shown} answered HTTP {} — {fix}", status.as_u16())));
     }
     let body = crate::net::read_limited(response, crate::net::MAX_API_BYTES)
         .await
-        .map_err(|e| format!("{shown}: {e}"))?;
+        .map_err(|e| answered(format!("{shown}: {e}")))?;
     serde_json::from_slice(&body).map_err(|e| {
-        format!("{shown} answered something that is not JSON ({e}) — is --url an OpenAI-compatible server? Or name the model with --model")
+        answered(format!("{shown} answered something that is not JSON ({e}) — is --url an OpenAI-compatible server? Or name the model with --model"))
     })
+}
+
+/// Whether `target`'s first server can be benchmarked as given: it answers, and without
+/// `--model` it lists one. A sweep asks this of every arm before its first point, so a dead
+/// server is found before the others' points are measured.
+pub(crate) async fn check_serves(target: &plan::Target) -> Result<(), CollectorError> {
+    let listed = list_models(&client_for(target, 1)?, target).await;
+    if let Err(e) = &listed {
+        if !e.answered {
+            return Err(CollectorError::Server(e.text.clone()));
+        }
+    }
+    choose_model(listed, target).map(|_| ())
 }
 
 /// The model to ask for (`--model`, else the first one listed) and the engine (`--engine`, else
@@ -544,7 +577,14 @@ async fn resolve_model(
     client: &reqwest::Client,
     target: &plan::Target,
 ) -> Result<(String, Option<Engine>), CollectorError> {
-    let listed = list_models(client, target).await;
+    choose_model(list_models(client, target).await, target)
+}
+
+/// The model and engine of [`resolve_model`], from the server's listing.
+fn choose_model(
+    listed: Result<serde_json::Value, ModelsError>,
+    target: &plan::Target,
+) -> Result<(String, Option<Engine>), CollectorError> {
     let owned_by = listed
         .as_ref()
         .ok()

@@ -232,6 +232,10 @@ pub struct TargetArgs {
     /// Bearer token for the servers; never written to any file, log or report.
     #[arg(long, env = "OPENAI_API_KEY", hide_env_values = true)]
     pub api_key: Option<String>,
+    /// `vllm bench serve`'s --host, refused with the flag to use instead (a server is named by
+    /// its whole URL here).
+    #[arg(long, hide = true)]
+    pub host: Option<String>,
     /// Extra request header, "Name: value" (repeatable).
     #[arg(long = "header", value_name = "NAME: VALUE", hide_short_help = true)]
     pub headers: Vec<String>,
@@ -357,9 +361,10 @@ pub struct DashboardArgs {
     /// Serve the live dashboard during the run (and after it, until Ctrl-C).
     #[arg(long)]
     pub dashboard: bool,
-    /// Port of the live dashboard (0 picks a free one); `--port`, as on serve, sim and demo.
-    #[arg(long, visible_alias = "port", value_name = "PORT", default_value_t = 8321)]
-    pub dashboard_port: u16,
+    /// Port of the live dashboard (0 picks a free one); `--port`, as on serve, sim and demo;
+    /// only with --dashboard [default: 8321]
+    #[arg(long, visible_alias = "port", value_name = "PORT")]
+    pub dashboard_port: Option<u16>,
 }
 
 /// Flags of `speclens bench`.
@@ -493,6 +498,11 @@ pub(super) fn check_url(url: &str) -> Result<(), CollectorError> {
 impl TargetArgs {
     /// The target `urls` with these settings; headers are parsed here, once.
     pub fn target(&self, urls: Vec<String>) -> Result<Target, CollectorError> {
+        if let Some(host) = &self.host {
+            return invalid(format!(
+                "--host {host}: speclens names a server by its whole URL, http://{host}:PORT (bench: --url; sweep: --spec-url, --base-url or --arm), where vllm bench serve takes --host and --port; --port here is the live dashboard's (--dashboard-port)"
+            ));
+        }
         let mut target = Target::new(urls);
         target.endpoint = match self.endpoint {
             EndpointArg::Chat => EndpointKind::Chat,
@@ -629,8 +639,16 @@ impl WorkloadArgs {
 }
 
 impl DashboardArgs {
-    pub(super) fn port(&self) -> Option<u16> {
-        self.dashboard.then_some(self.dashboard_port)
+    /// The live dashboard's port, when there is one; a port given without --dashboard is
+    /// refused (a vLLM user's `--port 8000` meant the server's, and nothing would use it).
+    pub(super) fn port(&self) -> Result<Option<u16>, CollectorError> {
+        match (self.dashboard, self.dashboard_port) {
+            (true, port) => Ok(Some(port.unwrap_or(super::DASHBOARD_PORT))),
+            (false, None) => Ok(None),
+            (false, Some(port)) => invalid(format!(
+                "--port {port} is the live dashboard's port (--dashboard-port) and there is no --dashboard: add --dashboard, or, for the server's port, name the server by its URL (bench: --url http://HOST:{port}; sweep: --spec-url, --base-url or --arm)"
+            )),
+        }
     }
 }
 
@@ -680,7 +698,7 @@ impl BenchArgs {
                 print: !self.quiet,
             },
             checks: self.checks()?,
-            dashboard_port: self.dashboard.port(),
+            dashboard_port: self.dashboard.port()?,
         };
         plan.check()?;
         Ok(plan)
@@ -770,7 +788,7 @@ impl AcceptArgs {
             requests_per_category: self.requests_per_category,
             run,
             out: self.out.clone(),
-            dashboard_port: self.dashboard.port(),
+            dashboard_port: self.dashboard.port()?,
         };
         plan.check()?;
         Ok(plan)

@@ -231,7 +231,7 @@ pub struct ServeArgs {
     #[arg(long, default_value = "127.0.0.1")]
     pub host: IpAddr,
     /// Port to bind (0 picks a free one).
-    #[arg(long, default_value_t = 8321)]
+    #[arg(long, default_value_t = DASHBOARD_PORT)]
     pub port: u16,
     /// Access token required by every page and API request. Generated when binding a
     /// non-loopback address without one.
@@ -245,11 +245,14 @@ pub struct ServeArgs {
     pub results_dir: PathBuf,
 }
 
+/// The dashboard's port unless one is given: `serve`'s, `demo`'s and a run's `--dashboard`.
+pub const DASHBOARD_PORT: u16 = 8321;
+
 /// Flags of `speclens demo`.
 #[derive(Debug, Clone, Args)]
 pub struct DemoArgs {
     /// Dashboard port (0 picks a free one).
-    #[arg(long, default_value_t = 8321)]
+    #[arg(long, default_value_t = DASHBOARD_PORT)]
     pub port: u16,
     /// Folder holding the built dashboard (default: the one built into this binary).
     #[arg(long, env = "SPECLENS_WEB_DIR")]

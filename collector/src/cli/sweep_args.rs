@@ -261,7 +261,7 @@ impl SweepArgs {
             },
             out: self.out.clone(),
             dry_run: self.dry_run,
-            dashboard_port: self.dashboard.port(),
+            dashboard_port: self.dashboard.port()?,
             allow_mixed_arms: self.allow_mixed_arms,
             join_stale: self.join_stale,
             trace_offsets_s: self.trace_offsets()?,

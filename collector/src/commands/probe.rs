@@ -111,7 +111,7 @@ pub async fn probe(target: &Target) -> Result<ProbeReport, CollectorError> {
     let drafts_before_after = drafts(&before).zip(drafts(&after));
     let seen = Seen {
         url: redact_url(server_base(&url)).trim_end_matches('/').to_string(),
-        models: models.map_err(|e| e.clone()),
+        models: models.map_err(|e| e.text.clone()),
         version,
         metrics: after,
         metrics_note,

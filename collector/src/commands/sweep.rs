@@ -667,6 +667,27 @@ fn print_plan(plan: &Plan, points: &[Point<'_>], out: &Path) {
 /// a crossing of the wrong sign and recommend "speculation off"): the warnings to keep, or an
 /// error unless `--allow-mixed-arms`.
 async fn check_arms(plan: &Plan) -> Result<Vec<String>, CollectorError> {
+    // Every arm's server answers (and lists a model, without --model) before the first point:
+    // a dead base URL is not found after the spec arm's points have run.
+    let mut dead = Vec::new();
+    for (name, url) in &plan.arms {
+        let mut target = plan.point.target.clone();
+        target.urls = vec![url.clone()];
+        if let Err(e) = bench::check_serves(&target).await {
+            dead.push(format!("  arm {name}: {e}"));
+        }
+    }
+    if !dead.is_empty() {
+        return Err(CollectorError::Server(format!(
+            "{} before the first point, so nothing was measured:\n{}",
+            if dead.len() == 1 {
+                "an arm's server fails its check"
+            } else {
+                "arms' servers fail their check"
+            },
+            dead.join("\n")
+        )));
+    }
     let warnings = mismatched_arms(&plan.arms).await;
     if !warnings.is_empty() {
         let lines: Vec<String> = warnings.iter().map(|w| format!("  {w}")).collect();
