@@ -699,6 +699,33 @@ fn sweep_dry_run_prints_the_plan_only() {
         out.contains("Estimated time: 2.0–3.3 min (at 10 ms per output token, 100 tokens a request"),
         "{out}"
     );
+    // The model's draft cost at its default is said, unless given or the servers' proposer
+    // (their --speculative-config's method) drafts at no cost.
+    let note = "Note: the model prices a draft at --draft-cost 0, a prompt-lookup (n-gram) proposer's";
+    assert!(out.contains(note), "{out}");
+    for given in [
+        &["--draft-cost", "0"][..],
+        &[
+            "--speculative-config",
+            r#"{"method": "ngram", "num_speculative_tokens": 3}"#,
+        ],
+    ] {
+        let (code, out, _) = run_speclens(
+            &[
+                &[
+                    "sweep",
+                    "--spec-url",
+                    "http://127.0.0.1:9",
+                    "--base-url",
+                    "http://127.0.0.1:9",
+                    "--dry-run",
+                ][..],
+                given,
+            ]
+            .concat(),
+        );
+        assert!(code == 0 && !out.contains(note), "{given:?}: {out}");
+    }
 }
 
 #[test]

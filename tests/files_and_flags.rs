@@ -378,7 +378,10 @@ fn the_load_commands_help_is_grouped_and_short_help_fits_a_screen() {
         .output()
         .unwrap();
     let err = String::from_utf8_lossy(&out.stderr);
-    assert!(!err.contains("unexpected argument"), "{err}");
+    assert!(
+        !err.contains("unexpected argument") && err.contains("and there is no --dashboard: add --dashboard"),
+        "{err}"
+    );
 }
 
 #[test]
@@ -559,7 +562,7 @@ fn usage_errors_exit_2_and_a_closed_pipe_ends_read_quietly() {
                 "--dataset-path",
                 "x.json",
             ],
-            "sweeps synthetic prompts",
+            "sweep synthetic prompts or SPEED-Bench's throughput splits",
         ),
         (&["--input-tokens", "0,4096"], "--input-tokens takes lengths ≥ 1"),
     ] {
@@ -836,6 +839,24 @@ fn wrong_targets_get_usage_errors_that_name_the_fix() {
         "{err}"
     );
     assert!(!folder.exists() && !stdout.contains("spec c ="), "{stdout}");
+    // `vllm bench serve`'s --host and --port name the server; here they are refused with the
+    // flags that do (--port alone is the dashboard's, and without --dashboard nothing uses it).
+    for (name, flags, says) in [
+        (
+            "bench-host",
+            ["--host", "127.0.0.1"],
+            "speclens names a server by its whole URL",
+        ),
+        (
+            "bench-port-without-dashboard",
+            ["--port", "8000"],
+            "there is no --dashboard",
+        ),
+    ] {
+        let (code, _, err) = run_speclens(&[&["bench"][..], &flags].concat());
+        snapshots.check(&error_snapshot(name), &error_text(code, &err, out.path()));
+        assert!(code == 2 && err.contains(says) && err.contains("--url"), "{err}");
+    }
     snapshots.finish("error messages");
 }
 
@@ -905,38 +926,7 @@ fn an_untrusted_certificate_is_named_with_the_flags_that_trust_it() {
         "-extfile",
         "leaf.ext",
     ]);
-    let mut server = Command::new("openssl")
-        .args([
-            "s_server",
-            "-accept",
-            "127.0.0.1:0",
-            "-cert",
-            "leaf.pem",
-            "-key",
-            "leaf.key",
-            "-www",
-        ])
-        .current_dir(dir.path())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::null())
-        .spawn()
-        .expect("openssl s_server starts");
-    struct Kill(std::process::Child);
-    impl Drop for Kill {
-        fn drop(&mut self) {
-            let _ = self.0.kill();
-            let _ = self.0.wait();
-        }
-    }
-    let stdout = server.stdout.take().unwrap();
-    let _server = Kill(server);
-    // "ACCEPT 127.0.0.1:PORT" once it listens.
-    let port = BufReader::new(stdout)
-        .lines()
-        .map_while(Result::ok)
-        .find_map(|line| line.strip_prefix("ACCEPT 127.0.0.1:").map(str::to_string))
-        .expect("s_server prints the port it listens on");
-    let url = format!("https://127.0.0.1:{port}");
+    let (_server, url) = tls_server(dir.path(), "leaf.pem", "leaf.key");
     let run = dir.path().join("run");
     let (code, err) = bench_error(&url, &run, &[]);
     let mut snapshots = Snapshots::new();
@@ -961,7 +951,73 @@ fn an_untrusted_certificate_is_named_with_the_flags_that_trust_it() {
             "{extra:?}: the model list was read and refused: {err}"
         );
     }
+    // A self-signed certificate that is its own CA (openssl's `req -x509` marks it CA:TRUE,
+    // which WebPKI refuses as a server's): untrusted without a flag, trusted by --ca-cert with
+    // itself, as curl trusts it.
+    openssl(
+        &[
+            &["req", "-x509"][..],
+            &ec,
+            &[
+                "-keyout",
+                "self.key",
+                "-out",
+                "self.pem",
+                "-days",
+                "2",
+                "-subj",
+                "/CN=127.0.0.1",
+                "-addext",
+                "subjectAltName=IP:127.0.0.1",
+            ],
+        ]
+        .concat(),
+    );
+    let (_self_signed, url) = tls_server(dir.path(), "self.pem", "self.key");
+    let (code, err) = bench_error(&url, &run, &[]);
+    assert!(
+        code == 1 && err.contains("TLS failed: the server's certificate is not trusted"),
+        "{err}"
+    );
+    let own = dir.path().join("self.pem");
+    let (code, err) = bench_error(&url, &run, &["--ca-cert", own.to_str().unwrap()]);
+    snapshots.check(
+        &error_snapshot("self-signed-certificate-trusted"),
+        &error_text(code, &err, dir.path()),
+    );
+    assert!(
+        !err.contains("TLS failed") && err.contains("/v1/models"),
+        "--ca-cert with the server's own certificate gets past TLS: {err}"
+    );
     snapshots.finish("error messages");
+}
+
+/// `openssl s_server` on a free loopback port with `cert` and `key` (files in `dir`), answering
+/// every request with its status page: the process (killed when dropped) and its https:// URL.
+fn tls_server(dir: &Path, cert: &str, key: &str) -> (impl Drop, String) {
+    let mut server = Command::new("openssl")
+        .args(["s_server", "-accept", "127.0.0.1:0", "-cert", cert, "-key", key, "-www"])
+        .current_dir(dir)
+        .stdout(Stdio::piped())
+        .stderr(Stdio::null())
+        .spawn()
+        .expect("openssl s_server starts");
+    struct Kill(std::process::Child);
+    impl Drop for Kill {
+        fn drop(&mut self) {
+            let _ = self.0.kill();
+            let _ = self.0.wait();
+        }
+    }
+    let stdout = server.stdout.take().unwrap();
+    let server = Kill(server);
+    // "ACCEPT 127.0.0.1:PORT" once it listens.
+    let port = BufReader::new(stdout)
+        .lines()
+        .map_while(Result::ok)
+        .find_map(|line| line.strip_prefix("ACCEPT 127.0.0.1:").map(str::to_string))
+        .expect("s_server prints the port it listens on");
+    (server, format!("https://127.0.0.1:{port}"))
 }
 
 /// Run a short `bench` against `url` that is expected to fail: its exit code and stderr.

@@ -11,5 +11,6 @@ pub mod results_folder;
 pub mod serve;
 pub mod session;
 pub mod sim;
+pub mod tls;
 
 pub use error::CollectorError;

@@ -491,10 +491,8 @@ pub(crate) fn client_for(target: &plan::Target, idle: usize) -> Result<reqwest::
         .tcp_nodelay(true)
         .pool_max_idle_per_host(idle)
         .danger_accept_invalid_certs(target.insecure);
-    if let Some(pem) = &target.ca_cert_pem {
-        let cert = reqwest::Certificate::from_pem(pem)
-            .map_err(|e| CollectorError::InvalidArgument(format!("--ca-cert is not a PEM certificate: {e}")))?;
-        builder = builder.add_root_certificate(cert);
+    if let (Some(pem), false) = (&target.ca_cert_pem, target.insecure) {
+        builder = builder.use_preconfigured_tls(crate::tls::trusting(pem)?);
     }
     builder
         .build()

@@ -242,7 +242,8 @@ pub struct TargetArgs {
     /// Seconds before a request is abandoned as timed out.
     #[arg(long, default_value_t = 600.0, hide_short_help = true)]
     pub timeout: f64,
-    /// PEM file of a CA to trust for https:// servers (besides the system's roots).
+    /// PEM file of a CA to trust for https:// servers (besides Mozilla's public roots), or of a
+    /// self-signed server's own certificate, trusted when the server presents exactly it.
     #[arg(long, value_name = "FILE", hide_short_help = true)]
     pub ca_cert: Option<PathBuf>,
     /// Accept any certificate from https:// servers (a self-signed test server; never in
@@ -638,12 +639,15 @@ impl WorkloadArgs {
     }
 }
 
+/// The dashboard's port unless one is given: `serve`'s, `demo`'s and a run's `--dashboard`.
+pub const DASHBOARD_PORT: u16 = 8321;
+
 impl DashboardArgs {
     /// The live dashboard's port, when there is one; a port given without --dashboard is
     /// refused (a vLLM user's `--port 8000` meant the server's, and nothing would use it).
     pub(super) fn port(&self) -> Result<Option<u16>, CollectorError> {
         match (self.dashboard, self.dashboard_port) {
-            (true, port) => Ok(Some(port.unwrap_or(super::DASHBOARD_PORT))),
+            (true, port) => Ok(Some(port.unwrap_or(DASHBOARD_PORT))),
             (false, None) => Ok(None),
             (false, Some(port)) => invalid(format!(
                 "--port {port} is the live dashboard's port (--dashboard-port) and there is no --dashboard: add --dashboard, or, for the server's port, name the server by its URL (bench: --url http://HOST:{port}; sweep: --spec-url, --base-url or --arm)"

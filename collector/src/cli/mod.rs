@@ -15,7 +15,9 @@ use speclens_shared::model::context::{ContextReport, LinearStepCosts, StepCosts,
 use speclens_shared::model::speedup::{Costs, Measured, ModelReport, Proposer};
 
 use load::ridge_of;
-pub use load::{AcceptArgs, BenchArgs, DashboardArgs, PrometheusArgs, ScrapeFlags, TargetArgs, WorkloadArgs};
+pub use load::{
+    AcceptArgs, BenchArgs, DashboardArgs, PrometheusArgs, ScrapeFlags, TargetArgs, WorkloadArgs, DASHBOARD_PORT,
+};
 pub use sim::{FaultArgs, SimArgs};
 pub use sweep_args::{ArmArg, SweepArgs};
 
@@ -244,9 +246,6 @@ pub struct ServeArgs {
     #[arg(long, default_value = "speclens-results")]
     pub results_dir: PathBuf,
 }
-
-/// The dashboard's port unless one is given: `serve`'s, `demo`'s and a run's `--dashboard`.
-pub const DASHBOARD_PORT: u16 = 8321;
 
 /// Flags of `speclens demo`.
 #[derive(Debug, Clone, Args)]

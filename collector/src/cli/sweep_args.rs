@@ -146,9 +146,10 @@ pub struct SweepArgs {
     pub workload: WorkloadArgs,
     #[command(flatten)]
     pub scrape: ScrapeFlags,
-    /// Draft cost c for the model's prediction.
-    #[arg(long, default_value_t = 0.0, help_heading = "Model")]
-    pub draft_cost: f64,
+    /// Draft cost c for the model's prediction: a draft pass's time as a share of a target
+    /// step's (0 for n-gram; an EAGLE, MTP or draft-model proposer costs more) [default: 0]
+    #[arg(long, help_heading = "Model")]
+    pub draft_cost: Option<f64>,
     /// GPU preset for the model's roofline ridge: h100, h200, a100 (as `speclens model`).
     #[arg(long, default_value = "h100", help_heading = "Model")]
     pub gpu: String,
@@ -256,9 +257,10 @@ impl SweepArgs {
             repeat_spread: self.repeat_spread / 100.0,
             point,
             costs: Costs {
-                draft_cost: self.draft_cost,
+                draft_cost: self.draft_cost.unwrap_or(0.0),
                 ridge_tokens: ridge_of(&self.gpu, self.ridge)?.0,
             },
+            draft_cost_given: self.draft_cost.is_some(),
             out: self.out.clone(),
             dry_run: self.dry_run,
             dashboard_port: self.dashboard.port()?,

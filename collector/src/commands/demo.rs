@@ -159,6 +159,8 @@ fn sweep_plan(spec_url: &str, k1_url: &str, base_url: &str, out: PathBuf) -> cra
         repeat_spread: 0.0,
         point,
         costs: DEMO_COSTS,
+        // The demo's sims draft at no cost, as the model's c = 0 says.
+        draft_cost_given: true,
         out: Some(out),
         dry_run: false,
         dashboard_port: None,

@@ -58,6 +58,9 @@ pub struct Plan {
     pub point: bench::Plan,
     /// The model's costs for the prediction.
     pub costs: Costs,
+    /// Whether the draft cost was given (`--draft-cost`); at its default, 0, a note says what
+    /// it assumes unless the servers' proposer is known to cost nothing.
+    pub draft_cost_given: bool,
     /// Results folder (None: `speclens-results/<time>-sweep/`).
     pub out: Option<PathBuf>,
     /// Print the points and run nothing.
@@ -201,6 +204,17 @@ impl Plan {
         }
         // Every point's run: the same settings, checked once before anything is sent.
         self.point.check_settings()
+    }
+
+    /// A note when the model prices a draft at the default c = 0 (a prompt-lookup proposer's)
+    /// and the servers' `--speculative-config` does not name a proposer that costs nothing: an
+    /// EAGLE, MTP or draft-model user would otherwise read a B* that leaves the drafter out.
+    fn draft_cost_note(&self) -> Option<&'static str> {
+        let method = self.speculative_config.as_ref().and_then(|c| c["method"].as_str());
+        if self.draft_cost_given || matches!(method, Some("ngram" | "ngram_gpu" | "suffix")) {
+            return None;
+        }
+        Some("Note: the model prices a draft at --draft-cost 0, a prompt-lookup (n-gram) proposer's; an EAGLE, MTP or draft-model proposer costs a share of a target step: give it as --draft-cost (a draft pass's time ÷ a target step's; `speclens model --forward` reads both from `vllm bench forward`). The measured crossing does not depend on it; the model's B*, its schedule and the calibrated prediction do.\n")
     }
 
     /// This plan at one input length, with no context list of its own: synthetic prompts of
@@ -389,6 +403,9 @@ pub async fn run(plan: Plan) -> Result<(), CollectorError> {
 /// (`None` after `--dry-run`).
 pub async fn run_with(plan: Plan, hub: Option<LiveHub>) -> Result<Option<SweepFile>, CollectorError> {
     plan.check()?;
+    if let Some(note) = plan.draft_cost_note() {
+        crate::console::status(note);
+    }
     if plan.input_lengths().len() > 1 {
         return run_contexts(plan, hub).await;
     }
