@@ -51,6 +51,25 @@ async fn the_demo_tells_one_story_on_its_console_dashboard_and_report() {
         console.contains("speclens dashboard: http://127.0.0.1:"),
         "the live page is served from the start"
     );
+    // The answer comes first: within 25 lines of the sweep's last point line, before the
+    // tables, led by the measured crossing.
+    let lines: Vec<&str> = console.lines().collect();
+    let last_point = lines
+        .iter()
+        .rposition(|l| l.trim_start().starts_with("base c = "))
+        .unwrap_or_else(|| panic!("point lines: {console}"));
+    let answer = lines
+        .iter()
+        .position(|l| l.starts_with("Answer (measured first"))
+        .unwrap_or_else(|| panic!("an answer block: {console}"));
+    assert!(
+        answer > last_point && answer - last_point <= 25,
+        "answer at line {answer}, last point at {last_point}: {console}"
+    );
+    assert!(
+        lines[answer + 1].starts_with("  Measured: speculation pays below B* = "),
+        "{console}"
+    );
     // The seeded figures are the sweep's headline arm's, as sweep.json holds them, with every
     // parameter the model needs; the B* printed beside the link is that arm's prediction.
     let named = console

@@ -2,6 +2,7 @@
 //! engine (`sim`): each turns its plan into work and prints or serves the answer.
 
 pub mod accept;
+mod arm_check;
 pub mod check;
 pub mod demo;
 pub mod model;

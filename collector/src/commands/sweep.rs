@@ -9,11 +9,10 @@
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 use std::sync::{Arc, OnceLock};
-use std::time::Duration;
 
+use speclens_shared::engine::Engine;
 use speclens_shared::model::speedup::Costs;
 use speclens_shared::results::run_result::RunResult;
-use speclens_shared::scrape::ScrapeFailure;
 use speclens_shared::sweep::arms::{self, NamedPoint, BASE_ARM};
 use speclens_shared::sweep::contexts::{distinct_lengths, ContextAxis, ContextInput, ContextSweep};
 use speclens_shared::sweep::{repeats_settled, Axis, EarlierPoint, Level, SweepFile};
@@ -85,50 +84,6 @@ pub struct Plan {
     /// The KV term the model's B*(L) charges, and the drafter's share of it.
     pub kv_ratio: f64,
     pub draft_kv_share: f64,
-}
-
-/// What an arm's `/metrics` says of its role before the sweep sends anything.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-enum Role {
-    /// Spec-decode counters (or SGLang's gauges) are exported: the server speculates.
-    Speculates,
-    /// The metrics answer without any: the server does not.
-    Plain,
-    /// No answer to judge by (unreachable, malformed): the sweep's own points will say why.
-    Unknown,
-}
-
-/// Each arm's role as its server shows it against the role it was given: a sentence per
-/// mismatch, naming the arm and what was seen.
-async fn mismatched_arms(arms: &[(String, String)]) -> Vec<String> {
-    let Ok(client) = crate::net::client_builder().timeout(Duration::from_secs(10)).build() else {
-        return Vec::new();
-    };
-    let mut found = Vec::new();
-    for (name, url) in arms {
-        let Ok(endpoints) = bench::scrape::endpoints(std::slice::from_ref(url), &[]) else {
-            continue;
-        };
-        let Some(endpoint) = endpoints.first() else { continue };
-        let (metrics, _) = bench::scrape::resolve_url(&client, &endpoint.url).await;
-        let role = match bench::scrape::fetch(&client, &metrics).await {
-            Ok(_) => Role::Speculates,
-            Err(ScrapeFailure::NoSpecMetrics) => Role::Plain,
-            Err(_) => Role::Unknown,
-        };
-        let plain = name == BASE_ARM;
-        let redacted = crate::net::redact_url(&metrics);
-        match (plain, role) {
-            (true, Role::Speculates) => found.push(format!(
-                "arm {name} is given as plain (--base-url) but its server speculates: {redacted} exports spec-decode counters"
-            )),
-            (false, Role::Plain) => found.push(format!(
-                "arm {name} is given as speculative but its server does not speculate: {redacted} exports no spec-decode counters"
-            )),
-            _ => {}
-        }
-    }
-    found
 }
 
 /// One point of a sweep.
@@ -582,7 +537,7 @@ async fn run_one(plan: Plan, hub: Option<LiveHub>, lock: bool) -> Result<Option<
         crate::console::status("--dry-run: nothing was sent.\n");
         return Ok(None);
     }
-    let warnings = check_arms(&plan).await?;
+    let warnings = super::arm_check::check_arms(&plan.arms, &plan.point.target, plan.allow_mixed_arms).await?;
     std::fs::create_dir_all(&out)
         .map_err(|e| CollectorError::Output(format!("cannot create {}: {e}", out.display())))?;
     let _lock = if lock {
@@ -640,12 +595,7 @@ async fn run_one(plan: Plan, hub: Option<LiveHub>, lock: bool) -> Result<Option<
         &out.join("sweep.json"),
         &crate::results_folder::write::to_json_bytes(&table)?,
     )?;
-    let notes = workload_notes(&results);
-    crate::console::status(&format!(
-        "\n{own_warnings}{}{notes}Results: {}\n",
-        table.render(),
-        out.display()
-    ));
+    print_outcome(&table, &results, &own_warnings, &out);
     if let Some(signal) = stopped {
         return Err(CollectorError::Interrupted {
             message: format!(
@@ -658,6 +608,31 @@ async fn run_one(plan: Plan, hub: Option<LiveHub>, lock: bool) -> Result<Option<
     }
     session.close("the sweep").await?;
     Ok(Some(table))
+}
+
+/// The sweep's outcome on the console: the answer first (the servers' engine named by the
+/// points' results), then the table's warnings, its detail and the workload's notes.
+fn print_outcome(table: &SweepFile, results: &[Measured], own_warnings: &str, out: &Path) {
+    let engine = results.iter().find_map(|m| {
+        m.result
+            .config
+            .as_ref()?
+            .engine
+            .as_deref()
+            .and_then(Engine::from_owned_by)
+    });
+    let answer = table.answer(engine);
+    let answer = if answer.is_empty() {
+        answer
+    } else {
+        format!("\n{answer}  Results: {}\n", out.display())
+    };
+    crate::console::status(&format!(
+        "{answer}\n{own_warnings}{}{}Results: {}\n",
+        table.render(),
+        workload_notes(results),
+        out.display()
+    ));
 }
 
 /// The sweep's plan on the console: heading, one line per point, the time estimate.
@@ -678,48 +653,6 @@ fn print_plan(plan: &Plan, points: &[Point<'_>], out: &Path) {
     }
     text.push_str(&plan_estimate(plan, points));
     crate::console::status(&text);
-}
-
-/// The arms' set-up, checked before anything is measured (swapped URLs would otherwise measure
-/// a crossing of the wrong sign and recommend "speculation off"): the warnings to keep, or an
-/// error unless `--allow-mixed-arms`.
-async fn check_arms(plan: &Plan) -> Result<Vec<String>, CollectorError> {
-    // Every arm's server answers (and lists a model, without --model) before the first point:
-    // a dead base URL is not found after the spec arm's points have run.
-    let mut dead = Vec::new();
-    for (name, url) in &plan.arms {
-        let mut target = plan.point.target.clone();
-        target.urls = vec![url.clone()];
-        if let Err(e) = bench::check_serves(&target).await {
-            dead.push(format!("  arm {name}: {e}"));
-        }
-    }
-    if !dead.is_empty() {
-        return Err(CollectorError::Server(format!(
-            "{} before the first point, so nothing was measured:\n{}",
-            if dead.len() == 1 {
-                "an arm's server fails its check"
-            } else {
-                "arms' servers fail their check"
-            },
-            dead.join("\n")
-        )));
-    }
-    let warnings = mismatched_arms(&plan.arms).await;
-    if !warnings.is_empty() {
-        let lines: Vec<String> = warnings.iter().map(|w| format!("  {w}")).collect();
-        if !plan.allow_mixed_arms {
-            return Err(CollectorError::InvalidArgument(format!(
-                "the arms do not match their servers:\n{}\n(check the URLs; --allow-mixed-arms goes on and keeps this warning in sweep.json)",
-                lines.join("\n")
-            )));
-        }
-        crate::console::status(&format!(
-            "Warning: the arms do not match their servers (--allow-mixed-arms):\n{}\n",
-            lines.join("\n")
-        ));
-    }
-    Ok(warnings)
 }
 
 /// The points' workload warnings, once each (every point ran the same workload).

@@ -4,6 +4,7 @@
 //! each engine takes it (`schedules`) and the recommendation (`recommend`).
 
 pub mod adaptive;
+mod answer;
 pub mod arms;
 pub mod contexts;
 mod engine_lines;

@@ -478,7 +478,7 @@ fn cut_off_of(arms: &Arms, picks: &[LevelPick]) -> Option<CutOff> {
 }
 
 #[cfg(test)]
-mod tests {
+pub(super) mod tests {
     use super::*;
 
     #[test]
@@ -542,7 +542,7 @@ mod tests {
     use crate::sweep::{Level, SweepFile};
 
     /// Concurrency points of `(arm, level, result)` triples, unrepeated.
-    fn named<'a>(results: &'a [(&'a str, u64, RunResult)]) -> Vec<NamedPoint<'a>> {
+    pub(in crate::sweep) fn named<'a>(results: &'a [(&'a str, u64, RunResult)]) -> Vec<NamedPoint<'a>> {
         results
             .iter()
             .map(|(arm, c, r)| NamedPoint {
@@ -630,27 +630,29 @@ mod tests {
         assert!(text.contains("Model (per-position rates of spec"), "{text}");
     }
 
-    #[test]
-    fn two_arms_give_ranges_a_cut_off_and_a_vllm_schedule() {
-        let long = [0.8, 0.6, 0.45];
-        let short = [0.8];
-        // Output tok/s by concurrency: k3 best at 1 and 8, k1 at 32, plain at 64.
+    /// Arms k3 (rates 0.8, 0.6, 0.45) and k1 (0.8) against plain, output tok/s by concurrency:
+    /// k3 best at 1 and 8, k1 at 32, plain at 64.
+    pub(in crate::sweep) fn two_arm_results() -> Vec<(&'static str, u64, RunResult)> {
         let data = [
             (1, 300.0, 200.0, 100.0),
             (8, 2000.0, 1500.0, 800.0),
             (32, 3000.0, 3600.0, 3000.0),
             (64, 3000.0, 3400.0, 4000.0),
         ];
-        let results: Vec<(&str, u64, RunResult)> = data
-            .iter()
+        data.iter()
             .flat_map(|(c, k3, k1, plain)| {
                 [
-                    ("k3", *c, run(*k3, &long)),
-                    ("k1", *c, run(*k1, &short)),
+                    ("k3", *c, run(*k3, &[0.8, 0.6, 0.45])),
+                    ("k1", *c, run(*k1, &[0.8])),
                     ("base", *c, run(*plain, &[])),
                 ]
             })
-            .collect();
+            .collect()
+    }
+
+    #[test]
+    fn two_arms_give_ranges_a_cut_off_and_a_vllm_schedule() {
+        let results = two_arm_results();
         let points = named(&results);
         let config = serde_json::json!({"method": "eagle3", "num_speculative_tokens": 5});
         let t = SweepFile::of_arms(&points, Costs::H100_FREE_DRAFTS, Some(&config), &[]);
