@@ -67,7 +67,7 @@ pub fn spec_table(summary: &SpecSummary) -> String {
         out.push_str(&line);
         out.push('\n');
     }
-    for note in &summary.notes {
+    for note in summary.two_lengths_note().iter().chain(&summary.notes) {
         out.push_str(&format!("  Note: {note}\n"));
     }
     out

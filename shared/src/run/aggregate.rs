@@ -447,6 +447,21 @@ impl SpecSummary {
         rows
     }
 
+    /// Why the table's two acceptance lengths differ, when they do at the printed precision:
+    /// AIPerf's per-request mean counts each request once, the token-weighted one pools every
+    /// request's drafts as a server's counters do.
+    pub fn two_lengths_note(&self) -> Option<String> {
+        let mean = self.spec_decode_acceptance_length.as_ref()?.avg;
+        let pooled = self.spec_decode_token_weighted_acceptance_length.as_ref()?.avg;
+        let (mean_text, pooled_text) = (format_thousands(mean), format_thousands(pooled));
+        (mean_text != pooled_text).then(|| {
+            format!(
+                "Acceptance Length {mean_text} is the mean of each request's own (every request counts once); the token-weighted {pooled_text} pools every request's drafts, as the server's counters do (the acceptance length of the other sections): they differ when requests that draft more accept {}",
+                if pooled < mean { "less" } else { "more" }
+            )
+        })
+    }
+
     /// `  Accepted drafts per step (% of steps):  0: 25%   1: 18%` — buckets 0..=min(max j, 7),
     /// every j ≥ 8 folded into `>=8`. `None` when no step was taken.
     pub fn histogram_line(&self) -> Option<String> {
@@ -608,6 +623,24 @@ mod tests {
             s.spec_decode_overall_draft_acceptance_rate.as_ref().unwrap().avg,
             45.45454545454545
         ));
+    }
+
+    /// The per-request mean and the token-weighted length, named apart where they differ:
+    /// (3.25 + 1.67) ÷ 2 = 2.46 against 1 + 20 ÷ 11 = 2.82 (the long request accepts more).
+    #[test]
+    fn the_two_acceptance_lengths_are_told_apart_where_they_differ() {
+        let mut agg = SpecAggregator::new();
+        agg.push(&record(&[2, 3, 1, 4, 2, 0, 3, 3], 4));
+        assert_eq!(
+            agg.summary().unwrap().two_lengths_note(),
+            None,
+            "one request: one length"
+        );
+        agg.push(&record(&[1, 1, 0], 4));
+        assert_eq!(
+            agg.summary().unwrap().two_lengths_note().unwrap(),
+            "Acceptance Length 2.46 is the mean of each request's own (every request counts once); the token-weighted 2.82 pools every request's drafts, as the server's counters do (the acceptance length of the other sections): they differ when requests that draft more accept more"
+        );
     }
 
     #[test]
