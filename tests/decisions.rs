@@ -13,6 +13,9 @@ use crate::common::{read_json, run_speclens, run_speclens_within, Speclens};
 
 /// A timed sim on a small ridge (T* = 8 token positions), so that its arms cross within a few
 /// concurrent requests; `extra` sets k and acceptance.
+/// The sweeps' requests (8 input and 32 output tokens) and the model's ridge, the sims' own.
+const SHORT_REQUESTS: [&str; 6] = ["--input-tokens", "8", "--output-tokens", "32", "--ridge", "8"];
+
 fn timed_sim(extra: &[&str]) -> Speclens {
     let mut args = vec!["sim", "--port", "0", "--ridge", "8", "--step-ms", "6"];
     args.extend_from_slice(extra);
@@ -39,12 +42,9 @@ fn a_three_arm_sweep_recommends_the_best_measured_k_and_judges_a_server_running_
             "2",
             "--repeats",
             "2",
-            "--input-tokens",
-            "8",
-            "--output-tokens",
-            "32",
-            "--ridge",
-            "8",
+        ]);
+        args.extend_from_slice(&SHORT_REQUESTS);
+        args.extend_from_slice(&[
             "--speculative-config",
             r#"{"method":"eagle3","model":"org/draft"}"#,
             "--out",
@@ -242,6 +242,76 @@ fn a_three_arm_sweep_recommends_the_best_measured_k_and_judges_a_server_running_
     assert_eq!(code, 0, "{o}{e}");
     let html = std::fs::read_to_string(&report).unwrap();
     assert!(html.contains("\"pairs\"") && html.contains("\"k4\"") && html.contains("\"k1\""));
+}
+
+/// An adaptive arm whose server drafts far better than the fixed arm's (the same k = 3 under a
+/// schedule that keeps it, acceptance 0.95/0.9/0.85 against 0.5/0.3/0.1) is ahead at every
+/// level up to the ridge's half (8 positions: at 16 even it loses): the recommendation keeps the fixed arms' ranges and says, range by range, to run the
+/// schedule there; the answer first says it too.
+#[test]
+fn an_adaptive_arm_ahead_everywhere_is_named_in_the_recommendation() {
+    let fixed = timed_sim(&["--num-spec-tokens", "3", "--acceptance-rates", "0.5,0.3,0.1"]);
+    let sched = timed_sim(&[
+        "--num-spec-tokens",
+        "3",
+        "--acceptance-rates",
+        "0.95,0.9,0.85",
+        "--num-spec-tokens-per-batch-size",
+        "[[1,65536,3]]",
+    ]);
+    let base = timed_sim(&[]);
+    let dir = tempfile::tempdir().unwrap();
+    let out = dir.path().join("sweep");
+    let sched_arm = format!("sched={}", sched.url());
+    let (code, stdout, stderr) = run_speclens_within(
+        &[
+            &[
+                "sweep",
+                "--spec-url",
+                &fixed.url(),
+                "--base-url",
+                &base.url(),
+                "--arm",
+                &sched_arm,
+                "--adaptive",
+                "sched",
+                "--concurrency",
+                "1,2,4",
+                "--repeats",
+                "1",
+                "--out",
+                out.to_str().unwrap(),
+            ][..],
+            &SHORT_REQUESTS,
+        ]
+        .concat(),
+        Duration::from_secs(300),
+    );
+    assert_eq!(code, 0, "{stdout}\n{stderr}");
+    let table = read_json(&out.join("sweep.json"));
+    let verdicts: Vec<&str> = table["adaptive"][0]["levels"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|l| l["verdict"].as_str().unwrap())
+        .collect();
+    assert_eq!(verdicts, ["ahead"; 3], "{stdout}");
+    let rec = &table["recommendation"];
+    let ranges = rec["ranges"].as_array().unwrap();
+    let picks = rec["adaptive"].as_array().expect("the schedule's ranges");
+    assert_eq!(picks.len(), ranges.len(), "one per range: {rec}");
+    for (pick, range) in picks.iter().zip(ranges) {
+        assert_eq!(
+            (&pick["arm"], &pick["from"], &pick["tied"]),
+            (&Value::from("sched"), &range["from"], &Value::from(0)),
+            "{rec}"
+        );
+    }
+    assert!(
+        stdout.contains("the schedule of adaptive arm sched held up at every level measured there")
+            && stdout.contains("  Adaptive arm sched: ahead or tied at every level of the range from 1"),
+        "{stdout}"
+    );
 }
 
 #[test]

@@ -56,6 +56,12 @@ impl SweepFile {
         }
         if let Some(r) = &self.recommendation {
             out.push_str(&format!("  {}\n", r.summary()));
+            for a in &r.adaptive {
+                out.push_str(&format!(
+                    "  Adaptive arm {}: ahead or tied at every level of the range from {} (ahead at {}, tied at {}): run its schedule there.\n",
+                    a.arm, a.from, a.ahead, a.tied
+                ));
+            }
             let wanted = engine.unwrap_or(Engine::Vllm);
             let line = r
                 .settings

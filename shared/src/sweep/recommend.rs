@@ -7,6 +7,7 @@
 
 use serde::{Deserialize, Serialize};
 
+use super::adaptive::{AdaptiveJudgement, Verdict};
 use super::arms::{ArmSweep, Arms};
 use super::levels::Axis;
 use super::schedules::{vllm_schedule_warnings, ServerFacts};
@@ -233,6 +234,49 @@ pub struct Recommendation {
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub model: Option<ModelSchedule>,
     pub settings: Vec<Setting>,
+    /// The ranges where an adaptive arm (a server running a schedule) was ahead of or tied
+    /// with the best fixed choice at every level measured: its schedule is the one to run there.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub adaptive: Vec<AdaptivePick>,
+}
+
+/// A range of the recommendation where an adaptive arm held up at every level measured: how
+/// many levels it was ahead at and tied at (it was behind at none).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct AdaptivePick {
+    pub arm: String,
+    pub from: f64,
+    /// `None`: up to and beyond the sweep's highest level.
+    pub to: Option<f64>,
+    pub ahead: usize,
+    pub tied: usize,
+}
+
+/// Per range and adaptive arm: the pick when the arm was measured in the range, ahead at one
+/// level at least and behind at none.
+fn adaptive_picks(ranges: &[RangePick], judgements: &[AdaptiveJudgement]) -> Vec<AdaptivePick> {
+    let mut picks = Vec::new();
+    for r in ranges {
+        for j in judgements {
+            let inside: Vec<Verdict> = j
+                .levels
+                .iter()
+                .filter(|l| l.level >= r.from && r.to.is_none_or(|to| l.level <= to))
+                .map(|l| l.verdict)
+                .collect();
+            let count = |v: Verdict| inside.iter().filter(|x| **x == v).count();
+            if count(Verdict::Ahead) > 0 && count(Verdict::Behind) == 0 {
+                picks.push(AdaptivePick {
+                    arm: j.arm.clone(),
+                    from: r.from,
+                    to: r.to,
+                    ahead: count(Verdict::Ahead),
+                    tied: count(Verdict::Tied),
+                });
+            }
+        }
+    }
+    picks
 }
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -258,6 +302,7 @@ impl Recommendation {
         speculative_config: Option<&serde_json::Value>,
         facts: &ServerFacts,
     ) -> Option<Recommendation> {
+        let judgements = &arms.adaptive;
         let fixed = fixed_arms(arms);
         let arms = &fixed;
         if arms.arms.is_empty() {
@@ -287,7 +332,9 @@ impl Recommendation {
             cut_off,
             model,
             settings: Vec::new(),
+            adaptive: Vec::new(),
         };
+        rec.adaptive = adaptive_picks(&rec.ranges, judgements);
         rec.settings = rec.settings_lines(speculative_config);
         rec.settings.extend(rec.model_schedule_line(speculative_config));
         for vllm in rec.settings.iter_mut().filter(|s| {
@@ -842,7 +889,19 @@ pub(super) mod tests {
             ]
         );
         assert_eq!(j.tally(), (1, 1, 1));
+        // The schedule held up (ahead, behind nowhere) in k3's range only: the recommendation
+        // says to run it there, and nowhere else.
+        let picks: Vec<(&str, f64, usize, usize)> = rec
+            .adaptive
+            .iter()
+            .map(|a| (a.arm.as_str(), a.from, a.ahead, a.tied))
+            .collect();
+        assert_eq!(picks, [("sched", 1.0, 1, 0)], "{:?}", rec.ranges);
         let text = t.render();
+        assert!(
+            text.contains("the schedule of adaptive arm sched held up at every level measured there (ahead of the best fixed choice at 1, tied at 0, behind at none): run that schedule there rather than a fixed k"),
+            "{text}"
+        );
         assert!(
             text.contains("sched: a schedule of k up to 3, acceptance length 2.50 (counts only steps that drafted)"),
             "{text}"

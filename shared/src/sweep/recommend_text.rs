@@ -2,13 +2,23 @@
 //! model's schedule beside the measured one, the engine lines; and as one sentence.
 
 use super::levels::Axis;
-use super::recommend::{LevelPick, ModelSchedule, Recommendation, SCHEDULE_END};
+use super::recommend::{AdaptivePick, LevelPick, ModelSchedule, Recommendation, SCHEDULE_END};
 
 /// What a level is called in a sentence: `concurrency 8`, `requests/s 2.5`.
 pub(super) fn level_word(axis: Axis) -> &'static str {
     match axis {
         Axis::Concurrency => "concurrency",
         Axis::RequestRate => "requests/s",
+    }
+}
+
+impl AdaptivePick {
+    /// The console's sentence: where the schedule held up, its verdicts, and what to run.
+    pub fn sentence(&self, span: &str) -> String {
+        format!(
+            "{span}: the schedule of adaptive arm {} held up at every level measured there (ahead of the best fixed choice at {}, tied at {}, behind at none): run that schedule there rather than a fixed k",
+            self.arm, self.ahead, self.tied
+        )
     }
 }
 
@@ -102,6 +112,9 @@ impl Recommendation {
             };
             let sure = if r.sure { "" } else { ", within the repeats' noise" };
             out.push_str(&format!("  {span}: {what}{sure}\n"));
+            for a in self.adaptive.iter().filter(|a| a.from == r.from && a.to == r.to) {
+                out.push_str(&format!("  {}\n", a.sentence(&span)));
+            }
         }
         if let Some(over) = self.cut_off.as_ref().and_then(|c| c.plain_over_saturated_from) {
             out.push_str(&format!(
