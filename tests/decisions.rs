@@ -309,7 +309,7 @@ fn an_adaptive_arm_ahead_everywhere_is_named_in_the_recommendation() {
     }
     assert!(
         stdout.contains("the schedule of adaptive arm sched held up at every level measured there")
-            && stdout.contains("  Adaptive arm sched: ahead or tied at every level of the range from 1"),
+            && stdout.contains("  Adaptive: concurrency 1"),
         "{stdout}"
     );
 }

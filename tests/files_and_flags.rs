@@ -835,7 +835,8 @@ fn wrong_targets_get_usage_errors_that_name_the_fix() {
     );
     assert_eq!(code, 1, "{err}");
     assert!(
-        err.contains("before the first point, so nothing was measured") && err.contains("arm base: http://127.0.0.1:"),
+        err.contains("before the points it would serve, so none of them was started")
+            && err.contains("arm base: http://127.0.0.1:"),
         "{err}"
     );
     assert!(!folder.exists() && !stdout.contains("spec c ="), "{stdout}");

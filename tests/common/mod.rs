@@ -386,7 +386,16 @@ pub async fn post_sse(url: &str, body: &serde_json::Value) -> SseReply {
 
 /// GET a URL's body as text with its status.
 pub async fn get_text(url: &str) -> (u16, String) {
-    let response = reqwest::get(url).await.expect("GET");
+    // A server that hangs fails the test in a minute rather than holding the whole run.
+    let client = reqwest::Client::builder()
+        .timeout(std::time::Duration::from_secs(60))
+        .build()
+        .expect("an HTTP client");
+    let response = client
+        .get(url)
+        .send()
+        .await
+        .unwrap_or_else(|e| panic!("GET {url}: {e}"));
     (response.status().as_u16(), response.text().await.unwrap_or_default())
 }
 

@@ -29,7 +29,7 @@ pub(super) async fn check_arms(
     }
     if !dead.is_empty() {
         return Err(CollectorError::Server(format!(
-            "{} before the first point, so nothing was measured:\n{}",
+            "{} before the points it would serve, so none of them was started:\n{}",
             if dead.len() == 1 {
                 "an arm's server fails its check"
             } else {

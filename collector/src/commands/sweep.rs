@@ -165,8 +165,12 @@ impl Plan {
     /// and the servers' `--speculative-config` does not name a proposer that costs nothing: an
     /// EAGLE, MTP or draft-model user would otherwise read a B* that leaves the drafter out.
     fn draft_cost_note(&self) -> Option<&'static str> {
-        let method = self.speculative_config.as_ref().and_then(|c| c["method"].as_str());
-        if self.draft_cost_given || matches!(method, Some("ngram" | "ngram_gpu" | "suffix")) {
+        // vLLM's method, or its older form `"model": "[ngram]"`.
+        let config = self.speculative_config.as_ref();
+        let method = config
+            .and_then(|c| c["method"].as_str().or(c["model"].as_str()))
+            .map(str::to_ascii_lowercase);
+        if self.draft_cost_given || matches!(method.as_deref(), Some("ngram" | "[ngram]" | "ngram_gpu" | "suffix")) {
             return None;
         }
         Some("Note: the model prices a draft at --draft-cost 0, a prompt-lookup (n-gram) proposer's; an EAGLE, MTP or draft-model proposer costs a share of a target step: give it as --draft-cost (a draft pass's time ÷ a target step's; `speclens model --forward` reads both from `vllm bench forward`). The measured crossing does not depend on it; the model's B*, its schedule and the calibrated prediction do.\n")

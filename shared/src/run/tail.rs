@@ -222,16 +222,31 @@ mod tests {
     fn past_the_kept_pairs_a_uniform_sample_stays_and_the_correlation_stays_exact() {
         let mut t = TailTally::default();
         let n = TAIL_PAIRS_KEPT as u64 * 2;
+        // Two halves: the second's requests are all slower, so a uniform sample keeps about
+        // half of each; E cycles through seven values and E2E falls with it.
+        let pair = |i: u64| {
+            let e = 1.0 + (i % 7) as f64 * 0.3;
+            let base = if i >= n / 2 { 200.0 } else { 100.0 };
+            (e, base + 50.0 / e)
+        };
         for i in 0..n {
-            // Two halves: the second's requests are all slower, so a uniform sample keeps about
-            // half of each.
-            let late = i >= n / 2;
-            t.push(2.0, if late { 200.0 } else { 100.0 }, None);
+            let (e, e2el) = pair(i);
+            t.push(e, e2el, None);
         }
         let a = t.attribution().unwrap();
         assert_eq!((a.requests, a.sampled), (n, TAIL_PAIRS_KEPT as u64));
+        // The correlation is over every request, not the sample: a two-pass Pearson of all n.
+        let (xs, ys): (Vec<f64>, Vec<f64>) = (0..n).map(pair).unzip();
+        let mean = |v: &[f64]| v.iter().sum::<f64>() / v.len() as f64;
+        let (mx, my) = (mean(&xs), mean(&ys));
+        let cov: f64 = xs.iter().zip(&ys).map(|(x, y)| (x - mx) * (y - my)).sum();
+        let sx: f64 = xs.iter().map(|x| (x - mx).powi(2)).sum::<f64>().sqrt();
+        let sy: f64 = ys.iter().map(|y| (y - my).powi(2)).sum::<f64>().sqrt();
+        let want = cov / (sx * sy);
+        let got = a.correlation_e2el.expect("a correlation: E varies");
+        assert!((got - want).abs() < 1e-9 * want.abs(), "{got} vs {want}");
         assert!(a.points.len() <= SCATTER_POINTS);
-        let late = t.pairs.iter().filter(|p| p.1 > 150.0).count() as f64 / TAIL_PAIRS_KEPT as f64;
+        let late = t.pairs.iter().filter(|p| p.1 > 180.0).count() as f64 / TAIL_PAIRS_KEPT as f64;
         assert!((late - 0.5).abs() < 0.02, "{late}");
         assert!(
             a.sentence().contains("from a uniform sample of 65536"),

@@ -56,11 +56,11 @@ impl SweepFile {
         }
         if let Some(r) = &self.recommendation {
             out.push_str(&format!("  {}\n", r.summary()));
-            for a in &r.adaptive {
-                out.push_str(&format!(
-                    "  Adaptive arm {}: ahead or tied at every level of the range from {} (ahead at {}, tied at {}): run its schedule there.\n",
-                    a.arm, a.from, a.ahead, a.tied
-                ));
+            for (i, range) in r.ranges.iter().enumerate() {
+                let instead = if range.arm.is_some() { "a fixed k" } else { "plain" };
+                for a in r.adaptive_of(i) {
+                    out.push_str(&format!("  Adaptive: {}.\n", a.sentence(&r.range_span(i), instead)));
+                }
             }
             let wanted = engine.unwrap_or(Engine::Vllm);
             let line = r

@@ -253,15 +253,23 @@ pub struct AdaptivePick {
 }
 
 /// Per range and adaptive arm: the pick when the arm was measured in the range, ahead at one
-/// level at least and behind at none.
-fn adaptive_picks(ranges: &[RangePick], judgements: &[AdaptiveJudgement]) -> Vec<AdaptivePick> {
+/// level at least and behind at none. A level belongs to the range of its own pick (two ranges
+/// may share a boundary level).
+fn adaptive_picks(ranges: &[RangePick], levels: &[LevelPick], judgements: &[AdaptiveJudgement]) -> Vec<AdaptivePick> {
+    let in_range = |r: &RangePick, level: f64| {
+        level >= r.from
+            && r.to.is_none_or(|to| level <= to)
+            && levels
+                .iter()
+                .any(|p| p.level == level && p.arm == r.arm && p.recommended_k == r.k)
+    };
     let mut picks = Vec::new();
     for r in ranges {
         for j in judgements {
             let inside: Vec<Verdict> = j
                 .levels
                 .iter()
-                .filter(|l| l.level >= r.from && r.to.is_none_or(|to| l.level <= to))
+                .filter(|l| in_range(r, l.level))
                 .map(|l| l.verdict)
                 .collect();
             let count = |v: Verdict| inside.iter().filter(|x| **x == v).count();
@@ -334,7 +342,7 @@ impl Recommendation {
             settings: Vec::new(),
             adaptive: Vec::new(),
         };
-        rec.adaptive = adaptive_picks(&rec.ranges, judgements);
+        rec.adaptive = adaptive_picks(&rec.ranges, &rec.levels, judgements);
         rec.settings = rec.settings_lines(speculative_config);
         rec.settings.extend(rec.model_schedule_line(speculative_config));
         for vllm in rec.settings.iter_mut().filter(|s| {
@@ -899,7 +907,7 @@ pub(super) mod tests {
         assert_eq!(picks, [("sched", 1.0, 1, 0)], "{:?}", rec.ranges);
         let text = t.render();
         assert!(
-            text.contains("the schedule of adaptive arm sched held up at every level measured there (ahead of the best fixed choice at 1, tied at 0, behind at none): run that schedule there rather than a fixed k"),
+            text.contains("the schedule of adaptive arm sched held up at every level measured there (ahead of the best fixed choice at 1 level, tied at 0 levels, behind at none): run that schedule there rather than a fixed k"),
             "{text}"
         );
         assert!(

@@ -14,10 +14,21 @@ pub(super) fn level_word(axis: Axis) -> &'static str {
 
 impl AdaptivePick {
     /// The console's sentence: where the schedule held up, its verdicts, and what to run.
-    pub fn sentence(&self, span: &str) -> String {
+    /// `span` names the range as the recommendation does, `instead` what it recommends there
+    /// (a fixed k, or plain).
+    pub fn sentence(&self, span: &str, instead: &str) -> String {
+        let levels = |n: usize| {
+            if n == 1 {
+                "1 level".to_string()
+            } else {
+                format!("{n} levels")
+            }
+        };
         format!(
-            "{span}: the schedule of adaptive arm {} held up at every level measured there (ahead of the best fixed choice at {}, tied at {}, behind at none): run that schedule there rather than a fixed k",
-            self.arm, self.ahead, self.tied
+            "{span}: the schedule of adaptive arm {} held up at every level measured there (ahead of the best fixed choice at {}, tied at {}, behind at none): run that schedule there rather than {instead}",
+            self.arm,
+            levels(self.ahead),
+            levels(self.tied)
         )
     }
 }
@@ -87,21 +98,38 @@ impl Recommendation {
         format!("Recommended: {}.", parts.join("; "))
     }
 
+    /// How the console names range `i`: `concurrency 1–24` (vLLM's batch sizes) or
+    /// `concurrency 25 and above`.
+    pub fn range_span(&self, i: usize) -> String {
+        let unit = level_word(self.axis);
+        let Some(r) = self.ranges.get(i) else {
+            return String::new();
+        };
+        match (self.axis, self.batch_schedule().get(i)) {
+            (Axis::Concurrency, Some((from, to, _))) if *to == SCHEDULE_END => format!("{unit} {from} and above"),
+            (Axis::Concurrency, Some((from, to, _))) if to > from => format!("{unit} {from}–{to}"),
+            (Axis::Concurrency, Some((from, _, _))) => format!("{unit} {from}"),
+            _ => match r.to {
+                Some(to) => format!("{unit} {:.1}–{to:.1}", r.from),
+                None => format!("{unit} {:.1} and above", r.from),
+            },
+        }
+    }
+
+    /// The adaptive picks of range `i`.
+    pub fn adaptive_of(&self, i: usize) -> impl Iterator<Item = &AdaptivePick> {
+        let r = self.ranges.get(i);
+        self.adaptive
+            .iter()
+            .filter(move |a| r.is_some_and(|r| a.from == r.from && a.to == r.to))
+    }
+
     /// The console text.
     pub fn render(&self) -> String {
         let unit = level_word(self.axis);
         let mut out = String::from("Recommendation:\n");
-        let schedule = self.batch_schedule();
         for (i, r) in self.ranges.iter().enumerate() {
-            let span = match (self.axis, schedule.get(i)) {
-                (Axis::Concurrency, Some((from, to, _))) if *to == SCHEDULE_END => format!("{unit} {from} and above"),
-                (Axis::Concurrency, Some((from, to, _))) if to > from => format!("{unit} {from}–{to}"),
-                (Axis::Concurrency, Some((from, _, _))) => format!("{unit} {from}"),
-                _ => match r.to {
-                    Some(to) => format!("{unit} {:.1}–{to:.1}", r.from),
-                    None => format!("{unit} {:.1} and above", r.from),
-                },
-            };
+            let span = self.range_span(i);
             let what = match (&r.arm, r.k) {
                 (None, _) => "speculation off (plain measured best)".to_string(),
                 (Some(a), Some(k)) if r.from_model => format!(
@@ -112,8 +140,9 @@ impl Recommendation {
             };
             let sure = if r.sure { "" } else { ", within the repeats' noise" };
             out.push_str(&format!("  {span}: {what}{sure}\n"));
-            for a in self.adaptive.iter().filter(|a| a.from == r.from && a.to == r.to) {
-                out.push_str(&format!("  {}\n", a.sentence(&span)));
+            for a in self.adaptive_of(i) {
+                let instead = if r.arm.is_some() { "a fixed k" } else { "plain" };
+                out.push_str(&format!("  {}\n", a.sentence(&span, instead)));
             }
         }
         if let Some(over) = self.cut_off.as_ref().and_then(|c| c.plain_over_saturated_from) {
