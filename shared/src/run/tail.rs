@@ -175,6 +175,16 @@ impl TailAttribution {
 mod tests {
     use super::*;
 
+    /// Pearson's r by the two-pass textbook formula, the reference the running one is held to.
+    fn pearson(xs: &[f64], ys: &[f64]) -> f64 {
+        let mean = |v: &[f64]| v.iter().sum::<f64>() / v.len() as f64;
+        let (mx, my) = (mean(xs), mean(ys));
+        let cov: f64 = xs.iter().zip(ys).map(|(x, y)| (x - mx) * (y - my)).sum();
+        let sx: f64 = xs.iter().map(|x| (x - mx).powi(2)).sum::<f64>().sqrt();
+        let sy: f64 = ys.iter().map(|y| (y - my).powi(2)).sum::<f64>().sqrt();
+        cov / (sx * sy)
+    }
+
     #[test]
     fn the_correlation_is_pearson_s_and_the_slowest_come_from_their_quartile() {
         // 100 requests: E from 1.0 to 3.97, E2E falling with E (1000 ÷ E ms), TPOT likewise.
@@ -190,12 +200,7 @@ mod tests {
             .map(|i| 1.0 + f64::from(i) * 0.03)
             .map(|e| (e, 1000.0 / e))
             .unzip();
-        let mean = |v: &[f64]| v.iter().sum::<f64>() / v.len() as f64;
-        let (mx, my) = (mean(&xs), mean(&ys));
-        let cov: f64 = xs.iter().zip(&ys).map(|(x, y)| (x - mx) * (y - my)).sum();
-        let sx: f64 = xs.iter().map(|x| (x - mx).powi(2)).sum::<f64>().sqrt();
-        let sy: f64 = ys.iter().map(|y| (y - my).powi(2)).sum::<f64>().sqrt();
-        let want = cov / (sx * sy);
+        let want = pearson(&xs, &ys);
         assert!((a.correlation_e2el.unwrap() - want).abs() < 1e-9, "{a:?} vs {want}");
         assert!(want < -0.9);
         // The p99 (numpy's linear interpolation) falls between the two slowest; only the
@@ -237,12 +242,7 @@ mod tests {
         assert_eq!((a.requests, a.sampled), (n, TAIL_PAIRS_KEPT as u64));
         // The correlation is over every request, not the sample: a two-pass Pearson of all n.
         let (xs, ys): (Vec<f64>, Vec<f64>) = (0..n).map(pair).unzip();
-        let mean = |v: &[f64]| v.iter().sum::<f64>() / v.len() as f64;
-        let (mx, my) = (mean(&xs), mean(&ys));
-        let cov: f64 = xs.iter().zip(&ys).map(|(x, y)| (x - mx) * (y - my)).sum();
-        let sx: f64 = xs.iter().map(|x| (x - mx).powi(2)).sum::<f64>().sqrt();
-        let sy: f64 = ys.iter().map(|y| (y - my).powi(2)).sum::<f64>().sqrt();
-        let want = cov / (sx * sy);
+        let want = pearson(&xs, &ys);
         let got = a.correlation_e2el.expect("a correlation: E varies");
         assert!((got - want).abs() < 1e-9 * want.abs(), "{got} vs {want}");
         assert!(a.points.len() <= SCATTER_POINTS);
