@@ -842,7 +842,11 @@ async fn real_vllm_a_two_k_sweep_writes_a_schedule_the_server_starts_with_and_ju
     {
         use std::io::Write;
         let mut log = std::io::stderr().lock();
-        for line in stdout.lines().filter(|l| l.contains("Calibrated prediction")) {
+        let table = stdout
+            .lines()
+            .skip_while(|l| !l.starts_with("Arms against plain"))
+            .take_while(|l| !l.is_empty());
+        for line in table.chain(stdout.lines().filter(|l| l.contains("Calibrated prediction"))) {
             let _ = writeln!(log, "real vLLM two-k sweep: {}", line.trim());
         }
     }

@@ -711,7 +711,8 @@ impl Arms {
             .collect()
     }
 
-    /// Each arm's calibrated prediction beside its measured crossing, a line each.
+    /// Each arm's calibrated prediction beside its measured crossing (or, without one, the bound
+    /// the measured side puts on its error), a line each.
     fn render_calibrated(&self) -> String {
         let mut out = String::new();
         for a in &self.arms {
@@ -721,7 +722,7 @@ impl Arms {
                     "; measured B* = {b:.1}, the calibrated model off by {:+.0} %",
                     (c.break_even_batch / b - 1.0) * 100.0
                 ),
-                None => "; no measured crossing to hold it to".to_string(),
+                None => a.table.calibrated_bound(c.break_even_batch),
             };
             let levels = match c.from_level {
                 Some(from) => format!("{from}–{}", c.at_level),

@@ -3,7 +3,7 @@
 //! and adaptive tiers, TensorRT-LLM's draft-length schedule; each naming what it rests on.
 
 use super::arms::Arms;
-use super::recommend::{Recommendation, Setting, SettingKind};
+use super::recommend::{Recommendation, Setting, SettingKind, SCHEDULE_END};
 use super::schedules::{check_vllm_schedule, sglang_adaptive_config, TrtllmSchedule};
 use crate::engine::Engine;
 
@@ -88,7 +88,7 @@ impl Recommendation {
             if single {
                 String::new()
             } else {
-                "; the schedule is vLLM's num_speculative_tokens_per_batch_size (vLLM 0.32; inclusive batch-size ranges, k = 0 turns speculation off), with the running batch taken as the sweep's concurrency".into()
+                "; the schedule is vLLM's num_speculative_tokens_per_batch_size (vLLM 0.32; inclusive batch-size ranges, k = 0 turns speculation off), with the running batch taken as the sweep's concurrency; vLLM counts every request scheduled in a step, prefills included, so a load that sits at a cut crosses it step by step (vLLM #49548): keep your operating concurrency away from the cuts, and a k = 0 range still pays the drafter's KV and CUDA-graph mode, unlike a plain server (vLLM #51575)".into()
             }
         } else {
             match &self.cut_off {
@@ -195,15 +195,35 @@ impl Recommendation {
                 "SGLang's adaptive steps run with EAGLE or EAGLE3 at top-k 1 only, and not with attention data parallelism".into(),
             ],
         });
-        if let Some(t) = TrtllmSchedule::of(&schedule) {
+        if let (Some(t), Some(two_model)) = (TrtllmSchedule::floored(&schedule), TrtllmSchedule::of(&schedule)) {
+            // Where speculation goes off, that load is routed: the floored line never turns it off.
+            let off: Vec<String> = schedule
+                .iter()
+                .filter(|r| r.2 == 0)
+                .map(|&(from, to, _)| match to {
+                    SCHEDULE_END => format!("{from} and above"),
+                    to if to > from => format!("{from}–{to}"),
+                    _ => from.to_string(),
+                })
+                .collect();
+            let route = if off.is_empty() {
+                String::new()
+            } else {
+                format!(
+                    "; concurrency {}: route to a plain server (the line keeps k ≥ 1 there)",
+                    off.join(", ")
+                )
+            };
             out.push(Setting {
                 engine: Engine::Trtllm,
                 kind: SettingKind::Schedule,
                 line: t.yaml(),
                 basis: format!(
-                    "{measured}; in --extra_llm_api_options, beside your decoding_type and draft model. draft_len_schedule in its newer form (NVIDIA/TensorRT-LLM PR #12262, get_draft_len_for_batch_size): k for batch sizes up to each key, nothing above the last; a build before it reads a key as \"from this batch size on\""
+                    "{measured}{route}; in --extra_llm_api_options, beside your decoding_type and draft model. draft_len_schedule in its newer form (NVIDIA/TensorRT-LLM PR #12262, get_draft_len_for_batch_size): k for batch sizes up to each key; a build before it reads a key as \"from this batch size on\". Written for a one-engine drafter (MTP, one-model EAGLE-3, DFlash), as the method is not known here: with a two-model drafter (a separate draft model) the line may turn speculation off itself: {}",
+                    two_model.yaml()
                 ),
                 warnings: vec![
+                    "floored at k = 1, no max_concurrency: a one-engine drafter skips its forward where the schedule resolves to 0 (max_concurrency is such an entry) and its state goes stale, so acceptance collapses for the rest of each request once speculation resumes (NVIDIA/TensorRT-LLM #16888, open)".into(),
                     "a SpeculationGate (acceptance_window, acceptance_length_threshold) in the same config can turn speculation off for good in the middle of a run: leave it out while the schedule decides".into(),
                 ],
             });

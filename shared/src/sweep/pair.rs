@@ -177,6 +177,24 @@ pub static EMPTY: PairTable = PairTable {
 };
 
 impl PairTable {
+    /// Without a measured crossing, what the side the sweep stayed on says of a calibrated B*: an
+    /// arm that pays at every level up to L has B* > L, so a calibrated B* below L is low by at
+    /// least its shortfall; one that loses from the lowest level has B* below it.
+    pub fn calibrated_bound(&self, calibrated: f64) -> String {
+        let ratios: Vec<(f64, f64)> = self.rows.iter().filter_map(|r| Some((r.level, r.ratio()?))).collect();
+        match (ratios.first(), ratios.last()) {
+            (Some(_), Some(&(top, _))) if ratios.iter().all(|(_, x)| *x > 1.0) && calibrated < top => format!(
+                "; measured: speculation pays at every level up to {top}, so B* > {top} and the calibrated model is at least {:.0} % low",
+                (1.0 - calibrated / top) * 100.0
+            ),
+            (Some(&(low, _)), Some(_)) if ratios.iter().all(|(_, x)| *x <= 1.0) && calibrated > low => format!(
+                "; measured: speculation loses from the lowest level, {low}, so B* < {low} and the calibrated model is at least {:.0} % high",
+                (calibrated / low - 1.0) * 100.0
+            ),
+            _ => "; no measured crossing to hold it to".to_string(),
+        }
+    }
+
     /// The table of measured points. The prediction uses E pooled over every spec point
     /// (1 + Σaccepted ÷ Σdrafts: acceptance does not depend on the batch, and the pool holds
     /// far more steps than any one point), with k from the lowest-concurrency spec point that
@@ -502,6 +520,29 @@ impl Finding {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// Without a crossing the measured side bounds the calibrated error: paying at 1 and 4
+    /// puts B* above 4, so a calibrated 2.4 is at least 40 % low; losing from 1 puts it below
+    /// 1; a calibrated B* on the measured side says nothing.
+    #[test]
+    fn without_a_crossing_the_measured_side_bounds_the_calibrated_error() {
+        let row = |c: u64, spec: f64| SweepRow {
+            spec_output_tokens_per_s: Some(spec),
+            base_output_tokens_per_s: Some(100.0),
+            ..SweepRow::at(Level::Concurrency(c))
+        };
+        let pays = PairTable::new(vec![row(1, 180.0), row(4, 120.0)], None);
+        assert_eq!(
+            pays.calibrated_bound(2.4),
+            "; measured: speculation pays at every level up to 4, so B* > 4 and the calibrated model is at least 40 % low"
+        );
+        assert_eq!(pays.calibrated_bound(6.0), "; no measured crossing to hold it to");
+        let loses = PairTable::new(vec![row(2, 90.0), row(4, 80.0)], None);
+        assert_eq!(
+            loses.calibrated_bound(3.0),
+            "; measured: speculation loses from the lowest level, 2, so B* < 2 and the calibrated model is at least 50 % high"
+        );
+    }
 
     #[test]
     fn repeats_settle_when_their_range_is_within_the_spread() {

@@ -747,10 +747,24 @@ pub(super) mod tests {
         let trtllm = rec.settings.iter().find(|s| s.engine == Engine::Trtllm).unwrap();
         assert_eq!(
             trtllm.line,
-            "speculative_config: {max_draft_len: 3, max_concurrency: 50, draft_len_schedule: {24: 3, 50: 1}}"
+            "speculative_config: {max_draft_len: 3, draft_len_schedule: {24: 3, 65536: 1}}"
         );
         assert!(trtllm.basis.contains("up to each key"), "{}", trtllm.basis);
-        assert!(trtllm.warnings[0].contains("SpeculationGate"), "{:?}", trtllm.warnings);
+        // Floored for a one-engine drafter (the method unknown here): the load past the cut is
+        // routed, and the two-model form beside it.
+        assert!(
+            trtllm
+                .basis
+                .contains("concurrency 51 and above: route to a plain server")
+                && trtllm.basis.contains("Written for a one-engine drafter")
+                && trtllm
+                    .basis
+                    .contains("max_concurrency: 50, draft_len_schedule: {24: 3, 50: 1}"),
+            "{}",
+            trtllm.basis
+        );
+        assert!(trtllm.warnings[0].contains("#16888"), "{:?}", trtllm.warnings);
+        assert!(trtllm.warnings[1].contains("SpeculationGate"), "{:?}", trtllm.warnings);
         let text = t.render();
         assert!(text.contains("concurrency 1–24: k = 3 (arm k3)"), "{text}");
         assert!(text.contains("      warning: a SpeculationGate"), "{text}");

@@ -113,6 +113,34 @@ impl TrtllmSchedule {
         })
     }
 
+    /// The schedule floored at k = 1, for TensorRT-LLM's one-engine drafters (MTP, one-model
+    /// EAGLE-3, DFlash): no entry resolves to 0 and no `max_concurrency`, because such a drafter
+    /// skips its forward there and its state goes stale, so acceptance collapses once
+    /// speculation resumes (NVIDIA/TensorRT-LLM #16888, open). The last key is the schedule's
+    /// end, so every batch drafts at least one token; the load above the cut goes to a plain
+    /// server instead. `None` when nothing is drafted anywhere.
+    pub fn floored(schedule: &[(u64, u64, u32)]) -> Option<TrtllmSchedule> {
+        if !schedule.iter().any(|r| r.2 > 0) {
+            return None;
+        }
+        let mut keys: BTreeMap<u64, u32> = BTreeMap::new();
+        let mut last: Option<(u64, u32)> = None;
+        for &(_, to, k) in schedule {
+            let k = k.max(1);
+            // A run of one k keeps its last key only.
+            if let Some((previous, _)) = last.filter(|l| l.1 == k) {
+                keys.remove(&previous);
+            }
+            keys.insert(to, k);
+            last = Some((to, k));
+        }
+        Some(TrtllmSchedule {
+            max_draft_len: keys.values().copied().max().unwrap_or(1),
+            max_concurrency: None,
+            draft_len_schedule: keys,
+        })
+    }
+
     /// The k this schedule gives at batch size `b`, read as the newer TensorRT-LLM reads it.
     pub fn k_at(&self, b: u64) -> u32 {
         if self.max_concurrency.is_some_and(|m| b > m) {
@@ -260,6 +288,33 @@ mod tests {
         let always = TrtllmSchedule::of(&[(1, 8, 3), (9, 65_536, 1)]).unwrap();
         assert_eq!((always.max_concurrency, always.k_at(65_536)), (None, 1));
         assert_eq!(TrtllmSchedule::of(&[(1, 65_536, 0)]), None);
+    }
+
+    /// For a one-engine drafter: no entry resolves to 0 and no max_concurrency; the schedule's
+    /// k where it drafts, at least 1 everywhere (above the cut too: that load is routed).
+    #[test]
+    fn tensorrt_llm_s_one_engine_schedule_never_reaches_zero() {
+        let t = TrtllmSchedule::floored(&SCHEDULE).unwrap();
+        assert_eq!(t.max_concurrency, None);
+        assert!(
+            !t.yaml().contains("max_concurrency") && !t.yaml().contains(": 0"),
+            "{}",
+            t.yaml()
+        );
+        assert_eq!(
+            t.yaml(),
+            "speculative_config: {max_draft_len: 3, draft_len_schedule: {24: 3, 65536: 1}}"
+        );
+        for b in 1..=200 {
+            assert_eq!(t.k_at(b), vllm_k_at(&SCHEDULE, b).max(1), "batch size {b}");
+        }
+        // A 0 inside the schedule is floored too; nothing drafted anywhere writes nothing.
+        let inside = TrtllmSchedule::floored(&[(1, 8, 3), (9, 16, 0), (17, 65_536, 2)]).unwrap();
+        assert_eq!(
+            inside.draft_len_schedule,
+            [(8, 3), (16, 1), (65_536, 2)].into_iter().collect()
+        );
+        assert_eq!(TrtllmSchedule::floored(&[(1, 65_536, 0)]), None);
     }
 
     #[test]
