@@ -2,6 +2,7 @@
 //! the tables behind them — the measured crossing with its interval, the model's one B* as a
 //! check, the k by range, and the config line of the engine the servers reported.
 
+use super::pair::Side;
 use super::recommend::SettingKind;
 use super::recommend_text::level_word;
 use super::SweepFile;
@@ -82,17 +83,14 @@ impl SweepFile {
 
     /// What an arm without a measured crossing did: paid at every level, or at none.
     fn no_crossing(&self, arm: &str, table: &super::PairTable) -> String {
-        let ratios: Vec<(f64, f64)> = table.rows.iter().filter_map(|r| Some((r.level, r.ratio()?))).collect();
         let word = level_word(self.axis);
-        match (ratios.first(), ratios.last()) {
-            (Some(_), Some((top, _))) if ratios.iter().all(|(_, x)| *x > 1.0) => {
+        match table.side() {
+            Side::Pays { top } => {
                 format!("arm {arm} pays at every {word} measured, up to {top}: the break-even lies beyond the sweep")
             }
-            (Some((low, _)), Some(_)) if ratios.iter().all(|(_, x)| *x <= 1.0) => {
-                format!("arm {arm} loses at every {word} measured, from {low} up")
-            }
-            (Some(_), Some(_)) => format!("arm {arm}'s ratio does not fall through 1.0 inside the sweep"),
-            _ => format!("arm {arm} has no {word} measured on both arms"),
+            Side::Loses { low } => format!("arm {arm} loses at every {word} measured, from {low} up"),
+            Side::Mixed => format!("arm {arm}'s ratio does not fall through 1.0 inside the sweep"),
+            Side::Unmeasured => format!("arm {arm} has no {word} measured on both arms"),
         }
     }
 }

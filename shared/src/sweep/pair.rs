@@ -176,18 +176,42 @@ pub static EMPTY: PairTable = PairTable {
     goodput_crossing: None,
 };
 
+/// The side of plain an arm stayed on across a sweep ([`PairTable::side`]).
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub enum Side {
+    /// Ahead of plain at every level with a ratio, up to `top`.
+    Pays { top: f64 },
+    /// Behind plain (or level) at every level with a ratio, from `low`.
+    Loses { low: f64 },
+    /// Ahead at some levels, behind at others.
+    Mixed,
+    /// No level with a ratio.
+    Unmeasured,
+}
+
 impl PairTable {
+    /// Which side of plain the arm stayed on over the levels with a ratio: ahead at every
+    /// one, behind (or level) at every one, or neither.
+    pub fn side(&self) -> Side {
+        let ratios: Vec<(f64, f64)> = self.rows.iter().filter_map(|r| Some((r.level, r.ratio()?))).collect();
+        match (ratios.first(), ratios.last()) {
+            (Some(_), Some(&(top, _))) if ratios.iter().all(|(_, x)| *x > 1.0) => Side::Pays { top },
+            (Some(&(low, _)), Some(_)) if ratios.iter().all(|(_, x)| *x <= 1.0) => Side::Loses { low },
+            (Some(_), Some(_)) => Side::Mixed,
+            _ => Side::Unmeasured,
+        }
+    }
+
     /// Without a measured crossing, what the side the sweep stayed on says of a calibrated B*: an
     /// arm that pays at every level up to L has B* > L, so a calibrated B* below L is low by at
     /// least its shortfall; one that loses from the lowest level has B* below it.
     pub fn calibrated_bound(&self, calibrated: f64) -> String {
-        let ratios: Vec<(f64, f64)> = self.rows.iter().filter_map(|r| Some((r.level, r.ratio()?))).collect();
-        match (ratios.first(), ratios.last()) {
-            (Some(_), Some(&(top, _))) if ratios.iter().all(|(_, x)| *x > 1.0) && calibrated < top => format!(
+        match self.side() {
+            Side::Pays { top } if calibrated < top => format!(
                 "; measured: speculation pays at every level up to {top}, so B* > {top} and the calibrated model is at least {:.0} % low",
                 (1.0 - calibrated / top) * 100.0
             ),
-            (Some(&(low, _)), Some(_)) if ratios.iter().all(|(_, x)| *x <= 1.0) && calibrated > low => format!(
+            Side::Loses { low } if calibrated > low => format!(
                 "; measured: speculation loses from the lowest level, {low}, so B* < {low} and the calibrated model is at least {:.0} % high",
                 (calibrated / low - 1.0) * 100.0
             ),
