@@ -12,8 +12,8 @@ use fantoccini::{Client, Locator};
 use speclens_shared::view::overview::batch_text;
 
 use crate::common::browser::{
-    assert_labels_clear, crossing_labels, href_of, link_notices, open_browser, overlapping_texts, overview_whatif_link,
-    set_width, start_chromedriver, text_of, visit, whatif_bstar,
+    assert_labels_clear, assert_one_model_bstar, crossing_labels, href_of, link_notices, open_browser,
+    overlapping_texts, overview_whatif_link, set_width, start_chromedriver, text_of, visit, whatif_bstar,
 };
 use crate::common::{field_after, read_json, wait_for, Speclens};
 
@@ -37,7 +37,7 @@ async fn the_demo_tells_one_story_on_its_console_dashboard_and_report() {
     let url = demo.url();
     let console = &demo.earlier;
     assert!(
-        url.contains("#whatif?e=") && url.contains("&k=3&") && url.contains("&rates="),
+        url.contains("#whatif?e=") && url.contains("&k=") && url.contains("&rates="),
         "{url}\n{console}"
     );
     assert!(
@@ -202,6 +202,10 @@ async fn the_demo_tells_one_story_on_its_console_dashboard_and_report() {
         "{why}"
     );
     assert!(client.find(Locator::Css("#live-acceptance")).await.is_err());
+    // One model B* on every page: the run and live pages and the navigation open on the
+    // sweep's, the B* the console printed.
+    let ridge = prediction["costs"]["ridge_tokens"].as_f64().unwrap().to_string();
+    assert_one_model_bstar(&client, &base, &run_id, &printed, &ridge).await;
 
     // The report, opened from a file, tells the same story.
     let report = format!("file://{}", out.path().join("report.html").display());

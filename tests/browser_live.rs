@@ -405,15 +405,27 @@ async fn past_runs_open_in_the_same_views_and_compare_side_by_side() {
     })
     .await;
     assert!(ink.1 >= 1);
+    // The folder holds a sweep, so the run page's what-if link is the sweep's (one model B* on
+    // every page): its arm's measured E with the sweep's ridge, not this run's on an H100's.
+    wait_for("the sweep's what-if link", Duration::from_secs(30), || async {
+        text_of(&client, "#whatif-from-run-bstar")
+            .await
+            .contains("the sweep's")
+            .then_some(())
+    })
+    .await;
     let whatif = href_of(&client, "#whatif-from-run").await;
     let e_in_link: f64 = whatif
         .strip_prefix("#whatif?e=")
         .and_then(|r| r.split('&').next())
         .and_then(|v| v.parse().ok())
         .unwrap_or_else(|| panic!("{whatif}"));
-    assert_eq!(e_in_link, (length * 1e3).round() / 1e3, "{whatif}");
+    let sweep_e = sweep_json["arms"][0]["table"]["prediction"]["measured_e"]
+        .as_f64()
+        .unwrap();
+    assert_eq!(e_in_link, sweep_e, "{whatif}");
     assert!(
-        whatif.contains("&k=3&") && whatif.contains("&gpu=h100&") && whatif.contains("&rates="),
+        whatif.contains("&k=3&") && whatif.contains("&ridge=295&") && whatif.contains("&rates="),
         "{whatif}"
     );
     let beside = text_of(&client, "#whatif-from-run-bstar").await;

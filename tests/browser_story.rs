@@ -13,9 +13,10 @@ use fantoccini::{Client, Locator};
 use serde_json::Value;
 
 use crate::common::browser::{
-    assert_labels_clear, assert_series_drawn, canvas_backing, canvas_ink, clipped_tables, crossing_labels, href_of,
-    label_overdraw, link_notices, open_browser, open_browser_at_scale, overlapping_texts, overview_whatif_link, rgb,
-    screenshot, set_width, severe_log, sideways_overflow, start_chromedriver, text_of, visit, whatif_bstar,
+    assert_labels_clear, assert_one_model_bstar, assert_series_drawn, canvas_backing, canvas_ink, clipped_tables,
+    crossing_labels, href_of, label_overdraw, link_notices, open_browser, open_browser_at_scale, overlapping_texts,
+    overview_whatif_link, rgb, screenshot, set_width, severe_log, sideways_overflow, start_chromedriver, text_of,
+    visit, whatif_bstar,
 };
 use speclens_shared::view::overview::batch_text;
 
@@ -124,14 +125,12 @@ async fn the_overview_lands_first_with_the_measured_crossing_and_the_views_fit_a
     measure(results.path());
     let sweep: Value =
         serde_json::from_str(&std::fs::read_to_string(results.path().join("sweep/sweep.json")).unwrap()).unwrap();
-    // The headline arm: the one recommended at the lowest load, as sweep.json names it.
-    let headline = sweep["recommendation"]["ranges"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .filter(|r| r["from_model"] != true)
-        .find_map(|r| r["arm"].as_str())
-        .expect("a recommended arm");
+    // The headline arm: the one whose crossing is where speculation goes off (the
+    // recommendation's cut-off), else the first, as sweep.json names it.
+    let headline = sweep["recommendation"]["cut_off"]["arm"]
+        .as_str()
+        .or(sweep["arms"][0]["name"].as_str())
+        .expect("a headline arm");
     let arm = sweep["arms"]
         .as_array()
         .unwrap()
@@ -287,6 +286,9 @@ async fn the_overview_lands_first_with_the_measured_crossing_and_the_views_fit_a
     assert_eq!(bstar, format!("{predicted:.1}"), "{whatif}");
     let notices = link_notices(&client).await;
     assert_eq!(notices, serde_json::json!([]), "{whatif}");
+    // The run and live pages and the navigation give that same B*: the sweep's ridge (8), not
+    // an H100's.
+    assert_one_model_bstar(&client, &base, "spec-run", &format!("{predicted:.1}"), "8").await;
 
     // One WebSocket, however often the live view is visited.
     visit(&client, &base, "live", "#live-empty").await;

@@ -542,7 +542,7 @@ fn no_import_circle_between_the_modules_of_any_folder() {
             vec![],
             vec!["levels"],
             vec!["levels"],
-            vec![],
+            vec!["levels"],
             vec![],
             vec!["adaptive", "levels", "pair", "saturation", "step_cost"]
         ),

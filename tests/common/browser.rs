@@ -484,3 +484,34 @@ pub async fn link_notices(client: &Client) -> serde_json::Value {
         .await
         .expect("the what-if page's notices")
 }
+
+/// One model B* on every page: the what-if links of the run and live pages and the
+/// navigation's What-if carry the sweep's headline and open on `bstar` (as printed, one
+/// decimal), the figure beside the page links naming the sweep's ridge `ridge`.
+pub async fn assert_one_model_bstar(client: &Client, base: &str, run_id: &str, bstar: &str, ridge: &str) {
+    for (fragment, ready) in [
+        (format!("runs?open={run_id}"), "#latency"),
+        ("live".to_string(), "#run-status"),
+    ] {
+        visit(client, base, &fragment, ready).await;
+        let beside = crate::common::wait_for("the sweep's what-if link", Duration::from_secs(30), || async {
+            Some(text_of(client, "#whatif-from-run-bstar").await).filter(|t| t.contains("the sweep's"))
+        })
+        .await;
+        assert!(
+            beside.starts_with(&format!("model B* = {bstar} (the sweep's: ridge T* = {ridge},")),
+            "#{fragment}: {beside}"
+        );
+        let link = href_of(client, "#whatif-from-run").await;
+        client.goto(&format!("{base}{link}")).await.unwrap();
+        assert_eq!(whatif_bstar(client).await, bstar, "#{fragment}: {link}");
+        visit(client, base, &fragment, ready).await;
+    }
+    let nav = crate::common::wait_for("the navigation's What-if", Duration::from_secs(30), || async {
+        let href = href_of(client, "#nav-whatif").await;
+        href.starts_with("#whatif?").then_some(href)
+    })
+    .await;
+    client.goto(&format!("{base}{nav}")).await.unwrap();
+    assert_eq!(whatif_bstar(client).await, bstar, "the navigation's {nav}");
+}

@@ -61,20 +61,38 @@ pub fn only_run() -> Option<String> {
     }
 }
 
-/// The what-if fragment the overview links to, so a report's What-if opens on what was
-/// measured instead of the model's defaults: the sweep's headline (the same link the overview
-/// and the console give), else the acceptance of the run the overview describes.
-pub fn measured_whatif() -> Option<String> {
+/// The headline of the sweep the dashboard's model figures are about: the first sweep the
+/// results folder (or the report) holds, as the overview picks it. Every what-if link with a
+/// model B* beside it (the navigation's, the run and live pages') carries this one when a
+/// sweep exists, so they show the sweep's model B* and no other.
+pub async fn sweep_headline() -> Option<Headline> {
+    let list = fetch_json::<RunList>("/api/runs".into()).await.ok()?;
+    let id = list.sweeps.first()?;
+    let table = fetch_json::<SweepFile>(format!("/api/sweeps/{id}")).await.ok()?;
+    Headline::of_sweep(&table)
+}
+
+/// The sweep's headline, fetched once for the whole page (a context the App provides).
+#[derive(Clone, Copy)]
+pub struct SweepModel(pub LocalResource<Option<Headline>>);
+
+impl SweepModel {
+    /// The headline once fetched; `None` while loading or without a sweep.
+    pub fn get(&self) -> Option<Headline> {
+        self.0.get().flatten()
+    }
+}
+
+/// The page's sweep headline, from the App's context (`None` outside it).
+pub fn sweep_model() -> Option<Headline> {
+    use_context::<SweepModel>().and_then(|m| m.get())
+}
+
+/// Without a sweep, a report's What-if opens on the acceptance of the run its overview
+/// describes.
+pub fn report_run_whatif() -> Option<String> {
     let Some(Ok(data)) = embedded() else { return None };
     let list: RunList = serde_json::from_value(data.responses.get("/api/runs")?.clone()).ok()?;
-    let headline = list.sweeps.first().and_then(|id| {
-        let table: SweepFile =
-            serde_json::from_value(data.responses.get(&format!("/api/sweeps/{id}"))?.clone()).ok()?;
-        Headline::of_sweep(&table)
-    });
-    if let Some(h) = headline {
-        return Some(h.whatif_link().0);
-    }
     let (entry, _) = pick_run(&list.runs, None)?;
     let result: RunResult =
         serde_json::from_value(data.responses.get(&format!("/api/runs/{}", entry.id))?.clone()).ok()?;

@@ -78,8 +78,17 @@ pub fn App() -> impl IntoView {
         ),
         _ => "speculative decoding: acceptance, break-even, model".to_string(),
     };
-    // A report's What-if opens on the measured acceptance.
-    let whatif_href = api::measured_whatif().map_or_else(|| "#whatif".to_string(), |f| format!("#{f}"));
+    // The navigation's What-if opens on the sweep's headline (its measured acceptance, ridge and
+    // draft cost: the model B* every page shows), else a report's run, else the defaults.
+    let sweep_model = api::SweepModel(LocalResource::new(api::sweep_headline));
+    provide_context(sweep_model);
+    let report_run = api::report_run_whatif();
+    let whatif_href = move || match sweep_model.get() {
+        Some(h) => format!("#{}", h.whatif_link().0),
+        None => report_run
+            .as_ref()
+            .map_or_else(|| "#whatif".to_string(), |f| format!("#{f}")),
+    };
     let listener = window_event_listener(ev::hashchange, move |_| set_fragment.set(current_fragment()));
     on_cleanup(move || listener.remove());
     view! {
@@ -88,7 +97,7 @@ pub fn App() -> impl IntoView {
             <nav>
                 <a href="#overview" class:active=move || view.get() == View::Overview>"Overview"</a>
                 {(!in_report).then(|| view! { <a href="#live" class:active=move || view.get() == View::Live>"Live run"</a> })}
-                <a href=whatif_href class:active=move || view.get() == View::WhatIf>"What-if"</a>
+                <a id="nav-whatif" href=whatif_href class:active=move || view.get() == View::WhatIf>"What-if"</a>
                 <a href="#runs" class:active=move || view.get() == View::Runs>"Runs"</a>
             </nav>
             <span class="tagline" id="tagline">{tagline}</span>

@@ -131,8 +131,46 @@ where
             .draw_series(LineSeries::new(points.iter().copied(), color.stroke_width(px(2.5))))
             .map_err(chart_error)?;
     }
+    draw_markers(chart, points, &[], color, scale)
+}
+
+/// Each point's dot in `color`: filled, or hollow (a ring on white) where `hollow[i]` says
+/// point `i` had no steady window (its figure is the whole run's); missing entries are filled.
+pub(crate) fn draw_markers<DB: DrawingBackend, X, Y>(
+    chart: &mut ChartContext<'_, DB, Cartesian2d<X, Y>>,
+    points: &[(f64, f64)],
+    hollow: &[bool],
+    color: RGBColor,
+    scale: f64,
+) -> Result<(), Error>
+where
+    X: Ranged<ValueType = f64>,
+    Y: Ranged<ValueType = f64>,
+{
+    let px = |v: f64| (v * scale).round().max(1.0) as u32;
+    let is_hollow = |i: usize| hollow.get(i).copied().unwrap_or(false);
     chart
-        .draw_series(points.iter().map(|p| Circle::new(*p, px(3.5), color.filled())))
+        .draw_series(
+            points
+                .iter()
+                .enumerate()
+                .filter(|(i, _)| !is_hollow(*i))
+                .map(|(_, p)| Circle::new(*p, px(3.5), color.filled())),
+        )
+        .map_err(chart_error)?;
+    chart
+        .draw_series(
+            points
+                .iter()
+                .enumerate()
+                .filter(|(i, _)| is_hollow(*i))
+                .flat_map(|(_, p)| {
+                    [
+                        Circle::new(*p, px(4.5), WHITE.filled()),
+                        Circle::new(*p, px(4.5), color.stroke_width(px(2.0))),
+                    ]
+                }),
+        )
         .map_err(chart_error)?;
     Ok(())
 }

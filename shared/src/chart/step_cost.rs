@@ -5,7 +5,7 @@
 use plotters::coord::Shift;
 use plotters::prelude::*;
 
-use super::frame::{chart_error, colors, draw_dotted_line, legend_above, nearest, Swatch, XFrame};
+use super::frame::{chart_error, colors, draw_dotted_line, draw_markers, legend_above, nearest, Swatch, XFrame};
 use crate::error::Error;
 use crate::sweep::SweepFile;
 
@@ -83,8 +83,12 @@ pub fn draw_step_cost_chart<DB: DrawingBackend>(
             .iter()
             .map(|r| (r.level, r.needed_acceptance_length()))
             .collect();
+        // Levels without a steady window are hollow, as on the throughput chart.
+        let hollow: Vec<bool> = a.step_cost.iter().map(|r| !r.steady).collect();
         draw_dotted_line(&mut chart, &measured, *color, false, scale)?;
         draw_dotted_line(&mut chart, &needed, needed_color(*color), true, scale)?;
+        draw_markers(&mut chart, &measured, &hollow, *color, scale)?;
+        draw_markers(&mut chart, &needed, &hollow, needed_color(*color), scale)?;
     }
     root.present().map_err(chart_error)?;
     Ok(Some(XFrame::of(chart.plotting_area(), 0.0, x_max, false)))

@@ -4,7 +4,7 @@
 use plotters::coord::Shift;
 use plotters::prelude::*;
 
-use super::frame::{chart_error, colors, legend_above, tick, whole_tick, Swatch, XFrame};
+use super::frame::{chart_error, colors, draw_markers, legend_above, tick, whole_tick, Swatch, XFrame};
 use crate::error::Error;
 use crate::sweep::{Axis, PairTable, SweepFile, SweepRow};
 
@@ -159,17 +159,28 @@ fn throughput_top(arms: &[ArmLine<'_>]) -> f64 {
         * 1.15
 }
 
+/// A line's points and, for each, whether it had no steady window (drawn hollow).
+type Line = (RGBColor, Vec<(f64, f64)>, Vec<bool>);
+
 /// Each arm's throughput line in its colour, then plain's (from `base_rows`).
-fn throughput_lines(arms: &[ArmLine<'_>], base_rows: &[SweepRow]) -> Vec<(RGBColor, Vec<(f64, f64)>)> {
-    let mut lines: Vec<(RGBColor, Vec<(f64, f64)>)> = arms
+fn throughput_lines(arms: &[ArmLine<'_>], base_rows: &[SweepRow]) -> Vec<Line> {
+    let mut lines: Vec<Line> = arms
         .iter()
         .map(|a| {
-            let points = a.table.rows.iter().filter_map(|r| r.figures().0.map(|v| (r.level, v)));
-            (a.color, points.collect())
+            let (points, hollow) = a
+                .table
+                .rows
+                .iter()
+                .filter_map(|r| r.figures().0.map(|v| ((r.level, v), r.spec_unsteady)))
+                .unzip();
+            (a.color, points, hollow)
         })
         .collect();
-    let base = base_rows.iter().filter_map(|r| r.figures().1.map(|v| (r.level, v)));
-    lines.push((colors::BASE, base.collect()));
+    let (base, hollow) = base_rows
+        .iter()
+        .filter_map(|r| r.figures().1.map(|v| ((r.level, v), r.base_unsteady)))
+        .unzip();
+    lines.push((colors::BASE, base, hollow));
     lines
 }
 
@@ -221,14 +232,12 @@ fn draw_throughput<DB: DrawingBackend>(
         .draw()
         .map_err(chart_error)?;
     let base_rows = &arms.first().map_or(table.head(), |a| a.table).rows;
-    for (color, points) in throughput_lines(arms, base_rows) {
+    for (color, points, hollow) in throughput_lines(arms, base_rows) {
         let style = color.stroke_width(px(2.5));
         chart
             .draw_series(LineSeries::new(points.iter().copied(), style))
             .map_err(chart_error)?;
-        chart
-            .draw_series(points.iter().map(|p| Circle::new(*p, px(3.5), color.filled())))
-            .map_err(chart_error)?;
+        draw_markers(&mut chart, &points, &hollow, color, scale)?;
     }
     // The repeats' spread, min to max, at each point run more than once.
     chart
@@ -363,12 +372,12 @@ fn draw_arm_ratio<DB: DrawingBackend>(
     scale: f64,
 ) -> Result<(), Error> {
     let px = |v: f64| (v * scale).round().max(1.0) as u32;
-    let ratios: Vec<(f64, f64)> = a
+    let (ratios, hollow): (Vec<(f64, f64)>, Vec<bool>) = a
         .table
         .rows
         .iter()
-        .filter_map(|r| r.ratio().map(|x| (r.level, x)))
-        .collect();
+        .filter_map(|r| r.ratio().map(|x| ((r.level, x), r.unsteady())))
+        .unzip();
     lower
         .draw_series(a.table.rows.iter().filter_map(|r| {
             let (lo, hi) = r
@@ -383,9 +392,7 @@ fn draw_arm_ratio<DB: DrawingBackend>(
     lower
         .draw_series(LineSeries::new(ratios.iter().copied(), a.color.stroke_width(px(2.5))))
         .map_err(chart_error)?;
-    lower
-        .draw_series(ratios.iter().map(|p| Circle::new(*p, px(3.5), a.color.filled())))
-        .map_err(chart_error)?;
+    draw_markers(lower, &ratios, &hollow, a.color, scale)?;
     if let Some(b) = a.table.crossing {
         // The crossing's dot: vermillion, ringed in the arm's colour (named in the legend).
         lower
@@ -409,7 +416,8 @@ fn switches(table: &SweepFile) -> Vec<(String, String, f64)> {
 }
 
 /// The model's B* to draw (a batch size: on a concurrency axis only): the sweep's prediction
-/// with one arm, else the first arm's that has one, named.
+/// with one arm, else the answer's arm's ([`SweepFile::decider`], the one model B* every page
+/// shows), named.
 fn model_break_even(table: &SweepFile, arms: &[ArmLine<'_>]) -> Option<(Option<String>, f64)> {
     if !table.axis.is_concurrency() {
         return None;
@@ -417,8 +425,11 @@ fn model_break_even(table: &SweepFile, arms: &[ArmLine<'_>]) -> Option<(Option<S
     if arms.len() == 1 {
         return Some((None, table.head().prediction.as_ref()?.break_even_batch));
     }
-    arms.iter()
-        .find_map(|a| Some((Some(a.name.clone()), a.table.prediction.as_ref()?.break_even_batch)))
+    let decider = table.decider()?;
+    Some((
+        Some(decider.name.clone()),
+        decider.table.prediction.as_ref()?.break_even_batch,
+    ))
 }
 
 /// A level's axis label: whole concurrencies, rates with a decimal where they need one.

@@ -1,6 +1,7 @@
 //! The model calibrated on the user's own engine: the roofline's ridge T* and a sequence's
 //! token rate fitted to a plain arm's throughput by concurrency, then B* predicted from a
-//! measured acceptance length before any speculative sweep (docs/MODEL.md, "Calibration").
+//! measured acceptance length before any speculative sweep (docs/MODEL.md, "Calibration"), and
+//! the rule for when a sweep shows that prediction at all.
 //!
 //! Below the ridge a plain step costs the same whatever the batch, so throughput grows with
 //! the batch; above it the step grows with the batch, so throughput stays. A real server also
@@ -125,13 +126,64 @@ impl RooflineFit {
             )
         };
         format!(
-            "Calibrated prediction: B* = {:.1} from plain's curve fitted to the roofline with a per-token overhead ({ridge}, {:.1} tokens/s a sequence, {:.3} ms a token of each sequence in the batch, fit error {:.1} % over {} points) and E = {e:.2} (d = {draft_tokens:.2}, c = {draft_cost})",
+            "Calibrated prediction (before the sweep): B* = {:.1} from plain's curve fitted to the roofline with a per-token overhead ({ridge}, {:.1} tokens/s a sequence, {:.3} ms a token of each sequence in the batch, fit error {:.1} % over {} points) and E = {e:.2} (d = {draft_tokens:.2}, c = {draft_cost})",
             self.break_even(e, draft_tokens, draft_cost),
             self.tokens_per_s_per_sequence,
             self.per_token_overhead_s * 1e3,
             self.rms_relative_error * 100.0,
             self.points
         )
+    }
+}
+
+/// Requests the calibration's acceptance length is pooled over, from the arm's lowest level up
+/// (a level of a few requests gives a noisy E).
+pub const CALIBRATION_MIN_REQUESTS: u64 = 50;
+
+/// The model calibrated on plain's curve, fed with an arm's low-load acceptance.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct CalibratedPrediction {
+    pub fit: RooflineFit,
+    /// The arm's acceptance length and draft tokens per draft, pooled over its levels from
+    /// `from_level` (when more than one) to `at_level`.
+    pub acceptance_length: f64,
+    pub draft_tokens: f64,
+    pub at_level: f64,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub from_level: Option<f64>,
+    pub draft_cost: f64,
+    pub break_even_batch: f64,
+    /// Requests the acceptance length was pooled over (0 in files written before it).
+    #[serde(default)]
+    pub requests: u64,
+}
+
+/// When a calibrated B* is shown at all, the rule every page and the console apply: fewer
+/// plain levels than this leave the fit's three parameters (step, overhead, ridge) free.
+pub const CALIBRATION_MIN_PLAIN_LEVELS: usize = 3;
+
+/// The largest root-mean-square relative error of plain's fitted curve a shown calibrated B*
+/// may rest on.
+pub const CALIBRATION_MAX_FIT_ERROR: f64 = 0.05;
+
+/// The rule, as the console and the pages state it.
+pub const CALIBRATION_RULE: &str = "a calibrated B* is shown when plain's curve has 3 or more levels with its fitted ridge between two of them, fits within 5 % RMS, and the acceptance comes from 50 or more requests";
+
+impl CalibratedPrediction {
+    /// Why this prediction fails [`CALIBRATION_RULE`], or `None` when it passes.
+    pub fn withheld_because(&self) -> Option<String> {
+        let fit = &self.fit;
+        if fit.points < CALIBRATION_MIN_PLAIN_LEVELS {
+            Some(format!("plain has {} levels", fit.points))
+        } else if !fit.ridge_within_sweep {
+            Some("plain's throughput never flattened inside the sweep, so its ridge is not measured".to_string())
+        } else if fit.rms_relative_error > CALIBRATION_MAX_FIT_ERROR {
+            Some(format!("the fit is off by {:.1} % RMS", fit.rms_relative_error * 100.0))
+        } else if self.requests < CALIBRATION_MIN_REQUESTS {
+            Some(format!("the acceptance comes from {} requests", self.requests))
+        } else {
+            None
+        }
     }
 }
 
@@ -154,7 +206,7 @@ mod tests {
         assert!((fit.break_even(2.5, 3.0, 0.1) - 6.6).abs() < 0.15);
         assert!(fit
             .sentence(2.5, 3.0, 0.1)
-            .starts_with("Calibrated prediction: B* = 6."));
+            .starts_with("Calibrated prediction (before the sweep): B* = 6."));
         // Still rising at the top: the ridge is only bounded below, and said so.
         let rising = RooflineFit::of(&points[..3]).unwrap();
         assert!(!rising.ridge_within_sweep && rising.ridge_tokens >= 3.99, "{rising:?}");
@@ -181,6 +233,41 @@ mod tests {
             (fit.break_even(2.9, 3.0, 0.0) - 53.65).abs() < 0.8,
             "{}",
             fit.break_even(2.9, 3.0, 0.0)
+        );
+    }
+
+    /// The display rule: the demo's shape (7 plain levels, ridge inside, E from 68 requests) is
+    /// shown; two plain levels (an exact fit whatever the ridge), a curve that never flattened,
+    /// a poor fit or an E from 4 requests are withheld, each with its reason.
+    #[test]
+    fn a_calibrated_b_star_is_shown_only_when_its_inputs_carry_it() {
+        let t = |b: f64| b / (6.0e-3 * (b / 74.0).max(1.0) + 2.7e-5 * b);
+        let levels = [1.0, 16.0, 32.0, 48.0, 64.0, 80.0, 96.0];
+        let points: Vec<(f64, f64)> = levels.iter().map(|&b| (b, t(b))).collect();
+        let of = |fit: RooflineFit, requests: u64| CalibratedPrediction {
+            break_even_batch: fit.break_even(2.9, 3.0, 0.0),
+            fit,
+            acceptance_length: 2.9,
+            draft_tokens: 3.0,
+            at_level: 16.0,
+            from_level: Some(1.0),
+            draft_cost: 0.0,
+            requests,
+        };
+        let good = RooflineFit::of(&points).unwrap();
+        assert_eq!(of(good, 68).withheld_because(), None);
+        let two = RooflineFit::of(&points[..2]).unwrap();
+        assert_eq!(of(two, 68).withheld_because().unwrap(), "plain has 2 levels");
+        let rising = RooflineFit::of(&points[..3]).unwrap();
+        assert!(of(rising, 68).withheld_because().unwrap().contains("never flattened"));
+        let poor = RooflineFit {
+            rms_relative_error: 0.08,
+            ..good
+        };
+        assert_eq!(of(poor, 68).withheld_because().unwrap(), "the fit is off by 8.0 % RMS");
+        assert_eq!(
+            of(good, 4).withheld_because().unwrap(),
+            "the acceptance comes from 4 requests"
         );
     }
 }

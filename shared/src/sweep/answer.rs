@@ -15,17 +15,11 @@ impl SweepFile {
     /// reported; vLLM's when none was). Empty when no speculative arm was measured.
     pub fn answer(&self, engine: Option<Engine>) -> String {
         let fixed: Vec<_> = self.arms.arms.iter().filter(|a| !a.adaptive).collect();
-        if fixed.is_empty() {
+        let Some(decider) = self.decider() else {
             return String::new();
-        }
+        };
         let (symbol, unit) = (self.axis.symbol(), self.axis.unit());
         let interval = |i: Option<(f64, f64)>| i.map_or(String::new(), |(lo, hi)| format!(" ({lo:.1}–{hi:.1})"));
-        // The arm that decides: the cut-off's, else the first fixed arm.
-        let cut_off = self.recommendation.as_ref().and_then(|r| r.cut_off.as_ref());
-        let decider = cut_off
-            .and_then(|c| fixed.iter().find(|a| a.name == c.arm))
-            .copied()
-            .unwrap_or(fixed[0]);
         let mut out = String::from("Answer (measured first; the model is a check; the detail follows):\n");
         let measured = match decider.table.crossing {
             Some(b) => format!(
@@ -79,6 +73,26 @@ impl SweepFile {
             }
         }
         out
+    }
+
+    /// The arm the answer is about, the one whose figures every page leads with: the arm whose
+    /// measured crossing sets where speculation goes off (the recommendation's cut-off), else
+    /// the first fixed-k arm. `None` when no fixed-k arm was measured.
+    pub fn decider(&self) -> Option<&super::arms::ArmSweep> {
+        let mut fixed = self.arms.arms.iter().filter(|a| !a.adaptive);
+        let cut_off = self.recommendation.as_ref().and_then(|r| r.cut_off.as_ref());
+        cut_off
+            .and_then(|c| fixed.clone().find(|a| a.name == c.arm))
+            .or_else(|| fixed.next())
+    }
+
+    /// Why [`SweepFile::decider`] picked its arm, in a few words.
+    pub fn decider_why(&self) -> &'static str {
+        let cut_off = self.recommendation.as_ref().and_then(|r| r.cut_off.as_ref());
+        match (cut_off, self.decider()) {
+            (Some(c), Some(a)) if c.arm == a.name => "its crossing is where speculation goes off",
+            _ => "the sweep's first fixed-k arm",
+        }
     }
 
     /// What an arm without a measured crossing did: paid at every level, or at none.

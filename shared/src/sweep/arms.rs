@@ -13,6 +13,7 @@ use super::pair::PairTable;
 use super::saturation::Saturation;
 use super::step_cost::StepCostRow;
 use crate::model::calibrate::RooflineFit;
+pub use crate::model::calibrate::{CalibratedPrediction, CALIBRATION_MIN_REQUESTS, CALIBRATION_RULE};
 use crate::model::speedup::Costs;
 use crate::results::run_result::{EngineLoad, RunResult};
 
@@ -147,21 +148,6 @@ pub struct ArmSweep {
     /// `--goodput` objective (when they were given and some level did).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub sustained_within_slo: Option<f64>,
-}
-
-/// The model calibrated on plain's curve, fed with an arm's low-load acceptance.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-pub struct CalibratedPrediction {
-    pub fit: RooflineFit,
-    /// The arm's acceptance length and draft tokens per draft, pooled over its levels from
-    /// `from_level` (when more than one) to `at_level`.
-    pub acceptance_length: f64,
-    pub draft_tokens: f64,
-    pub at_level: f64,
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub from_level: Option<f64>,
-    pub draft_cost: f64,
-    pub break_even_batch: f64,
 }
 
 /// Two speculative arms against each other: `first` in the table's spec columns, `second` in
@@ -466,10 +452,6 @@ fn saturation_of(points: &[NamedPoint<'_>], arm: &str) -> Saturation {
     Saturation::of(&curve)
 }
 
-/// Requests the calibration's acceptance length is pooled over, from the arm's lowest level up
-/// (a level of a few requests gives a noisy E).
-pub const CALIBRATION_MIN_REQUESTS: u64 = 50;
-
 /// The roofline fitted to plain's concurrency curve, fed with `arm`'s E pooled over its lowest
 /// levels until they hold [`CALIBRATION_MIN_REQUESTS`] requests (or over all of them).
 fn calibrated_of(points: &[NamedPoint<'_>], arm: &str, costs: Costs) -> Option<CalibratedPrediction> {
@@ -512,6 +494,7 @@ fn calibrated_of(points: &[NamedPoint<'_>], arm: &str, costs: Costs) -> Option<C
         at_level: to,
         from_level: (from < to).then_some(from),
         draft_cost: costs.draft_cost,
+        requests,
     })
 }
 
@@ -711,12 +694,21 @@ impl Arms {
             .collect()
     }
 
-    /// Each arm's calibrated prediction beside its measured crossing (or, without one, the bound
-    /// the measured side puts on its error), a line each.
+    /// Each arm's calibrated prediction, labelled as what could be known before the sweep, beside
+    /// its measured crossing (or, without one, the bound the measured side puts on its error),
+    /// a line each; a prediction failing [`CALIBRATION_RULE`] is named withheld with the reason
+    /// and no figure.
     fn render_calibrated(&self) -> String {
         let mut out = String::new();
         for a in &self.arms {
             let Some(c) = &a.calibrated else { continue };
+            if let Some(why) = c.withheld_because() {
+                out.push_str(&format!(
+                    "  {}: Calibrated prediction withheld: {why} ({CALIBRATION_RULE})\n",
+                    a.name
+                ));
+                continue;
+            }
             let measured = match a.table.crossing {
                 Some(b) => format!(
                     "; measured B* = {b:.1}, the calibrated model off by {:+.0} %",
@@ -729,9 +721,10 @@ impl Arms {
                 None => format!("{}", c.at_level),
             };
             out.push_str(&format!(
-                "  {}: {} at concurrency {levels}{measured}\n",
+                "  {}: {} at concurrency {levels} ({} requests){measured}\n",
                 a.name,
                 c.fit.sentence(c.acceptance_length, c.draft_tokens, c.draft_cost),
+                c.requests,
             ));
         }
         out

@@ -119,3 +119,13 @@ impl Level {
 pub fn throughput(result: &RunResult) -> Option<f64> {
     result.steady_output_throughput.or(result.output_throughput)
 }
+
+/// Whether a speclens point compared its whole run because it never had a steady window (all
+/// ramp-up and drain): its figure is drawn hollow and the sweep says how to get one. A
+/// `vllm bench serve` file has no steady window to miss.
+pub fn unsteady(result: &RunResult) -> bool {
+    result.speclens_version.is_some() && result.steady_output_throughput.is_none() && result.output_throughput.is_some()
+}
+
+/// What to do about points without a steady window, as every page and the console say it.
+pub const STEADY_WINDOW_TIP: &str = "raise --requests-per-slot (8 or more) so each point runs past its ramp-up";

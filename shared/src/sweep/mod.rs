@@ -245,6 +245,9 @@ impl SweepFile {
             out.push_str(&self.arms.render_beside());
             out
         };
+        if let Some(note) = self.unsteady_note() {
+            out.push_str(&format!("Note: {note}\n"));
+        }
         if let Some(r) = &self.recommendation {
             out.push('\n');
             out.push_str(&r.render());
@@ -257,6 +260,30 @@ impl SweepFile {
             out.push('\n');
         }
         out
+    }
+
+    /// One line naming the levels whose points had no steady window (drawn hollow on every
+    /// chart, their figure the whole run's) and how to get one; `None` when every point had one.
+    pub fn unsteady_note(&self) -> Option<String> {
+        let mut levels: Vec<f64> = self
+            .arms
+            .arms
+            .iter()
+            .flat_map(|a| a.table.rows.iter())
+            .filter(|r| r.unsteady())
+            .map(|r| r.level)
+            .collect();
+        levels.sort_by(f64::total_cmp);
+        levels.dedup();
+        if levels.is_empty() {
+            return None;
+        }
+        let list: Vec<String> = levels.iter().map(|l| l.to_string()).collect();
+        Some(format!(
+            "No steady window at concurrency {}: those points (hollow on the charts) compare the whole run, ramp-up and drain included, so their ratio and step cost are rough; {}.",
+            list.join(", "),
+            levels::STEADY_WINDOW_TIP
+        ))
     }
 
     /// The points taken from an earlier sweep's files and those left out, one line each (none

@@ -37,6 +37,12 @@ pub struct SweepRow {
     pub spec_goodput: Option<f64>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub base_goodput: Option<f64>,
+    /// The arm's point had no steady window, so its figure is the whole run's
+    /// (`levels::unsteady`): drawn hollow on every chart.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub spec_unsteady: bool,
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub base_unsteady: bool,
 }
 
 /// Whether a point's repeated throughputs agree well enough to stop repeating: their range
@@ -66,7 +72,14 @@ impl SweepRow {
             base_spread: None,
             spec_goodput: None,
             base_goodput: None,
+            spec_unsteady: false,
+            base_unsteady: false,
         }
+    }
+
+    /// Whether either arm's point at this level had no steady window.
+    pub fn unsteady(&self) -> bool {
+        self.axis.is_concurrency() && (self.spec_unsteady || self.base_unsteady)
     }
 
     /// spec ÷ base goodput; `None` unless both arms measured one and the plain arm's is not 0.
@@ -236,19 +249,22 @@ impl PairTable {
                     rows.last_mut().expect("just pushed")
                 }
             };
-            let (tokens_per_s, e2el_ms, goodput) = match arm {
+            let (tokens_per_s, e2el_ms, goodput, unsteady) = match arm {
                 Arm::Spec => (
                     &mut row.spec_output_tokens_per_s,
                     &mut row.spec_median_e2el_ms,
                     &mut row.spec_goodput,
+                    &mut row.spec_unsteady,
                 ),
                 Arm::Base => (
                     &mut row.base_output_tokens_per_s,
                     &mut row.base_median_e2el_ms,
                     &mut row.base_goodput,
+                    &mut row.base_unsteady,
                 ),
             };
             *tokens_per_s = throughput(result);
+            *unsteady = super::levels::unsteady(result);
             *e2el_ms = result.median_e2el_ms;
             *goodput = result.request_goodput;
         }

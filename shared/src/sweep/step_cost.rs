@@ -2,18 +2,20 @@
 //! the acceptance length that load needs for speculation to pay (docs/MODEL.md, "Step cost").
 //!
 //! At one concurrency both arms run the same batch. A plain step emits one token per
-//! sequence, so plain TPOT is one plain step's time; a speculative step emits E tokens, so
-//! spec TPOT is a speculative step's time ÷ E. A speculative step therefore costs
-//! `E × TPOT_spec ÷ TPOT_plain` plain steps, and speculation pays (TPOT_spec < TPOT_plain)
-//! exactly while E exceeds that cost: the cost is also the E the load needs.
+//! sequence and a speculative step E, so the output-throughput ratio (spec ÷ plain, the
+//! figure the sweep's verdict reads) is `E × t_plain ÷ t_spec`: a speculative step costs
+//! `E ÷ ratio` plain steps, and speculation pays (ratio > 1) exactly while E exceeds that
+//! cost, which is also the E the load needs. Reading the cost from the same throughputs as the
+//! verdict means the two cannot disagree at any level; the median TPOTs are kept beside it.
 
 use serde::{Deserialize, Serialize};
 
+use super::levels::{throughput, unsteady};
 use crate::model::speedup::{draft_share, step_cost, Costs};
 use crate::results::run_result::RunResult;
 
 /// The definition shown on hover wherever the step cost is.
-pub const STEP_COST_DEFINITION: &str = "A speculative step's cost in plain steps at this concurrency: E × the speculative arm's median TPOT ÷ plain's median TPOT (a plain step emits one token per sequence, a speculative one E). Speculation pays while the measured acceptance length E exceeds it, so it is also the E the load needs.";
+pub const STEP_COST_DEFINITION: &str = "A speculative step's cost in plain steps at this concurrency: E ÷ the output-throughput ratio to plain at that level (a plain step emits one token per sequence, a speculative one E; the ratio is the one the sweep's verdict reads). Speculation pays while the measured acceptance length E exceeds it, so it is also the E the load needs.";
 
 /// One level of one arm.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -23,8 +25,8 @@ pub struct StepCostRow {
     pub acceptance_length: f64,
     pub spec_median_tpot_ms: f64,
     pub base_median_tpot_ms: f64,
-    /// A speculative step in plain steps, `E × spec TPOT ÷ plain TPOT`: also the acceptance
-    /// length this load needs for speculation to pay.
+    /// A speculative step in plain steps, `E ÷ (spec ÷ plain output throughput)`: also the
+    /// acceptance length this load needs for speculation to pay.
     pub step_cost: f64,
     /// The model's step cost at this batch with the sweep's costs and the point's draft tokens
     /// per draft, and the share of it the model charges to drafting.
@@ -75,7 +77,8 @@ pub fn acceptance(result: &RunResult) -> Option<(f64, f64)> {
 pub fn row(batch: u64, spec: &RunResult, base: &RunResult, costs: Costs) -> Option<StepCostRow> {
     let (e, draft_tokens) = acceptance(spec)?;
     let (spec_tpot, base_tpot) = (spec.median_tpot_ms?, base.median_tpot_ms?);
-    if !(spec_tpot > 0.0 && base_tpot > 0.0) {
+    let (spec_tokens_per_s, base_tokens_per_s) = (throughput(spec)?, throughput(base)?);
+    if !(spec_tokens_per_s > 0.0 && base_tokens_per_s > 0.0) {
         return None;
     }
     let batch = batch as f64;
@@ -84,10 +87,10 @@ pub fn row(batch: u64, spec: &RunResult, base: &RunResult, costs: Costs) -> Opti
         acceptance_length: e,
         spec_median_tpot_ms: spec_tpot,
         base_median_tpot_ms: base_tpot,
-        step_cost: e * spec_tpot / base_tpot,
+        step_cost: e * base_tokens_per_s / spec_tokens_per_s,
         model_step_cost: step_cost(draft_tokens, costs, batch),
         model_draft_share: draft_share(draft_tokens, costs, batch),
-        steady: spec.steady_output_throughput.is_some() && base.steady_output_throughput.is_some(),
+        steady: !(unsteady(spec) || unsteady(base)),
     })
 }
 
@@ -97,7 +100,7 @@ pub fn render(arm: &str, rows: &[StepCostRow], costs: Option<Costs>) -> String {
         format!("; the model's at c = {}, T* = {}", c.draft_cost, c.ridge_tokens)
     });
     let mut out = format!(
-        "Step cost, {arm} (a speculative step in plain steps = E × spec median TPOT ÷ plain median TPOT, also the acceptance length the load needs{model}):\n"
+        "Step cost, {arm} (a speculative step in plain steps = E ÷ the throughput ratio to plain, also the acceptance length the load needs{model}):\n"
     );
     out.push_str(&format!(
         "{:>12} {:>12} {:>12} {:>10} {:>12} {:>12}\n",
@@ -122,11 +125,12 @@ pub fn render(arm: &str, rows: &[StepCostRow], costs: Option<Costs>) -> String {
 mod tests {
     use super::*;
 
-    /// A point's result: median TPOT, steady throughput and `(drafts, draft tokens, accepted)`.
-    fn point(tpot_ms: f64, counts: Option<(u64, u64, u64)>) -> RunResult {
+    /// A point's result: steady output throughput, median TPOT and `(drafts, draft tokens,
+    /// accepted)`.
+    fn point(tokens_per_s: f64, tpot_ms: f64, counts: Option<(u64, u64, u64)>) -> RunResult {
         let mut r = RunResult {
             median_tpot_ms: Some(tpot_ms),
-            steady_output_throughput: Some(1.0),
+            steady_output_throughput: Some(tokens_per_s),
             ..RunResult::default()
         };
         if let Some((drafts, tokens, accepted)) = counts {
@@ -138,11 +142,12 @@ mod tests {
     }
 
     #[test]
-    fn the_step_cost_is_e_times_the_tpot_ratio_and_the_e_a_load_needs() {
-        // Worked example: at 64, plain TPOT 20 ms; the arm accepts 1900 of 3000 draft tokens in
-        // 1000 drafts (E = 2.9, d = 3) and its TPOT is 13.1 ms. A speculative step takes
-        // 2.9 × 13.1 = 37.99 ms, 1.8995 plain steps: it needs E ≥ 1.90 and has 1.00 to spare.
-        let (spec, base) = (point(13.1, Some((1000, 3000, 1900))), point(20.0, None));
+    fn the_step_cost_is_e_over_the_throughput_ratio_and_the_e_a_load_needs() {
+        // Worked example: at 64, plain gives 1,000 tokens/s; the arm accepts 1900 of 3000 draft
+        // tokens in 1000 drafts (E = 2.9, d = 3) and gives 1,450 tokens/s, a ratio of 1.45. A
+        // speculative step emits 2.9 tokens in the time of 2.9 ÷ 1.45 = 2 plain steps: it needs
+        // E ≥ 2.00 and has 0.90 to spare. The TPOTs are kept, not used.
+        let (spec, base) = (point(1450.0, 13.1, Some((1000, 3000, 1900))), point(1000.0, 20.0, None));
         // c = 0.1, T* = 64: verify 64·4/64 = 4, draft 3·0.1·1 = 0.3, plain 1 → 4.3 plain
         // steps, 7 % of them drafting.
         let costs = Costs {
@@ -151,18 +156,19 @@ mod tests {
         };
         let row = row(64, &spec, &base, costs).unwrap();
         assert!((row.acceptance_length - 2.9).abs() < 1e-12);
-        assert!((row.step_cost - 1.8995).abs() < 1e-9, "{row:?}");
+        assert!((row.step_cost - 2.0).abs() < 1e-9, "{row:?}");
         assert_eq!(row.needed_acceptance_length(), row.step_cost);
-        assert!((row.margin() - 1.0005).abs() < 1e-9);
+        assert!((row.margin() - 0.9).abs() < 1e-9);
         assert!((row.model_step_cost - 4.3).abs() < 1e-12);
         assert!((row.model_draft_share - 0.3 / 4.3).abs() < 1e-12);
         assert!(row.steady);
         assert_eq!(
             row.sentence("spec"),
-            "At 64 concurrent requests a speculative step of spec costs 1.90 plain steps: it would need an acceptance length of 1.90 or more, it measures 2.90, so speculation pays there (the model: 4.30 plain steps)."
+            "At 64 concurrent requests a speculative step of spec costs 2.00 plain steps: it would need an acceptance length of 2.00 or more, it measures 2.90, so speculation pays there (the model: 4.30 plain steps)."
         );
-        // Where spec TPOT equals plain TPOT the step costs exactly E: no margin.
-        let even = point(20.0, Some((1000, 3000, 1900)));
+        // Where spec's throughput equals plain's the step costs exactly E: no margin, and the
+        // verdict is the throughput table's (a ratio of 1.0 does not pay).
+        let even = point(1000.0, 13.1, Some((1000, 3000, 1900)));
         let row = super::row(8, &even, &base, costs).unwrap();
         assert!(row.margin().abs() < 1e-12 && row.sentence("spec").contains("does not pay"));
         // The model's cost below the ridge: one bandwidth-bound step plus the drafts.

@@ -15,7 +15,7 @@ use crate::view::run::RunView;
 pub struct Headline {
     /// The speculative arm's name.
     pub arm: String,
-    /// Why this arm: recommended at the sweep's lowest load, or the first arm.
+    /// Why this arm: its crossing is the cut-off, or it is the first fixed-k arm.
     pub why: String,
     /// The arm's acceptance pooled over its points.
     pub acceptance_length: f64,
@@ -32,34 +32,35 @@ pub struct Headline {
 }
 
 impl Headline {
-    /// The headline of `table`: the arm recommended at the lowest load (when a recommendation
-    /// names one), else the first arm with a prediction; `None` when no arm has one.
+    /// The headline of `table`: the arm its answer is about ([`SweepFile::decider`], whose
+    /// crossing sets where speculation goes off), so the console's answer, the overview and
+    /// every what-if link name one arm and one model B*; `None` when that arm has no
+    /// prediction. The what-if opens at the first level the arm measured in its recommended
+    /// range.
     pub fn of_sweep(table: &SweepFile) -> Option<Headline> {
-        let recommended = table.recommendation.as_ref().and_then(|r| {
+        let arm: &ArmSweep = table.decider()?;
+        let prediction = arm.table.prediction?;
+        let recommended_from = table.recommendation.as_ref().and_then(|r| {
             r.ranges
                 .iter()
                 .filter(|range| !range.from_model)
-                .find_map(|range| Some((range.arm.clone()?, range.from)))
+                .find(|range| range.arm.as_deref() == Some(arm.name.as_str()))
+                .map(|range| range.from)
         });
-        let arms = &table.arms.arms;
-        let (arm, why, level): (&ArmSweep, String, Option<f64>) = match &recommended {
-            Some((name, from)) => match arms.iter().find(|a| &a.name == name) {
-                Some(a) => (a, format!("recommended from concurrency {from} up"), Some(*from)),
-                None => return None,
-            },
-            None => (arms.first()?, "the sweep's first speculative arm".to_string(), None),
-        };
-        let prediction = arm.table.prediction?;
+        // The first level the arm measured inside its recommended range (the run the overview
+        // describes is that point), else the sweep's lowest.
+        let measured = |from: f64| arm.table.rows.iter().map(|r| r.level).find(|l| *l >= from);
+        let recommended_from = recommended_from.map(|from| measured(from).unwrap_or(from));
         let lowest = table.head().rows.first().map_or(1.0, |r| r.level);
         Some(Headline {
             arm: arm.name.clone(),
-            why,
+            why: table.decider_why().to_string(),
             acceptance_length: arm.acceptance_length.unwrap_or(prediction.measured_e),
             per_position_acceptance_rates: arm.per_position_acceptance_rates.clone(),
             measured_crossing: arm.table.crossing,
             crossing_interval: arm.table.crossing_interval,
             prediction,
-            level: level.unwrap_or(lowest),
+            level: recommended_from.unwrap_or(lowest),
         })
     }
 

@@ -4,7 +4,7 @@
 use leptos::prelude::*;
 use speclens_shared::glossary::Term;
 use speclens_shared::run::record::LatencyStats;
-use speclens_shared::view::headline::run_whatif_link;
+use speclens_shared::view::headline::{run_whatif_link, Headline};
 use speclens_shared::view::run::{RunStatus, RunView};
 
 pub fn fmt(v: Option<f64>, decimals: usize) -> String {
@@ -30,13 +30,36 @@ pub fn capitalised(name: &str) -> String {
         .map_or(String::new(), |c| c.to_uppercase().chain(chars).collect())
 }
 
-/// The link to the what-if page seeded with a run's measured acceptance, with the model B*
-/// it opens on beside it (`shared::headline::run_whatif_link`).
-pub fn whatif_link(run: &RunView) -> Option<AnyView> {
-    let (fragment, b) = run_whatif_link(run)?;
+/// The link to the what-if page with the model B* it opens on beside it: the sweep's headline
+/// when the dashboard holds a sweep (its measured acceptance, ridge and draft cost: the one
+/// model B* every page shows), else this run's measured acceptance on the page's defaults
+/// (`shared::headline::run_whatif_link`).
+pub fn whatif_link(run: &RunView, sweep: Option<&Headline>) -> Option<AnyView> {
+    let (fragment, label, beside) = match sweep {
+        Some(h) => {
+            let (fragment, b) = h.whatif_link();
+            let c = &h.prediction.costs;
+            (
+                fragment,
+                format!("What-if with the sweep's measured acceptance (arm {}) →", h.arm),
+                format!(
+                    " model B* = {b:.1} (the sweep's: ridge T* = {}, draft cost c = {})",
+                    c.ridge_tokens, c.draft_cost
+                ),
+            )
+        }
+        None => {
+            let (fragment, b) = run_whatif_link(run)?;
+            (
+                fragment,
+                "What-if with this run's measured acceptance →".to_string(),
+                format!(" model B* = {b:.1} (an H100's ridge, drafts free: change them there)"),
+            )
+        }
+    };
     Some(
-        view! { <p><a id="whatif-from-run" href=format!("#{fragment}")>"What-if with this run's measured acceptance →"</a>
-            <span class="hint" id="whatif-from-run-bstar">{format!(" model B* = {b:.1} (an H100's ridge, drafts free: change them there)")}</span></p> }
+        view! { <p><a id="whatif-from-run" href=format!("#{fragment}")>{label}</a>
+        <span class="hint" id="whatif-from-run-bstar">{beside}</span></p> }
         .into_any(),
     )
 }

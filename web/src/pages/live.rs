@@ -184,7 +184,7 @@ pub fn LivePage() -> impl IntoView {
                 </span>
                 {move || status_line(&run.get())}
             </p>
-            {move || run.with(whatif_link)}
+            {move || { let sweep = crate::api::sweep_model(); run.with(|r| whatif_link(r, sweep.as_ref())) }}
             {move || (run.with(|r| r.status) == RunStatus::Idle).then(|| view! {
                 <div class="empty" id="live-empty">
                     <p>"No run is being measured by this server."</p>

@@ -302,6 +302,7 @@ fn OverviewBody(data: Loaded) -> impl IntoView {
             {data.sweep.clone().map(|(id, table)| view! {
                 <div class="chart-box"><h3>{if table.axis.is_concurrency() { "Throughput by concurrency" } else { "Latency by request rate" }}</h3>
                     {chart_canvas::<_, SweepChart>("overview-sweep", "mid-chart", "speclens-sweep".into(), Signal::stored(table.clone()))}
+                    {table.unsteady_note().map(|line| view! { <p class="hint" id="overview-unsteady">{line}</p> })}
                     <p><a href=format!("#runs?sweep={id}")>"The sweep, point by point →"</a></p>
                 </div>
             })}

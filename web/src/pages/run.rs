@@ -39,7 +39,7 @@ pub fn OpenRun(id: String) -> impl IntoView {
                             {chart_canvas::<_, TailChart>("run-tail", "small-chart", "speclens-tail".into(), Signal::stored(tail))}
                         </div>
                     })}
-                    {move || run.with(whatif_link)}
+                    {move || { let sweep = crate::api::sweep_model(); run.with(|r| whatif_link(r, sweep.as_ref())) }}
                     <RunPanel run=run/>
                 }.into_any(),
             }}

@@ -66,6 +66,7 @@ pub fn SweepView(id: String) -> impl IntoView {
                         })}
                     </div>
                     <div class="notices" id="sweep-notices">
+                        {t.unsteady_note().map(|line| view! { <p class="hint" id="sweep-unsteady">{line}</p> })}
                         {t.warnings.iter().cloned().chain(t.earlier_notes()).chain(t.arms.tail_regressions()).map(|line| view! { <p class="hint">{line}</p> }).collect_view()}
                     </div>
                     {whatif.map(|(fragment, beside)| view! { <p><a id="whatif-from-sweep" href=format!("#{fragment}")>"What-if with the headline arm's measured acceptance →"</a>
