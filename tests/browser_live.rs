@@ -3,8 +3,6 @@
 //! canvas pixels), a connection cut mid-run that the page recovers from by itself, and final
 //! figures equal to `result.json`.
 
-use std::io::{BufRead, BufReader};
-use std::process::{Command, Stdio};
 use std::time::Duration;
 
 use serde_json::Value;
@@ -31,8 +29,8 @@ async fn the_live_page_follows_a_run_recovers_from_a_cut_and_ends_on_the_result(
     ]);
     let out = tempfile::tempdir().unwrap();
     let run_dir = out.path().join("run");
-    let mut bench = Command::new(env!("CARGO_BIN_EXE_speclens"))
-        .args([
+    let (mut bench, url) = crate::common::spawn_with_dashboard(
+        &[
             "bench",
             "--url",
             &sim.url(),
@@ -51,20 +49,9 @@ async fn the_live_page_follows_a_run_recovers_from_a_cut_and_ends_on_the_result(
             "0",
             "--out",
             run_dir.to_str().unwrap(),
-        ])
-        .env("SPECLENS_WEB_DIR", &dist)
-        .stdout(Stdio::piped())
-        .stderr(Stdio::null())
-        .spawn()
-        .unwrap();
-    let mut lines = BufReader::new(bench.stdout.take().unwrap()).lines();
-    let url = loop {
-        let line = lines.next().expect("bench printed the dashboard URL").unwrap();
-        if let Some(url) = line.strip_prefix("speclens dashboard: ") {
-            break url.to_string();
-        }
-    };
-    std::thread::spawn(move || for _ in lines {});
+        ],
+        &dist,
+    );
 
     let driver = start_chromedriver().await;
     let profile = tempfile::tempdir().unwrap();

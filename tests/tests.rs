@@ -8,6 +8,7 @@ mod browser_demo;
 mod browser_live;
 mod browser_report;
 mod browser_story;
+mod browser_sweep_live;
 mod browser_whatif;
 mod common;
 mod dashboard_server;

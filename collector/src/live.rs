@@ -15,6 +15,7 @@ use speclens_shared::figures::{acceptance_length, acceptance_rate_pct};
 use speclens_shared::results::run_result::RunResult;
 use speclens_shared::run::aggregate::{Bins, SpecAggregator};
 use speclens_shared::run::record::{percentile_name, LatencyStats, RequestRecord};
+use speclens_shared::sweep::SweepFile;
 use speclens_shared::view::protocol::{ServerMessage, PROTOCOL_VERSION};
 use speclens_shared::view::run::run_view_from_result;
 use speclens_shared::view::run::{
@@ -52,6 +53,8 @@ enum Event {
     Finish(Box<RunView>),
     /// The command has measured all it will.
     SessionOver,
+    /// The sweep's table so far (`done` false) or as saved (`done` true).
+    Sweep(bool, Box<SweepFile>),
     /// A new client: its subscription and the hello and snapshot it starts from.
     Join(oneshot::Sender<(broadcast::Receiver<Utf8Bytes>, Vec<Utf8Bytes>)>),
     /// Hello and snapshot again (a lagging client).
@@ -134,6 +137,8 @@ struct Hub {
     dirty: bool,
     started: Option<Instant>,
     session_over: bool,
+    /// The sweep's last table, serialised once: sent to every client and to each new one.
+    sweep: Option<Utf8Bytes>,
     tx: broadcast::Sender<Utf8Bytes>,
 }
 
@@ -156,6 +161,7 @@ impl LiveHub {
             dirty: false,
             started: None,
             session_over: false,
+            sweep: None,
             tx,
         };
         tokio::spawn(hub.run(rx));
@@ -212,6 +218,14 @@ impl LiveHub {
     pub async fn finish(&self, result: &RunResult) {
         if self.attached() {
             self.send(Event::Finish(Box::new(run_view_from_result(result)))).await;
+        }
+    }
+
+    /// A sweep's table: after each point the points so far (`done` false), at its end the saved
+    /// table (`done` true). The page shows its ratios, B* and recommendation as they come.
+    pub async fn sweep(&self, done: bool, table: &SweepFile) {
+        if self.attached() {
+            self.send(Event::Sweep(done, Box::new(table.clone()))).await;
         }
     }
 
@@ -277,6 +291,11 @@ impl Hub {
             Event::SessionOver => {
                 self.session_over = true;
                 let _ = self.tx.send(to_text(&ServerMessage::SessionOver));
+            }
+            Event::Sweep(done, table) => {
+                let text = to_text(&ServerMessage::Sweep { done, table });
+                self.sweep = Some(text.clone());
+                let _ = self.tx.send(text);
             }
             Event::Join(reply) => {
                 let rx = self.tx.subscribe();
@@ -415,6 +434,7 @@ impl Hub {
             _ => ServerMessage::Snapshot { seq: self.seq, run },
         };
         let mut messages = vec![to_text(&hello), to_text(&snapshot)];
+        messages.extend(self.sweep.clone());
         if self.session_over {
             messages.push(to_text(&ServerMessage::SessionOver));
         }

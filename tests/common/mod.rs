@@ -502,3 +502,28 @@ pub fn speclens_peak_rss_kb(args: &[&str], limit: Duration) -> (u64, std::proces
     let peak_kb = peak_rss_kb(&mut child, limit);
     (peak_kb, child.wait().expect("speclens exits"))
 }
+
+/// `speclens ARGS…` with its dashboard served from `web_dir` (the args ask for `--dashboard
+/// --dashboard-port 0`): the process and the dashboard URL it printed. Its stdout is drained
+/// after that line so it never blocks; kill it when done.
+pub fn spawn_with_dashboard(args: &[&str], web_dir: &Path) -> (Child, String) {
+    let mut child = Command::new(env!("CARGO_BIN_EXE_speclens"))
+        .args(args)
+        .env("SPECLENS_WEB_DIR", web_dir)
+        .stdout(Stdio::piped())
+        .stderr(Stdio::null())
+        .spawn()
+        .expect("start speclens");
+    let mut lines = BufReader::new(child.stdout.take().expect("stdout")).lines();
+    let url = loop {
+        let line = lines
+            .next()
+            .unwrap_or_else(|| panic!("speclens {args:?} printed no dashboard URL"))
+            .expect("a line of stdout");
+        if let Some(url) = line.strip_prefix("speclens dashboard: ") {
+            break url.to_string();
+        }
+    };
+    std::thread::spawn(move || for _ in lines {});
+    (child, url)
+}

@@ -564,9 +564,14 @@ async fn run_one(plan: Plan, hub: Option<LiveHub>, lock: bool) -> Result<Option<
             let _ = caught.set(crate::net::stop_signal().await);
         }
     });
+    let adaptive = adaptive_arms(&plan, &out);
     for p in &points {
         match measure_point(&plan, p, axis, &out, &started, hub, &caught).await? {
-            Ok(measured) => results.push(measured),
+            Ok(measured) => {
+                results.push(measured);
+                // The dashboard follows the sweep: the table of the points so far.
+                hub.sweep(false, &table_of(&plan, &results, &adaptive)).await;
+            }
             Err(signal) => {
                 stopped = Some(signal);
                 break;
@@ -577,19 +582,8 @@ async fn run_one(plan: Plan, hub: Option<LiveHub>, lock: bool) -> Result<Option<
     // Points this folder holds from earlier sweeps (`--arm spec=…`, then `--base-url …`) join
     // the table when they were measured against the same servers and workload.
     let (earlier, earlier_points) = earlier_points(&out, &results, plan.join_stale)?;
-    let named: Vec<NamedPoint<'_>> = results
-        .iter()
-        .chain(&earlier)
-        .map(|m| NamedPoint {
-            arm: &m.arm,
-            level: m.level,
-            result: &m.result,
-            spread: m.spread,
-            category_tpot_ms: m.category_tpot_ms.as_ref(),
-        })
-        .collect();
-    let adaptive = adaptive_arms(&plan, &out);
-    let mut table = SweepFile::of_arms(&named, plan.costs, plan.speculative_config.as_ref(), &adaptive);
+    let all: Vec<&Measured> = results.iter().chain(&earlier).collect();
+    let mut table = table_of(&plan, all, &adaptive);
     // What the table itself warns of (a lossy or forced acceptance) is said on the console
     // here; the arms' check said its own when it ran.
     let own_warnings: String = table.warnings.iter().map(|w| format!("Warning: {w}\n")).collect();
@@ -599,6 +593,7 @@ async fn run_one(plan: Plan, hub: Option<LiveHub>, lock: bool) -> Result<Option<
         &out.join("sweep.json"),
         &crate::results_folder::write::to_json_bytes(&table)?,
     )?;
+    hub.sweep(true, &table).await;
     print_outcome(&table, &results, &own_warnings, &out);
     if let Some(signal) = stopped {
         return Err(CollectorError::Interrupted {
@@ -850,6 +845,22 @@ fn earlier_points(
 
 /// The arms that run a schedule: this sweep's `--adaptive`, and those the folder's earlier
 /// `sweep.json` marked so among the arms this sweep did not run again.
+/// The sweep's table from `points` (this sweep's and any earlier ones joined), with the plan's
+/// costs, speculative config and adaptive arms.
+fn table_of<'a>(plan: &Plan, points: impl IntoIterator<Item = &'a Measured>, adaptive: &[String]) -> SweepFile {
+    let named: Vec<NamedPoint<'_>> = points
+        .into_iter()
+        .map(|m| NamedPoint {
+            arm: &m.arm,
+            level: m.level,
+            result: &m.result,
+            spread: m.spread,
+            category_tpot_ms: m.category_tpot_ms.as_ref(),
+        })
+        .collect();
+    SweepFile::of_arms(&named, plan.costs, plan.speculative_config.as_ref(), adaptive)
+}
+
 fn adaptive_arms(plan: &Plan, out: &Path) -> Vec<String> {
     let mut adaptive = plan.adaptive.clone();
     let earlier: Option<SweepFile> = std::fs::read(out.join("sweep.json"))

@@ -2,6 +2,7 @@
 //! deltas that follow it in sequence; a gap or a new protocol version asks for a snapshot or
 //! says why it cannot follow.
 
+use crate::sweep::SweepFile;
 use crate::view::protocol::{ServerMessage, PROTOCOL_VERSION};
 use crate::view::run::{RunStatus, RunView};
 
@@ -16,6 +17,8 @@ pub struct LiveState {
     pub seen_running: bool,
     /// The server said its command measured all it will.
     pub session_over: bool,
+    /// The sweep the command is running: its points so far, or the whole table once done.
+    pub sweep: Option<(bool, SweepFile)>,
 }
 
 /// What the client must do after a message.
@@ -35,6 +38,7 @@ impl Default for LiveState {
             incompatible: None,
             seen_running: false,
             session_over: false,
+            sweep: None,
         }
     }
 }
@@ -71,6 +75,10 @@ impl LiveState {
             },
             ServerMessage::SessionOver => {
                 self.session_over = true;
+                Applied::Updated
+            }
+            ServerMessage::Sweep { done, table } => {
+                self.sweep = Some((done, *table));
                 Applied::Updated
             }
         }

@@ -7,10 +7,11 @@ use serde::{Deserialize, Serialize};
 
 use crate::run::aggregate::SpecSummary;
 use crate::run::record::LatencyStats;
+use crate::sweep::SweepFile;
 use crate::view::run::{Distributions, Progress, RunStatus, RunView, Tiles, TimelinePoint};
 
 /// Bumped whenever a message changes shape; the page refuses other versions with a message.
-pub const PROTOCOL_VERSION: u32 = 3;
+pub const PROTOCOL_VERSION: u32 = 4;
 
 /// The changes between two views: new timeline points, the rest replaced whole (small).
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -115,6 +116,13 @@ pub enum ServerMessage {
     /// The command feeding this dashboard has measured all it will (the demo's end): a page
     /// that watched it run moves on to the overview.
     SessionOver,
+    /// The sweep this dashboard follows, as far as it has gone: after each point, the table of
+    /// the points measured so far (`done` false), then the saved `sweep.json` (`done` true).
+    /// New in protocol 4.
+    Sweep {
+        done: bool,
+        table: Box<SweepFile>,
+    },
 }
 
 #[cfg(test)]
@@ -149,7 +157,7 @@ mod tests {
     }
 
     #[test]
-    fn the_wire_bytes_of_a_delta_and_a_snapshot_are_protocol_3s() {
+    fn the_wire_bytes_of_a_delta_and_a_snapshot_are_kept_from_protocol_3() {
         let fixture = include_str!("../../../tests/fixtures/speclens_protocol_v3_messages.jsonl");
         let expected: String = fixture
             .lines()

@@ -9,13 +9,18 @@ use std::rc::Rc;
 
 use leptos::prelude::*;
 use send_wrapper::SendWrapper;
+use speclens_shared::sweep::SweepFile;
+use speclens_shared::view::headline::Headline;
 use speclens_shared::view::live_state::{Applied, LiveState};
+use speclens_shared::view::overview::break_even_of_headline;
 use speclens_shared::view::protocol::ServerMessage;
 use speclens_shared::view::run::RunStatus;
 use wasm_bindgen::closure::Closure;
 use wasm_bindgen::JsCast;
 use web_sys::{MessageEvent, WebSocket};
 
+use crate::chart::canvas::chart_canvas;
+use crate::components::charts::SweepChart;
 use crate::components::figures::*;
 use crate::components::run_panel::*;
 
@@ -174,6 +179,8 @@ pub fn LivePage() -> impl IntoView {
     let socket = SendWrapper::new(LiveSocket::start(set_live, set_link, live));
     on_cleanup(move || socket.leave());
     let run = Signal::derive(move || live.with(|l| l.run.clone()));
+    // Redrawn when a new table comes (after each point), not on every delta of the run.
+    let sweep = Memo::new(move |_| live.with(|l| l.sweep.clone()));
     view! {
         <section class="page live">
             <h1>"Live run"</h1>
@@ -197,7 +204,39 @@ pub fn LivePage() -> impl IntoView {
             {move || (live.with(|l| l.session_over) && run.with(|r| r.status) != RunStatus::Running).then(|| view! {
                 <p class="notice" id="session-over">"The measurements are done. " <a href="#overview">"See the overview →"</a></p>
             })}
+            {move || sweep.get().map(|(done, table)| view! { <LiveSweep done=done table=table/> })}
             <RunPanel run=run/>
         </section>
+    }
+}
+
+/// The sweep this dashboard follows: its points so far with their ratios to plain (the chart),
+/// then, when it is done, its measured B* and recommendation (the sweep's answer) and the
+/// model's one B* for the same arm.
+#[component]
+fn LiveSweep(done: bool, table: SweepFile) -> impl IntoView {
+    let headline = Headline::of_sweep(&table);
+    let answer = break_even_of_headline(&table, headline.as_ref()).sentence;
+    let model = headline.as_ref().map(|h| {
+        let (fragment, b) = h.whatif_link();
+        (fragment, format!(" arm {}: model B* = {b:.1}", h.arm))
+    });
+    let points = table.arms.arms.iter().map(|a| a.table.rows.len()).sum::<usize>();
+    let status = if done {
+        "The sweep is done: its answer, as sweep.json holds it.".to_string()
+    } else {
+        format!("The sweep so far: {points} levels of its arms measured against plain; the answer firms up with each point.")
+    };
+    view! {
+        <div class="chart-box" id="live-sweep">
+            <h3>{if done { "The sweep" } else { "The sweep, point by point" }}</h3>
+            <p class="hint" id="live-sweep-status">{status}</p>
+            <p class="headline" id="live-sweep-answer">{answer}</p>
+            {table.unsteady_note().map(|line| view! { <p class="hint">{line}</p> })}
+            {table.recommendation.as_ref().map(|r| view! { <p class="headline" id="live-sweep-recommendation">{r.summary()}</p> })}
+            {model.map(|(fragment, beside)| view! { <p><a id="whatif-from-live-sweep" href=format!("#{fragment}")>"What-if with the sweep's measured acceptance →"</a>
+                <span class="hint" id="whatif-from-live-sweep-bstar">{beside}</span></p> })}
+            {chart_canvas::<_, SweepChart>("live-sweep-chart", "mid-chart", "speclens-sweep".into(), Signal::stored(table))}
+        </div>
     }
 }
