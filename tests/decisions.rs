@@ -182,14 +182,30 @@ fn a_three_arm_sweep_recommends_the_best_measured_k_and_judges_a_server_running_
     ]);
     let adaptive_out = sweep(&["--arm", &format!("sched={}", sched.url()), "--adaptive", "sched"]);
     let judged = read_json(&out.join("sweep.json"));
-    let mut names: Vec<(&str, bool)> = judged["arms"]
+    let names: Vec<(&str, bool)> = judged["arms"]
         .as_array()
         .unwrap()
         .iter()
         .map(|a| (a["name"].as_str().unwrap(), a["adaptive"] == true))
         .collect();
-    names.sort();
-    assert_eq!(names, [("k1", false), ("k4", false), ("sched", true)], "{judged}");
+    // The earlier arms keep their places (every chart colours an arm by its place) and the
+    // repeats' spreads their points had, though this sweep ran only the new arm.
+    assert_eq!(names, [("k4", false), ("k1", false), ("sched", true)], "{judged}");
+    for (before, after) in arms.iter().zip(judged["arms"].as_array().unwrap()) {
+        let spreads = |arm: &Value| -> Vec<(Value, Value)> {
+            arm["table"]["rows"]
+                .as_array()
+                .unwrap()
+                .iter()
+                .map(|r| (r["spec_spread"].clone(), r["base_spread"].clone()))
+                .collect()
+        };
+        assert!(
+            spreads(before).iter().all(|(s, b)| s.is_array() && b.is_array()),
+            "{before}"
+        );
+        assert_eq!(spreads(after), spreads(before), "{}", after["name"]);
+    }
     let picks = |t: &Value| -> Vec<Value> {
         t["recommendation"]["levels"]
             .as_array()

@@ -582,7 +582,12 @@ async fn run_one(plan: Plan, hub: Option<LiveHub>, lock: bool) -> Result<Option<
     // Points this folder holds from earlier sweeps (`--arm spec=…`, then `--base-url …`) join
     // the table when they were measured against the same servers and workload.
     let (earlier, earlier_points) = earlier_points(&out, &results, plan.join_stale)?;
-    let all: Vec<&Measured> = results.iter().chain(&earlier).collect();
+    let mut all: Vec<&Measured> = results.iter().chain(&earlier).collect();
+    // Arms the folder's earlier sweep named keep their places (so their colours) in its order;
+    // new arms follow.
+    let order: Vec<String> =
+        earlier_sweep(&out).map_or_else(Vec::new, |t| t.arms.arms.into_iter().map(|a| a.name).collect());
+    all.sort_by_key(|m| order.iter().position(|n| *n == m.arm).unwrap_or(order.len()));
     let mut table = table_of(&plan, all, &adaptive);
     // What the table itself warns of (a lossy or forced acceptance) is said on the console
     // here; the arms' check said its own when it ran.
@@ -803,6 +808,7 @@ fn earlier_points(
     join_stale: bool,
 ) -> Result<(Vec<Measured>, Vec<EarlierPoint>), CollectorError> {
     let axis = ran.first().map(|p| p.level.axis());
+    let before = earlier_sweep(out);
     let found = crate::commands::read::result_files(out)?;
     for (_, why) in &found.skipped {
         eprintln!("speclens sweep: skipped {why}");
@@ -831,11 +837,12 @@ fn earlier_points(
         });
         if joined {
             let category_tpot_ms = category_tpot(&out.join(arms::point_id(&arm, level))).ok().flatten();
+            let spread = before.as_ref().and_then(|t| earlier_spread(t, &arm, level));
             pooled.push(Measured {
                 arm,
                 level,
+                spread,
                 result,
-                spread: None,
                 category_tpot_ms,
             });
         }
@@ -861,11 +868,33 @@ fn table_of<'a>(plan: &Plan, points: impl IntoIterator<Item = &'a Measured>, ada
     SweepFile::of_arms(&named, plan.costs, plan.speculative_config.as_ref(), adaptive)
 }
 
+/// The folder's `sweep.json` from an earlier sweep, when there is one that reads.
+fn earlier_sweep(out: &Path) -> Option<SweepFile> {
+    std::fs::read(out.join("sweep.json"))
+        .ok()
+        .and_then(|bytes| serde_json::from_slice(&bytes).ok())
+}
+
+/// The repeats' spread an earlier sweep measured for `arm`'s point at `level` (plain's from
+/// any arm's table), so a point joined from its files keeps its range on the chart.
+fn earlier_spread(table: &SweepFile, arm: &str, level: Level) -> Option<(f64, f64)> {
+    let row = |t: &speclens_shared::sweep::PairTable| {
+        t.rows
+            .iter()
+            .find(|r| r.axis == level.axis() && r.level == level.value())
+            .copied()
+    };
+    if arm == arms::BASE_ARM {
+        let tables = table.arms.arms.iter().map(|a| &a.table).chain(table.plain.as_ref());
+        tables.filter_map(row).find_map(|r| r.base_spread)
+    } else {
+        row(&table.arms.arm(arm)?.table)?.spec_spread
+    }
+}
+
 fn adaptive_arms(plan: &Plan, out: &Path) -> Vec<String> {
     let mut adaptive = plan.adaptive.clone();
-    let earlier: Option<SweepFile> = std::fs::read(out.join("sweep.json"))
-        .ok()
-        .and_then(|bytes| serde_json::from_slice(&bytes).ok());
+    let earlier = earlier_sweep(out);
     for arm in earlier.iter().flat_map(|t| &t.arms.arms) {
         if arm.adaptive && !plan.arms.iter().any(|(name, _)| *name == arm.name) && !adaptive.contains(&arm.name) {
             adaptive.push(arm.name.clone());
