@@ -117,6 +117,20 @@ async fn the_demo_tells_one_story_on_its_console_dashboard_and_report() {
         assert!(out.path().join(file).is_file(), "the demo saved {file}");
     }
     assert!(console.contains("Report: "), "{console}");
+    // The detail tables are in the file the console names, not on the console.
+    let detail_file = out.path().join("sweep/sweep-detail.txt");
+    assert!(
+        console.contains(&format!("{} (--verbose prints it here)", detail_file.display()))
+            && !console.contains("Step cost, spec"),
+        "{console}"
+    );
+    let detail = std::fs::read_to_string(&detail_file).unwrap();
+    assert!(
+        detail.contains("Step cost, spec (")
+            && detail.contains("Engine load, spec | plain")
+            && detail.contains("SGLang: "),
+        "{detail}"
+    );
 
     let driver = start_chromedriver().await;
     let profile = tempfile::tempdir().unwrap();

@@ -33,7 +33,7 @@ fn a_three_arm_sweep_recommends_the_best_measured_k_and_judges_a_server_running_
     let out = dir.path().join("sweep");
     // The sweep's levels, workload and model, and its folder: every run of this test shares them.
     let sweep = |arms: &[&str]| {
-        let mut args = vec!["sweep"];
+        let mut args = vec!["sweep", "--verbose", "--engine-lines", "all"];
         args.extend_from_slice(arms);
         args.extend_from_slice(&[
             "--concurrency",

@@ -797,7 +797,7 @@ async fn real_vllm_a_two_k_sweep_writes_a_schedule_the_server_starts_with_and_ju
     let dir = tempfile::tempdir().unwrap();
     let out = dir.path().join("sweep");
     let sweep = |arms: &[String], extra: &[&str]| {
-        let mut args: Vec<&str> = vec!["sweep"];
+        let mut args: Vec<&str> = vec!["sweep", "--verbose"];
         for arm in arms {
             args.extend(["--arm", arm.as_str()]);
         }

@@ -279,8 +279,9 @@ pub fn head_table(sweep: &serde_json::Value) -> &serde_json::Value {
     }
 }
 
-/// `speclens sweep` of the servers at `spec` and `base` at concurrency `levels` into `out`, with
-/// `extra` flags, within `limit`: (exit code, stdout, stderr).
+/// `speclens sweep --verbose` (every table on stdout) of the servers at `spec` and `base` at
+/// concurrency `levels` into `out`, with `extra` flags, within `limit`: (exit code, stdout,
+/// stderr).
 pub fn sweep_within(
     spec: &str,
     base: &str,
@@ -292,6 +293,7 @@ pub fn sweep_within(
     let out = out.to_str().expect("UTF-8 path");
     let mut all = vec![
         "sweep",
+        "--verbose",
         "--spec-url",
         spec,
         "--base-url",

@@ -251,7 +251,7 @@ pub struct TargetArgs {
     #[arg(long, hide_short_help = true)]
     pub insecure: bool,
     /// Ask for whole responses instead of SSE streams (no TTFT/ITL then; lighter on the client).
-    #[arg(long)]
+    #[arg(long, hide_short_help = true)]
     pub no_stream: bool,
     /// A response larger than this many MiB is abandoned as a bad response.
     #[arg(long, default_value_t = 64, value_parser = clap::value_parser!(u64).range(1..=65_536), hide_short_help = true)]

@@ -169,6 +169,21 @@ pub struct SweepArgs {
     /// sweep.json.
     #[arg(long, help_heading = "Arms", hide_short_help = true)]
     pub allow_mixed_arms: bool,
+    /// Print the sweep's detail on the console (each arm's model line, calibration, knee,
+    /// latency against plain, step cost, engine load); without it the detail goes to
+    /// sweep-detail.txt in --out and the console names the file.
+    #[arg(long, short = 'v', help_heading = "Output")]
+    pub verbose: bool,
+    /// Whose config lines the console prints: the engine the servers reported (vLLM's when none
+    /// did), or every engine's (sweep.json and sweep-detail.txt always hold them all).
+    #[arg(
+        long,
+        value_enum,
+        default_value = "detected",
+        help_heading = "Output",
+        hide_short_help = true
+    )]
+    pub engine_lines: EngineLinesArg,
     /// Pool the points an earlier sweep left in --out even where their server (URL, model,
     /// engine, k) or workload differs from this sweep's; without it they are left out of the
     /// table, and sweep.json and the console name them and why.
@@ -265,6 +280,8 @@ impl SweepArgs {
             dry_run: self.dry_run,
             dashboard_port: self.dashboard.port()?,
             allow_mixed_arms: self.allow_mixed_arms,
+            verbose: self.verbose,
+            all_engine_lines: self.engine_lines == EngineLinesArg::All,
             join_stale: self.join_stale,
             trace_offsets_s: self.trace_offsets()?,
             contexts,
@@ -323,4 +340,11 @@ impl SweepArgs {
             bench::trace::offsets_s(&trace, skip, trace.len() - skip, 1.0).into(),
         ))
     }
+}
+
+/// `--engine-lines`: the detected engine's config lines, or all.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
+pub enum EngineLinesArg {
+    Detected,
+    All,
 }

@@ -165,6 +165,8 @@ fn sweep_plan(spec_url: &str, k1_url: &str, base_url: &str, out: PathBuf) -> cra
         dry_run: false,
         dashboard_port: None,
         allow_mixed_arms: false,
+        verbose: false,
+        all_engine_lines: false,
         join_stale: false,
         trace_offsets_s: None,
         contexts: Vec::new(),

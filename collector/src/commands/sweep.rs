@@ -15,7 +15,7 @@ use speclens_shared::model::speedup::Costs;
 use speclens_shared::results::run_result::RunResult;
 use speclens_shared::sweep::arms::{self, NamedPoint, BASE_ARM};
 use speclens_shared::sweep::contexts::{distinct_lengths, ContextAxis, ContextInput, ContextSweep};
-use speclens_shared::sweep::{repeats_settled, Axis, EarlierPoint, Level, SweepFile};
+use speclens_shared::sweep::{repeats_settled, Axis, EarlierPoint, EngineLines, Level, SweepFile};
 
 use crate::bench;
 use crate::error::{CollectorError, Signal};
@@ -69,6 +69,10 @@ pub struct Plan {
     /// Go on when an arm's server does not match its role (a plain arm that speculates, a
     /// speculative one that does not); the warning is kept in `sweep.json`.
     pub allow_mixed_arms: bool,
+    /// Print the detail tables on the console (else they go to `sweep-detail.txt`).
+    pub verbose: bool,
+    /// Print every engine's config lines (else the reported engine's).
+    pub all_engine_lines: bool,
     /// Pool points an earlier sweep left in the folder even where their server or workload
     /// differs from this sweep's (they are left out otherwise).
     pub join_stale: bool,
@@ -599,7 +603,7 @@ async fn run_one(plan: Plan, hub: Option<LiveHub>, lock: bool) -> Result<Option<
         &crate::results_folder::write::to_json_bytes(&table)?,
     )?;
     hub.sweep(true, &table).await;
-    print_outcome(&table, &results, &own_warnings, &out);
+    print_outcome(&plan, &table, &results, &own_warnings, &out);
     if let Some(signal) = stopped {
         return Err(CollectorError::Interrupted {
             message: format!(
@@ -615,8 +619,11 @@ async fn run_one(plan: Plan, hub: Option<LiveHub>, lock: bool) -> Result<Option<
 }
 
 /// The sweep's outcome on the console: the answer first (the servers' engine named by the
-/// points' results), then the table's warnings, its detail and the workload's notes.
-fn print_outcome(table: &SweepFile, results: &[Measured], own_warnings: &str, out: &Path) {
+/// points' results), then the table's warnings, the measured tables and the recommendation
+/// with that engine's lines (every table and engine with `--verbose` / `--engine-lines all`)
+/// and the workload's notes. The whole detail is written to `sweep-detail.txt` beside
+/// `sweep.json`, and the console names it.
+fn print_outcome(plan: &Plan, table: &SweepFile, results: &[Measured], own_warnings: &str, out: &Path) {
     let engine = results.iter().find_map(|m| {
         m.result
             .config
@@ -631,10 +638,26 @@ fn print_outcome(table: &SweepFile, results: &[Measured], own_warnings: &str, ou
     } else {
         format!("\n{answer}  Results: {}\n", out.display())
     };
+    let notes = workload_notes(results);
+    let detail_file = out.join("sweep-detail.txt");
+    let detail = format!("{}{notes}", table.render());
+    let written = crate::results_folder::write::write_atomic(&detail_file, detail.as_bytes());
+    let engines = if plan.all_engine_lines {
+        EngineLines::All
+    } else {
+        EngineLines::Only(engine.unwrap_or(Engine::Vllm))
+    };
+    let pointer = match (&written, plan.verbose) {
+        (_, true) => String::new(),
+        (Ok(()), false) => format!(
+            "Detail (each arm's model and calibration, knee, latency against plain, step cost, engine load, every engine's lines): {} (--verbose prints it here)\n",
+            detail_file.display()
+        ),
+        (Err(e), false) => format!("Detail not written ({e}): --verbose prints it here\n"),
+    };
     crate::console::status(&format!(
-        "{answer}\n{own_warnings}{}{}Results: {}\n",
-        table.render(),
-        workload_notes(results),
+        "{answer}\n{own_warnings}{}{notes}{pointer}Results: {}\n",
+        table.render_with(plan.verbose, engines),
         out.display()
     ));
 }

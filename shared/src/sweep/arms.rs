@@ -601,6 +601,17 @@ impl Arms {
     /// The console text: each arm's ratio to plain by level, their crossings, the pairs'
     /// crossings, latency beside throughput, the engine's load and the loads sustained.
     pub fn render(&self, axis: Axis) -> String {
+        let mut out = self.render_summary(axis);
+        if !self.arms.is_empty() {
+            out.push_str(&self.render_beside());
+        }
+        out
+    }
+
+    /// The measured tables only: each arm's ratio to plain by level, its k, acceptance and
+    /// crossing, the arms against each other, and the adaptive arms' verdicts (the detail
+    /// beside them, [`Arms::render_beside`], left out).
+    pub fn render_summary(&self, axis: Axis) -> String {
         let mut out = String::new();
         if self.arms.is_empty() {
             return out;
@@ -672,7 +683,6 @@ impl Arms {
         for judgement in &self.adaptive {
             out.push_str(&judgement.render(axis));
         }
-        out.push_str(&self.render_beside());
         out
     }
 

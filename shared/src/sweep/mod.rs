@@ -23,6 +23,7 @@ use crate::results::run_result::RunResult;
 use arms::{Arms, NamedPoint};
 pub use levels::{throughput, Arm, Axis, Level};
 pub use pair::{repeats_settled, Finding, PairTable, Prediction, SweepRow};
+pub use recommend::EngineLines;
 use recommend::Recommendation;
 use schedules::{acceptance_warning, ServerFacts};
 
@@ -224,12 +225,22 @@ impl SweepFile {
     /// crossings and prediction, latency and engine load beside throughput, and the
     /// recommendation.
     pub fn render(&self) -> String {
+        self.render_with(true, EngineLines::All)
+    }
+
+    /// The console's text. With `detail`: everything (each arm's model line, calibration,
+    /// knee, latency against plain, step cost, engine load). Without: the measured tables, the
+    /// recommendation and the notes. `engines` picks which engines' config lines it prints.
+    pub fn render_with(&self, detail: bool, engines: EngineLines) -> String {
         let mut out = if self.arms.arms.len() > 1 {
-            let mut out = self.arms.render(self.axis);
+            let mut out = self.arms.render_summary(self.axis);
+            if detail {
+                out.push_str(&self.arms.render_beside());
+            }
             if let Some(slo) = &self.head().goodput_slo {
                 out.push_str(&self.render_arms_goodput(slo));
             }
-            for a in &self.arms.arms {
+            for a in self.arms.arms.iter().filter(|_| detail) {
                 if let Some(p) = a
                     .table
                     .findings()
@@ -242,7 +253,9 @@ impl SweepFile {
             out
         } else {
             let mut out = self.head().render();
-            out.push_str(&self.arms.render_beside());
+            if detail {
+                out.push_str(&self.arms.render_beside());
+            }
             out
         };
         if let Some(note) = self.unsteady_note() {
@@ -250,7 +263,7 @@ impl SweepFile {
         }
         if let Some(r) = &self.recommendation {
             out.push('\n');
-            out.push_str(&r.render());
+            out.push_str(&r.render_for(engines));
         }
         if let Some(contexts) = &self.contexts {
             out.push_str(&contexts.render());

@@ -138,6 +138,23 @@ pub enum SettingKind {
     Unwritten,
 }
 
+/// Which engines' config lines the console prints: the one the servers reported (or vLLM's
+/// when none did), or all of them (`--engine-lines all`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum EngineLines {
+    Only(Engine),
+    All,
+}
+
+impl EngineLines {
+    pub fn shows(self, engine: Engine) -> bool {
+        match self {
+            EngineLines::Only(e) => e == engine,
+            EngineLines::All => true,
+        }
+    }
+}
+
 /// One engine's setting line and what it rests on. In `sweep.json` the engine and kind are one
 /// label (`vLLM`, `vLLM (model's schedule)`, `SGLang`, `SGLang (adaptive)`, `TensorRT-LLM`), as
 /// every speclens before this type wrote them.

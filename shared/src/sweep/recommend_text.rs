@@ -2,7 +2,7 @@
 //! model's schedule beside the measured one, the engine lines; and as one sentence.
 
 use super::levels::Axis;
-use super::recommend::{AdaptivePick, LevelPick, ModelSchedule, Recommendation, SCHEDULE_END};
+use super::recommend::{AdaptivePick, EngineLines, LevelPick, ModelSchedule, Recommendation, SCHEDULE_END};
 
 /// What a level is called in a sentence: `concurrency 8`, `requests/s 2.5`.
 pub(super) fn level_word(axis: Axis) -> &'static str {
@@ -124,8 +124,13 @@ impl Recommendation {
             .filter(move |a| r.is_some_and(|r| a.from == r.from && a.to == r.to))
     }
 
-    /// The console text.
+    /// The console text, with every engine's config lines.
     pub fn render(&self) -> String {
+        self.render_for(EngineLines::All)
+    }
+
+    /// The console text with the config lines of `engines` only.
+    pub fn render_for(&self, engines: EngineLines) -> String {
         let unit = level_word(self.axis);
         let mut out = String::from("Recommendation:\n");
         for (i, r) in self.ranges.iter().enumerate() {
@@ -173,7 +178,7 @@ impl Recommendation {
         if let Some(m) = &self.model {
             out.push_str(&self.render_model(m, unit));
         }
-        for s in &self.settings {
+        for s in self.settings.iter().filter(|s| engines.shows(s.engine)) {
             if s.line.is_empty() {
                 out.push_str(&format!("  {}: {}\n", s.label(), s.basis));
             } else {
