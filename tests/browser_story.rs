@@ -15,8 +15,8 @@ use serde_json::Value;
 use crate::common::browser::{
     assert_labels_clear, assert_one_model_bstar, assert_series_drawn, canvas_backing, canvas_ink, clipped_tables,
     crossing_labels, href_of, label_overdraw, link_notices, open_browser, open_browser_at_scale, overlapping_texts,
-    overview_whatif_link, rgb, screenshot, set_width, severe_log, sideways_overflow, start_chromedriver, text_of,
-    visit, whatif_bstar,
+    overview_whatif_link, rgb, screenshot, set_width, severe_log, sideways_overflow, squeezed_tables,
+    start_chromedriver, text_of, visit, whatif_bstar,
 };
 use speclens_shared::view::overview::batch_text;
 
@@ -381,6 +381,12 @@ async fn the_overview_lands_first_with_the_measured_crossing_and_the_views_fit_a
             Vec::<String>::new(),
             "#{fragment}: text over text at 420 px"
         );
+        // Tables scroll inside their box, first column held, no cell squeezed into a tower.
+        assert_eq!(
+            squeezed_tables(&client).await,
+            Vec::<String>::new(),
+            "#{fragment}: a squeezed table at 420 px"
+        );
         if let Some(chart) = sweep_chart_of(name) {
             assert_labels_clear(&client, chart, &labels, "420 px").await;
         }
@@ -395,6 +401,19 @@ async fn the_overview_lands_first_with_the_measured_crossing_and_the_views_fit_a
                 .unwrap();
             let seen = overlapping_texts(&client).await;
             assert!(seen.iter().any(|p| p.contains("probe label")), "{seen:?}");
+            // And a table squeezed into a 60 px box, outside the page's styles.
+            client
+                .execute(
+                    "const t = document.createElement('table'); t.id = 'tower-probe'; t.style.width = '60px';                      t.innerHTML = '<tr><td>a cell of many words that wraps into a tower</td></tr>';                      document.querySelector('main').appendChild(t);",
+                    vec![],
+                )
+                .await
+                .unwrap();
+            assert_eq!(squeezed_tables(&client).await, ["tower-probe"]);
+            client
+                .execute("document.getElementById('tower-probe').remove();", vec![])
+                .await
+                .unwrap();
             client
                 .execute("document.getElementById('overlap-probe').remove();", vec![])
                 .await

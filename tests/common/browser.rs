@@ -257,7 +257,8 @@ fn strings(v: &serde_json::Value) -> Vec<String> {
 }
 
 /// Pairs of visible text runs on the page whose boxes overlap (by more than 2 × 2 CSS pixels),
-/// each named by the start of its text: text drawn over text.
+/// each named by the start of its text: text drawn over text. Text the page does not show (a
+/// closed `<details>`'s body keeps its boxes, unpainted) is left out.
 pub async fn overlapping_texts(client: &Client) -> Vec<String> {
     let v: serde_json::Value = client
         .execute(
@@ -266,6 +267,8 @@ pub async fn overlapping_texts(client: &Client) -> Vec<String> {
              while (walk.nextNode()) { \
                const n = walk.currentNode; const text = n.textContent.trim(); \
                if (!text) continue; \
+               const el = n.parentElement; \
+               if (el && el.checkVisibility && !el.checkVisibility()) continue; \
                const range = document.createRange(); range.selectNodeContents(n); \
                for (const r of range.getClientRects()) if (r.width > 0 && r.height > 0) boxes.push([r, text.slice(0, 30)]); \
              } \
@@ -514,4 +517,30 @@ pub async fn assert_one_model_bstar(client: &Client, base: &str, run_id: &str, b
     .await;
     client.goto(&format!("{base}{nav}")).await.unwrap();
     assert_eq!(whatif_bstar(client).await, bstar, "the navigation's {nav}");
+}
+
+/// Tables squeezed at the window's width, each named by its id: a cell wrapped over three lines
+/// (a tower), a first column off screen, or a table wider than its box that does not scroll
+/// inside it.
+pub async fn squeezed_tables(client: &Client) -> Vec<String> {
+    let v: serde_json::Value = client
+        .execute(
+            "return [...document.querySelectorAll('table')].filter(t => { \
+               if (!t.getClientRects().length) return false; \
+               const tower = [...t.querySelectorAll('td, th')].some(c => { \
+                 const s = getComputedStyle(c); \
+                 const line = parseFloat(s.lineHeight) || parseFloat(s.fontSize) * 1.5; \
+                 return c.getBoundingClientRect().height > 3.2 * line; }); \
+               const first = t.querySelector('tr > *'); \
+               const off = first && first.getBoundingClientRect().right > document.documentElement.clientWidth + 1; \
+               const box = t.closest('.table-box'); \
+               const stuck = box && box.scrollWidth > box.clientWidth + 1 \
+                 && !['auto', 'scroll'].includes(getComputedStyle(box).overflowX); \
+               return tower || off || stuck; \
+             }).map(t => t.id || t.className);",
+            vec![],
+        )
+        .await
+        .expect("the tables' cells");
+    strings(&v)
 }

@@ -223,7 +223,7 @@ pub fn draw_context_cost_chart<DB: DrawingBackend>(
         .filter(|v| v.is_finite())
         .fold(2.0f64, f64::max)
         * 1.1;
-    let mut chart = context_axes(&plot, contexts, y_max, "acceptance length (tokens per step)", 1, scale)?;
+    let mut chart = context_axes(&plot, contexts, y_max, "E, tokens per step", 1, scale)?;
     for ArmColors { name, color, dashed } in &arms {
         let series = |pick: fn(&crate::sweep::contexts::ContextArm) -> Option<f64>| -> Vec<(f64, f64)> {
             contexts

@@ -68,7 +68,7 @@ pub fn draw_step_cost_chart<DB: DrawingBackend>(
     chart
         .configure_mesh()
         .x_desc("concurrency")
-        .y_desc("acceptance length (tokens per step)")
+        .y_desc("E, tokens per step")
         .y_label_formatter(&|y| format!("{y:.1}"))
         .y_labels(5)
         .label_style(font(12.0))

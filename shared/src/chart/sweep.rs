@@ -319,9 +319,12 @@ fn draw_ratio<DB: DrawingBackend>(
             Axis::Concurrency => "concurrency",
             Axis::RequestRate => "requests/s",
         })
-        .y_desc(match table.axis {
-            Axis::Concurrency => "spec ÷ base",
-            Axis::RequestRate => "base ÷ spec latency",
+        // One panel for every arm (the legend names them by colour): the axis says so.
+        .y_desc(match (table.axis, arms.len() > 1) {
+            (Axis::Concurrency, true) => "each arm ÷ plain",
+            (Axis::Concurrency, false) => "spec ÷ plain",
+            (Axis::RequestRate, true) => "plain ÷ each arm, latency",
+            (Axis::RequestRate, false) => "plain ÷ spec latency",
         })
         .x_label_formatter(&|x| level_tick(table.axis, *x))
         .y_label_formatter(&|y| format!("{y:.1}×"))

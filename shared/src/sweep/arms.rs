@@ -765,20 +765,40 @@ impl Arms {
         out
     }
 
-    /// Latency, engine load and sustained load beside throughput.
+    /// Everything beside the ratios, as the console prints it: the sections of
+    /// [`Arms::detail_sections`] one after another.
     pub fn render_beside(&self) -> String {
-        let mut out = self.render_calibrated();
-        out.push_str(&self.render_saturation());
-        out.push_str(&self.render_categories());
-        out.push_str(&self.render_latency());
-        for a in self.arms.iter().filter(|a| !a.step_cost.is_empty()) {
-            out.push_str(&super::step_cost::render(
-                &a.name,
-                &a.step_cost,
-                a.table.prediction.as_ref().map(|p| p.costs),
-            ));
-        }
-        out.push_str(&self.render_engine());
+        self.detail_sections().into_iter().map(|(_, text)| text).collect()
+    }
+
+    /// The detail beside the ratios, one titled section each (empty ones left out): the
+    /// calibrated predictions, knee and over-saturation, prompt categories, latency against
+    /// plain, each arm's step cost, engine load, and the load sustained within the goodput
+    /// objectives. The console prints them in turn; the sweep page gives each its own
+    /// collapsible section.
+    pub fn detail_sections(&self) -> Vec<(&'static str, String)> {
+        let step_cost: String = self
+            .arms
+            .iter()
+            .filter(|a| !a.step_cost.is_empty())
+            .map(|a| super::step_cost::render(&a.name, &a.step_cost, a.table.prediction.as_ref().map(|p| p.costs)))
+            .collect();
+        let sections = [
+            ("Calibrated prediction (before the sweep)", self.render_calibrated()),
+            ("Knee and over-saturation", self.render_saturation()),
+            ("By prompt category", self.render_categories()),
+            ("Latency against plain", self.render_latency()),
+            ("Step cost", step_cost),
+            ("Engine load", self.render_engine()),
+            ("Load sustained within the goodput objectives", self.render_sustained()),
+        ];
+        sections.into_iter().filter(|(_, text)| !text.is_empty()).collect()
+    }
+
+    /// The highest load each arm and plain sustained within the `--goodput` objectives, one
+    /// line (empty without objectives).
+    fn render_sustained(&self) -> String {
+        let mut out = String::new();
         if self.arms.iter().any(|a| a.sustained_within_slo.is_some()) || self.base_sustained_within_slo.is_some() {
             out.push_str(&format!(
                 "Highest load sustained within the goodput objectives (≥ {:.0} % of requests): ",

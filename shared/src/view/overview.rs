@@ -213,13 +213,13 @@ pub fn arm_lines(table: &SweepFile) -> Vec<String> {
                 .map_or(String::new(), |(l, x)| format!("; {x:.2}× plain at {}", batch_text(l)));
             let crossing = match (a.table.crossing, a.table.crossing_interval) {
                 (Some(b), Some((lo, hi))) => format!(
-                    "; stops paying at {} {unit} ({}–{})",
+                    "; beats plain up to {} {unit} ({}–{})",
                     batch_text(b),
                     batch_text(lo),
                     batch_text(hi)
                 ),
-                (Some(b), None) => format!("; stops paying at {} {unit}", batch_text(b)),
-                (None, _) => "; no crossing inside the sweep".to_string(),
+                (Some(b), None) => format!("; beats plain up to {} {unit}", batch_text(b)),
+                (None, _) => "; no crossing with plain inside the sweep".to_string(),
             };
             format!("{} ({k}{e}){first}{crossing}", a.name)
         })

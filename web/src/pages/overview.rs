@@ -291,13 +291,15 @@ fn OverviewBody(data: Loaded) -> impl IntoView {
         {sources.map(|s| view! { <p class="hint" id="overview-sources">{s}</p> })}
         <div class="tiles" id="overview-tiles">{tiles}</div>
         {break_even.as_ref().map(|b| view! { <p class="headline" id="overview-break-even">{b.sentence.clone()}</p> })}
-        {speedup_line.map(|s| view! { <p id="overview-speedup">{s}</p> })}
+        // With several arms the recommendation's ranges are the one sentence to act on; each
+        // arm's line against plain follows as its evidence.
+        {recommendation.map(|s| view! { <p class="headline" id="overview-recommendation">{s}</p> })}
         {arms.map(|lines| view! {
             <div class="findings" id="overview-arms">
                 {lines.into_iter().map(|line| view! { <p>{line}</p> }).collect_view()}
             </div>
         })}
-        {recommendation.map(|s| view! { <p class="headline" id="overview-recommendation">{s}</p> })}
+        {speedup_line.map(|s| view! { <p id="overview-speedup">{s}</p> })}
         <div class="grid2">
             {data.sweep.clone().map(|(id, table)| view! {
                 <div class="chart-box"><h3>{if table.axis.is_concurrency() { "Throughput by concurrency" } else { "Latency by request rate" }}</h3>

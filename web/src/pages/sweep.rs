@@ -90,8 +90,15 @@ pub fn SweepView(id: String) -> impl IntoView {
                         </div>
                     })}
                     {sweep_table(&t)}
-                    <details class="console" id="sweep-console" open>
-                        <summary>"What the console printed: every arm against plain, latency differences (TPOT first), engine load and each arm's model prediction"</summary>
+                    // The detail the console keeps in sweep-detail.txt, a section each.
+                    {t.arms.detail_sections().into_iter().enumerate().map(|(i, (title, text))| view! {
+                        <details class="console detail" id=format!("sweep-detail-{i}")>
+                            <summary>{title}</summary>
+                            <pre>{text}</pre>
+                        </details>
+                    }).collect_view()}
+                    <details class="console" id="sweep-console">
+                        <summary>"Everything the sweep wrote to the console and sweep-detail.txt: every arm against plain, the detail above and each arm's model prediction"</summary>
                         <pre>{t.render()}</pre>
                     </details>
                 }
