@@ -175,7 +175,7 @@ impl LiveHub {
     }
 
     /// Whether a hub task receives what is sent (not [`LiveHub::detached`]).
-    fn attached(&self) -> bool {
+    pub fn attached(&self) -> bool {
         self.events.is_some()
     }
 

@@ -568,13 +568,18 @@ async fn run_one(plan: Plan, hub: Option<LiveHub>, lock: bool) -> Result<Option<
             let _ = caught.set(crate::net::stop_signal().await);
         }
     });
-    let adaptive = adaptive_arms(&plan, &out);
+    // The folder's earlier sweep.json, read once: its adaptive arms, its spreads and its order.
+    let before = earlier_sweep(&out);
+    let adaptive = adaptive_arms(&plan, before.as_ref());
     for p in &points {
         match measure_point(&plan, p, axis, &out, &started, hub, &caught).await? {
             Ok(measured) => {
                 results.push(measured);
-                // The dashboard follows the sweep: the table of the points so far.
-                hub.sweep(false, &table_of(&plan, &results, &adaptive)).await;
+                // The dashboard follows the sweep: the table of the points so far (made only
+                // when a page can watch).
+                if hub.attached() {
+                    hub.sweep(false, &table_of(&plan, &results, &adaptive)).await;
+                }
             }
             Err(signal) => {
                 stopped = Some(signal);
@@ -585,12 +590,15 @@ async fn run_one(plan: Plan, hub: Option<LiveHub>, lock: bool) -> Result<Option<
     watcher.abort();
     // Points this folder holds from earlier sweeps (`--arm spec=…`, then `--base-url …`) join
     // the table when they were measured against the same servers and workload.
-    let (earlier, earlier_points) = earlier_points(&out, &results, plan.join_stale)?;
+    let (earlier, earlier_points) = earlier_points(&out, before.as_ref(), &results, plan.join_stale)?;
     let mut all: Vec<&Measured> = results.iter().chain(&earlier).collect();
     // Arms the folder's earlier sweep named keep their places (so their colours) in its order;
     // new arms follow.
-    let order: Vec<String> =
-        earlier_sweep(&out).map_or_else(Vec::new, |t| t.arms.arms.into_iter().map(|a| a.name).collect());
+    let order: Vec<&str> = before
+        .iter()
+        .flat_map(|t| &t.arms.arms)
+        .map(|a| a.name.as_str())
+        .collect();
     all.sort_by_key(|m| order.iter().position(|n| *n == m.arm).unwrap_or(order.len()));
     let mut table = table_of(&plan, all, &adaptive);
     // What the table itself warns of (a lossy or forced acceptance) is said on the console
@@ -824,14 +832,15 @@ fn median_run(axis: Axis, mut repeats: Vec<(PathBuf, RunResult)>) -> (PathBuf, R
 /// The point files in `out` that this sweep did not measure again (of the same axis), each
 /// compared with what this sweep measured: its server with this sweep's point of the same arm,
 /// its workload with any of this sweep's points. Those that differ are left out unless
-/// `join_stale`. Returns the points to pool and what was found.
+/// `join_stale`. A joined point keeps the repeats' spread the folder's earlier `sweep.json`
+/// (`before`) measured for it. Returns the points to pool and what was found.
 fn earlier_points(
     out: &std::path::Path,
+    before: Option<&SweepFile>,
     ran: &[Measured],
     join_stale: bool,
 ) -> Result<(Vec<Measured>, Vec<EarlierPoint>), CollectorError> {
     let axis = ran.first().map(|p| p.level.axis());
-    let before = earlier_sweep(out);
     let found = crate::commands::read::result_files(out)?;
     for (_, why) in &found.skipped {
         eprintln!("speclens sweep: skipped {why}");
@@ -860,7 +869,7 @@ fn earlier_points(
         });
         if joined {
             let category_tpot_ms = category_tpot(&out.join(arms::point_id(&arm, level))).ok().flatten();
-            let spread = before.as_ref().and_then(|t| earlier_spread(t, &arm, level));
+            let spread = before.and_then(|t| earlier_spread(t, &arm, level));
             pooled.push(Measured {
                 arm,
                 level,
@@ -873,8 +882,6 @@ fn earlier_points(
     Ok((pooled, seen))
 }
 
-/// The arms that run a schedule: this sweep's `--adaptive`, and those the folder's earlier
-/// `sweep.json` marked so among the arms this sweep did not run again.
 /// The sweep's table from `points` (this sweep's and any earlier ones joined), with the plan's
 /// costs, speculative config and adaptive arms.
 fn table_of<'a>(plan: &Plan, points: impl IntoIterator<Item = &'a Measured>, adaptive: &[String]) -> SweepFile {
@@ -915,9 +922,10 @@ fn earlier_spread(table: &SweepFile, arm: &str, level: Level) -> Option<(f64, f6
     }
 }
 
-fn adaptive_arms(plan: &Plan, out: &Path) -> Vec<String> {
+/// The arms that run a schedule: this sweep's `--adaptive`, and those the folder's earlier
+/// `sweep.json` (`earlier`) marked so among the arms this sweep did not run again.
+fn adaptive_arms(plan: &Plan, earlier: Option<&SweepFile>) -> Vec<String> {
     let mut adaptive = plan.adaptive.clone();
-    let earlier = earlier_sweep(out);
     for arm in earlier.iter().flat_map(|t| &t.arms.arms) {
         if arm.adaptive && !plan.arms.iter().any(|(name, _)| *name == arm.name) && !adaptive.contains(&arm.name) {
             adaptive.push(arm.name.clone());

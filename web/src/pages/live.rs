@@ -191,7 +191,13 @@ pub fn LivePage() -> impl IntoView {
                 </span>
                 {move || status_line(&run.get())}
             </p>
-            {move || { let sweep = crate::api::sweep_model(); run.with(|r| whatif_link(r, sweep.as_ref())) }}
+            // The sweep this page follows, else the results folder's: the live sweep box and
+            // this link show one model B*.
+            {move || {
+                let followed = sweep.with(|s| s.as_ref().and_then(|(_, t)| Headline::of_sweep(t)));
+                let headline = followed.or_else(crate::api::sweep_model);
+                run.with(|r| whatif_link(r, headline.as_ref()))
+            }}
             {move || (run.with(|r| r.status) == RunStatus::Idle).then(|| view! {
                 <div class="empty" id="live-empty">
                     <p>"No run is being measured by this server."</p>
