@@ -1,6 +1,8 @@
 //! `speclens sweep --dashboard` in headless Chromium: the live page follows the sweep point by
 //! point and, after the last point, shows its measured B* and recommendation as `sweep.json`
-//! holds them (the shared computation's sentences, compared whole), with its chart drawn.
+//! holds them (the shared computation's sentences, compared whole), with its chart drawn; an
+//! adaptive arm swept into the same folder afterwards leaves the earlier arms' colours as they
+//! were (read from the sweep page's canvas pixels).
 
 use std::time::Duration;
 
@@ -8,8 +10,24 @@ use speclens_shared::sweep::SweepFile;
 use speclens_shared::view::headline::Headline;
 use speclens_shared::view::overview::break_even_of_headline;
 
-use crate::common::browser::{canvas_ink, open_browser, start_chromedriver, text_of};
-use crate::common::{wait_for, Speclens};
+use crate::common::browser::{
+    canvas_colour, canvas_ink, open_browser, rgb, start_chromedriver, text_of, SERIES_PIXELS,
+};
+use crate::common::{run_speclens_within, wait_for, Speclens};
+
+/// Both sweeps' levels, workload and model.
+const WORKLOAD: [&str; 10] = [
+    "--concurrency",
+    "1,4,16",
+    "--requests-per-slot",
+    "4",
+    "--input-tokens",
+    "8",
+    "--output-tokens",
+    "32",
+    "--ridge",
+    "8",
+];
 
 #[tokio::test]
 async fn a_sweep_s_dashboard_shows_its_answer_when_the_last_point_is_done() {
@@ -19,30 +37,15 @@ async fn a_sweep_s_dashboard_shows_its_answer_when_the_last_point_is_done() {
     let timing = ["--ridge", "8", "--step-ms", "2"];
     let spec = Speclens::sim(&[&timing[..], &["--num-spec-tokens", "3", "--alpha", "0.7"]].concat());
     let base = Speclens::sim(&timing);
-    let out = tempfile::tempdir().unwrap();
+    let results = tempfile::tempdir().unwrap();
+    let out = results.path().join("sweep");
     let (mut sweep, url) = crate::common::spawn_with_dashboard(
         &[
-            "sweep",
-            "--spec-url",
-            &spec.url(),
-            "--base-url",
-            &base.url(),
-            "--concurrency",
-            "1,4,16",
-            "--requests-per-slot",
-            "4",
-            "--input-tokens",
-            "8",
-            "--output-tokens",
-            "32",
-            "--ridge",
-            "8",
-            "--dashboard",
-            "--dashboard-port",
-            "0",
-            "--out",
-            out.path().to_str().unwrap(),
-        ],
+            &["sweep", "--spec-url", &spec.url(), "--base-url", &base.url()][..],
+            &WORKLOAD,
+            &["--dashboard", "--dashboard-port", "0", "--out", out.to_str().unwrap()],
+        ]
+        .concat(),
         &dist,
     );
 
@@ -67,8 +70,7 @@ async fn a_sweep_s_dashboard_shows_its_answer_when_the_last_point_is_done() {
             .then_some(())
     })
     .await;
-    let table: SweepFile =
-        serde_json::from_str(&std::fs::read_to_string(out.path().join("sweep.json")).unwrap()).unwrap();
+    let table: SweepFile = serde_json::from_str(&std::fs::read_to_string(out.join("sweep.json")).unwrap()).unwrap();
     assert!(table.head().crossing.is_some(), "the arms cross inside 1–16");
     let headline = Headline::of_sweep(&table);
     let answer = break_even_of_headline(&table, headline.as_ref()).sentence;
@@ -89,7 +91,74 @@ async fn a_sweep_s_dashboard_shows_its_answer_when_the_last_point_is_done() {
     })
     .await;
     assert!(ink.1 >= 1, "{ink:?}");
-    client.close().await.unwrap();
     let _ = sweep.kill();
     let _ = sweep.wait();
+
+    // The sweep page before and after an adaptive arm joins the folder: the speculative arm
+    // stays in its colour and plain in grey (the new arm takes the next colour), so adding an
+    // arm cannot swap what a reader learned to read.
+    let server = Speclens::serve_results(&dist, results.path());
+    let page = format!("{}#runs?sweep=sweep", server.url());
+    let next = speclens_shared::chart::colors::OTHERS[0];
+    let adaptive_rgb = (next.0, next.1, next.2);
+    let colours = |want_adaptive: bool| {
+        let client = &client;
+        let page = &page;
+        async move {
+            // Through a blank page: the same address again would only move to its fragment.
+            client.goto("about:blank").await.unwrap();
+            client.goto(page).await.unwrap();
+            wait_for(
+                "the sweep page's chart in its colours",
+                Duration::from_secs(30),
+                || async {
+                    let spec = canvas_colour(client, "sweep-chart", rgb::SPECULATIVE).await?;
+                    let base = canvas_colour(client, "sweep-chart", rgb::BASE).await?;
+                    let adaptive = canvas_colour(client, "sweep-chart", adaptive_rgb).await?;
+                    ((adaptive > SERIES_PIXELS) == want_adaptive).then_some((spec, base, adaptive))
+                },
+            )
+            .await
+        }
+    };
+    let (spec_before, base_before, adaptive_before) = colours(false).await;
+    assert!(
+        spec_before > SERIES_PIXELS && base_before > SERIES_PIXELS,
+        "both series drawn: {spec_before} speculative, {base_before} plain pixels"
+    );
+    let sched = Speclens::sim(
+        &[
+            &timing[..],
+            &[
+                "--num-spec-tokens",
+                "3",
+                "--alpha",
+                "0.7",
+                "--num-spec-tokens-per-batch-size",
+                "[[1,4,3],[5,65536,1]]",
+            ],
+        ]
+        .concat(),
+    );
+    let sched_arm = format!("sched={}", sched.url());
+    let (code, stdout, stderr) = run_speclens_within(
+        &[
+            &["sweep", "--arm", &sched_arm, "--adaptive", "sched", "--repeats", "1"][..],
+            &WORKLOAD,
+            &["--out", out.to_str().unwrap()],
+        ]
+        .concat(),
+        Duration::from_secs(240),
+    );
+    assert_eq!(code, 0, "{stdout}\n{stderr}");
+    let (spec_after, base_after, adaptive_after) = colours(true).await;
+    assert!(
+        spec_after > SERIES_PIXELS && base_after > SERIES_PIXELS && adaptive_after > SERIES_PIXELS,
+        "after the adaptive arm: {spec_after} speculative, {base_after} plain, {adaptive_after} adaptive pixels"
+    );
+    assert!(
+        adaptive_before < SERIES_PIXELS / 4,
+        "no series in the next arm's colour before it joined: {adaptive_before}"
+    );
+    client.close().await.unwrap();
 }

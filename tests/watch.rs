@@ -114,9 +114,31 @@ async fn recorded_series_equal_the_bench_window_on_every_engine_shape() {
             tolerance,
         );
         // Per-second figures: the window's growth ÷ 30 s, but Prometheus's rate() extrapolates
-        // the growth by up to half a scrape interval past each end of its samples: 2 × 100 ms
-        // over at least 3 s of samples here, 6.7 %, and 1 % for the client's own timing.
-        let extrapolation = 2.0 * 0.1 / 3.0 + 0.01;
+        // the growth past the ends of its samples (promql/functions.go, extrapolatedRate): by
+        // half the samples' mean interval before the first (which lies far from the range's
+        // start here), and after the last by up to 1.1 mean intervals (to the range's end, when
+        // the rule was evaluated that soon after it): at most 1.6 of the n − 1 intervals
+        // between the n samples, 1.6 ÷ (n − 1) of the growth. n is counted at the rule's time,
+        // not assumed from the configured interval (`up` is 1 for each scrape that answered;
+        // one that timed out on a busy machine leaves a gap); a scrape that began before that
+        // time and ended after it is counted here and was not there, so n − 2 bounds the
+        // rule's n − 1. Plus 1 % for the client's own timing.
+        let evaluated = p
+            .vector(&format!(
+                "timestamp({}{{serving_engine=\"{engine}\"}})",
+                name("drafts_per_second")
+            ))
+            .await[0]
+            .1;
+        let n = p
+            .vector(&format!(
+                "sum_over_time(up{{job=\"{engine}\"}}[{WINDOW_S}s] @ {evaluated})"
+            ))
+            .await
+            .first()
+            .map_or(0.0, |(_, n)| *n);
+        assert!(n >= 8.0, "{engine}: {n} scrapes in the rule's window");
+        let extrapolation = 1.6 / (n - 2.0) + 0.01;
         let drafts = data["num_drafts"].as_f64().unwrap();
         close(
             &format!("{engine} drafts/s"),

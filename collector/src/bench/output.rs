@@ -114,8 +114,8 @@ impl<'a> Figures<'a> {
     }
 }
 
-/// The console report, in order: vLLM's summary, failures, AIPerf's table, AISBench's blocks,
-/// the notices.
+/// The console report, in order: vLLM's summary, failures, AIPerf's table, AISBench's blocks
+/// (with several endpoints), the notices: each source's acceptance once.
 fn console(f: &Figures<'_>) -> String {
     let no_speculation = f.paths.shows_no_speculation();
     let section = match &f.headline {
@@ -156,9 +156,17 @@ fn console(f: &Figures<'_>) -> String {
             parts.join(", ")
         ));
     }
-    for (label, result) in &f.results {
-        console.push_str(&console_block(label, result));
-        console.push('\n');
+    // AISBench's block per endpoint. With one endpoint it holds the counters vLLM's section
+    // printed above, so only what that section leaves out is printed: the window's notes.
+    if let [(_, result)] = f.results.as_slice() {
+        for note in result.data.iter().flat_map(|d| &d.notes) {
+            console.push_str(&format!("Note (server counters): {note}\n"));
+        }
+    } else {
+        for (label, result) in &f.results {
+            console.push_str(&console_block(label, result));
+            console.push('\n');
+        }
     }
     if let Some(fleet) = &f.paths.fleet {
         console.push_str(&console_block(super::prometheus::LABEL, &fleet.result));
