@@ -86,6 +86,7 @@ async fn the_demo_tells_one_story_on_its_console_dashboard_and_report() {
         .find(|a| a["name"] == named.as_str())
         .unwrap_or_else(|| panic!("arm {named} in sweep.json"))
         .clone();
+    crate::common::assert_step_cost_flips_at_crossing(&sweep);
     let prediction = &arm["table"]["prediction"];
     let query = |name: &str| field_after(&url.replace('&', " "), &format!("{name}="));
     let e: f64 = query("e").parse().unwrap();

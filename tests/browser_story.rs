@@ -125,6 +125,7 @@ async fn the_overview_lands_first_with_the_measured_crossing_and_the_views_fit_a
     measure(results.path());
     let sweep: Value =
         serde_json::from_str(&std::fs::read_to_string(results.path().join("sweep/sweep.json")).unwrap()).unwrap();
+    crate::common::assert_step_cost_flips_at_crossing(&sweep);
     // The headline arm: the one whose crossing is where speculation goes off (the
     // recommendation's cut-off), else the first, as sweep.json names it.
     let headline = sweep["recommendation"]["cut_off"]["arm"]

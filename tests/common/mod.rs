@@ -529,3 +529,27 @@ pub fn spawn_with_dashboard(args: &[&str], web_dir: &Path) -> (Child, String) {
     std::thread::spawn(move || for _ in lines {});
     (child, url)
 }
+
+/// One verdict per level in a `sweep.json`: each arm's step cost (the step-cost chart's
+/// measured E against the E the load needs) turns from paying to not between the two levels
+/// whose ratio holds the table's measured B*.
+pub fn assert_step_cost_flips_at_crossing(sweep: &serde_json::Value) {
+    use serde_json::Value;
+    let pays = |r: &Value| r["acceptance_length"].as_f64().unwrap() > r["step_cost"].as_f64().unwrap();
+    for a in sweep["arms"].as_array().expect("arms") {
+        let Some(crossing) = a["table"]["crossing"].as_f64() else {
+            continue;
+        };
+        let rows = a["step_cost"].as_array().expect("step-cost rows");
+        let flip = rows
+            .windows(2)
+            .find(|w| pays(&w[0]) && !pays(&w[1]))
+            .unwrap_or_else(|| panic!("{}: no step-cost flip beside B* = {crossing}: {rows:?}", a["name"]));
+        let (lo, hi) = (flip[0]["level"].as_f64().unwrap(), flip[1]["level"].as_f64().unwrap());
+        assert!(
+            (lo..=hi).contains(&crossing),
+            "{}: B* {crossing} outside {lo}–{hi}",
+            a["name"]
+        );
+    }
+}
