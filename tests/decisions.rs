@@ -172,15 +172,32 @@ fn a_three_arm_sweep_recommends_the_best_measured_k_and_judges_a_server_running_
     // level and never picked, and where the schedule turns speculation off its steps are no
     // drafts.
     let schedule_json = serde_json::to_string(schedule).unwrap();
-    let sched = timed_sim(&[
-        "--num-spec-tokens",
-        "4",
-        "--acceptance-rates",
-        "0.8,0.6,0.45,0.3",
-        "--num-spec-tokens-per-batch-size",
-        &schedule_json,
+    let scheduled = |extra: &[&str]| {
+        let mut args = vec![
+            "--num-spec-tokens",
+            "4",
+            "--acceptance-rates",
+            "0.8,0.6,0.45,0.3",
+            "--num-spec-tokens-per-batch-size",
+            &schedule_json,
+        ];
+        args.extend_from_slice(extra);
+        timed_sim(&args)
+    };
+    let sched = scheduled(&[]);
+    // Beside it, a server given the same schedule that ignores it (an engine that drops the
+    // line runs its fixed k): the check at each level tells them apart.
+    let ignoring = scheduled(&["--ignore-schedule"]);
+    let adaptive_out = sweep(&[
+        "--arm",
+        &format!("sched={}", sched.url()),
+        "--adaptive",
+        &format!("sched={schedule_json}"),
+        "--arm",
+        &format!("ignoring={}", ignoring.url()),
+        "--adaptive",
+        &format!("ignoring={schedule_json}"),
     ]);
-    let adaptive_out = sweep(&["--arm", &format!("sched={}", sched.url()), "--adaptive", "sched"]);
     let judged = read_json(&out.join("sweep.json"));
     let names: Vec<(&str, bool)> = judged["arms"]
         .as_array()
@@ -190,7 +207,11 @@ fn a_three_arm_sweep_recommends_the_best_measured_k_and_judges_a_server_running_
         .collect();
     // The earlier arms keep their places (every chart colours an arm by its place) and the
     // repeats' spreads their points had, though this sweep ran only the new arm.
-    assert_eq!(names, [("k4", false), ("k1", false), ("sched", true)], "{judged}");
+    assert_eq!(
+        names,
+        [("k4", false), ("k1", false), ("sched", true), ("ignoring", true)],
+        "{judged}"
+    );
     for (before, after) in arms.iter().zip(judged["arms"].as_array().unwrap()) {
         let spreads = |arm: &Value| -> Vec<(Value, Value)> {
             arm["table"]["rows"]
@@ -220,6 +241,39 @@ fn a_three_arm_sweep_recommends_the_best_measured_k_and_judges_a_server_running_
     assert!(levels
         .iter()
         .all(|l| l["verdict"].is_string() && l["ratio"].is_number()));
+    // Was the schedule applied? The server that runs it: at every level, drafting where it
+    // asks k > 0 and off where it asks 0. The one that ignores it: not applied wherever the
+    // schedule asks less than its fixed k = 4, applied where it asks 4.
+    let statuses = |j: &Value| -> Vec<(u64, u64, String)> {
+        j["levels"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|l| {
+                let check = &l["schedule"];
+                let asked = check["asked_k"].as_u64().unwrap_or(0);
+                (
+                    l["level"].as_f64().unwrap() as u64,
+                    asked,
+                    check["status"].as_str().unwrap().to_string(),
+                )
+            })
+            .collect()
+    };
+    for (level, asked, status) in statuses(&judged["adaptive"][0]) {
+        let want = if asked > 0 { "applied" } else { "off_as_asked" };
+        assert_eq!(status, want, "sched at {level} (asks {asked}): {judged}");
+    }
+    for (level, asked, status) in statuses(&judged["adaptive"][1]) {
+        let want = if asked == 4 { "applied" } else { "not_applied" };
+        assert_eq!(status, want, "ignoring at {level} (asks {asked}): {judged}");
+    }
+    assert!(
+        adaptive_out.contains("the schedule of sched is ahead")
+            && adaptive_out.contains("the schedule was applied at every level checked (5)")
+            && adaptive_out.contains("the schedule was NOT applied at "),
+        "{adaptive_out}"
+    );
     assert!(
         adaptive_out.contains("Adaptive arm sched (a server running a schedule)")
             && adaptive_out.contains("its acceptance length counts only steps that drafted")

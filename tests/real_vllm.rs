@@ -889,7 +889,8 @@ async fn real_vllm_a_two_k_sweep_writes_a_schedule_the_server_starts_with_and_ju
         status.success(),
         "vLLM did not start with {config} (its log: .tools/vllm/logs/spec-{port}.log)"
     );
-    let stdout = sweep(&[format!("sched=http://127.0.0.1:{port}")], &["--adaptive", "sched"]);
+    let asked = format!("sched={}", serde_json::to_string(&schedule).unwrap());
+    let stdout = sweep(&[format!("sched=http://127.0.0.1:{port}")], &["--adaptive", &asked]);
     let judged = read_json(&out.join("sweep.json"));
     let sched = judged["arms"]
         .as_array()
@@ -905,6 +906,19 @@ async fn real_vllm_a_two_k_sweep_writes_a_schedule_the_server_starts_with_and_ju
     );
     let levels = judged["adaptive"][0]["levels"].as_array().unwrap();
     assert_eq!(levels.len(), 2, "{judged}");
+    // The server applied the schedule it was started with, level by level.
+    for level in levels {
+        let status = level["schedule"]["status"].as_str().unwrap_or("unchecked");
+        assert!(
+            status == "applied" || status == "off_as_asked",
+            "the schedule at {}: {status}\n{stdout}",
+            level["level"]
+        );
+    }
+    assert!(
+        stdout.contains("the schedule was applied at every level checked (2)"),
+        "{stdout}"
+    );
     assert!(
         stdout.contains("Adaptive arm sched (a server running a schedule)")
             && stdout.contains("acceptance length counts only steps that drafted"),

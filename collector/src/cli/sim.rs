@@ -81,6 +81,10 @@ pub struct SimArgs {
     /// sequences it schedules, and a step that drafts nothing is no draft in any count.
     #[arg(long, value_name = "JSON", requires = "num_spec_tokens")]
     pub num_spec_tokens_per_batch_size: Option<String>,
+    /// A fault: accept --num-spec-tokens-per-batch-size and run the fixed --num-spec-tokens at
+    /// every batch, as an engine that drops the line does (vLLM with data parallelism above 1).
+    #[arg(long, requires = "num_spec_tokens_per_batch_size", hide_short_help = true)]
+    pub ignore_schedule: bool,
     /// Geometric acceptance: each draft accepted with probability α given the earlier ones.
     #[arg(long, conflicts_with_all = ["acceptance_rates", "acceptance_length"])]
     pub alpha: Option<f64>,
@@ -240,7 +244,8 @@ fn check_fraction(name: &str, v: f64) -> Result<(), CollectorError> {
 }
 
 impl SimArgs {
-    /// `--num-spec-tokens-per-batch-size`, checked by vLLM's rules (empty when not given).
+    /// `--num-spec-tokens-per-batch-size`, checked by vLLM's rules (empty when not given, or
+    /// given and ignored).
     fn schedule(&self) -> Result<Vec<(u64, u64, u32)>, CollectorError> {
         let invalid = |m: String| CollectorError::InvalidArgument(format!("--num-spec-tokens-per-batch-size {m}"));
         let Some(text) = &self.num_spec_tokens_per_batch_size else {
@@ -250,7 +255,7 @@ impl SimArgs {
             serde_json::from_str(text).map_err(|e| invalid(format!("takes [[from, to, k], …] in JSON: {e}")))?;
         speclens_shared::sweep::schedules::check_vllm_schedule(&schedule, self.num_spec_tokens)
             .map_err(|e| invalid(format!("does not hold: {e}")))?;
-        Ok(schedule)
+        Ok(if self.ignore_schedule { Vec::new() } else { schedule })
     }
 
     /// The simulated server these flags ask for.

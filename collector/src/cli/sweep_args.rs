@@ -1,6 +1,8 @@
 //! The flags of `speclens sweep` (its arms, levels, repeats and the model's costs) and the
 //! plan they become; the flags it shares with bench and accept are in `load.rs`.
 
+use speclens_shared::sweep::adaptive::AdaptiveArm;
+use speclens_shared::sweep::schedules::parse_vllm_schedule;
 use std::path::PathBuf;
 
 use clap::Args;
@@ -68,7 +70,10 @@ pub struct SweepArgs {
     /// num_speculative_tokens_per_batch_size, SGLang's --speculative-adaptive, TensorRT-LLM's
     /// draft_len_schedule), repeatable: judged against the best fixed-k arm or plain at each
     /// level, never picked for a k; its acceptance length counts only steps that drafted.
-    #[arg(long, value_name = "NAME", help_heading = "Arms", hide_short_help = true)]
+    /// NAME=SCHEDULE gives the schedule it runs (vLLM's [[from, to, k], …]), so each level is
+    /// checked for whether the server applied it; without one, the schedule this folder's
+    /// sweep recommended is the one checked.
+    #[arg(long, value_name = "NAME[=SCHEDULE]", help_heading = "Arms", hide_short_help = true)]
     pub adaptive: Vec<String>,
     /// Concurrency levels to measure (a closed loop at each).
     #[arg(
@@ -255,7 +260,7 @@ impl SweepArgs {
         };
         let plan = sweep::Plan {
             arms,
-            adaptive: self.adaptive.clone(),
+            adaptive: self.adaptive_arms()?,
             speculative_config,
             levels: if self.request_rate.is_empty() {
                 self.concurrency.iter().copied().map(Level::Concurrency).collect()
@@ -297,6 +302,25 @@ impl SweepArgs {
 }
 
 impl SweepArgs {
+    /// `--adaptive NAME[=SCHEDULE]`: each arm and, when given, the vLLM schedule it runs
+    /// (checked by vLLM's rules, its largest k as num_speculative_tokens).
+    fn adaptive_arms(&self) -> Result<Vec<AdaptiveArm>, CollectorError> {
+        self.adaptive
+            .iter()
+            .map(|text| {
+                let Some((name, schedule)) = text.split_once('=') else {
+                    return Ok(AdaptiveArm::named(text));
+                };
+                let schedule = parse_vllm_schedule(schedule)
+                    .map_err(|e| CollectorError::InvalidArgument(format!("--adaptive {name}=SCHEDULE: {e}")))?;
+                Ok(AdaptiveArm {
+                    name: name.to_string(),
+                    schedule: Some(schedule),
+                })
+            })
+            .collect()
+    }
+
     /// The context axis and its lengths: several `--prefix-tokens` sweep a shared, cached
     /// prefix; otherwise the `--input-tokens` given (one length: no context sweep). Both with
     /// several lengths is refused.

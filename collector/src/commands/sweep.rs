@@ -6,6 +6,7 @@
 //! spread, the measured crossings with their intervals, latency and engine load beside them,
 //! the model's prediction from the measured acceptance length, and the recommendation.
 
+use speclens_shared::sweep::adaptive::AdaptiveArm;
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 use std::sync::{Arc, OnceLock};
@@ -33,8 +34,9 @@ pub fn point_file(arm: &str, level: Level) -> String {
 pub struct Plan {
     /// The arms by name (`base` is the plain one) and their servers' base URLs.
     pub arms: Vec<(String, String)>,
-    /// The arms whose servers run a draft-length schedule (`--adaptive`).
-    pub adaptive: Vec<String>,
+    /// The arms whose servers run a draft-length schedule (`--adaptive`), each with the
+    /// schedule it was asked to run when given.
+    pub adaptive: Vec<AdaptiveArm>,
     /// The speculative servers' own vLLM `--speculative-config`, kept in the recommended line.
     pub speculative_config: Option<serde_json::Value>,
     /// The levels, all of one axis.
@@ -118,6 +120,7 @@ impl Plan {
         if let Some(name) = self
             .adaptive
             .iter()
+            .map(|a| &a.name)
             .find(|a| *a == BASE_ARM || !self.arms.iter().any(|(arm, _)| arm == *a))
         {
             return Err(CollectorError::InvalidArgument(format!(
@@ -570,7 +573,8 @@ async fn run_one(plan: Plan, hub: Option<LiveHub>, lock: bool) -> Result<Option<
     });
     // The folder's earlier sweep.json, read once: its adaptive arms, its spreads and its order.
     let before = earlier_sweep(&out);
-    let adaptive = adaptive_arms(&plan, before.as_ref());
+    let run: Vec<&str> = plan.arms.iter().map(|(name, _)| name.as_str()).collect();
+    let adaptive = SweepFile::adaptive_arms(before.as_ref(), &plan.adaptive, &run);
     for p in &points {
         match measure_point(&plan, p, axis, &out, &started, hub, &caught).await? {
             Ok(measured) => {
@@ -884,7 +888,7 @@ fn earlier_points(
 
 /// The sweep's table from `points` (this sweep's and any earlier ones joined), with the plan's
 /// costs, speculative config and adaptive arms.
-fn table_of<'a>(plan: &Plan, points: impl IntoIterator<Item = &'a Measured>, adaptive: &[String]) -> SweepFile {
+fn table_of<'a>(plan: &Plan, points: impl IntoIterator<Item = &'a Measured>, adaptive: &[AdaptiveArm]) -> SweepFile {
     let named: Vec<NamedPoint<'_>> = points
         .into_iter()
         .map(|m| NamedPoint {
@@ -920,18 +924,6 @@ fn earlier_spread(table: &SweepFile, arm: &str, level: Level) -> Option<(f64, f6
     } else {
         row(&table.arms.arm(arm)?.table)?.spec_spread
     }
-}
-
-/// The arms that run a schedule: this sweep's `--adaptive`, and those the folder's earlier
-/// `sweep.json` (`earlier`) marked so among the arms this sweep did not run again.
-fn adaptive_arms(plan: &Plan, earlier: Option<&SweepFile>) -> Vec<String> {
-    let mut adaptive = plan.adaptive.clone();
-    for arm in earlier.iter().flat_map(|t| &t.arms.arms) {
-        if arm.adaptive && !plan.arms.iter().any(|(name, _)| *name == arm.name) && !adaptive.contains(&arm.name) {
-            adaptive.push(arm.name.clone());
-        }
-    }
-    adaptive
 }
 
 fn sweep_stamp() -> String {

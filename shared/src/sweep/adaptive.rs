@@ -9,7 +9,171 @@
 
 use serde::{Deserialize, Serialize};
 
-use super::levels::Axis;
+use super::levels::{Axis, Level, NamedPoint};
+use super::schedules::vllm_k_at;
+use crate::results::run_result::RunResult;
+
+/// An arm that runs a draft-length schedule, and the schedule it was asked to run (vLLM's
+/// inclusive `(from, to, k)` batch-size ranges) when known: from `--adaptive NAME=SCHEDULE`,
+/// else the schedule the folder's sweep recommended.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct AdaptiveArm {
+    pub name: String,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub schedule: Option<Vec<(u64, u64, u32)>>,
+}
+
+impl AdaptiveArm {
+    /// An arm whose schedule is not known.
+    pub fn named(name: &str) -> AdaptiveArm {
+        AdaptiveArm {
+            name: name.to_string(),
+            schedule: None,
+        }
+    }
+}
+
+/// The rule that says whether a level ran the schedule, printed beside the checks.
+pub const SCHEDULE_CHECK_RULE: &str = "at concurrency c the schedule asks k(c) and the server's fixed k is the schedule's largest; applied while the draft tokens per draft stay below halfway from k(c) to that largest k (a proposer may draft fewer than asked, the ramp's smaller batches draft more); where k(c) = 0, off as asked while the share of the output from steps that drafted is at most half the arm's share where it drafts";
+
+/// Whether one level of an adaptive arm ran the schedule it was asked to run, from its
+/// counters: the draft tokens per draft against the schedule's k at that concurrency.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(tag = "status", rename_all = "snake_case")]
+pub enum ScheduleCheck {
+    /// Drafts of about the asked length.
+    Applied { asked_k: u32, per_draft: f64 },
+    /// Drafts of another length than asked (`per_draft`), or none where some were asked.
+    NotApplied {
+        asked_k: u32,
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        per_draft: Option<f64>,
+    },
+    /// The schedule turns speculation off here and few steps drafted (those of the ramp's
+    /// smaller batches): the share of the output from steps that drafted.
+    OffAsAsked { drafted_share: f64 },
+    /// The engine counts no draft tokens, so the length drafted cannot be read.
+    Unknown { asked_k: u32 },
+}
+
+impl ScheduleCheck {
+    /// The check of one point run at concurrency `level` under `schedule`; `reference_share` is
+    /// the arm's largest drafted share where the schedule drafts (1 when none was measured).
+    pub fn of(schedule: &[(u64, u64, u32)], level: u64, result: &RunResult, reference_share: f64) -> ScheduleCheck {
+        let asked_k = vllm_k_at(schedule, level);
+        let fixed_k = schedule.iter().map(|r| r.2).max().unwrap_or(0);
+        let share = drafted_share(result).unwrap_or(0.0);
+        let per_draft = result
+            .spec_counts()
+            .and_then(|(drafts, _, tokens)| Some(tokens? / drafts));
+        if asked_k == 0 {
+            return if share > 0.5 * reference_share {
+                ScheduleCheck::NotApplied { asked_k, per_draft }
+            } else {
+                ScheduleCheck::OffAsAsked { drafted_share: share }
+            };
+        }
+        if result.spec_counts().is_none() {
+            return ScheduleCheck::NotApplied {
+                asked_k,
+                per_draft: None,
+            };
+        }
+        match per_draft {
+            None => ScheduleCheck::Unknown { asked_k },
+            Some(m) if asked_k < fixed_k && m >= (f64::from(asked_k) + f64::from(fixed_k)) / 2.0 => {
+                ScheduleCheck::NotApplied {
+                    asked_k,
+                    per_draft: Some(m),
+                }
+            }
+            Some(m) => ScheduleCheck::Applied { asked_k, per_draft: m },
+        }
+    }
+
+    /// `arm`'s points at each concurrency checked against `schedule`; the reference share is
+    /// the largest share of output from drafting steps where the schedule drafts.
+    pub fn of_arm(schedule: &[(u64, u64, u32)], points: &[NamedPoint<'_>], arm: &str) -> Vec<(f64, ScheduleCheck)> {
+        let at: Vec<(u64, &RunResult)> = points
+            .iter()
+            .filter(|p| p.arm == arm)
+            .filter_map(|p| match p.level {
+                Level::Concurrency(c) => Some((c, p.result)),
+                Level::Rate(_) => None,
+            })
+            .collect();
+        let reference_share = at
+            .iter()
+            .filter(|(c, _)| vllm_k_at(schedule, *c) > 0)
+            .filter_map(|(_, r)| drafted_share(r))
+            .fold(None, |m: Option<f64>, s| Some(m.map_or(s, |m| m.max(s))))
+            .unwrap_or(1.0);
+        at.iter()
+            .map(|(c, r)| (*c as f64, ScheduleCheck::of(schedule, *c, r, reference_share)))
+            .collect()
+    }
+
+    /// Short words for the console, the file and the page.
+    pub fn sentence(&self) -> String {
+        match self {
+            ScheduleCheck::Applied { asked_k, per_draft } => {
+                format!("applied ({per_draft:.2} draft tokens per draft, {asked_k} asked)")
+            }
+            ScheduleCheck::NotApplied {
+                asked_k,
+                per_draft: Some(m),
+            } => {
+                format!("not applied ({m:.2} draft tokens per draft where the schedule asks {asked_k})")
+            }
+            ScheduleCheck::NotApplied {
+                asked_k: 0,
+                per_draft: None,
+            } => "not applied (steps drafted where the schedule asks 0)".to_string(),
+            ScheduleCheck::NotApplied {
+                asked_k,
+                per_draft: None,
+            } => {
+                format!("not applied (no drafts where the schedule asks {asked_k})")
+            }
+            ScheduleCheck::OffAsAsked { drafted_share } if *drafted_share <= 0.0 => {
+                "speculation off as asked (no drafts)".to_string()
+            }
+            ScheduleCheck::OffAsAsked { drafted_share } => format!(
+                "speculation off as asked ({:.0} % of the output from steps that drafted: the ramp's smaller batches)",
+                drafted_share * 100.0
+            ),
+            ScheduleCheck::Unknown { asked_k } => {
+                format!("cannot tell (the engine counts no draft tokens; the schedule asks {asked_k})")
+            }
+        }
+    }
+
+    /// The level did not run what the schedule asks.
+    pub fn failed(&self) -> bool {
+        matches!(self, ScheduleCheck::NotApplied { .. })
+    }
+}
+
+/// The share of a point's output emitted by steps that drafted: each such step of a sequence
+/// emits 1 + its accepted tokens, so (drafts + accepted) ÷ output tokens, at most 1. `None`
+/// without counts or output.
+pub fn drafted_share(result: &RunResult) -> Option<f64> {
+    let output = result.total_output_tokens? as f64;
+    if output <= 0.0 {
+        return None;
+    }
+    if result.spec_decode_num_drafts == Some(0) {
+        return Some(0.0);
+    }
+    let (drafts, accepted, _) = result.spec_counts()?;
+    // The per-request path gives means per request: scale them to the whole run.
+    let per_run = if result.spec_decode_num_drafts.is_some() {
+        1.0
+    } else {
+        result.completed? as f64
+    };
+    Some(((drafts + accepted) * per_run / output).min(1.0))
+}
 
 /// What an adaptive arm's acceptance length means, said wherever it is shown.
 pub const ADAPTIVE_ACCEPTANCE_NOTE: &str = "counts only steps that drafted";
@@ -63,12 +227,18 @@ pub struct AdaptiveLevel {
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub best_median_tpot_ms: Option<f64>,
     pub verdict: Verdict,
+    /// Whether this level ran the schedule the arm was asked to run (when it is known).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub schedule: Option<ScheduleCheck>,
 }
 
 /// An adaptive arm, level by level, against the best fixed choice.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct AdaptiveJudgement {
     pub arm: String,
+    /// The schedule it was asked to run, when known (each level is checked against it).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub schedule: Option<Vec<(u64, u64, u32)>>,
     pub levels: Vec<AdaptiveLevel>,
 }
 
@@ -82,11 +252,42 @@ impl AdaptiveJudgement {
     /// One sentence: the schedule against the best fixed choice over the levels measured.
     pub fn summary(&self) -> String {
         let (ahead, tied, behind) = self.tally();
-        format!(
+        let mut out = format!(
             "the schedule of {} is ahead of the best fixed choice at {ahead}, tied at {tied} and behind at {behind} of {} levels",
             self.arm,
             self.levels.len()
-        )
+        );
+        if let Some(applied) = self.applied_sentence() {
+            out.push_str("; ");
+            out.push_str(&applied);
+        }
+        out
+    }
+
+    /// Whether the server ran the schedule: the levels it did not, or that it did at every
+    /// level checked; `None` when no schedule was known.
+    pub fn applied_sentence(&self) -> Option<String> {
+        let checked: Vec<(f64, &ScheduleCheck)> = self
+            .levels
+            .iter()
+            .filter_map(|l| Some((l.level, l.schedule.as_ref()?)))
+            .collect();
+        if checked.is_empty() {
+            return None;
+        }
+        let failed: Vec<String> = checked
+            .iter()
+            .filter(|(_, c)| c.failed())
+            .map(|(level, _)| level.to_string())
+            .collect();
+        Some(if failed.is_empty() {
+            format!("the schedule was applied at every level checked ({})", checked.len())
+        } else {
+            format!(
+                "the schedule was NOT applied at {} (its verdicts there are a fixed k's, not the schedule's)",
+                failed.join(", ")
+            )
+        })
     }
 
     /// The console text: a line per level, then the summary.
@@ -107,9 +308,26 @@ impl AdaptiveJudgement {
             }
         };
         let tpot = |v: Option<f64>| v.map_or_else(|| "—".to_string(), |v| format!("{v:.2} ms"));
+        match &self.schedule {
+            Some(schedule) => {
+                let ranges: Vec<String> = schedule.iter().map(|(f, t, k)| format!("[{f},{t},{k}]")).collect();
+                out.push_str(&format!(
+                    "  asked to run [{}]; {SCHEDULE_CHECK_RULE}\n",
+                    ranges.join(",")
+                ));
+            }
+            None => out.push_str(&format!(
+                "  its schedule was not given, so whether the server applied it is not checked (--adaptive {}=SCHEDULE)\n",
+                self.arm
+            )),
+        }
         for l in &self.levels {
+            let check = l
+                .schedule
+                .as_ref()
+                .map_or_else(String::new, |c| format!("; schedule {}", c.sentence()));
             out.push_str(&format!(
-                "  {:>10}: {:.3}{} against {} {:.3}{}: {}; median TPOT {} vs {}\n",
+                "  {:>10}: {:.3}{} against {} {:.3}{}: {}; median TPOT {} vs {}{check}\n",
                 l.level,
                 l.ratio,
                 range(l.bounds),
@@ -123,5 +341,119 @@ impl AdaptiveJudgement {
         }
         out.push_str(&format!("  {}\n", self.summary()));
         out
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A point with `output` tokens and the counters `(drafts, draft tokens, accepted)`
+    /// (`None`: an engine that counts no draft tokens).
+    fn point(output: u64, drafts: u64, draft_tokens: Option<u64>, accepted: u64) -> RunResult {
+        RunResult {
+            total_output_tokens: Some(output),
+            spec_decode_num_drafts: Some(drafts),
+            spec_decode_draft_tokens: draft_tokens,
+            spec_decode_accepted_tokens: Some(accepted),
+            ..RunResult::default()
+        }
+    }
+
+    /// k = 3 up to batch 4, 1 up to 8, off above: what each level's counters say.
+    #[test]
+    fn each_level_is_checked_against_the_k_the_schedule_asks_there() {
+        let schedule = [(1, 4, 3), (5, 8, 1), (9, 65536, 0)];
+        // Batch 2 asks 3: 2.7 per draft (an n-gram proposer drafting short) is applied.
+        let at_2 = point(1000, 400, Some(1080), 600);
+        assert_eq!(
+            ScheduleCheck::of(&schedule, 2, &at_2, 1.0),
+            ScheduleCheck::Applied {
+                asked_k: 3,
+                per_draft: 2.7
+            }
+        );
+        // Batch 8 asks 1: 1.3 per draft (the ramp's smaller batches draft 3) is applied; 2.0,
+        // halfway to the fixed 3, is not.
+        let ramped = point(1000, 500, Some(650), 400);
+        assert!(matches!(
+            ScheduleCheck::of(&schedule, 8, &ramped, 1.0),
+            ScheduleCheck::Applied { asked_k: 1, .. }
+        ));
+        let fixed = point(1000, 400, Some(1200), 500);
+        let check = ScheduleCheck::of(&schedule, 8, &fixed, 1.0);
+        assert_eq!(
+            check.sentence(),
+            "not applied (3.00 draft tokens per draft where the schedule asks 1)"
+        );
+        assert!(check.failed());
+        // Batch 16 asks 0: no drafts is off as asked; 10 % of the output from drafting steps
+        // (the arm drafts 90 % where it drafts) too; 80 % is not.
+        let none = point(1000, 0, Some(0), 0);
+        assert_eq!(
+            ScheduleCheck::of(&schedule, 16, &none, 0.9).sentence(),
+            "speculation off as asked (no drafts)"
+        );
+        let few = point(1000, 40, Some(120), 60);
+        assert_eq!(
+            ScheduleCheck::of(&schedule, 16, &few, 0.9),
+            ScheduleCheck::OffAsAsked { drafted_share: 0.1 }
+        );
+        let drafting = point(1000, 300, Some(900), 500);
+        assert!(ScheduleCheck::of(&schedule, 16, &drafting, 0.9).failed());
+        // No drafts where some are asked; an engine without draft-token counts.
+        assert_eq!(
+            ScheduleCheck::of(&schedule, 2, &none, 1.0).sentence(),
+            "not applied (no drafts where the schedule asks 3)"
+        );
+        assert_eq!(
+            ScheduleCheck::of(&schedule, 2, &point(1000, 400, None, 600), 1.0),
+            ScheduleCheck::Unknown { asked_k: 3 }
+        );
+    }
+
+    #[test]
+    fn the_summary_names_the_levels_the_schedule_was_not_applied_at() {
+        let level = |level: f64, schedule: Option<ScheduleCheck>| AdaptiveLevel {
+            level,
+            ratio: 1.1,
+            bounds: (1.1, 1.1),
+            best_fixed: None,
+            best_ratio: 1.0,
+            best_bounds: (1.0, 1.0),
+            median_tpot_ms: None,
+            best_median_tpot_ms: None,
+            verdict: Verdict::Ahead,
+            schedule,
+        };
+        let applied = ScheduleCheck::Applied {
+            asked_k: 3,
+            per_draft: 3.0,
+        };
+        let mut j = AdaptiveJudgement {
+            arm: "sched".into(),
+            schedule: Some(vec![(1, 4, 3), (5, 65536, 1)]),
+            levels: vec![level(1.0, Some(applied.clone())), level(8.0, Some(applied))],
+        };
+        assert!(j
+            .summary()
+            .ends_with("; the schedule was applied at every level checked (2)"));
+        j.levels[1].schedule = Some(ScheduleCheck::NotApplied {
+            asked_k: 1,
+            per_draft: Some(3.0),
+        });
+        assert!(
+            j.summary().contains("the schedule was NOT applied at 8 ("),
+            "{}",
+            j.summary()
+        );
+        let text = j.render(Axis::Concurrency);
+        assert!(text.contains("  asked to run [[1,4,3],[5,65536,1]]; "), "{text}");
+        assert!(text.contains("schedule not applied (3.00 draft tokens per draft where the schedule asks 1)"));
+        j.schedule = None;
+        j.levels.iter_mut().for_each(|l| l.schedule = None);
+        assert!(j
+            .render(Axis::Concurrency)
+            .contains("not checked (--adaptive sched=SCHEDULE)"));
     }
 }

@@ -7,7 +7,9 @@ use std::collections::BTreeMap;
 
 use serde::{Deserialize, Serialize};
 
-use super::adaptive::{AdaptiveJudgement, AdaptiveLevel, Verdict, ADAPTIVE_ACCEPTANCE_NOTE};
+use super::adaptive::{
+    AdaptiveArm, AdaptiveJudgement, AdaptiveLevel, ScheduleCheck, Verdict, ADAPTIVE_ACCEPTANCE_NOTE,
+};
 use super::levels::{throughput, Arm, Axis, Level};
 use super::pair::PairTable;
 use super::saturation::Saturation;
@@ -17,8 +19,7 @@ pub use crate::model::calibrate::{CalibratedPrediction, CALIBRATION_MIN_REQUESTS
 use crate::model::speedup::Costs;
 use crate::results::run_result::{EngineLoad, RunResult};
 
-/// The plain arm's name (its points are `base-c<N>.json`).
-pub const BASE_ARM: &str = "base";
+pub use super::levels::{NamedPoint, BASE_ARM};
 
 /// The share of requests within every `--goodput` objective that counts as sustaining a load:
 /// DistServe's 90 % SLO attainment.
@@ -26,19 +27,6 @@ pub const SLO_ATTAINMENT: f64 = 0.9;
 
 /// The latency families compared between an arm and plain.
 pub const LATENCY_FAMILIES: [&str; 4] = ["tpot", "ttft", "itl", "e2el"];
-
-/// One measured point of a named arm: the run whose compared figure is the median, and the
-/// repeats' (min, max) of that figure when the point was run more than once.
-#[derive(Debug, Clone, Copy)]
-pub struct NamedPoint<'a> {
-    pub arm: &'a str,
-    pub level: Level,
-    pub result: &'a RunResult,
-    pub spread: Option<(f64, f64)>,
-    /// Median TPOT (ms) of the run's successful requests by prompt category, when its prompts
-    /// had categories.
-    pub category_tpot_ms: Option<&'a BTreeMap<String, f64>>,
-}
 
 /// One prompt category's speedup by level: plain ÷ arm median TPOT (per-request decode speed;
 /// output throughput of a mixed batch does not divide by category), and where it falls
@@ -381,12 +369,21 @@ fn tpot_at(arm: &ArmSweep, level: f64, spec: bool) -> Option<f64> {
 }
 
 /// Every adaptive arm of `arms` against its fixed-k arms and plain, at each level both measured
-/// (plain always counts as a fixed choice, with ratio 1).
-fn adaptive_judgements(arms: &[ArmSweep]) -> Vec<AdaptiveJudgement> {
+/// (plain always counts as a fixed choice, with ratio 1), and each concurrency checked against
+/// the schedule the arm was asked to run, when `asked` names it.
+fn adaptive_judgements(arms: &[ArmSweep], points: &[NamedPoint<'_>], asked: &[AdaptiveArm]) -> Vec<AdaptiveJudgement> {
     let fixed: Vec<&ArmSweep> = arms.iter().filter(|a| !a.adaptive).collect();
     arms.iter()
         .filter(|a| a.adaptive)
         .map(|adaptive| {
+            let schedule = asked
+                .iter()
+                .find(|a| a.name == adaptive.name)
+                .and_then(|a| a.schedule.clone());
+            let checks = schedule
+                .as_deref()
+                .map(|s| ScheduleCheck::of_arm(s, points, &adaptive.name))
+                .unwrap_or_default();
             let levels = adaptive
                 .table
                 .rows
@@ -414,32 +411,17 @@ fn adaptive_judgements(arms: &[ArmSweep]) -> Vec<AdaptiveJudgement> {
                         median_tpot_ms: tpot_at(adaptive, level, true),
                         best_median_tpot_ms,
                         verdict,
+                        schedule: checks.iter().find(|(l, _)| *l == level).map(|(_, c)| c.clone()),
                     })
                 })
                 .collect();
             AdaptiveJudgement {
                 arm: adaptive.name.clone(),
+                schedule,
                 levels,
             }
         })
         .collect()
-}
-
-/// `arm`'s step cost at each concurrency plain measured too, ascending.
-fn step_cost_rows(points: &[NamedPoint<'_>], arm: &str, costs: Costs) -> Vec<StepCostRow> {
-    let mut rows: Vec<StepCostRow> = points
-        .iter()
-        .filter(|p| p.arm == arm)
-        .filter_map(|p| {
-            let Level::Concurrency(batch) = p.level else {
-                return None;
-            };
-            let base = points.iter().find(|b| b.arm == BASE_ARM && b.level == p.level)?;
-            super::step_cost::row(batch, p.result, base.result, costs)
-        })
-        .collect();
-    rows.sort_by(|a, b| a.level.total_cmp(&b.level));
-    rows
 }
 
 /// `arm`'s knee and over-saturation, from its points' output throughput and median E2E latency.
@@ -553,7 +535,7 @@ impl Arms {
 
     /// Every speculative arm against plain, and every pair of them; the arms named in
     /// `adaptive` run a schedule and are judged against the others.
-    pub fn of(points: &[NamedPoint<'_>], costs: Costs, adaptive: &[String]) -> Arms {
+    pub fn of(points: &[NamedPoint<'_>], costs: Costs, adaptive: &[AdaptiveArm]) -> Arms {
         let names = arm_names(points);
         let arms: Vec<ArmSweep> = names
             .iter()
@@ -561,7 +543,7 @@ impl Arms {
                 let (k, acceptance_length, drafts, per_position_acceptance_rates) = pooled_acceptance(points, name);
                 ArmSweep {
                     name: name.to_string(),
-                    adaptive: adaptive.iter().any(|a| a == name),
+                    adaptive: adaptive.iter().any(|a| a.name == *name),
                     k,
                     acceptance_length,
                     drafts,
@@ -570,7 +552,7 @@ impl Arms {
                     latency: latency_rows(points, name),
                     engine: engine_rows(points, name),
                     by_category: category_rows(points, name),
-                    step_cost: step_cost_rows(points, name, costs),
+                    step_cost: super::step_cost::rows(points, name, costs),
                     saturation: saturation_of(points, name),
                     calibrated: calibrated_of(points, name, costs),
                     sustained_within_slo: sustained(points, name),
@@ -590,7 +572,7 @@ impl Arms {
             }
         }
         Arms {
-            adaptive: adaptive_judgements(&arms),
+            adaptive: adaptive_judgements(&arms, points, adaptive),
             arms,
             pairs,
             base_sustained_within_slo: sustained(points, BASE_ARM),

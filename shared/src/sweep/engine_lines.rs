@@ -121,8 +121,9 @@ impl Recommendation {
             kind: SettingKind::ModelSchedule,
             line: format!("--speculative-config '{}'", serde_json::Value::Object(config)),
             basis: format!(
-                "the model's best k by batch size from {}'s per-position rates and the sweep's --draft-cost and --ridge, not measured at every k: start a server with it and sweep it as an adaptive arm (--arm NAME=URL --adaptive NAME) beside the fixed-k arms to judge it",
-                m.rates_from
+                "the model's best k by batch size from {}'s per-position rates and the sweep's --draft-cost and --ridge, not measured at every k: start a server with it and sweep it as an adaptive arm (--arm NAME=URL --adaptive 'NAME={}') beside the fixed-k arms to judge it and check at each level that the server applied it",
+                m.rates_from,
+                serde_json::to_string(&m.ranges).unwrap_or_default()
             ),
             warnings: Vec::new(),
         })

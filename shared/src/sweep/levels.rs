@@ -1,9 +1,27 @@
 //! The sweep's vocabulary: the two roles in a two-arm table, what a sweep varies (its axis) and
 //! one point's load (its level), and the figure a sweep compares of a run.
 
+use std::collections::BTreeMap;
+
 use serde::{Deserialize, Serialize};
 
 use crate::results::run_result::RunResult;
+
+/// The plain arm's name (its points are `base-c<N>.json`).
+pub const BASE_ARM: &str = "base";
+
+/// One measured point of a named arm: the run whose compared figure is the median, and the
+/// repeats' (min, max) of that figure when the point was run more than once.
+#[derive(Debug, Clone, Copy)]
+pub struct NamedPoint<'a> {
+    pub arm: &'a str,
+    pub level: Level,
+    pub result: &'a RunResult,
+    pub spread: Option<(f64, f64)>,
+    /// Median TPOT (ms) of the run's successful requests by prompt category, when its prompts
+    /// had categories.
+    pub category_tpot_ms: Option<&'a BTreeMap<String, f64>>,
+}
 
 /// The two roles in one two-arm table: the arm compared (a speculative arm, or the first of a
 /// pair) and the one it is compared with (plain, or the second of a pair).

@@ -20,6 +20,7 @@ use serde::{Deserialize, Serialize};
 
 use crate::model::speedup::Costs;
 use crate::results::run_result::RunResult;
+pub use adaptive::AdaptiveArm;
 use arms::{Arms, NamedPoint};
 pub use levels::{throughput, Arm, Axis, Level};
 pub use pair::{repeats_settled, Finding, PairTable, Prediction, SweepRow};
@@ -159,6 +160,38 @@ impl From<PairTable> for SweepFile {
 }
 
 impl SweepFile {
+    /// The arms that run a schedule, each with the schedule it was asked to run: `asked` (this
+    /// sweep's `--adaptive`, its schedule as given, else the one the `earlier` sweep.json of the
+    /// folder checked it against), and the arms the earlier sweep marked so among those this
+    /// sweep does not `run` again (with their schedules). A schedule is never guessed: the
+    /// measured and the model's lines differ, and checking a server against the one it was not
+    /// given would call it broken.
+    pub fn adaptive_arms(earlier: Option<&SweepFile>, asked: &[AdaptiveArm], run: &[&str]) -> Vec<AdaptiveArm> {
+        let checked = |name: &str| {
+            earlier
+                .iter()
+                .flat_map(|t| &t.arms.adaptive)
+                .find(|j| j.arm == name)
+                .and_then(|j| j.schedule.clone())
+        };
+        let mut adaptive: Vec<AdaptiveArm> = asked
+            .iter()
+            .map(|a| AdaptiveArm {
+                name: a.name.clone(),
+                schedule: a.schedule.clone().or_else(|| checked(&a.name)),
+            })
+            .collect();
+        for arm in earlier.iter().flat_map(|t| &t.arms.arms) {
+            if arm.adaptive && !run.contains(&arm.name.as_str()) && !adaptive.iter().any(|a| a.name == arm.name) {
+                adaptive.push(AdaptiveArm {
+                    name: arm.name.clone(),
+                    schedule: checked(&arm.name),
+                });
+            }
+        }
+        adaptive
+    }
+
     /// The sweep of named arms' points (`base` is plain): every speculative arm against plain
     /// and against each other, and the recommendation; plain's table alone when no arm is
     /// speculative. `speculative_config` is the arms' servers' vLLM `--speculative-config`,
@@ -169,7 +202,7 @@ impl SweepFile {
         points: &[NamedPoint<'_>],
         costs: Costs,
         speculative_config: Option<&serde_json::Value>,
-        adaptive: &[String],
+        adaptive: &[AdaptiveArm],
     ) -> SweepFile {
         let arms = Arms::of(points, costs, adaptive);
         let plain = arms.arms.is_empty().then(|| {

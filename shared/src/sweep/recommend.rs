@@ -552,7 +552,7 @@ fn cut_off_of(arms: &Arms, picks: &[LevelPick]) -> Option<CutOff> {
 #[cfg(test)]
 pub(super) mod tests {
     use super::*;
-
+    use crate::sweep::AdaptiveArm;
     #[test]
     fn a_setting_is_one_label_in_the_file_and_its_engine_and_kind_in_memory() {
         for (label, line, engine, kind) in [
@@ -895,7 +895,7 @@ pub(super) mod tests {
         {
             p.spread = Some((6400.0 * 1.0, 6400.0 * 1.1));
         }
-        let t = SweepFile::of_arms(&points, Costs::H100_FREE_DRAFTS, None, &["sched".to_string()]);
+        let t = SweepFile::of_arms(&points, Costs::H100_FREE_DRAFTS, None, &[AdaptiveArm::named("sched")]);
         let rec = t.recommendation.as_ref().unwrap();
         assert!(
             rec.levels

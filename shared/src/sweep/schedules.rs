@@ -48,6 +48,16 @@ pub fn check_vllm_schedule(schedule: &[(u64, u64, u32)], num_speculative_tokens:
     Ok(())
 }
 
+/// A vLLM schedule as its JSON `[[from, to, k], …]`, checked by vLLM's rules with its largest
+/// k as `num_speculative_tokens`.
+pub fn parse_vllm_schedule(text: &str) -> Result<Vec<(u64, u64, u32)>, Error> {
+    let schedule: Vec<(u64, u64, u32)> =
+        serde_json::from_str(text).map_err(|e| Error::Schedule(format!("takes [[from, to, k], …] in JSON: {e}")))?;
+    let largest = schedule.iter().map(|r| r.2).max().unwrap_or(0);
+    check_vllm_schedule(&schedule, largest)?;
+    Ok(schedule)
+}
+
 /// The k a vLLM schedule gives at batch size `b` (0 outside every range).
 pub fn vllm_k_at(schedule: &[(u64, u64, u32)], b: u64) -> u32 {
     schedule

@@ -10,7 +10,7 @@
 
 use serde::{Deserialize, Serialize};
 
-use super::levels::{throughput, unsteady};
+use super::levels::{throughput, unsteady, Level, NamedPoint, BASE_ARM};
 use crate::model::speedup::{draft_share, step_cost, Costs};
 use crate::results::run_result::RunResult;
 
@@ -92,6 +92,23 @@ pub fn row(batch: u64, spec: &RunResult, base: &RunResult, costs: Costs) -> Opti
         model_draft_share: draft_share(draft_tokens, costs, batch),
         steady: !(unsteady(spec) || unsteady(base)),
     })
+}
+
+/// `arm`'s step cost at each concurrency plain measured too, ascending.
+pub(super) fn rows(points: &[NamedPoint<'_>], arm: &str, costs: Costs) -> Vec<StepCostRow> {
+    let mut rows: Vec<StepCostRow> = points
+        .iter()
+        .filter(|p| p.arm == arm)
+        .filter_map(|p| {
+            let Level::Concurrency(batch) = p.level else {
+                return None;
+            };
+            let base = points.iter().find(|b| b.arm == BASE_ARM && b.level == p.level)?;
+            row(batch, p.result, base.result, costs)
+        })
+        .collect();
+    rows.sort_by(|a, b| a.level.total_cmp(&b.level));
+    rows
 }
 
 /// The console table of one arm's rows.
