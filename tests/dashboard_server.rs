@@ -195,6 +195,14 @@ async fn a_non_loopback_bind_requires_the_generated_token() {
         .unwrap();
     assert_eq!(opened.status(), 303);
     assert_eq!(opened.headers()["location"], "/?view=runs");
+    // Never to another site: `//host/x` in a Location is a network-path reference.
+    let elsewhere = no_redirects
+        .get(format!("{base}//evil.example/x?token={token}"))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(elsewhere.status(), 303);
+    assert_eq!(elsewhere.headers()["location"], "/evil.example/x");
     let cookie = opened.headers()["set-cookie"].to_str().unwrap().to_string();
     assert!(
         cookie.contains("HttpOnly") && cookie.contains("SameSite=Strict"),

@@ -16,6 +16,23 @@ use crate::common::{read_json, run_speclens, run_speclens_within, Speclens};
 /// The sweeps' requests (8 input and 32 output tokens) and the model's ridge, the sims' own.
 const SHORT_REQUESTS: [&str; 6] = ["--input-tokens", "8", "--output-tokens", "32", "--ridge", "8"];
 
+/// One sweep run once per point (`--repeats 1`) at `levels` with the short requests into `out`,
+/// which must succeed: its `sweep.json` and console.
+fn sweep_once(arms: &[&str], levels: &str, out: &Path) -> (Value, String) {
+    let tail = [
+        "--concurrency",
+        levels,
+        "--repeats",
+        "1",
+        "--out",
+        out.to_str().unwrap(),
+    ];
+    let args = [&["sweep"][..], arms, &tail, &SHORT_REQUESTS].concat();
+    let (code, stdout, stderr) = run_speclens_within(&args, Duration::from_secs(300));
+    assert_eq!(code, 0, "{stdout}\n{stderr}");
+    (read_json(&out.join("sweep.json")), stdout)
+}
+
 fn timed_sim(extra: &[&str]) -> Speclens {
     let mut args = vec!["sim", "--port", "0", "--ridge", "8", "--step-ms", "6"];
     args.extend_from_slice(extra);
@@ -333,32 +350,20 @@ fn an_adaptive_arm_ahead_everywhere_is_named_in_the_recommendation() {
     let dir = tempfile::tempdir().unwrap();
     let out = dir.path().join("sweep");
     let sched_arm = format!("sched={}", sched.url());
-    let (code, stdout, stderr) = run_speclens_within(
+    let (table, stdout) = sweep_once(
         &[
-            &[
-                "sweep",
-                "--spec-url",
-                &fixed.url(),
-                "--base-url",
-                &base.url(),
-                "--arm",
-                &sched_arm,
-                "--adaptive",
-                "sched",
-                "--concurrency",
-                "1,2,4",
-                "--repeats",
-                "1",
-                "--out",
-                out.to_str().unwrap(),
-            ][..],
-            &SHORT_REQUESTS,
-        ]
-        .concat(),
-        Duration::from_secs(300),
+            "--spec-url",
+            &fixed.url(),
+            "--base-url",
+            &base.url(),
+            "--arm",
+            &sched_arm,
+            "--adaptive",
+            "sched",
+        ],
+        "1,2,4",
+        &out,
     );
-    assert_eq!(code, 0, "{stdout}\n{stderr}");
-    let table = read_json(&out.join("sweep.json"));
     let verdicts: Vec<&str> = table["adaptive"][0]["levels"]
         .as_array()
         .unwrap()
@@ -671,4 +676,83 @@ fn a_sweep_with_swapped_arms_stops_naming_each_arm_unless_allowed() {
     assert!(crate::common::read_json(&right.join("sweep.json"))
         .get("warnings")
         .is_none());
+}
+
+/// What k = 0 costs (vLLM #51575): two servers run the same schedule, k = 3 up to batch 2 and
+/// off above; one charges its k = 0 steps 15 % over a plain step, the other nothing. Beside a
+/// fixed k = 3 arm and plain (which beats k = 3 from about 6 on a ridge of 8), the first
+/// measures about +15 % median TPOT where speculation is off and the recommendation routes that
+/// load to a plain server; the second measures about nothing and keeps k = 0 there.
+#[test]
+fn what_k_zero_costs_is_measured_and_decides_where_the_off_range_runs() {
+    let schedule = "[[1,2,3],[3,65536,0]]";
+    let spec_flags = ["--num-spec-tokens", "3", "--acceptance-rates", "0.8,0.6,0.45"];
+    let scheduled = |tax: &str| {
+        let extra = ["--num-spec-tokens-per-batch-size", schedule, "--zero-k-tax", tax];
+        timed_sim(&[&spec_flags[..], &extra].concat())
+    };
+    let (spec, taxed, free, base) = (
+        timed_sim(&spec_flags),
+        scheduled("0.15"),
+        scheduled("0"),
+        timed_sim(&[]),
+    );
+    let dir = tempfile::tempdir().unwrap();
+    let out = dir.path().join("sweep");
+    let arm = |name: &str, s: &Speclens| format!("{name}={}", s.url());
+    let adaptive = |name: &str| format!("{name}={schedule}");
+    let (spec_arm, taxed_arm, free_arm) = (arm("spec", &spec), arm("taxed", &taxed), arm("free", &free));
+    let (taxed_schedule, free_schedule) = (adaptive("taxed"), adaptive("free"));
+    let arms = [
+        "--arm",
+        &spec_arm,
+        "--arm",
+        &taxed_arm,
+        "--arm",
+        &free_arm,
+        "--adaptive",
+        &taxed_schedule,
+        "--adaptive",
+        &free_schedule,
+        "--base-url",
+        &base.url(),
+    ];
+    let (table, stdout) = sweep_once(&arms, "1,2,16,24", &out);
+    let rec = &table["recommendation"];
+    let zero_k = |name: &str| {
+        rec["zero_k"]
+            .as_array()
+            .and_then(|all| all.iter().find(|z| z["arm"] == name))
+            .cloned()
+            .unwrap_or_else(|| panic!("{name}'s k = 0 cost: {rec}\n{stdout}"))
+    };
+    let (taxed, free) = (zero_k("taxed"), zero_k("free"));
+    let levels = |z: &Value| -> Vec<(f64, f64)> {
+        z["levels"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|l| (l["level"].as_f64().unwrap(), l["tpot_tax"].as_f64().unwrap()))
+            .collect()
+    };
+    // Measured where speculation is off (16 and 24), each within 5 points of what the sims charge.
+    for (z, charged) in [(&taxed, 0.15), (&free, 0.0)] {
+        let at = levels(z);
+        assert_eq!(at.iter().map(|l| l.0).collect::<Vec<_>>(), [16.0, 24.0], "{z}");
+        assert!(
+            at.iter().all(|(_, tax)| (tax - charged).abs() <= 0.05),
+            "{charged}: {z}\n{stdout}"
+        );
+    }
+    assert_eq!(
+        (&taxed["route"], &free["route"]),
+        (&Value::Bool(true), &Value::Bool(false)),
+        "{rec}"
+    );
+    assert!(
+        stdout.contains("k = 0 on the speculative server costs +1")
+            && stdout.contains("to a plain server (more than 5 %)")
+            && stdout.contains("k = 0 on the same server is fine there (within 5 %)"),
+        "{stdout}"
+    );
 }

@@ -616,6 +616,9 @@ async fn require_token(State(token): State<Arc<String>>, req: Request, next: Nex
             .split('&')
             .filter(|pair| !pair.is_empty() && !pair.starts_with("token="))
             .collect();
+        // One leading slash: `//host/x` or `/\host/x` in a Location is another site to a
+        // browser (a network-path reference), so the page stays on this server.
+        let path = format!("/{}", path.trim_start_matches(['/', '\\']));
         let location = if rest.is_empty() {
             path
         } else {

@@ -85,6 +85,16 @@ pub struct SimArgs {
     /// every batch, as an engine that drops the line does (vLLM with data parallelism above 1).
     #[arg(long, requires = "num_spec_tokens_per_batch_size", hide_short_help = true)]
     pub ignore_schedule: bool,
+    /// What a step the schedule runs at k = 0 costs beyond a plain server's step, as a
+    /// fraction (0.15: 15 % more): a speculative server is not a plain one where it drafts
+    /// nothing (vLLM #51575: graphs, the drafter's KV).
+    #[arg(
+        long,
+        value_name = "FRACTION",
+        default_value_t = 0.0,
+        requires = "num_spec_tokens_per_batch_size"
+    )]
+    pub zero_k_tax: f64,
     /// Geometric acceptance: each draft accepted with probability α given the earlier ones.
     #[arg(long, conflicts_with_all = ["acceptance_rates", "acceptance_length"])]
     pub alpha: Option<f64>,
@@ -369,6 +379,10 @@ impl SimArgs {
                 draft_kv_share: args.draft_kv_share,
             },
             time_scale: args.time_scale,
+            zero_k_tax: match args.zero_k_tax {
+                t if t.is_finite() && t >= 0.0 => t,
+                t => return Err(invalid(format!("--zero-k-tax must be a fraction ≥ 0, got {t}"))),
+            },
             acceptance_half_life_tokens: match args.acceptance_half_life {
                 Some(h) if !(h.is_finite() && h > 0.0) => {
                     return Err(invalid(format!(

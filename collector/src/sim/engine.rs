@@ -329,6 +329,9 @@ pub struct EngineConfig {
     pub step: StepModel,
     /// Multiplies every step time; 0 runs without delay.
     pub time_scale: f64,
+    /// A step the schedule runs at k = 0 on a speculative server costs this fraction more than
+    /// a plain server's step.
+    pub zero_k_tax: f64,
     /// Acceptance halves every this many tokens a sequence holds (prompt and output): every
     /// conditional rate is scaled by 2^(−tokens ÷ half-life). None: acceptance does not depend
     /// on context.
@@ -441,7 +444,12 @@ pub async fn run_engine(
             .filter(|s| s.prefilled)
             .map(|s| s.spec.prompt_tokens + u64::from(s.generated))
             .sum();
-        let step_s = config.step.step_seconds(decode, step_k, prefill, kv_tokens) * config.time_scale;
+        let zero_k = if config.k > 0 && step_k == 0 {
+            1.0 + config.zero_k_tax
+        } else {
+            1.0
+        };
+        let step_s = config.step.step_seconds(decode, step_k, prefill, kv_tokens) * config.time_scale * zero_k;
         if step_s > 0.0 {
             deadline += Duration::from_secs_f64(step_s);
             let now = Instant::now();

@@ -132,6 +132,7 @@ impl SimSettings {
                     draft_kv_share: 0.0,
                 },
                 time_scale: 1.0,
+                zero_k_tax: 0.0,
                 acceptance_half_life_tokens: None,
                 prefix_caching: false,
                 seed: 0,

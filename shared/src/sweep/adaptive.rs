@@ -154,6 +154,133 @@ impl ScheduleCheck {
     }
 }
 
+/// A range of the recommendation where an adaptive arm held up at every level measured: how
+/// many levels it was ahead at and tied at (it was behind at none).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct AdaptivePick {
+    pub arm: String,
+    pub from: f64,
+    /// `None`: up to and beyond the sweep's highest level.
+    pub to: Option<f64>,
+    pub ahead: usize,
+    pub tied: usize,
+}
+
+impl AdaptivePick {
+    /// Per range `(from, to)` and adaptive arm: the pick when the arm was measured in the range,
+    /// ahead at one level at least and behind at none; `own(i, level)` says whether a level
+    /// inside range `i` belongs to it.
+    pub fn of(
+        spans: &[(f64, Option<f64>)],
+        own: impl Fn(usize, f64) -> bool,
+        judgements: &[AdaptiveJudgement],
+    ) -> Vec<AdaptivePick> {
+        let mut picks = Vec::new();
+        for (i, &(from, to)) in spans.iter().enumerate() {
+            let in_range = |level: f64| level >= from && to.is_none_or(|to| level <= to) && own(i, level);
+            for j in judgements {
+                let inside: Vec<Verdict> = j
+                    .levels
+                    .iter()
+                    .filter(|l| in_range(l.level))
+                    .map(|l| l.verdict)
+                    .collect();
+                let count = |v: Verdict| inside.iter().filter(|x| **x == v).count();
+                if count(Verdict::Ahead) > 0 && count(Verdict::Behind) == 0 {
+                    picks.push(AdaptivePick {
+                        arm: j.arm.clone(),
+                        from,
+                        to,
+                        ahead: count(Verdict::Ahead),
+                        tied: count(Verdict::Tied),
+                    });
+                }
+            }
+        }
+        picks
+    }
+}
+
+/// Above this median-TPOT cost of k = 0 against plain, the range where speculation is off goes
+/// to a plain server rather than running k = 0 on the speculative one.
+pub const ZERO_K_ROUTE_ABOVE: f64 = 0.05;
+
+/// Said for a range where speculation is off when no adaptive arm measured what k = 0 costs.
+pub const ZERO_K_UNMEASURED: &str = "k = 0 is not a plain server and no adaptive arm measured what it costs here; vLLM #51575 and #49548 measured +6.6 % (concurrency 2) to +21.6 % (concurrency 189) median TPOT with a schedule pinned to k = 0 against the same model served without speculation (H100 NVL, vLLM 0.33: PIECEWISE CUDA graphs and the drafter's KV): route it to a plain server, or sweep the schedule as an adaptive arm (--adaptive NAME=SCHEDULE) to measure it";
+
+/// What k = 0 on a speculative server costs against plain where the recommendation turns
+/// speculation off: measured on an adaptive arm whose schedule asks k = 0 there and was
+/// applied (plain measured best at those levels).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct ZeroKTax {
+    pub arm: String,
+    /// Each level: its median TPOT against plain's, less 1, and its output throughput ÷ plain.
+    pub levels: Vec<ZeroKLevel>,
+    /// The levels' mean TPOT cost.
+    pub tpot_tax: f64,
+    /// Above [`ZERO_K_ROUTE_ABOVE`]: send that load to a plain server.
+    pub route: bool,
+}
+
+/// One level of a [`ZeroKTax`].
+#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
+pub struct ZeroKLevel {
+    pub level: f64,
+    pub tpot_tax: f64,
+    pub ratio: f64,
+}
+
+impl ZeroKTax {
+    /// The cost in judgement `j` at the levels where `off` says speculation is off and its
+    /// schedule was checked off as asked; `None` where it measured none.
+    pub fn of(j: &AdaptiveJudgement, off: impl Fn(f64) -> bool) -> Option<ZeroKTax> {
+        let levels: Vec<ZeroKLevel> = j
+            .levels
+            .iter()
+            .filter(|l| off(l.level) && l.best_fixed.is_none())
+            .filter(|l| matches!(l.schedule, Some(ScheduleCheck::OffAsAsked { .. })))
+            .filter_map(|l| {
+                Some(ZeroKLevel {
+                    level: l.level,
+                    tpot_tax: l.median_tpot_ms? / l.best_median_tpot_ms? - 1.0,
+                    ratio: l.ratio,
+                })
+            })
+            .collect();
+        if levels.is_empty() {
+            return None;
+        }
+        let tpot_tax = levels.iter().map(|l| l.tpot_tax).sum::<f64>() / levels.len() as f64;
+        Some(ZeroKTax {
+            arm: j.arm.clone(),
+            levels,
+            tpot_tax,
+            route: tpot_tax > ZERO_K_ROUTE_ABOVE,
+        })
+    }
+
+    /// The console's sentence for the off range named `span` (`concurrency 9 and above`).
+    pub fn sentence(&self, span: &str) -> String {
+        let at: Vec<String> = self
+            .levels
+            .iter()
+            .map(|l| format!("{} ({:+.1} %, {:.2}× plain)", l.level, l.tpot_tax * 100.0, l.ratio))
+            .collect();
+        let cost = format!(
+            "k = 0 on the speculative server costs {:+.1} % median TPOT against plain (adaptive arm {} at {})",
+            self.tpot_tax * 100.0,
+            self.arm,
+            at.join(", ")
+        );
+        let limit = ZERO_K_ROUTE_ABOVE * 100.0;
+        if self.route {
+            format!("{span}: {cost}: route {span} to a plain server (more than {limit:.0} %)")
+        } else {
+            format!("{span}: {cost}: k = 0 on the same server is fine there (within {limit:.0} %)")
+        }
+    }
+}
+
 /// The share of a point's output emitted by steps that drafted: each such step of a sequence
 /// emits 1 + its accepted tokens, so (drafts + accepted) ÷ output tokens, at most 1. `None`
 /// without counts or output.
@@ -455,5 +582,66 @@ mod tests {
         assert!(j
             .render(Axis::Concurrency)
             .contains("not checked (--adaptive sched=SCHEDULE)"));
+    }
+
+    /// k = 0 measured at two levels where speculation is off (16: +15 %, 24: +13 %) routes
+    /// that load to a plain server; a level where a fixed arm is best, or whose schedule was
+    /// not applied, is left out; +2 % keeps k = 0 on the same server.
+    #[test]
+    fn what_k_zero_costs_decides_where_the_off_range_runs() {
+        let level = |level: f64, tpot: f64, best_fixed: Option<&str>, schedule: ScheduleCheck| AdaptiveLevel {
+            level,
+            ratio: 10.0 / tpot,
+            bounds: (10.0 / tpot, 10.0 / tpot),
+            best_fixed: best_fixed.map(str::to_string),
+            best_ratio: 1.0,
+            best_bounds: (1.0, 1.0),
+            median_tpot_ms: Some(tpot),
+            best_median_tpot_ms: Some(10.0),
+            verdict: Verdict::Behind,
+            schedule: Some(schedule),
+        };
+        let off = ScheduleCheck::OffAsAsked { drafted_share: 0.05 };
+        let drafting = ScheduleCheck::Applied {
+            asked_k: 3,
+            per_draft: 3.0,
+        };
+        let j = AdaptiveJudgement {
+            arm: "sched".into(),
+            schedule: Some(vec![(1, 2, 3), (3, 65536, 0)]),
+            levels: vec![
+                level(2.0, 6.0, Some("k3"), drafting),
+                level(
+                    8.0,
+                    12.0,
+                    None,
+                    ScheduleCheck::NotApplied {
+                        asked_k: 0,
+                        per_draft: Some(3.0),
+                    },
+                ),
+                level(16.0, 11.5, None, off.clone()),
+                level(24.0, 11.3, None, off.clone()),
+            ],
+        };
+        let z = ZeroKTax::of(&j, |l| l >= 6.0).unwrap();
+        assert_eq!(z.levels.iter().map(|l| l.level).collect::<Vec<_>>(), [16.0, 24.0]);
+        assert!((z.tpot_tax - 0.14).abs() < 1e-9 && z.route, "{z:?}");
+        assert_eq!(
+            z.sentence("concurrency 6 and above"),
+            "concurrency 6 and above: k = 0 on the speculative server costs +14.0 % median TPOT against plain (adaptive arm sched at 16 (+15.0 %, 0.87× plain), 24 (+13.0 %, 0.88× plain)): route concurrency 6 and above to a plain server (more than 5 %)"
+        );
+        let cheap = AdaptiveJudgement {
+            levels: vec![level(16.0, 10.2, None, off)],
+            ..j.clone()
+        };
+        let z = ZeroKTax::of(&cheap, |_| true).unwrap();
+        assert!(
+            !z.route
+                && z.sentence("c")
+                    .ends_with("k = 0 on the same server is fine there (within 5 %)")
+        );
+        // Nothing measured where speculation is off: none.
+        assert_eq!(ZeroKTax::of(&j, |l| l > 100.0), None);
     }
 }

@@ -7,7 +7,8 @@
 
 use serde::{Deserialize, Serialize};
 
-use super::adaptive::{AdaptiveJudgement, Verdict};
+pub use super::adaptive::AdaptivePick;
+use super::adaptive::ZeroKTax;
 use super::arms::{ArmSweep, Arms};
 use super::levels::Axis;
 use super::schedules::{vllm_schedule_warnings, ServerFacts};
@@ -255,53 +256,9 @@ pub struct Recommendation {
     /// with the best fixed choice at every level measured: its schedule is the one to run there.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub adaptive: Vec<AdaptivePick>,
-}
-
-/// A range of the recommendation where an adaptive arm held up at every level measured: how
-/// many levels it was ahead at and tied at (it was behind at none).
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-pub struct AdaptivePick {
-    pub arm: String,
-    pub from: f64,
-    /// `None`: up to and beyond the sweep's highest level.
-    pub to: Option<f64>,
-    pub ahead: usize,
-    pub tied: usize,
-}
-
-/// Per range and adaptive arm: the pick when the arm was measured in the range, ahead at one
-/// level at least and behind at none. A level belongs to the range of its own pick (two ranges
-/// may share a boundary level).
-fn adaptive_picks(ranges: &[RangePick], levels: &[LevelPick], judgements: &[AdaptiveJudgement]) -> Vec<AdaptivePick> {
-    let in_range = |r: &RangePick, level: f64| {
-        level >= r.from
-            && r.to.is_none_or(|to| level <= to)
-            && levels
-                .iter()
-                .any(|p| p.level == level && p.arm == r.arm && p.recommended_k == r.k)
-    };
-    let mut picks = Vec::new();
-    for r in ranges {
-        for j in judgements {
-            let inside: Vec<Verdict> = j
-                .levels
-                .iter()
-                .filter(|l| in_range(r, l.level))
-                .map(|l| l.verdict)
-                .collect();
-            let count = |v: Verdict| inside.iter().filter(|x| **x == v).count();
-            if count(Verdict::Ahead) > 0 && count(Verdict::Behind) == 0 {
-                picks.push(AdaptivePick {
-                    arm: j.arm.clone(),
-                    from: r.from,
-                    to: r.to,
-                    ahead: count(Verdict::Ahead),
-                    tied: count(Verdict::Tied),
-                });
-            }
-        }
-    }
-    picks
+    /// What k = 0 costs against plain where speculation is off, per adaptive arm that measured it.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub zero_k: Vec<ZeroKTax>,
 }
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -358,8 +315,19 @@ impl Recommendation {
             model,
             settings: Vec::new(),
             adaptive: Vec::new(),
+            zero_k: Vec::new(),
         };
-        rec.adaptive = adaptive_picks(&rec.ranges, &rec.levels, judgements);
+        // A level belongs to the range of its own pick (two ranges may share a boundary level).
+        let spans: Vec<(f64, Option<f64>)> = rec.ranges.iter().map(|r| (r.from, r.to)).collect();
+        let own = |i: usize, level: f64| {
+            let r = &rec.ranges[i];
+            (rec.levels.iter()).any(|p| p.level == level && p.arm == r.arm && p.recommended_k == r.k)
+        };
+        rec.adaptive = AdaptivePick::of(&spans, own, judgements);
+        rec.zero_k = judgements
+            .iter()
+            .filter_map(|j| ZeroKTax::of(j, |l| rec.off_at(l)))
+            .collect();
         rec.settings = rec.settings_lines(speculative_config);
         rec.settings.extend(rec.model_schedule_line(speculative_config));
         for vllm in rec.settings.iter_mut().filter(|s| {

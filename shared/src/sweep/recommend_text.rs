@@ -1,6 +1,7 @@
 //! A recommendation as the console prints it: the ranges with their k, ties, the cut-off, the
 //! model's schedule beside the measured one, the engine lines; and as one sentence.
 
+use super::adaptive::{ZeroKTax, ZERO_K_UNMEASURED};
 use super::levels::Axis;
 use super::recommend::{AdaptivePick, EngineLines, LevelPick, ModelSchedule, Recommendation, SCHEDULE_END};
 
@@ -116,6 +117,13 @@ impl Recommendation {
         }
     }
 
+    /// Whether speculation is off at `level`: it lies in a range where plain measured best.
+    pub fn off_at(&self, level: f64) -> bool {
+        self.ranges
+            .iter()
+            .any(|r| r.arm.is_none() && level >= r.from && r.to.is_none_or(|to| level <= to))
+    }
+
     /// The adaptive picks of range `i`.
     pub fn adaptive_of(&self, i: usize) -> impl Iterator<Item = &AdaptivePick> {
         let r = self.ranges.get(i);
@@ -148,6 +156,22 @@ impl Recommendation {
             for a in self.adaptive_of(i) {
                 let instead = if r.arm.is_some() { "a fixed k" } else { "plain" };
                 out.push_str(&format!("  {}\n", a.sentence(&span, instead)));
+            }
+            if r.arm.is_some() || self.axis != Axis::Concurrency {
+                continue;
+            }
+            // Speculation off: what k = 0 costs on the speculative server, measured or not.
+            let inside = |z: &&ZeroKTax| {
+                z.levels
+                    .iter()
+                    .any(|l| l.level >= r.from && r.to.is_none_or(|to| l.level <= to))
+            };
+            let measured: Vec<&ZeroKTax> = self.zero_k.iter().filter(inside).collect();
+            for z in &measured {
+                out.push_str(&format!("  {}\n", z.sentence(&span)));
+            }
+            if measured.is_empty() {
+                out.push_str(&format!("  {span}: {ZERO_K_UNMEASURED}\n"));
             }
         }
         if let Some(over) = self.cut_off.as_ref().and_then(|c| c.plain_over_saturated_from) {

@@ -129,6 +129,21 @@ pub fn check_duration(what: &str, d: &str) -> Result<(), Error> {
 }
 
 /// A YAML scalar: the JSON string, which YAML reads as the same double-quoted scalar.
+/// `text` where Prometheus's alert templates read it as text: a space between two braces in a
+/// row, so a name from a sweep folder cannot open a Go template action (`{{ query "…" }}`).
+fn template_literal(text: &str) -> String {
+    let mut out = String::with_capacity(text.len());
+    let mut last = None;
+    for c in text.chars() {
+        if (c == '{' || c == '}') && last == Some(c) {
+            out.push(' ');
+        }
+        out.push(c);
+        last = Some(c);
+    }
+    out
+}
+
 fn q(s: &str) -> String {
     serde_json::Value::String(s.to_string()).to_string()
 }
@@ -235,7 +250,8 @@ pub fn alerting_rules(settings: &RuleSettings) -> Vec<(&'static str, String, Str
             "{{ $labels.instance }} runs {{ $value }} requests, past the measured break-even".to_string(),
             format!(
                 "{} measured the plain server ahead from {} requests in flight: past that load, speculation costs throughput. Consider a per-batch-size schedule or turning speculation off.",
-                cut.source, cut.concurrency
+                template_literal(&cut.source),
+                cut.concurrency
             ),
         ));
     }
@@ -331,5 +347,15 @@ mod tests {
             assert!(!back.is_empty());
         }
         assert!(recorded_names(&s).contains("speclens:spec_decode_implied_alpha:rate5m"));
+    }
+
+    #[test]
+    fn a_sweep_s_name_cannot_open_a_template_action_in_the_alert() {
+        assert_eq!(
+            template_literal("sweep \"{{ query \"up\" }}\""),
+            "sweep \"{ { query \"up\" } }\""
+        );
+        assert_eq!(template_literal("{{{x}}}"), "{ { {x} } }");
+        assert_eq!(template_literal("k3 {a} plain"), "k3 {a} plain");
     }
 }
