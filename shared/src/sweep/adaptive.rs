@@ -54,6 +54,8 @@ pub enum ScheduleCheck {
     OffAsAsked { drafted_share: f64 },
     /// The engine counts no draft tokens, so the length drafted cannot be read.
     Unknown { asked_k: u32 },
+    /// The point has no spec-decode counts (its scrape failed, or the server exposes none).
+    Unmeasured { asked_k: u32 },
 }
 
 impl ScheduleCheck {
@@ -62,7 +64,14 @@ impl ScheduleCheck {
     pub fn of(schedule: &[(u64, u64, u32)], level: u64, result: &RunResult, reference_share: f64) -> ScheduleCheck {
         let asked_k = vllm_k_at(schedule, level);
         let fixed_k = schedule.iter().map(|r| r.2).max().unwrap_or(0);
-        let share = drafted_share(result).unwrap_or(0.0);
+        let share = match drafted(result) {
+            Some(false) => 0.0,
+            Some(true) => match drafted_share(result) {
+                Some(share) => share,
+                None => return ScheduleCheck::Unmeasured { asked_k },
+            },
+            None => return ScheduleCheck::Unmeasured { asked_k },
+        };
         let per_draft = result
             .spec_counts()
             .and_then(|(drafts, _, tokens)| Some(tokens? / drafts));
@@ -73,7 +82,7 @@ impl ScheduleCheck {
                 ScheduleCheck::OffAsAsked { drafted_share: share }
             };
         }
-        if result.spec_counts().is_none() {
+        if share == 0.0 {
             return ScheduleCheck::NotApplied {
                 asked_k,
                 per_draft: None,
@@ -145,6 +154,9 @@ impl ScheduleCheck {
             ScheduleCheck::Unknown { asked_k } => {
                 format!("cannot tell (the engine counts no draft tokens; the schedule asks {asked_k})")
             }
+            ScheduleCheck::Unmeasured { asked_k } => format!(
+                "cannot tell (no spec-decode counts for this point: its scrape failed or the server exposes none; the schedule asks {asked_k})"
+            ),
         }
     }
 
@@ -279,6 +291,19 @@ impl ZeroKTax {
             format!("{span}: {cost}: k = 0 on the same server is fine there (within {limit:.0} %)")
         }
     }
+}
+
+/// Whether a point's counters saw drafts: `Some(false)` when they counted none, `None` without
+/// any spec-decode counts (a failed scrape is not "no drafts").
+fn drafted(result: &RunResult) -> Option<bool> {
+    if result.spec_counts().is_some() {
+        return Some(true);
+    }
+    let window = result.spec_decode_num_drafts == Some(0);
+    let requests = result
+        .per_request()
+        .is_some_and(|p| p.total_spec_decode_steps.avg == 0.0);
+    (window || requests).then_some(false)
 }
 
 /// The share of a point's output emitted by steps that drafted: each such step of a sequence
@@ -537,6 +562,16 @@ mod tests {
             ScheduleCheck::of(&schedule, 2, &point(1000, 400, None, 600), 1.0),
             ScheduleCheck::Unknown { asked_k: 3 }
         );
+        // No counts at all (a failed scrape) is not "no drafts", at k > 0 or k = 0.
+        let unscraped = RunResult {
+            total_output_tokens: Some(1000),
+            ..RunResult::default()
+        };
+        for (level, asked_k) in [(2, 3), (16, 0)] {
+            let check = ScheduleCheck::of(&schedule, level, &unscraped, 1.0);
+            assert_eq!(check, ScheduleCheck::Unmeasured { asked_k });
+            assert!(!check.failed() && check.sentence().starts_with("cannot tell (no spec-decode counts"));
+        }
     }
 
     #[test]
