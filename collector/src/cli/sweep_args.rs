@@ -1,15 +1,14 @@
 //! The flags of `speclens sweep` (its arms, levels, repeats and the model's costs) and the
 //! plan they become; the flags it shares with bench and accept are in `load.rs`.
 
-use speclens_shared::sweep::adaptive::AdaptiveArm;
-use speclens_shared::sweep::schedules::parse_vllm_schedule;
 use std::path::PathBuf;
 
 use clap::Args;
 use speclens_shared::model::speedup::Costs;
 use speclens_shared::sweep::arms::BASE_ARM;
 use speclens_shared::sweep::contexts::{distinct_lengths, ContextAxis};
-use speclens_shared::sweep::Level;
+use speclens_shared::sweep::schedules::parse_vllm_schedule;
+use speclens_shared::sweep::{AdaptiveArm, Level};
 
 use super::load::{check_url, invalid, ridge_of, DashboardArgs, DatasetFlags, ScrapeFlags, TargetArgs, WorkloadArgs};
 use crate::bench::plan::{Load, Output};
@@ -71,8 +70,8 @@ pub struct SweepArgs {
     /// draft_len_schedule), repeatable: judged against the best fixed-k arm or plain at each
     /// level, never picked for a k; its acceptance length counts only steps that drafted.
     /// NAME=SCHEDULE gives the schedule it runs (vLLM's [[from, to, k], …]), so each level is
-    /// checked for whether the server applied it; without one, the schedule this folder's
-    /// sweep recommended is the one checked.
+    /// checked for whether the server applied it; without one, the schedule an earlier sweep of
+    /// this folder checked it against, else none (it is never guessed).
     #[arg(long, value_name = "NAME[=SCHEDULE]", help_heading = "Arms", hide_short_help = true)]
     pub adaptive: Vec<String>,
     /// Concurrency levels to measure (a closed loop at each).

@@ -6,7 +6,6 @@
 //! spread, the measured crossings with their intervals, latency and engine load beside them,
 //! the model's prediction from the measured acceptance length, and the recommendation.
 
-use speclens_shared::sweep::adaptive::AdaptiveArm;
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 use std::sync::{Arc, OnceLock};
@@ -16,7 +15,7 @@ use speclens_shared::model::speedup::Costs;
 use speclens_shared::results::run_result::RunResult;
 use speclens_shared::sweep::arms::{self, NamedPoint, BASE_ARM};
 use speclens_shared::sweep::contexts::{distinct_lengths, ContextAxis, ContextInput, ContextSweep};
-use speclens_shared::sweep::{repeats_settled, Axis, EarlierPoint, EngineLines, Level, SweepFile};
+use speclens_shared::sweep::{repeats_settled, AdaptiveArm, Axis, EarlierPoint, EngineLines, Level, SweepFile};
 
 use crate::bench;
 use crate::error::{CollectorError, Signal};

@@ -59,6 +59,13 @@ pub struct RangePick {
     pub from_model: bool,
 }
 
+impl RangePick {
+    /// Whether `level` lies in this range (its ends included).
+    pub fn contains(&self, level: f64) -> bool {
+        level >= self.from && self.to.is_none_or(|to| level <= to)
+    }
+}
+
 /// The model's schedule from one arm's per-position rates: inclusive batch ranges and their k.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct ModelSchedule {

@@ -46,7 +46,7 @@ impl Recommendation {
                 let levels: Vec<String> = self
                     .levels
                     .iter()
-                    .filter(|l| l.arm == r.arm && l.level >= r.from && r.to.is_none_or(|to| l.level <= to))
+                    .filter(|l| l.arm == r.arm && r.contains(l.level))
                     .map(|l| format!("{}", l.level))
                     .collect();
                 let sure = if r.sure { "sure" } else { "within the repeats' noise" };
@@ -119,9 +119,7 @@ impl Recommendation {
 
     /// Whether speculation is off at `level`: it lies in a range where plain measured best.
     pub fn off_at(&self, level: f64) -> bool {
-        self.ranges
-            .iter()
-            .any(|r| r.arm.is_none() && level >= r.from && r.to.is_none_or(|to| level <= to))
+        self.ranges.iter().any(|r| r.arm.is_none() && r.contains(level))
     }
 
     /// The adaptive picks of range `i`.
@@ -161,11 +159,7 @@ impl Recommendation {
                 continue;
             }
             // Speculation off: what k = 0 costs on the speculative server, measured or not.
-            let inside = |z: &&ZeroKTax| {
-                z.levels
-                    .iter()
-                    .any(|l| l.level >= r.from && r.to.is_none_or(|to| l.level <= to))
-            };
+            let inside = |z: &&ZeroKTax| z.levels.iter().any(|l| r.contains(l.level));
             let measured: Vec<&ZeroKTax> = self.zero_k.iter().filter(inside).collect();
             for z in &measured {
                 out.push_str(&format!("  {}\n", z.sentence(&span)));
