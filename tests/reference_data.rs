@@ -37,7 +37,7 @@ fn every_prom_fixture_is_valid_exposition_text() {
         assert!(!samples.is_empty(), "{}", path.display());
         checked += 1;
     }
-    assert_eq!(checked, 13, "all thirteen .prom fixtures were read");
+    assert_eq!(checked, 14, "all fourteen .prom fixtures were read");
 }
 
 #[test]
@@ -533,4 +533,64 @@ fn real_truncated_detailed_capture_is_a_clear_json_error_and_its_totals_are_cons
         (33, 168, 231)
     );
     assert_eq!(r.mean_acceptance_length, 6.0909);
+}
+
+/// Each counting check fires on the fixture written from its upstream issue and stays quiet on
+/// the clean ones.
+#[test]
+fn each_counting_check_fires_on_its_upstream_bug_and_stays_quiet_on_clean_fixtures() {
+    use speclens_shared::request::counting::PastEndTally;
+    let warnings = |bodies: &[&serde_json::Value]| {
+        let mut tally = PastEndTally::default();
+        for body in bodies {
+            let PayloadOutcome::Record(r) = adapt_response(body) else {
+                panic!("no record: {body}")
+            };
+            tally.push(&r);
+        }
+        tally.warnings()
+    };
+    let vllm: serde_json::Value =
+        serde_json::from_str(&json_fixture_text("written_vllm_per_request_past_eos_56101.json")).unwrap();
+    let buggy = warnings(&[&vllm["counted_past_eos"]]);
+    assert!(
+        buggy.len() == 1 && buggy[0].contains("1 of 1 vLLM requests") && buggy[0].contains("#56101"),
+        "{buggy:?}"
+    );
+    assert_eq!(warnings(&[&vllm["counted_to_eos"]]), Vec::<String>::new());
+    let sglang: serde_json::Value =
+        serde_json::from_str(&json_fixture_text("written_sglang_spec_details_past_eos_39826.json")).unwrap();
+    let buggy = warnings(&[&sglang]);
+    assert!(
+        buggy.len() == 1
+            && buggy[0].contains("SGLang")
+            && buggy[0].contains("#39826")
+            && buggy[0].contains("accepted draft tokens alone exceed completion_tokens"),
+        "{buggy:?}"
+    );
+    let payloads: serde_json::Value = serde_json::from_str(&json_fixture_text("written_engine_payloads.json")).unwrap();
+    assert_eq!(warnings(&[&payloads["sglang_n2"]]), Vec::<String>::new());
+
+    // TensorRT-LLM: the pair at 0 under rising iteration counters is named, in the window's
+    // notes where the pair's absence would otherwise be; the clean expositions say nothing of it.
+    let flat = window_from_zero(&read_fixture("written_trtllm_per_position_flat_17082.prom"))
+        .data
+        .expect("the iteration counters still give a window");
+    assert!(
+        flat.notes[0].starts_with("Counting check:") && flat.notes[0].contains("#17082"),
+        "{:?}",
+        flat.notes
+    );
+    assert_eq!((flat.num_drafts, flat.per_position_acceptance_rates.len()), (None, 0));
+    for clean in [
+        "written_trtllm_prometheus_per_position.prom",
+        "written_trtllm_prometheus_metrics.prom",
+    ] {
+        let d = window_from_zero(&read_fixture(clean)).data.expect("a window");
+        assert!(
+            !d.notes.iter().any(|n| n.contains("Counting check")),
+            "{clean}: {:?}",
+            d.notes
+        );
+    }
 }

@@ -11,8 +11,8 @@ use speclens_shared::run::aggregate::SpecAggregator;
 use speclens_shared::run::notices::{Notices, PathFigures};
 use speclens_shared::run::record::RunTally;
 use speclens_shared::scrape::{
-    derive, window_before, window_delta, window_result_with, CounterSet, GaugeMeans, LoadSample, ResultStatus,
-    ScrapeFailure, SpecCounters, SpecDecodeData, SpecDecodeResult, WindowFacts,
+    derive, flat_positions, window_before, window_delta, window_result_with, CounterSet, GaugeMeans, LoadSample,
+    ResultStatus, ScrapeFailure, SpecCounters, SpecDecodeData, SpecDecodeResult, WindowFacts,
 };
 
 use super::prometheus::FleetOutcome;
@@ -204,6 +204,7 @@ impl SpecPaths {
                     .map(CounterSet::engines)
                     .max()
                     .unwrap_or(0),
+                flat_positions: same.iter().find_map(|(w, _)| flat_positions(w.after.as_ref().ok()?)),
             };
             derive(schema, &sum, &facts).ok()
         });

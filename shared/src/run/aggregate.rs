@@ -8,6 +8,7 @@ use serde::{Deserialize, Serialize};
 
 use crate::engine::Engine;
 use crate::figures::acceptance_length_of_counts;
+use crate::request::counting::PastEndTally;
 use crate::request::per_request::{PartialSpecRecord, SpecRecord};
 use crate::sample::Sample;
 
@@ -182,6 +183,8 @@ pub struct SpecAggregator {
     engines: std::collections::BTreeSet<Engine>,
     /// The open pull requests whose shapes some records followed.
     unmerged_prs: std::collections::BTreeSet<&'static str>,
+    /// Requests counting more tokens than they emitted.
+    past_end: PastEndTally,
 }
 
 /// The run's spec-decode figures, exported under AIPerf's names.
@@ -260,6 +263,7 @@ impl SpecAggregator {
         self.records += 1;
         self.engines.insert(r.engine);
         self.num_spec_tokens = self.num_spec_tokens.max(r.num_spec_tokens);
+        self.past_end.push(r);
         if r.num_spec_steps == 0 {
             self.zero_step_requests += 1;
             return;
@@ -327,6 +331,7 @@ impl SpecAggregator {
         notes.extend(self.unmerged_prs.iter().map(|pr| {
             format!("per-request stats follow {pr}, a pull request not merged when speclens read it: its fields may change before it merges")
         }));
+        notes.extend(self.past_end.warnings());
         notes
     }
 

@@ -16,6 +16,7 @@ use super::gauges::GaugeMeans;
 use super::schema::{Family, DRAFTS, DRAFT_TOKENS};
 use crate::error::Error;
 pub use crate::error::NO_ACTIVITY;
+use crate::request::counting::flat_positions_warning;
 
 /// Derived stats of one window, as AISBench's `data` and `vllm bench serve`'s `spec_decode_*`.
 ///
@@ -84,6 +85,9 @@ pub struct WindowFacts {
     pub spec_config: Option<SpecConfig>,
     /// The distinct `engine` labels of the window's last scrape (vLLM's data-parallel engines).
     pub engines: u32,
+    /// TensorRT-LLM's per-position pair standing at 0 in the window's last scrape while its
+    /// iteration counter rose: the counting check's warning.
+    pub flat_positions: Option<String>,
 }
 
 impl WindowFacts {
@@ -95,6 +99,7 @@ impl WindowFacts {
             missing: c.missing.clone(),
             spec_config: c.spec_config.clone(),
             engines: c.engines(),
+            flat_positions: flat_positions(c),
         }
     }
 
@@ -108,12 +113,24 @@ impl WindowFacts {
             missing,
             spec_config: after.spec_config.clone().or_else(|| before.spec_config.clone()),
             engines: after.engines(),
+            flat_positions: flat_positions(after),
         }
     }
 
     fn lacks(&self, family: &str) -> Option<&String> {
         self.missing.iter().find(|m| m.ends_with(family))
     }
+}
+
+/// The per-position check of a TensorRT-LLM scrape, on its totals since the server started (a
+/// window's per-position delta is 0 whenever no request finished in it, the pair being added
+/// as each request finishes).
+pub fn flat_positions(c: &CounterSet) -> Option<String> {
+    let t = &c.total;
+    c.prefix
+        .starts_with("trtllm")
+        .then(|| flat_positions_warning(&t.drafted_per_pos, &t.accepted_per_pos, t.num_draft_tokens))
+        .flatten()
 }
 
 /// Derive the window's stats from a delta of vLLM's (or llama.cpp's) counters, or the reason
@@ -281,10 +298,10 @@ fn trtllm_from_iterations(delta: &SpecCounters, facts: &WindowFacts) -> Result<S
             drafted: delta.num_draft_tokens,
         });
     }
-    let mut notes = vec![
+    let mut notes = vec![facts.flat_positions.clone().unwrap_or_else(|| {
         "TensorRT-LLM exported no per-position pair (trtllm_spec_decode_drafted_tokens_total by token_position, in its releases since 2026-03): no drafts, no per-position rates, and the length comes from its gauges"
-            .to_string(),
-    ];
+            .to_string()
+    })];
     // The length's sources after the pair: TensorRT-LLM's gauges, in order.
     let length = sources(Engine::Trtllm, Figure::AcceptanceLength)
         .iter()

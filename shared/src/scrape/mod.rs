@@ -18,7 +18,9 @@ pub mod schema;
 pub mod window;
 
 pub use counters::{CounterSet, SpecConfig, SpecCounters};
-pub use derive::{derive, derive_since_start, derive_stats, window_delta, SpecDecodeData, WindowFacts, NO_ACTIVITY};
+pub use derive::{
+    derive, derive_since_start, derive_stats, flat_positions, window_delta, SpecDecodeData, WindowFacts, NO_ACTIVITY,
+};
 pub use gauges::GaugeMeans;
 pub use live::IncreaseAccumulator;
 pub use load::LoadSample;
