@@ -756,3 +756,59 @@ fn what_k_zero_costs_is_measured_and_decides_where_the_off_range_runs() {
         "{stdout}"
     );
 }
+
+/// A server whose schedule switches speculation on and off at the load a level runs (the sim's
+/// `--thrash-at-cut`) is reported thrashing at that level only; the same schedule without the
+/// fault, whose batch sits just past the cut, is not.
+#[test]
+fn a_schedule_that_thrashes_at_its_cut_is_reported_there() {
+    let schedule = "[[1,4,3],[5,65536,0]]";
+    let spec_flags = ["--num-spec-tokens", "3", "--acceptance-rates", "0.8,0.6,0.45"];
+    let scheduled = |extra: &[&str]| {
+        let flags = ["--num-spec-tokens-per-batch-size", schedule];
+        timed_sim(&[&spec_flags[..], &flags, extra].concat())
+    };
+    let (thrashing, steady, base) = (scheduled(&["--thrash-at-cut", "0.3"]), scheduled(&[]), timed_sim(&[]));
+    let dir = tempfile::tempdir().unwrap();
+    let (thrashing_arm, steady_arm) = (
+        format!("thrashing={}", thrashing.url()),
+        format!("steady={}", steady.url()),
+    );
+    let (thrashing_schedule, steady_schedule) = (format!("thrashing={schedule}"), format!("steady={schedule}"));
+    let args = [
+        "--arm",
+        &thrashing_arm,
+        "--arm",
+        &steady_arm,
+        "--adaptive",
+        &thrashing_schedule,
+        "--adaptive",
+        &steady_schedule,
+        "--base-url",
+        &base.url(),
+        "--requests-per-slot",
+        "12",
+        "--scrape-interval",
+        "0.1",
+    ];
+    let (table, stdout) = sweep_once(&args, "2,5,8", &dir.path().join("sweep"));
+    let thrashing_at = |arm: &str| -> Vec<f64> {
+        let judgement = table["adaptive"]
+            .as_array()
+            .and_then(|all| all.iter().find(|j| j["arm"] == arm).cloned())
+            .unwrap_or_else(|| panic!("{arm}: {table}"));
+        judgement["levels"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .filter(|l| l["thrashing"]["switches"].as_u64().is_some_and(|n| n >= 3))
+            .map(|l| l["level"].as_f64().unwrap())
+            .collect()
+    };
+    assert_eq!(thrashing_at("thrashing"), [5.0], "{stdout}");
+    assert_eq!(thrashing_at("steady"), Vec::<f64>::new(), "{stdout}");
+    assert!(
+        stdout.contains("thrashing at 5: drafting switched on and off at steady load"),
+        "{stdout}"
+    );
+}

@@ -95,6 +95,16 @@ pub struct SimArgs {
         requires = "num_spec_tokens_per_batch_size"
     )]
     pub zero_k_tax: f64,
+    /// A fault: at each cut's first batch size (where the schedule turns speculation off just
+    /// above a range that drafts) k alternates every SECONDS between off and the range below's
+    /// k, as a schedule thrashing at the load it runs shows at scrape granularity (vLLM #49548).
+    #[arg(
+        long,
+        value_name = "SECONDS",
+        requires = "num_spec_tokens_per_batch_size",
+        hide_short_help = true
+    )]
+    pub thrash_at_cut: Option<f64>,
     /// Geometric acceptance: each draft accepted with probability α given the earlier ones.
     #[arg(long, conflicts_with_all = ["acceptance_rates", "acceptance_length"])]
     pub alpha: Option<f64>,
@@ -382,6 +392,14 @@ impl SimArgs {
             zero_k_tax: match args.zero_k_tax {
                 t if t.is_finite() && t >= 0.0 => t,
                 t => return Err(invalid(format!("--zero-k-tax must be a fraction ≥ 0, got {t}"))),
+            },
+            thrash_at_cut_s: match args.thrash_at_cut {
+                Some(s) if !(s.is_finite() && s > 0.0) => {
+                    return Err(invalid(format!(
+                        "--thrash-at-cut must be a number of seconds > 0, got {s}"
+                    )))
+                }
+                s => s,
             },
             acceptance_half_life_tokens: match args.acceptance_half_life {
                 Some(h) if !(h.is_finite() && h > 0.0) => {

@@ -332,6 +332,10 @@ pub struct EngineConfig {
     /// A step the schedule runs at k = 0 on a speculative server costs this fraction more than
     /// a plain server's step.
     pub zero_k_tax: f64,
+    /// A fault: at a cut's first batch size (where the schedule turns speculation off just
+    /// above a range that drafts), k alternates every this many seconds between off and the
+    /// range below's k — a schedule thrashing at the load it runs, seen at scrape granularity.
+    pub thrash_at_cut_s: Option<f64>,
     /// Acceptance halves every this many tokens a sequence holds (prompt and output): every
     /// conditional rate is scaled by 2^(−tokens ÷ half-life). None: acceptance does not depend
     /// on context.
@@ -343,13 +347,20 @@ pub struct EngineConfig {
 }
 
 impl EngineConfig {
-    /// The draft length of a step that schedules `scheduled` sequences: the schedule's k for
-    /// that batch size (vLLM indexes it by the requests scheduled in the step), at most k.
-    pub fn step_k(&self, scheduled: usize) -> u32 {
+    /// The draft length of a step that schedules `scheduled` sequences `elapsed_s` after the
+    /// engine started: the schedule's k for that batch size (vLLM indexes it by the requests
+    /// scheduled in the step), at most k; at a cut, alternating under `thrash_at_cut_s`.
+    pub fn step_k(&self, scheduled: usize, elapsed_s: f64) -> u32 {
+        use speclens_shared::sweep::schedules::vllm_k_at;
         if self.schedule.is_empty() {
-            self.k
-        } else {
-            speclens_shared::sweep::schedules::vllm_k_at(&self.schedule, scheduled as u64).min(self.k)
+            return self.k;
+        }
+        let b = scheduled as u64;
+        let k = vllm_k_at(&self.schedule, b);
+        let below = vllm_k_at(&self.schedule, b.saturating_sub(1));
+        match self.thrash_at_cut_s {
+            Some(period) if k == 0 && b > 1 && below > 0 && (elapsed_s / period) as u64 % 2 == 1 => below.min(self.k),
+            _ => k.min(self.k),
         }
     }
 }
@@ -410,7 +421,8 @@ pub async fn run_engine(
     let mut waiting: VecDeque<Submission> = VecDeque::new();
     let mut preempted: VecDeque<Seq> = VecDeque::new();
     let mut running: Vec<Seq> = Vec::new();
-    let mut deadline = Instant::now();
+    let started = Instant::now();
+    let mut deadline = started;
     let mut prefix_cache = config.prefix_caching.then(|| PrefixCache::new(config.kv_cache_blocks));
     loop {
         if running.is_empty() && waiting.is_empty() && preempted.is_empty() {
@@ -438,7 +450,7 @@ pub async fn run_engine(
             .filter(|s| !s.prefilled)
             .map(|s| s.prompt_uncached.unwrap_or(s.spec.prompt_tokens) + s.recompute)
             .sum();
-        let step_k = config.step_k(running.len());
+        let step_k = config.step_k(running.len(), started.elapsed().as_secs_f64());
         let kv_tokens: u64 = running
             .iter()
             .filter(|s| s.prefilled)

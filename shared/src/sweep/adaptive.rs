@@ -293,6 +293,90 @@ impl ZeroKTax {
     }
 }
 
+/// The rule that calls a level thrashing, printed beside the checks.
+pub const THRASH_RULE: &str = "thrashing at a level: over its scrape intervals at steady load (the first and last dropped, the ramp and the drain), an interval drafts when the output of its drafting steps ((drafts + accepted tokens) per second) is at least half the level's mean output tokens per second and does not at a quarter or less, and the level switches between the two three times or more";
+
+/// Switches between on and off a level needs to be thrashing.
+const THRASH_SWITCHES: u32 = 3;
+
+/// A level whose drafting switched on and off while its load held steady (per-scrape drafts/s
+/// going to zero and back): a schedule's cut at the load the level ran, which vLLM keys on the
+/// requests scheduled in a step, prefills included (vllm-project/vllm #49548, hypothesis H3).
+#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
+pub struct Thrashing {
+    /// Switches between drafting and not drafting.
+    pub switches: u32,
+    /// The steady scrape intervals they were counted over.
+    pub intervals: u32,
+}
+
+impl Thrashing {
+    /// The thrashing of one point, from its live scrapes (each endpoint's own; the most
+    /// switches), or `None` when it held one state or had too few intervals.
+    pub fn of(result: &RunResult) -> Option<Thrashing> {
+        let output_per_s = result.output_throughput.filter(|t| *t > 0.0)?;
+        let timeline = &result.spec_decode.as_ref()?.timeline;
+        let mut endpoints: Vec<&str> = timeline.iter().map(|p| p.endpoint.as_str()).collect();
+        endpoints.sort_unstable();
+        endpoints.dedup();
+        endpoints
+            .into_iter()
+            .filter_map(|endpoint| {
+                let shares: Vec<f64> = timeline
+                    .iter()
+                    .filter(|p| p.endpoint == endpoint && p.error.is_none())
+                    .map(|p| (p.drafts_per_s + p.accepted_per_s) / output_per_s)
+                    .collect();
+                let steady = shares.get(1..shares.len().checked_sub(1)?)?;
+                let mut on: Option<bool> = None;
+                let mut switches = 0;
+                for &share in steady {
+                    let now = if share >= 0.5 {
+                        Some(true)
+                    } else if share <= 0.25 {
+                        Some(false)
+                    } else {
+                        None
+                    };
+                    if let Some(now) = now {
+                        if on.is_some_and(|was| was != now) {
+                            switches += 1;
+                        }
+                        on = Some(now);
+                    }
+                }
+                (switches >= THRASH_SWITCHES).then_some(Thrashing {
+                    switches,
+                    intervals: steady.len() as u32,
+                })
+            })
+            .max_by_key(|t| t.switches)
+    }
+
+    /// `arm`'s thrashing levels (its repeats' most switches at each).
+    pub fn of_arm(points: &[NamedPoint<'_>], arm: &str) -> Vec<(f64, Thrashing)> {
+        let mut out: Vec<(f64, Thrashing)> = Vec::new();
+        for p in points.iter().filter(|p| p.arm == arm) {
+            let Some(t) = Thrashing::of(p.result) else { continue };
+            let level = p.level.value();
+            match out.iter_mut().find(|(l, _)| *l == level) {
+                Some((_, was)) if was.switches < t.switches => *was = t,
+                Some(_) => {}
+                None => out.push((level, t)),
+            }
+        }
+        out
+    }
+
+    /// Short words for the console, the file and the page.
+    pub fn sentence(&self) -> String {
+        format!(
+            "thrashing (drafting switched on and off {} times over {} scrape intervals at steady load: a cut at this load)",
+            self.switches, self.intervals
+        )
+    }
+}
+
 /// Whether a point's counters saw drafts: `Some(false)` when they counted none, `None` without
 /// any spec-decode counts (a failed scrape is not "no drafts").
 fn drafted(result: &RunResult) -> Option<bool> {
@@ -382,6 +466,9 @@ pub struct AdaptiveLevel {
     /// Whether this level ran the schedule the arm was asked to run (when it is known).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub schedule: Option<ScheduleCheck>,
+    /// Drafting switched on and off at steady load here ([`THRASH_RULE`]).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub thrashing: Option<Thrashing>,
 }
 
 /// An adaptive arm, level by level, against the best fixed choice.
@@ -412,6 +499,18 @@ impl AdaptiveJudgement {
         if let Some(applied) = self.applied_sentence() {
             out.push_str("; ");
             out.push_str(&applied);
+        }
+        let thrashing: Vec<String> = self
+            .levels
+            .iter()
+            .filter(|l| l.thrashing.is_some())
+            .map(|l| l.level.to_string())
+            .collect();
+        if !thrashing.is_empty() {
+            out.push_str(&format!(
+                "; thrashing at {}: drafting switched on and off at steady load, a cut at that load (vLLM counts a step's prefills in its batch size): move the cut away from the load you run",
+                thrashing.join(", ")
+            ));
         }
         out
     }
@@ -464,7 +563,7 @@ impl AdaptiveJudgement {
             Some(schedule) => {
                 let ranges: Vec<String> = schedule.iter().map(|(f, t, k)| format!("[{f},{t},{k}]")).collect();
                 out.push_str(&format!(
-                    "  asked to run [{}]; {SCHEDULE_CHECK_RULE}\n",
+                    "  asked to run [{}]; {SCHEDULE_CHECK_RULE}; {THRASH_RULE}\n",
                     ranges.join(",")
                 ));
             }
@@ -474,10 +573,13 @@ impl AdaptiveJudgement {
             )),
         }
         for l in &self.levels {
-            let check = l
+            let mut check = l
                 .schedule
                 .as_ref()
                 .map_or_else(String::new, |c| format!("; schedule {}", c.sentence()));
+            if let Some(t) = &l.thrashing {
+                check.push_str(&format!("; {}", t.sentence()));
+            }
             out.push_str(&format!(
                 "  {:>10}: {:.3}{} against {} {:.3}{}: {}; median TPOT {} vs {}{check}\n",
                 l.level,
@@ -499,6 +601,66 @@ impl AdaptiveJudgement {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// A point whose live scrapes read these drafts/s, one interval a second.
+    fn scraped(drafts_per_s: &[f64]) -> RunResult {
+        let timeline = drafts_per_s
+            .iter()
+            .enumerate()
+            .map(|(i, &d)| crate::run::progress::TimelinePoint {
+                endpoint: "http://h:1/metrics".into(),
+                t_s: i as f64 + 1.0,
+                interval_s: 1.0,
+                accepted_per_s: d * 2.0,
+                drafted_per_s: d * 3.0,
+                drafts_per_s: d,
+                acceptance_rate: None,
+                acceptance_length: None,
+                per_position: Default::default(),
+                error: None,
+            })
+            .collect();
+        // 300 output tokens/s: an interval at 100 drafts/s (and 200 accepted) drafts throughout.
+        RunResult {
+            output_throughput: Some(300.0),
+            spec_decode: Some(crate::results::run_result::SpecDecodeSection {
+                timeline,
+                ..Default::default()
+            }),
+            ..RunResult::default()
+        }
+    }
+
+    #[test]
+    fn drafting_that_goes_to_zero_and_back_at_steady_load_is_thrashing() {
+        // On and off every two seconds (the first and last intervals are the ramp and drain).
+        let t = Thrashing::of(&scraped(&[
+            10.0, 100.0, 95.0, 4.0, 0.0, 98.0, 60.0, 10.0, 3.0, 97.0, 40.0,
+        ]))
+        .expect("four switches");
+        assert_eq!((t.switches, t.intervals), (4, 9));
+        assert!(t.sentence().contains("4 times over 9 scrape intervals"));
+        // Steady drafting with its noise, or off but for the drain: one state, or one switch.
+        assert_eq!(
+            Thrashing::of(&scraped(&[20.0, 100.0, 90.0, 110.0, 95.0, 105.0, 30.0])),
+            None
+        );
+        // Off but for a step here and there (a batch dipping below the cut as a request ends):
+        // never drafting, however much those few steps vary.
+        assert_eq!(Thrashing::of(&scraped(&[9.0, 2.0, 9.0, 0.0, 8.0, 1.0, 9.0, 0.0])), None);
+        assert_eq!(
+            Thrashing::of(&scraped(&[50.0, 0.0, 0.0, 0.0, 0.0, 100.0, 100.0, 80.0])),
+            None
+        );
+        // Intermediate intervals (a switch inside one) hold the state they follow.
+        assert_eq!(
+            Thrashing::of(&scraped(&[0.0, 100.0, 40.0, 100.0, 30.0, 100.0, 0.0])),
+            None
+        );
+        // No live scrapes, or too few to drop the ramp and drain.
+        assert_eq!(Thrashing::of(&RunResult::default()), None);
+        assert_eq!(Thrashing::of(&scraped(&[100.0])), None);
+    }
 
     /// A point with `output` tokens and the counters `(drafts, draft tokens, accepted)`
     /// (`None`: an engine that counts no draft tokens).
@@ -587,6 +749,7 @@ mod tests {
             best_median_tpot_ms: None,
             verdict: Verdict::Ahead,
             schedule,
+            thrashing: None,
         };
         let applied = ScheduleCheck::Applied {
             asked_k: 3,
@@ -635,6 +798,7 @@ mod tests {
             best_median_tpot_ms: Some(10.0),
             verdict: Verdict::Behind,
             schedule: Some(schedule),
+            thrashing: None,
         };
         let off = ScheduleCheck::OffAsAsked { drafted_share: 0.05 };
         let drafting = ScheduleCheck::Applied {

@@ -8,7 +8,7 @@ use std::collections::BTreeMap;
 use serde::{Deserialize, Serialize};
 
 use super::adaptive::{
-    AdaptiveArm, AdaptiveJudgement, AdaptiveLevel, ScheduleCheck, Verdict, ADAPTIVE_ACCEPTANCE_NOTE,
+    AdaptiveArm, AdaptiveJudgement, AdaptiveLevel, ScheduleCheck, Thrashing, Verdict, ADAPTIVE_ACCEPTANCE_NOTE,
 };
 use super::levels::{throughput, Arm, Axis, Level};
 use super::pair::PairTable;
@@ -384,6 +384,7 @@ fn adaptive_judgements(arms: &[ArmSweep], points: &[NamedPoint<'_>], asked: &[Ad
                 .as_deref()
                 .map(|s| ScheduleCheck::of_arm(s, points, &adaptive.name))
                 .unwrap_or_default();
+            let thrashing = Thrashing::of_arm(points, &adaptive.name);
             let levels = adaptive
                 .table
                 .rows
@@ -412,6 +413,7 @@ fn adaptive_judgements(arms: &[ArmSweep], points: &[NamedPoint<'_>], asked: &[Ad
                         best_median_tpot_ms,
                         verdict,
                         schedule: checks.iter().find(|(l, _)| *l == level).map(|(_, c)| c.clone()),
+                        thrashing: thrashing.iter().find(|(l, _)| *l == level).map(|(_, t)| *t),
                     })
                 })
                 .collect();

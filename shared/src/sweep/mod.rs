@@ -286,6 +286,10 @@ impl SweepFile {
             out
         } else {
             let mut out = self.head().render();
+            // A lone adaptive arm: its judgement against plain, and its schedule's checks.
+            for judgement in &self.arms.adaptive {
+                out.push_str(&judgement.render(self.axis));
+            }
             if detail {
                 out.push_str(&self.arms.render_beside());
             }
