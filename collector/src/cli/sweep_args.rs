@@ -83,6 +83,17 @@ pub struct SweepArgs {
         help_heading = "Load"
     )]
     pub concurrency: Vec<u64>,
+    /// The concurrency (or several) your deployment runs at: the recommendation keeps every
+    /// cut of its schedule two batch sizes from it, since a batch at a steady load moves across
+    /// a cut there (vLLM counts a joining prefill in the batch it keys k on).
+    #[arg(
+        long,
+        value_name = "N",
+        value_delimiter = ',',
+        help_heading = "Load",
+        value_parser = clap::value_parser!(u64).range(1..)
+    )]
+    pub operating_concurrency: Vec<u64>,
     /// Request rates to measure instead, in requests/s (an open loop at each, Poisson arrivals
     /// unless --burstiness says otherwise); the arms compare by median E2E latency.
     #[arg(
@@ -294,6 +305,7 @@ impl SweepArgs {
                 .kv_ratio
                 .unwrap_or(speclens_shared::model::context::KV_RATIO_8B_BF16),
             draft_kv_share: self.draft_kv_share,
+            operating_concurrency: self.operating_concurrency.clone(),
         };
         plan.check()?;
         Ok(plan)

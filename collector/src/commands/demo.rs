@@ -173,6 +173,7 @@ fn sweep_plan(spec_url: &str, k1_url: &str, base_url: &str, out: PathBuf) -> cra
         context_axis: Default::default(),
         kv_ratio: speclens_shared::model::context::KV_RATIO_8B_BF16,
         draft_kv_share: 0.0,
+        operating_concurrency: Vec::new(),
     }
 }
 

@@ -77,7 +77,7 @@ pub fn sweep_of(files: &[(String, RunResult)], costs: Costs) -> Option<SweepFile
         .collect();
     let has_base = points.iter().any(|p| p.arm == BASE_ARM);
     let has_spec = points.iter().any(|p| p.arm != BASE_ARM);
-    (has_base && has_spec).then(|| SweepFile::of_arms(&points, costs, None, &[]))
+    (has_base && has_spec).then(|| SweepFile::of_arms(&points, costs, None, &[], &[]))
 }
 
 /// The table of result files.

@@ -89,6 +89,9 @@ pub struct Plan {
     /// The KV term the model's B*(L) charges, and the drafter's share of it.
     pub kv_ratio: f64,
     pub draft_kv_share: f64,
+    /// The concurrencies the deployment runs at: the recommendation's cuts stay two batch
+    /// sizes from them.
+    pub operating_concurrency: Vec<u64>,
 }
 
 /// One point of a sweep.
@@ -898,7 +901,13 @@ fn table_of<'a>(plan: &Plan, points: impl IntoIterator<Item = &'a Measured>, ada
             category_tpot_ms: m.category_tpot_ms.as_ref(),
         })
         .collect();
-    SweepFile::of_arms(&named, plan.costs, plan.speculative_config.as_ref(), adaptive)
+    SweepFile::of_arms(
+        &named,
+        plan.costs,
+        plan.speculative_config.as_ref(),
+        adaptive,
+        &plan.operating_concurrency,
+    )
 }
 
 /// The folder's `sweep.json` from an earlier sweep, when there is one that reads.

@@ -122,7 +122,7 @@ mod tests {
     #[test]
     fn the_answer_leads_with_the_measured_crossing_and_one_engine_line() {
         let results = two_arm_results();
-        let t = SweepFile::of_arms(&named(&results), Costs::H100_FREE_DRAFTS, None, &[]);
+        let t = SweepFile::of_arms(&named(&results), Costs::H100_FREE_DRAFTS, None, &[], &[]);
         let model = t
             .arms
             .arm("k1")

@@ -7,6 +7,7 @@ pub mod adaptive;
 mod answer;
 pub mod arms;
 pub mod contexts;
+pub mod cuts;
 mod engine_lines;
 pub mod levels;
 pub mod pair;
@@ -197,12 +198,14 @@ impl SweepFile {
     /// speculative. `speculative_config` is the arms' servers' vLLM `--speculative-config`,
     /// kept in the recommended line; what it and the arms' counters say against a schedule
     /// line is said beside it, and a lossy or forced acceptance among the sweep's warnings.
-    /// `adaptive` names the arms whose servers run a draft-length schedule.
+    /// `adaptive` names the arms whose servers run a draft-length schedule, `operating` the
+    /// concurrencies the user runs at (the recommendation keeps its cuts away from them).
     pub fn of_arms(
         points: &[NamedPoint<'_>],
         costs: Costs,
         speculative_config: Option<&serde_json::Value>,
         adaptive: &[AdaptiveArm],
+        operating: &[u64],
     ) -> SweepFile {
         let arms = Arms::of(points, costs, adaptive);
         let plain = arms.arms.is_empty().then(|| {
@@ -231,7 +234,7 @@ impl SweepFile {
         .with_config(speculative_config);
         SweepFile {
             axis,
-            recommendation: Recommendation::of(&arms, axis, costs, speculative_config, &facts),
+            recommendation: Recommendation::of(&arms, axis, costs, speculative_config, &facts, operating),
             plain,
             arms,
             warnings: acceptance_warning(&facts).into_iter().collect(),

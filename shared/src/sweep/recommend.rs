@@ -10,6 +10,7 @@ use serde::{Deserialize, Serialize};
 pub use super::adaptive::AdaptivePick;
 use super::adaptive::ZeroKTax;
 use super::arms::{ArmSweep, Arms};
+use super::cuts::{place_cuts, CutPlacement};
 use super::levels::Axis;
 use super::schedules::{vllm_schedule_warnings, ServerFacts};
 use crate::engine::Engine;
@@ -266,6 +267,12 @@ pub struct Recommendation {
     /// What k = 0 costs against plain where speculation is off, per adaptive arm that measured it.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub zero_k: Vec<ZeroKTax>,
+    /// The concurrencies the user runs at (`--operating-concurrency`), and the cuts that sat
+    /// near one: where each went ([`super::cuts::CUT_RULE`]).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub operating_concurrency: Vec<u64>,
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub cuts: Vec<CutPlacement>,
 }
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -283,13 +290,14 @@ pub struct CutOff {
 impl Recommendation {
     /// The recommendation from a sweep's arms; `speculative_config` is the arms' servers' own
     /// vLLM `--speculative-config` (its other keys are kept in the line printed), `facts` what
-    /// is known of those servers.
+    /// is known of those servers, `operating` the concurrencies the user runs at.
     pub fn of(
         arms: &Arms,
         axis: Axis,
         costs: Costs,
         speculative_config: Option<&serde_json::Value>,
         facts: &ServerFacts,
+        operating: &[u64],
     ) -> Option<Recommendation> {
         let judgements = &arms.adaptive;
         let fixed = fixed_arms(arms);
@@ -312,7 +320,16 @@ impl Recommendation {
             .iter()
             .filter_map(|&level| pick_at(arms, level, model.as_ref().filter(|_| axis.is_concurrency())))
             .collect();
-        let ranges = ranges_of(arms, &picks, costs);
+        let mut ranges = ranges_of(arms, &picks, costs);
+        let cuts = if axis.is_concurrency() {
+            let measured: Vec<f64> = picks.iter().map(|p| p.level).collect();
+            let mut spans: Vec<_> = ranges.iter().map(|r| (r.from, r.to)).collect();
+            let cuts = place_cuts(&mut spans, &measured, operating);
+            ranges.iter_mut().zip(spans).for_each(|(r, s)| (r.from, r.to) = s);
+            cuts
+        } else {
+            Vec::new()
+        };
         let cut_off = cut_off_of(arms, &picks);
         let mut rec = Recommendation {
             axis,
@@ -323,6 +340,8 @@ impl Recommendation {
             settings: Vec::new(),
             adaptive: Vec::new(),
             zero_k: Vec::new(),
+            operating_concurrency: operating.to_vec(),
+            cuts,
         };
         // A level belongs to the range of its own pick (two ranges may share a boundary level).
         let spans: Vec<(f64, Option<f64>)> = rec.ranges.iter().map(|r| (r.from, r.to)).collect();
@@ -640,7 +659,7 @@ pub(super) mod tests {
             })
             .collect();
         let points = named(&results);
-        let t = SweepFile::of_arms(&points, costs, None, &[]);
+        let t = SweepFile::of_arms(&points, costs, None, &[], &[]);
         let rec = t.recommendation.as_ref().unwrap();
         let model = rec.model.as_ref().expect("the model's schedule from the arm's rates");
         assert!(
@@ -702,7 +721,7 @@ pub(super) mod tests {
         let results = two_arm_results();
         let points = named(&results);
         let config = serde_json::json!({"method": "eagle3", "num_speculative_tokens": 5});
-        let t = SweepFile::of_arms(&points, Costs::H100_FREE_DRAFTS, Some(&config), &[]);
+        let t = SweepFile::of_arms(&points, Costs::H100_FREE_DRAFTS, Some(&config), &[], &[]);
         let rec = t.recommendation.as_ref().unwrap();
         let picks: Vec<Option<&str>> = rec.levels.iter().map(|l| l.arm.as_deref()).collect();
         assert_eq!(picks, [Some("k3"), Some("k3"), Some("k1"), None]);
@@ -793,7 +812,7 @@ pub(super) mod tests {
                 category_tpot_ms: None,
             },
         ];
-        let t = SweepFile::of_arms(&points, Costs::H100_FREE_DRAFTS, None, &[]);
+        let t = SweepFile::of_arms(&points, Costs::H100_FREE_DRAFTS, None, &[], &[]);
         let pick = &t.recommendation.as_ref().unwrap().levels[0];
         assert_eq!(pick.arm.as_deref(), Some("a"));
         // b's best case (1120 / 990) reaches a's worst (1050 / 1010); a's worst is above 1.
@@ -816,7 +835,7 @@ pub(super) mod tests {
                 category_tpot_ms: None,
             },
         ];
-        let t = SweepFile::of_arms(&points, Costs::H100_FREE_DRAFTS, None, &[]);
+        let t = SweepFile::of_arms(&points, Costs::H100_FREE_DRAFTS, None, &[], &[]);
         let rec = t.recommendation.unwrap();
         assert_eq!(
             rec.settings[0].line,
@@ -870,7 +889,13 @@ pub(super) mod tests {
         {
             p.spread = Some((6400.0 * 1.0, 6400.0 * 1.1));
         }
-        let t = SweepFile::of_arms(&points, Costs::H100_FREE_DRAFTS, None, &[AdaptiveArm::named("sched")]);
+        let t = SweepFile::of_arms(
+            &points,
+            Costs::H100_FREE_DRAFTS,
+            None,
+            &[AdaptiveArm::named("sched")],
+            &[],
+        );
         let rec = t.recommendation.as_ref().unwrap();
         assert!(
             rec.levels
@@ -951,7 +976,7 @@ pub(super) mod tests {
             results.push(("spec", c, s));
             results.push(("base", c, b));
         }
-        let t = SweepFile::of_arms(&named(&results), Costs::H100_FREE_DRAFTS, None, &[]);
+        let t = SweepFile::of_arms(&named(&results), Costs::H100_FREE_DRAFTS, None, &[], &[]);
         assert_eq!(t.arms.base_saturation.knee, Some(8.0));
         assert_eq!(t.arms.base_saturation.over_saturated_from, Some(16.0));
         let crossing = t.arms.arms[0].table.crossing.unwrap();

@@ -2,6 +2,7 @@
 //! model's schedule beside the measured one, the engine lines; and as one sentence.
 
 use super::adaptive::{ZeroKTax, ZERO_K_UNMEASURED};
+use super::cuts::CUT_RULE;
 use super::levels::Axis;
 use super::recommend::{AdaptivePick, EngineLines, LevelPick, ModelSchedule, Recommendation, SCHEDULE_END};
 
@@ -168,6 +169,21 @@ impl Recommendation {
                 out.push_str(&format!("  {span}: {ZERO_K_UNMEASURED}\n"));
             }
         }
+        if !self.operating_concurrency.is_empty() {
+            let at: Vec<String> = self.operating_concurrency.iter().map(u64::to_string).collect();
+            if self.cuts.is_empty() {
+                out.push_str(&format!(
+                    "  no cut lies within two batch sizes of {unit} {} (--operating-concurrency)\n",
+                    at.join(", ")
+                ));
+            }
+            for c in &self.cuts {
+                out.push_str(&format!("  {}\n", c.sentence()));
+            }
+            if !self.cuts.is_empty() {
+                out.push_str(&format!("  (cut rule: {CUT_RULE})\n"));
+            }
+        }
         if let Some(over) = self.cut_off.as_ref().and_then(|c| c.plain_over_saturated_from) {
             out.push_str(&format!(
                 "  the cut-off rests on a saturated point: plain is over-saturated from {unit} {over} (throughput flat, latency growing), so plain's figure there is no deployment answer\n"
@@ -273,5 +289,45 @@ impl Recommendation {
             ));
         }
         out
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// The two-arm sweep (k3 best to the crossing at 24, k1 to 50.3, plain above) run at 24
+    /// and 50: both cuts move up one batch size, and every engine's line follows.
+    #[test]
+    fn the_recommendation_keeps_its_cuts_from_the_operating_load() {
+        use crate::model::speedup::Costs;
+        use crate::sweep::recommend::tests::{named, two_arm_results};
+        let results = two_arm_results();
+        let t = crate::sweep::SweepFile::of_arms(&named(&results), Costs::H100_FREE_DRAFTS, None, &[], &[24, 50]);
+        let rec = t.recommendation.unwrap();
+        assert_eq!(
+            rec.batch_schedule(),
+            vec![(1, 25, 3), (26, 51, 1), (52, SCHEDULE_END, 0)]
+        );
+        assert_eq!(
+            rec.cuts.iter().map(|c| c.placed_to).collect::<Vec<_>>(),
+            [Some(25), Some(51)]
+        );
+        let text = rec.render();
+        assert!(
+            text.contains("cut moved from after batch size 24 to after 25"),
+            "{text}"
+        );
+        assert!(
+            text.contains("cut rule: each cut lies between the measured levels"),
+            "{text}"
+        );
+        assert!(
+            rec.settings
+                .iter()
+                .any(|s| s.line.contains("[[1,25,3],[26,51,1],[52,65536,0]]")),
+            "{:?}",
+            rec.settings
+        );
     }
 }
