@@ -282,6 +282,36 @@ pub fn server_base(url: &str) -> &str {
     url.strip_suffix("/v1").unwrap_or(url)
 }
 
+/// The version the server at `base` reports: vLLM's `/version`, else llama.cpp's `/props`
+/// build; `None` when neither answers within 3 s (a version is a label, never a failure).
+pub async fn server_version(
+    client: &reqwest::Client,
+    headers: &reqwest::header::HeaderMap,
+    base: &str,
+) -> Option<String> {
+    let get = |path: &'static str| async move {
+        let response = client
+            .get(format!("{base}{path}"))
+            .headers(headers.clone())
+            .timeout(std::time::Duration::from_secs(3))
+            .send()
+            .await
+            .ok()
+            .filter(|r| r.status().is_success())?;
+        let bytes = read_limited(response, 1 << 20).await.ok()?;
+        serde_json::from_slice::<serde_json::Value>(&bytes).ok()
+    };
+    if let Some(v) = get("/version")
+        .await
+        .and_then(|v| v["version"].as_str().map(str::to_string))
+    {
+        return Some(v);
+    }
+    get("/props")
+        .await
+        .and_then(|v| v["build_info"].as_str().map(str::to_string))
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -155,6 +155,8 @@ pub async fn run_with(plan: Plan, hub: Option<LiveHub>) -> Result<RunOutput, Col
 pub async fn prepare(plan: Plan, hub: LiveHub) -> Result<Prepared, CollectorError> {
     let client = http_client(&plan)?;
     let (model, engine) = resolve_model(&client, &plan.target).await?;
+    let server_version =
+        crate::net::server_version(&client, &plan.target.headers, server_base(&plan.target.urls[0])).await;
     let fields = RequestFields::decide(engine, plan.target.sglang_spec_details);
     if let Some(note) = &fields.note {
         eprintln!("speclens: {note}");
@@ -204,6 +206,7 @@ pub async fn prepare(plan: Plan, hub: LiveHub) -> Result<Prepared, CollectorErro
         plan,
         model,
         engine,
+        server_version,
         out_dir,
         endpoints,
         warmup_count,

@@ -528,6 +528,7 @@ fn run_config(run: &Prepared) -> RunConfig {
         api_key_set: target.api_key_set,
         goodput: plan.output.goodput.map(|s| s.by_name()).unwrap_or_default(),
         engine: run.engine.map(|e| e.name().to_string()),
+        server_version: run.server_version.clone(),
     }
 }
 

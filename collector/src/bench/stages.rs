@@ -32,6 +32,8 @@ pub struct Prepared {
     pub model: String,
     /// The engine serving it, as detected or named (None: not known).
     pub engine: Option<Engine>,
+    /// The version the server reports (None: it reports none).
+    pub server_version: Option<String>,
     pub out_dir: PathBuf,
     /// Metrics endpoints scraped directly (none with scraping off).
     pub endpoints: Vec<Endpoint>,

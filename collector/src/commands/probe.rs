@@ -73,7 +73,7 @@ pub async fn probe(target: &Target) -> Result<ProbeReport, CollectorError> {
             .and_then(|m: &Vec<(String, Option<String>)>| m.first())
             .and_then(|(_, owner)| owner.as_deref().and_then(Engine::from_owned_by))
     });
-    let version = version_of(&client, target, &base).await;
+    let version = crate::net::server_version(&client, &target.headers, &base).await;
     let metrics_url = scrape::endpoints(std::slice::from_ref(&url), &[])?
         .into_iter()
         .next()
@@ -157,29 +157,4 @@ async fn ask(
         ));
     }
     serde_json::from_slice(&bytes).map_err(|e| format!("the answer is not JSON: {e}"))
-}
-
-/// The version the server reports: vLLM's `/version`, else llama.cpp's `/props` build.
-async fn version_of(client: &reqwest::Client, target: &Target, base: &str) -> Option<String> {
-    let get = |path: &'static str| async move {
-        let response = client
-            .get(format!("{base}{path}"))
-            .headers(target.headers.clone())
-            .timeout(Duration::from_secs(3))
-            .send()
-            .await
-            .ok()
-            .filter(|r| r.status().is_success())?;
-        let bytes = crate::net::read_limited(response, 1 << 20).await.ok()?;
-        serde_json::from_slice::<Value>(&bytes).ok()
-    };
-    if let Some(v) = get("/version")
-        .await
-        .and_then(|v| v["version"].as_str().map(str::to_string))
-    {
-        return Some(v);
-    }
-    get("/props")
-        .await
-        .and_then(|v| v["build_info"].as_str().map(str::to_string))
 }

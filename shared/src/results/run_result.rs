@@ -105,6 +105,10 @@ pub struct RunConfig {
     /// `/v1/models` or named with `--engine`; absent when unknown.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub engine: Option<String>,
+    /// The version the server reports (vLLM's `/version`, llama.cpp's `/props` build); absent
+    /// when it reports none.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub server_version: Option<String>,
 }
 
 /// One scraped endpoint's window, as AISBench writes it.

@@ -229,6 +229,9 @@ impl SweepFile {
                 .flat_map(|s| &s.scrape)
                 .filter_map(|e| e.result.data.as_ref()?.data_parallel_engines)
                 .max(),
+            vllm_version: points
+                .iter()
+                .find_map(|p| p.result.config.as_ref()?.server_version.clone()),
             ..ServerFacts::default()
         }
         .with_config(speculative_config);

@@ -186,6 +186,19 @@ pub struct ServerFacts {
     pub vllm_method: Option<String>,
     /// `rejection_sample_method` of that config (`fly` is lossy, `synthetic` forced).
     pub rejection_sample_method: Option<String>,
+    /// The version the servers report (vLLM's `/version`: `0.32.0+cpu`), when they do.
+    pub vllm_version: Option<String>,
+    /// The method is a plugin's `custom_method` (vLLM 0.34 on, which has no methods' filter).
+    pub vllm_custom_method: bool,
+}
+
+/// The major and minor of a version text (`0.34.0`, `0.32.0+cpu`, `v0.33.1rc2`).
+pub fn major_minor(version: &str) -> Option<(u32, u32)> {
+    let mut parts = version
+        .trim()
+        .trim_start_matches('v')
+        .split(|c: char| !c.is_ascii_digit());
+    Some((parts.next()?.parse().ok()?, parts.next()?.parse().ok()?))
 }
 
 /// Why a vLLM schedule line would not take effect on these servers (empty: nothing known
@@ -197,10 +210,18 @@ pub fn vllm_schedule_warnings(facts: &ServerFacts) -> Vec<String> {
             "schedule ignored under data parallelism: the server's counters carry {n} engines, and vLLM turns num_speculative_tokens_per_batch_size off with more than one data-parallel engine (a warning in its log only)"
         ));
     }
-    if let Some(method) = &facts.vllm_method {
+    // vLLM 0.34 removed the old GPU model runner, and with it the methods' filter: only a
+    // server that reports an earlier version (or none) can drop the schedule for its method.
+    let version = facts.vllm_version.as_deref().and_then(major_minor);
+    let filtered = !facts.vllm_custom_method && version.is_none_or(|v| v < (0, 34));
+    if let (Some(method), true) = (&facts.vllm_method, filtered) {
         if !VLLM_SCHEDULE_METHODS.contains(&method.to_ascii_lowercase().as_str()) {
+            let on = match (version, &facts.vllm_version) {
+                (Some(_), Some(v)) => format!("the servers report vLLM {v}, and vLLM up to 0.33"),
+                _ => "the servers report no version, and vLLM up to 0.33 (not 0.34, which removed that runner)".into(),
+            };
             out.push(format!(
-                "schedule ignored for method {method}: vLLM 0.33 keeps a per-batch-size schedule on its V1 model runner only for {}",
+                "schedule ignored for method {method}: {on} keeps a per-batch-size schedule on its V1 model runner only for {}",
                 VLLM_SCHEDULE_METHODS.join(", ")
             ));
         }
@@ -230,7 +251,9 @@ impl ServerFacts {
                 .and_then(|v| v.as_str())
                 .map(str::to_string)
         };
-        self.vllm_method = text("method");
+        // vLLM 0.34's plugin proposers name themselves in `custom_method`.
+        self.vllm_custom_method = text("custom_method").is_some();
+        self.vllm_method = text("custom_method").or_else(|| text("method"));
         self.rejection_sample_method = text("rejection_sample_method");
         self
     }
@@ -342,6 +365,28 @@ mod tests {
         assert!(acceptance_warning(&facts)
             .unwrap()
             .contains("not comparable to lossless"));
+        // vLLM 0.34 keeps the schedule for every method; a version it cannot read keeps the warning.
+        for (version, warned) in [
+            ("0.34.0", false),
+            ("0.35.1+cpu", false),
+            ("0.33.1", true),
+            ("dev", true),
+        ] {
+            let facts = ServerFacts {
+                vllm_version: Some(version.into()),
+                ..facts.clone()
+            };
+            assert_eq!(!vllm_schedule_warnings(&facts).is_empty(), warned, "{version}");
+        }
+        assert_eq!(major_minor("v0.33.1rc2"), Some((0, 33)));
+        let plugin = ServerFacts::default().with_config(Some(
+            &serde_json::json!({"method": "custom", "custom_method": "my_proposer"}),
+        ));
+        assert_eq!(plugin.vllm_method.as_deref(), Some("my_proposer"));
+        assert!(
+            vllm_schedule_warnings(&plugin).is_empty(),
+            "a plugin runs on 0.34 or later"
+        );
         let eagle = ServerFacts::default().with_config(Some(&serde_json::json!({"method": "EAGLE3"})));
         assert!(vllm_schedule_warnings(&eagle).is_empty());
         assert_eq!(acceptance_warning(&eagle), None);
