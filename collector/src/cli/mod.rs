@@ -372,6 +372,11 @@ pub struct ModelArgs {
     /// Batch size at which the best k is chosen.
     #[arg(long, default_value_t = 64.0)]
     pub batch: f64,
+    /// What a step at k = 0 on the speculative server costs beyond a plain server's step, as a
+    /// fraction (0.15: 15 % more; vLLM #51575 measured 0.07–0.22): charged against the best k
+    /// at --batch, which then says whether to keep k, run k = 0 or route to a plain server.
+    #[arg(long, value_name = "FRACTION", requires = "rates")]
+    pub zero_k_tax: Option<f64>,
     /// Calibrate the model on your own engine: fit the roofline's ridge and a sequence's token
     /// rate to the plain arm of this sweep (its sweep.json, or the folder holding it), then
     /// predict B* from --measured-E (a cheap low-load bench or accept), before the speculative
@@ -477,7 +482,7 @@ impl ModelArgs {
             draft_cost,
             ridge_tokens,
         };
-        Ok(ModelReport::new(
+        let report = ModelReport::new(
             &args.alpha,
             &args.kappa,
             costs,
@@ -485,7 +490,14 @@ impl ModelArgs {
             &gpu,
             measured,
             args.rates.as_deref().map(|r| (r, args.batch)),
-        ))
+        );
+        Ok(match args.zero_k_tax {
+            Some(t) if !(t.is_finite() && t >= 0.0) => {
+                return Err(invalid(format!("--zero-k-tax must be a fraction ≥ 0, got {t}")))
+            }
+            Some(t) => report.with_zero_k_tax(t),
+            None => report,
+        })
     }
 }
 

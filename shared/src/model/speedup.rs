@@ -414,6 +414,10 @@ pub struct ModelReport {
     pub measured: Option<MeasuredReading>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub best_k: Option<BestK>,
+    /// What a step at k = 0 on a speculative server costs beyond a plain server's step, when
+    /// given (`--zero-k-tax`): charged against the best k at the batch.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub zero_k_tax: Option<f64>,
     pub note: String,
     pub uncharged_costs: Vec<String>,
 }
@@ -499,9 +503,37 @@ impl ModelReport {
             rows: model_table(alphas, ks, costs),
             measured,
             best_k,
+            zero_k_tax: None,
             note: NOTHING_MEASURED.to_string(),
             uncharged_costs: UNCHARGED_COSTS.iter().map(|c| c.to_string()).collect(),
         }
+    }
+
+    /// The report charging `tax` for a step at k = 0 (a fraction: 0.15 is 15 % more than a
+    /// plain step), as vllm-project/vllm #51575 measured for a schedule pinned to k = 0.
+    pub fn with_zero_k_tax(mut self, tax: f64) -> ModelReport {
+        self.zero_k_tax = Some(tax);
+        self
+    }
+
+    /// Where the best k at the batch stands against k = 0 on the same server (its tax charged)
+    /// and against a plain server; `None` without rates or a tax.
+    pub fn zero_k_sentence(&self) -> Option<String> {
+        let (b, tax) = (self.best_k.as_ref()?, self.zero_k_tax?);
+        let zero = 1.0 / (1.0 + tax);
+        let (k, s) = (b.best.k, b.best.speedup);
+        let verdict = if s >= 1.0 {
+            format!("k = {k} beats both: speculate")
+        } else if s > zero {
+            format!("k = {k} beats k = 0 on this server but not a plain server: route this load to a plain server, or keep k = {k} rather than k = 0 here")
+        } else {
+            "no k beats k = 0 on this server, and k = 0 loses to a plain server: route this load to a plain server"
+                .to_string()
+        };
+        Some(format!(
+            "k = 0 on this server: S = {zero:.2}× (the k = 0 tax, +{:.0} % a step: a speculative server drafting nothing, vllm-project/vllm #51575); a plain server: S = 1.00×. {verdict}",
+            tax * 100.0
+        ))
     }
 
     /// The console text.
@@ -548,6 +580,9 @@ impl ModelReport {
                     c.k, c.expected_tokens, c.speedup
                 ));
             }
+            if let Some(line) = self.zero_k_sentence() {
+                out.push_str(&format!("  {line}\n"));
+            }
         }
         out.push_str(&format!(
             "\n{}\nCosts the model does not charge (each moves the real crossing left):\n",
@@ -563,6 +598,32 @@ impl ModelReport {
 #[cfg(test)]
 mod report_tests {
     use super::*;
+
+    /// The k = 0 tax decides between k, k = 0 on the same server and a plain server.
+    #[test]
+    fn the_k_zero_tax_is_charged_against_the_best_k() {
+        let costs = Costs {
+            draft_cost: 0.0,
+            ridge_tokens: 8.0,
+        };
+        let at = |batch: f64, tax: f64| {
+            ModelReport::new(&[0.6], &[1], costs, "ngram", "test", None, Some((&[0.5], batch)))
+                .with_zero_k_tax(tax)
+                .zero_k_sentence()
+                .unwrap()
+        };
+        // k = 1 with rate 0.5: E = 1.5 and S = 1.5 ÷ max(1, 2B/8) below the ridge: 1.5 at 4,
+        // 0.92 at 6.5, between k = 0 on this server (1 ÷ 1.15 = 0.87) and plain (1).
+        assert!(at(4.0, 0.15).contains("k = 1 beats both"));
+        let between = at(6.5, 0.15);
+        assert!(
+            between.contains("S = 0.87×") && between.contains("not a plain server"),
+            "{between}"
+        );
+        assert!(at(6.5, 0.05).contains("no k beats k = 0 on this server"));
+        let plain = ModelReport::new(&[0.6], &[1], costs, "ngram", "test", None, Some((&[0.5], 6.5)));
+        assert_eq!(plain.zero_k_sentence(), None, "no tax given");
+    }
 
     #[test]
     fn report_holds_the_worked_values_in_json_and_text() {

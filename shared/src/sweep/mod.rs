@@ -27,7 +27,7 @@ pub use levels::{throughput, Arm, Axis, Level};
 pub use pair::{repeats_settled, Finding, PairTable, Prediction, SweepRow};
 pub use recommend::EngineLines;
 use recommend::Recommendation;
-use schedules::{acceptance_warning, ServerFacts};
+use schedules::{acceptance_warning, suffix_positions_note, ServerFacts};
 
 /// The whole sweep, as `sweep.json` holds it.
 ///
@@ -240,7 +240,10 @@ impl SweepFile {
             recommendation: Recommendation::of(&arms, axis, costs, speculative_config, &facts, operating),
             plain,
             arms,
-            warnings: acceptance_warning(&facts).into_iter().collect(),
+            warnings: acceptance_warning(&facts)
+                .into_iter()
+                .chain(suffix_positions_note(&facts))
+                .collect(),
             earlier_points: Vec::new(),
             contexts: None,
         }

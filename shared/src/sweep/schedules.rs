@@ -229,6 +229,19 @@ pub fn vllm_schedule_warnings(facts: &ServerFacts) -> Vec<String> {
     out
 }
 
+/// What the arms' per-position rates are on vLLM 0.34 with suffix decoding, which there always
+/// drafts `num_speculative_tokens` (0.33's drafted fewer when its suffix tree had less).
+pub fn suffix_positions_note(facts: &ServerFacts) -> Option<String> {
+    let method = facts.vllm_method.as_deref()?;
+    let version = facts.vllm_version.as_deref().and_then(major_minor)?;
+    (method.eq_ignore_ascii_case("suffix") && version >= (0, 34)).then(|| {
+        format!(
+            "suffix decoding on vLLM {} always drafts num_speculative_tokens: its per-position rates are a fixed k's, not comparable with vLLM 0.33's, whose suffix drafts varied in length",
+            facts.vllm_version.as_deref().unwrap_or_default()
+        )
+    })
+}
+
 /// Why an acceptance measured with this config is not comparable to lossless speculation.
 pub fn acceptance_warning(facts: &ServerFacts) -> Option<String> {
     match facts.rejection_sample_method.as_deref() {
@@ -379,6 +392,14 @@ mod tests {
             assert_eq!(!vllm_schedule_warnings(&facts).is_empty(), warned, "{version}");
         }
         assert_eq!(major_minor("v0.33.1rc2"), Some((0, 33)));
+        // Suffix decoding's per-position rates are a fixed k's from 0.34 on.
+        let on = |version: &str| ServerFacts {
+            vllm_version: Some(version.into()),
+            ..facts.clone()
+        };
+        assert!(suffix_positions_note(&on("0.34.0")).unwrap().contains("a fixed k's"));
+        assert_eq!(suffix_positions_note(&on("0.33.1")), None);
+        assert_eq!(suffix_positions_note(&facts), None, "no version reported");
         let plugin = ServerFacts::default().with_config(Some(
             &serde_json::json!({"method": "custom", "custom_method": "my_proposer"}),
         ));
