@@ -757,6 +757,15 @@ fn what_k_zero_costs_is_measured_and_decides_where_the_off_range_runs() {
     );
 }
 
+/// The levels of adaptive arm `arm`'s judgement in a `sweep.json`.
+fn adaptive_levels(table: &Value, arm: &str) -> Vec<Value> {
+    table["adaptive"]
+        .as_array()
+        .and_then(|all| all.iter().find(|j| j["arm"] == arm))
+        .and_then(|j| j["levels"].as_array().cloned())
+        .unwrap_or_else(|| panic!("{arm}: {table}"))
+}
+
 /// A server whose schedule switches speculation on and off at the load a level runs (the sim's
 /// `--thrash-at-cut`) is reported thrashing at that level only; the same schedule without the
 /// fault, whose batch sits just past the cut, is not.
@@ -793,13 +802,7 @@ fn a_schedule_that_thrashes_at_its_cut_is_reported_there() {
     ];
     let (table, stdout) = sweep_once(&args, "2,5,8", &dir.path().join("sweep"));
     let thrashing_at = |arm: &str| -> Vec<f64> {
-        let judgement = table["adaptive"]
-            .as_array()
-            .and_then(|all| all.iter().find(|j| j["arm"] == arm).cloned())
-            .unwrap_or_else(|| panic!("{arm}: {table}"));
-        judgement["levels"]
-            .as_array()
-            .unwrap()
+        adaptive_levels(&table, arm)
             .iter()
             .filter(|l| l["thrashing"]["switches"].as_u64().is_some_and(|n| n >= 3))
             .map(|l| l["level"].as_f64().unwrap())
@@ -809,6 +812,66 @@ fn a_schedule_that_thrashes_at_its_cut_is_reported_there() {
     assert_eq!(thrashing_at("steady"), Vec::<f64>::new(), "{stdout}");
     assert!(
         stdout.contains("thrashing at 5: drafting switched on and off at steady load"),
+        "{stdout}"
+    );
+}
+
+/// A server whose drafter goes stale while its schedule runs k = 0 (the sim's
+/// `--stale-drafter`, TensorRT-LLM #16888's one-engine drafters) is reported where its
+/// acceptance did not recover once speculation resumed (the ramp-down of a level above the
+/// cut); the same schedule on a healthy drafter is not.
+#[test]
+fn acceptance_that_does_not_recover_after_k_zero_is_flagged() {
+    let schedule = "[[1,4,3],[5,65536,0]]";
+    let scheduled = |extra: &[&str]| {
+        let flags = [
+            "--num-spec-tokens",
+            "3",
+            "--acceptance-rates",
+            "0.8,0.6,0.45",
+            "--num-spec-tokens-per-batch-size",
+            schedule,
+        ];
+        timed_sim(&[&flags[..], extra].concat())
+    };
+    let (stale, fresh, base) = (scheduled(&["--stale-drafter"]), scheduled(&[]), timed_sim(&[]));
+    let dir = tempfile::tempdir().unwrap();
+    let (stale_arm, fresh_arm) = (format!("stale={}", stale.url()), format!("fresh={}", fresh.url()));
+    let (stale_schedule, fresh_schedule) = (format!("stale={schedule}"), format!("fresh={schedule}"));
+    // Output lengths that vary, so the last requests of a level finish one by one and the
+    // batch falls below the cut with requests that lived through k = 0.
+    let args = [
+        "--arm",
+        &stale_arm,
+        "--arm",
+        &fresh_arm,
+        "--adaptive",
+        &stale_schedule,
+        "--adaptive",
+        &fresh_schedule,
+        "--base-url",
+        &base.url(),
+        "--output-tokens-stddev",
+        "12",
+    ];
+    let (table, stdout) = sweep_once(&args, "2,8", &dir.path().join("sweep"));
+    let flagged = |arm: &str| -> Vec<(f64, Value)> {
+        adaptive_levels(&table, arm)
+            .iter()
+            .filter(|l| l["stale_acceptance"].is_object())
+            .map(|l| (l["level"].as_f64().unwrap(), l["stale_acceptance"].clone()))
+            .collect()
+    };
+    let stale_levels = flagged("stale");
+    assert_eq!(stale_levels.iter().map(|l| l.0).collect::<Vec<_>>(), [8.0], "{stdout}");
+    let a = &stale_levels[0].1;
+    assert!(
+        a["rate_pct"].as_f64().unwrap() < 0.5 * a["reference_pct"].as_f64().unwrap() && a["reference_level"] == 2.0,
+        "{a}"
+    );
+    assert_eq!(flagged("fresh"), Vec::new(), "{stdout}");
+    assert!(
+        stdout.contains("acceptance did not recover after speculation resumed at 8"),
         "{stdout}"
     );
 }

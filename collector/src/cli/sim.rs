@@ -105,6 +105,11 @@ pub struct SimArgs {
         hide_short_help = true
     )]
     pub thrash_at_cut: Option<f64>,
+    /// A fault: a sequence that runs a step at k = 0 accepts at a quarter of its rates for the
+    /// rest of its life once speculation resumes, as a one-engine drafter whose forward the
+    /// schedule skipped goes stale (TensorRT-LLM #16888).
+    #[arg(long, requires = "num_spec_tokens_per_batch_size", hide_short_help = true)]
+    pub stale_drafter: bool,
     /// Geometric acceptance: each draft accepted with probability α given the earlier ones.
     #[arg(long, conflicts_with_all = ["acceptance_rates", "acceptance_length"])]
     pub alpha: Option<f64>,
@@ -401,6 +406,7 @@ impl SimArgs {
                 }
                 s => s,
             },
+            stale_drafter: args.stale_drafter,
             acceptance_half_life_tokens: match args.acceptance_half_life {
                 Some(h) if !(h.is_finite() && h > 0.0) => {
                     return Err(invalid(format!(

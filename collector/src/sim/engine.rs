@@ -336,6 +336,10 @@ pub struct EngineConfig {
     /// above a range that drafts), k alternates every this many seconds between off and the
     /// range below's k — a schedule thrashing at the load it runs, seen at scrape granularity.
     pub thrash_at_cut_s: Option<f64>,
+    /// A fault: a sequence that runs a step at k = 0 (its drafter skips the step) accepts at a
+    /// quarter of its rates for the rest of its life once speculation resumes, as TensorRT-LLM's
+    /// one-engine drafters do (NVIDIA/TensorRT-LLM #16888).
+    pub stale_drafter: bool,
     /// Acceptance halves every this many tokens a sequence holds (prompt and output): every
     /// conditional rate is scaled by 2^(−tokens ÷ half-life). None: acceptance does not depend
     /// on context.
@@ -408,7 +412,13 @@ struct Seq {
     arrived: Instant,
     /// When its first token came out (prefill's end).
     first_token_at: Option<Instant>,
+    /// Its drafter skipped a step at k = 0 under `stale_drafter`: it accepts at
+    /// [`STALE_ACCEPTANCE`] of its rates for the rest of its life.
+    stale: bool,
 }
+
+/// What a stale drafter's acceptance falls to, as a fraction of its rates.
+const STALE_ACCEPTANCE: f64 = 0.25;
 
 /// Run one engine's scheduler until its submission channel closes.
 pub async fn run_engine(
@@ -474,6 +484,11 @@ pub async fn run_engine(
         }
 
         let mut finished_requests = 0;
+        if config.stale_drafter && config.k > 0 && step_k == 0 {
+            for seq in running.iter_mut().filter(|s| s.prefilled) {
+                seq.stale = true;
+            }
+        }
         {
             let mut c = shared.counters();
             running.retain_mut(|seq| {
@@ -578,6 +593,7 @@ fn admit(
                 prompt_uncached: None,
                 arrived: sub.arrived,
                 first_token_at: None,
+                stale: false,
             });
         }
     }
@@ -601,7 +617,8 @@ fn note_batch(
 /// by the context it holds when a half-life is set), counted on the engine and the request.
 fn draft_step(seq: &mut Seq, k: u32, half_life: Option<f64>, rng: &mut SmallRng, c: &mut EngineCounters) -> u32 {
     let held = (seq.spec.prompt_tokens + u64::from(seq.generated)) as f64;
-    let factor = half_life.map_or(1.0, |h| (-held / h).exp2());
+    let stale = if seq.stale { STALE_ACCEPTANCE } else { 1.0 };
+    let factor = half_life.map_or(1.0, |h| (-held / h).exp2()) * stale;
     let j = seq.spec.profile.sample(k, factor, rng);
     c.num_drafts += 1;
     c.num_draft_tokens += u64::from(k);

@@ -134,6 +134,7 @@ impl SimSettings {
                 time_scale: 1.0,
                 zero_k_tax: 0.0,
                 thrash_at_cut_s: None,
+                stale_drafter: false,
                 acceptance_half_life_tokens: None,
                 prefix_caching: false,
                 seed: 0,

@@ -103,14 +103,7 @@ impl ScheduleCheck {
     /// `arm`'s points at each concurrency checked against `schedule`; the reference share is
     /// the largest share of output from drafting steps where the schedule drafts.
     pub fn of_arm(schedule: &[(u64, u64, u32)], points: &[NamedPoint<'_>], arm: &str) -> Vec<(f64, ScheduleCheck)> {
-        let at: Vec<(u64, &RunResult)> = points
-            .iter()
-            .filter(|p| p.arm == arm)
-            .filter_map(|p| match p.level {
-                Level::Concurrency(c) => Some((c, p.result)),
-                Level::Rate(_) => None,
-            })
-            .collect();
+        let at = concurrency_points(points, arm);
         let reference_share = at
             .iter()
             .filter(|(c, _)| vllm_k_at(schedule, *c) > 0)
@@ -293,6 +286,64 @@ impl ZeroKTax {
     }
 }
 
+/// The rule that says acceptance did not recover, printed beside the checks.
+pub const RECOVERY_RULE: &str = "where the schedule asks k = 0, the steps that still drafted (the ramp-down, its batch below the cut again) accept at least half the arm's acceptance rate at its lowest level that drafts; below that, over 30 draft tokens or more, acceptance did not recover after speculation resumed";
+
+/// Draft tokens a level's resumed steps need before their acceptance is judged.
+const RECOVERY_MIN_DRAFT_TOKENS: u64 = 30;
+
+/// A level where the schedule turns speculation off whose resumed steps accepted under half
+/// the arm's low-load rate: a drafter whose state went stale while it skipped steps at k = 0
+/// (TensorRT-LLM's one-engine drafters, NVIDIA/TensorRT-LLM #16888).
+#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
+pub struct StaleAcceptance {
+    /// The level's acceptance rate (%) and draft tokens, from the steps that drafted.
+    pub rate_pct: f64,
+    pub draft_tokens: u64,
+    /// The arm's acceptance rate (%) at its lowest level where the schedule drafts.
+    pub reference_pct: f64,
+    pub reference_level: f64,
+}
+
+impl StaleAcceptance {
+    /// `arm`'s levels where `schedule` asks k = 0 and acceptance did not recover
+    /// ([`RECOVERY_RULE`]).
+    pub fn of_arm(schedule: &[(u64, u64, u32)], points: &[NamedPoint<'_>], arm: &str) -> Vec<(f64, StaleAcceptance)> {
+        let at = concurrency_points(points, arm);
+        let Some((reference_level, reference_pct)) = at
+            .iter()
+            .filter(|(c, _)| vllm_k_at(schedule, *c) > 0)
+            .filter_map(|(c, r)| Some((*c, r.spec_decode_acceptance_rate?)))
+            .min_by_key(|(c, _)| *c)
+        else {
+            return Vec::new();
+        };
+        at.iter()
+            .filter(|(c, _)| vllm_k_at(schedule, *c) == 0)
+            .filter_map(|(c, r)| {
+                let (rate_pct, draft_tokens) = (r.spec_decode_acceptance_rate?, r.spec_decode_draft_tokens?);
+                (draft_tokens >= RECOVERY_MIN_DRAFT_TOKENS && rate_pct < 0.5 * reference_pct).then_some((
+                    *c as f64,
+                    StaleAcceptance {
+                        rate_pct,
+                        draft_tokens,
+                        reference_pct,
+                        reference_level: reference_level as f64,
+                    },
+                ))
+            })
+            .collect()
+    }
+
+    /// Short words for the console, the file and the page.
+    pub fn sentence(&self) -> String {
+        format!(
+            "acceptance did not recover after speculation resumed ({:.1} % over the {} draft tokens of the steps that drafted again, against {:.1} % at {})",
+            self.rate_pct, self.draft_tokens, self.reference_pct, self.reference_level
+        )
+    }
+}
+
 /// The rule that calls a level thrashing, printed beside the checks.
 pub const THRASH_RULE: &str = "thrashing at a level: over its scrape intervals at steady load (the first and last dropped, the ramp and the drain), an interval drafts when the output of its drafting steps ((drafts + accepted tokens) per second) is at least half the level's mean output tokens per second and does not at a quarter or less, and the level switches between the two three times or more";
 
@@ -375,6 +426,18 @@ impl Thrashing {
             self.switches, self.intervals
         )
     }
+}
+
+/// `arm`'s points at concurrency levels, with their concurrency.
+fn concurrency_points<'a>(points: &[NamedPoint<'a>], arm: &str) -> Vec<(u64, &'a RunResult)> {
+    points
+        .iter()
+        .filter(|p| p.arm == arm)
+        .filter_map(|p| match p.level {
+            Level::Concurrency(c) => Some((c, p.result)),
+            Level::Rate(_) => None,
+        })
+        .collect()
 }
 
 /// Whether a point's counters saw drafts: `Some(false)` when they counted none, `None` without
@@ -469,6 +532,10 @@ pub struct AdaptiveLevel {
     /// Drafting switched on and off at steady load here ([`THRASH_RULE`]).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub thrashing: Option<Thrashing>,
+    /// Where the schedule asks k = 0, the steps that drafted again accepted under half the
+    /// arm's low-load rate ([`RECOVERY_RULE`]).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub stale_acceptance: Option<StaleAcceptance>,
 }
 
 /// An adaptive arm, level by level, against the best fixed choice.
@@ -506,6 +573,18 @@ impl AdaptiveJudgement {
             .filter(|l| l.thrashing.is_some())
             .map(|l| l.level.to_string())
             .collect();
+        let stale: Vec<String> = self
+            .levels
+            .iter()
+            .filter(|l| l.stale_acceptance.is_some())
+            .map(|l| l.level.to_string())
+            .collect();
+        if !stale.is_empty() {
+            out.push_str(&format!(
+                "; acceptance did not recover after speculation resumed at {}: a drafter whose state goes stale while the schedule skips it (TensorRT-LLM #16888's one-engine drafters): floor its schedule at k = 1 and route that load to a plain server",
+                stale.join(", ")
+            ));
+        }
         if !thrashing.is_empty() {
             out.push_str(&format!(
                 "; thrashing at {}: drafting switched on and off at steady load, a cut at that load (vLLM counts a step's prefills in its batch size): move the cut away from the load you run",
@@ -563,7 +642,7 @@ impl AdaptiveJudgement {
             Some(schedule) => {
                 let ranges: Vec<String> = schedule.iter().map(|(f, t, k)| format!("[{f},{t},{k}]")).collect();
                 out.push_str(&format!(
-                    "  asked to run [{}]; {SCHEDULE_CHECK_RULE}; {THRASH_RULE}\n",
+                    "  asked to run [{}]; {SCHEDULE_CHECK_RULE}; {THRASH_RULE}; {RECOVERY_RULE}\n",
                     ranges.join(",")
                 ));
             }
@@ -579,6 +658,9 @@ impl AdaptiveJudgement {
                 .map_or_else(String::new, |c| format!("; schedule {}", c.sentence()));
             if let Some(t) = &l.thrashing {
                 check.push_str(&format!("; {}", t.sentence()));
+            }
+            if let Some(a) = &l.stale_acceptance {
+                check.push_str(&format!("; {}", a.sentence()));
             }
             out.push_str(&format!(
                 "  {:>10}: {:.3}{} against {} {:.3}{}: {}; median TPOT {} vs {}{check}\n",
@@ -629,6 +711,43 @@ mod tests {
             }),
             ..RunResult::default()
         }
+    }
+
+    #[test]
+    fn acceptance_under_half_the_low_load_rate_after_k_zero_is_stale() {
+        let schedule = [(1, 4, 3), (5, 65536, 0)];
+        let rated = |rate: f64, tokens: u64| RunResult {
+            spec_decode_acceptance_rate: Some(rate),
+            spec_decode_draft_tokens: Some(tokens),
+            ..RunResult::default()
+        };
+        let results = [rated(60.0, 600), rated(55.0, 500), rated(20.0, 90), rated(10.0, 12)];
+        let points: Vec<NamedPoint<'_>> = [2, 4, 8, 16]
+            .iter()
+            .zip(&results)
+            .map(|(c, r)| NamedPoint {
+                arm: "a",
+                level: Level::Concurrency(*c),
+                result: r,
+                spread: None,
+                category_tpot_ms: None,
+            })
+            .collect();
+        // 20 % at 8 against 60 % at 2 (the lowest level that drafts); 16's 12 tokens are too few.
+        let stale = StaleAcceptance::of_arm(&schedule, &points, "a");
+        assert_eq!(stale.len(), 1, "{stale:?}");
+        assert_eq!(
+            (stale[0].0, stale[0].1.reference_level, stale[0].1.draft_tokens),
+            (8.0, 2.0, 90)
+        );
+        assert!(stale[0].1.sentence().contains("20.0 % over the 90 draft tokens"));
+        let healthy = [rated(60.0, 600), rated(55.0, 500), rated(45.0, 90), rated(10.0, 12)];
+        let points: Vec<NamedPoint<'_>> = points
+            .iter()
+            .zip(&healthy)
+            .map(|(p, r)| NamedPoint { result: r, ..*p })
+            .collect();
+        assert_eq!(StaleAcceptance::of_arm(&schedule, &points, "a"), Vec::new());
     }
 
     #[test]
@@ -750,6 +869,7 @@ mod tests {
             verdict: Verdict::Ahead,
             schedule,
             thrashing: None,
+            stale_acceptance: None,
         };
         let applied = ScheduleCheck::Applied {
             asked_k: 3,
@@ -799,6 +919,7 @@ mod tests {
             verdict: Verdict::Behind,
             schedule: Some(schedule),
             thrashing: None,
+            stale_acceptance: None,
         };
         let off = ScheduleCheck::OffAsAsked { drafted_share: 0.05 };
         let drafting = ScheduleCheck::Applied {

@@ -8,7 +8,8 @@ use std::collections::BTreeMap;
 use serde::{Deserialize, Serialize};
 
 use super::adaptive::{
-    AdaptiveArm, AdaptiveJudgement, AdaptiveLevel, ScheduleCheck, Thrashing, Verdict, ADAPTIVE_ACCEPTANCE_NOTE,
+    AdaptiveArm, AdaptiveJudgement, AdaptiveLevel, ScheduleCheck, StaleAcceptance, Thrashing, Verdict,
+    ADAPTIVE_ACCEPTANCE_NOTE,
 };
 use super::levels::{throughput, Arm, Axis, Level};
 use super::pair::PairTable;
@@ -385,6 +386,10 @@ fn adaptive_judgements(arms: &[ArmSweep], points: &[NamedPoint<'_>], asked: &[Ad
                 .map(|s| ScheduleCheck::of_arm(s, points, &adaptive.name))
                 .unwrap_or_default();
             let thrashing = Thrashing::of_arm(points, &adaptive.name);
+            let stale = schedule
+                .as_deref()
+                .map(|s| StaleAcceptance::of_arm(s, points, &adaptive.name))
+                .unwrap_or_default();
             let levels = adaptive
                 .table
                 .rows
@@ -414,6 +419,7 @@ fn adaptive_judgements(arms: &[ArmSweep], points: &[NamedPoint<'_>], asked: &[Ad
                         verdict,
                         schedule: checks.iter().find(|(l, _)| *l == level).map(|(_, c)| c.clone()),
                         thrashing: thrashing.iter().find(|(l, _)| *l == level).map(|(_, t)| *t),
+                        stale_acceptance: stale.iter().find(|(l, _)| *l == level).map(|(_, a)| *a),
                     })
                 })
                 .collect();

@@ -4,7 +4,7 @@
 use leptos::prelude::*;
 use speclens_shared::chart::has_step_cost;
 use speclens_shared::glossary::Term;
-use speclens_shared::sweep::adaptive::{ADAPTIVE_ACCEPTANCE_NOTE, SCHEDULE_CHECK_RULE, THRASH_RULE};
+use speclens_shared::sweep::adaptive::{ADAPTIVE_ACCEPTANCE_NOTE, RECOVERY_RULE, SCHEDULE_CHECK_RULE, THRASH_RULE};
 use speclens_shared::sweep::arms::ArmSweep;
 use speclens_shared::sweep::contexts::{
     ContextSweep, CONTEXT_BREAK_EVEN_DEFINITION, CONTEXT_CROSSING_DEFINITION, CONTEXT_STEP_COST_DEFINITION,
@@ -74,7 +74,7 @@ pub fn SweepView(id: String) -> impl IntoView {
                     {arms.map(arms_table)}
                     {(!t.arms.adaptive.is_empty()).then(|| view! {
                         <div class="findings" id="sweep-adaptive">
-                            {t.arms.adaptive.iter().map(|j| view! { <p class="headline" title=format!("{SCHEDULE_CHECK_RULE}; {THRASH_RULE}")>{format!("Adaptive arm: {}.", j.summary())}</p> }).collect_view()}
+                            {t.arms.adaptive.iter().map(|j| view! { <p class="headline" title=format!("{SCHEDULE_CHECK_RULE}; {THRASH_RULE}; {RECOVERY_RULE}")>{format!("Adaptive arm: {}.", j.summary())}</p> }).collect_view()}
                             <p class="hint">{format!("An adaptive arm's server runs a draft-length schedule: it is judged by throughput and TPOT against the best fixed choice at each level, never picked for a k, and its acceptance length {ADAPTIVE_ACCEPTANCE_NOTE}.")}</p>
                         </div>
                     })}
