@@ -2,7 +2,8 @@
 //! fourteen `http_req_*` figures derived from them as AIPerf 0.13 derives its own
 //! (`metrics/types/http_trace_metrics.py`; docs/METRICS.md §7.4): the phases count from the
 //! call, so on a new connection `sending` holds the connect time and `total` counts it twice,
-//! as AIPerf's do; on a reused connection the lookup and connect phases are 0.
+//! as AIPerf's do; on a reused connection the lookup and connect phases are 0. Beside them, the
+//! server's own timings a vLLM 0.33 response carries.
 
 use serde::{Deserialize, Serialize};
 
@@ -94,6 +95,49 @@ impl HttpTrace {
             Some(self.chunks_received as f64),
             Some(if self.reused { 1.0 } else { 0.0 }),
         ]
+    }
+}
+
+/// The server's own timings of one request, in ms: vLLM 0.33's `--enable-per-request-metrics`
+/// adds them to the response's `metrics` object (beside its spec-decode stats).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Serialize, Deserialize)]
+pub struct ServerTimings {
+    /// Waiting in the scheduler's queue before the request was first scheduled.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub queue_time_ms: Option<f64>,
+    /// From the scheduler taking the request to its first token: after the queue (vLLM 0.33's
+    /// `first_token_ts − scheduled_ts`, `entrypoints/generate/base/serving.py`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub time_to_first_token_ms: Option<f64>,
+    /// From the first token to the last.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub generation_time_ms: Option<f64>,
+}
+
+impl ServerTimings {
+    /// Take what a `metrics` object holds; a value that is not a finite number ≥ 0 is left
+    /// out, as `vllm bench serve` leaves it out.
+    pub(crate) fn note(&mut self, metrics: &serde_json::Map<String, serde_json::Value>) {
+        let read = |key: &str| {
+            metrics
+                .get(key)
+                .and_then(serde_json::Value::as_f64)
+                .filter(|v| v.is_finite() && *v >= 0.0)
+        };
+        self.queue_time_ms = read("queue_time_ms").or(self.queue_time_ms);
+        self.time_to_first_token_ms = read("time_to_first_token_ms").or(self.time_to_first_token_ms);
+        self.generation_time_ms = read("generation_time_ms").or(self.generation_time_ms);
+    }
+
+    pub(crate) fn is_empty(&self) -> bool {
+        *self == ServerTimings::default()
+    }
+
+    /// The part of the client's TTFT the server does not account for (network, the client's
+    /// own time): client TTFT − queue time − server TTFT (the server's TTFT starts after the
+    /// queue); none without both.
+    pub fn outside_server_ms(&self, client_ttft_ms: f64) -> Option<f64> {
+        Some(client_ttft_ms - self.queue_time_ms? - self.time_to_first_token_ms?)
     }
 }
 

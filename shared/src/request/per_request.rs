@@ -17,6 +17,7 @@ use serde_json::{Map, Value};
 
 use crate::engine::Engine;
 use crate::figures::acceptance_length_of_counts;
+pub use crate::request::http_trace::ServerTimings;
 
 /// The open pull request TensorRT-LLM's per-choice stats follow.
 pub const TRTLLM_PR19311: &str = "NVIDIA/TensorRT-LLM#19311";
@@ -45,6 +46,16 @@ impl Shape {
             Shape::Trtllm => Some(TRTLLM_PR19311),
             Shape::SglangStats => Some(SGLANG_PR34814),
             Shape::Vllm | Shape::SglangDetails => None,
+        }
+    }
+
+    /// Its place in per-shape tallies.
+    const fn index(self) -> usize {
+        match self {
+            Shape::Vllm => 0,
+            Shape::Trtllm => 1,
+            Shape::SglangDetails => 2,
+            Shape::SglangStats => 3,
         }
     }
 
@@ -256,48 +267,9 @@ pub enum PayloadOutcome {
     Rejected(Rejection),
 }
 
-/// The server's own timings of one request, in ms: vLLM 0.33's `--enable-per-request-metrics`
-/// adds them to the response's `metrics` object (beside its spec-decode stats).
-#[derive(Debug, Clone, Copy, Default, PartialEq, Serialize, Deserialize)]
-pub struct ServerTimings {
-    /// Waiting in the scheduler's queue before the request was first scheduled.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub queue_time_ms: Option<f64>,
-    /// From the scheduler taking the request to its first token: after the queue (vLLM 0.33's
-    /// `first_token_ts − scheduled_ts`, `entrypoints/generate/base/serving.py`).
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub time_to_first_token_ms: Option<f64>,
-    /// From the first token to the last.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub generation_time_ms: Option<f64>,
-}
-
-impl ServerTimings {
-    /// Take what a `metrics` object holds; a value that is not a finite number ≥ 0 is left
-    /// out, as `vllm bench serve` leaves it out.
-    fn note(&mut self, metrics: &Map<String, Value>) {
-        let read = |key: &str| {
-            metrics
-                .get(key)
-                .and_then(Value::as_f64)
-                .filter(|v| v.is_finite() && *v >= 0.0)
-        };
-        self.queue_time_ms = read("queue_time_ms").or(self.queue_time_ms);
-        self.time_to_first_token_ms = read("time_to_first_token_ms").or(self.time_to_first_token_ms);
-        self.generation_time_ms = read("generation_time_ms").or(self.generation_time_ms);
-    }
-
-    fn is_empty(&self) -> bool {
-        *self == ServerTimings::default()
-    }
-
-    /// The part of the client's TTFT the server does not account for (network, the client's
-    /// own time): client TTFT − queue time − server TTFT (the server's TTFT starts after the
-    /// queue); none without both.
-    pub fn outside_server_ms(&self, client_ttft_ms: f64) -> Option<f64> {
-        Some(client_ttft_ms - self.queue_time_ms? - self.time_to_first_token_ms?)
-    }
-}
+/// Per-choice stats objects (SGLang PR #34814) one response may carry: past it, the response
+/// is rejected as one with stats in too many places.
+const MAX_KEPT_CHOICES: usize = 256;
 
 /// Folds the chunks of one response (or its single body) one at a time.
 #[derive(Debug, Default)]
@@ -305,6 +277,10 @@ pub struct PayloadScan {
     /// Each place stats were found: the engine and its objects (several for SGLang's n > 1
     /// list, one otherwise).
     carriers: Vec<(Shape, Vec<Map<String, Value>>)>,
+    /// By shape, the objects kept and the places found but not kept: a second carrier of a shape
+    /// only makes the response a rejection, so it is counted, never held (a server that repeats
+    /// its stats in every chunk costs nothing per chunk).
+    held: [(usize, usize); 4],
     ambiguous: Option<Vec<Engine>>,
     completion_tokens: Option<u64>,
     /// TensorRT-LLM's `avg_decoded_tokens_per_iter`, one per choice that had it.
@@ -376,11 +352,16 @@ impl PayloadScan {
         if kinds.len() > 1 {
             self.ambiguous.get_or_insert(kinds);
         }
-        self.carriers.extend(
-            found
-                .into_iter()
-                .map(|(k, maps)| (k, maps.into_iter().cloned().collect())),
-        );
+        for (shape, maps) in found {
+            let (kept, unkept) = &mut self.held[shape.index()];
+            // PR #34814's entries ride each choice's finishing chunk: one per choice is kept.
+            if *kept == 0 || (shape == Shape::SglangStats && *kept + maps.len() <= MAX_KEPT_CHOICES) {
+                *kept += maps.len();
+                self.carriers.push((shape, maps.into_iter().cloned().collect()));
+            } else {
+                *unkept += 1;
+            }
+        }
     }
 
     /// SGLang's object (n = 1) or list (one entry per choice that verified).
@@ -476,7 +457,8 @@ impl PayloadScan {
             let all = carriers.drain(..).flat_map(|(_, maps)| maps).collect();
             carriers.push((Shape::SglangStats, all));
         }
-        match carriers.len() {
+        let unkept: usize = carriers.iter().map(|(shape, _)| self.held[shape.index()].1).sum();
+        match carriers.len() + unkept {
             0 => self.partial(),
             1 => {
                 let (shape, stats) = &carriers[0];
@@ -1101,6 +1083,24 @@ mod tests {
         scan.push(&vllm(aiperf_example()));
         scan.push(&vllm(aiperf_example()));
         assert_eq!(scan.finish(), PayloadOutcome::Rejected(Rejection::MultipleCarriers(2)));
+    }
+
+    /// A server that repeats its stats in every chunk: one object is held, the rest counted,
+    /// and the response is rejected for its many carriers.
+    #[test]
+    fn stats_repeated_in_every_chunk_are_counted_not_held() {
+        let chunk = json!({"choices": [], "metrics": {"speculative_decoding": {"num_spec_steps": 1,
+            "num_accepted_draft_tokens": 1, "num_draft_tokens": 3, "num_spec_tokens": 3,
+            "acceptance_histogram": [0, 1, 0, 0], "mean_acceptance_length": 2.0, "draft_acceptance_rate": 0.33}}});
+        let mut scan = PayloadScan::new();
+        for _ in 0..10_000 {
+            scan.push(&chunk);
+        }
+        assert_eq!(scan.carriers.len(), 1, "one object held");
+        assert_eq!(
+            scan.finish(),
+            PayloadOutcome::Rejected(Rejection::MultipleCarriers(10_000))
+        );
     }
 
     #[test]
