@@ -1142,3 +1142,57 @@ fn the_readme_is_short_and_its_docs_exist() {
         );
     }
 }
+
+/// Symlinks planted in `--out` are never written through: the temporary files are made afresh
+/// beside them (the victims keep their bytes), and a planted lock refuses the run.
+#[test]
+fn symlinks_planted_in_the_results_folder_are_not_written_through() {
+    let sim = Speclens::start(&["sim", "--port", "0", "--num-spec-tokens", "3"]);
+    let dir = tempfile::tempdir().unwrap();
+    let (run, victims) = (dir.path().join("run"), dir.path().join("victims"));
+    std::fs::create_dir_all(&run).unwrap();
+    std::fs::create_dir_all(&victims).unwrap();
+    let plant = |name: &str| {
+        let victim = victims.join(name.trim_start_matches('.'));
+        std::fs::write(&victim, "keep me\n").unwrap();
+        std::os::unix::fs::symlink(&victim, run.join(name)).unwrap();
+        victim
+    };
+    let planted: Vec<_> = [".result.json.tmp", ".records.jsonl.tmp", ".profile_export.jsonl.tmp"]
+        .iter()
+        .map(|n| plant(n))
+        .collect();
+    let bench = |out: &Path| {
+        run_speclens(&[
+            "bench",
+            "--url",
+            &sim.url(),
+            "--num-prompts",
+            "4",
+            "--quiet",
+            "--out",
+            out.to_str().unwrap(),
+        ])
+    };
+    let (code, _, err) = bench(&run);
+    assert_eq!(code, 0, "{err}");
+    for victim in &planted {
+        assert_eq!(
+            std::fs::read_to_string(victim).unwrap(),
+            "keep me\n",
+            "{}",
+            victim.display()
+        );
+    }
+    assert!(run.join("result.json").is_file());
+    // A lock planted as a link to another file: refused, the target untouched.
+    let locked = dir.path().join("locked");
+    std::fs::create_dir_all(&locked).unwrap();
+    let target = victims.join("lock-target");
+    std::fs::write(&target, "keep me\n").unwrap();
+    std::os::unix::fs::symlink(&target, locked.join(".speclens.lock")).unwrap();
+    let (code, _, err) = bench(&locked);
+    assert_eq!(code, 1, "{err}");
+    assert!(err.contains("cannot lock"), "{err}");
+    assert_eq!(std::fs::read_to_string(&target).unwrap(), "keep me\n");
+}

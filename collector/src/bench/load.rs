@@ -506,7 +506,7 @@ pub struct RecordsCut {
 
 impl RecordSink {
     pub fn create(path: &Path) -> Result<RecordSink, CollectorError> {
-        let file = std::fs::File::create(path)
+        let file = crate::results_folder::write::create_fresh(path)
             .map_err(|e| CollectorError::Output(format!("cannot write {}: {e}", path.display())))?;
         Ok(RecordSink {
             path: path.to_path_buf(),

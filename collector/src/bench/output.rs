@@ -397,7 +397,8 @@ fn aiperf_records(records: &Path, path: &Path, run_start_unix_ns: u64, stream: b
     let fail = |e: String| CollectorError::Output(format!("cannot write {}: {e}", path.display()));
     let tmp = path.with_file_name(".profile_export.jsonl.tmp");
     let written = (|| -> Result<(), String> {
-        let mut out = std::io::BufWriter::new(std::fs::File::create(&tmp).map_err(|e| e.to_string())?);
+        let mut out =
+            std::io::BufWriter::new(crate::results_folder::write::create_fresh(&tmp).map_err(|e| e.to_string())?);
         let mut failure = None;
         crate::results_folder::history::for_each_record(records, |r| {
             if failure.is_some() {

@@ -23,6 +23,22 @@ pub fn default_out_dir(label: &str) -> PathBuf {
     PathBuf::from("speclens-results").join(format!("{stamp}-{label}"))
 }
 
+/// Create `path` afresh for writing, never through a link: whatever file or symlink sits there
+/// is removed (the link itself, never its target), then the file is created exclusively, which
+/// no symlink planted in between can redirect.
+pub fn create_fresh(path: &Path) -> std::io::Result<std::fs::File> {
+    use std::os::unix::fs::OpenOptionsExt;
+    match std::fs::symlink_metadata(path) {
+        Ok(m) if !m.is_dir() => std::fs::remove_file(path)?,
+        _ => {}
+    }
+    std::fs::OpenOptions::new()
+        .write(true)
+        .create_new(true)
+        .custom_flags(nix::libc::O_NOFOLLOW)
+        .open(path)
+}
+
 /// Hold `dir` for the caller's writes until the returned file is dropped: an exclusive lock on
 /// its [`LOCK_FILE`], so two commands given one `--out` cannot interleave their records and
 /// temporary files. A second writer gets an error naming the folder and the first writer's pid.
@@ -30,13 +46,24 @@ pub fn lock_dir(dir: &Path) -> Result<std::fs::File, CollectorError> {
     use std::io::{Read, Seek, Write};
     let path = dir.join(LOCK_FILE);
     let fail = |e: std::io::Error| CollectorError::Output(format!("cannot lock {}: {e}", path.display()));
-    let mut file = std::fs::OpenOptions::new()
-        .read(true)
-        .write(true)
-        .create(true)
-        .truncate(false)
-        .open(&path)
-        .map_err(fail)?;
+    // Never through a symlink planted in the folder (it fails), nor on what is not a file.
+    let mut file = {
+        use std::os::unix::fs::OpenOptionsExt;
+        std::fs::OpenOptions::new()
+            .read(true)
+            .write(true)
+            .create(true)
+            .truncate(false)
+            .custom_flags(nix::libc::O_NOFOLLOW | nix::libc::O_NONBLOCK)
+            .open(&path)
+            .map_err(fail)?
+    };
+    if !file.metadata().map_err(fail)?.is_file() {
+        return Err(CollectorError::Output(format!(
+            "cannot lock {}: it is not a regular file",
+            path.display()
+        )));
+    }
     match file.try_lock() {
         Ok(()) => {}
         Err(std::fs::TryLockError::WouldBlock) => {
@@ -70,7 +97,7 @@ pub fn write_atomic(path: &Path, bytes: &[u8]) -> Result<(), CollectorError> {
     let tmp = path.with_file_name(format!(".{name}.tmp"));
     let written = (|| {
         use std::io::Write;
-        let mut f = std::fs::File::create(&tmp)?;
+        let mut f = create_fresh(&tmp)?;
         f.write_all(bytes)?;
         f.sync_all()?;
         std::fs::rename(&tmp, path)
