@@ -866,6 +866,27 @@ async fn the_run_list_skips_fifos_and_links_out_of_the_results_folder() {
     let (status, answer) = crate::common::get_text(&format!("{base}/api/runs/fifo-run")).await;
     assert_eq!(status, 404, "{answer}");
     assert!(answer.contains("no such run"), "{answer}");
+    // `read` and `report` hold to the same rule (#63 item 13), and the FIFO hangs neither.
+    let folder = results.to_str().unwrap();
+    let (code, stdout, stderr) = crate::common::run_speclens_within(&["read", folder], Duration::from_secs(60));
+    assert_eq!(code, 0, "{stderr}");
+    assert!(
+        stdout.contains("real-run") && !stdout.contains("linked-run"),
+        "{stdout}"
+    );
+    let page = dir.path().join("report.html");
+    let args = [
+        "report",
+        folder,
+        "--web-dir",
+        web.to_str().unwrap(),
+        "-o",
+        page.to_str().unwrap(),
+    ];
+    let (code, _, stderr) = crate::common::run_speclens_within(&args, Duration::from_secs(60));
+    assert_eq!(code, 0, "{stderr}");
+    let html = std::fs::read_to_string(&page).unwrap();
+    assert!(html.contains("real-run") && !html.contains("linked-run") && !html.contains("secret-run"));
 }
 
 /// Item 9: 20 streaming clients that send a long request (500,000 tokens) and never read: the

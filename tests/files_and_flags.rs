@@ -1143,6 +1143,20 @@ fn the_readme_is_short_and_its_docs_exist() {
     }
 }
 
+/// A quiet bench of four prompts against `url` into `out`.
+fn bench_four(url: &str, out: &Path) -> (i32, String, String) {
+    run_speclens(&[
+        "bench",
+        "--url",
+        url,
+        "--num-prompts",
+        "4",
+        "--quiet",
+        "--out",
+        out.to_str().unwrap(),
+    ])
+}
+
 /// Symlinks planted in `--out` are never written through: the temporary files are made afresh
 /// beside them (the victims keep their bytes), and a planted lock refuses the run.
 #[test]
@@ -1162,18 +1176,7 @@ fn symlinks_planted_in_the_results_folder_are_not_written_through() {
         .iter()
         .map(|n| plant(n))
         .collect();
-    let bench = |out: &Path| {
-        run_speclens(&[
-            "bench",
-            "--url",
-            &sim.url(),
-            "--num-prompts",
-            "4",
-            "--quiet",
-            "--out",
-            out.to_str().unwrap(),
-        ])
-    };
+    let bench = |out: &Path| bench_four(&sim.url(), out);
     let (code, _, err) = bench(&run);
     assert_eq!(code, 0, "{err}");
     for victim in &planted {
@@ -1195,4 +1198,43 @@ fn symlinks_planted_in_the_results_folder_are_not_written_through() {
     assert_eq!(code, 1, "{err}");
     assert!(err.contains("cannot lock"), "{err}");
     assert_eq!(std::fs::read_to_string(&target).unwrap(), "keep me\n");
+}
+
+/// A FIFO planted as a killed run's lock never hangs `read` or `report`: it is no lock, and the
+/// run is shown from its records, from its results folder or read by itself.
+#[test]
+fn a_fifo_planted_as_the_lock_hangs_no_command() {
+    let sim = Speclens::start(&["sim", "--port", "0", "--num-spec-tokens", "3"]);
+    let dir = tempfile::tempdir().unwrap();
+    let run = dir.path().join("killed");
+    let (code, _, err) = bench_four(&sim.url(), &run);
+    assert_eq!(code, 0, "{err}");
+    // As a run killed before it saved: its records in progress, no result.json.
+    std::fs::rename(run.join("records.jsonl"), run.join(".records.jsonl.tmp")).unwrap();
+    std::fs::remove_file(run.join("result.json")).unwrap();
+    let lock = run.join(".speclens.lock");
+    let _ = std::fs::remove_file(&lock);
+    assert!(Command::new("mkfifo").arg(&lock).status().unwrap().success());
+    let results = dir.path().to_str().unwrap();
+    let (code, stdout, stderr) = run_speclens_within(&["read", results], Duration::from_secs(60));
+    assert_eq!(code, 0, "{stderr}");
+    assert!(stdout.contains("killed/.records.jsonl.tmp"), "{stdout}");
+    // The killed run's folder read by itself shows it too (#63 item 14).
+    let (code, stdout, stderr) = run_speclens_within(&["read", run.to_str().unwrap()], Duration::from_secs(60));
+    assert_eq!(code, 0, "{stderr}");
+    assert!(stdout.contains(".records.jsonl.tmp"), "{stdout}");
+    let (page, web) = (dir.path().join("report.html"), workspace().join("web/dist"));
+    let (code, _, stderr) = run_speclens_within(
+        &[
+            "report",
+            results,
+            "--web-dir",
+            web.to_str().unwrap(),
+            "-o",
+            page.to_str().unwrap(),
+        ],
+        Duration::from_secs(60),
+    );
+    assert_eq!(code, 0, "{stderr}");
+    assert!(page.is_file());
 }

@@ -469,16 +469,30 @@ fn content(v: &Value, endpoint: EndpointKind, streamed: bool) -> String {
         .collect()
 }
 
+/// The largest token count a response's `usage` may give: no context holds 2³² tokens, and
+/// below it a run's sums cannot wrap.
+const MAX_USAGE_TOKENS: u64 = 1 << 32;
+
+/// Take a response's `usage` counts; one past [`MAX_USAGE_TOKENS`] is no token count, and the
+/// response is a bad one (never summed, so no total wraps).
 fn note_usage(ex: &mut Exchange, v: &Value) {
-    if let Some(usage) = v.get("usage").and_then(Value::as_object) {
-        if let Some(t) = usage.get("completion_tokens").and_then(Value::as_u64) {
-            ex.completion_tokens = Some(t);
-        }
-        if let Some(t) = usage.get("prompt_tokens").and_then(Value::as_u64) {
-            ex.prompt_tokens = Some(t);
-        }
-        if let Some(t) = usage.get("total_tokens").and_then(Value::as_u64) {
-            ex.total_tokens = Some(t);
+    let Some(usage) = v.get("usage").and_then(Value::as_object) else {
+        return;
+    };
+    for (key, slot) in [
+        ("completion_tokens", &mut ex.completion_tokens),
+        ("prompt_tokens", &mut ex.prompt_tokens),
+        ("total_tokens", &mut ex.total_tokens),
+    ] {
+        match usage.get(key).and_then(Value::as_u64) {
+            Some(t) if t > MAX_USAGE_TOKENS => {
+                ex.error.get_or_insert((
+                    ErrorKind::BadResponse,
+                    format!("usage.{key} = {t} is no token count (above 2^32)"),
+                ));
+            }
+            Some(t) => *slot = Some(t),
+            None => {}
         }
     }
 }
@@ -750,6 +764,29 @@ mod tests {
 
     fn at(base: Instant, ms: u64, text: &str) -> (Instant, Bytes) {
         (base + Duration::from_millis(ms), Bytes::from(text.to_string()))
+    }
+
+    /// A usage count no context can hold fails the response instead of wrapping a run's sums.
+    #[test]
+    fn a_usage_count_past_any_context_is_a_bad_response() {
+        let mut ex = Exchange::default();
+        note_usage(
+            &mut ex,
+            &serde_json::json!({"usage": {"prompt_tokens": 12, "completion_tokens": 5}}),
+        );
+        assert_eq!(
+            (ex.prompt_tokens, ex.completion_tokens, ex.error.is_none()),
+            (Some(12), Some(5), true)
+        );
+        let huge = u64::MAX - 2;
+        note_usage(&mut ex, &serde_json::json!({"usage": {"prompt_tokens": huge}}));
+        let (kind, message) = ex.error.expect("a bad response");
+        assert_eq!(kind, ErrorKind::BadResponse);
+        assert!(
+            message.contains("usage.prompt_tokens = 18446744073709551613 is no token count"),
+            "{message}"
+        );
+        assert_eq!(ex.prompt_tokens, Some(12), "the huge count is not taken");
     }
 
     #[test]

@@ -120,7 +120,7 @@ pub fn verdict(out: &RunOutput, checks: &Checks) -> Result<(), CollectorError> {
 pub async fn run_with(plan: Plan, hub: Option<LiveHub>) -> Result<RunOutput, CollectorError> {
     plan.check()?;
     let mut session = Session::new(hub, plan.dashboard_port);
-    let prepared = prepare(plan, session.hub.clone()).await?;
+    let mut prepared = prepare(plan, session.hub.clone()).await?;
     let _lock = crate::results_folder::write::lock_dir(&prepared.out_dir)?;
     session
         .serve(prepared.plan.dashboard_port, results_dir_of(&prepared.out_dir))
@@ -130,6 +130,7 @@ pub async fn run_with(plan: Plan, hub: Option<LiveHub>) -> Result<RunOutput, Col
         .out_dir
         .join(crate::results_folder::history::RECORDS_IN_PROGRESS);
     let measured = measure(&prepared, hub, &records_tmp).await?;
+    prepared.settle_server_version().await;
     let paths = SpecPaths::new(
         measured.scrapes,
         measured.timeline,
@@ -155,8 +156,13 @@ pub async fn run_with(plan: Plan, hub: Option<LiveHub>) -> Result<RunOutput, Col
 pub async fn prepare(plan: Plan, hub: LiveHub) -> Result<Prepared, CollectorError> {
     let client = http_client(&plan)?;
     let (model, engine) = resolve_model(&client, &plan.target).await?;
-    let server_version =
-        crate::net::server_version(&client, &plan.target.headers, server_base(&plan.target.urls[0])).await;
+    // Asked beside the run, never waited for: a slow server delays nothing (see
+    // `Prepared::settle_server_version`).
+    let version_probe = {
+        let (client, headers) = (client.clone(), plan.target.headers.clone());
+        let base = server_base(&plan.target.urls[0]).to_string();
+        tokio::spawn(async move { crate::net::server_version(&client, &headers, &base).await })
+    };
     let fields = RequestFields::decide(engine, plan.target.sglang_spec_details);
     if let Some(note) = &fields.note {
         eprintln!("speclens: {note}");
@@ -206,7 +212,8 @@ pub async fn prepare(plan: Plan, hub: LiveHub) -> Result<Prepared, CollectorErro
         plan,
         model,
         engine,
-        server_version,
+        server_version: None,
+        version_probe: Some(version_probe),
         out_dir,
         endpoints,
         warmup_count,

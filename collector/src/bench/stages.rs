@@ -32,8 +32,11 @@ pub struct Prepared {
     pub model: String,
     /// The engine serving it, as detected or named (None: not known).
     pub engine: Option<Engine>,
-    /// The version the server reports (None: it reports none).
+    /// The version the server reports (None: it reports none, or had not answered by the end
+    /// of the run).
     pub server_version: Option<String>,
+    /// The question for it, asked beside the run.
+    pub(super) version_probe: Option<tokio::task::JoinHandle<Option<String>>>,
     pub out_dir: PathBuf,
     /// Metrics endpoints scraped directly (none with scraping off).
     pub endpoints: Vec<Endpoint>,
@@ -65,4 +68,19 @@ pub struct LoadOutcome {
     pub interrupted: Option<Signal>,
     /// Set when `records.jsonl` could not be written whole (a full disk).
     pub records_cut: Option<load::RecordsCut>,
+}
+
+impl Prepared {
+    /// The version the server reported, if its probe has answered by the end of the run (it is
+    /// never waited for: a probe still out is dropped, and the run records no version).
+    pub async fn settle_server_version(&mut self) {
+        if let Some(probe) = self.version_probe.take() {
+            self.server_version = if probe.is_finished() {
+                probe.await.ok().flatten()
+            } else {
+                probe.abort();
+                None
+            };
+        }
+    }
 }

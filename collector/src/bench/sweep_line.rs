@@ -71,10 +71,29 @@ fn sweep_within(path: &Path, stream: bool, window_ms: (f64, f64), budget: usize)
 struct SpillDir(PathBuf);
 
 impl SpillDir {
+    /// Made afresh, never through a link planted under its name; the folders a killed run
+    /// left behind (their process gone) are removed first.
     fn beside(records: &Path) -> Result<SpillDir, String> {
+        use std::os::unix::fs::DirBuilderExt;
         let parent = records.parent().unwrap_or(Path::new("."));
+        for entry in std::fs::read_dir(parent).into_iter().flatten().flatten() {
+            let name = entry.file_name().to_string_lossy().into_owned();
+            let Some(pid) = name.strip_prefix(".sweep-").and_then(|p| p.parse::<u32>().ok()) else {
+                continue;
+            };
+            let gone = !Path::new(&format!("/proc/{pid}")).exists();
+            if (gone || pid == std::process::id()) && entry.file_type().is_ok_and(|t| t.is_dir()) {
+                let _ = std::fs::remove_dir_all(entry.path());
+            }
+        }
         let dir = parent.join(format!(".sweep-{}", std::process::id()));
-        std::fs::create_dir_all(&dir).map_err(|e| format!("cannot make {}: {e}", dir.display()))?;
+        if std::fs::symlink_metadata(&dir).is_ok_and(|m| !m.is_dir()) {
+            let _ = std::fs::remove_file(&dir);
+        }
+        std::fs::DirBuilder::new()
+            .mode(0o700)
+            .create(&dir)
+            .map_err(|e| format!("cannot make {}: {e}", dir.display()))?;
         Ok(SpillDir(dir))
     }
 }
@@ -122,7 +141,8 @@ fn split(
         let written = (|| -> Result<(), String> {
             if writers[i].is_none() {
                 let path = base.with_extension(format!("{i}"));
-                let file = std::fs::File::create(&path).map_err(|e| format!("{}: {e}", path.display()))?;
+                let file = crate::results_folder::write::create_fresh(&path)
+                    .map_err(|e| format!("{}: {e}", path.display()))?;
                 let span = Span {
                     path,
                     events: 0,

@@ -52,6 +52,24 @@ pub enum TraceInput {
     Text(String),
 }
 
+/// Bytes a prompt built from a trace takes per token (a space and a short word).
+const BYTES_PER_TOKEN: u64 = 6;
+
+/// The longest replay a trace may ask for, after `--trace-speedup`: a day.
+pub const MAX_REPLAY_S: f64 = 86_400.0;
+
+/// The replay's `offsets` (seconds, from [`offsets_s`]) within [`MAX_REPLAY_S`], or why not.
+pub fn check_replay(offsets: &[f64], speedup: f64) -> Result<(), CollectorError> {
+    match offsets.last() {
+        Some(&last) if last > MAX_REPLAY_S => Err(CollectorError::InvalidArgument(format!(
+            "the trace's requests span {:.1} h at --trace-speedup {speedup}: more than {} h of replay (raise --trace-speedup, or cut the trace)",
+            last / 3600.0,
+            MAX_REPLAY_S / 3600.0
+        ))),
+        _ => Ok(()),
+    }
+}
+
 fn bad(path: &Path, line: usize, why: impl std::fmt::Display) -> CollectorError {
     CollectorError::InvalidArgument(format!("{}:{line}: {why}", path.display()))
 }
@@ -61,19 +79,26 @@ fn bad(path: &Path, line: usize, why: impl std::fmt::Display) -> CollectorError 
 /// `text_input`; `hash_ids` go with `input_length`, and may not ask for more tokens than it.
 pub fn read(path: &Path, max_bytes: u64) -> Result<Vec<TraceRequest>, CollectorError> {
     let mut out = Vec::new();
+    let mut implied_bytes: u64 = 0;
     datafile::for_each_line(path, max_bytes, |i, text| {
         if text.trim().is_empty() {
             return Ok(());
         }
         let l: Line =
             serde_json::from_str(text).map_err(|e| bad(path, i, format!("not a Mooncake trace line: {e}")))?;
-        let timestamp_ms = l.timestamp.filter(|t| t.is_finite() && *t >= 0.0).ok_or_else(|| {
-            bad(
-                path,
-                i,
-                "no timestamp (milliseconds, ≥ 0): a replay sends each request at its own",
-            )
-        })?;
+        let timestamp_ms = match l.timestamp {
+            None => {
+                return Err(bad(
+                    path,
+                    i,
+                    "no timestamp (milliseconds, ≥ 0): a replay sends each request at its own",
+                ))
+            }
+            Some(t) if !(t.is_finite() && t >= 0.0) => {
+                return Err(bad(path, i, format!("timestamp {t} is no time: milliseconds ≥ 0")))
+            }
+            Some(t) => t,
+        };
         let input = match (l.input_length, l.text_input, l.hash_ids) {
             (Some(_), Some(_), _) => return Err(bad(path, i, "both input_length and text_input: give one")),
             (None, Some(_), Some(_)) => return Err(bad(path, i, "hash_ids go with input_length, not text_input")),
@@ -89,6 +114,20 @@ pub fn read(path: &Path, max_bytes: u64) -> Result<Vec<TraceRequest>, CollectorE
                         format!(
                             "{m} hash_ids need more than {} tokens, input_length is {n}",
                             (m - 1) * BLOCK_TOKENS
+                        ),
+                    ));
+                }
+                // The prompts this trace asks for are built from it: their size is checked
+                // against the dataset's limit before any is.
+                implied_bytes = implied_bytes.saturating_add(n.saturating_mul(BYTES_PER_TOKEN));
+                if implied_bytes > max_bytes {
+                    return Err(bad(
+                        path,
+                        i,
+                        format!(
+                            "the prompts up to here ask for about {} MiB of text (input_length × {BYTES_PER_TOKEN} bytes a token), past the limit of {} MiB (--max-dataset-mib)",
+                            implied_bytes >> 20,
+                            max_bytes >> 20
                         ),
                     ));
                 }
@@ -234,6 +273,11 @@ mod tests {
     fn malformed_lines_are_named() {
         for (line, says) in [
             ("{\"input_length\": 10}", "no timestamp"),
+            ("{\"timestamp\": -5, \"input_length\": 10}", "timestamp -5 is no time"),
+            (
+                "{\"timestamp\": 1, \"input_length\": 1000000000}",
+                "past the limit of 1 MiB",
+            ),
             (
                 "{\"timestamp\": 1, \"input_length\": 10, \"text_input\": \"x\"}",
                 "both",

@@ -728,6 +728,7 @@ impl BenchArgs {
             prompts as usize,
             self.trace_speedup,
         );
+        crate::bench::trace::check_replay(&offsets, self.trace_speedup)?;
         Ok(Some(offsets.into()))
     }
 

@@ -83,15 +83,17 @@ pub struct SweepArgs {
         help_heading = "Load"
     )]
     pub concurrency: Vec<u64>,
-    /// The concurrency (or several) your deployment runs at: the recommendation keeps every
-    /// cut of its schedule two batch sizes from it, since a batch at a steady load moves across
-    /// a cut there (vLLM counts a joining prefill in the batch it keys k on).
+    /// The concurrency (or several) your deployment runs at: no cut of the recommended
+    /// schedule splits the batch sizes N − 1 to N + 1, which a batch at a steady load moves
+    /// across (vLLM counts a joining prefill in the batch it keys k on).
     #[arg(
         long,
         value_name = "N",
         value_delimiter = ',',
         help_heading = "Load",
-        value_parser = clap::value_parser!(u64).range(1..)
+        hide_short_help = true,
+        conflicts_with = "request_rate",
+        value_parser = clap::value_parser!(u64).range(1..=65_536)
     )]
     pub operating_concurrency: Vec<u64>,
     /// Request rates to measure instead, in requests/s (an open loop at each, Poisson arrivals
@@ -371,9 +373,10 @@ impl SweepArgs {
             ));
         }
         let skip = warmup as usize;
-        Ok(Some(
-            bench::trace::offsets_s(&trace, skip, trace.len() - skip, 1.0).into(),
-        ))
+        let offsets = bench::trace::offsets_s(&trace, skip, trace.len() - skip, 1.0);
+        // The busiest point replays the first `most` of them.
+        bench::trace::check_replay(&offsets[..(most as usize).min(offsets.len())], 1.0)?;
+        Ok(Some(offsets.into()))
     }
 }
 

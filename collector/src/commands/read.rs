@@ -25,16 +25,23 @@ pub struct Found {
 /// records of runs killed before they saved one (`*/.records.jsonl.tmp`).
 pub fn result_files(dir: &Path) -> Result<Found, CollectorError> {
     let mut paths: Vec<PathBuf> = Vec::new();
+    // `dir` itself a run killed before it saved its result: read from its records, as partial.
+    let history = crate::results_folder::history::RECORDS_IN_PROGRESS;
+    if let Some(records) = crate::results_folder::history::run_file(dir).filter(|p| p.ends_with(history)) {
+        paths.push(records);
+    }
     let entries =
         std::fs::read_dir(dir).map_err(|e| CollectorError::Output(format!("cannot read {}: {e}", dir.display())))?;
     for entry in entries.flatten() {
         let path = entry.path();
+        // A file reached through a link out of `dir` is as good as absent.
+        let within = |p: &Path| crate::results_folder::history::inside(dir, p).is_some();
         if path.is_dir() {
             // A run killed before it saved its result is read from its records, as partial.
-            if let Some(inner) = crate::results_folder::history::run_file(&path).filter(|p| p.is_file()) {
+            if let Some(inner) = crate::results_folder::history::run_file(&path).filter(|p| p.is_file() && within(p)) {
                 paths.push(inner);
             }
-        } else if path.extension().is_some_and(|e| e == "json") {
+        } else if path.extension().is_some_and(|e| e == "json") && within(&path) {
             paths.push(path);
         }
     }

@@ -37,6 +37,8 @@ pub fn inside(results_dir: &Path, path: &Path) -> Option<PathBuf> {
 pub fn find_folders(dir: &Path, depth: u32, marker: &str) -> Vec<(String, PathBuf)> {
     let mut found = Vec::new();
     find_into(dir, "", depth, marker, &mut found);
+    // A folder reached through a link out of `dir` is as good as absent.
+    found.retain(|(_, path)| inside(dir, path).is_some());
     found.sort();
     found
 }
@@ -109,12 +111,20 @@ pub fn run_file(folder: &Path) -> Option<PathBuf> {
 /// The lock file a command holds in the results folder it writes.
 pub const LOCK_FILE: &str = ".speclens.lock";
 
-/// Whether a command holds `folder`'s lock now (a killed one's lock is gone with it).
+/// Whether a command holds `folder`'s lock now (a killed one's lock is gone with it). Opened
+/// without blocking and never through a link: a FIFO or link planted under the lock's name is
+/// no lock, and never hangs the answer.
 fn still_written(folder: &Path) -> bool {
-    let Ok(file) = std::fs::File::open(folder.join(LOCK_FILE)) else {
+    use std::os::unix::fs::OpenOptionsExt;
+    let Ok(file) = std::fs::OpenOptions::new()
+        .read(true)
+        .custom_flags(nix::libc::O_NONBLOCK | nix::libc::O_NOFOLLOW)
+        .open(folder.join(LOCK_FILE))
+    else {
         return false;
     };
-    matches!(file.try_lock_shared(), Err(std::fs::TryLockError::WouldBlock))
+    file.metadata().is_ok_and(|m| m.is_file())
+        && matches!(file.try_lock_shared(), Err(std::fs::TryLockError::WouldBlock))
 }
 
 /// The run folders under `dir` (up to `depth` levels down) by id, with the file each one's
@@ -127,6 +137,7 @@ pub fn run_folders(dir: &Path, depth: u32) -> Vec<(String, PathBuf)> {
     found
         .into_iter()
         .filter_map(|(id, folder)| run_file(&folder).map(|file| (id, file)))
+        .filter(|(_, file)| inside(dir, file).is_some())
         .collect()
 }
 

@@ -58,9 +58,11 @@ pub fn lock_dir(dir: &Path) -> Result<std::fs::File, CollectorError> {
             .open(&path)
             .map_err(fail)?
     };
-    if !file.metadata().map_err(fail)?.is_file() {
+    // A hard link planted there would have its target truncated below: refused too.
+    let meta = file.metadata().map_err(fail)?;
+    if !meta.is_file() || std::os::unix::fs::MetadataExt::nlink(&meta) > 1 {
         return Err(CollectorError::Output(format!(
-            "cannot lock {}: it is not a regular file",
+            "cannot lock {}: it is not a regular file of its own (a link or a FIFO planted there)",
             path.display()
         )));
     }

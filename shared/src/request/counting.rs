@@ -18,17 +18,12 @@ pub const SGLANG_PAST_END: &str = "sgl-project/sglang #39826 (reasoning tokens c
 pub const TRTLLM_FLAT_POSITIONS: &str =
     "NVIDIA/TensorRT-LLM #17082 (per-position counters at 0 on the PyTorch path while the iteration counters rise)";
 
-/// The share of the accepted draft tokens counted past the end below which the per-request
-/// check stays quiet: vLLM counts a last step's accepted drafts past `max_tokens` too (the same
-/// counting as #56101), a bias of a few tenths of a percent on outputs of a hundred tokens.
-pub const PAST_END_SHARE_MIN: f64 = 0.01;
-
 /// The upstream issue a per-request over-count on `engine` points at.
-fn past_end_source(engine: Engine) -> &'static str {
+fn past_end_source(engine: Engine) -> String {
     match engine {
-        Engine::Sglang => SGLANG_PAST_END,
-        // vLLM's is the known case; the other engines' records are read with its definitions.
-        Engine::Vllm | Engine::Trtllm | Engine::LlamaCpp => VLLM_PAST_END,
+        Engine::Vllm => VLLM_PAST_END.to_string(),
+        Engine::Sglang => SGLANG_PAST_END.to_string(),
+        Engine::Trtllm | Engine::LlamaCpp => format!("the counting {VLLM_PAST_END} describes"),
     }
 }
 
@@ -43,7 +38,9 @@ pub struct PastEndTally {
 struct PastEnd {
     /// Requests checked (their completion tokens known, some step taken).
     checked: u64,
-    /// Requests whose Σ (1 + accepted per step) exceeds their completion tokens.
+    /// Requests whose Σ (1 + accepted per step) exceeds their completion tokens by more than
+    /// a last step cut short can (k − 1: its accepted drafts past `max_tokens` or an end of
+    /// sequence, counted by vLLM though never emitted).
     over: u64,
     /// Tokens counted beyond the completion tokens, over those requests.
     excess_tokens: u64,
@@ -56,7 +53,8 @@ struct PastEnd {
 impl PastEndTally {
     /// Checks one request's record: every verify step emits one token plus the drafts it
     /// accepted, so Σ (1 + accepted per step) = steps + accepted is at most the completion
-    /// tokens (the prefill's first token is among them).
+    /// tokens (the prefill's first token is among them) plus what a last step cut short by
+    /// `max_tokens` leaves counted, k − 1 at most.
     pub fn push(&mut self, r: &SpecRecord) {
         let Some(completion) = r.completion_tokens else {
             return;
@@ -68,7 +66,12 @@ impl PastEndTally {
         e.checked += 1;
         e.accepted_tokens = e.accepted_tokens.saturating_add(r.num_accepted_draft_tokens);
         let counted = r.num_spec_steps.saturating_add(r.num_accepted_draft_tokens);
-        if counted > completion {
+        // k as the record names it, else its drafted tokens per step.
+        let k = r
+            .num_spec_tokens
+            .map(u64::from)
+            .unwrap_or_else(|| r.num_draft_tokens.div_ceil(r.num_spec_steps));
+        if counted > completion.saturating_add(k.saturating_sub(1)) {
             e.over += 1;
             e.excess_tokens = e.excess_tokens.saturating_add(counted - completion);
         }
@@ -77,23 +80,29 @@ impl PastEndTally {
         }
     }
 
-    /// One warning per engine whose requests over-count by at least [`PAST_END_SHARE_MIN`] of
-    /// their accepted draft tokens (or whose accepted tokens alone exceed a completion), with
-    /// that share and the issue it points at.
+    /// One warning per engine whose requests count more than a last step cut short can, with
+    /// the share of accepted tokens never emitted and the issue it points at.
     pub fn warnings(&self) -> Vec<String> {
         let mut out = Vec::new();
-        for (engine, e) in &self.by_engine {
-            let share = e.excess_tokens as f64 / e.accepted_tokens.max(1) as f64;
-            if e.over == 0 || (share < PAST_END_SHARE_MIN && e.accepted_above == 0) {
-                continue;
-            }
+        for (engine, e) in self
+            .by_engine
+            .iter()
+            .filter(|(_, e)| e.over > 0 || e.accepted_above > 0)
+        {
+            let share = if e.accepted_tokens > 0 {
+                format!(
+                    " ({:.1} % of the accepted draft tokens)",
+                    e.excess_tokens as f64 / e.accepted_tokens as f64 * 100.0
+                )
+            } else {
+                String::new()
+            };
             let mut text = format!(
-                "Counting check: {} of {} {} requests count more tokens than they emitted (Σ (1 + accepted per step) above completion_tokens), {} tokens in all ({:.1} % of the accepted draft tokens), so acceptance reads high",
+                "Counting check: {} of {} {} requests count more tokens than they emitted (Σ (1 + accepted per step) above completion_tokens by more than a last step cut short can), {} tokens in all{share}, so acceptance reads high",
                 e.over,
                 e.checked,
                 engine.display_name(),
-                e.excess_tokens,
-                share * 100.0
+                e.excess_tokens
             );
             if e.accepted_above > 0 {
                 text.push_str(&format!(
@@ -155,8 +164,9 @@ mod tests {
         t.push(&record(Engine::Vllm, 10, 20, Some(31)));
         // Exactly what a clean request may count (its first token not from a step).
         t.push(&record(Engine::Vllm, 10, 21, Some(31)));
-        // One token past max_tokens in 200 accepted: under 1 %, the last step's truncation.
+        // A last step cut short by max_tokens: up to k − 1 = 2 tokens counted past the end.
         t.push(&record(Engine::Vllm, 100, 200, Some(299)));
+        t.push(&record(Engine::Vllm, 100, 200, Some(298)));
         // Unknown completion tokens: not checked.
         t.push(&record(Engine::Vllm, 10, 90, None));
         assert_eq!(t.warnings(), Vec::<String>::new());
@@ -165,7 +175,7 @@ mod tests {
         let w = t.warnings();
         assert_eq!(w.len(), 1, "{w:?}");
         assert!(
-            w[0].contains("2 of 4 vLLM requests") && w[0].contains("4 tokens in all"),
+            w[0].contains("1 of 5 vLLM requests") && w[0].contains("3 tokens in all"),
             "{w:?}"
         );
         assert!(

@@ -23,6 +23,7 @@ use crate::model::speedup::Costs;
 use crate::results::run_result::RunResult;
 pub use adaptive::AdaptiveArm;
 use arms::{Arms, NamedPoint};
+use levels::BASE_ARM;
 pub use levels::{throughput, Arm, Axis, Level};
 pub use pair::{repeats_settled, Finding, PairTable, Prediction, SweepRow};
 pub use recommend::EngineLines;
@@ -229,9 +230,13 @@ impl SweepFile {
                 .flat_map(|s| &s.scrape)
                 .filter_map(|e| e.result.data.as_ref()?.data_parallel_engines)
                 .max(),
+            // The speculative arms' vLLM servers: plain's, or another engine's, says nothing.
             vllm_version: points
                 .iter()
-                .find_map(|p| p.result.config.as_ref()?.server_version.clone()),
+                .filter(|p| p.arm != BASE_ARM)
+                .filter_map(|p| p.result.config.as_ref())
+                .filter(|c| c.engine.as_deref().is_none_or(|e| e == "vllm"))
+                .find_map(|c| c.server_version.clone()),
             ..ServerFacts::default()
         }
         .with_config(speculative_config);

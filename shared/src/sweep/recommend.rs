@@ -13,12 +13,9 @@ use super::arms::{ArmSweep, Arms};
 use super::cuts::{place_cuts, CutPlacement};
 use super::levels::Axis;
 use super::schedules::{vllm_schedule_warnings, ServerFacts};
+pub use super::schedules::{ModelSchedule, SCHEDULE_END};
 use crate::engine::Engine;
-use crate::model::speedup::{expected_tokens_per_position, speedup, Costs};
-
-/// The largest batch size a vLLM schedule's last range reaches (vLLM caps it at
-/// `--max-num-seqs`).
-pub const SCHEDULE_END: u64 = 65_536;
+use crate::model::speedup::Costs;
 
 /// What measured best at one level.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -64,71 +61,6 @@ impl RangePick {
     /// Whether `level` lies in this range (its ends included).
     pub fn contains(&self, level: f64) -> bool {
         level >= self.from && self.to.is_none_or(|to| level <= to)
-    }
-}
-
-/// The model's schedule from one arm's per-position rates: inclusive batch ranges and their k.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-pub struct ModelSchedule {
-    pub rates_from: String,
-    pub rates: Vec<f64>,
-    /// `(from, to, k)` over batch sizes, k = 0 where no k pays.
-    pub ranges: Vec<(u64, u64, u32)>,
-    /// The batch size above which no k pays (the largest break-even of any k), when one does.
-    pub off_above: Option<f64>,
-}
-
-impl ModelSchedule {
-    /// The best k at batch size `b` (0: off).
-    pub fn k_at(&self, b: f64) -> u32 {
-        let b = b.round().max(1.0) as u64;
-        self.ranges
-            .iter()
-            .find(|(from, to, _)| (*from..=*to).contains(&b))
-            .map_or(0, |r| r.2)
-    }
-
-    /// The best k for every batch size from `rates` (unconditional per-position rates).
-    pub fn from_rates(rates_from: &str, rates: &[f64], costs: Costs) -> Option<ModelSchedule> {
-        if rates.is_empty() {
-            return None;
-        }
-        let best = |b: f64| -> u32 {
-            let mut pick = (0u32, 1.0f64);
-            for k in 1..=rates.len() as u32 {
-                let s = speedup(expected_tokens_per_position(rates, k), f64::from(k), costs, b);
-                if s > pick.1 {
-                    pick = (k, s);
-                }
-            }
-            pick.0
-        };
-        // Beyond the largest break-even no k pays again (S only falls with B).
-        let off_above = (1..=rates.len() as u32)
-            .map(|k| {
-                let e = expected_tokens_per_position(rates, k);
-                costs.ridge_tokens * (e - f64::from(k) * costs.draft_cost) / (f64::from(k) + 1.0)
-            })
-            .filter(|b| *b >= 1.0)
-            .reduce(f64::max);
-        let last = off_above.map_or(1, |b| (b.ceil() as u64 + 1).min(SCHEDULE_END));
-        let mut ranges: Vec<(u64, u64, u32)> = Vec::new();
-        for b in 1..=last {
-            let k = best(b as f64);
-            match ranges.last_mut() {
-                Some(r) if r.2 == k => r.1 = b,
-                _ => ranges.push((b, b, k)),
-            }
-        }
-        if let Some(r) = ranges.last_mut() {
-            r.1 = SCHEDULE_END;
-        }
-        Some(ModelSchedule {
-            rates_from: rates_from.to_string(),
-            rates: rates.to_vec(),
-            ranges,
-            off_above,
-        })
     }
 }
 
@@ -323,9 +255,12 @@ impl Recommendation {
         let mut ranges = ranges_of(arms, &picks, costs);
         let cuts = if axis.is_concurrency() {
             let measured: Vec<f64> = picks.iter().map(|p| p.level).collect();
-            let mut spans: Vec<_> = ranges.iter().map(|r| (r.from, r.to)).collect();
+            let mut spans: Vec<_> = ranges.iter().map(|r| (r.from, r.to, r.k.unwrap_or(0))).collect();
             let cuts = place_cuts(&mut spans, &measured, operating);
-            ranges.iter_mut().zip(spans).for_each(|(r, s)| (r.from, r.to) = s);
+            ranges
+                .iter_mut()
+                .zip(spans)
+                .for_each(|(r, s)| (r.from, r.to) = (s.0, s.1));
             cuts
         } else {
             Vec::new()

@@ -169,11 +169,11 @@ impl Recommendation {
                 out.push_str(&format!("  {span}: {ZERO_K_UNMEASURED}\n"));
             }
         }
-        if !self.operating_concurrency.is_empty() {
+        if !self.operating_concurrency.is_empty() && self.axis == Axis::Concurrency {
             let at: Vec<String> = self.operating_concurrency.iter().map(u64::to_string).collect();
             if self.cuts.is_empty() {
                 out.push_str(&format!(
-                    "  no cut lies within two batch sizes of {unit} {} (--operating-concurrency)\n",
+                    "  no cut splits the batch sizes around {unit} {} (--operating-concurrency)\n",
                     at.join(", ")
                 ));
             }

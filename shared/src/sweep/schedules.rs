@@ -1,14 +1,18 @@
 //! A k-by-batch-size schedule as each engine takes it: vLLM's
 //! `num_speculative_tokens_per_batch_size` (checked against vLLM's own rules), SGLang's
 //! `--speculative-adaptive-config` tiers and TensorRT-LLM's `max_concurrency` and
-//! `draft_len_schedule`; and why a line would not take effect on a given server.
+//! `draft_len_schedule`; the model's schedule from an arm's per-position rates; and why a line
+//! would not take effect on a given server.
 //!
 //! A schedule here is a list of inclusive batch-size ranges `(from, to, k)`, k = 0 meaning
 //! speculation off, as [`super::recommend::Recommendation::batch_schedule`] writes it.
 
 use std::collections::BTreeMap;
 
+use serde::{Deserialize, Serialize};
+
 use crate::error::Error;
+use crate::model::speedup::{expected_tokens_per_position, speedup, Costs};
 
 /// The proposer methods for which vLLM 0.33 keeps a per-batch-size schedule on its V1 model
 /// runner (`_maybe_disable_dynamic_sd_for_v1` disables it for the others).
@@ -218,7 +222,8 @@ pub fn vllm_schedule_warnings(facts: &ServerFacts) -> Vec<String> {
         if !VLLM_SCHEDULE_METHODS.contains(&method.to_ascii_lowercase().as_str()) {
             let on = match (version, &facts.vllm_version) {
                 (Some(_), Some(v)) => format!("the servers report vLLM {v}, and vLLM up to 0.33"),
-                _ => "the servers report no version, and vLLM up to 0.33 (not 0.34, which removed that runner)".into(),
+                (None, Some(v)) => format!("the servers report version {v:?}, which is no vLLM release number, and vLLM up to 0.33 (not 0.34, which removed that runner)"),
+                (_, None) => "the servers report no version, and vLLM up to 0.33 (not 0.34, which removed that runner)".into(),
             };
             out.push(format!(
                 "schedule ignored for method {method}: {on} keeps a per-batch-size schedule on its V1 model runner only for {}",
@@ -269,6 +274,75 @@ impl ServerFacts {
         self.vllm_method = text("custom_method").or_else(|| text("method"));
         self.rejection_sample_method = text("rejection_sample_method");
         self
+    }
+}
+
+/// The largest batch size a vLLM schedule's last range reaches (vLLM caps it at
+/// `--max-num-seqs`).
+pub const SCHEDULE_END: u64 = 65_536;
+
+/// The model's schedule from one arm's per-position rates: inclusive batch ranges and their k.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct ModelSchedule {
+    pub rates_from: String,
+    pub rates: Vec<f64>,
+    /// `(from, to, k)` over batch sizes, k = 0 where no k pays.
+    pub ranges: Vec<(u64, u64, u32)>,
+    /// The batch size above which no k pays (the largest break-even of any k), when one does.
+    pub off_above: Option<f64>,
+}
+
+impl ModelSchedule {
+    /// The best k at batch size `b` (0: off).
+    pub fn k_at(&self, b: f64) -> u32 {
+        let b = b.round().max(1.0) as u64;
+        self.ranges
+            .iter()
+            .find(|(from, to, _)| (*from..=*to).contains(&b))
+            .map_or(0, |r| r.2)
+    }
+
+    /// The best k for every batch size from `rates` (unconditional per-position rates).
+    pub fn from_rates(rates_from: &str, rates: &[f64], costs: Costs) -> Option<ModelSchedule> {
+        if rates.is_empty() {
+            return None;
+        }
+        let best = |b: f64| -> u32 {
+            let mut pick = (0u32, 1.0f64);
+            for k in 1..=rates.len() as u32 {
+                let s = speedup(expected_tokens_per_position(rates, k), f64::from(k), costs, b);
+                if s > pick.1 {
+                    pick = (k, s);
+                }
+            }
+            pick.0
+        };
+        // Beyond the largest break-even no k pays again (S only falls with B).
+        let off_above = (1..=rates.len() as u32)
+            .map(|k| {
+                let e = expected_tokens_per_position(rates, k);
+                costs.ridge_tokens * (e - f64::from(k) * costs.draft_cost) / (f64::from(k) + 1.0)
+            })
+            .filter(|b| *b >= 1.0)
+            .reduce(f64::max);
+        let last = off_above.map_or(1, |b| (b.ceil() as u64 + 1).min(SCHEDULE_END));
+        let mut ranges: Vec<(u64, u64, u32)> = Vec::new();
+        for b in 1..=last {
+            let k = best(b as f64);
+            match ranges.last_mut() {
+                Some(r) if r.2 == k => r.1 = b,
+                _ => ranges.push((b, b, k)),
+            }
+        }
+        if let Some(r) = ranges.last_mut() {
+            r.1 = SCHEDULE_END;
+        }
+        Some(ModelSchedule {
+            rates_from: rates_from.to_string(),
+            rates: rates.to_vec(),
+            ranges,
+            off_above,
+        })
     }
 }
 
