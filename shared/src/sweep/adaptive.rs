@@ -567,18 +567,8 @@ impl AdaptiveJudgement {
             out.push_str("; ");
             out.push_str(&applied);
         }
-        let thrashing: Vec<String> = self
-            .levels
-            .iter()
-            .filter(|l| l.thrashing.is_some())
-            .map(|l| l.level.to_string())
-            .collect();
-        let stale: Vec<String> = self
-            .levels
-            .iter()
-            .filter(|l| l.stale_acceptance.is_some())
-            .map(|l| l.level.to_string())
-            .collect();
+        let thrashing = self.levels_where(|l| l.thrashing.is_some());
+        let stale = self.levels_where(|l| l.stale_acceptance.is_some());
         if !stale.is_empty() {
             out.push_str(&format!(
                 "; acceptance did not recover after speculation resumed at {}: a drafter whose state goes stale while the schedule skips it (TensorRT-LLM #16888's one-engine drafters): floor its schedule at k = 1 and route that load to a plain server",
@@ -594,24 +584,25 @@ impl AdaptiveJudgement {
         out
     }
 
+    /// The levels `keep` picks, as the summary names them.
+    fn levels_where(&self, keep: impl Fn(&AdaptiveLevel) -> bool) -> Vec<String> {
+        self.levels
+            .iter()
+            .filter(|l| keep(l))
+            .map(|l| l.level.to_string())
+            .collect()
+    }
+
     /// Whether the server ran the schedule: the levels it did not, or that it did at every
     /// level checked; `None` when no schedule was known.
     pub fn applied_sentence(&self) -> Option<String> {
-        let checked: Vec<(f64, &ScheduleCheck)> = self
-            .levels
-            .iter()
-            .filter_map(|l| Some((l.level, l.schedule.as_ref()?)))
-            .collect();
-        if checked.is_empty() {
+        let checked = self.levels.iter().filter(|l| l.schedule.is_some()).count();
+        if checked == 0 {
             return None;
         }
-        let failed: Vec<String> = checked
-            .iter()
-            .filter(|(_, c)| c.failed())
-            .map(|(level, _)| level.to_string())
-            .collect();
+        let failed = self.levels_where(|l| l.schedule.as_ref().is_some_and(ScheduleCheck::failed));
         Some(if failed.is_empty() {
-            format!("the schedule was applied at every level checked ({})", checked.len())
+            format!("the schedule was applied at every level checked ({checked})")
         } else {
             format!(
                 "the schedule was NOT applied at {} (its verdicts there are a fixed k's, not the schedule's)",

@@ -417,9 +417,9 @@ fn adaptive_judgements(arms: &[ArmSweep], points: &[NamedPoint<'_>], asked: &[Ad
                         median_tpot_ms: tpot_at(adaptive, level, true),
                         best_median_tpot_ms,
                         verdict,
-                        schedule: checks.iter().find(|(l, _)| *l == level).map(|(_, c)| c.clone()),
-                        thrashing: thrashing.iter().find(|(l, _)| *l == level).map(|(_, t)| *t),
-                        stale_acceptance: stale.iter().find(|(l, _)| *l == level).map(|(_, a)| *a),
+                        schedule: at_level(&checks, level),
+                        thrashing: at_level(&thrashing, level),
+                        stale_acceptance: at_level(&stale, level),
                     })
                 })
                 .collect();
@@ -430,6 +430,11 @@ fn adaptive_judgements(arms: &[ArmSweep], points: &[NamedPoint<'_>], asked: &[Ad
             }
         })
         .collect()
+}
+
+/// What a per-level list holds for `level`.
+fn at_level<T: Clone>(found: &[(f64, T)], level: f64) -> Option<T> {
+    found.iter().find(|(l, _)| *l == level).map(|(_, t)| t.clone())
 }
 
 /// `arm`'s knee and over-saturation, from its points' output throughput and median E2E latency.

@@ -176,11 +176,10 @@ impl Recommendation {
                     "  no cut splits the batch sizes around {unit} {} (--operating-concurrency)\n",
                     at.join(", ")
                 ));
-            }
-            for c in &self.cuts {
-                out.push_str(&format!("  {}\n", c.sentence()));
-            }
-            if !self.cuts.is_empty() {
+            } else {
+                for c in &self.cuts {
+                    out.push_str(&format!("  {}\n", c.sentence()));
+                }
                 out.push_str(&format!("  (cut rule: {CUT_RULE})\n"));
             }
         }
