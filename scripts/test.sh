@@ -21,8 +21,11 @@ bash scripts/real-vllm.sh setup &
 vllm_setup=$!
 nice -n 10 bash scripts/real-llamacpp.sh setup &
 llamacpp_setup=$!
+say "AIPerf 0.13.0 (the parity tests' reference: its own metric code and a live run), in the background"
+bash scripts/aiperf.sh setup &
+aiperf_setup=$!
 # A check that fails early stops the installs with it (the servers' cleanup replaces this).
-trap 'kill "$vllm_setup" "$llamacpp_setup" 2>/dev/null || true' EXIT
+trap 'kill "$vllm_setup" "$llamacpp_setup" "$aiperf_setup" 2>/dev/null || true' EXIT
 bash scripts/setup.sh --browser --prometheus
 say "cargo fmt --check"
 cargo fmt --all --check
@@ -50,7 +53,7 @@ cleanup() {
     bash scripts/real-vllm.sh stop "$port" || true
   done
   bash scripts/real-llamacpp.sh stop "$PORT_LLAMACPP" || true
-  kill "$llamacpp_setup" 2>/dev/null || true
+  kill "$llamacpp_setup" "$aiperf_setup" 2>/dev/null || true
 }
 trap cleanup EXIT
 starters=()
@@ -80,6 +83,8 @@ say "waiting for llama-server's build"
 wait "$llamacpp_setup" || die "llama-server's install failed (see the message above)"
 bash scripts/real-llamacpp.sh serve "$PORT_LLAMACPP"
 export SPECLENS_REAL_LLAMACPP="http://127.0.0.1:$PORT_LLAMACPP"
+wait "$aiperf_setup" || die "AIPerf's install failed (see the message above)"
+export SPECLENS_AIPERF_VENV="$(bash scripts/aiperf.sh venv)"
 say "tests"
 # Snapshots and screenshots are checked here, never rewritten.
 unset SPECLENS_UPDATE_SNAPSHOTS SPECLENS_UPDATE_SCREENSHOTS

@@ -255,9 +255,53 @@ fn a_three_arm_sweep_recommends_the_best_measured_k_and_judges_a_server_running_
     assert_eq!(picks(&judged), picks(&table), "the fixed arms alone decide the picks");
     let levels = judged["adaptive"][0]["levels"].as_array().unwrap();
     assert_eq!(levels.len(), 5, "{judged}");
-    assert!(levels
-        .iter()
-        .all(|l| l["verdict"].is_string() && l["ratio"].is_number()));
+    // Each verdict from the rows themselves: the adaptive arm's ratio range at the level (its
+    // worst repeat over plain's best, and the other way round) against the fixed arm measured
+    // best there (plain, ratio 1, when none beats it): ahead when its worst beats the other's
+    // best, behind the other way round, tied otherwise.
+    // (ratio, (low, high)) of an arm at a level, from its row's figures and spreads.
+    let ratio_at = |arm: &str, level: f64| -> (f64, (f64, f64)) {
+        let row = judged["arms"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|a| a["name"] == arm)
+            .and_then(|a| a["table"]["rows"].as_array())
+            .and_then(|rows| rows.iter().find(|r| r["level"].as_f64() == Some(level)))
+            .unwrap_or_else(|| panic!("{arm} at {level}: {judged}"));
+        let figure = |side: &str| row[format!("{side}_output_tokens_per_s")].as_f64().unwrap();
+        let spread = |side: &str| {
+            serde_json::from_value::<(f64, f64)>(row[format!("{side}_spread")].clone())
+                .unwrap_or((figure(side), figure(side)))
+        };
+        let ((s_lo, s_hi), (b_lo, b_hi)) = (spread("spec"), spread("base"));
+        (figure("spec") / figure("base"), (s_lo / b_hi, s_hi / b_lo))
+    };
+    for l in levels {
+        let level = l["level"].as_f64().unwrap();
+        let (ratio, mine) = ratio_at("sched", level);
+        assert!((l["ratio"].as_f64().unwrap() - ratio).abs() < 1e-12, "{l}");
+        let said: (f64, f64) = serde_json::from_value(l["bounds"].clone()).unwrap();
+        assert!(
+            (said.0 - mine.0).abs() < 1e-12 && (said.1 - mine.1).abs() < 1e-12,
+            "{l}"
+        );
+        let best = ["k4", "k1"]
+            .iter()
+            .map(|a| (Some(*a), ratio_at(a, level)))
+            .filter(|(_, (r, _))| *r > 1.0)
+            .max_by(|a, b| a.1 .0.total_cmp(&b.1 .0))
+            .map_or((None, (1.0, 1.0)), |(a, (_, b))| (a, b));
+        assert_eq!(l["best_fixed"].as_str(), best.0, "{l}");
+        let want = if mine.0 > best.1 .1 {
+            "ahead"
+        } else if mine.1 < best.1 .0 {
+            "behind"
+        } else {
+            "tied"
+        };
+        assert_eq!(l["verdict"], want, "at {level}: {mine:?} against {best:?}: {l}");
+    }
     // Was the schedule applied? The server that runs it: at every level, drafting where it
     // asks k > 0 and off where it asks 0. The one that ignores it: not applied wherever the
     // schedule asks less than its fixed k = 4, applied where it asks 4.

@@ -283,16 +283,41 @@ fn speed_bench_splits_load_from_disk_for_bench_accept_and_sweep() {
     assert_eq!(result["config"]["dataset"], "speed_bench");
     assert_eq!(result["completed"], 12);
     assert!(!out.contains("random-token prompts"), "{out}");
-    let records = read_records(&dir.path().join("qualitative"));
-    let prompts: std::collections::BTreeSet<u64> = records.iter().map(|r| r.input_tokens).collect();
-    // Twelve different prompts (some share a token count): not one prompt repeated.
-    assert!(prompts.len() >= 8, "the split's twelve prompts: {prompts:?}");
+    // The split's prompts as the fixture holds them: (category, tokens) of each line.
+    let tokens = speclens::bench::tokens::TokenCounter::new();
+    let split = |file: &str| -> Vec<(Option<String>, u64)> {
+        let mut lines: Vec<(Option<String>, u64)> = std::fs::read_to_string(folder.join(file))
+            .unwrap()
+            .lines()
+            .map(|l| {
+                let line: Value = serde_json::from_str(l).unwrap();
+                let content = line["messages"][0]["content"].as_str().unwrap();
+                (line["category"].as_str().map(str::to_string), tokens.count(content))
+            })
+            .collect();
+        lines.sort();
+        lines
+    };
+    let sent = |run: &str| -> Vec<(Option<String>, u64)> {
+        let mut sent: Vec<(Option<String>, u64)> = read_records(&dir.path().join(run))
+            .into_iter()
+            // speclens's own count of the prompt it sent (the record's input length is the
+            // server's, which the sim counts its own way).
+            .map(|r| (r.category, r.usage.expect("usage").client_prompt_tokens))
+            .collect();
+        sent.sort();
+        sent
+    };
+    // Twelve requests, the twelve lines of the split, each once with its category.
+    assert_eq!(sent("qualitative"), split("qualitative.jsonl"));
     let BenchRun { result, .. } = bench(&folder.join("throughput_1k.jsonl"), "throughput");
-    let inputs: Vec<u64> = read_records(&dir.path().join("throughput"))
-        .iter()
-        .map(|r| r.input_tokens)
+    // The throughput split's three prompts, each sent four times.
+    let mut each_four_times: Vec<(Option<String>, u64)> = split("throughput_1k.jsonl")
+        .into_iter()
+        .flat_map(|line| std::iter::repeat_n(line, 4))
         .collect();
-    assert!(inputs.iter().all(|t| *t > 100), "the long split: {inputs:?} {result}");
+    each_four_times.sort();
+    assert_eq!(sent("throughput"), each_four_times, "{result}");
 
     // accept: one row per category of the qualitative split.
     let (code, out, err) = run_speclens(&[
@@ -485,6 +510,7 @@ fn a_rate_sweep_compares_latency_and_finds_where_speculation_stops_paying() {
     let head = crate::common::head_table(&table);
     let rows = head["rows"].as_array().unwrap();
     assert_eq!(rows.len(), 2);
+    let mut speedups = Vec::new();
     for (row, rate) in rows.iter().zip(["4", "80"]) {
         assert_eq!(row["level"].as_f64().unwrap().to_string(), rate);
         let mut e2el = Vec::new();
@@ -507,6 +533,7 @@ fn a_rate_sweep_compares_latency_and_finds_where_speculation_stops_paying() {
             e2el.push(point["median_e2el_ms"].as_f64().unwrap());
         }
         let speedup = e2el[1] / e2el[0]; // base ÷ spec
+        speedups.push(speedup);
         if rate == "4" {
             assert!(
                 speedup > 1.5,
@@ -519,8 +546,14 @@ fn a_rate_sweep_compares_latency_and_finds_where_speculation_stops_paying() {
             );
         }
     }
+    // λ* where the speedup, linear between the two rates, is 1.0: from the points' own medians.
     let crossing = head["crossing"].as_f64().expect("a crossing between 4 and 80 req/s");
-    assert!((4.0..80.0).contains(&crossing), "{crossing}");
+    let want = 4.0 + 76.0 * (speedups[0] - 1.0) / (speedups[0] - speedups[1]);
+    assert!((crossing - want).abs() < 1e-9 * want, "{crossing} vs {want}");
+    assert!(
+        stdout.contains(&format!("Measured crossing: λ* = {want:.1} requests/s")),
+        "{stdout}"
+    );
     assert!(
         stdout.contains("Rate (req/s)   spec E2EL p50 ms   base E2EL p50 ms   speedup   verdict"),
         "{stdout}"

@@ -5,6 +5,7 @@ pub mod cli;
 pub mod commands;
 pub mod console;
 pub mod error;
+pub mod files;
 pub mod live;
 pub mod net;
 pub mod results_folder;

@@ -187,14 +187,18 @@ impl Speclens {
             .unwrap_or_else(|| panic!("unexpected first line {:?}", self.first_line))
     }
 
-    /// The process's peak resident memory so far, in kB (its `VmHWM`).
+    /// The running process's peak resident memory so far, in kB (its `VmHWM`, which the kernel
+    /// keeps: exact up to this moment). An unreadable value fails the test, never reads 0.
     pub fn peak_rss_kb(&self) -> u64 {
-        let status = std::fs::read_to_string(format!("/proc/{}/status", self.child.id())).unwrap_or_default();
-        status
+        let path = format!("/proc/{}/status", self.child.id());
+        let status = std::fs::read_to_string(&path).unwrap_or_else(|e| panic!("{path}: {e}"));
+        let peak_kb = status
             .lines()
             .find_map(|l| l.strip_prefix("VmHWM:"))
             .and_then(|kb| kb.trim().trim_end_matches(" kB").trim().parse().ok())
-            .unwrap_or(0)
+            .unwrap_or_else(|| panic!("no VmHWM in {path}"));
+        assert!(peak_kb > 0, "{path}: VmHWM 0");
+        peak_kb
     }
 }
 
@@ -332,9 +336,18 @@ where
     }
 }
 
+/// The tests' HTTP client: a server that hangs fails the test in a minute rather than holding
+/// the whole run.
+pub fn http_client() -> reqwest::Client {
+    reqwest::Client::builder()
+        .timeout(Duration::from_secs(60))
+        .build()
+        .expect("an HTTP client")
+}
+
 /// POST a JSON body; the status and the parsed JSON answer (Null when not JSON).
 pub async fn post_json(url: &str, body: &serde_json::Value) -> (u16, serde_json::Value) {
-    let response = reqwest::Client::new().post(url).json(body).send().await.expect("POST");
+    let response = http_client().post(url).json(body).send().await.expect("POST");
     let status = response.status().as_u16();
     let text = response.text().await.unwrap_or_default();
     (status, serde_json::from_str(&text).unwrap_or(serde_json::Value::Null))
@@ -362,7 +375,7 @@ impl SseReply {
 
 /// POST a streaming request and collect its SSE `data:` lines.
 pub async fn post_sse(url: &str, body: &serde_json::Value) -> SseReply {
-    let mut response = reqwest::Client::new().post(url).json(body).send().await.expect("POST");
+    let mut response = http_client().post(url).json(body).send().await.expect("POST");
     assert_eq!(response.status(), 200, "streaming request failed");
     let mut raw = Vec::new();
     let mut reply = SseReply::default();
@@ -388,12 +401,7 @@ pub async fn post_sse(url: &str, body: &serde_json::Value) -> SseReply {
 
 /// GET a URL's body as text with its status.
 pub async fn get_text(url: &str) -> (u16, String) {
-    // A server that hangs fails the test in a minute rather than holding the whole run.
-    let client = reqwest::Client::builder()
-        .timeout(std::time::Duration::from_secs(60))
-        .build()
-        .expect("an HTTP client");
-    let response = client
+    let response = http_client()
         .get(url)
         .send()
         .await
@@ -474,35 +482,67 @@ pub fn raw_server(answer: impl Fn(&str, std::net::TcpStream) + Send + Sync + 'st
     url
 }
 
-/// Wait for `child` to exit (failing after `limit`), reading its peak resident memory while it
-/// runs (VmHWM only grows, so the last reading is within a poll of the peak). In kB.
-pub fn peak_rss_kb(child: &mut Child, limit: Duration) -> u64 {
-    let status = format!("/proc/{}/status", child.id());
-    let mut peak_kb = 0u64;
-    let deadline = Instant::now() + limit;
-    while child.try_wait().unwrap().is_none() {
-        assert!(Instant::now() < deadline, "the command did not finish within {limit:?}");
-        if let Ok(text) = std::fs::read_to_string(&status) {
-            if let Some(kb) = text.lines().find_map(|l| l.strip_prefix("VmHWM:")) {
-                peak_kb = peak_kb.max(kb.trim().trim_end_matches(" kB").trim().parse().unwrap_or(0));
-            }
+/// Wait for `child` to exit and collect its output, killing it and failing after `limit` (its
+/// stdout and stderr are read as it runs, so a full pipe never stalls it).
+pub fn wait_with_output_within(child: Child, limit: Duration) -> std::process::Output {
+    let pid = child.id();
+    let (tx, rx) = std::sync::mpsc::channel();
+    std::thread::spawn(move || {
+        let _ = tx.send(child.wait_with_output());
+    });
+    match rx.recv_timeout(limit) {
+        Ok(output) => output.expect("wait for the command"),
+        Err(_) => {
+            let _ = Command::new("kill").arg("-9").arg(pid.to_string()).status();
+            panic!("the command did not finish within {limit:?}");
         }
-        std::thread::sleep(Duration::from_millis(10));
     }
-    peak_kb
 }
 
-/// Run `speclens ARGS…` to its end (output discarded): its peak resident memory in kB (see
-/// [`peak_rss_kb`]) and how it exited.
-pub fn speclens_peak_rss_kb(args: &[&str], limit: Duration) -> (u64, std::process::ExitStatus) {
-    let mut child = Command::new(env!("CARGO_BIN_EXE_speclens"))
+/// Runs `argv[1:]` as its own child and prints that child's peak resident memory in kB and
+/// exit code, as the kernel accounts them at its exit (`wait4`'s `ru_maxrss`: its last instant
+/// included, where polling `VmHWM` misses what comes after the last poll). Through this small
+/// process, not from the test binary: Linux counts the memory of the process an exec replaces
+/// in the new program's peak, and a child spawned by the test binary would carry the test
+/// binary's peak (hundreds of MB) into its own; this one's is about 10 MB.
+const PEAK_RSS_OF_CHILD: &str = r#"
+import os, sys
+pid = os.fork()
+if pid == 0:
+    null = os.open(os.devnull, os.O_WRONLY)
+    os.dup2(null, 1)
+    os.dup2(null, 2)
+    os.execv(sys.argv[1], sys.argv[1:])
+_, status, usage = os.wait4(pid, 0)
+print(usage.ru_maxrss, os.waitstatus_to_exitcode(status))
+"#;
+
+/// Run `speclens ARGS…` to its end (output discarded, killed and failing after `limit`): its
+/// peak resident memory in kB (see [`PEAK_RSS_OF_CHILD`]) and its exit code. glibc's arenas are
+/// capped at two (`MALLOC_ARENA_MAX`), so the figure is the program's and not how many threads
+/// happened to allocate at once.
+pub fn speclens_peak_rss_kb(args: &[&str], limit: Duration) -> (u64, i32) {
+    let child = Command::new("python3")
+        .arg("-c")
+        .arg(PEAK_RSS_OF_CHILD)
+        .arg(env!("CARGO_BIN_EXE_speclens"))
         .args(args)
-        .stdout(Stdio::null())
-        .stderr(Stdio::null())
+        .env("MALLOC_ARENA_MAX", "2")
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
         .spawn()
-        .expect("start speclens");
-    let peak_kb = peak_rss_kb(&mut child, limit);
-    (peak_kb, child.wait().expect("speclens exits"))
+        .expect("start python3");
+    let output = wait_with_output_within(child, limit);
+    let text = String::from_utf8_lossy(&output.stdout);
+    let mut fields = text.split_whitespace().map(|f| f.parse::<i64>());
+    let (Some(Ok(peak_kb)), Some(Ok(code))) = (fields.next(), fields.next()) else {
+        panic!(
+            "no peak memory from the run: {text:?} {}",
+            String::from_utf8_lossy(&output.stderr)
+        );
+    };
+    assert!(peak_kb > 0, "a peak of {peak_kb} kB");
+    (peak_kb as u64, code as i32)
 }
 
 /// `speclens ARGS…` with its dashboard served from `web_dir` (the args ask for `--dashboard

@@ -28,33 +28,12 @@ fn bad(path: &Path, what: impl std::fmt::Display) -> CollectorError {
     CollectorError::InvalidArgument(format!("dataset {}: {what}", path.display()))
 }
 
-/// The dataset file opened for reading: a regular file (a FIFO would hang the read,
-/// `/dev/zero` never ends) of at most `max_bytes`; the error says which rule it broke.
-pub fn open(path: &Path, max_bytes: u64) -> Result<BufReader<File>, CollectorError> {
-    let check = |meta: std::fs::Metadata| {
-        if !meta.is_file() {
-            return Err(bad(
-                path,
-                "not a regular file (a device, FIFO or folder cannot be a dataset)",
-            ));
-        }
-        if meta.len() > max_bytes {
-            return Err(bad(
-                path,
-                format!(
-                    "{:.1} MiB, over the {} MiB a dataset may hold (--max-dataset-mib)",
-                    meta.len() as f64 / f64::from(1 << 20),
-                    max_bytes >> 20
-                ),
-            ));
-        }
-        Ok(())
-    };
-    // Checked by path before opening (opening a FIFO blocks), then by the opened file.
-    check(std::fs::metadata(path).map_err(|e| bad(path, format!("cannot read: {e}")))?)?;
-    let file = File::open(path).map_err(|e| bad(path, format!("cannot read: {e}")))?;
-    check(file.metadata().map_err(|e| bad(path, format!("cannot read: {e}")))?)?;
-    Ok(BufReader::with_capacity(1 << 16, file))
+/// The dataset file opened for reading, the one bounded way ([`crate::files`]): a regular
+/// file (a FIFO would hang the read, `/dev/zero` never ends) of at most `max_bytes`, read no
+/// further than that; the error says which rule it broke.
+pub fn open(path: &Path, max_bytes: u64) -> Result<BufReader<std::io::Take<File>>, CollectorError> {
+    let (file, _) = crate::files::open(path, crate::files::Kind::Dataset(max_bytes)).map_err(|why| bad(path, why))?;
+    Ok(BufReader::with_capacity(1 << 16, file.take(max_bytes)))
 }
 
 /// Calls `each` with every line of the file (its number from 1, and its text with the line
@@ -62,32 +41,10 @@ pub fn open(path: &Path, max_bytes: u64) -> Result<BufReader<File>, CollectorErr
 pub fn for_each_line(
     path: &Path,
     max_bytes: u64,
-    mut each: impl FnMut(usize, &str) -> Result<(), CollectorError>,
+    each: impl FnMut(usize, &str) -> Result<(), CollectorError>,
 ) -> Result<(), CollectorError> {
-    let mut reader = open(path, max_bytes)?;
-    let mut buf = Vec::new();
-    for number in 1.. {
-        buf.clear();
-        let read = (&mut reader)
-            .take(MAX_ITEM_BYTES + 1)
-            .read_until(b'\n', &mut buf)
-            .map_err(|e| bad(path, format!("cannot read line {number}: {e}")))?;
-        if read == 0 {
-            break;
-        }
-        if buf.len() as u64 > MAX_ITEM_BYTES {
-            return Err(bad(
-                path,
-                format!(
-                    "line {number} is over {} MiB, the most a dataset line may hold",
-                    MAX_ITEM_BYTES >> 20
-                ),
-            ));
-        }
-        let line = std::str::from_utf8(&buf).map_err(|e| bad(path, format!("line {number}: not UTF-8 ({e})")))?;
-        each(number, line)?;
-    }
-    Ok(())
+    let kind = crate::files::Kind::Dataset(max_bytes);
+    crate::files::for_each_line(path, kind, MAX_ITEM_BYTES, |why| bad(path, why), each)
 }
 
 /// Whether the file's first character after white space is `[` (a JSON array, not JSON lines).

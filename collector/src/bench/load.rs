@@ -367,15 +367,22 @@ async fn dispatch(mut d: Dispatch, tx: mpsc::Sender<Event>, mut cancel: watch::R
             _ = tokio::time::sleep_until(next_at) => {}
             _ = cancel.changed() => break,
         }
-        let permit = tokio::select! {
-            p = d.limit.clone().acquire_owned() => match p { Ok(p) => p, Err(_) => break },
-            _ = cancel.changed() => break,
+        // Due at its scheduled time when a slot is free then, else when one frees (AIPerf's
+        // credit): the timer's own lateness counts in the send's delay, not in the due time.
+        let (permit, due) = match d.limit.clone().try_acquire_owned() {
+            Ok(p) => (p, next_at),
+            Err(tokio::sync::TryAcquireError::Closed) => break,
+            Err(tokio::sync::TryAcquireError::NoPermits) => {
+                let permit = tokio::select! {
+                    p = d.limit.clone().acquire_owned() => match p { Ok(p) => p, Err(_) => break },
+                    _ = cancel.changed() => break,
+                };
+                (permit, Instant::now())
+            }
         };
         if *cancel.borrow() || ended(Instant::now()) {
             break;
         }
-        // Due now: its scheduled time came and a slot is free (AIPerf stamps its credit here).
-        let due = Instant::now();
         let Some(ready) = d.feed.get(i).await else { break };
         // A slot for the send's event first: the fold may be behind (the channel full), and
         // the send is stamped once nothing but the request itself stands before it; a stop

@@ -509,6 +509,53 @@ pub(crate) fn client_for(target: &plan::Target, idle: usize) -> Result<reqwest::
         .map_err(|e| CollectorError::InvalidArgument(format!("cannot build the HTTP client: {e}")))
 }
 
+/// A `/v1/models` answer, read typed: each model's id and owner, nothing else of the answer
+/// kept (a list of 64 MiB costs its ids, not a JSON tree many times its size). An id or owner
+/// that is not a string reads as none.
+#[derive(Debug, Default, serde::Deserialize)]
+pub(crate) struct ModelList {
+    #[serde(default)]
+    pub data: Vec<ListedModel>,
+}
+
+/// One model of a [`ModelList`].
+#[derive(Debug, serde::Deserialize)]
+pub(crate) struct ListedModel {
+    #[serde(default, deserialize_with = "string_or_none")]
+    pub id: Option<String>,
+    #[serde(default, deserialize_with = "string_or_none")]
+    pub owned_by: Option<String>,
+}
+
+impl ModelList {
+    /// The ids listed, in order.
+    pub fn ids(&self) -> Vec<&str> {
+        self.data.iter().filter_map(|m| m.id.as_deref()).collect()
+    }
+
+    /// The engine the first model's `owned_by` names.
+    pub fn engine(&self) -> Option<Engine> {
+        self.data
+            .first()
+            .and_then(|m| m.owned_by.as_deref())
+            .and_then(Engine::from_owned_by)
+    }
+}
+
+/// A string, or `None` for any other JSON value (skipped, not kept).
+fn string_or_none<'de, D: serde::Deserializer<'de>>(d: D) -> Result<Option<String>, D::Error> {
+    #[derive(serde::Deserialize)]
+    #[serde(untagged)]
+    enum Field {
+        Text(String),
+        Other(serde::de::IgnoredAny),
+    }
+    Ok(match serde::Deserialize::deserialize(d)? {
+        Field::Text(s) => Some(s),
+        Field::Other(_) => None,
+    })
+}
+
 /// Why a model list could not be read: the text to show, and whether the server answered at all
 /// (an HTTP error or an odd body) or not (refused, timed out, TLS).
 #[derive(Debug, Clone)]
@@ -524,10 +571,7 @@ impl std::fmt::Display for ModelsError {
 }
 
 /// The first server's model list (`/v1/models`).
-pub(crate) async fn list_models(
-    client: &reqwest::Client,
-    target: &plan::Target,
-) -> Result<serde_json::Value, ModelsError> {
+pub(crate) async fn list_models(client: &reqwest::Client, target: &plan::Target) -> Result<ModelList, ModelsError> {
     let url = format!("{}/v1/models", server_base(&target.urls[0]));
     let shown = redact_url(&url);
     let response = client
@@ -562,7 +606,7 @@ pub(crate) async fn list_models(
         .await
         .map_err(|e| answered(format!("{shown}: {e}")))?;
     serde_json::from_slice(&body).map_err(|e| {
-        answered(format!("{shown} answered something that is not JSON ({e}) — is --url an OpenAI-compatible server? Or name the model with --model"))
+        answered(format!("{shown} answered something that is not a model list ({e}) — is --url an OpenAI-compatible server? Or name the model with --model"))
     })
 }
 
@@ -590,22 +634,13 @@ async fn resolve_model(
 
 /// The model and engine of [`resolve_model`], from the server's listing.
 fn choose_model(
-    listed: Result<serde_json::Value, ModelsError>,
+    listed: Result<ModelList, ModelsError>,
     target: &plan::Target,
 ) -> Result<(String, Option<Engine>), CollectorError> {
-    let owned_by = listed
-        .as_ref()
-        .ok()
-        .and_then(|v| v["data"][0]["owned_by"].as_str().and_then(Engine::from_owned_by));
-    let engine = target.engine.or(owned_by);
+    let engine = target.engine.or(listed.as_ref().ok().and_then(ModelList::engine));
     if let Some(m) = &target.model {
         // A model the server does not serve would fail every request: say so before any is sent.
-        let served: Vec<&str> = listed
-            .as_ref()
-            .ok()
-            .and_then(|v| v["data"].as_array())
-            .map(|models| models.iter().filter_map(|d| d["id"].as_str()).collect())
-            .unwrap_or_default();
+        let served: Vec<&str> = listed.as_ref().map(ModelList::ids).unwrap_or_default();
         if !served.is_empty() && !served.contains(&m.as_str()) {
             return Err(CollectorError::InvalidArgument(format!(
                 "--model {m:?} is not served by {}: it serves {} (name one of them with --model, or leave --model out for the first)",
@@ -616,7 +651,7 @@ fn choose_model(
         return Ok((m.clone(), engine));
     }
     let v = listed.map_err(|why| CollectorError::Server(format!("cannot list the models: {why}")))?;
-    let model = v["data"][0]["id"].as_str().map(str::to_string).ok_or_else(|| {
+    let model = v.data.first().and_then(|m| m.id.clone()).ok_or_else(|| {
         CollectorError::Server(format!(
             "{}/v1/models lists no model: name one with --model",
             redact_url(server_base(&target.urls[0]))

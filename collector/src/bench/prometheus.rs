@@ -113,7 +113,8 @@ impl Prometheus {
             .default_headers(headers)
             .timeout(Duration::from_secs_f64(args.timeout_s.max(0.1)));
         if let Some(path) = &args.ca_cert {
-            let pem = std::fs::read(path).map_err(|e| bad(format!("--prometheus-ca-cert {}: {e}", path.display())))?;
+            let pem = crate::files::read(path, crate::files::Kind::Certificate)
+                .map_err(|why| bad(format!("--prometheus-ca-cert {}: {why}", path.display())))?;
             let cert = reqwest::Certificate::from_pem(&pem)
                 .map_err(|e| bad(format!("--prometheus-ca-cert {}: {e}", path.display())))?;
             builder = builder.add_root_certificate(cert);
@@ -280,10 +281,12 @@ impl Prometheus {
             family_query("accepted_tokens_per_pos", "instance, position")?,
         ];
         let now_s = unix_now_s();
-        let answers = futures_util::future::join_all(queries.iter().map(|q| self.query(q, now_s))).await;
         let mut out: BTreeMap<String, SpecCounterRates> = BTreeMap::new();
-        for (family, answer) in answers.into_iter().enumerate() {
-            for s in answer? {
+        // One query after another, each answer folded and dropped before the next is asked:
+        // at most one answer is held at a time, so the peak does not depend on how several
+        // large answers happen to interleave.
+        for (family, query) in queries.iter().enumerate() {
+            for s in self.query(query, now_s).await? {
                 let Some(&(_, v)) = s.samples.first() else { continue };
                 if !v.is_finite() {
                     continue;

@@ -535,9 +535,8 @@ impl TargetArgs {
             check_url(url)?;
         }
         if let Some(path) = &self.ca_cert {
-            let pem = std::fs::read(path).map_err(|e| {
-                CollectorError::InvalidArgument(format!("cannot read --ca-cert {}: {e}", path.display()))
-            })?;
+            let pem = crate::files::read(path, crate::files::Kind::Certificate)
+                .map_err(|why| CollectorError::InvalidArgument(format!("--ca-cert {}: {why}", path.display())))?;
             target.ca_cert_pem = Some(pem);
         }
         target.insecure = self.insecure;

@@ -48,7 +48,8 @@ fn load(path: &Path) -> Result<Stored, CollectorError> {
     } else {
         path.to_path_buf()
     };
-    let text = std::fs::read_to_string(&file).map_err(|e| fail(format!("cannot read {}: {e}", file.display())))?;
+    let text = crate::files::read_text(&file, crate::files::Kind::Result)
+        .map_err(|why| fail(format!("{}: {why}", file.display())))?;
     let value: serde_json::Value =
         serde_json::from_str(&text).map_err(|e| fail(format!("{} is not JSON: {e}", file.display())))?;
     if value.get("rows").is_some() {

@@ -36,9 +36,8 @@ pub fn calibrate(sweep: &std::path::Path, e: f64, d: f64, c: f64, json: bool) ->
     } else {
         sweep.to_path_buf()
     };
-    let bytes = std::fs::read(&file).map_err(|err| {
-        CollectorError::InvalidArgument(format!("--calibrate: cannot read {}: {err}", file.display()))
-    })?;
+    let bytes = crate::files::read(&file, crate::files::Kind::Result)
+        .map_err(|why| CollectorError::InvalidArgument(format!("--calibrate: {}: {why}", file.display())))?;
     let table: speclens_shared::sweep::SweepFile = serde_json::from_slice(&bytes).map_err(|err| {
         CollectorError::InvalidArgument(format!("--calibrate: {} is not a sweep.json: {err}", file.display()))
     })?;

@@ -50,29 +50,15 @@ pub async fn probe(target: &Target) -> Result<ProbeReport, CollectorError> {
     let url = target.urls[0].clone();
     let base = server_base(&url).to_string();
     let listed = bench::list_models(&client, target).await;
-    let models = listed.as_ref().map(|v| {
-        v["data"]
-            .as_array()
-            .map(|models| {
-                models
-                    .iter()
-                    .filter_map(|m| {
-                        Some((
-                            m["id"].as_str()?.to_string(),
-                            m["owned_by"].as_str().map(str::to_string),
-                        ))
-                    })
-                    .collect()
-            })
-            .unwrap_or_default()
+    let models = listed.as_ref().map(|list| {
+        list.data
+            .iter()
+            .filter_map(|m| Some((m.id.clone()?, m.owned_by.clone())))
+            .collect::<Vec<(String, Option<String>)>>()
     });
-    let engine = target.engine.or_else(|| {
-        models
-            .as_ref()
-            .ok()
-            .and_then(|m: &Vec<(String, Option<String>)>| m.first())
-            .and_then(|(_, owner)| owner.as_deref().and_then(Engine::from_owned_by))
-    });
+    let engine = target
+        .engine
+        .or_else(|| listed.as_ref().ok().and_then(bench::ModelList::engine));
     let version = crate::net::server_version(&client, &target.headers, &base).await;
     let metrics_url = scrape::endpoints(std::slice::from_ref(&url), &[])?
         .into_iter()

@@ -912,7 +912,7 @@ fn table_of<'a>(plan: &Plan, points: impl IntoIterator<Item = &'a Measured>, ada
 
 /// The folder's `sweep.json` from an earlier sweep, when there is one that reads.
 fn earlier_sweep(out: &Path) -> Option<SweepFile> {
-    std::fs::read(out.join("sweep.json"))
+    crate::files::read(&out.join("sweep.json"), crate::files::Kind::Result)
         .ok()
         .and_then(|bytes| serde_json::from_slice(&bytes).ok())
 }

@@ -29,7 +29,8 @@ pub fn cutoff_of_sweep(path: &Path) -> Result<LoadCutoff, CollectorError> {
     } else {
         path.to_path_buf()
     };
-    let text = std::fs::read_to_string(&file).map_err(|e| fail(format!("cannot read {}: {e}", file.display())))?;
+    let text = crate::files::read_text(&file, crate::files::Kind::Result)
+        .map_err(|why| fail(format!("{}: {why}", file.display())))?;
     let sweep: SweepFile =
         serde_json::from_str(&text).map_err(|e| fail(format!("{} is not a sweep.json: {e}", file.display())))?;
     let rec = sweep

@@ -144,22 +144,18 @@ pub fn run_folders(dir: &Path, depth: u32) -> Vec<(String, PathBuf)> {
 /// A partial result from the records a killed run left at `path`, named by its folder: the
 /// records read one at a time, a line that does not read (the one the kill cut) counted.
 fn recovered(path: &Path) -> Result<RunResult, String> {
-    use std::io::BufRead;
-    let meta = std::fs::metadata(path).map_err(|e| format!("{}: {e}", path.display()))?;
-    if !meta.is_file() {
-        return Err(format!("{}: not a regular file", path.display()));
-    }
-    let file = std::fs::File::open(path).map_err(|e| format!("{}: {e}", path.display()))?;
+    use crate::files::{for_each_line, Kind, MAX_RECORD_LINE_BYTES};
     let mut recovery = speclens_shared::results::run_result::Recovery::default();
     let mut cut = 0;
-    for line in std::io::BufReader::new(file).lines() {
-        let line = line.map_err(|e| format!("{}: {e}", path.display()))?;
-        match serde_json::from_str::<RequestRecord>(&line) {
+    let named = |why: String| format!("{}: {why}", path.display());
+    for_each_line(path, Kind::Records, MAX_RECORD_LINE_BYTES, named, |_, line| {
+        match serde_json::from_str::<RequestRecord>(line) {
             Ok(record) => recovery.push(&record),
             Err(_) if line.trim().is_empty() => {}
             Err(_) => cut += 1,
         }
-    }
+        Ok(())
+    })?;
     let label = path
         .parent()
         .and_then(Path::file_name)
@@ -249,25 +245,11 @@ impl RunIndex {
     }
 }
 
-/// The largest result file read (`result.json`, `sweep.json`, `accept-*.json`): a run's is a
-/// few hundred KiB; one far larger is not a file speclens wrote.
-pub const MAX_RESULT_FILE_BYTES: u64 = 256 << 20;
-
-/// A result file's text: a regular file (a FIFO would hang the read) of at most
-/// [`MAX_RESULT_FILE_BYTES`]; the error says which rule it broke.
+/// A result file's text (`result.json`, `sweep.json`, `accept-*.json`), read the one bounded
+/// way ([`crate::files`]): a regular file of at most [`crate::files::MAX_RESULT_FILE_BYTES`];
+/// the error says which rule it broke.
 pub fn read_bounded(path: &Path) -> Result<String, String> {
-    let meta = std::fs::metadata(path).map_err(|e| e.to_string())?;
-    if !meta.is_file() {
-        return Err("not a regular file".into());
-    }
-    if meta.len() > MAX_RESULT_FILE_BYTES {
-        return Err(format!(
-            "{} MiB, over the {} MiB a result file may hold",
-            meta.len() >> 20,
-            MAX_RESULT_FILE_BYTES >> 20
-        ));
-    }
-    std::fs::read_to_string(path).map_err(|e| e.to_string())
+    crate::files::read_text(path, crate::files::Kind::Result)
 }
 
 /// A JSON file as `T`; the error names the file and why it did not read.
@@ -278,24 +260,20 @@ pub fn read_json<T: serde::de::DeserializeOwned>(path: &Path) -> Result<T, Strin
 }
 
 /// Each record of a `records.jsonl` in turn, read as a stream (a run's records are never all in
-/// memory); `f` sees every one. The error names the file, and the line that did not read.
+/// memory, and a line is at most [`crate::files::MAX_RECORD_LINE_BYTES`]); `f` sees every one.
+/// The error names the file, and the line that did not read.
 pub fn for_each_record(path: &Path, mut f: impl FnMut(&RequestRecord)) -> Result<(), String> {
-    use std::io::BufRead;
-    let meta = std::fs::metadata(path).map_err(|e| format!("{}: {e}", path.display()))?;
-    if !meta.is_file() {
-        return Err(format!("{}: not a regular file", path.display()));
-    }
-    let file = std::fs::File::open(path).map_err(|e| format!("{}: {e}", path.display()))?;
-    for (i, line) in std::io::BufReader::new(file).lines().enumerate() {
-        let line = line.map_err(|e| format!("{}: {e}", path.display()))?;
+    use crate::files::{for_each_line, Kind, MAX_RECORD_LINE_BYTES};
+    let named = |why: String| format!("{}: {why}", path.display());
+    for_each_line(path, Kind::Records, MAX_RECORD_LINE_BYTES, named, |number, line| {
         if line.trim().is_empty() {
-            continue;
+            return Ok(());
         }
         let record: RequestRecord =
-            serde_json::from_str(&line).map_err(|e| format!("{}:{}: {e}", path.display(), i + 1))?;
+            serde_json::from_str(line).map_err(|e| format!("{}:{number}: {e}", path.display()))?;
         f(&record);
-    }
-    Ok(())
+        Ok(())
+    })
 }
 
 /// A result file (ours or `vllm bench serve`'s): a JSON object with its request counts. `None`

@@ -62,10 +62,15 @@ impl HttpTrace {
     }
 
     /// The request's value of each of [`HTTP_NAMES`] in its unit (`None` where AIPerf leaves
-    /// the metric out). speclens's transport has no connection pool limit, so nothing ever
-    /// waits for one (`http_req_blocked` 0); it writes a request's body at once (one chunk).
+    /// the metric out), as AIPerf splits an exchange (`http_trace_metrics.py` over aiohttp's
+    /// trace): sending and duration run from the call, so a new connection's set-up is inside
+    /// them (aiohttp stamps the send's start before it connects), and connecting is the TCP
+    /// part of the set-up, the lookup apart. speclens's transport has no connection pool limit,
+    /// so nothing ever waits for one (`http_req_blocked` 0); it writes a request's body at once
+    /// (one chunk).
     pub fn values(&self) -> [Option<f64>; 14] {
         let blocked = 0.0;
+        let tcp = (self.connecting_ms - self.dns_lookup_ms).max(0.0);
         let sending = self.written_ms;
         // A first read stamped before the last write (the kernel's receive time against the
         // writer's clock) is no waiting time: left out, as AIPerf leaves a negative phase out.
@@ -74,7 +79,7 @@ impl HttpTrace {
             .map(|first| first - self.written_ms)
             .filter(|w| *w >= 0.0);
         let receiving = self.receiving_ms();
-        let overhead = blocked + self.dns_lookup_ms + self.connecting_ms;
+        let overhead = blocked + self.dns_lookup_ms + tcp;
         let total = match (waiting, receiving) {
             (Some(w), Some(r)) => Some(overhead + sending + w + r),
             _ => None,
@@ -82,7 +87,7 @@ impl HttpTrace {
         [
             Some(blocked),
             Some(self.dns_lookup_ms),
-            Some(self.connecting_ms),
+            Some(tcp),
             Some(sending),
             waiting,
             receiving,

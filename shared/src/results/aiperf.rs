@@ -8,9 +8,9 @@
 use serde_json::{json, Map, Value};
 
 use crate::request::http_trace::HTTP_NAMES;
+pub use crate::results::aiperf_records::record_line;
 use crate::run::aggregate::{MetricStats, SpecSummary, EXPORT_PERCENTILES};
-use crate::run::goodput::RequestLatency;
-use crate::run::record::{RequestRecord, RunMetrics, RunTally, UsageRecord, UsageTally};
+use crate::run::record::{RunMetrics, RunTally, UsageTally};
 use crate::run::time_weighted::SweepFigure;
 use crate::sample::Sample;
 
@@ -75,6 +75,14 @@ fn record_metrics(tally: &RunTally) -> Vec<RecordMetric<'_>> {
     for ((tag, header, unit), sample) in HTTP_NAMES.iter().zip(&tally.http) {
         out.push(metric(tag, header, unit, false, sample));
     }
+    // Written once a request failed (an empty sample writes nothing).
+    out.push(metric(
+        "error_isl",
+        "Error Input Sequence Length",
+        "tokens",
+        false,
+        &tally.error_isl,
+    ));
     out
 }
 
@@ -126,7 +134,13 @@ fn streamed_metrics(tally: &RunTally) -> [RecordMetric<'_>; 6] {
             true,
             &tally.ttft_ms,
         ),
-        m("inter_token_latency", "Inter Token Latency", "ms", true, &tally.tpot_ms),
+        m(
+            "inter_token_latency",
+            "Inter Token Latency",
+            "ms",
+            true,
+            &tally.aiperf_itl_ms,
+        ),
         m("inter_chunk_latency", "Inter Chunk Latency", "ms", true, &tally.itl_ms),
         m(
             "output_token_throughput_per_user",
@@ -142,7 +156,13 @@ fn streamed_metrics(tally: &RunTally) -> [RecordMetric<'_>; 6] {
 fn other_metrics(tally: &RunTally) -> [RecordMetric<'_>; 12] {
     let m = metric;
     [
-        m("request_latency", "Request Latency", "ms", false, &tally.e2el_ms),
+        m(
+            "request_latency",
+            "Request Latency",
+            "ms",
+            false,
+            &tally.aiperf_latency_ms,
+        ),
         m("decode_duration", "Decode Duration", "ms", true, &tally.decode_ms),
         m(
             "e2e_output_token_throughput",
@@ -330,7 +350,16 @@ fn derived_metrics(tally: &RunTally, m: &RunMetrics) -> Vec<(&'static str, &'sta
     let per_s = |v: f64| if m.duration_s > 0.0 { v / m.duration_s } else { 0.0 };
     let requests = m.completed + m.failed;
     let mut out = vec![
-        ("benchmark_duration", "Benchmark Duration", "sec", m.duration_s),
+        // AIPerf's: the successful requests' span, from the first send to the last one's
+        // request latency (the rates divide by the window, as AIPerf's by its phase).
+        (
+            "benchmark_duration",
+            "Benchmark Duration",
+            "sec",
+            tally
+                .aiperf_span_ms
+                .map_or(m.duration_s, |(first, last)| (last - first) / 1e3),
+        ),
         (
             "input_token_throughput",
             "Input Token Throughput",
@@ -408,6 +437,12 @@ fn conditional_metrics(tally: &RunTally, m: &RunMetrics) -> Vec<(&'static str, &
             "Error Request Count",
             "requests",
             m.failed as f64,
+        ));
+        out.push((
+            "total_error_isl",
+            "Total Error Input Sequence Length",
+            "tokens",
+            tally.error_isl.moments().map_or(0.0, |s| s.sum),
         ));
     }
     out.extend(usage_metrics(&tally.usage));
@@ -555,168 +590,11 @@ pub fn profile_export(
     (Value::Object(json), csv)
 }
 
-/// One line of `profile_export.jsonl` for a measured request (AIPerf writes no warm-up
-/// records; `None` for one): AIPerf's `metadata` (every field its record model requires), its
-/// per-request `metrics` as `{value, unit}`, and `error` for a failed request.
-/// `run_start_unix_ns` is the wall-clock time of the run's start, from which `start_ms` counts.
-pub fn record_line(r: &RequestRecord, run_start_unix_ns: u64, stream: bool) -> Option<Value> {
-    if r.warmup {
-        return None;
-    }
-    let metadata = record_metadata(r, run_start_unix_ns);
-    let mut metrics = Map::new();
-    let mut put = |tag: &str, value: Value, unit: &str| {
-        metrics.insert(tag.into(), json!({"value": value, "unit": unit}));
-    };
-    let mut line = Map::new();
-    if !r.success {
-        put("error_isl", r.input_tokens.into(), "tokens");
-        line.insert("metadata".into(), Value::Object(metadata));
-        line.insert("metrics".into(), Value::Object(metrics));
-        let kind = r.error_kind.map_or("error", |k| k.as_str());
-        line.insert(
-            "error".into(),
-            json!({"type": kind, "message": r.error.clone().unwrap_or_default()}),
-        );
-        return Some(Value::Object(line));
-    }
-    put("input_sequence_length", r.input_tokens.into(), "tokens");
-    put("output_sequence_length", r.output_tokens.into(), "tokens");
-    if r.output_tokens > 0 {
-        put("output_token_count", r.output_tokens.into(), "tokens");
-    }
-    if let Some(e2el) = r.e2el_ms {
-        put("request_latency", e2el.into(), "ms");
-    }
-    if let Some(v) = crate::run::record::aiperf_e2e_output_tokens_per_s(r) {
-        put("e2e_output_token_throughput", v.into(), "tokens/sec/user");
-    }
-    if let Some(u) = &r.usage {
-        usage_values(u, &mut put);
-    }
-    if let (true, Some(ttft)) = (stream, r.ttft_ms) {
-        streamed_values(r, ttft, &mut put);
-    }
-    transport_values(r, &mut put);
-    line.insert("metadata".into(), Value::Object(metadata));
-    line.insert("metrics".into(), Value::Object(metrics));
-    Some(Value::Object(line))
-}
-
-/// AIPerf's `metadata` of a record: its ids, its phase and its times in wall-clock
-/// nanoseconds from the run's start.
-fn record_metadata(r: &RequestRecord, run_start_unix_ns: u64) -> Map<String, Value> {
-    // Offsets in whole nanoseconds added to the integer start: no f64 rounding of 1.7e18.
-    let ns = |ms: f64| {
-        if ms.is_finite() && ms > 0.0 {
-            (ms * 1e6).round() as u64
-        } else {
-            0
-        }
-    };
-    let start_ns = run_start_unix_ns.saturating_add(ns(r.start_ms));
-    // When the exchange ended: its last bytes, or its failure.
-    let end_ns = run_start_unix_ns.saturating_add(ns(r.ended_ms())).max(start_ns);
-    let mut metadata = Map::new();
-    metadata.insert("session_num".into(), r.request_id.into());
-    let x_request_id = match r.turn {
-        Some(turn) => format!("speclens-{}-{turn}", r.request_id),
-        None => format!("speclens-{}", r.request_id),
-    };
-    metadata.insert("x_request_id".into(), x_request_id.into());
-    metadata.insert("turn_index".into(), r.turn.unwrap_or(0).into());
-    if let Some(credit) = r.credit_ms {
-        metadata.insert(
-            "credit_issued_ns".into(),
-            run_start_unix_ns.saturating_add(ns(credit)).into(),
-        );
-    }
-    metadata.insert("request_start_ns".into(), start_ns.into());
-    metadata.insert("request_end_ns".into(), end_ns.into());
-    metadata.insert("worker_id".into(), "speclens".into());
-    metadata.insert("record_processor_id".into(), "speclens".into());
-    metadata.insert("benchmark_phase".into(), "profiling".into());
-    metadata.insert(
-        "was_cancelled".into(),
-        (r.error_kind == Some(crate::run::record::ErrorKind::Cancelled)).into(),
-    );
-    metadata
-}
-
-/// The server's usage counts of a record and how far each is from the client's own count.
-fn usage_values(u: &UsageRecord, put: &mut impl FnMut(&str, Value, &str)) {
-    let counts = [
-        ("usage_prompt_tokens", u.prompt_tokens, u.client_prompt_tokens),
-        (
-            "usage_completion_tokens",
-            u.completion_tokens,
-            u.client_completion_tokens,
-        ),
-    ];
-    for (tag, count, client) in counts {
-        if let Some(count) = count {
-            put(tag, count.into(), "tokens");
-            if let Some(pct) = crate::run::record::usage_diff_pct(count, client) {
-                put(&format!("{tag}_diff_pct"), pct.into(), "%");
-            }
-        }
-    }
-    if let Some(total) = u.total_tokens {
-        put("usage_total_tokens", total.into(), "tokens");
-    }
-}
-
-/// A record's length against its `max_tokens` and its HTTP timings.
-fn transport_values(r: &RequestRecord, put: &mut impl FnMut(&str, Value, &str)) {
-    if let Some(pct) = crate::run::record::osl_mismatch_pct(r) {
-        put("osl_mismatch_diff_pct", pct.into(), "%");
-    }
-    let Some(trace) = &r.http else { return };
-    for ((tag, _, unit), value) in HTTP_NAMES.iter().zip(trace.values()) {
-        // Counts stay whole numbers, as AIPerf writes them.
-        let value = match (value, *unit) {
-            (Some(v), "count" | "ratio") => Value::from(v as u64),
-            (Some(v), _) => Value::from(v),
-            (None, _) => continue,
-        };
-        put(tag, value, unit);
-    }
-}
-
-/// The per-record metrics AIPerf computes only for a streamed response.
-fn streamed_values(r: &RequestRecord, ttft: f64, put: &mut impl FnMut(&str, Value, &str)) {
-    {
-        put("time_to_first_token", ttft.into(), "ms");
-        put("time_to_first_output_token", ttft.into(), "ms");
-        if let Some(v) = crate::run::record::aiperf_decode_ms(r) {
-            put("decode_duration", v.into(), "ms");
-        }
-        if let Some(v) = crate::run::record::aiperf_prefill_tokens_per_s(r) {
-            put("prefill_throughput_per_user", v.into(), "tokens/sec/user");
-        }
-        if let Some(gap) = r.itl_ms.first() {
-            put("time_to_second_token", (*gap).into(), "ms");
-            put("inter_chunk_latency", r.itl_ms.clone().into(), "ms");
-        }
-        if let Some(e2el) = r.e2el_ms.filter(|_| r.output_tokens > 1) {
-            let itl_ms = RequestLatency::of(ttft, e2el, r.output_tokens).tpot_ms;
-            put("inter_token_latency", itl_ms.into(), "ms");
-            if itl_ms > 0.0 {
-                put(
-                    "output_token_throughput_per_user",
-                    (1e3 / itl_ms).into(),
-                    "tokens/sec/user",
-                );
-            }
-        }
-    }
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
     use crate::run::goodput::Slo;
-    use crate::run::record::ErrorKind;
+    use crate::run::record::{ErrorKind, RequestRecord};
 
     fn record(id: u64, ttft: f64, e2el: f64, itl: Vec<f64>, tokens: u64) -> RequestRecord {
         RequestRecord {
@@ -767,7 +645,9 @@ mod tests {
         assert_eq!(json["inter_chunk_latency"]["count"], 3);
         assert_eq!(json["output_token_count"]["count"], 3);
         assert_eq!(json["total_osl"]["avg"], 8.0);
-        assert_eq!(json["benchmark_duration"], json!({"unit": "sec", "avg": 2.0}));
+        // AIPerf's benchmark duration is the successful requests' span (all sent at 10 ms, the
+        // last content 400 ms later); the rates divide by the window (2 s).
+        assert_eq!(json["benchmark_duration"], json!({"unit": "sec", "avg": 0.4}));
         assert_eq!(json["request_error_rate"], json!({"unit": "%", "avg": 25.0}));
         assert_eq!(json["good_request_count"]["avg"], 2.0);
         assert_eq!(json["goodput"], json!({"unit": "requests/sec", "avg": 1.0}));
@@ -905,7 +785,8 @@ mod tests {
     fn error_adjusted_latency_counts_a_failure_as_never_answered() {
         let mut tally = RunTally::default();
         for (i, e2el) in [10.0, 20.0, 30.0, 40.0, 50.0].into_iter().enumerate() {
-            tally.push(&record(i as u64, 5.0, e2el, vec![], 1));
+            // One token in one chunk: the request's latency ends at it.
+            tally.push(&record(i as u64, e2el, e2el, vec![], 1));
         }
         let export = |tally: &RunTally| {
             let m = tally.metrics(1.0, None, None, 1, &[99.0]);
@@ -940,49 +821,5 @@ mod tests {
             csv.contains("\nRequest Latency (error-adjusted) (ms),inf,10.00,inf,inf,10.00,10.00,10.00,20.00,30.00,50.00,50.00,inf,inf,\n"),
             "{csv}"
         );
-    }
-
-    #[test]
-    fn record_lines_have_aiperf_s_layout() {
-        let start = 1_764_583_200_123_456_789u64;
-        let line = record_line(&record(7, 100.0, 200.0, vec![40.0, 60.0], 5), start, true).unwrap();
-        assert_eq!(
-            line["metadata"]["request_start_ns"],
-            start + 10_000_000,
-            "to the nanosecond"
-        );
-        assert_eq!(line["metadata"]["request_end_ns"], start + 210_000_000);
-        // Every field AIPerf's record metadata requires.
-        for key in [
-            "session_num",
-            "x_request_id",
-            "turn_index",
-            "request_start_ns",
-            "request_end_ns",
-            "worker_id",
-            "record_processor_id",
-            "benchmark_phase",
-            "was_cancelled",
-        ] {
-            assert!(line["metadata"].get(key).is_some(), "{key}");
-        }
-        assert_eq!(line["metadata"]["benchmark_phase"], "profiling");
-        assert_eq!(
-            line["metrics"]["inter_token_latency"],
-            json!({"value": 25.0, "unit": "ms"})
-        );
-        assert_eq!(line["metrics"]["inter_chunk_latency"]["value"], json!([40.0, 60.0]));
-        assert!(line.get("error").is_none());
-        let mut failed = record(8, 0.0, 0.0, vec![], 0);
-        (failed.success, failed.error_kind, failed.error, failed.e2el_ms) =
-            (false, Some(ErrorKind::Cancelled), Some("stopped".into()), None);
-        let line = record_line(&failed, 0, true).unwrap();
-        assert_eq!(line["metadata"]["was_cancelled"], true);
-        assert_eq!(line["metadata"]["request_end_ns"], line["metadata"]["request_start_ns"]);
-        assert_eq!(line["metrics"]["error_isl"]["value"], 10);
-        assert_eq!(line["error"]["type"], "cancelled");
-        let mut warm = record(0, 1.0, 2.0, vec![], 2);
-        warm.warmup = true;
-        assert_eq!(record_line(&warm, 0, true), None);
     }
 }

@@ -5,6 +5,7 @@
 
 pub mod accept;
 pub mod aiperf;
+pub mod aiperf_records;
 pub mod report_data;
 pub mod run_list;
 pub mod run_result;

@@ -94,8 +94,9 @@ pub struct RequestRecord {
     /// `--enable-per-request-metrics`).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub server_timings: Option<ServerTimings>,
-    /// When the request was due, on the run's clock: the moment the sender let it go, its
-    /// scheduled time come and a slot free (AIPerf's credit).
+    /// When the request was due, on the run's clock (AIPerf's credit): its scheduled time when
+    /// a slot was free then, else the moment one freed; the sender's lateness after it is the
+    /// credit-to-start latency.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub credit_ms: Option<f64>,
     /// When the exchange ended, on the run's clock: the response's last bytes, or the failure.
@@ -127,6 +128,25 @@ impl RequestRecord {
             (Some(_), Some(after)) => (self.ended_ms() - after).max(self.start_ms),
             _ => self.start_ms + ttft,
         })
+    }
+
+    /// AIPerf's request latency (`request_latency`): from the send to the last chunk with
+    /// content, where AIPerf ends it, not to the stream's last message as vLLM's E2E latency
+    /// does (a usage chunk and `[DONE]` can come after it); the end for a response that came
+    /// whole.
+    pub fn aiperf_latency_ms(&self) -> Option<f64> {
+        let e2el = self.e2el_ms?;
+        Some(match self.ttft_ms {
+            Some(ttft) => (ttft + self.itl_ms.iter().sum::<f64>()).min(e2el),
+            None => e2el,
+        })
+    }
+
+    /// AIPerf's inter-token latency: (its request latency − TTFT) ÷ (output tokens − 1); none
+    /// with a single token.
+    pub fn aiperf_itl_ms(&self) -> Option<f64> {
+        let (ttft, latency) = (self.ttft_ms?, self.aiperf_latency_ms()?);
+        (self.output_tokens > 1).then(|| (latency - ttft) / (self.output_tokens - 1) as f64)
     }
 
     /// Time per output token after the first, (E2E − TTFT) ÷ (output tokens − 1): none for a
@@ -366,9 +386,19 @@ pub struct RunTally {
     pub input_lens: Sample,
     pub output_lens: Sample,
     /// AIPerf's streaming figures: the gap from the first content chunk to the second (time to
-    /// second token), and output tokens per second each user saw (1 ÷ TPOT).
+    /// second token), and output tokens per second each user saw (1 ÷ its inter-token latency).
     pub ttst_ms: Sample,
     pub tokens_per_s_per_user: Sample,
+    /// AIPerf's request latency and inter-token latency, which end at the last content chunk
+    /// ([`RequestRecord::aiperf_latency_ms`]), where vLLM's E2E latency and TPOT end at the
+    /// stream's last message.
+    pub aiperf_latency_ms: Sample,
+    pub aiperf_itl_ms: Sample,
+    /// AIPerf's benchmark duration's ends, over successful requests: the first send and the
+    /// last send plus its request latency (ms on the run's clock).
+    pub aiperf_span_ms: Option<(f64, f64)>,
+    /// The input lengths of the failed requests (AIPerf's `error_isl`).
+    pub error_isl: Sample,
     /// Output token counts of requests that produced any (AIPerf's `output_token_count`).
     pub output_counts: Sample,
     /// AIPerf's `decode_duration` (request latency − TTFT, streamed), its
@@ -418,16 +448,16 @@ pub struct RunTally {
     good: u64,
 }
 
-/// AIPerf's `decode_duration` of a streamed request: request latency − TTFT (ms).
+/// AIPerf's `decode_duration` of a streamed request: its request latency − TTFT (ms).
 pub fn aiperf_decode_ms(r: &RequestRecord) -> Option<f64> {
-    let (t, e) = (r.ttft_ms?, r.e2el_ms?);
+    let (t, e) = (r.ttft_ms?, r.aiperf_latency_ms()?);
     (e >= t).then_some(e - t)
 }
 
-/// AIPerf's `e2e_output_token_throughput`: output tokens ÷ request latency (tokens/s per user);
-/// none for a zero latency.
+/// AIPerf's `e2e_output_token_throughput`: output tokens ÷ its request latency (tokens/s per
+/// user); none for a zero latency.
 pub fn aiperf_e2e_output_tokens_per_s(r: &RequestRecord) -> Option<f64> {
-    let e = r.e2el_ms.filter(|e| *e > 0.0)?;
+    let e = r.aiperf_latency_ms().filter(|e| *e > 0.0)?;
     Some(r.output_tokens as f64 / (e / 1e3))
 }
 
@@ -476,6 +506,7 @@ impl RunTally {
         self.push_transport(r);
         if !r.success {
             self.failed += 1;
+            self.error_isl.push(r.input_tokens as f64);
             if let (Some(kind), Some(message)) = (r.error_kind, &r.error) {
                 self.failures.entry(kind).or_insert_with(|| (0, message.clone())).0 += 1;
             }
@@ -510,9 +541,17 @@ impl RunTally {
         let tpot_ms = r.tpot_ms();
         if let Some(tpot_ms) = tpot_ms {
             self.tpot_ms.push(tpot_ms);
-            if tpot_ms > 0.0 {
-                self.tokens_per_s_per_user.push(1e3 / tpot_ms);
+        }
+        if let Some(itl_ms) = r.aiperf_itl_ms() {
+            self.aiperf_itl_ms.push(itl_ms);
+            if itl_ms > 0.0 {
+                self.tokens_per_s_per_user.push(1e3 / itl_ms);
             }
+        }
+        if let Some(latency) = r.aiperf_latency_ms() {
+            self.aiperf_latency_ms.push(latency);
+            let (first, last) = self.aiperf_span_ms.unwrap_or((r.start_ms, r.start_ms + latency));
+            self.aiperf_span_ms = Some((first.min(r.start_ms), last.max(r.start_ms + latency)));
         }
         if let Some(gap) = r.itl_ms.first() {
             self.ttst_ms.push(*gap);

@@ -194,6 +194,7 @@ impl Recommendation {
             ),
             warnings: vec![
                 "SGLang's adaptive steps run with EAGLE or EAGLE3 at top-k 1 only, and not with attention data parallelism".into(),
+                "SGLang pads the running batch up to its next captured CUDA-graph batch size before it picks a tier (adaptive_step_router.py): a key between two captured sizes takes effect from the lower one + 1, so capture the keys' batch sizes (--cuda-graph-bs) to keep the cuts where they are".into(),
             ],
         });
         if let (Some(t), Some(two_model)) = (TrtllmSchedule::floored(&schedule), TrtllmSchedule::of(&schedule)) {
@@ -220,13 +221,17 @@ impl Recommendation {
                 kind: SettingKind::Schedule,
                 line: t.yaml(),
                 basis: format!(
-                    "{measured}{route}; in --extra_llm_api_options, beside your decoding_type and draft model. draft_len_schedule in its newer form (NVIDIA/TensorRT-LLM PR #12262, get_draft_len_for_batch_size): k for batch sizes up to each key; a build before it reads a key as \"from this batch size on\". Written for a one-engine drafter (MTP, one-model EAGLE-3, DFlash), as the method is not known here: with a two-model drafter (a separate draft model) the line may turn speculation off itself: {}",
+                    "{measured}{route}; in --extra_llm_api_options, beside your decoding_type and draft model. draft_len_schedule in its newer form (NVIDIA/TensorRT-LLM PR #10860, get_draft_len_for_batch_size): k for batch sizes up to each key, the smallest key's k as max_draft_len, and no max_concurrency beside it (the engine refuses the two together); a build before it reads a key as \"from this batch size on\". Written for a one-engine drafter (MTP, one-model EAGLE-3, DFlash), as the method is not known here: with a two-model drafter (a separate draft model) the line may turn speculation off itself: {}",
                     two_model.yaml()
                 ),
-                warnings: vec![
-                    "floored at k = 1, no max_concurrency: a one-engine drafter skips its forward where the schedule resolves to 0 (max_concurrency is such an entry) and its state goes stale, so acceptance collapses for the rest of each request once speculation resumes (NVIDIA/TensorRT-LLM #16888, open)".into(),
-                    "a SpeculationGate (acceptance_window, acceptance_length_threshold) in the same config can turn speculation off for good in the middle of a run: leave it out while the schedule decides".into(),
-                ],
+                warnings: [
+                    Some("floored at k = 1, no max_concurrency: a one-engine drafter skips its forward where the schedule resolves to 0 (max_concurrency is such an entry) and its state goes stale, so acceptance collapses for the rest of each request once speculation resumes (NVIDIA/TensorRT-LLM #16888)".to_string()),
+                    Some("a SpeculationGate (acceptance_window, acceptance_length_threshold) in the same config can turn speculation off for good in the middle of a run: leave it out while the schedule decides".to_string()),
+                    t.capped_note(),
+                ]
+                .into_iter()
+                .flatten()
+                .collect(),
             });
         }
         out

@@ -687,7 +687,7 @@ pub(super) mod tests {
         let json = sglang.line.split_once("# adaptive.json: ").unwrap().1;
         let tiers: serde_json::Value = serde_json::from_str(json).unwrap();
         for (b, k) in [(1, 3), (24, 3), (25, 1), (50, 1), (51, 0), (4096, 0)] {
-            let steps = super::super::schedules::sglang_tier_at(&tiers, b).unwrap();
+            let (_, steps) = super::super::schedules::sglang_tier_at(&tiers, b, &[]).unwrap();
             assert!(steps.contains(&k), "batch {b}: {steps:?} lacks k = {k}");
         }
         let trtllm = rec.settings.iter().find(|s| s.engine == Engine::Trtllm).unwrap();
@@ -705,7 +705,7 @@ pub(super) mod tests {
                 && trtllm.basis.contains("Written for a one-engine drafter")
                 && trtllm
                     .basis
-                    .contains("max_concurrency: 50, draft_len_schedule: {24: 3, 50: 1}"),
+                    .contains("{max_draft_len: 3, draft_len_schedule: {24: 3, 50: 1}}"),
             "{}",
             trtllm.basis
         );

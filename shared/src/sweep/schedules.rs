@@ -87,80 +87,140 @@ pub fn sglang_adaptive_config(tiers: &[(u64, Vec<u32>)]) -> serde_json::Value {
     serde_json::Value::Object(out)
 }
 
-/// The candidate steps SGLang's adaptive config gives at batch size `b`: the tier of the largest
-/// integer key at or below `b` (`None` below the first key).
-pub fn sglang_tier_at(config: &serde_json::Value, b: u64) -> Option<Vec<u32>> {
-    let tiers = config.as_object()?;
-    let key = tiers
-        .keys()
-        .filter_map(|k| k.parse::<u64>().ok())
-        .filter(|k| *k <= b)
-        .max()?;
-    let steps = tiers.get(&key.to_string())?.get("candidate_steps")?.as_array()?;
-    steps
+/// The tier SGLang's adaptive config routes batch size `b` to, as its key and candidate steps:
+/// `b` padded up to the smallest captured CUDA-graph batch size at or above it (when
+/// `cuda_graph_bs` names one), then the tier of the largest key at or below that, the first
+/// tier below the first key (sgl-project/sglang `adaptive_step_router.py`,
+/// `batch_size_key_for_batch`). Keys are digit strings; any other key is no tier. `None` for a
+/// config with no tier or a tier without its steps.
+pub fn sglang_tier_at(config: &serde_json::Value, b: u64, cuda_graph_bs: &[u64]) -> Option<(u64, Vec<u32>)> {
+    let tiers: Vec<(u64, &serde_json::Value)> = config
+        .as_object()?
+        .iter()
+        .filter(|(k, _)| !k.is_empty() && k.bytes().all(|c| c.is_ascii_digit()))
+        .filter_map(|(k, tier)| Some((k.parse::<u64>().ok()?, tier)))
+        .collect();
+    let padded = cuda_graph_bs.iter().copied().filter(|g| *g >= b).min().unwrap_or(b);
+    let (key, tier) = tiers
+        .iter()
+        .filter(|(k, _)| *k <= padded)
+        .max_by_key(|(k, _)| *k)
+        .or_else(|| tiers.iter().min_by_key(|(k, _)| *k))?;
+    let mut steps: Vec<u32> = tier
+        .get("candidate_steps")?
+        .as_array()?
         .iter()
         .map(|s| s.as_u64().and_then(|v| u32::try_from(v).ok()))
-        .collect()
+        .collect::<Option<_>>()?;
+    steps.sort_unstable();
+    steps.dedup();
+    Some((*key, steps))
 }
 
 /// TensorRT-LLM's dynamic draft length from a schedule, in the newer form of
-/// `draft_len_schedule` (`get_draft_len_for_batch_size`, NVIDIA/TensorRT-LLM PR #12262): each
-/// key maps the batch sizes up to it (above the previous key) to its k, and batch sizes above
-/// the last key draft nothing; `max_concurrency` is the batch size above which speculation is
-/// off, when the schedule turns it off at the top.
+/// `draft_len_schedule` (`get_draft_len_for_batch_size`, NVIDIA/TensorRT-LLM PR #10860): each
+/// key maps the batch sizes up to it (above the previous key) to its k, floored at the engine's
+/// minimum (`min_draft_len`: 0 for a two-model drafter, 1 for a one-engine one), and batch sizes
+/// above the last key draft that minimum. Written as the engine's config takes it
+/// (`llm_args.py`, `DecodingBaseConfig`): the smallest key's k is `max_draft_len` and no k is
+/// above it, and no `max_concurrency` beside the schedule (the two exclude each other: the last
+/// key already ends speculation above it).
 #[derive(Debug, Clone, PartialEq)]
 pub struct TrtllmSchedule {
     pub max_draft_len: u32,
-    pub max_concurrency: Option<u64>,
     pub draft_len_schedule: BTreeMap<u64, u32>,
+    /// The engine's floor on every looked-up k (its `min_draft_len`).
+    pub min_draft_len: u32,
+    /// Keys whose k was lowered to `max_draft_len` (the smallest key's), as (key, k asked):
+    /// the engine refuses a schedule with a k above its first.
+    pub capped: Vec<(u64, u32)>,
 }
 
 impl TrtllmSchedule {
-    /// The schedule's ranges as TensorRT-LLM's keys; `None` when nothing is drafted anywhere.
+    /// The schedule's ranges as TensorRT-LLM's keys for a two-model drafter (a separate draft
+    /// model: speculation off above the last key); `None` when nothing is drafted anywhere.
     pub fn of(schedule: &[(u64, u64, u32)]) -> Option<TrtllmSchedule> {
         let last_on = schedule.iter().rposition(|r| r.2 > 0)?;
-        let kept = &schedule[..=last_on];
-        Some(TrtllmSchedule {
-            max_draft_len: kept.iter().map(|r| r.2).max().unwrap_or(0),
-            max_concurrency: (last_on + 1 < schedule.len()).then(|| kept[last_on].1),
-            draft_len_schedule: kept.iter().map(|&(_, to, k)| (to, k)).collect(),
-        })
+        Some(TrtllmSchedule::keyed(
+            schedule[..=last_on].iter().map(|&(_, to, k)| (to, k)),
+            0,
+        ))
     }
 
     /// The schedule floored at k = 1, for TensorRT-LLM's one-engine drafters (MTP, one-model
-    /// EAGLE-3, DFlash): no entry resolves to 0 and no `max_concurrency`, because such a drafter
-    /// skips its forward there and its state goes stale, so acceptance collapses once
-    /// speculation resumes (NVIDIA/TensorRT-LLM #16888, open). The last key is the schedule's
-    /// end, so every batch drafts at least one token; the load above the cut goes to a plain
-    /// server instead. `None` when nothing is drafted anywhere.
+    /// EAGLE-3, DFlash): no entry resolves to 0, because such a drafter skips its forward there
+    /// and its state goes stale, so acceptance collapses once speculation resumes
+    /// (NVIDIA/TensorRT-LLM #16888). The last key is the schedule's end, so every batch drafts
+    /// at least one token; the load above the cut goes to a plain server instead. `None` when
+    /// nothing is drafted anywhere.
     pub fn floored(schedule: &[(u64, u64, u32)]) -> Option<TrtllmSchedule> {
         if !schedule.iter().any(|r| r.2 > 0) {
             return None;
         }
-        let mut keys: BTreeMap<u64, u32> = BTreeMap::new();
-        let mut last: Option<(u64, u32)> = None;
-        for &(_, to, k) in schedule {
-            let k = k.max(1);
-            // A run of one k keeps its last key only.
-            if let Some((previous, _)) = last.filter(|l| l.1 == k) {
-                keys.remove(&previous);
-            }
-            keys.insert(to, k);
-            last = Some((to, k));
-        }
-        Some(TrtllmSchedule {
-            max_draft_len: keys.values().copied().max().unwrap_or(1),
-            max_concurrency: None,
-            draft_len_schedule: keys,
-        })
+        Some(TrtllmSchedule::keyed(
+            schedule.iter().map(|&(_, to, k)| (to, k.max(1))),
+            1,
+        ))
     }
 
-    /// The k this schedule gives at batch size `b`, read as the newer TensorRT-LLM reads it.
-    pub fn k_at(&self, b: u64) -> u32 {
-        if self.max_concurrency.is_some_and(|m| b > m) {
-            return 0;
+    /// Keys (a range's last batch size, its k) in order, a run of one k kept at its last key,
+    /// each k capped at the first's.
+    fn keyed(keys: impl Iterator<Item = (u64, u32)>, min_draft_len: u32) -> TrtllmSchedule {
+        let mut draft_len_schedule: BTreeMap<u64, u32> = BTreeMap::new();
+        let mut capped = Vec::new();
+        let mut first: Option<u32> = None;
+        let mut last: Option<(u64, u32)> = None;
+        for (to, asked) in keys {
+            let cap = *first.get_or_insert(asked);
+            let k = asked.min(cap);
+            if k < asked {
+                capped.push((to, asked));
+            }
+            // A run of one k keeps its last key only.
+            if let Some((previous, _)) = last.filter(|l| l.1 == k) {
+                draft_len_schedule.remove(&previous);
+            }
+            draft_len_schedule.insert(to, k);
+            last = Some((to, k));
         }
-        self.draft_len_schedule.range(b..).next().map_or(0, |(_, k)| *k)
+        TrtllmSchedule {
+            max_draft_len: first.unwrap_or(0),
+            draft_len_schedule,
+            min_draft_len,
+            capped,
+        }
+    }
+
+    /// The k this schedule gives at batch size `b`, read as the newer TensorRT-LLM reads it
+    /// (`get_draft_len_for_batch_size`).
+    pub fn k_at(&self, b: u64) -> u32 {
+        self.draft_len_schedule
+            .range(b..)
+            .next()
+            .map_or(self.min_draft_len, |(_, k)| (*k).max(self.min_draft_len))
+    }
+
+    /// Why TensorRT-LLM's config would refuse this schedule (`llm_args.py`,
+    /// `validate_draft_len_schedule_and_sort`): a key below 1, a smallest key whose k is not
+    /// `max_draft_len`, a k above it. `None` when it takes it.
+    pub fn refusal(&self) -> Option<String> {
+        if let Some(key) = self.draft_len_schedule.keys().find(|k| **k < 1) {
+            return Some(format!(
+                "draft_len_schedule: batch size threshold must be >= 1, got {key}"
+            ));
+        }
+        let (smallest, k) = self.draft_len_schedule.iter().next()?;
+        if *k != self.max_draft_len {
+            return Some(format!(
+                "draft_len_schedule[{smallest}] must equal max_draft_len because it is the smallest batch-size key"
+            ));
+        }
+        self.draft_len_schedule
+            .iter()
+            .find(|(_, k)| **k > self.max_draft_len)
+            .map(|(b, k)| {
+                format!("draft_len_schedule: all draft lengths must be <= max_draft_len, got {k} for batch size {b}")
+            })
     }
 
     /// The `speculative_config` keys for `--extra_llm_api_options` (YAML flow style).
@@ -170,14 +230,24 @@ impl TrtllmSchedule {
             .iter()
             .map(|(b, k)| format!("{b}: {k}"))
             .collect();
-        let max_concurrency = self
-            .max_concurrency
-            .map_or(String::new(), |m| format!(", max_concurrency: {m}"));
         format!(
-            "speculative_config: {{max_draft_len: {}{max_concurrency}, draft_len_schedule: {{{}}}}}",
+            "speculative_config: {{max_draft_len: {}, draft_len_schedule: {{{}}}}}",
             self.max_draft_len,
             schedule.join(", ")
         )
+    }
+
+    /// What the capping changed, for the line's warnings; `None` when nothing was capped.
+    pub fn capped_note(&self) -> Option<String> {
+        if self.capped.is_empty() {
+            return None;
+        }
+        let keys: Vec<String> = self.capped.iter().map(|(b, k)| format!("k = {k} up to {b}")).collect();
+        Some(format!(
+            "lowered to k = {} ({}): TensorRT-LLM takes the smallest key's k as max_draft_len and refuses a larger one after it",
+            self.max_draft_len,
+            keys.join(", ")
+        ))
     }
 }
 
@@ -384,30 +454,130 @@ mod tests {
             config.to_string(),
             r#"{"1":{"candidate_steps":[1,3]},"25":{"candidate_steps":[0,1]},"51":{"candidate_steps":[0]}}"#
         );
-        assert_eq!(sglang_tier_at(&config, 1), Some(vec![1, 3]));
-        assert_eq!(sglang_tier_at(&config, 24), Some(vec![1, 3]));
-        assert_eq!(sglang_tier_at(&config, 25), Some(vec![0, 1]));
-        assert_eq!(sglang_tier_at(&config, 9_999), Some(vec![0]));
-        assert_eq!(sglang_tier_at(&config, 0), None);
+        let at = |b: u64, graphs: &[u64]| sglang_tier_at(&config, b, graphs).map(|t| t.1);
+        assert_eq!(at(1, &[]), Some(vec![1, 3]));
+        assert_eq!(at(24, &[]), Some(vec![1, 3]));
+        assert_eq!(at(25, &[]), Some(vec![0, 1]));
+        assert_eq!(at(9_999, &[]), Some(vec![0]));
+        // Below the first key: the first tier, as SGLang clamps it.
+        assert_eq!(at(0, &[]), Some(vec![1, 3]));
+        // Padded to the next captured CUDA-graph size first: 49 runs as 56, past the key 51.
+        assert_eq!(at(49, &[48, 56]), Some(vec![0]));
+        assert_eq!(at(49, &[]), Some(vec![0, 1]));
+        // Keys SGLang does not read as batch sizes are no tiers.
+        let odd = serde_json::json!({"+5": {"candidate_steps": [9]}, "007": {"candidate_steps": [2]}});
+        assert_eq!(sglang_tier_at(&odd, 5, &[]), Some((7, vec![2])));
+        assert_eq!(sglang_tier_at(&odd, 8, &[]), Some((7, vec![2])));
+    }
+
+    /// A JSON fixture of the project's, without its leading `//` source lines.
+    fn engine_cases(name: &str, text: &str) -> Vec<serde_json::Value> {
+        let json: String = text
+            .lines()
+            .filter(|l| !l.starts_with("//"))
+            .collect::<Vec<_>>()
+            .join("\n");
+        let doc: serde_json::Value = serde_json::from_str(&json).unwrap_or_else(|e| panic!("{name}: {e}"));
+        doc["cases"]
+            .as_array()
+            .unwrap_or_else(|| panic!("{name}: no cases"))
+            .clone()
+    }
+
+    /// SGLang's own test cases and documented examples (sgl-project/sglang): each batch size
+    /// routed to the tier the engine routes it to, with and without CUDA-graph padding.
+    #[test]
+    fn sglang_s_own_cases_route_to_the_same_tier() {
+        let cases = engine_cases(
+            "real_sglang_adaptive_tier_cases.json",
+            include_str!("../../../tests/fixtures/real_sglang_adaptive_tier_cases.json"),
+        );
+        assert!(cases.len() >= 10, "{} cases", cases.len());
+        for case in &cases {
+            let graphs: Vec<u64> = case["cuda_graph_bs"]
+                .as_array()
+                .map(|g| g.iter().filter_map(serde_json::Value::as_u64).collect())
+                .unwrap_or_default();
+            let b = case["batch_size"].as_u64().unwrap();
+            let want = (
+                case["expected"]["key"].as_u64().unwrap(),
+                serde_json::from_value::<Vec<u32>>(case["expected"]["candidate_steps"].clone()).unwrap(),
+            );
+            assert_eq!(sglang_tier_at(&case["config"], b, &graphs), Some(want), "{case}");
+        }
+    }
+
+    /// TensorRT-LLM's own test cases (NVIDIA/TensorRT-LLM): each batch size's draft length as
+    /// `get_draft_len_for_batch_size` gives it, for two-model (floor 0) and one-engine (floor 1)
+    /// drafters.
+    #[test]
+    fn tensorrt_llm_s_own_cases_give_the_same_draft_length() {
+        let cases = engine_cases(
+            "real_trtllm_draft_len_schedule_cases.json",
+            include_str!("../../../tests/fixtures/real_trtllm_draft_len_schedule_cases.json"),
+        );
+        assert!(cases.len() >= 20, "{} cases", cases.len());
+        for case in &cases {
+            let schedule: BTreeMap<u64, u32> = case["schedule"]
+                .as_object()
+                .unwrap()
+                .iter()
+                .map(|(k, v)| (k.parse().unwrap(), u32::try_from(v.as_u64().unwrap()).unwrap()))
+                .collect();
+            let t = TrtllmSchedule {
+                // Not read by the lookup when a schedule is given (some cases leave it out).
+                max_draft_len: 0,
+                draft_len_schedule: schedule,
+                min_draft_len: u32::try_from(case["min_draft_len"].as_u64().unwrap()).unwrap(),
+                capped: Vec::new(),
+            };
+            let b = case["batch_size"].as_u64().unwrap();
+            assert_eq!(
+                u64::from(t.k_at(b)),
+                case["expected_draft_len"].as_u64().unwrap(),
+                "{case}"
+            );
+        }
     }
 
     #[test]
     fn tensorrt_llm_s_schedule_is_written_in_the_up_to_key_form() {
         let t = TrtllmSchedule::of(&SCHEDULE).unwrap();
-        assert_eq!(t.max_concurrency, Some(50));
         assert_eq!(t.draft_len_schedule, [(24, 3), (50, 1)].into_iter().collect());
+        // No max_concurrency beside the schedule: TensorRT-LLM refuses the two together.
         assert_eq!(
             t.yaml(),
-            "speculative_config: {max_draft_len: 3, max_concurrency: 50, draft_len_schedule: {24: 3, 50: 1}}"
+            "speculative_config: {max_draft_len: 3, draft_len_schedule: {24: 3, 50: 1}}"
         );
+        assert_eq!(t.refusal(), None);
         // Read the newer way it gives the schedule's k at every batch size.
         for b in 1..=200 {
             assert_eq!(t.k_at(b), vllm_k_at(&SCHEDULE, b), "batch size {b}");
         }
-        // Speculation on at every load: no max_concurrency, the last key the schedule's end.
+        // Speculation on at every load: the last key the schedule's end.
         let always = TrtllmSchedule::of(&[(1, 8, 3), (9, 65_536, 1)]).unwrap();
-        assert_eq!((always.max_concurrency, always.k_at(65_536)), (None, 1));
+        assert_eq!(always.k_at(65_536), 1);
         assert_eq!(TrtllmSchedule::of(&[(1, 65_536, 0)]), None);
+        // A k above the first's is lowered to it (the engine takes the first as max_draft_len
+        // and refuses a larger one), and the line says so.
+        let rising = TrtllmSchedule::of(&[(1, 8, 2), (9, 32, 4), (33, 65_536, 0)]).unwrap();
+        assert_eq!(
+            rising.yaml(),
+            "speculative_config: {max_draft_len: 2, draft_len_schedule: {32: 2}}"
+        );
+        assert_eq!(rising.refusal(), None);
+        assert!(
+            rising.capped_note().unwrap().contains("k = 4 up to 32"),
+            "{:?}",
+            rising.capped_note()
+        );
+        // What the engine refuses, named as its validator names it.
+        let mut refused = rising.clone();
+        refused.draft_len_schedule.insert(4, 1);
+        assert!(refused
+            .refusal()
+            .unwrap()
+            .contains("draft_len_schedule[4] must equal max_draft_len"));
     }
 
     /// For a one-engine drafter: no entry resolves to 0 and no max_concurrency; the schedule's
@@ -415,7 +585,6 @@ mod tests {
     #[test]
     fn tensorrt_llm_s_one_engine_schedule_never_reaches_zero() {
         let t = TrtllmSchedule::floored(&SCHEDULE).unwrap();
-        assert_eq!(t.max_concurrency, None);
         assert!(
             !t.yaml().contains("max_concurrency") && !t.yaml().contains(": 0"),
             "{}",
@@ -425,6 +594,7 @@ mod tests {
             t.yaml(),
             "speculative_config: {max_draft_len: 3, draft_len_schedule: {24: 3, 65536: 1}}"
         );
+        assert_eq!(t.refusal(), None);
         for b in 1..=200 {
             assert_eq!(t.k_at(b), vllm_k_at(&SCHEDULE, b).max(1), "batch size {b}");
         }

@@ -330,16 +330,57 @@ mod tests {
         }
     }
 
+    /// vLLM's own speculative-decoding dashboard (vllm-project/vllm
+    /// `examples/observability/dashboards/grafana/vllm_speculative_decoding.json`, its exprs
+    /// verbatim in the fixture): each figure speclens records is the dashboard's panel query with
+    /// the dashboard's template variables made a scope and its sums kept per instance.
     #[test]
     fn vllms_figures_are_its_grafana_dashboards_expressions() {
-        // vLLM's own dashboard: 1 + sum(rate(accepted)) / (sum(rate(drafts)) > 0).
-        let length = figure_expr(Engine::Vllm, Figure::AcceptanceLength, &scope()).unwrap();
-        assert_eq!(
-            length,
-            "1 + sum by (job, instance, model_name) (rate(vllm:spec_decode_num_accepted_tokens_total{job=\"vllm\"}[5m])) / (sum by (job, instance, model_name) (rate(vllm:spec_decode_num_drafts_total{job=\"vllm\"}[5m])) > 0)"
-        );
-        let pos = figure_expr(Engine::Vllm, Figure::PositionAcceptanceRate, &scope()).unwrap();
-        assert!(pos.contains("sum by (job, instance, model_name, position) (rate(vllm:spec_decode_num_accepted_tokens_per_pos_total{job=\"vllm\"}[5m])) / on (job, instance, model_name) group_left ()"), "{pos}");
+        let text = include_str!("../../../tests/fixtures/real_vllm_grafana_spec_decode_panels.json");
+        let json: String = text
+            .lines()
+            .filter(|l| !l.starts_with("//"))
+            .collect::<Vec<_>>()
+            .join("\n");
+        let doc: serde_json::Value = serde_json::from_str(&json).unwrap();
+        let panel = |id: u64| -> String {
+            let p = doc["panels"]
+                .as_array()
+                .unwrap()
+                .iter()
+                .find(|p| p["id"] == id)
+                .unwrap();
+            p["exprs"][0].as_str().unwrap().to_string()
+        };
+        // The dashboard's variables as this scope, its sums per instance (speclens's group).
+        let scoped = |expr: String| -> String {
+            expr.replace(
+                r#"{job=~"$job", model_name=~"$model_name", instance=~"$instance", engine=~"$engine"}"#,
+                r#"{job="vllm"}"#,
+            )
+            .replace("[$__rate_interval]", "[5m]")
+            .replace("sum by (model_name) (", "sum(")
+            .replace("sum by (position) (", "sum by (job, instance, model_name, position) (")
+            .replace("sum(", "sum by (job, instance, model_name) (")
+            .replace("on () group_left ()", "on (job, instance, model_name) group_left ()")
+        };
+        let ours = |figure: Figure| figure_expr(Engine::Vllm, figure, &scope()).unwrap();
+        // Panels 2 and 9: mean acceptance length; 1 and 8: the draft acceptance rate (a percent
+        // here, a percent unit there); 10: acceptance rate by draft position; 3, 4, 5: the rates.
+        for id in [2, 9] {
+            assert_eq!(ours(Figure::AcceptanceLength), scoped(panel(id)), "panel {id}");
+        }
+        for id in [1, 8] {
+            assert_eq!(
+                ours(Figure::AcceptanceRatePct),
+                format!("100 * {}", scoped(panel(id))),
+                "panel {id}"
+            );
+        }
+        assert_eq!(ours(Figure::PositionAcceptanceRate), scoped(panel(10)));
+        assert_eq!(ours(Figure::AcceptedTokensPerS), scoped(panel(3)));
+        assert_eq!(ours(Figure::DraftTokensPerS), scoped(panel(4)));
+        assert_eq!(ours(Figure::DraftsPerS), scoped(panel(5)));
     }
 
     #[test]

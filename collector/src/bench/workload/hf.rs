@@ -25,7 +25,7 @@ pub(super) fn for_each_hf_row(
     };
     if path.extension().is_some_and(|e| e.eq_ignore_ascii_case("parquet")) {
         use parquet::file::reader::{FileReader, SerializedFileReader};
-        let file = datafile::open(path, max_bytes)?.into_inner();
+        let file = datafile::open(path, max_bytes)?.into_inner().into_inner();
         let reader = SerializedFileReader::new(file).map_err(|e| bad(format!("not a parquet file: {e}")))?;
         let rows = reader
             .get_row_iter(None)
