@@ -102,8 +102,10 @@ async fn a_mooncake_trace_arrives_at_its_recorded_offsets_with_its_lengths_and_s
     assert_eq!(seen.len(), 7, "one request per trace line");
     let first = seen[0].0;
     let tokens = speclens::bench::tokens::TokenCounter::new();
-    // The records' own due times (their credits) are the trace's offsets exactly (the slots
-    // are never all taken here); each send comes after its due time.
+    // The records' own due times (their credits, stamped by the sender as AIPerf stamps its
+    // own: when the timer fired and a slot was free) keep the trace's offsets, on the sender's
+    // own clock with no hop between (a timer fires late by the scheduler's delay, never early:
+    // measured here within 2 ms); each send comes after its due time.
     let mut records = read_records(&out);
     records.sort_by_key(|r| r.request_id);
     let credit_ms = |i: usize| records[i].credit_ms.expect("each record has its due time");
@@ -111,8 +113,8 @@ async fn a_mooncake_trace_arrives_at_its_recorded_offsets_with_its_lengths_and_s
         let want_ms = line["timestamp"].as_f64().unwrap() / 2.0;
         let got_ms = credit_ms(i) - credit_ms(0);
         assert!(
-            (got_ms - want_ms).abs() < 1e-6,
-            "request {i} was due at {got_ms:.6} ms, the trace sends it at {want_ms:.3} ms"
+            (got_ms - want_ms).abs() < 50.0,
+            "request {i} was due at {got_ms:.3} ms, the trace sends it at {want_ms:.3} ms"
         );
         assert!(records[i].start_ms >= credit_ms(i), "{:?}", records[i]);
     }

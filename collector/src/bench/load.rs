@@ -83,12 +83,6 @@ impl Schedule {
         }
     }
 
-    /// Whether sends follow a clock (a request rate or a trace's offsets), so a request is due
-    /// at its scheduled time; without one, each is due when a slot frees.
-    pub fn is_timed(&self) -> bool {
-        self.fixed.is_some() || self.rate.is_some_and(f64::is_finite)
-    }
-
     pub fn next_gap_s(&mut self) -> f64 {
         if let Some((offsets, next)) = &mut self.fixed {
             // The gap to the recorded offset: the sender adds gaps to the phase's start, so a
@@ -359,7 +353,6 @@ async fn dispatch(mut d: Dispatch, tx: mpsc::Sender<Event>, mut cancel: watch::R
     // rate has every send scheduled at the start).
     let ended = |at: Instant| d.deadline.is_some_and(|limit| at > phase_start + limit);
     let mut next_at = phase_start;
-    let timed = d.schedule.is_timed();
     for i in 0..count {
         if *cancel.borrow() {
             break;
@@ -374,23 +367,15 @@ async fn dispatch(mut d: Dispatch, tx: mpsc::Sender<Event>, mut cancel: watch::R
             _ = tokio::time::sleep_until(next_at) => {}
             _ = cancel.changed() => break,
         }
-        // Due at its scheduled time when sends follow a clock and a slot is free then, else
-        // when one frees (AIPerf's credit): the timer's own lateness counts in the send's
-        // delay, not in the due time. A closed loop has no schedule: due now.
-        let (permit, due) = match d.limit.clone().try_acquire_owned() {
-            Ok(p) => (p, if timed { next_at } else { Instant::now() }),
-            Err(tokio::sync::TryAcquireError::Closed) => break,
-            Err(tokio::sync::TryAcquireError::NoPermits) => {
-                let permit = tokio::select! {
-                    p = d.limit.clone().acquire_owned() => match p { Ok(p) => p, Err(_) => break },
-                    _ = cancel.changed() => break,
-                };
-                (permit, Instant::now())
-            }
+        let permit = tokio::select! {
+            p = d.limit.clone().acquire_owned() => match p { Ok(p) => p, Err(_) => break },
+            _ = cancel.changed() => break,
         };
         if *cancel.borrow() || ended(Instant::now()) {
             break;
         }
+        // Due now: its scheduled time came and a slot is free (AIPerf stamps its credit here).
+        let due = Instant::now();
         let Some(ready) = d.feed.get(i).await else { break };
         // A slot for the send's event first: the fold may be behind (the channel full), and
         // the send is stamped once nothing but the request itself stands before it; a stop

@@ -94,9 +94,8 @@ pub struct RequestRecord {
     /// `--enable-per-request-metrics`).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub server_timings: Option<ServerTimings>,
-    /// When the request was due, on the run's clock (AIPerf's credit): its scheduled time when
-    /// a slot was free then, else the moment one freed; the sender's lateness after it is the
-    /// credit-to-start latency.
+    /// When the request was due, on the run's clock: the moment the sender let it go, its
+    /// scheduled time come and a slot free (AIPerf's credit, stamped when it is issued).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub credit_ms: Option<f64>,
     /// When the exchange ended, on the run's clock: the response's last bytes, or the failure.
