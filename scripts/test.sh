@@ -11,7 +11,8 @@ cd "$ROOT"
 # docs/PERFORMANCE.md has what the overlap saves on a fresh machine.
 # A full run needs about 20 GB free (the vLLM install, the real engines' models, two Rust builds):
 # the log says what there was, so a full disk reads as such and not as a failing build.
-free_kib="$(df -Pk . | awk 'NR == 2 {print $4}')"
+free_kib="$(df -Pk . 2>/dev/null | awk 'NR == 2 {print $4}' || true)"
+free_kib="${free_kib:-0}"
 say "free disk here: $((free_kib / 1048576)) GiB"
 if ((free_kib < 20 * 1048576)); then
   printf 'speclens test: warning: under 20 GiB free here; the build may run out of disk\n' >&2
@@ -84,7 +85,9 @@ wait "$llamacpp_setup" || die "llama-server's install failed (see the message ab
 bash scripts/real-llamacpp.sh serve "$PORT_LLAMACPP"
 export SPECLENS_REAL_LLAMACPP="http://127.0.0.1:$PORT_LLAMACPP"
 wait "$aiperf_setup" || die "AIPerf's install failed (see the message above)"
-export SPECLENS_AIPERF_VENV="$(bash scripts/aiperf.sh venv)"
+aiperf_setup=""
+SPECLENS_AIPERF_VENV="$(bash scripts/aiperf.sh venv)"
+export SPECLENS_AIPERF_VENV
 say "tests"
 # Snapshots and screenshots are checked here, never rewritten.
 unset SPECLENS_UPDATE_SNAPSHOTS SPECLENS_UPDATE_SCREENSHOTS

@@ -83,19 +83,25 @@ fn mib(bytes: u64) -> String {
 /// The error says which rule the file broke, without its path (the caller names it).
 pub fn open(path: &Path, kind: Kind) -> Result<(File, u64), String> {
     use std::os::unix::fs::OpenOptionsExt;
+    let check = |meta: std::fs::Metadata| {
+        if !meta.is_file() {
+            return Err("not a regular file (a device, a FIFO or a folder is never read)".to_string());
+        }
+        if meta.len() > kind.limit_bytes() {
+            return Err(format!("{}, {}", mib(meta.len()), kind.over()));
+        }
+        Ok(meta.len())
+    };
+    // By its path first, so a device is never opened (an open can have effects of its own),
+    // then by the opened file, which is what is read (no blocking open, no controlling tty).
+    check(std::fs::metadata(path).map_err(|e| format!("cannot read: {e}"))?)?;
     let file = std::fs::OpenOptions::new()
         .read(true)
-        .custom_flags(nix::libc::O_NONBLOCK)
+        .custom_flags(nix::libc::O_NONBLOCK | nix::libc::O_NOCTTY)
         .open(path)
         .map_err(|e| format!("cannot read: {e}"))?;
-    let meta = file.metadata().map_err(|e| format!("cannot read: {e}"))?;
-    if !meta.is_file() {
-        return Err("not a regular file (a device, a FIFO or a folder is never read)".into());
-    }
-    if meta.len() > kind.limit_bytes() {
-        return Err(format!("{}, {}", mib(meta.len()), kind.over()));
-    }
-    Ok((file, meta.len()))
+    let len = check(file.metadata().map_err(|e| format!("cannot read: {e}"))?)?;
+    Ok((file, len))
 }
 
 /// The whole file at `path` as bytes ([`open`]'s rules), never more than its kind's limit.
@@ -129,7 +135,8 @@ pub fn for_each_line<E>(
     mut each: impl FnMut(usize, &str) -> Result<(), E>,
 ) -> Result<(), E> {
     let (file, _) = open(path, kind).map_err(&error)?;
-    let mut reader = std::io::BufReader::with_capacity(1 << 16, file.take(kind.limit_bytes()));
+    // One byte past the limit: reading it means the file grew past its limit meanwhile.
+    let mut reader = std::io::BufReader::with_capacity(1 << 16, file.take(kind.limit_bytes() + 1));
     let mut buf = Vec::new();
     for number in 1.. {
         buf.clear();
@@ -146,6 +153,9 @@ pub fn for_each_line<E>(
                 "line {number} is over {}, the most {name} line may hold",
                 whole_mib(max_line_bytes)
             )));
+        }
+        if reader.get_ref().limit() == 0 {
+            return Err(error(format!("grew while it was read, {}", kind.over())));
         }
         let line = std::str::from_utf8(&buf).map_err(|e| error(format!("line {number}: not UTF-8 ({e})")))?;
         each(number, line)?;

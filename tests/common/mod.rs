@@ -8,6 +8,7 @@ pub mod browser;
 pub mod prometheus;
 
 use std::io::{BufRead, BufReader, Read};
+use std::os::unix::process::CommandExt;
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
@@ -482,8 +483,9 @@ pub fn raw_server(answer: impl Fn(&str, std::net::TcpStream) + Send + Sync + 'st
     url
 }
 
-/// Wait for `child` to exit and collect its output, killing it and failing after `limit` (its
-/// stdout and stderr are read as it runs, so a full pipe never stalls it).
+/// Wait for `child` to exit and collect its output, killing it (and its process group, when
+/// it leads one: `process_group(0)`) and failing after `limit` (its stdout and stderr are read
+/// as it runs, so a full pipe never stalls it).
 pub fn wait_with_output_within(child: Child, limit: Duration) -> std::process::Output {
     let pid = child.id();
     let (tx, rx) = std::sync::mpsc::channel();
@@ -493,6 +495,7 @@ pub fn wait_with_output_within(child: Child, limit: Duration) -> std::process::O
     match rx.recv_timeout(limit) {
         Ok(output) => output.expect("wait for the command"),
         Err(_) => {
+            let _ = Command::new("kill").arg("-9").arg(format!("-{pid}")).status();
             let _ = Command::new("kill").arg("-9").arg(pid.to_string()).status();
             panic!("the command did not finish within {limit:?}");
         }
@@ -528,6 +531,8 @@ pub fn speclens_peak_rss_kb(args: &[&str], limit: Duration) -> (u64, i32) {
         .arg(env!("CARGO_BIN_EXE_speclens"))
         .args(args)
         .env("MALLOC_ARENA_MAX", "2")
+        // Its own process group, so a timeout stops the run with the small process.
+        .process_group(0)
         .stdout(Stdio::piped())
         .stderr(Stdio::piped())
         .spawn()

@@ -511,11 +511,32 @@ pub(crate) fn client_for(target: &plan::Target, idle: usize) -> Result<reqwest::
 
 /// A `/v1/models` answer, read typed: each model's id and owner, nothing else of the answer
 /// kept (a list of 64 MiB costs its ids, not a JSON tree many times its size). An id or owner
-/// that is not a string reads as none.
+/// that is not a string reads as none; a null `data`, or an entry that is not an object, lists
+/// nothing there (as the list was read before it was typed).
 #[derive(Debug, Default, serde::Deserialize)]
 pub(crate) struct ModelList {
-    #[serde(default)]
+    #[serde(default, deserialize_with = "entries")]
     pub data: Vec<ListedModel>,
+}
+
+/// The entries of `data` that are objects (each read on its own, so the list is never held as
+/// a tree); none for a null `data`.
+fn entries<'de, D: serde::Deserializer<'de>>(d: D) -> Result<Vec<ListedModel>, D::Error> {
+    #[derive(serde::Deserialize)]
+    #[serde(untagged)]
+    enum Entry {
+        Model(ListedModel),
+        Other(serde::de::IgnoredAny),
+    }
+    let entries: Option<Vec<Entry>> = serde::Deserialize::deserialize(d)?;
+    Ok(entries
+        .unwrap_or_default()
+        .into_iter()
+        .filter_map(|e| match e {
+            Entry::Model(m) => Some(m),
+            Entry::Other(_) => None,
+        })
+        .collect())
 }
 
 /// One model of a [`ModelList`].

@@ -197,7 +197,19 @@ impl Recommendation {
                 "SGLang pads the running batch up to its next captured CUDA-graph batch size before it picks a tier (adaptive_step_router.py): a key between two captured sizes takes effect from the lower one + 1, so capture the keys' batch sizes (--cuda-graph-bs) to keep the cuts where they are".into(),
             ],
         });
-        if let (Some(t), Some(two_model)) = (TrtllmSchedule::floored(&schedule), TrtllmSchedule::of(&schedule)) {
+        if let Some(t) = TrtllmSchedule::floored(&schedule) {
+            // The two-model form beside it, with what its capping changed (none when the first
+            // range drafts nothing: the engine cannot start a schedule there).
+            let two_model = TrtllmSchedule::of(&schedule).map_or_else(
+                || {
+                    "none, as its first range drafts nothing (TensorRT-LLM takes the first key's k as max_draft_len)"
+                        .to_string()
+                },
+                |m| match m.capped_note() {
+                    Some(note) => format!("{} ({note})", m.yaml()),
+                    None => m.yaml(),
+                },
+            );
             // Where speculation goes off, that load is routed: the floored line never turns it off.
             let off: Vec<String> = schedule
                 .iter()
@@ -222,7 +234,7 @@ impl Recommendation {
                 line: t.yaml(),
                 basis: format!(
                     "{measured}{route}; in --extra_llm_api_options, beside your decoding_type and draft model. draft_len_schedule in its newer form (NVIDIA/TensorRT-LLM PR #10860, get_draft_len_for_batch_size): k for batch sizes up to each key, the smallest key's k as max_draft_len, and no max_concurrency beside it (the engine refuses the two together); a build before it reads a key as \"from this batch size on\". Written for a one-engine drafter (MTP, one-model EAGLE-3, DFlash), as the method is not known here: with a two-model drafter (a separate draft model) the line may turn speculation off itself: {}",
-                    two_model.yaml()
+                    two_model
                 ),
                 warnings: [
                     Some("floored at k = 1, no max_concurrency: a one-engine drafter skips its forward where the schedule resolves to 0 (max_concurrency is such an entry) and its state goes stale, so acceptance collapses for the rest of each request once speculation resumes (NVIDIA/TensorRT-LLM #16888)".to_string()),

@@ -138,13 +138,13 @@ pub struct TrtllmSchedule {
 
 impl TrtllmSchedule {
     /// The schedule's ranges as TensorRT-LLM's keys for a two-model drafter (a separate draft
-    /// model: speculation off above the last key); `None` when nothing is drafted anywhere.
+    /// model: speculation off above the last key); `None` when nothing is drafted anywhere, or
+    /// when the first range drafts nothing (the engine takes the first key's k as
+    /// `max_draft_len`, so such a schedule would draft nothing at all).
     pub fn of(schedule: &[(u64, u64, u32)]) -> Option<TrtllmSchedule> {
         let last_on = schedule.iter().rposition(|r| r.2 > 0)?;
-        Some(TrtllmSchedule::keyed(
-            schedule[..=last_on].iter().map(|&(_, to, k)| (to, k)),
-            0,
-        ))
+        let t = TrtllmSchedule::keyed(schedule[..=last_on].iter().map(|&(_, to, k)| (to, k)), 0);
+        (t.max_draft_len > 0).then_some(t)
     }
 
     /// The schedule floored at k = 1, for TensorRT-LLM's one-engine drafters (MTP, one-model
