@@ -519,23 +519,31 @@ pub(crate) struct ModelList {
     pub data: Vec<ListedModel>,
 }
 
+/// A value read as `T` when it is one, else skipped (any other JSON value, not kept).
+#[derive(serde::Deserialize)]
+#[serde(untagged)]
+enum OrOther<T> {
+    This(T),
+    Other(serde::de::IgnoredAny),
+}
+
+impl<T> OrOther<T> {
+    fn this(self) -> Option<T> {
+        match self {
+            OrOther::This(t) => Some(t),
+            OrOther::Other(_) => None,
+        }
+    }
+}
+
 /// The entries of `data` that are objects (each read on its own, so the list is never held as
 /// a tree); none for a null `data`.
 fn entries<'de, D: serde::Deserializer<'de>>(d: D) -> Result<Vec<ListedModel>, D::Error> {
-    #[derive(serde::Deserialize)]
-    #[serde(untagged)]
-    enum Entry {
-        Model(ListedModel),
-        Other(serde::de::IgnoredAny),
-    }
-    let entries: Option<Vec<Entry>> = serde::Deserialize::deserialize(d)?;
+    let entries: Option<Vec<OrOther<ListedModel>>> = serde::Deserialize::deserialize(d)?;
     Ok(entries
         .unwrap_or_default()
         .into_iter()
-        .filter_map(|e| match e {
-            Entry::Model(m) => Some(m),
-            Entry::Other(_) => None,
-        })
+        .filter_map(OrOther::this)
         .collect())
 }
 
@@ -565,16 +573,7 @@ impl ModelList {
 
 /// A string, or `None` for any other JSON value (skipped, not kept).
 fn string_or_none<'de, D: serde::Deserializer<'de>>(d: D) -> Result<Option<String>, D::Error> {
-    #[derive(serde::Deserialize)]
-    #[serde(untagged)]
-    enum Field {
-        Text(String),
-        Other(serde::de::IgnoredAny),
-    }
-    Ok(match serde::Deserialize::deserialize(d)? {
-        Field::Text(s) => Some(s),
-        Field::Other(_) => None,
-    })
+    Ok(<OrOther<String> as serde::Deserialize>::deserialize(d)?.this())
 }
 
 /// Why a model list could not be read: the text to show, and whether the server answered at all
