@@ -13,7 +13,7 @@ use speclens_shared::run::record::RequestRecord;
 use speclens_shared::scrape::{console_block, SpecDecodeResult};
 
 use crate::common::bench::{Bench, BenchRun};
-use crate::common::{raw_server, read_records, Speclens};
+use crate::common::{raw_server, read_records, run_speclens, Speclens};
 
 fn sim(args: &[&str]) -> (Speclens, String) {
     let mut all = vec!["sim", "--port", "0"];
@@ -1026,6 +1026,17 @@ fn a_full_disk_names_each_file_and_what_was_saved_and_the_figures_still_print() 
         .filter(|n| n.ends_with(".tmp"))
         .collect();
     assert!(left.is_empty(), "{left:?}");
+    // No result.json was written: `read` shows the run from the records it kept, as partial
+    // (#63 item 14: nothing showed it).
+    let (code, stdout, stderr) = run_speclens(&["read", copy.join("run").to_str().unwrap()]);
+    assert_eq!(code, 0, "{stdout}{stderr}");
+    assert!(
+        stdout.contains("records.jsonl")
+            && stderr.contains(&format!(
+                "recovered from the {complete} records of a run whose result was not saved"
+            )),
+        "{stdout}{stderr}"
+    );
 }
 
 #[test]

@@ -448,7 +448,7 @@ fn a_killed_run_is_shown_as_a_partial_run_recovered_from_its_records() {
     assert!(run["recovered"]
         .as_str()
         .unwrap_or_default()
-        .contains("stopped before saving its result"));
+        .contains("whose result was not saved"));
 }
 
 /// Item 7: a dataset is read a line or an item at a time and sampled as it is read: 1 M

@@ -4,6 +4,7 @@ mod aiperf_reference;
 mod analysis;
 mod bench_run;
 mod bounds;
+mod bounds_decoded;
 mod browser_context;
 mod browser_demo;
 mod browser_live;

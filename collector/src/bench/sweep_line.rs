@@ -60,10 +60,39 @@ fn sweep_within(path: &Path, stream: bool, window_ms: (f64, f64), budget: usize)
         return Ok(line.finish());
     }
     let spill = SpillDir::beside(path)?;
+    room_for_spill(&spill.0, total, free_bytes(&spill.0))?;
     for span in split(&spill.0, lo, hi, events_of)? {
         fold_span(&span, &mut line, &spill.0, budget)?;
     }
     Ok(line.finish())
+}
+
+/// The most disk a fold's spill takes, as a multiple of its events' bytes: every event once,
+/// and a span's events once more while that span is split again (its file is removed before
+/// its parts are folded).
+pub const SPILL_EVENT_COPIES: u64 = 2;
+
+/// Whether the folder holding the spill has room for `events` spilled ([`SPILL_EVENT_COPIES`]
+/// times [`EVENT_BYTES`] each; about 4 to 7 times the records file) with `free` bytes free;
+/// the error says how much is needed and free, before anything is written.
+fn room_for_spill(dir: &Path, events: usize, free: Option<u64>) -> Result<(), String> {
+    let need = (events as u64).saturating_mul(EVENT_BYTES as u64 * SPILL_EVENT_COPIES);
+    match free {
+        Some(free) if free < need => Err(format!(
+            "folding {events} events needs up to {:.1} MiB of disk beside the records ({} bytes an event, twice while a span is split) and {} has {:.1} MiB free",
+            need as f64 / (1u64 << 20) as f64,
+            EVENT_BYTES,
+            dir.display(),
+            free as f64 / (1u64 << 20) as f64
+        )),
+        _ => Ok(()),
+    }
+}
+
+/// The bytes free to this user in `dir`'s file system, when it says.
+fn free_bytes(dir: &Path) -> Option<u64> {
+    let stat = nix::sys::statvfs::statvfs(dir).ok()?;
+    Some(stat.blocks_available().saturating_mul(stat.fragment_size()))
 }
 
 /// A folder for the spans' files beside the records (the same disk), removed with what it
@@ -106,16 +135,21 @@ impl Drop for SpillDir {
 
 /// Fold one span's events in time order: at once when they fit, else split again.
 fn fold_span(span: &Span, line: &mut SweepLine, dir: &Path, budget: usize) -> Result<(), String> {
+    let remove = || std::fs::remove_file(&span.path).map_err(|e| format!("{}: {e}", span.path.display()));
     if span.events <= budget || span.hi <= span.lo {
         let mut events = Vec::with_capacity(span.events);
         read_events(&span.path, &mut |e| events.push(e))?;
+        remove()?;
         line.fold(&mut events);
     } else {
-        for inner in split(dir, span.lo, span.hi, |emit| read_events(&span.path, emit))? {
+        let parts = split(dir, span.lo, span.hi, |emit| read_events(&span.path, emit))?;
+        // Its parts hold every event it held: the span's file goes before they are folded.
+        remove()?;
+        for inner in parts {
             fold_span(&inner, line, dir, budget)?;
         }
     }
-    std::fs::remove_file(&span.path).map_err(|e| format!("{}: {e}", span.path.display()))
+    Ok(())
 }
 
 /// Write the events `source` gives into up to [`SPANS`] files by equal spans of `[lo, hi]`;
@@ -244,6 +278,24 @@ mod tests {
             .map(|e| e.file_name())
             .collect();
         assert_eq!(left, ["records.jsonl"]);
+    }
+
+    /// A disk without room for the spill is named before anything is written (#63 item 11).
+    #[test]
+    fn a_spill_the_disk_has_no_room_for_is_refused_before_it_is_written() {
+        let dir = Path::new("/spill");
+        assert_eq!(room_for_spill(dir, 1 << 20, Some(52 << 20)), Ok(()));
+        assert_eq!(
+            room_for_spill(dir, 1 << 20, None),
+            Ok(()),
+            "a file system that does not say"
+        );
+        let why = room_for_spill(dir, 1 << 20, Some(51 << 20)).unwrap_err();
+        assert_eq!(
+            why,
+            "folding 1048576 events needs up to 52.0 MiB of disk beside the records (26 bytes an event, twice while a span is split) and /spill has 51.0 MiB free"
+        );
+        assert!(free_bytes(&std::env::temp_dir()).is_some_and(|b| b > 0));
     }
 
     #[test]

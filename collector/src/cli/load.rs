@@ -287,7 +287,8 @@ pub struct WorkloadArgs {
     #[arg(long, hide_short_help = true)]
     pub ignore_eos: bool,
     /// The largest dataset file read, in MiB (it is read line by line, never whole, and each
-    /// line or JSON item may hold at most 16 MiB).
+    /// line or JSON item may hold at most 16 MiB); a parquet file's rows are held to it as
+    /// decoded too.
     #[arg(long, default_value_t = 4096, value_parser = clap::value_parser!(u64).range(1..), hide_short_help = true)]
     pub max_dataset_mib: u64,
     /// Standard deviation of the synthetic prompt length, in tokens.

@@ -5,6 +5,7 @@
 use std::path::{Path, PathBuf};
 
 use speclens_shared::check::regress::{self, Comparison, FigureKind, Verdict};
+use speclens_shared::results::result_text::run_result_of_text;
 use speclens_shared::results::run_result::RunResult;
 use speclens_shared::sweep::SweepFile;
 
@@ -50,15 +51,26 @@ fn load(path: &Path) -> Result<Stored, CollectorError> {
     };
     let text = crate::files::read_text(&file, crate::files::Kind::Result)
         .map_err(|why| fail(format!("{}: {why}", file.display())))?;
-    let value: serde_json::Value =
-        serde_json::from_str(&text).map_err(|e| fail(format!("{} is not JSON: {e}", file.display())))?;
-    if value.get("rows").is_some() {
+    // Which kind it is from its top-level keys alone (nothing kept), then read typed.
+    #[derive(serde::Deserialize)]
+    struct Probe {
+        rows: Option<serde::de::IgnoredAny>,
+    }
+    let probe: Probe =
+        serde_json::from_str(&text).map_err(|e| fail(format!("{} is not a JSON object: {e}", file.display())))?;
+    if probe.rows.is_some() {
         let table: SweepFile =
-            serde_json::from_value(value).map_err(|e| fail(format!("{} is not a sweep: {e}", file.display())))?;
+            serde_json::from_str(&text).map_err(|e| fail(format!("{} is not a sweep: {e}", file.display())))?;
         return Ok(Stored::Sweep(Box::new(table)));
     }
-    let result: RunResult =
-        serde_json::from_value(value).map_err(|e| fail(format!("{} is not a run result: {e}", file.display())))?;
+    let result: RunResult = run_result_of_text(&text)
+        .map_err(|e| fail(format!("{} is not a run result: {e}", file.display())))?
+        .ok_or_else(|| {
+            fail(format!(
+                "{} is not a run result: it has no completed and output_throughput",
+                file.display()
+            ))
+        })?;
     result.check_version().map_err(fail)?;
     Ok(Stored::Run(Box::new(result)))
 }

@@ -22,12 +22,13 @@ pub struct Found {
 }
 
 /// Result files in `dir`: `*.json` holding `vllm bench serve` keys, `*/result.json`, and the
-/// records of runs killed before they saved one (`*/.records.jsonl.tmp`).
+/// records of runs killed before they saved one (`*/.records.jsonl.tmp`) or that could not
+/// write it (`*/records.jsonl`).
 pub fn result_files(dir: &Path) -> Result<Found, CollectorError> {
     let mut paths: Vec<PathBuf> = Vec::new();
     // `dir` itself a run killed before it saved its result: read from its records, as partial.
-    let history = crate::results_folder::history::RECORDS_IN_PROGRESS;
-    if let Some(records) = crate::results_folder::history::run_file(dir).filter(|p| p.ends_with(history)) {
+    let records_of = crate::results_folder::history::is_records;
+    if let Some(records) = crate::results_folder::history::run_file(dir).filter(|p| records_of(p)) {
         paths.push(records);
     }
     let entries =

@@ -6,6 +6,7 @@ use std::collections::{HashMap, HashSet};
 use std::path::{Path, PathBuf};
 use std::time::SystemTime;
 
+use speclens_shared::results::result_text::run_result_of_text;
 use speclens_shared::results::run_result::RunResult;
 
 use speclens_shared::results::accept::AcceptMatrix;
@@ -97,15 +98,31 @@ fn files_starting(dir: &Path, prefix: &str) -> Vec<PathBuf> {
 pub const RECORDS_IN_PROGRESS: &str = ".records.jsonl.tmp";
 
 /// The file a run folder's result is read from: its `result.json`, or, for a run killed before
-/// it saved one, its [`RECORDS_IN_PROGRESS`] (read as a partial result by [`read_result`]);
-/// `None` for a folder with neither, or whose run is still writing (it holds the folder's lock).
+/// it saved one, its [`RECORDS_IN_PROGRESS`], or for one that could not write it, its
+/// [`RECORDS`] (read as a partial result by [`read_result`]); `None` for a folder with none of
+/// them, or whose run is still writing (it holds the folder's lock).
 pub fn run_file(folder: &Path) -> Option<PathBuf> {
     let result = folder.join("result.json");
     if result.exists() {
         return Some(result);
     }
-    let records = folder.join(RECORDS_IN_PROGRESS);
-    (records.is_file() && !still_written(folder)).then_some(records)
+    // A killed run's records, or the records of one whose result could not be written (a full
+    // disk): read as a partial result either way.
+    [RECORDS_IN_PROGRESS, RECORDS]
+        .into_iter()
+        .map(|name| folder.join(name))
+        .find(|records| records.is_file())
+        .filter(|_| !still_written(folder))
+}
+
+/// A run's records once it finished writing them.
+pub const RECORDS: &str = "records.jsonl";
+
+/// Whether `path` is a run's records ([`RECORDS_IN_PROGRESS`] or [`RECORDS`]): read as a
+/// partial result by [`read_result`] when the folder has no `result.json`.
+pub fn is_records(path: &Path) -> bool {
+    path.file_name()
+        .is_some_and(|n| n == RECORDS_IN_PROGRESS || n == RECORDS)
 }
 
 /// The lock file a command holds in the results folder it writes.
@@ -132,6 +149,7 @@ fn still_written(folder: &Path) -> bool {
 pub fn run_folders(dir: &Path, depth: u32) -> Vec<(String, PathBuf)> {
     let mut found = find_folders(dir, depth, "result.json");
     found.extend(find_folders(dir, depth, RECORDS_IN_PROGRESS));
+    found.extend(find_folders(dir, depth, RECORDS));
     found.sort();
     found.dedup_by(|a, b| a.0 == b.0);
     found
@@ -280,16 +298,17 @@ pub fn for_each_record(path: &Path, mut f: impl FnMut(&RequestRecord)) -> Result
 /// when the file is not one; an error, naming the file and why, when it looks like one but does
 /// not read.
 pub fn read_result(path: &Path) -> Result<Option<RunResult>, String> {
-    if path.file_name().is_some_and(|n| n == RECORDS_IN_PROGRESS) {
+    if is_records(path) {
         return recovered(path).map(Some);
     }
-    let Ok(value) = read_json::<serde_json::Value>(path) else {
+    // Typed, with lists no reader uses skipped unread: memory a small multiple of the file.
+    let Ok(text) = read_bounded(path) else {
         return Ok(None);
     };
-    if value.get("completed").is_none() || value.get("output_throughput").is_none() {
+    let Some(mut result) = run_result_of_text(&text).map_err(|e| format!("{}: {e}", path.display()))? else {
         return Ok(None);
-    }
-    let mut result: RunResult = serde_json::from_value(value).map_err(|e| format!("{}: {e}", path.display()))?;
+    };
+    drop(text);
     result.check_version().map_err(|e| format!("{}: {e}", path.display()))?;
     // `vllm bench serve` 0.33's per-request server timings, as speclens's own distributions.
     result.read_vllm_server_times();

@@ -7,6 +7,7 @@ pub mod accept;
 pub mod aiperf;
 pub mod aiperf_records;
 pub mod report_data;
+pub mod result_text;
 pub mod run_list;
 pub mod run_result;
 pub mod warnings;

@@ -313,7 +313,7 @@ impl Recovery {
             n => format!("; {n} lines did not read"),
         };
         result.recovered = Some(format!(
-            "recovered from the {} records of a run that stopped before saving its result{cut}; its metrics scrapes were not saved",
+            "recovered from the {} records of a run whose result was not saved (stopped or unwritable){cut}; its metrics scrapes were not saved",
             self.tally.requests
         ));
         result

@@ -1,10 +1,13 @@
 //! Hugging Face dataset files (JSONL, JSON, CSV, Parquet rows) read by column, as vLLM's `hf`
 //! dataset names them.
 
+use std::cell::{Cell, RefCell};
 use std::path::Path;
 
+use parquet::record::{Field, Row};
+
 use super::prompt::{Columns, Prompt, Workload, PROMPT_COLUMNS};
-use crate::bench::datafile::{self, Sample};
+use crate::bench::datafile::{self, Sample, MAX_ITEM_BYTES};
 use crate::bench::tokens::TokenCounter;
 use crate::error::CollectorError;
 
@@ -24,17 +27,7 @@ pub(super) fn for_each_hf_row(
         other => Err(bad(format!("{at}: not a row object but {other}"))),
     };
     if path.extension().is_some_and(|e| e.eq_ignore_ascii_case("parquet")) {
-        use parquet::file::reader::{FileReader, SerializedFileReader};
-        let file = datafile::open(path, max_bytes)?.into_inner().into_inner();
-        let reader = SerializedFileReader::new(file).map_err(|e| bad(format!("not a parquet file: {e}")))?;
-        let rows = reader
-            .get_row_iter(None)
-            .map_err(|e| bad(format!("cannot read its rows: {e}")))?;
-        for (i, row) in rows.enumerate() {
-            let row = row.map_err(|e| bad(format!("row {}: {e}", i + 1)))?;
-            each(object(format!("row {}", i + 1), row.to_json_value())?)?;
-        }
-        return Ok(());
+        return for_each_parquet_row(path, max_bytes, |at, v| each(object(at, v)?));
     }
     if datafile::holds_a_json_array(path, max_bytes)? {
         let mut i = 0;
@@ -50,6 +43,143 @@ pub(super) fn for_each_hf_row(
         let v = serde_json::from_str(line).map_err(|e| bad(format!("line {i}: not a JSON row: {e}")))?;
         each(object(format!("line {i}"), v)?)
     })
+}
+
+/// Every row of a parquet file as a JSON value, within the dataset's limits. The file's own
+/// sizes are checked before a page is read: a column whose values average over
+/// [`MAX_ITEM_BYTES`] a row holds one too large, and columns that decode past `max_bytes` (the
+/// `--max-dataset-mib` budget) are refused. Then each row is at most [`MAX_ITEM_BYTES`] and all
+/// rows together at most `max_bytes` as decoded, since a dictionary value is expanded in every
+/// row that refers to it (10,000 rows sharing one 16 MiB value are 160 GB of text). A panic
+/// inside the parquet reader on a corrupt file is an error naming the file and the panic.
+fn for_each_parquet_row(
+    path: &Path,
+    max_bytes: u64,
+    mut each: impl FnMut(String, serde_json::Value) -> Result<(), CollectorError>,
+) -> Result<(), CollectorError> {
+    use parquet::file::reader::{FileReader, SerializedFileReader};
+    let bad = |what: String| CollectorError::InvalidArgument(format!("{}: {what}", path.display()));
+    let mib = |bytes: u64| bytes as f64 / (1u64 << 20) as f64;
+    let file = datafile::open(path, max_bytes)?.into_inner().into_inner();
+    let read = || -> Result<(), CollectorError> {
+        let reader = SerializedFileReader::new(file).map_err(|e| bad(format!("not a parquet file: {e}")))?;
+        let mut declared: u64 = 0;
+        for (g, group) in reader.metadata().row_groups().iter().enumerate() {
+            let rows = u64::try_from(group.num_rows()).unwrap_or(0).max(1);
+            for column in group.columns() {
+                // A negative size is a corrupt file: refused as too large.
+                let size = u64::try_from(column.uncompressed_size()).unwrap_or(u64::MAX);
+                if size > rows.saturating_mul(MAX_ITEM_BYTES) {
+                    return Err(bad(format!(
+                        "row group {}: column {} decodes to {:.1} MiB for {rows} row{}, a value over the {:.0} MiB one item may hold",
+                        g + 1,
+                        column.column_path(),
+                        mib(size),
+                        if rows == 1 { "" } else { "s" },
+                        mib(MAX_ITEM_BYTES)
+                    )));
+                }
+                declared = declared.saturating_add(size);
+            }
+        }
+        if declared > max_bytes {
+            return Err(bad(format!(
+                "its columns decode to {:.1} MiB, over the {:.0} MiB --max-dataset-mib allows",
+                mib(declared),
+                mib(max_bytes)
+            )));
+        }
+        let rows = reader
+            .get_row_iter(None)
+            .map_err(|e| bad(format!("cannot read its rows: {e}")))?;
+        let mut decoded: u64 = 0;
+        for (i, row) in rows.enumerate() {
+            let row = row.map_err(|e| bad(format!("row {}: {e}", i + 1)))?;
+            let size = row_bytes(&row);
+            if size > MAX_ITEM_BYTES {
+                return Err(bad(format!(
+                    "row {}: {:.1} MiB decoded, over the {:.0} MiB one item may hold",
+                    i + 1,
+                    mib(size),
+                    mib(MAX_ITEM_BYTES)
+                )));
+            }
+            decoded = decoded.saturating_add(size);
+            if decoded > max_bytes {
+                return Err(bad(format!(
+                    "row {}: its rows decode past the {:.0} MiB --max-dataset-mib allows (a value shared through a dictionary is expanded in every row that refers to it)",
+                    i + 1,
+                    mib(max_bytes)
+                )));
+            }
+            each(format!("row {}", i + 1), row.to_json_value())?;
+        }
+        Ok(())
+    };
+    unwound_as_error(read).unwrap_or_else(|panic| {
+        Err(bad(format!(
+            "the parquet reader failed on it (a corrupt file): {panic}"
+        )))
+    })
+}
+
+/// What a parquet row holds once decoded, in bytes: its texts and byte strings at their
+/// length, any other value at 8.
+fn row_bytes(row: &Row) -> u64 {
+    row.get_column_iter().map(|(_, field)| field_bytes(field)).sum()
+}
+
+fn field_bytes(field: &Field) -> u64 {
+    match field {
+        Field::Str(text) => text.len() as u64,
+        Field::Bytes(bytes) => bytes.len() as u64,
+        Field::Group(row) => row_bytes(row),
+        Field::ListInternal(list) => list.elements().iter().map(field_bytes).sum(),
+        Field::MapInternal(map) => map.entries().iter().map(|(k, v)| field_bytes(k) + field_bytes(v)).sum(),
+        _ => 8,
+    }
+}
+
+thread_local! {
+    /// Whether this thread is inside [`unwound_as_error`], and the message of a panic there.
+    static CAUGHT: (Cell<bool>, RefCell<Option<String>>) = const { (Cell::new(false), RefCell::new(None)) };
+}
+
+/// `f`'s value, or the message of a panic inside it (a library's on input it cannot read): the
+/// panic is kept for the error rather than printed as a crash. Needs unwinding panics, which
+/// every native profile here has (only the wasm bundle aborts).
+fn unwound_as_error<T>(f: impl FnOnce() -> T) -> Result<T, String> {
+    static HOOK: std::sync::Once = std::sync::Once::new();
+    HOOK.call_once(|| {
+        let earlier = std::panic::take_hook();
+        std::panic::set_hook(Box::new(move |info| {
+            let caught = CAUGHT.with(|(inside, message)| {
+                if inside.get() {
+                    let payload = info.payload();
+                    let text = payload
+                        .downcast_ref::<&str>()
+                        .map(|s| (*s).to_string())
+                        .or_else(|| payload.downcast_ref::<String>().cloned())
+                        .unwrap_or_else(|| info.to_string());
+                    message.borrow_mut().get_or_insert(text);
+                }
+                inside.get()
+            });
+            if !caught {
+                earlier(info);
+            }
+        }));
+    });
+    CAUGHT.with(|(inside, message)| {
+        inside.set(true);
+        message.replace(None);
+    });
+    let out = std::panic::catch_unwind(std::panic::AssertUnwindSafe(f));
+    let message = CAUGHT.with(|(inside, message)| {
+        inside.set(false);
+        message.take()
+    });
+    out.map_err(|_| message.unwrap_or_else(|| "a panic".into()))
 }
 
 /// The prompt and category columns of a Hugging Face file, named or found in its first row.
