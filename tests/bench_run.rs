@@ -414,7 +414,7 @@ fn the_api_key_never_reaches_a_file_or_the_console() {
     let (_sim, url) = sim(&["--time-scale", "0", "--api-key", key, "--num-spec-tokens", "2"]);
     let dir = tempfile::tempdir().unwrap();
     let out = dir.path().join("run");
-    let output = Command::new(env!("CARGO_BIN_EXE_speclens"))
+    let output = Command::new(crate::common::speclens_bin())
         .args([
             "bench",
             "--url",
@@ -496,7 +496,7 @@ fn a_signal_saves_a_valid_partial_run_and_exits_as_the_shell_reports_it() {
         let signal = signals.join(" ");
         let dir = tempfile::tempdir().unwrap();
         let out = dir.path().join("run");
-        let mut child = Command::new(env!("CARGO_BIN_EXE_speclens"))
+        let mut child = Command::new(crate::common::speclens_bin())
             .args([
                 "bench",
                 "--url",
@@ -863,7 +863,7 @@ fn a_signal_during_a_sweep_keeps_the_finished_points_and_leaves_the_stopped_one_
     for (signal, code) in [("-INT", 130), ("-TERM", 143)] {
         let dir = tempfile::tempdir().unwrap();
         let out = dir.path().join("sweep");
-        let mut child = Command::new(env!("CARGO_BIN_EXE_speclens"))
+        let mut child = Command::new(crate::common::speclens_bin())
             .args(["sweep", "--spec-url", &spec_url, "--base-url", &base_url])
             .args([
                 "--concurrency",
@@ -966,7 +966,8 @@ fn a_full_disk_names_each_file_and_what_was_saved_and_the_figures_still_print() 
     );
     let out = disk.join("run");
     let output = Command::new("unshare")
-        .args(["-rm", "sh", "-c", &script, env!("CARGO_BIN_EXE_speclens")])
+        .args(["-rm", "sh", "-c", &script])
+        .arg(crate::common::speclens_bin())
         .args(["bench", "--url", &url, "--num-prompts", "300", "--concurrency", "8"])
         .args(["--output-tokens", "16", "--out", out.to_str().unwrap()])
         .output()

@@ -353,7 +353,7 @@ fn a_killed_run_is_shown_as_a_partial_run_recovered_from_its_records() {
     let sim = Speclens::sim(&["--step-ms", "10", "--num-spec-tokens", "2"]);
     let dir = tempfile::tempdir().unwrap();
     let out = dir.path().join("killed");
-    let mut child = Command::new(env!("CARGO_BIN_EXE_speclens"))
+    let mut child = Command::new(crate::common::speclens_bin())
         .args([
             "bench",
             "--url",
@@ -724,7 +724,7 @@ fn a_results_folder_has_one_writer_and_each_category_its_own_file() {
     });
     let dir = tempfile::tempdir().unwrap();
     let out = dir.path().join("run");
-    let mut first = Command::new(env!("CARGO_BIN_EXE_speclens"))
+    let mut first = Command::new(crate::common::speclens_bin())
         .args([
             "bench",
             "--url",

@@ -362,7 +362,7 @@ fn the_run_api_refuses_paths_out_of_the_results_folder() {
 async fn serves_the_dashboard_built_into_the_binary_without_a_web_dir() {
     crate::common::built_web_dir();
     let empty = tempfile::tempdir().unwrap();
-    let mut child = std::process::Command::new(env!("CARGO_BIN_EXE_speclens"))
+    let mut child = std::process::Command::new(crate::common::speclens_bin())
         .args(["serve", "--port", "0"])
         .current_dir(empty.path())
         .env_remove("SPECLENS_WEB_DIR")

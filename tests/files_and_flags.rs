@@ -236,7 +236,7 @@ fn a_sweep_sends_the_given_headers_and_skips_the_scrape_when_told() {
 fn help(cmd: &str) -> String {
     let mut args: Vec<&str> = cmd.split_whitespace().collect();
     args.push("--help");
-    let out = Command::new(env!("CARGO_BIN_EXE_speclens"))
+    let out = Command::new(crate::common::speclens_bin())
         .args(&args)
         .env_clear()
         .env("COLUMNS", "100")
@@ -304,7 +304,7 @@ fn every_flag_has_help_text() {
 #[test]
 fn the_load_commands_help_is_grouped_and_short_help_fits_a_screen() {
     let short = |cmd: &str| {
-        let out = std::process::Command::new(env!("CARGO_BIN_EXE_speclens"))
+        let out = std::process::Command::new(crate::common::speclens_bin())
             .args([cmd, "-h"])
             .output()
             .unwrap();
@@ -365,7 +365,7 @@ fn the_load_commands_help_is_grouped_and_short_help_fits_a_screen() {
         assert!(text.contains("--help"), "{cmd} -h says where the rest is");
     }
     // The dashboard's port has one name on every command: --port works on bench too.
-    let out = std::process::Command::new(env!("CARGO_BIN_EXE_speclens"))
+    let out = std::process::Command::new(crate::common::speclens_bin())
         .args([
             "bench",
             "--port",
@@ -577,7 +577,7 @@ fn usage_errors_exit_2_and_a_closed_pipe_ends_read_quietly() {
     for i in 0..800 {
         std::fs::write(dir.path().join(format!("run-{i:04}.json")), &text).unwrap();
     }
-    let mut child = Command::new(env!("CARGO_BIN_EXE_speclens"))
+    let mut child = Command::new(crate::common::speclens_bin())
         .args(["read", dir.path().to_str().unwrap()])
         .stdout(Stdio::piped())
         .stderr(Stdio::piped())
@@ -1100,7 +1100,7 @@ fn the_readme_s_own_server_commands_run_as_written() {
             .replace("http://127.0.0.1:8001", &base.url());
         let argv = words(&line);
         assert_eq!(argv[0], "speclens", "{command}");
-        let out = Command::new(env!("CARGO_BIN_EXE_speclens"))
+        let out = Command::new(crate::common::speclens_bin())
             .args(&argv[1..])
             .current_dir(dir.path())
             .output()

@@ -58,13 +58,21 @@ pub struct Speclens {
     pub earlier: String,
 }
 
+/// The binary the tests run: this build's, or another named by `SPECLENS_BIN` (to show a check
+/// failing on an older build: the same tests against the code before a fix).
+pub fn speclens_bin() -> PathBuf {
+    std::env::var_os("SPECLENS_BIN")
+        .map(PathBuf::from)
+        .unwrap_or_else(|| PathBuf::from(env!("CARGO_BIN_EXE_speclens")))
+}
+
 /// Start the real binary with its output piped.
 fn spawn_speclens(args: &[&str]) -> Child {
     speclens_command(args).spawn().expect("start speclens")
 }
 
 fn speclens_command(args: &[&str]) -> Command {
-    let mut command = Command::new(env!("CARGO_BIN_EXE_speclens"));
+    let mut command = Command::new(speclens_bin());
     command.args(args).stdout(Stdio::piped()).stderr(Stdio::piped());
     command
 }
@@ -126,7 +134,7 @@ impl Speclens {
         command
             .arg("-c")
             .arg(format!("ulimit -n {files} && exec \"$0\" \"$@\""))
-            .arg(env!("CARGO_BIN_EXE_speclens"))
+            .arg(speclens_bin())
             .args(args)
             .stdout(Stdio::piped())
             .stderr(Stdio::piped());
@@ -528,7 +536,7 @@ pub fn speclens_peak_rss_kb(args: &[&str], limit: Duration) -> (u64, i32) {
     let child = Command::new("python3")
         .arg("-c")
         .arg(PEAK_RSS_OF_CHILD)
-        .arg(env!("CARGO_BIN_EXE_speclens"))
+        .arg(speclens_bin())
         .args(args)
         .env("MALLOC_ARENA_MAX", "2")
         // Its own process group, so a timeout stops the run with the small process.
@@ -554,7 +562,7 @@ pub fn speclens_peak_rss_kb(args: &[&str], limit: Duration) -> (u64, i32) {
 /// --dashboard-port 0`): the process and the dashboard URL it printed. Its stdout is drained
 /// after that line so it never blocks; kill it when done.
 pub fn spawn_with_dashboard(args: &[&str], web_dir: &Path) -> (Child, String) {
-    let mut child = Command::new(env!("CARGO_BIN_EXE_speclens"))
+    let mut child = Command::new(speclens_bin())
         .args(args)
         .env("SPECLENS_WEB_DIR", web_dir)
         .stdout(Stdio::piped())
