@@ -626,6 +626,11 @@ fn arms_swept_one_at_a_time_into_one_folder_make_one_table() {
     let out = tempfile::tempdir().unwrap();
     let dir = out.path().to_str().unwrap();
     for (flag, value) in [("--arm", format!("spec={}", spec.url())), ("--base-url", base.url())] {
+        // An earlier sweep.json that does not read is named, and the points still join.
+        let earlier = out.path().join("sweep.json");
+        if flag == "--base-url" {
+            std::fs::write(&earlier, "{ cut short").unwrap();
+        }
         let (code, stdout, stderr) = run_speclens_within(
             &[
                 "sweep",
@@ -647,6 +652,11 @@ fn arms_swept_one_at_a_time_into_one_folder_make_one_table() {
             assert!(
                 stdout.contains("Joined from earlier: spec-c1 (from the sweep of 20"),
                 "{stdout}"
+            );
+            let named = format!("the earlier {} is not used (", earlier.display());
+            assert!(
+                stderr.contains(&named) && stderr.contains("the points' own result files still join"),
+                "{stderr}"
             );
         }
     }

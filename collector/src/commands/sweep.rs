@@ -910,11 +910,20 @@ fn table_of<'a>(plan: &Plan, points: impl IntoIterator<Item = &'a Measured>, ada
     )
 }
 
-/// The folder's `sweep.json` from an earlier sweep, when there is one that reads.
+/// The folder's `sweep.json` from an earlier sweep, when there is one that reads; one that is
+/// there but does not read is named, with what starts afresh without it.
 fn earlier_sweep(out: &Path) -> Option<SweepFile> {
-    crate::files::read(&out.join("sweep.json"), crate::files::Kind::Result)
-        .ok()
-        .and_then(|bytes| serde_json::from_slice(&bytes).ok())
+    let path = out.join("sweep.json");
+    std::fs::symlink_metadata(&path).ok()?;
+    let read = crate::files::read(&path, crate::files::Kind::Result)
+        .and_then(|bytes| serde_json::from_slice(&bytes).map_err(|e| e.to_string()));
+    read.map_err(|why| {
+        eprintln!(
+            "speclens sweep: the earlier {} is not used ({why}): its adaptive arms' schedules, its repeats' spreads and its arms' order start afresh; the points' own result files still join",
+            path.display()
+        );
+    })
+    .ok()
 }
 
 /// The repeats' spread an earlier sweep measured for `arm`'s point at `level` (plain's from
