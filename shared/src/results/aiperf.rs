@@ -349,17 +349,15 @@ fn sweep_row(f: &SweepFigure) -> String {
 fn derived_metrics(tally: &RunTally, m: &RunMetrics) -> Vec<(&'static str, &'static str, &'static str, f64)> {
     let per_s = |v: f64| if m.duration_s > 0.0 { v / m.duration_s } else { 0.0 };
     let requests = m.completed + m.failed;
-    let mut out = vec![
-        // AIPerf's: the successful requests' span, from the first send to the last one's
-        // request latency (the rates divide by the window, as AIPerf's by its phase).
-        (
-            "benchmark_duration",
-            "Benchmark Duration",
-            "sec",
-            tally
-                .aiperf_span_ms
-                .map_or(m.duration_s, |(first, last)| (last - first) / 1e3),
-        ),
+    // AIPerf's benchmark duration: the successful requests' span, from the first send to the
+    // last one's request latency (the rates divide by the window, as AIPerf's by its phase);
+    // with no successful request AIPerf leaves it out.
+    let mut out: Vec<_> = tally
+        .aiperf_span_ms
+        .map(|(first, last)| ("benchmark_duration", "Benchmark Duration", "sec", (last - first) / 1e3))
+        .into_iter()
+        .collect();
+    out.extend([
         (
             "input_token_throughput",
             "Input Token Throughput",
@@ -420,7 +418,7 @@ fn derived_metrics(tally: &RunTally, m: &RunMetrics) -> Vec<(&'static str, &'sta
             "tokens/sec",
             m.total_token_throughput,
         ),
-    ];
+    ]);
     out.extend(conditional_metrics(tally, m));
     out.sort_by_key(|d| d.0);
     out
@@ -648,6 +646,13 @@ mod tests {
         // AIPerf's benchmark duration is the successful requests' span (all sent at 10 ms, the
         // last content 400 ms later); the rates divide by the window (2 s).
         assert_eq!(json["benchmark_duration"], json!({"unit": "sec", "avg": 0.4}));
+        // With no successful request there is no span, and AIPerf writes none.
+        let mut only_failed = RunTally::default();
+        only_failed.push(&failed);
+        let none = only_failed.metrics(2.0, Some(1), None, 1, &[99.0]);
+        let (json_failed, _) = profile_export(&only_failed, &none, &[], None, &info(true));
+        assert!(json_failed.get("benchmark_duration").is_none(), "{json_failed}");
+        assert_eq!(json_failed["request_error_rate"]["avg"], 100.0);
         assert_eq!(json["request_error_rate"], json!({"unit": "%", "avg": 25.0}));
         assert_eq!(json["good_request_count"]["avg"], 2.0);
         assert_eq!(json["goodput"], json!({"unit": "requests/sec", "avg": 1.0}));
