@@ -689,6 +689,22 @@ fn results_dir_of(out_dir: &std::path::Path) -> PathBuf {
 mod tests {
     use super::*;
 
+    /// #63 item 12: the model list keeps ids and owners only; entries that are not objects, ids
+    /// that are not strings and a null `data` list nothing, as the untyped read did.
+    #[test]
+    fn a_model_list_is_read_for_its_ids_and_owners_only() {
+        let list: ModelList = serde_json::from_str(
+            r#"{"object": "list", "data": [{"id": "a", "owned_by": "vllm", "root": {"deep": [1, 2]}},
+                5, {"id": 7, "owned_by": null}, null, {"id": "b"}]}"#,
+        )
+        .unwrap();
+        assert_eq!(list.ids(), ["a", "b"]);
+        assert_eq!(list.engine(), Some(Engine::Vllm));
+        let none: ModelList = serde_json::from_str(r#"{"data": null}"#).unwrap();
+        assert!(none.ids().is_empty() && none.engine().is_none());
+        assert!(serde_json::from_str::<ModelList>(r#"{"data": "all"}"#).is_err());
+    }
+
     #[test]
     fn urls_lose_their_secrets_and_the_v1_suffix() {
         assert_eq!(

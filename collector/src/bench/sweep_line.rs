@@ -280,6 +280,24 @@ mod tests {
         assert_eq!(left, ["records.jsonl"]);
     }
 
+    /// #63 item 11: the spill folders of runs whose process is gone are removed by the next
+    /// fold; a live process's folder stays, and the fold's own goes with it.
+    #[test]
+    fn spill_folders_of_killed_runs_are_removed_and_a_live_one_kept() {
+        let dir = tempfile::tempdir().unwrap();
+        let gone = dir.path().join(".sweep-4000000000");
+        let live = dir.path().join(".sweep-1");
+        for folder in [&gone, &live] {
+            std::fs::create_dir(folder).unwrap();
+            std::fs::write(folder.join("0.events"), [0u8; 26]).unwrap();
+        }
+        let spill = SpillDir::beside(&dir.path().join("records.jsonl")).unwrap();
+        assert!(!gone.exists() && live.exists() && spill.0.is_dir());
+        let own = spill.0.clone();
+        drop(spill);
+        assert!(!own.exists());
+    }
+
     /// A disk without room for the spill is named before anything is written (#63 item 11).
     #[test]
     fn a_spill_the_disk_has_no_room_for_is_refused_before_it_is_written() {

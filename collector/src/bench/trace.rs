@@ -60,9 +60,15 @@ pub const MAX_REPLAY_S: f64 = 86_400.0;
 
 /// The replay's `offsets` (seconds, from [`offsets_s`]) within [`MAX_REPLAY_S`], or why not.
 pub fn check_replay(offsets: &[f64], speedup: f64) -> Result<(), CollectorError> {
+    // 1e-308 as written, not as 308 decimals.
+    let shown = if (1e-3..1e6).contains(&speedup) {
+        speedup.to_string()
+    } else {
+        format!("{speedup:e}")
+    };
     match offsets.last() {
         Some(&last) if last > MAX_REPLAY_S => Err(CollectorError::InvalidArgument(format!(
-            "the trace's requests span {:.1} h at --trace-speedup {speedup}: more than {} h of replay (raise --trace-speedup, or cut the trace)",
+            "the trace's requests span {:.1} h at --trace-speedup {shown}: more than {} h of replay (raise --trace-speedup, or cut the trace)",
             last / 3600.0,
             MAX_REPLAY_S / 3600.0
         ))),
@@ -267,6 +273,24 @@ mod tests {
         assert_eq!(p[2].text, "hello there");
         assert_eq!(offsets_s(&t, 0, 3, 2.0), vec![0.0, 0.5, 1.25025]);
         assert_eq!(offsets_s(&t, 1, 2, 1.0), vec![0.0, 1.5005]);
+    }
+
+    /// #63 item 12: a replay longer than a day after `--trace-speedup` is refused, saying how
+    /// long (a second line 31 years on; a speedup so small the offsets overflow to infinity).
+    #[test]
+    fn a_replay_longer_than_a_day_is_refused() {
+        assert!(check_replay(&[0.0, 86_400.0], 1.0).is_ok());
+        assert!(check_replay(&[], 1.0).is_ok());
+        let years = check_replay(&[0.0, 978_307_200.0], 1.0).unwrap_err().to_string();
+        assert!(
+            years.contains("span 271752.0 h at --trace-speedup 1: more than 24 h of replay"),
+            "{years}"
+        );
+        let tiny = check_replay(&[0.0, f64::INFINITY], 1e-308).unwrap_err().to_string();
+        assert!(
+            tiny.contains("span inf h at --trace-speedup 1e-308: more than 24 h"),
+            "{tiny}"
+        );
     }
 
     #[test]
