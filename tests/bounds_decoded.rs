@@ -84,6 +84,19 @@ fn parquet_rows_are_held_to_the_item_cap_and_the_dataset_budget() {
         "exit {code}: {err}"
     );
 
+    // One 40 MiB value among three empty rows: under 16 MiB a row on average, so the metadata
+    // passes it; its row is refused once decoded.
+    let padded = dir.path().join("padded.parquet");
+    let mut rows = vec![ByteArray::from(vec![b'z'; 40 << 20])];
+    rows.extend((0..3).map(|_| ByteArray::from(Vec::new())));
+    write_prompts_parquet(&padded, &rows, false);
+    let padded = padded.to_str().unwrap();
+    let (code, _, err) = run_speclens_within(&bench_hf_args(&url, padded, out, &[]), Duration::from_secs(60));
+    assert!(
+        code == 2 && err.contains("row 1: 40.0 MiB decoded, over the 16 MiB one item may hold"),
+        "exit {code}: {err}"
+    );
+
     // 100 rows sharing one 1 MiB dictionary value: 100 MiB once expanded, past a 16 MiB budget.
     let shared = dir.path().join("shared.parquet");
     let value = ByteArray::from(vec![b'y'; 1 << 20]);
@@ -176,4 +189,8 @@ fn a_large_result_file_costs_a_small_multiple_of_its_size() {
     // What it reads is what the file says: its throughput and the server's own timings folded.
     let (_, out, err) = run_speclens_within(&["read", results], Duration::from_secs(120));
     assert!(out.contains("vllm-run") && out.contains("1280.5"), "{out}{err}");
+    assert!(
+        format!("{out}{err}").contains("TTFT split (mean of the 60000 requests the server timed)"),
+        "the kept lists fold into the server's TTFT split: {out}{err}"
+    );
 }

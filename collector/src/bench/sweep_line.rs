@@ -313,7 +313,7 @@ mod tests {
             why,
             "folding 1048576 events needs up to 52.0 MiB of disk beside the records (26 bytes an event, twice while a span is split) and /spill has 51.0 MiB free"
         );
-        assert!(free_bytes(&std::env::temp_dir()).is_some_and(|b| b > 0));
+        assert!(free_bytes(&std::env::temp_dir()).is_some());
     }
 
     #[test]

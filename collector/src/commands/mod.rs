@@ -11,4 +11,5 @@ pub mod read;
 pub mod report;
 pub mod scrape;
 pub mod sweep;
+mod sweep_points;
 pub mod watch;

@@ -212,7 +212,14 @@ impl Collector {
         let loose: Vec<(String, RunResult)> = found
             .files
             .into_iter()
-            .filter(|(name, _)| !name.contains('/') && name != "result.json" && name != "sweep.json")
+            // The folder's own result (`result.json`, or the records a run left without one)
+            // was added above as its run.
+            .filter(|(name, _)| {
+                !name.contains('/')
+                    && name != "result.json"
+                    && name != "sweep.json"
+                    && !history::is_records(std::path::Path::new(name))
+            })
             .collect();
         if !history::holds(path, "sweep.json") {
             if let Some(table) = crate::commands::read::sweep_of(&loose, Costs::H100_FREE_DRAFTS) {

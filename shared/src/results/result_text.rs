@@ -22,8 +22,10 @@ pub const KEPT_LISTS: [&str; 3] = ["ttfts", "server_queue_times", "server_ttfts"
 /// when it is not a JSON object with the request counts (`completed`, `output_throughput`), an
 /// error saying why when it has them but its keys do not read.
 pub fn run_result_of_text(text: &str) -> Result<Option<RunResult>, String> {
-    let Ok(top) = serde_json::from_str::<BTreeMap<String, &RawValue>>(text) else {
-        return Ok(None);
+    let top = match serde_json::from_str::<TopLevel<'_>>(text) {
+        Ok(TopLevel(top)) => top,
+        Err(e) if e.to_string().starts_with(TOO_MANY_KEYS) => return Err(e.to_string()),
+        Err(_) => return Ok(None),
     };
     if !top.contains_key("completed") || !top.contains_key("output_throughput") {
         return Ok(None);
@@ -43,7 +45,43 @@ pub fn run_result_of_text(text: &str) -> Result<Option<RunResult>, String> {
         kept.push_str(raw.get());
     }
     kept.push('}');
+    drop(top);
     serde_json::from_str(&kept).map(Some).map_err(|e| e.to_string())
+}
+
+/// The most top-level keys a result file may have: speclens writes about a hundred, `vllm bench
+/// serve` fewer; a file with more is refused before its keys are probed or kept.
+pub const MAX_TOP_LEVEL_KEYS: usize = 4096;
+
+const TOO_MANY_KEYS: &str = "more top-level keys than a result file has";
+
+/// A JSON object's top-level keys and their raw values, borrowed from the text (the last of a
+/// repeated key wins, as in a JSON tree), at most [`MAX_TOP_LEVEL_KEYS`] of them.
+struct TopLevel<'a>(BTreeMap<String, &'a RawValue>);
+
+impl<'de: 'a, 'a> serde::Deserialize<'de> for TopLevel<'a> {
+    fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        struct Keys;
+        impl<'de> serde::de::Visitor<'de> for Keys {
+            type Value = TopLevel<'de>;
+            fn expecting(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+                f.write_str("a JSON object")
+            }
+            fn visit_map<M: serde::de::MapAccess<'de>>(self, mut map: M) -> Result<Self::Value, M::Error> {
+                let mut top = BTreeMap::new();
+                while let Some((key, raw)) = map.next_entry::<String, &'de RawValue>()? {
+                    top.insert(key, raw);
+                    if top.len() > MAX_TOP_LEVEL_KEYS {
+                        return Err(serde::de::Error::custom(format!(
+                            "{TOO_MANY_KEYS} (over {MAX_TOP_LEVEL_KEYS})"
+                        )));
+                    }
+                }
+                Ok(TopLevel(top))
+            }
+        }
+        d.deserialize_map(Keys)
+    }
 }
 
 /// `key` as a JSON string.
@@ -101,6 +139,14 @@ mod tests {
         let bad = run_result_of_text(r#"{"completed": "two", "output_throughput": 1}"#).unwrap_err();
         assert!(bad.contains("invalid type"), "{bad}");
         assert!(is_named("completed") && is_named("label") && is_named("distributions"));
+        // A file of more keys than any result file is refused before its keys are probed.
+        let many: Vec<String> = (0..=MAX_TOP_LEVEL_KEYS).map(|i| format!("\"k{i}\": 0")).collect();
+        let text = format!("{{\"completed\": 1, \"output_throughput\": 1, {}}}", many.join(","));
+        let refused = run_result_of_text(&text).unwrap_err();
+        assert!(
+            refused.starts_with("more top-level keys than a result file has (over 4096)"),
+            "{refused}"
+        );
         assert!(!is_named("itls") && !is_named("p99_ttft_ms"));
     }
 }

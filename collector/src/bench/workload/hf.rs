@@ -45,82 +45,93 @@ pub(super) fn for_each_hf_row(
     })
 }
 
-/// Every row of a parquet file as a JSON value, within the dataset's limits. The file's own
-/// sizes are checked before a page is read: a column whose values average over
-/// [`MAX_ITEM_BYTES`] a row holds one too large, and columns that decode past `max_bytes` (the
-/// `--max-dataset-mib` budget) are refused. Then each row is at most [`MAX_ITEM_BYTES`] and all
-/// rows together at most `max_bytes` as decoded, since a dictionary value is expanded in every
-/// row that refers to it (10,000 rows sharing one 16 MiB value are 160 GB of text). A panic
-/// inside the parquet reader on a corrupt file is an error naming the file and the panic.
+/// Every row of a parquet file as a JSON value, within the dataset's limits: the file's own
+/// sizes first ([`check_parquet_sizes`]), then each row at most [`MAX_ITEM_BYTES`] and all rows
+/// together at most `max_bytes` (the `--max-dataset-mib` budget) as decoded, since a dictionary
+/// value is expanded in every row that refers to it (10,000 rows sharing one 16 MiB value are
+/// 160 GB of text). A panic inside the parquet reader on a corrupt file is an error naming the
+/// file and the panic.
 fn for_each_parquet_row(
     path: &Path,
     max_bytes: u64,
     mut each: impl FnMut(String, serde_json::Value) -> Result<(), CollectorError>,
 ) -> Result<(), CollectorError> {
     use parquet::file::reader::{FileReader, SerializedFileReader};
+    use parquet::record::reader::RowIter;
     let bad = |what: String| CollectorError::InvalidArgument(format!("{}: {what}", path.display()));
+    let corrupt = |panic: String| bad(format!("the parquet reader failed on it (a corrupt file): {panic}"));
     let mib = |bytes: u64| bytes as f64 / (1u64 << 20) as f64;
     let file = datafile::open(path, max_bytes)?.into_inner().into_inner();
-    let read = || -> Result<(), CollectorError> {
+    // Only the parquet crate's own calls run where a panic is caught: speclens's code (`each`)
+    // runs outside, so a bug of ours is never reported as a corrupt file.
+    let mut rows = unwound_as_error(|| -> Result<RowIter<'static>, CollectorError> {
         let reader = SerializedFileReader::new(file).map_err(|e| bad(format!("not a parquet file: {e}")))?;
-        let mut declared: u64 = 0;
-        for (g, group) in reader.metadata().row_groups().iter().enumerate() {
-            let rows = u64::try_from(group.num_rows()).unwrap_or(0).max(1);
-            for column in group.columns() {
-                // A negative size is a corrupt file: refused as too large.
-                let size = u64::try_from(column.uncompressed_size()).unwrap_or(u64::MAX);
-                if size > rows.saturating_mul(MAX_ITEM_BYTES) {
-                    return Err(bad(format!(
-                        "row group {}: column {} decodes to {:.1} MiB for {rows} row{}, a value over the {:.0} MiB one item may hold",
-                        g + 1,
-                        column.column_path(),
-                        mib(size),
-                        if rows == 1 { "" } else { "s" },
-                        mib(MAX_ITEM_BYTES)
-                    )));
-                }
-                declared = declared.saturating_add(size);
-            }
-        }
-        if declared > max_bytes {
+        check_parquet_sizes(reader.metadata(), max_bytes).map_err(bad)?;
+        Ok(RowIter::from_file_into(Box::new(reader)))
+    })
+    .unwrap_or_else(|panic| Err(corrupt(panic)))?;
+    let mut decoded: u64 = 0;
+    for i in 1.. {
+        let next = unwound_as_error(|| {
+            rows.next()
+                .map(|row| row.map(|row| (row_bytes(&row), row.to_json_value())))
+        })
+        .map_err(corrupt)?;
+        let Some(row) = next else { break };
+        let (size, value) = row.map_err(|e| bad(format!("row {i}: {e}")))?;
+        if size > MAX_ITEM_BYTES {
             return Err(bad(format!(
-                "its columns decode to {:.1} MiB, over the {:.0} MiB --max-dataset-mib allows",
-                mib(declared),
+                "row {i}: {:.1} MiB decoded, over the {:.0} MiB one item may hold",
+                mib(size),
+                mib(MAX_ITEM_BYTES)
+            )));
+        }
+        decoded = decoded.saturating_add(size);
+        if decoded > max_bytes {
+            return Err(bad(format!(
+                "row {i}: its rows decode past the {:.0} MiB --max-dataset-mib allows (a value shared through a dictionary is expanded in every row that refers to it)",
                 mib(max_bytes)
             )));
         }
-        let rows = reader
-            .get_row_iter(None)
-            .map_err(|e| bad(format!("cannot read its rows: {e}")))?;
-        let mut decoded: u64 = 0;
-        for (i, row) in rows.enumerate() {
-            let row = row.map_err(|e| bad(format!("row {}: {e}", i + 1)))?;
-            let size = row_bytes(&row);
-            if size > MAX_ITEM_BYTES {
-                return Err(bad(format!(
-                    "row {}: {:.1} MiB decoded, over the {:.0} MiB one item may hold",
-                    i + 1,
+        each(format!("row {i}"), value)?;
+    }
+    Ok(())
+}
+
+/// A parquet file's columns as its metadata declares them, before any page is read: a column
+/// whose decoded size averages over [`MAX_ITEM_BYTES`] a row in a row group holds a value too
+/// large, and all columns together must decode within `max_bytes`. An average: one large value
+/// among many small rows passes here and is refused once its row is decoded (the rows' check),
+/// having cost at most its column's declared size.
+fn check_parquet_sizes(metadata: &parquet::file::metadata::ParquetMetaData, max_bytes: u64) -> Result<(), String> {
+    let mib = |bytes: u64| bytes as f64 / (1u64 << 20) as f64;
+    let mut declared: u64 = 0;
+    for (g, group) in metadata.row_groups().iter().enumerate() {
+        let rows = u64::try_from(group.num_rows()).unwrap_or(0).max(1);
+        for column in group.columns() {
+            // A negative size is a corrupt file: refused as too large.
+            let size = u64::try_from(column.uncompressed_size()).unwrap_or(u64::MAX);
+            if size > rows.saturating_mul(MAX_ITEM_BYTES) {
+                return Err(format!(
+                    "row group {}: column {} decodes to {:.1} MiB for {rows} row{}, a value over the {:.0} MiB one item may hold",
+                    g + 1,
+                    column.column_path(),
                     mib(size),
+                    if rows == 1 { "" } else { "s" },
                     mib(MAX_ITEM_BYTES)
-                )));
+                ));
             }
-            decoded = decoded.saturating_add(size);
-            if decoded > max_bytes {
-                return Err(bad(format!(
-                    "row {}: its rows decode past the {:.0} MiB --max-dataset-mib allows (a value shared through a dictionary is expanded in every row that refers to it)",
-                    i + 1,
-                    mib(max_bytes)
-                )));
-            }
-            each(format!("row {}", i + 1), row.to_json_value())?;
+            declared = declared.saturating_add(size);
         }
-        Ok(())
-    };
-    unwound_as_error(read).unwrap_or_else(|panic| {
-        Err(bad(format!(
-            "the parquet reader failed on it (a corrupt file): {panic}"
-        )))
-    })
+    }
+    if declared > max_bytes {
+        return Err(format!(
+            "its columns decode to {:.1} MiB, over the {:.0} MiB --max-dataset-mib allows",
+            mib(declared),
+            mib(max_bytes)
+        ));
+    }
+    Ok(())
 }
 
 /// What a parquet row holds once decoded, in bytes: its texts and byte strings at their
