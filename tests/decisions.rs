@@ -723,10 +723,13 @@ fn a_sweep_with_swapped_arms_stops_naming_each_arm_unless_allowed() {
 }
 
 /// What k = 0 costs (vLLM #51575): two servers run the same schedule, k = 3 up to batch 2 and
-/// off above; one charges its k = 0 steps 15 % over a plain step, the other nothing. Beside a
+/// off above; one charges its k = 0 steps 25 % over a plain step, the other nothing. Beside a
 /// fixed k = 3 arm and plain (which beats k = 3 from about 6 on a ridge of 8), the first
-/// measures about +15 % median TPOT where speculation is off and the recommendation routes that
-/// load to a plain server; the second measures about nothing and keeps k = 0 there.
+/// measures about +25 % median TPOT where speculation is off and the recommendation routes that
+/// load to a plain server; the second measures about nothing and keeps k = 0 there. Each level's
+/// figure is a ratio of two medians measured a few seconds apart (here within 3 points of
+/// the charge over six runs): the charged one is held to 8 points, far from the 5 % rule on
+/// either side; the free one to the rule itself.
 #[test]
 fn what_k_zero_costs_is_measured_and_decides_where_the_off_range_runs() {
     let schedule = "[[1,2,3],[3,65536,0]]";
@@ -737,7 +740,7 @@ fn what_k_zero_costs_is_measured_and_decides_where_the_off_range_runs() {
     };
     let (spec, taxed, free, base) = (
         timed_sim(&spec_flags),
-        scheduled("0.15"),
+        scheduled("0.25"),
         scheduled("0"),
         timed_sim(&[]),
     );
@@ -779,12 +782,12 @@ fn what_k_zero_costs_is_measured_and_decides_where_the_off_range_runs() {
             .map(|l| (l["level"].as_f64().unwrap(), l["tpot_tax"].as_f64().unwrap()))
             .collect()
     };
-    // Measured where speculation is off (16 and 24), each within 5 points of what the sims charge.
-    for (z, charged) in [(&taxed, 0.15), (&free, 0.0)] {
+    // Measured where speculation is off (16 and 24), each near what the sims charge.
+    for (z, charged, within) in [(&taxed, 0.25, 0.08), (&free, 0.0, 0.05)] {
         let at = levels(z);
         assert_eq!(at.iter().map(|l| l.0).collect::<Vec<_>>(), [16.0, 24.0], "{z}");
         assert!(
-            at.iter().all(|(_, tax)| (tax - charged).abs() <= 0.05),
+            at.iter().all(|(_, tax)| (tax - charged).abs() <= within),
             "{charged}: {z}\n{stdout}"
         );
     }
@@ -793,8 +796,13 @@ fn what_k_zero_costs_is_measured_and_decides_where_the_off_range_runs() {
         (&Value::Bool(true), &Value::Bool(false)),
         "{rec}"
     );
+    // The console says the file's mean cost.
+    let cost = format!(
+        "k = 0 on the speculative server costs {:+.1} %",
+        taxed["tpot_tax"].as_f64().unwrap() * 100.0
+    );
     assert!(
-        stdout.contains("k = 0 on the speculative server costs +1")
+        stdout.contains(&cost)
             && stdout.contains("to a plain server (more than 5 %)")
             && stdout.contains("k = 0 on the same server is fine there (within 5 %)"),
         "{stdout}"
