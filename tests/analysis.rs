@@ -7,7 +7,7 @@ use std::time::Duration;
 use serde_json::Value;
 
 use crate::common::bench::{Bench, BenchRun};
-use crate::common::{run_speclens, workspace, Speclens};
+use crate::common::{read_json, run_speclens, workspace, Speclens};
 
 #[test]
 fn model_matches_the_worked_values_in_text_and_json() {
@@ -833,9 +833,41 @@ fn accept_recovers_each_categorys_acceptance_length() {
         );
         assert_eq!(row["path"], "per_request");
         assert_eq!(row["requests"], 30);
+        // Its matrix row: the sim's geometric rates α, α², α³ by position.
+        let m = read_json(&out_dir.join("position-matrix.json"));
+        let mrow = m["rows"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|r| r["category"] == cat)
+            .unwrap();
+        for (p, rate) in mrow["rates"].as_array().unwrap().iter().enumerate() {
+            let (got, want) = (rate.as_f64().unwrap(), a.powi(p as i32 + 1));
+            assert_eq!(Some(got), row["per_position_acceptance_rates"][p.to_string()].as_f64());
+            assert!((got - want).abs() < 0.05, "{cat} position {p}: {got} against {want}");
+        }
     }
+    // The pooled row is the categories' steps together, in the JSON, the CSV and on the console.
+    let m = read_json(&out_dir.join("position-matrix.json"));
+    let rows = m["rows"].as_array().unwrap();
+    let steps: f64 = rows.iter().map(|r| r["num_spec_steps"].as_f64().unwrap()).sum();
+    let pooled0: f64 = rows
+        .iter()
+        .map(|r| r["rates"][0].as_f64().unwrap() * r["num_spec_steps"].as_f64().unwrap())
+        .sum::<f64>()
+        / steps;
     assert!(
-        out.contains("summarization") && out.contains("acceptance length"),
+        (m["pooled"]["rates"][0].as_f64().unwrap() - pooled0).abs() < 1e-12,
+        "{m}"
+    );
+    let csv = std::fs::read_to_string(out_dir.join("position-matrix.csv")).unwrap();
+    let last = csv.lines().last().unwrap();
+    assert!(last.starts_with(&format!("pooled,90,{steps},{pooled0:.6},")), "{csv}");
+    assert!(
+        out.contains("summarization")
+            && out.contains("acceptance length")
+            && out.contains("Acceptance rate by category and draft position")
+            && out.contains(&format!("{pooled0:.3}")),
         "{out}"
     );
 }

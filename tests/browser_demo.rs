@@ -110,6 +110,8 @@ async fn the_demo_tells_one_story_on_its_console_dashboard_and_report() {
     assert_eq!(printed, format!("{predicted:.1}"), "{console}");
     for file in [
         "accept/accept-summarization.json",
+        "accept/position-matrix.json",
+        "accept/position-matrix.csv",
         "sweep/spec-c1.json",
         "sweep/spec-k1-c84.json",
         "sweep/base-c84.json",
@@ -196,6 +198,58 @@ async fn the_demo_tells_one_story_on_its_console_dashboard_and_report() {
         }
     }
     set_width(&client, 1400).await;
+
+    // The accept page draws the category × position matrix the demo saved as a heat map: each
+    // cell's colour is its rate's, and pointing at a cell reads its value out.
+    let matrix: speclens_shared::results::accept::PositionMatrix =
+        serde_json::from_value(read_json(&out.path().join("accept/position-matrix.json"))).unwrap();
+    assert!(
+        matrix.rows.len() >= 2,
+        "the demo's prompts have several categories: {matrix:?}"
+    );
+    assert!(
+        console.contains("Acceptance rate by category and draft position"),
+        "{console}"
+    );
+    visit(&client, &base, "runs?accept=accept", "#accept-heatmap").await;
+    let cells = client
+        .execute(
+            "return [...document.querySelectorAll('#accept-heatmap tbody tr')].map(tr =>
+                [...tr.querySelectorAll('td.heat')].map(td => [td.textContent, getComputedStyle(td).backgroundColor]));",
+            vec![],
+        )
+        .await
+        .unwrap();
+    let cells: Vec<Vec<(String, String)>> = serde_json::from_value(cells).unwrap();
+    assert_eq!(cells.len(), matrix.rows.len() + 1, "{cells:?}");
+    for (row, drawn) in matrix.all_rows().zip(&cells) {
+        let want: Vec<(String, String)> = row
+            .rates
+            .iter()
+            .map(|r| match r {
+                Some(r) => (format!("{r:.3}"), speclens_shared::results::accept::heat_colour(*r)),
+                None => ("—".into(), "rgba(0, 0, 0, 0)".into()),
+            })
+            .collect();
+        assert_eq!(drawn, &want, "{}", row.category);
+    }
+    let (row, rate) = (&matrix.rows[1], matrix.rows[1].rates[0].unwrap());
+    client
+        .execute(
+            "document.querySelectorAll('#accept-heatmap tbody tr')[1].querySelector('td.heat')
+                .dispatchEvent(new MouseEvent('mouseenter'));",
+            vec![],
+        )
+        .await
+        .unwrap();
+    let said = format!("{}, position 0: {rate:.3} (accepted at position 0", row.category);
+    wait_for("the heat map's readout", Duration::from_secs(10), || async {
+        text_of(&client, "#accept-heatmap-readout")
+            .await
+            .starts_with(&said)
+            .then_some(())
+    })
+    .await;
 
     // A demo point lasts well under a second: its page says why it draws no timeline.
     visit(&client, &base, "overview", "#overview-latency-run").await;

@@ -8,7 +8,7 @@ use std::path::{Path, PathBuf};
 
 use comfy_table::{presets, CellAlignment, Table};
 use speclens_shared::figures::acceptance_length_of_counts;
-use speclens_shared::results::accept::{AcceptMatrix, CategoryAcceptance};
+use speclens_shared::results::accept::{AcceptMatrix, CategoryAcceptance, PositionMatrix};
 use speclens_shared::results::run_result::RunResult;
 use speclens_shared::run::record::RequestRecord;
 
@@ -199,7 +199,29 @@ pub fn render(rows: &[CategoryAcceptance]) -> String {
         }
     }
     let pooled = AcceptMatrix::pooled_line(rows).map_or(String::new(), |l| format!("{l}\n"));
-    format!("{table}\n{pooled}")
+    let matrix = PositionMatrix::of(rows).map_or(String::new(), |m| render_matrix(&m));
+    format!("{table}\n{pooled}{matrix}")
+}
+
+/// The category × position matrix: a row per category and the pooled row, a column per draft
+/// position (0-based, as vLLM's `position` label), each cell the unconditional rate.
+fn render_matrix(matrix: &PositionMatrix) -> String {
+    let mut table = Table::new();
+    table.load_style(presets::UTF8_FULL_CONDENSED);
+    let mut header = vec!["category".to_string(), "requests".to_string()];
+    header.extend(matrix.positions.iter().map(|p| format!("position {p}")));
+    table.set_header(header);
+    for row in matrix.all_rows() {
+        let mut cells = vec![row.category.clone(), row.requests.to_string()];
+        cells.extend(row.rates.iter().map(|r| r.map_or("—".into(), |v| format!("{v:.3}"))));
+        table.add_row(cells);
+    }
+    for i in 1..matrix.positions.len() + 2 {
+        if let Some(col) = table.column_mut(i) {
+            col.set_cell_alignment(CellAlignment::Right);
+        }
+    }
+    format!("Acceptance rate by category and draft position (accepted at the position ÷ verify steps):\n{table}\n")
 }
 
 /// `speclens accept`: returns the rows it measured.
@@ -272,6 +294,15 @@ pub async fn run_with(args: Plan, hub: Option<LiveHub>) -> Result<Vec<CategoryAc
     for row in &rows {
         let path = out.join(format!("accept-{}.json", label_of(&row.category)));
         crate::results_folder::write::write_atomic(&path, &crate::results_folder::write::to_json_bytes(row)?)?;
+    }
+    if let Some(matrix) = PositionMatrix::of(&rows) {
+        use speclens_shared::results::accept::{POSITION_MATRIX_CSV, POSITION_MATRIX_JSON};
+        let write = crate::results_folder::write::write_atomic;
+        write(
+            &out.join(POSITION_MATRIX_JSON),
+            &crate::results_folder::write::to_json_bytes(&matrix)?,
+        )?;
+        write(&out.join(POSITION_MATRIX_CSV), matrix.csv().as_bytes())?;
     }
     crate::console::status(&render(&rows));
     for warning in speclens_shared::results::warnings::category_warnings(&rows) {

@@ -1,5 +1,6 @@
-//! What `accept` writes: one category's acceptance (`accept-<category>.json`) and the matrix of
-//! every category, with the pooled figure over them.
+//! What `accept` writes: one category's acceptance (`accept-<category>.json`), the matrix of
+//! every category with the pooled figure over them, and the category × draft-position matrix
+//! (`position-matrix.json`, `position-matrix.csv`) with the heat map's colours.
 
 use std::collections::BTreeMap;
 
@@ -74,6 +75,135 @@ impl AcceptMatrix {
     }
 }
 
+/// The file names of the category × position matrix an accept folder holds.
+pub const POSITION_MATRIX_JSON: &str = "position-matrix.json";
+pub const POSITION_MATRIX_CSV: &str = "position-matrix.csv";
+
+/// Acceptance per category and draft position, the table drafter builders publish (a row per
+/// category, a column per position, the pooled row last): each cell the unconditional rate at
+/// that position, accepted at position p ÷ verify steps, as vLLM's per-position counters.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct PositionMatrix {
+    /// Draft positions, 0-based as vLLM's `position` label.
+    pub positions: Vec<u32>,
+    pub rows: Vec<PositionRow>,
+    /// Every category's steps together: Σ accepted at p ÷ Σ steps of the categories that draft
+    /// position p.
+    pub pooled: PositionRow,
+}
+
+/// One row of a [`PositionMatrix`].
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct PositionRow {
+    pub category: String,
+    pub requests: u64,
+    pub num_spec_steps: u64,
+    /// One per position of the matrix; `None` where this row drafted no such position.
+    pub rates: Vec<Option<f64>>,
+}
+
+/// The row name of the pooled figures.
+pub const POOLED_ROW: &str = "pooled";
+
+impl PositionMatrix {
+    /// The matrix of `categories`; `None` without a category that has a position.
+    pub fn of(categories: &[CategoryAcceptance]) -> Option<PositionMatrix> {
+        let positions: Vec<u32> = categories
+            .iter()
+            .flat_map(|c| c.per_position_acceptance_rates.keys().copied())
+            .collect::<std::collections::BTreeSet<u32>>()
+            .into_iter()
+            .collect();
+        if positions.is_empty() {
+            return None;
+        }
+        let rows: Vec<PositionRow> = categories
+            .iter()
+            .map(|c| PositionRow {
+                category: c.category.clone(),
+                requests: c.requests,
+                num_spec_steps: c.num_spec_steps,
+                rates: positions
+                    .iter()
+                    .map(|p| c.per_position_acceptance_rates.get(p).copied())
+                    .collect(),
+            })
+            .collect();
+        let pooled_at = |i: usize| {
+            let (hits, steps) = rows
+                .iter()
+                .filter_map(|r| Some((r.rates[i]? * r.num_spec_steps as f64, r.num_spec_steps)))
+                .fold((0.0, 0u64), |(h, s), (rh, rs)| (h + rh, s + rs));
+            (steps > 0).then(|| hits / steps as f64)
+        };
+        let pooled = PositionRow {
+            category: POOLED_ROW.into(),
+            requests: rows.iter().map(|r| r.requests).sum(),
+            num_spec_steps: rows.iter().map(|r| r.num_spec_steps).sum(),
+            rates: (0..positions.len()).map(pooled_at).collect(),
+        };
+        Some(PositionMatrix {
+            positions,
+            rows,
+            pooled,
+        })
+    }
+
+    /// The categories' rows, then the pooled row.
+    pub fn all_rows(&self) -> impl Iterator<Item = &PositionRow> {
+        self.rows.iter().chain(std::iter::once(&self.pooled))
+    }
+
+    /// The matrix as CSV: `category,requests,num_spec_steps,position_0,…`, a row per category
+    /// and the pooled row last; an empty cell where a row has no such position. Category names
+    /// are quoted as RFC 4180 asks (they come from the user's dataset).
+    pub fn csv(&self) -> String {
+        let mut out = String::from("category,requests,num_spec_steps");
+        for p in &self.positions {
+            out.push_str(&format!(",position_{p}"));
+        }
+        out.push('\n');
+        for row in self.all_rows() {
+            out.push_str(&csv_field(&row.category));
+            out.push_str(&format!(",{},{}", row.requests, row.num_spec_steps));
+            for rate in &row.rates {
+                out.push(',');
+                if let Some(r) = rate {
+                    out.push_str(&format!("{r:.6}"));
+                }
+            }
+            out.push('\n');
+        }
+        out
+    }
+}
+
+/// One CSV field, quoted when it holds a comma, a quote or a line break (RFC 4180).
+fn csv_field(text: &str) -> String {
+    if text.contains([',', '"', '\n', '\r']) {
+        format!("\"{}\"", text.replace('"', "\"\""))
+    } else {
+        text.to_string()
+    }
+}
+
+/// A heat-map cell's colour for a rate in [0, 1]: white at 0 to a deep blue at 1 (one hue, so
+/// the order reads without a legend and in grey), as `rgb(r, g, b)`.
+pub fn heat_colour(rate: f64) -> String {
+    let t = rate.clamp(0.0, 1.0);
+    let mix = |from: f64, to: f64| (from + (to - from) * t).round() as u8;
+    format!("rgb({}, {}, {})", mix(255.0, 8.0), mix(255.0, 69.0), mix(255.0, 148.0))
+}
+
+/// Text that reads on a [`heat_colour`] cell: dark on the light half, white on the dark one.
+pub fn heat_text_colour(rate: f64) -> &'static str {
+    if rate > 0.5 {
+        "#fff"
+    } else {
+        "#111"
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -103,5 +233,48 @@ mod tests {
         assert_eq!(rows[1].length_text(), "1.500");
         assert_eq!(rows[0].positions_text(), "0: 0.800, 1: 0.500");
         assert_eq!(AcceptMatrix::pooled(&[]), None);
+    }
+
+    #[test]
+    fn the_position_matrix_pools_by_steps_and_leaves_absent_positions_empty() {
+        let row = |category: &str, steps: u64, rates: &[(u32, f64)]| CategoryAcceptance {
+            category: category.into(),
+            path: "per_request".into(),
+            requests: 4,
+            acceptance_length: 2.0,
+            acceptance_rate: 50.0,
+            per_position_acceptance_rates: rates.iter().copied().collect(),
+            num_spec_steps: steps,
+            accepted_tokens: steps,
+            draft_tokens: steps * 2,
+            acceptance_length_ci95: None,
+            run: "all".into(),
+        };
+        // A k = 3 category and a k = 2 one: position 2 pools over the first only.
+        let rows = [
+            row("code", 100, &[(0, 0.9), (1, 0.6), (2, 0.3)]),
+            row("chat, \"qa\"", 300, &[(0, 0.5), (1, 0.2)]),
+        ];
+        let m = PositionMatrix::of(&rows).unwrap();
+        assert_eq!(m.positions, [0, 1, 2]);
+        assert_eq!(m.rows[1].rates, [Some(0.5), Some(0.2), None]);
+        let pooled: Vec<f64> = m.pooled.rates.iter().map(|r| r.unwrap()).collect();
+        let want = [(90.0 + 150.0) / 400.0, (60.0 + 60.0) / 400.0, 0.3];
+        for (got, want) in pooled.iter().zip(want) {
+            assert!((got - want).abs() < 1e-12, "{pooled:?}");
+        }
+        assert_eq!((m.pooled.requests, m.pooled.num_spec_steps), (8, 400));
+        assert_eq!(
+            m.csv(),
+            "category,requests,num_spec_steps,position_0,position_1,position_2\n\
+             code,4,100,0.900000,0.600000,0.300000\n\
+             \"chat, \"\"qa\"\"\",4,300,0.500000,0.200000,\n\
+             pooled,8,400,0.600000,0.300000,0.300000\n"
+        );
+        assert_eq!(PositionMatrix::of(&[row("none", 0, &[])]), None);
+        assert_eq!(heat_colour(0.0), "rgb(255, 255, 255)");
+        assert_eq!(heat_colour(1.0), "rgb(8, 69, 148)");
+        assert_eq!(heat_colour(7.0), heat_colour(1.0));
+        assert_eq!((heat_text_colour(0.2), heat_text_colour(0.9)), ("#111", "#fff"));
     }
 }

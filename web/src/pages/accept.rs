@@ -2,7 +2,7 @@
 
 use leptos::prelude::*;
 use speclens_shared::glossary::Term;
-use speclens_shared::results::accept::AcceptMatrix;
+use speclens_shared::results::accept::{heat_colour, heat_text_colour, AcceptMatrix, PositionMatrix};
 use speclens_shared::results::warnings::category_warnings;
 
 use crate::api::fetch_json;
@@ -44,6 +44,7 @@ pub fn AcceptView(id: String) -> impl IntoView {
                             </tr> }).collect_view()}
                         </tbody>
                     </table></div>
+                    {PositionMatrix::of(&v.categories).map(heat_map)}
                     <div id="accept-notes">
                         {notes.into_iter().map(|n| view! { <p class="notice">{format!("Note: {n}")}</p> }).collect_view()}
                     </div>
@@ -51,5 +52,56 @@ pub fn AcceptView(id: String) -> impl IntoView {
                 }
             }}
         </section>
+    }
+}
+
+/// The category × position matrix as a heat map: a row per category and the pooled row, a
+/// column per draft position, each cell coloured by its rate (white 0 to deep blue 1) with its
+/// value written in; hovering or focusing a cell reads it out in full beneath.
+fn heat_map(matrix: PositionMatrix) -> impl IntoView {
+    let readout = RwSignal::new(String::from("Point at a cell for its category, position and rate."));
+    let header = matrix
+        .positions
+        .iter()
+        .map(|p| view! { <th>{format!("position {p}")}</th> })
+        .collect_view();
+    let rows = matrix
+        .all_rows()
+        .map(|row| {
+            let cells = matrix
+                .positions
+                .iter()
+                .zip(&row.rates)
+                .map(|(p, rate)| match rate {
+                    Some(r) => {
+                        let style = format!("background: {}; color: {}", heat_colour(*r), heat_text_colour(*r));
+                        let said = format!(
+                            "{}, position {p}: {r:.3} (accepted at position {p} ÷ {} verify steps)",
+                            row.category, row.num_spec_steps
+                        );
+                        let (hover, focus, title) = (said.clone(), said.clone(), said);
+                        view! {
+                            <td class="heat" style=style title=title tabindex="0"
+                                on:mouseenter=move |_| readout.set(hover.clone())
+                                on:focus=move |_| readout.set(focus.clone())>{format!("{r:.3}")}</td>
+                        }
+                        .into_any()
+                    }
+                    None => {
+                        view! { <td class="heat none" title="this row drafts no such position">"—"</td> }.into_any()
+                    }
+                })
+                .collect_view();
+            view! { <tr><th class="heat-row">{row.category.clone()}</th><td>{row.requests}</td>{cells}</tr> }
+        })
+        .collect_view();
+    view! {
+        <div class="table-box"><h3 title=Term::DraftPosition.definition() tabindex="0">"Acceptance rate by category and draft position"</h3>
+            <table class="model-table heat-map" id="accept-heatmap">
+                <thead><tr><th>"category"</th><th>"requests"</th>{header}</tr></thead>
+                <tbody>{rows}</tbody>
+            </table>
+            <p class="hint" id="accept-heatmap-readout" aria-live="polite">{move || readout.get()}</p>
+        </div>
     }
 }
