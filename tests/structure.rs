@@ -537,7 +537,8 @@ fn no_import_circle_between_the_modules_of_any_folder() {
             edges("adaptive"),
             edges("step_cost"),
             edges("saturation"),
-            edges("arms")
+            edges("arms"),
+            edges("latency"),
         ),
         (
             vec![],
@@ -545,7 +546,8 @@ fn no_import_circle_between_the_modules_of_any_folder() {
             vec!["levels", "schedules"],
             vec!["levels"],
             vec![],
-            vec!["adaptive", "levels", "pair", "saturation", "step_cost"]
+            vec!["adaptive", "latency", "levels", "pair", "saturation", "step_cost"],
+            vec!["levels"],
         ),
         "{sweep:?}"
     );

@@ -18,6 +18,7 @@ mod decisions;
 mod engines;
 mod files_and_flags;
 mod fleet;
+mod latency;
 mod parity;
 mod real_llamacpp;
 mod real_vllm;

@@ -13,8 +13,11 @@ pub enum Term {
     DraftShare,
     Ttft,
     Itl,
+    ItlPerToken,
+    TokensPerChunk,
     Tpot,
     E2el,
+    Interactivity,
     OutputWholeRun,
     OutputSteady,
     Concurrency,
@@ -30,7 +33,7 @@ pub enum Term {
 
 impl Term {
     /// Every term, in the glossary's order.
-    pub const ALL: [Term; 21] = [
+    pub const ALL: [Term; 24] = [
         Term::AcceptanceRate,
         Term::AcceptanceLength,
         Term::AcceptedPerS,
@@ -39,8 +42,11 @@ impl Term {
         Term::DraftShare,
         Term::Ttft,
         Term::Itl,
+        Term::ItlPerToken,
+        Term::TokensPerChunk,
         Term::Tpot,
         Term::E2el,
+        Term::Interactivity,
         Term::OutputWholeRun,
         Term::OutputSteady,
         Term::Concurrency,
@@ -65,6 +71,9 @@ impl Term {
             Term::DraftShare => "output from drafts (%)",
             Term::Ttft => "TTFT (ms)",
             Term::Itl => "ITL (ms)",
+            Term::ItlPerToken => "ITL per token (ms)",
+            Term::TokensPerChunk => "tokens per chunk",
+            Term::Interactivity => "E2E normalized interactivity (tokens/s/user)",
             Term::Tpot => "TPOT (ms)",
             Term::E2el => "E2E latency (ms)",
             Term::OutputWholeRun => "output tokens/s (whole run)",
@@ -92,6 +101,9 @@ impl Term {
             Term::DraftShare => "Share of output tokens that came from accepted drafts: accepted ÷ (accepted + drafts), in percent.",
             Term::Ttft => "Time to first token: from sending the request to the first streamed token.",
             Term::Itl => "Inter-token latency: the gap between two streamed chunks. A speculative step sends several tokens in one chunk, so ITL grows with speculation while TPOT falls.",
+            Term::ItlPerToken => "Inter-token latency per token: each streamed chunk's gap spread over the tokens it carried, counted once per token. Unlike ITL it does not grow when a speculative step sends several tokens in one chunk; it needs the usage so far in every chunk (continuous_usage_stats).",
+            Term::TokensPerChunk => "Tokens carried by each streamed chunk after the first: about the acceptance length on a speculative server (a step sends its accepted drafts and one more token), 1 on a plain one.",
+            Term::Interactivity => "AIPerf 0.14's E2E normalized interactivity: 1 ÷ the p75 (or p90) of each request's latency ÷ its output tokens, in tokens per second per user. The slow tail's rate, not distorted by chunks.",
             Term::Tpot => "Time per output token after the first: (E2E − TTFT) ÷ (output tokens − 1), per request. The figure that shows what speculation buys a user.",
             Term::E2el => "End-to-end latency: from sending the request to its last token.",
             Term::OutputWholeRun => "Output tokens ÷ the run's whole duration, ramp-up and drain included (vllm bench serve's output_throughput).",

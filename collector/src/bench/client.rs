@@ -79,6 +79,9 @@ pub struct Exchange {
     pub ttft_ms: Option<f64>,
     pub e2el_ms: Option<f64>,
     pub itl_ms: Vec<f64>,
+    /// Tokens in each content chunk (the first, then one per `itl_ms` gap), from the usage so
+    /// far that every chunk carried (`continuous_usage_stats`); empty when any chunk lacked it.
+    pub chunk_tokens: Vec<u32>,
     /// From the last non-empty `usage`.
     pub prompt_tokens: Option<u64>,
     pub completion_tokens: Option<u64>,
@@ -479,12 +482,25 @@ fn note_usage(ex: &mut Exchange, v: &Value) {
     let Some(usage) = v.get("usage").and_then(Value::as_object) else {
         return;
     };
-    for (key, slot) in [
-        ("completion_tokens", &mut ex.completion_tokens),
-        ("prompt_tokens", &mut ex.prompt_tokens),
-        ("total_tokens", &mut ex.total_tokens),
+    let count = |key: &str| usage.get(key).and_then(Value::as_u64);
+    note_counts(
+        ex,
+        SkimUsage {
+            completion_tokens: count("completion_tokens"),
+            prompt_tokens: count("prompt_tokens"),
+            total_tokens: count("total_tokens"),
+        },
+    );
+}
+
+/// Keep a `usage`'s counts (the last one seen wins); a count above 2^32 is a bad response.
+fn note_counts(ex: &mut Exchange, usage: SkimUsage) {
+    for (key, value, slot) in [
+        ("completion_tokens", usage.completion_tokens, &mut ex.completion_tokens),
+        ("prompt_tokens", usage.prompt_tokens, &mut ex.prompt_tokens),
+        ("total_tokens", usage.total_tokens, &mut ex.total_tokens),
     ] {
-        match usage.get(key).and_then(Value::as_u64) {
+        match value {
             Some(t) if t > MAX_USAGE_TOKENS => {
                 ex.error.get_or_insert((
                     ErrorKind::BadResponse,
@@ -512,8 +528,9 @@ fn finish_scan(ex: &mut Exchange, scan: PayloadScan) {
 struct Skim<'a> {
     #[serde(borrow, default)]
     choices: Choices<'a>,
+    /// Read typed: with `continuous_usage_stats` every chunk carries one.
     #[serde(default)]
-    usage: Option<IgnoredAny>,
+    usage: Option<SkimUsage>,
     #[serde(default)]
     error: Option<Value>,
     // Spec-decode payloads (vLLM, SGLang, llama.cpp); TensorRT-LLM's sits in each choice.
@@ -524,6 +541,18 @@ struct Skim<'a> {
     /// llama.cpp's draft counts ride its `timings`.
     #[serde(default)]
     timings: Option<IgnoredAny>,
+}
+
+/// A `usage` object's counts (a count that is not an unsigned integer fails the skim, and the
+/// event is read whole).
+#[derive(Deserialize, Default, Clone, Copy)]
+struct SkimUsage {
+    #[serde(default)]
+    completion_tokens: Option<u64>,
+    #[serde(default)]
+    prompt_tokens: Option<u64>,
+    #[serde(default)]
+    total_tokens: Option<u64>,
 }
 
 /// An event's `choices`, folded as they are read (no list is built: one event of the hundreds
@@ -604,29 +633,38 @@ struct SkimDelta<'a> {
 struct Event<'a> {
     /// Its generated text (empty for role, finish and usage events).
     text: Cow<'a, str>,
-    /// The whole event, when it carries usage or a spec-decode payload (for the adapters).
+    /// The whole event, when it carries a spec-decode payload or server timings (for the
+    /// adapters), or its shape did not fit the skim.
     whole: Option<Value>,
+    /// Its `usage`, when the skim read it (a whole event's is read from `whole`).
+    usage: Option<SkimUsage>,
 }
 
-/// Read one SSE event: a typed skim (no maps built) for the common shape; the rare event with
-/// usage or a spec-decode payload, or of a shape the skim's types do not fit, parsed whole.
+/// Read one SSE event: a typed skim (no maps built) for the common shape, usage included; the
+/// rare event with a spec-decode payload, or of a shape the skim's types do not fit, parsed
+/// whole.
 fn read_event(data: &str, endpoint: EndpointKind) -> Result<Event<'_>, String> {
     if let Ok(skim) = serde_json::from_str::<Skim>(data) {
         if let Some(err) = skim.error {
             return Err(format!("error event in the stream: {err}"));
         }
-        let carries_payload = skim.usage.is_some()
+        let choice_payload = skim.choices.payload;
+        let text = skim.choices.text(endpoint);
+        // A content chunk's usage so far (continuous_usage_stats) is read from the skim; the
+        // last usage, in a chunk of its own, goes to the payload adapters whole.
+        let carries_payload = (skim.usage.is_some() && text.is_empty())
             || skim.metrics.is_some()
             || skim.sglext.is_some()
             || skim.timings.is_some()
-            || skim.choices.payload;
+            || choice_payload;
         let whole = if carries_payload {
             Some(serde_json::from_str::<Value>(data).map_err(|e| format!("an SSE event is not JSON: {e}"))?)
         } else {
             None
         };
         return Ok(Event {
-            text: skim.choices.text(endpoint),
+            usage: if whole.is_some() { None } else { skim.usage },
+            text,
             whole,
         });
     }
@@ -637,6 +675,7 @@ fn read_event(data: &str, endpoint: EndpointKind) -> Result<Event<'_>, String> {
     Ok(Event {
         text: Cow::Owned(content(&v, endpoint, true)),
         whole: Some(v),
+        usage: None,
     })
 }
 
@@ -645,6 +684,8 @@ fn parse_stream(body: &Arrivals, sent: Instant, endpoint: EndpointKind) -> Excha
     let mut scan = PayloadScan::new();
     let mut last_content: Option<Instant> = None;
     let mut done = false;
+    // Tokens per content chunk, while every one carried the usage so far.
+    let mut chunks = super::chunk_counts::ChunkCounts::default();
     // Each event is read as it is framed (none is kept), stamped with the arrival of the chunk
     // that completed it.
     let trailing = speclens_shared::request::sse::for_each_event(body.bytes(), body.ends(), |index, data| {
@@ -674,6 +715,14 @@ fn parse_stream(body: &Arrivals, sent: Instant, endpoint: EndpointKind) -> Excha
                 }
             },
         };
+        let completion_tokens = match (&event.usage, &event.whole) {
+            (Some(u), _) => u.completion_tokens,
+            (None, Some(whole)) => whole
+                .get("usage")
+                .and_then(|u| u.get("completion_tokens"))
+                .and_then(Value::as_u64),
+            (None, None) => None,
+        };
         if !event.text.is_empty() {
             ex.generated_text.push_str(&event.text);
             match last_content {
@@ -681,6 +730,12 @@ fn parse_stream(body: &Arrivals, sent: Instant, endpoint: EndpointKind) -> Excha
                 Some(prev) => ex.itl_ms.push(ms(at - prev)),
             }
             last_content = Some(at);
+            chunks.content(completion_tokens);
+        } else {
+            chunks.other(completion_tokens);
+        }
+        if let Some(usage) = event.usage {
+            note_counts(&mut ex, usage);
         }
         if let Some(whole) = event.whole {
             note_usage(&mut ex, &whole);
@@ -706,6 +761,7 @@ fn parse_stream(body: &Arrivals, sent: Instant, endpoint: EndpointKind) -> Excha
         ex.error = Some((ErrorKind::BadResponse, "the stream carried no generated text".into()));
         return ex;
     }
+    ex.chunk_tokens = chunks.finish(ex.completion_tokens);
     finish_scan(&mut ex, scan);
     ex
 }

@@ -635,6 +635,7 @@ fn to_record(
         ttft_ms: ex.ttft_ms.filter(|_| success),
         e2el_ms: ex.e2el_ms,
         itl_ms: if success { ex.itl_ms } else { Vec::new() },
+        chunk_tokens: if success { ex.chunk_tokens } else { Vec::new() },
         input_tokens: ex.prompt_tokens.unwrap_or(sent.input_tokens),
         output_tokens,
         error_kind,

@@ -4,6 +4,7 @@
 //! [`output`] prints the console report and writes the files. Ctrl-C stops sending, drains
 //! what is in flight (bounded) and saves a partial run.
 
+mod chunk_counts;
 pub mod client;
 pub mod datafile;
 pub mod engine;
@@ -163,7 +164,7 @@ pub async fn prepare(plan: Plan, hub: LiveHub) -> Result<Prepared, CollectorErro
         let base = server_base(&plan.target.urls[0]).to_string();
         tokio::spawn(async move { crate::net::server_version(&client, &headers, &base).await })
     };
-    let fields = RequestFields::decide(engine, plan.target.sglang_spec_details);
+    let fields = RequestFields::decide(engine, plan.target.sglang_spec_details, plan.target.continuous_usage);
     if let Some(note) = &fields.note {
         eprintln!("speclens: {note}");
     }
@@ -191,6 +192,7 @@ pub async fn prepare(plan: Plan, hub: LiveHub) -> Result<Prepared, CollectorErro
         stream: plan.target.stream,
         temperature: plan.workload.temperature,
         sglang_spec_details: fields.sglang_spec_details,
+        continuous_usage_stats: fields.continuous_usage_stats,
     };
     let warmup_count = plan.load.warmup;
     let (warmup, window) = workload::feeds(

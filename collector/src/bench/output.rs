@@ -135,6 +135,7 @@ fn console(f: &Figures<'_>) -> String {
     if let Some(split) = speclens_shared::run::record::TtftSplit::of_split(&f.metrics.server) {
         console.push_str(&format!("{}\n", split.sentence()));
     }
+    console.push_str(&f.metrics.chunks.console());
     if let Some(tail) = &f.metrics.tail {
         console.push_str(&format!("{}\n", tail.sentence()));
     }

@@ -53,6 +53,8 @@ pub struct Target {
     pub max_buffered_bytes: usize,
     /// Ask for SGLang's per-request stats even when the server is not known as SGLang.
     pub sglang_spec_details: bool,
+    /// `--continuous-usage-stats`: `None` sends it to vLLM and SGLang only.
+    pub continuous_usage: Option<bool>,
     /// The engine, when the user names it (None: from the server's `/v1/models`).
     pub engine: Option<Engine>,
     /// A CA's PEM certificate to trust for https:// servers (besides the system's roots).
@@ -79,6 +81,7 @@ impl Target {
             max_response_bytes: 64 << 20,
             max_buffered_bytes: 1 << 30,
             sglang_spec_details: false,
+            continuous_usage: None,
             engine: None,
             ca_cert_pem: None,
             insecure: false,

@@ -36,6 +36,14 @@ pub enum EngineArg {
     Llamacpp,
 }
 
+/// A request field sent by the engine's default, always or never.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub enum SwitchArg {
+    Auto,
+    On,
+    Off,
+}
+
 /// Inter-arrival times when a request rate is set.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
 pub enum ArrivalArg {
@@ -264,6 +272,11 @@ pub struct TargetArgs {
     /// (sent by default to a server that is SGLang; never to TensorRT-LLM).
     #[arg(long, help_heading = "Engine-specific", hide_short_help = true)]
     pub sglang_spec_details: bool,
+    /// Ask for the usage so far in every streamed chunk (vLLM's and SGLang's
+    /// `stream_options.continuous_usage_stats`), which counts each chunk's tokens for the
+    /// per-token ITL and the tokens per chunk: auto sends it to vLLM and SGLang only.
+    #[arg(long, value_enum, default_value_t = SwitchArg::Auto, help_heading = "Engine-specific", hide_short_help = true)]
+    pub continuous_usage_stats: SwitchArg,
     /// The serving engine (default: from the server's /v1/models `owned_by`); decides which
     /// engine-specific request fields are sent.
     #[arg(long, value_enum, default_value_t = EngineArg::Auto, help_heading = "Engine-specific")]
@@ -515,6 +528,11 @@ impl TargetArgs {
         target.max_response_bytes = (self.max_response_mib as usize).saturating_mul(1 << 20);
         target.max_buffered_bytes = (self.max_buffered_mib as usize).saturating_mul(1 << 20);
         target.sglang_spec_details = self.sglang_spec_details;
+        target.continuous_usage = match self.continuous_usage_stats {
+            SwitchArg::Auto => None,
+            SwitchArg::On => Some(true),
+            SwitchArg::Off => Some(false),
+        };
         target.engine = match self.engine {
             EngineArg::Auto => None,
             EngineArg::Vllm => Some(Engine::Vllm),

@@ -122,7 +122,7 @@ async fn ask(
         "temperature": 0.0,
         "stream": false,
     });
-    if RequestFields::decide(engine, target.sglang_spec_details).sglang_spec_details {
+    if RequestFields::decide(engine, target.sglang_spec_details, target.continuous_usage).sglang_spec_details {
         body["return_spec_tokens_details"] = json!(true);
     }
     let response = client

@@ -185,6 +185,8 @@ fn metrics_fault(state: &SimState) -> Option<Response> {
 struct StreamOptions {
     #[serde(default)]
     include_usage: bool,
+    #[serde(default)]
+    continuous_usage_stats: bool,
 }
 
 /// The request fields the sim honours; others are accepted and ignored, as vLLM does.
@@ -456,6 +458,11 @@ async fn completions(State(state): State<Arc<SimState>>, headers: HeaderMap, bod
         k: s.engine.k,
         prompt_tokens,
         include_usage: req.stream_options.as_ref().is_some_and(|o| o.include_usage),
+        // vLLM sends it only beside include_usage.
+        continuous_usage: req
+            .stream_options
+            .as_ref()
+            .is_some_and(|o| o.include_usage && o.continuous_usage_stats),
         sglang_details: req.return_spec_tokens_details,
         per_request: s.per_request,
         timings: s.per_request_timings,
@@ -648,7 +655,7 @@ impl StreamState {
         for index in 0..r.n {
             out.push_str(&r.sse(
                 &format!("{{\"index\":{index},\"delta\":{{\"role\":\"assistant\",\"content\":\"\"}},\"logprobs\":null,\"finish_reason\":null}}"),
-                ",\"prompt_token_ids\":null,\"prompt_text\":null",
+                &format!(",\"prompt_token_ids\":null,\"prompt_text\":null{}", r.chunk_usage(0)),
             ));
         }
         out
@@ -661,7 +668,8 @@ impl StreamState {
             SeqEvent::Tokens { index, first, count } => {
                 self.progress.tokens[index as usize] += u64::from(count);
                 let text = text_of(r.salt + u64::from(index), first, count);
-                out.push_str(&r.sse(&r.content_choice(index, &text), ""));
+                let usage = r.chunk_usage(self.progress.tokens[index as usize]);
+                out.push_str(&r.sse(&r.content_choice(index, &text), &usage));
             }
             SeqEvent::Finished {
                 index,

@@ -130,6 +130,9 @@ pub(super) struct Reply {
     pub(super) k: u32,
     pub(super) prompt_tokens: u64,
     pub(super) include_usage: bool,
+    /// vLLM's `stream_options.continuous_usage_stats` (with `include_usage`): every chunk
+    /// carries the usage so far, its `completion_tokens` that choice's tokens.
+    pub(super) continuous_usage: bool,
     pub(super) sglang_details: bool,
     pub(super) per_request: PerRequestMetrics,
     /// vLLM 0.33's `--enable-per-request-metrics`: the engine's timings in `metrics`.
@@ -346,6 +349,15 @@ impl Reply {
         usage
     }
 
+    /// A chunk's `,"usage":{…}` with `tokens` generated so far, when every chunk carries it.
+    pub(super) fn chunk_usage(&self, tokens: u64) -> String {
+        if self.continuous_usage {
+            format!(",\"usage\":{}", self.usage(tokens, true))
+        } else {
+            String::new()
+        }
+    }
+
     pub(super) fn object(&self, chunk: bool) -> &'static str {
         match (self.kind, chunk) {
             (Kind::Chat, true) => "chat.completion.chunk",
@@ -411,9 +423,12 @@ impl Reply {
                 format!(",\"system_fingerprint\":\"{SYSTEM_FINGERPRINT}\"")
             };
             let text = last.unwrap_or_default();
-            return self.sse(&self.finish_choice(index, reason, stats, &text), &fingerprint);
+            let extra = format!("{fingerprint}{}", self.chunk_usage(tokens));
+            return self.sse(&self.finish_choice(index, reason, stats, &text), &extra);
         }
-        let mut out = last.map_or_else(String::new, |text| self.sse(&self.content_choice(index, &text), ""));
+        let mut out = last.map_or_else(String::new, |text| {
+            self.sse(&self.content_choice(index, &text), &self.chunk_usage(tokens))
+        });
         // llama.cpp's timings, or SGLang PR #34814's entry for this choice, ride its finish.
         let extra = match (
             self.llamacpp_timings(stats, tokens),

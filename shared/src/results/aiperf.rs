@@ -357,6 +357,25 @@ fn derived_metrics(tally: &RunTally, m: &RunMetrics) -> Vec<(&'static str, &'sta
         .map(|(first, last)| ("benchmark_duration", "Benchmark Duration", "sec", (last - first) / 1e3))
         .into_iter()
         .collect();
+    // AIPerf 0.14's E2E normalized interactivity: 1 ÷ the quantile of request latency ÷ output
+    // length (docs/METRICS.md §2.11); left out when no request gives a value.
+    let c = &m.chunks;
+    for (tag, header, v) in [
+        (
+            "e2e_normalized_interactivity_p75",
+            "E2E Normalized Interactivity P75",
+            c.e2e_normalized_interactivity_p75,
+        ),
+        (
+            "e2e_normalized_interactivity_p90",
+            "E2E Normalized Interactivity P90",
+            c.e2e_normalized_interactivity_p90,
+        ),
+    ] {
+        if let Some(v) = v {
+            out.push((tag, header, crate::run::chunks::INTERACTIVITY_UNIT, v));
+        }
+    }
     out.extend([
         (
             "input_token_throughput",
@@ -635,6 +654,23 @@ mod tests {
         let m = tally.metrics(2.0, Some(4), None, 4, &[99.0]);
         let (json, csv) = profile_export(&tally, &m, &[], None, &info(true));
         assert_eq!(json["time_to_second_token"]["avg"], 70.0, "(40 + 100) ÷ 2");
+        // AIPerf 0.14's E2E normalized interactivity: latency per token 0.04, 0.12 and 0.2 s;
+        // numpy's linear p75 is 0.16 and p90 0.184, inverted.
+        for (tag, want) in [
+            ("e2e_normalized_interactivity_p75", 1.0 / 0.16),
+            ("e2e_normalized_interactivity_p90", 1.0 / 0.184),
+        ] {
+            assert_eq!(json[tag]["unit"], "tokens/sec/user", "{tag}");
+            assert!(
+                (json[tag]["avg"].as_f64().unwrap() - want).abs() < 1e-9,
+                "{tag}: {}",
+                json[tag]
+            );
+        }
+        assert!(
+            csv.contains("E2E Normalized Interactivity P90 (tokens/sec/user),5.43"),
+            "{csv}"
+        );
         assert_eq!(json["inter_token_latency"]["count"], 2);
         assert_eq!(json["inter_token_latency"]["min"], 25.0);
         assert_eq!(json["inter_token_latency"]["max"], 100.0);

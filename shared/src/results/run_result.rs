@@ -548,6 +548,12 @@ impl RunResult {
         }
         self.set_server_split(&m.server);
         self.tail.clone_from(&m.tail);
+        m.chunks.write_into(&mut self.extra);
+    }
+
+    /// The per-token ITL, tokens per chunk and E2E normalized interactivity this result holds.
+    pub fn chunk_figures(&self) -> crate::run::chunks::ChunkFigures {
+        crate::run::chunks::ChunkFigures::read_from(&self.extra)
     }
 
     /// The server's own timings (vLLM 0.33's per-request metrics), in `vllm bench serve`'s key

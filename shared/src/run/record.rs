@@ -11,7 +11,9 @@ use crate::engine::Engine;
 use crate::request::http_trace::HttpTrace;
 use crate::request::per_request::{PartialSpecRecord, ServerTimings, SpecRecord};
 use crate::run::aggregate::SpecAggregator;
+use crate::run::console_rows::{header, row, row_f};
 use crate::run::goodput::{RequestLatency, Slo};
+pub use crate::run::latency_stats::{percentile_name, LatencyStats};
 use crate::run::tail::{TailAttribution, TailTally};
 use crate::sample::Sample;
 use crate::scrape::SpecDecodeData;
@@ -72,6 +74,10 @@ pub struct RequestRecord {
     /// Gaps between consecutive content-bearing chunks.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub itl_ms: Vec<f64>,
+    /// Tokens in each content-bearing chunk (the first, then one per `itl_ms` gap), when every
+    /// chunk carried the usage so far (`continuous_usage_stats`).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub chunk_tokens: Vec<u32>,
     pub input_tokens: u64,
     pub output_tokens: u64,
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -139,6 +145,18 @@ impl RequestRecord {
             Some(ttft) => (ttft + self.itl_ms.iter().sum::<f64>()).min(e2el),
             None => e2el,
         })
+    }
+
+    /// What the per-token ITL, tokens per chunk and interactivity need of this record.
+    pub fn chunked(&self) -> crate::run::chunks::ChunkedRequest<'_> {
+        crate::run::chunks::ChunkedRequest {
+            ttft_ms: self.ttft_ms,
+            latency_ms: self.aiperf_latency_ms(),
+            itl_ms: &self.itl_ms,
+            chunk_tokens: &self.chunk_tokens,
+            input_tokens: self.input_tokens,
+            output_tokens: self.output_tokens,
+        }
     }
 
     /// AIPerf's inter-token latency: (its request latency − TTFT) ÷ (output tokens − 1); none
@@ -228,51 +246,6 @@ impl UsageTally {
     }
 }
 
-/// Mean, median, std and percentiles of one latency, in milliseconds.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-pub struct LatencyStats {
-    pub mean: f64,
-    pub median: f64,
-    /// Population standard deviation (numpy's default, as vLLM).
-    pub std: f64,
-    /// Requested percentiles, keyed by their name (`99`, `99.9`).
-    pub percentiles: BTreeMap<String, f64>,
-}
-
-impl LatencyStats {
-    /// Statistics of `values`; `None` when there are none.
-    pub fn from_values(values: Vec<f64>, percentiles: &[f64]) -> Option<LatencyStats> {
-        LatencyStats::from_sample(&Sample::of(values), percentiles)
-    }
-
-    /// Statistics of a folded sample; `None` when empty.
-    pub fn from_sample(sample: &Sample, percentiles: &[f64]) -> Option<LatencyStats> {
-        let m = sample.moments()?;
-        let mut qs = vec![50.0];
-        qs.extend_from_slice(percentiles);
-        let values = sample.percentiles(&qs);
-        Some(LatencyStats {
-            mean: m.mean,
-            median: values[0],
-            std: m.std,
-            percentiles: percentiles
-                .iter()
-                .zip(&values[1..])
-                .map(|(p, v)| (percentile_name(*p), *v))
-                .collect(),
-        })
-    }
-}
-
-/// `99` → "99", `99.9` → "99.9" (vLLM's key form `p99_ttft_ms`, `p99.9_ttft_ms`).
-pub fn percentile_name(p: f64) -> String {
-    if p.fract() == 0.0 {
-        format!("{p:.0}")
-    } else {
-        format!("{p}")
-    }
-}
-
 /// The run's request-level figures.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct RunMetrics {
@@ -304,6 +277,10 @@ pub struct RunMetrics {
     /// Per-request acceptance against latency, when requests carried their acceptance.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub tail: Option<TailAttribution>,
+    /// Latency that speculation does not distort: per-token ITL, tokens per chunk, E2E
+    /// normalized interactivity.
+    #[serde(default)]
+    pub chunks: crate::run::chunks::ChunkFigures,
 }
 
 /// TTFT split by where it was spent, from the requests that carried the server's timings.
@@ -435,6 +412,8 @@ pub struct RunTally {
     pub with_full_stats: u64,
     /// The per-request spec-decode path.
     pub spec: SpecAggregator,
+    /// The per-token ITL, tokens per chunk and E2E normalized interactivity.
+    pub chunks: crate::run::chunks::ChunkTally,
     /// Each request's acceptance length against its latency (who pays in the tail).
     pub tail: TailTally,
     /// Per-request payloads rejected, by reason.
@@ -528,6 +507,7 @@ impl RunTally {
         if let Some(server) = &r.server_timings {
             self.push_server(server, r.ttft_ms);
         }
+        self.chunks.push(&r.chunked());
         for (sample, value) in [
             (&mut self.decode_ms, aiperf_decode_ms(r)),
             (&mut self.e2e_output_tokens_per_s, aiperf_e2e_output_tokens_per_s(r)),
@@ -675,31 +655,9 @@ impl RunTally {
             e2el: stats(&self.e2el_ms),
             server: self.server_split(percentiles),
             tail: self.tail.attribution(),
+            chunks: self.chunks.figures(percentiles),
         }
     }
-}
-
-fn header(out: &mut String, title: &str, fill: char) {
-    let _ = writeln!(out, "{}", center(title, fill, 50));
-}
-
-/// Python's `"{s:{c}^{n}}".format(...)`: centred, extra fill on the right.
-fn center(s: &str, fill: char, width: usize) -> String {
-    let len = s.chars().count();
-    if len >= width {
-        return s.to_string();
-    }
-    let left = (width - len) / 2;
-    let right = width - len - left;
-    format!("{}{s}{}", fill.to_string().repeat(left), fill.to_string().repeat(right))
-}
-
-fn row(out: &mut String, label: &str, value: impl std::fmt::Display) {
-    let _ = writeln!(out, "{label:<40} {:<10}", value.to_string());
-}
-
-fn row_f(out: &mut String, label: &str, value: f64) {
-    let _ = writeln!(out, "{label:<40} {:<10.2}", value);
 }
 
 /// What the summary's "Speculative Decoding" section holds.

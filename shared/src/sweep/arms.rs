@@ -20,6 +20,8 @@ pub use crate::model::calibrate::{CalibratedPrediction, CALIBRATION_MIN_REQUESTS
 use crate::model::speedup::Costs;
 use crate::results::run_result::{EngineLoad, RunResult};
 
+use super::latency::{latency_rows, render_latency};
+pub use super::latency::{LatencyPair, LatencyRow};
 pub use super::levels::{NamedPoint, BASE_ARM};
 
 /// The share of requests within every `--goodput` objective that counts as sustaining a load:
@@ -61,27 +63,6 @@ pub fn parse_point_name(name: &str) -> Option<(String, Level)> {
     let (arm, tag) = stem.rsplit_once('-')?;
     let level = Level::parse_tag(tag)?;
     (arm == BASE_ARM || valid_arm_name(arm)).then(|| (arm.to_string(), level))
-}
-
-/// One latency figure of an arm and of plain at one point, in milliseconds.
-#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
-pub struct LatencyPair {
-    pub spec_ms: f64,
-    pub base_ms: f64,
-}
-
-impl LatencyPair {
-    /// Spec minus plain: negative when speculation is faster.
-    pub fn delta_ms(&self) -> f64 {
-        self.spec_ms - self.base_ms
-    }
-}
-
-/// Spec-minus-plain latency at one level, by result key (`median_ttft_ms`, `p99_itl_ms`…).
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-pub struct LatencyRow {
-    pub level: f64,
-    pub figures: BTreeMap<String, LatencyPair>,
 }
 
 /// The engine's own load at one level, for an arm and for plain (what drafts cost that the
@@ -238,61 +219,6 @@ fn sustained(points: &[NamedPoint<'_>], arm: &str) -> Option<f64> {
         })
         .map(|p| p.level.value())
         .reduce(f64::max)
-}
-
-/// The latency keys a result holds for `family`: its median and each percentile asked for.
-fn latency_keys(result: &RunResult, family: &str) -> Vec<(String, f64)> {
-    let mut keys = Vec::new();
-    let median = match family {
-        "ttft" => result.median_ttft_ms,
-        "tpot" => result.median_tpot_ms,
-        "itl" => result.median_itl_ms,
-        _ => result.median_e2el_ms,
-    };
-    if let Some(v) = median {
-        keys.push((format!("median_{family}_ms"), v));
-    }
-    let suffix = format!("_{family}_ms");
-    for (key, value) in &result.extra {
-        if key.starts_with('p') && key.ends_with(&suffix) {
-            if let Some(v) = value.as_f64() {
-                keys.push((key.clone(), v));
-            }
-        }
-    }
-    keys
-}
-
-/// Spec-minus-plain latency rows of `arm`.
-fn latency_rows(points: &[NamedPoint<'_>], arm: &str) -> Vec<LatencyRow> {
-    let mut rows: Vec<LatencyRow> = points
-        .iter()
-        .filter(|p| p.arm == arm)
-        .filter_map(|p| {
-            let base = points.iter().find(|b| b.arm == BASE_ARM && b.level == p.level)?;
-            let mut figures = BTreeMap::new();
-            for family in LATENCY_FAMILIES {
-                let base_keys = latency_keys(base.result, family);
-                for (key, spec_ms) in latency_keys(p.result, family) {
-                    if let Some((_, base_ms)) = base_keys.iter().find(|(k, _)| *k == key) {
-                        figures.insert(
-                            key,
-                            LatencyPair {
-                                spec_ms,
-                                base_ms: *base_ms,
-                            },
-                        );
-                    }
-                }
-            }
-            (!figures.is_empty()).then_some(LatencyRow {
-                level: p.level.value(),
-                figures,
-            })
-        })
-        .collect();
-    rows.sort_by(|a, b| a.level.total_cmp(&b.level));
-    rows
 }
 
 /// The engine gauges of `arm` and plain by level, where either exported them.
@@ -782,7 +708,7 @@ impl Arms {
             ("Calibrated prediction (before the sweep)", self.render_calibrated()),
             ("Knee and over-saturation", self.render_saturation()),
             ("By prompt category", self.render_categories()),
-            ("Latency against plain", self.render_latency()),
+            ("Latency against plain", render_latency(self.latency_rows())),
             ("Step cost", step_cost),
             ("Engine load", self.render_engine()),
             ("Load sustained within the goodput objectives", self.render_sustained()),
@@ -830,74 +756,14 @@ impl Arms {
         out
     }
 
-    /// Where an arm's median TPOT improves on plain's while its p99 E2E latency regresses: the
-    /// slowest requests pay for the median's gain (one line per level).
-    pub fn tail_regressions(&self) -> Vec<String> {
-        let mut out = Vec::new();
-        for a in &self.arms {
-            for row in &a.latency {
-                let (Some(median), Some(p99)) = (row.figures.get("median_tpot_ms"), row.figures.get("p99_e2el_ms"))
-                else {
-                    continue;
-                };
-                if median.delta_ms() < 0.0 && p99.delta_ms() > 0.0 {
-                    out.push(format!(
-                        "{} at {}: the median TPOT improves on plain ({:+.2} ms) while the p99 E2E latency regresses ({:+.2} ms): the slowest requests pay for the median's gain",
-                        a.name,
-                        row.level,
-                        median.delta_ms(),
-                        p99.delta_ms()
-                    ));
-                }
-            }
-        }
-        out
+    /// Each arm's name and latency rows.
+    fn latency_rows(&self) -> impl Iterator<Item = (&str, &[LatencyRow])> + Clone {
+        self.arms.iter().map(|a| (a.name.as_str(), a.latency.as_slice()))
     }
 
-    fn render_latency(&self) -> String {
-        let mut out = String::new();
-        for line in self.tail_regressions() {
-            out.push_str(&format!("Note: {line}\n"));
-        }
-        for a in self.arms.iter().filter(|a| !a.latency.is_empty()) {
-            // By family (TPOT first: per-chunk ITL grows under speculation while TPOT falls, so
-            // TPOT says what a user gains), the median before the percentiles.
-            let mut keys: Vec<&String> = a.latency[0].figures.keys().collect();
-            let rank = |k: &str| {
-                let family = LATENCY_FAMILIES
-                    .iter()
-                    .position(|f| k.ends_with(&format!("_{f}_ms")))
-                    .unwrap_or(LATENCY_FAMILIES.len());
-                let percentile: f64 = k
-                    .strip_prefix('p')
-                    .and_then(|r| r.split('_').next())
-                    .and_then(|p| p.parse().ok())
-                    .unwrap_or(0.0);
-                (family, (percentile * 1000.0) as u64)
-            };
-            keys.sort_by_key(|k| rank(k));
-            out.push_str(&format!(
-                "Latency, {} minus plain (ms; negative: faster; ITL is per chunk, so it grows when a step sends several tokens):\n",
-                a.name
-            ));
-            out.push_str(&format!("{:>12}", "level"));
-            for k in &keys {
-                out.push_str(&format!(" {:>16}", k.trim_end_matches("_ms")));
-            }
-            out.push('\n');
-            for row in &a.latency {
-                out.push_str(&format!("{:>12}", row.level));
-                for k in &keys {
-                    let cell = row
-                        .figures
-                        .get(*k)
-                        .map_or_else(|| "—".to_string(), |p| format!("{:+.2}", p.delta_ms()));
-                    out.push_str(&format!(" {cell:>16}"));
-                }
-                out.push('\n');
-            }
-        }
-        out
+    /// Where an arm's median TPOT improves on plain's while its p99 E2E latency regresses.
+    pub fn tail_regressions(&self) -> Vec<String> {
+        super::latency::tail_regressions(self.latency_rows())
     }
 
     fn render_engine(&self) -> String {

@@ -9,6 +9,7 @@ pub mod arms;
 pub mod contexts;
 pub mod cuts;
 mod engine_lines;
+pub mod latency;
 pub mod levels;
 pub mod pair;
 pub mod recommend;

@@ -30,6 +30,9 @@ pub struct RunView {
     pub tpot_ms: Option<LatencyStats>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub e2el_ms: Option<LatencyStats>,
+    /// The per-token ITL, tokens per chunk and E2E normalized interactivity (a saved run's).
+    #[serde(default, skip_serializing_if = "crate::run::chunks::ChunkFigures::is_empty")]
+    pub chunks: crate::run::chunks::ChunkFigures,
     #[serde(default)]
     pub distributions: Distributions,
     /// Per-request path (AIPerf's figures), when requests carry stats.
@@ -127,6 +130,7 @@ impl RunView {
             itl_ms: None,
             tpot_ms: None,
             e2el_ms: None,
+            chunks: Default::default(),
             distributions: Distributions::default(),
             per_request: None,
             not_available: Vec::new(),
@@ -180,6 +184,7 @@ pub fn run_view_from_result(result: &RunResult) -> RunView {
         itl_ms: result.latency("itl"),
         tpot_ms: result.latency("tpot"),
         e2el_ms: result.latency("e2el"),
+        chunks: result.chunk_figures(),
         distributions: result.distributions.clone().unwrap_or_default(),
         not_available: result.not_available(),
         per_request: spec.per_request,

@@ -258,9 +258,14 @@ pub fn RunPanel(run: Signal<RunView>) -> impl IntoView {
                         {move || latency_row(Term::Ttft, run.with(|r| r.ttft_ms.clone()))}
                         {move || latency_row(Term::Tpot, run.with(|r| r.tpot_ms.clone()))}
                         {move || latency_row(Term::Itl, run.with(|r| r.itl_ms.clone()))}
+                        {move || latency_row(Term::ItlPerToken, run.with(|r| r.chunks.itl_per_token.clone()))}
                         {move || latency_row(Term::E2el, run.with(|r| r.e2el_ms.clone()))}
                     </tbody>
                 </table></div>
+                {move || run.with(|r| r.chunks.page_line()).map(|line| {
+                    let defined = format!("{} {}", Term::TokensPerChunk.definition(), Term::Interactivity.definition());
+                    view! { <p class="hint" id="chunk-figures" title=defined tabindex="0">{line}</p> }
+                })}
                 <p id="output-throughput">{move || run.with(throughput_line)}</p>
                 <h3>"Per-request path"</h3>
                 <div id="per-request">

@@ -89,6 +89,7 @@ pub struct BodySettings {
     pub stream: bool,
     pub temperature: f64,
     pub sglang_spec_details: bool,
+    pub continuous_usage_stats: bool,
 }
 
 impl BodySettings {
@@ -99,6 +100,7 @@ impl BodySettings {
             stream: self.stream,
             temperature: self.temperature,
             sglang_spec_details: self.sglang_spec_details,
+            continuous_usage_stats: self.continuous_usage_stats,
         }
     }
 }
@@ -180,6 +182,8 @@ pub struct BodyOptions<'a> {
     pub stream: bool,
     pub temperature: f64,
     pub sglang_spec_details: bool,
+    /// Streaming: the usage so far in every chunk too.
+    pub continuous_usage_stats: bool,
 }
 
 /// The JSON body of one request. Streaming requests always ask for the usage chunk: vLLM sends
@@ -200,7 +204,11 @@ pub(super) fn body_value(prompt: &Prompt, o: &BodyOptions<'_>) -> serde_json::Va
         EndpointKind::Completions => body["prompt"] = json!(prompt.text),
     }
     if o.stream {
-        body["stream_options"] = json!({"include_usage": true});
+        body["stream_options"] = if o.continuous_usage_stats {
+            json!({"include_usage": true, "continuous_usage_stats": true})
+        } else {
+            json!({"include_usage": true})
+        };
     }
     if prompt.ignore_eos {
         body["ignore_eos"] = json!(true);

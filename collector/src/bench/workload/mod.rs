@@ -160,6 +160,7 @@ mod tests {
             stream: true,
             temperature: 0.0,
             sglang_spec_details: false,
+            continuous_usage_stats: false,
         };
         let (warm, window) = (2, BUILT_AHEAD + 10);
         let want: Vec<Bytes> = load(&a, warm + window, &t)
@@ -305,6 +306,7 @@ mod tests {
             stream: true,
             temperature: 0.0,
             sglang_spec_details: false,
+            continuous_usage_stats: false,
         }
     }
 
