@@ -3,11 +3,16 @@
 //! chunk are computed from them (docs/METRICS.md §2.11).
 
 /// Tokens per content chunk from the usage so far each chunk carries (vLLM's and SGLang's
-/// `continuous_usage_stats`): a chunk's count is its usage less the one before it.
+/// `continuous_usage_stats`): a chunk's count is its usage less the last content chunk's, so
+/// the tokens of chunks without content between them (a reasoning parser's `reasoning_content`,
+/// tool calls) join the content chunk whose gap they arrived in, and those before the first
+/// content chunk join it (its count is no gap's).
 #[derive(Default)]
 pub(super) struct ChunkCounts {
-    /// The usage so far before the next chunk.
-    so_far: u64,
+    /// The usage so far at the last content chunk.
+    at_content: u64,
+    /// The highest usage so far seen in any chunk.
+    high: u64,
     counts: Vec<u32>,
     /// A content chunk came without a usage, or a usage went down: no counts.
     broken: bool,
@@ -17,19 +22,20 @@ impl ChunkCounts {
     /// A content chunk with the usage it carried.
     pub(super) fn content(&mut self, completion_tokens: Option<u64>) {
         match completion_tokens {
-            Some(t) if t >= self.so_far && !self.broken => {
-                self.counts.push(u32::try_from(t - self.so_far).unwrap_or(u32::MAX));
-                self.so_far = t;
+            Some(t) if t >= self.high && !self.broken => {
+                self.counts.push(u32::try_from(t - self.at_content).unwrap_or(u32::MAX));
+                (self.at_content, self.high) = (t, t);
             }
             _ => self.broken = true,
         }
     }
 
-    /// An event without text (role, finish, usage): its usage, if any, must not go down.
+    /// An event without content (role, reasoning, tool call, finish, usage): its usage, if any,
+    /// must not go down.
     pub(super) fn other(&mut self, completion_tokens: Option<u64>) {
         if let Some(t) = completion_tokens {
-            self.broken |= t < self.so_far;
-            self.so_far = self.so_far.max(t);
+            self.broken |= t < self.high;
+            self.high = self.high.max(t);
         }
     }
 
@@ -65,6 +71,15 @@ mod tests {
         c.other(Some(8));
         assert_eq!(c.finish(Some(8)), [1, 4, 3]);
         // Tokens the finish chunk counted without text join the last chunk.
+        // A reasoning model's chunks without content: the 3 reasoning tokens before the first
+        // content chunk join it, the 2 between two content chunks join the second.
+        let mut c = ChunkCounts::default();
+        c.other(Some(0));
+        c.other(Some(3));
+        c.content(Some(4));
+        c.other(Some(6));
+        c.content(Some(7));
+        assert_eq!(c.finish(Some(7)), [4, 3]);
         let mut c = ChunkCounts::default();
         c.content(Some(1));
         c.content(Some(3));

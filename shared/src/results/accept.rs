@@ -195,9 +195,20 @@ pub fn heat_colour(rate: f64) -> String {
     format!("rgb({}, {}, {})", mix(255.0, 8.0), mix(255.0, 69.0), mix(255.0, 148.0))
 }
 
-/// Text that reads on a [`heat_colour`] cell: dark on the light half, white on the dark one.
+/// Text that reads on a [`heat_colour`] cell: whichever of near-black and white contrasts more
+/// with it (WCAG's relative luminance; the two tie at about 0.19).
 pub fn heat_text_colour(rate: f64) -> &'static str {
-    if rate > 0.5 {
+    let t = rate.clamp(0.0, 1.0);
+    let linear = |from: f64, to: f64| {
+        let c = (from + (to - from) * t).round() / 255.0;
+        if c <= 0.04045 {
+            c / 12.92
+        } else {
+            ((c + 0.055) / 1.055).powf(2.4)
+        }
+    };
+    let luminance = 0.2126 * linear(255.0, 8.0) + 0.7152 * linear(255.0, 69.0) + 0.0722 * linear(255.0, 148.0);
+    if luminance < 0.19 {
         "#fff"
     } else {
         "#111"
@@ -276,5 +287,7 @@ mod tests {
         assert_eq!(heat_colour(1.0), "rgb(8, 69, 148)");
         assert_eq!(heat_colour(7.0), heat_colour(1.0));
         assert_eq!((heat_text_colour(0.2), heat_text_colour(0.9)), ("#111", "#fff"));
+        // Just past the middle the cell is still light: dark text reads better there.
+        assert_eq!(heat_text_colour(0.55), "#111");
     }
 }

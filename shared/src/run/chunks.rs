@@ -75,11 +75,16 @@ impl ChunkTally {
         }
         match counted_chunks(r) {
             Some(counts) => {
+                // A chunk with text but no new token (a detokenizer releasing held-back text)
+                // hands its gap on to the next chunk that carries tokens.
+                let mut waited_ms = 0.0;
                 for (gap, tokens) in r.itl_ms.iter().zip(&counts[1..]) {
                     self.tokens_per_chunk.push(f64::from(*tokens));
+                    waited_ms += gap;
                     if *tokens > 0 {
-                        let per_token = gap / f64::from(*tokens);
+                        let per_token = waited_ms / f64::from(*tokens);
                         (0..*tokens).for_each(|_| self.itl_per_token_ms.push(per_token));
+                        waited_ms = 0.0;
                     }
                 }
             }
@@ -203,7 +208,7 @@ impl ChunkFigures {
                 extra.insert((*key).into(), v.into());
             }
         }
-        if self.itl_per_token.is_some() || self.uncounted_requests > 0 {
+        if self.itl_per_token.is_some() || self.tokens_per_chunk.is_some() || self.uncounted_requests > 0 {
             extra.insert(UNCOUNTED_KEY.into(), self.uncounted_requests.into());
         }
     }
@@ -302,6 +307,11 @@ mod tests {
         let chunks = f.tokens_per_chunk.unwrap();
         assert_eq!((chunks.mean, chunks.median), (2.5, 2.5));
         assert_eq!(f.uncounted_requests, 0);
+        // A chunk of no token hands its gap on: 10 + 10 ms for the next chunk's 2 tokens.
+        let mut held = ChunkTally::default();
+        held.push(&record(20.0, vec![10.0, 10.0], vec![1, 0, 2], 3));
+        let held = held.figures(&[]).itl_per_token.unwrap();
+        assert_eq!((held.mean, held.median), (10.0, 10.0));
         // Counts that do not fit the gaps or the output are not used.
         for bad in [
             record(20.0, vec![40.0], vec![1, 4, 1], 6),
