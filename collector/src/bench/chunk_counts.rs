@@ -30,6 +30,12 @@ impl ChunkCounts {
         }
     }
 
+    /// An event of another choice than the first: usage so far per choice cannot count the
+    /// chunks of one stream.
+    pub(super) fn several_choices(&mut self) {
+        self.broken = true;
+    }
+
     /// An event without content (role, reasoning, tool call, finish, usage): its usage, if any,
     /// must not go down.
     pub(super) fn other(&mut self, completion_tokens: Option<u64>) {

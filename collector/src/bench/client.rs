@@ -565,6 +565,9 @@ struct Choices<'a> {
     text: Cow<'a, str>,
     /// A choice carries a per-choice spec-decode payload.
     payload: bool,
+    /// The event holds several choices, or one whose `index` is not 0 (`n` > 1: the usage so
+    /// far is then per choice, and the chunk counts cannot be told apart).
+    several: bool,
 }
 
 impl<'a> Choices<'a> {
@@ -598,7 +601,10 @@ impl<'de: 'a, 'a> Deserialize<'de> for Choices<'a> {
             }
             fn visit_seq<S: serde::de::SeqAccess<'de>>(self, mut seq: S) -> Result<Choices<'a>, S::Error> {
                 let mut all = Choices::default();
+                let mut seen = 0u32;
                 while let Some(c) = seq.next_element::<SkimChoice<'a>>()? {
+                    seen += 1;
+                    all.several |= seen > 1 || c.index != 0;
                     Choices::join(&mut all.delta_text, c.delta.and_then(|d| d.content));
                     Choices::join(&mut all.text, c.text);
                     all.payload |= c.speculative_decoding.is_some() || c.avg_decoded_tokens_per_iter.is_some();
@@ -612,6 +618,8 @@ impl<'de: 'a, 'a> Deserialize<'de> for Choices<'a> {
 
 #[derive(Deserialize)]
 struct SkimChoice<'a> {
+    #[serde(default)]
+    index: u32,
     #[serde(borrow, default)]
     delta: Option<SkimDelta<'a>>,
     #[serde(borrow, default)]
@@ -638,6 +646,8 @@ struct Event<'a> {
     whole: Option<Value>,
     /// Its `usage`, when the skim read it (a whole event's is read from `whole`).
     usage: Option<SkimUsage>,
+    /// It holds another choice than the first (see [`Choices::several`]).
+    several: bool,
 }
 
 /// Read one SSE event: a typed skim (no maps built) for the common shape, usage included; the
@@ -648,7 +658,7 @@ fn read_event(data: &str, endpoint: EndpointKind) -> Result<Event<'_>, String> {
         if let Some(err) = skim.error {
             return Err(format!("error event in the stream: {err}"));
         }
-        let choice_payload = skim.choices.payload;
+        let (choice_payload, several) = (skim.choices.payload, skim.choices.several);
         let text = skim.choices.text(endpoint);
         // A content chunk's usage so far (continuous_usage_stats) is read from the skim; the
         // last usage, in a chunk of its own, goes to the payload adapters whole.
@@ -666,6 +676,7 @@ fn read_event(data: &str, endpoint: EndpointKind) -> Result<Event<'_>, String> {
             usage: if whole.is_some() { None } else { skim.usage },
             text,
             whole,
+            several,
         });
     }
     let v: Value = serde_json::from_str(data).map_err(|e| format!("an SSE event is not JSON: {e}"))?;
@@ -674,6 +685,11 @@ fn read_event(data: &str, endpoint: EndpointKind) -> Result<Event<'_>, String> {
     }
     Ok(Event {
         text: Cow::Owned(content(&v, endpoint, true)),
+        several: v.get("choices").and_then(Value::as_array).is_some_and(|c| {
+            c.len() > 1
+                || c.iter()
+                    .any(|c| c.get("index").and_then(Value::as_u64).unwrap_or(0) != 0)
+        }),
         whole: Some(v),
         usage: None,
     })
@@ -723,6 +739,9 @@ fn parse_stream(body: &Arrivals, sent: Instant, endpoint: EndpointKind) -> Excha
                 .and_then(Value::as_u64),
             (None, None) => None,
         };
+        if event.several {
+            chunks.several_choices();
+        }
         if !event.text.is_empty() {
             ex.generated_text.push_str(&event.text);
             match last_content {
@@ -960,5 +979,47 @@ mod tests {
         let (kind, message) = parse_stream(&arrived(&failing), t, EndpointKind::Chat).error.unwrap();
         assert_eq!(kind, ErrorKind::BadResponse);
         assert!(message.contains("overloaded"), "{message}");
+    }
+
+    /// The usage so far in each chunk counts its tokens (a reasoning chunk's join the next
+    /// content chunk); a second choice's chunks (`n` > 1) make the counts unknowable.
+    #[test]
+    fn each_chunk_s_tokens_come_from_its_usage_and_a_second_choice_drops_them() {
+        let t = Instant::now();
+        let ev = |ms: u64, json: &str| at(t, ms, &format!("data: {json}\n\n"));
+        let chunk = |ms: u64, index: u32, delta: &str, so_far: u64| {
+            ev(
+                ms,
+                &format!(
+                    r#"{{"choices":[{{"index":{index},"delta":{delta}}}],"usage":{{"completion_tokens":{so_far}}}}}"#
+                ),
+            )
+        };
+        let stream = |second: bool| {
+            let mut chunks = vec![
+                chunk(1, 0, r#"{"role":"assistant","content":""}"#, 0),
+                chunk(10, 0, r#"{"content":"a"}"#, 1),
+                chunk(20, 0, r#"{"reasoning_content":"hm"}"#, 3),
+                chunk(30, 0, r#"{"content":"bcd"}"#, 4),
+            ];
+            // A second choice whose usage happens to rise with the first's: only its index
+            // tells it apart.
+            if second {
+                chunks.push(chunk(31, 1, r#"{"content":"x"}"#, 5));
+            }
+            let total = if second { 5 } else { 4 };
+            chunks.push(ev(
+                40,
+                &format!(r#"{{"choices":[],"usage":{{"completion_tokens":{total}}}}}"#),
+            ));
+            chunks.push(at(t, 41, "data: [DONE]\n\n"));
+            parse_stream(&arrived(&chunks), t, EndpointKind::Chat)
+        };
+        let one = stream(false);
+        assert_eq!(
+            (one.error, one.chunk_tokens, one.completion_tokens),
+            (None, vec![1, 3], Some(4))
+        );
+        assert!(stream(true).chunk_tokens.is_empty());
     }
 }

@@ -314,7 +314,7 @@ fn persist(run: &Prepared, f: &Figures<'_>, records_tmp: &Path) -> Result<(RunRe
         Ok(()) => saved.push(name(&per_record)),
         Err(e) => failed.push(e.to_string()),
     }
-    let records = dir.join("records.jsonl");
+    let records = dir.join(crate::results_folder::history::RECORDS);
     let moved = std::fs::rename(records_tmp, &records);
     // AIPerf's aggregate export last: its time-weighted figures read the records back.
     let exports = aiperf_exports(f, &info, dir, if moved.is_ok() { &records } else { records_tmp })?;

@@ -279,7 +279,7 @@ pub async fn run_with(args: Plan, hub: Option<LiveHub>) -> Result<Vec<CategoryAc
             Some(hub.clone()),
         )
         .await?;
-        let rows = by_category(&run.dir.join("records.jsonl"), "all-categories")?;
+        let rows = by_category(&run.dir.join(crate::results_folder::history::RECORDS), "all-categories")?;
         for category in categories.iter().filter(|c| !rows.iter().any(|r| &r.category == *c)) {
             crate::statusln!(
                 "  {category}: no drafts in its {} requests, so no acceptance to report (no file)",

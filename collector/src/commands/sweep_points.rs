@@ -24,7 +24,7 @@ pub(super) struct Measured {
 /// The median TPOT of a run's successful requests by prompt category, from its records
 /// (`None` when no record has a category).
 pub(super) fn category_tpot(run: &std::path::Path) -> Result<Option<BTreeMap<String, f64>>, CollectorError> {
-    let records = run.join("records.jsonl");
+    let records = run.join(crate::results_folder::history::RECORDS);
     if !records.is_file() {
         return Ok(None);
     }
