@@ -75,7 +75,12 @@ fn whole_mib(bytes: u64) -> String {
 
 /// `bytes` in MiB for a message, one decimal.
 fn mib(bytes: u64) -> String {
-    format!("{:.1} MiB", bytes as f64 / f64::from(1 << 20))
+    format!("{:.1} MiB", in_mib(bytes))
+}
+
+/// `bytes` in MiB (2^20 bytes), for messages that say how large something is.
+pub fn in_mib(bytes: u64) -> f64 {
+    bytes as f64 / f64::from(1 << 20)
 }
 
 /// The file at `path` opened for reading, with its size: opened without blocking (a FIFO's open

@@ -7,10 +7,6 @@ use std::time::Duration;
 
 use axum::body::Bytes;
 use reqwest::header::HeaderMap;
-use std::borrow::Cow;
-
-use serde::de::IgnoredAny;
-use serde::Deserialize;
 use serde_json::Value;
 use speclens_shared::request::http_trace::HttpTrace;
 use speclens_shared::request::per_request::{
@@ -19,42 +15,8 @@ use speclens_shared::request::per_request::{
 use speclens_shared::run::record::ErrorKind;
 use tokio::time::Instant;
 
+use super::answer::{content, read_event, usage_of, EndpointKind, SkimUsage};
 use super::wire::{describe, Arrivals, Wire, WireError, WireTrace};
-
-/// Which OpenAI endpoint to load.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum EndpointKind {
-    /// `/v1/chat/completions`
-    Chat,
-    /// `/v1/completions`
-    Completions,
-}
-
-impl EndpointKind {
-    /// The endpoint's path under a server's base URL.
-    pub fn path(self) -> &'static str {
-        match self {
-            EndpointKind::Chat => "/v1/chat/completions",
-            EndpointKind::Completions => "/v1/completions",
-        }
-    }
-
-    /// `vllm bench serve`'s backend name for it.
-    pub fn backend(self) -> &'static str {
-        match self {
-            EndpointKind::Chat => "openai-chat",
-            EndpointKind::Completions => "openai",
-        }
-    }
-
-    /// The `--endpoint` name.
-    pub fn name(self) -> &'static str {
-        match self {
-            EndpointKind::Chat => "chat",
-            EndpointKind::Completions => "completions",
-        }
-    }
-}
 
 /// Where and how to send.
 pub struct Target {
@@ -457,41 +419,9 @@ fn ms(d: Duration) -> f64 {
     d.as_secs_f64() * 1e3
 }
 
-/// The generated text of a chunk or body (chat delta / message content, or completion text).
-fn content(v: &Value, endpoint: EndpointKind, streamed: bool) -> String {
-    let Some(choices) = v.get("choices").and_then(Value::as_array) else {
-        return String::new();
-    };
-    choices
-        .iter()
-        .filter_map(|c| match (endpoint, streamed) {
-            (EndpointKind::Chat, true) => c["delta"]["content"].as_str(),
-            (EndpointKind::Chat, false) => c["message"]["content"].as_str(),
-            (EndpointKind::Completions, _) => c["text"].as_str(),
-        })
-        .collect()
-}
-
 /// The largest token count a response's `usage` may give: no context holds 2³² tokens, and
 /// below it a run's sums cannot wrap.
 const MAX_USAGE_TOKENS: u64 = 1 << 32;
-
-/// Take a response's `usage` counts; one past [`MAX_USAGE_TOKENS`] is no token count, and the
-/// response is a bad one (never summed, so no total wraps).
-fn note_usage(ex: &mut Exchange, v: &Value) {
-    let Some(usage) = v.get("usage").and_then(Value::as_object) else {
-        return;
-    };
-    let count = |key: &str| usage.get(key).and_then(Value::as_u64);
-    note_counts(
-        ex,
-        SkimUsage {
-            completion_tokens: count("completion_tokens"),
-            prompt_tokens: count("prompt_tokens"),
-            total_tokens: count("total_tokens"),
-        },
-    );
-}
 
 /// Keep a `usage`'s counts (the last one seen wins); a count above 2^32 is a bad response.
 fn note_counts(ex: &mut Exchange, usage: SkimUsage) {
@@ -521,178 +451,6 @@ fn finish_scan(ex: &mut Exchange, scan: PayloadScan) {
         PayloadOutcome::NoStats => {}
         PayloadOutcome::Rejected(r) => ex.spec_rejected = Some(format!("{}: {r}", r.kind())),
     }
-}
-
-/// What the timing needs from a streamed event, borrowed from its text where it can be.
-#[derive(Deserialize)]
-struct Skim<'a> {
-    #[serde(borrow, default)]
-    choices: Choices<'a>,
-    /// Read typed: with `continuous_usage_stats` every chunk carries one.
-    #[serde(default)]
-    usage: Option<SkimUsage>,
-    #[serde(default)]
-    error: Option<Value>,
-    // Spec-decode payloads (vLLM, SGLang, llama.cpp); TensorRT-LLM's sits in each choice.
-    #[serde(default)]
-    metrics: Option<IgnoredAny>,
-    #[serde(default)]
-    sglext: Option<IgnoredAny>,
-    /// llama.cpp's draft counts ride its `timings`.
-    #[serde(default)]
-    timings: Option<IgnoredAny>,
-}
-
-/// A `usage` object's counts (a count that is not an unsigned integer fails the skim, and the
-/// event is read whole).
-#[derive(Deserialize, Default, Clone, Copy)]
-struct SkimUsage {
-    #[serde(default)]
-    completion_tokens: Option<u64>,
-    #[serde(default)]
-    prompt_tokens: Option<u64>,
-    #[serde(default)]
-    total_tokens: Option<u64>,
-}
-
-/// An event's `choices`, folded as they are read (no list is built: one event of the hundreds
-/// in a response costs no allocation unless several choices each carry text).
-#[derive(Default)]
-struct Choices<'a> {
-    /// The choices' `delta.content`, joined in order.
-    delta_text: Cow<'a, str>,
-    /// The choices' `text` (the completions endpoint), joined in order.
-    text: Cow<'a, str>,
-    /// A choice carries a per-choice spec-decode payload.
-    payload: bool,
-    /// The event holds several choices, or one whose `index` is not 0 (`n` > 1: the usage so
-    /// far is then per choice, and the chunk counts cannot be told apart).
-    several: bool,
-}
-
-impl<'a> Choices<'a> {
-    fn join(into: &mut Cow<'a, str>, more: Option<Cow<'a, str>>) {
-        match more {
-            Some(more) if into.is_empty() => *into = more,
-            Some(more) => into.to_mut().push_str(&more),
-            None => {}
-        }
-    }
-
-    /// The generated text of the endpoint's shape.
-    fn text(self, endpoint: EndpointKind) -> Cow<'a, str> {
-        match endpoint {
-            EndpointKind::Chat => self.delta_text,
-            EndpointKind::Completions => self.text,
-        }
-    }
-}
-
-impl<'de: 'a, 'a> Deserialize<'de> for Choices<'a> {
-    fn deserialize<D: serde::Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
-        struct Fold<'a>(std::marker::PhantomData<&'a ()>);
-        impl<'de: 'a, 'a> serde::de::Visitor<'de> for Fold<'a> {
-            type Value = Choices<'a>;
-            fn expecting(&self, f: &mut std::fmt::Formatter) -> std::fmt::Result {
-                f.write_str("a list of choices or null")
-            }
-            fn visit_unit<E>(self) -> Result<Choices<'a>, E> {
-                Ok(Choices::default())
-            }
-            fn visit_seq<S: serde::de::SeqAccess<'de>>(self, mut seq: S) -> Result<Choices<'a>, S::Error> {
-                let mut all = Choices::default();
-                let mut seen = 0u32;
-                while let Some(c) = seq.next_element::<SkimChoice<'a>>()? {
-                    seen += 1;
-                    all.several |= seen > 1 || c.index != 0;
-                    Choices::join(&mut all.delta_text, c.delta.and_then(|d| d.content));
-                    Choices::join(&mut all.text, c.text);
-                    all.payload |= c.speculative_decoding.is_some() || c.avg_decoded_tokens_per_iter.is_some();
-                }
-                Ok(all)
-            }
-        }
-        deserializer.deserialize_any(Fold(std::marker::PhantomData))
-    }
-}
-
-#[derive(Deserialize)]
-struct SkimChoice<'a> {
-    #[serde(default)]
-    index: u32,
-    #[serde(borrow, default)]
-    delta: Option<SkimDelta<'a>>,
-    #[serde(borrow, default)]
-    text: Option<Cow<'a, str>>,
-    #[serde(default)]
-    speculative_decoding: Option<IgnoredAny>,
-    /// Released TensorRT-LLM's per-choice length.
-    #[serde(default)]
-    avg_decoded_tokens_per_iter: Option<IgnoredAny>,
-}
-
-#[derive(Deserialize)]
-struct SkimDelta<'a> {
-    #[serde(borrow, default)]
-    content: Option<Cow<'a, str>>,
-}
-
-/// What one streamed event means for the timing.
-struct Event<'a> {
-    /// Its generated text (empty for role, finish and usage events).
-    text: Cow<'a, str>,
-    /// The whole event, when it carries a spec-decode payload or server timings (for the
-    /// adapters), or its shape did not fit the skim.
-    whole: Option<Value>,
-    /// Its `usage`, when the skim read it (a whole event's is read from `whole`).
-    usage: Option<SkimUsage>,
-    /// It holds another choice than the first (see [`Choices::several`]).
-    several: bool,
-}
-
-/// Read one SSE event: a typed skim (no maps built) for the common shape, usage included; the
-/// rare event with a spec-decode payload, or of a shape the skim's types do not fit, parsed
-/// whole.
-fn read_event(data: &str, endpoint: EndpointKind) -> Result<Event<'_>, String> {
-    if let Ok(skim) = serde_json::from_str::<Skim>(data) {
-        if let Some(err) = skim.error {
-            return Err(format!("error event in the stream: {err}"));
-        }
-        let (choice_payload, several) = (skim.choices.payload, skim.choices.several);
-        let text = skim.choices.text(endpoint);
-        // A content chunk's usage so far (continuous_usage_stats) is read from the skim; the
-        // last usage, in a chunk of its own, goes to the payload adapters whole.
-        let carries_payload = (skim.usage.is_some() && text.is_empty())
-            || skim.metrics.is_some()
-            || skim.sglext.is_some()
-            || skim.timings.is_some()
-            || choice_payload;
-        let whole = if carries_payload {
-            Some(serde_json::from_str::<Value>(data).map_err(|e| format!("an SSE event is not JSON: {e}"))?)
-        } else {
-            None
-        };
-        return Ok(Event {
-            usage: if whole.is_some() { None } else { skim.usage },
-            text,
-            whole,
-            several,
-        });
-    }
-    let v: Value = serde_json::from_str(data).map_err(|e| format!("an SSE event is not JSON: {e}"))?;
-    if let Some(err) = v.get("error").filter(|e| !e.is_null()) {
-        return Err(format!("error event in the stream: {err}"));
-    }
-    Ok(Event {
-        text: Cow::Owned(content(&v, endpoint, true)),
-        several: v.get("choices").and_then(Value::as_array).is_some_and(|c| {
-            c.len() > 1
-                || c.iter()
-                    .any(|c| c.get("index").and_then(Value::as_u64).unwrap_or(0) != 0)
-        }),
-        whole: Some(v),
-        usage: None,
-    })
 }
 
 fn parse_stream(body: &Arrivals, sent: Instant, endpoint: EndpointKind) -> Exchange {
@@ -731,14 +489,7 @@ fn parse_stream(body: &Arrivals, sent: Instant, endpoint: EndpointKind) -> Excha
                 }
             },
         };
-        let completion_tokens = match (&event.usage, &event.whole) {
-            (Some(u), _) => u.completion_tokens,
-            (None, Some(whole)) => whole
-                .get("usage")
-                .and_then(|u| u.get("completion_tokens"))
-                .and_then(Value::as_u64),
-            (None, None) => None,
-        };
+        let completion_tokens = event.usage.and_then(|u| u.completion_tokens);
         if event.several {
             chunks.several_choices();
         }
@@ -757,7 +508,6 @@ fn parse_stream(body: &Arrivals, sent: Instant, endpoint: EndpointKind) -> Excha
             note_counts(&mut ex, usage);
         }
         if let Some(whole) = event.whole {
-            note_usage(&mut ex, &whole);
             scan.push(&whole);
         }
         true
@@ -806,7 +556,9 @@ fn parse_whole(received: &Arrivals, sent: Instant, endpoint: EndpointKind) -> Ex
     ex.generated_text = content(&v, endpoint, false);
     // Without a stream the first token arrives with the whole answer.
     ex.ttft_ms = received.last().map(|at| ms(at - sent));
-    note_usage(&mut ex, &v);
+    if let Some(usage) = usage_of(&v) {
+        note_counts(&mut ex, usage);
+    }
     let mut scan = PayloadScan::new();
     scan.push(&v);
     finish_scan(&mut ex, scan);
@@ -845,16 +597,17 @@ mod tests {
     #[test]
     fn a_usage_count_past_any_context_is_a_bad_response() {
         let mut ex = Exchange::default();
-        note_usage(
+        let usage_in = |v: serde_json::Value| usage_of(&v).expect("a usage object");
+        note_counts(
             &mut ex,
-            &serde_json::json!({"usage": {"prompt_tokens": 12, "completion_tokens": 5}}),
+            usage_in(serde_json::json!({"usage": {"prompt_tokens": 12, "completion_tokens": 5}})),
         );
         assert_eq!(
             (ex.prompt_tokens, ex.completion_tokens, ex.error.is_none()),
             (Some(12), Some(5), true)
         );
         let huge = u64::MAX - 2;
-        note_usage(&mut ex, &serde_json::json!({"usage": {"prompt_tokens": huge}}));
+        note_counts(&mut ex, usage_in(serde_json::json!({"usage": {"prompt_tokens": huge}})));
         let (kind, message) = ex.error.expect("a bad response");
         assert_eq!(kind, ErrorKind::BadResponse);
         assert!(

@@ -4,6 +4,7 @@
 //! [`output`] prints the console report and writes the files. Ctrl-C stops sending, drains
 //! what is in flight (bounded) and saves a partial run.
 
+pub mod answer;
 mod chunk_counts;
 pub mod client;
 pub mod datafile;

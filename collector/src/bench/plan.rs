@@ -9,7 +9,7 @@ use reqwest::header::{HeaderMap, HeaderName, HeaderValue, AUTHORIZATION, CONTENT
 use speclens_shared::check::gates::Gate;
 use speclens_shared::run::goodput::Slo;
 
-use super::client::EndpointKind;
+use super::answer::EndpointKind;
 use super::prometheus::Prometheus;
 use super::workload::{Dataset, Workload};
 use crate::error::CollectorError;

@@ -80,10 +80,10 @@ fn room_for_spill(dir: &Path, events: usize, free: Option<u64>) -> Result<(), St
     match free {
         Some(free) if free < need => Err(format!(
             "folding {events} events needs up to {:.1} MiB of disk beside the records ({} bytes an event, twice while a span is split) and {} has {:.1} MiB free",
-            need as f64 / (1u64 << 20) as f64,
+            crate::files::in_mib(need),
             EVENT_BYTES,
             dir.display(),
-            free as f64 / (1u64 << 20) as f64
+            crate::files::in_mib(free)
         )),
         _ => Ok(()),
     }

@@ -8,7 +8,7 @@ use clap::{Args, ValueEnum};
 use speclens_shared::check::gates::Gate;
 use speclens_shared::run::goodput::Slo;
 
-use crate::bench::client::EndpointKind;
+use crate::bench::answer::EndpointKind;
 use crate::bench::plan::{seconds, Arrival, Load, Output, Scrape, Stop, Target};
 use crate::bench::prometheus::{self, Prometheus};
 use crate::bench::workload::{Columns, Dataset, Workload};

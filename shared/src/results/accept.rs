@@ -190,24 +190,30 @@ fn csv_field(text: &str) -> String {
 /// A heat-map cell's colour for a rate in [0, 1]: white at 0 to a deep blue at 1 (one hue, so
 /// the order reads without a legend and in grey), as `rgb(r, g, b)`.
 pub fn heat_colour(rate: f64) -> String {
+    let [r, g, b] = heat_rgb(rate);
+    format!("rgb({r}, {g}, {b})")
+}
+
+/// A rate's cell colour as red, green and blue: white at 0 to deep blue at 1.
+fn heat_rgb(rate: f64) -> [u8; 3] {
     let t = rate.clamp(0.0, 1.0);
     let mix = |from: f64, to: f64| (from + (to - from) * t).round() as u8;
-    format!("rgb({}, {}, {})", mix(255.0, 8.0), mix(255.0, 69.0), mix(255.0, 148.0))
+    [mix(255.0, 8.0), mix(255.0, 69.0), mix(255.0, 148.0)]
 }
 
 /// Text that reads on a [`heat_colour`] cell: whichever of near-black and white contrasts more
 /// with it (WCAG's relative luminance; the two tie at about 0.19).
 pub fn heat_text_colour(rate: f64) -> &'static str {
-    let t = rate.clamp(0.0, 1.0);
-    let linear = |from: f64, to: f64| {
-        let c = (from + (to - from) * t).round() / 255.0;
+    let linear = |channel: u8| {
+        let c = f64::from(channel) / 255.0;
         if c <= 0.04045 {
             c / 12.92
         } else {
             ((c + 0.055) / 1.055).powf(2.4)
         }
     };
-    let luminance = 0.2126 * linear(255.0, 8.0) + 0.7152 * linear(255.0, 69.0) + 0.0722 * linear(255.0, 148.0);
+    let [r, g, b] = heat_rgb(rate);
+    let luminance = 0.2126 * linear(r) + 0.7152 * linear(g) + 0.0722 * linear(b);
     if luminance < 0.19 {
         "#fff"
     } else {

@@ -572,12 +572,8 @@ impl RunResult {
             &split.time_to_first_token,
             &split.ttft_outside_server,
         ]) {
-            let Some(s) = stats else { continue };
-            for (key, v) in [("mean", s.mean), ("median", s.median), ("std", s.std)] {
-                self.extra.insert(format!("{key}_{family}_ms"), v.into());
-            }
-            for (p, v) in &s.percentiles {
-                self.extra.insert(format!("p{p}_{family}_ms"), (*v).into());
+            if let Some(s) = stats {
+                s.write_keys(&format!("{family}_ms"), &mut self.extra);
             }
         }
     }
@@ -666,17 +662,11 @@ impl RunResult {
             _ => return None,
         };
         let mean = mean?;
-        let suffix = format!("_{family}_ms");
-        let percentiles = self
-            .extra
-            .iter()
-            .filter_map(|(k, v)| Some((k.strip_prefix('p')?.strip_suffix(&suffix)?.to_string(), v.as_f64()?)))
-            .collect();
         Some(LatencyStats {
             mean,
             median: median.unwrap_or(mean),
             std: std.unwrap_or(0.0),
-            percentiles,
+            percentiles: crate::run::latency_stats::percentiles_under(&format!("{family}_ms"), &self.extra),
         })
     }
 

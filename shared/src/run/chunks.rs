@@ -192,12 +192,8 @@ impl ChunkFigures {
     /// Write the figures into a result's keys (nothing for a figure that is absent).
     pub fn write_into(&self, extra: &mut Extra) {
         for ((family, unit), stats) in FAMILIES.iter().zip([&self.itl_per_token, &self.tokens_per_chunk]) {
-            let Some(s) = stats else { continue };
-            for (key, v) in [("mean", s.mean), ("median", s.median), ("std", s.std)] {
-                extra.insert(format!("{key}_{family}{unit}"), v.into());
-            }
-            for (p, v) in &s.percentiles {
-                extra.insert(format!("p{p}_{family}{unit}"), (*v).into());
+            if let Some(s) = stats {
+                s.write_keys(&format!("{family}{unit}"), extra);
             }
         }
         for (key, v) in INTERACTIVITY_KEYS.iter().zip([
@@ -216,24 +212,10 @@ impl ChunkFigures {
     /// The figures a result's keys hold (a file written before them holds none).
     pub fn read_from(extra: &Extra) -> ChunkFigures {
         let number = |key: &str| extra.get(key).and_then(serde_json::Value::as_f64);
-        let stats = |family: &str, unit: &str| {
-            let mean = number(&format!("mean_{family}{unit}"))?;
-            let suffix = format!("_{family}{unit}");
-            let percentiles = extra
-                .iter()
-                .filter_map(|(k, v)| Some((k.strip_prefix('p')?.strip_suffix(&suffix)?.to_string(), v.as_f64()?)))
-                .filter(|(p, _)| p.parse::<f64>().is_ok())
-                .collect();
-            Some(LatencyStats {
-                mean,
-                median: number(&format!("median_{family}{unit}")).unwrap_or(mean),
-                std: number(&format!("std_{family}{unit}")).unwrap_or(0.0),
-                percentiles,
-            })
-        };
+        let stats = |(family, unit): (&str, &str)| LatencyStats::read_keys(&format!("{family}{unit}"), extra);
         ChunkFigures {
-            itl_per_token: stats(FAMILIES[0].0, FAMILIES[0].1),
-            tokens_per_chunk: stats(FAMILIES[1].0, FAMILIES[1].1),
+            itl_per_token: stats(FAMILIES[0]),
+            tokens_per_chunk: stats(FAMILIES[1]),
             e2e_normalized_interactivity_p75: number(INTERACTIVITY_KEYS[0]),
             e2e_normalized_interactivity_p90: number(INTERACTIVITY_KEYS[1]),
             uncounted_requests: extra

@@ -9,7 +9,7 @@ use tokio::sync::mpsc;
 
 use super::prompt::{Prompt, Workload};
 use super::synthetic::Synthetic;
-use crate::bench::client::EndpointKind;
+use crate::bench::answer::EndpointKind;
 use crate::bench::tokens::TokenCounter;
 
 /// Requests built before the run at most: a longer synthetic run is generated as it goes, by a

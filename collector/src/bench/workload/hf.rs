@@ -10,6 +10,7 @@ use super::prompt::{Columns, Prompt, Workload, PROMPT_COLUMNS};
 use crate::bench::datafile::{self, Sample, MAX_ITEM_BYTES};
 use crate::bench::tokens::TokenCounter;
 use crate::error::CollectorError;
+use crate::files::in_mib as mib;
 
 /// One row of a Hugging Face file: where it is (`row 3`, `line 3`) and its columns.
 pub(super) type HfRow = (String, serde_json::Map<String, serde_json::Value>);
@@ -60,7 +61,6 @@ fn for_each_parquet_row(
     use parquet::record::reader::RowIter;
     let bad = |what: String| CollectorError::InvalidArgument(format!("{}: {what}", path.display()));
     let corrupt = |panic: String| bad(format!("the parquet reader failed on it (a corrupt file): {panic}"));
-    let mib = |bytes: u64| bytes as f64 / (1u64 << 20) as f64;
     let file = datafile::open(path, max_bytes)?.into_inner().into_inner();
     // Only the parquet crate's own calls run where a panic is caught: speclens's code (`each`)
     // runs outside, so a bug of ours is never reported as a corrupt file.
@@ -104,7 +104,6 @@ fn for_each_parquet_row(
 /// among many small rows passes here and is refused once its row is decoded (the rows' check),
 /// having cost at most its column's declared size.
 fn check_parquet_sizes(metadata: &parquet::file::metadata::ParquetMetaData, max_bytes: u64) -> Result<(), String> {
-    let mib = |bytes: u64| bytes as f64 / (1u64 << 20) as f64;
     let mut declared: u64 = 0;
     for (g, group) in metadata.row_groups().iter().enumerate() {
         let rows = u64::try_from(group.num_rows()).unwrap_or(0).max(1);

@@ -111,7 +111,7 @@ mod tests {
     use super::sonnet::SONNET_BASE;
     use super::synthetic::*;
     use super::*;
-    use crate::bench::client::EndpointKind;
+    use crate::bench::answer::EndpointKind;
 
     fn args(extra: &[&str]) -> Workload {
         let mut argv = vec!["speclens", "bench"];
