@@ -271,6 +271,17 @@ async fn the_demo_tells_one_story_on_its_console_dashboard_and_report() {
         "{why}"
     );
     assert!(client.find(Locator::Css("#live-acceptance")).await.is_err());
+    // The demo's points are random-token prompts: the run page says so, as result.json does.
+    assert_eq!(
+        result["content_invalid_for_acceptance"],
+        serde_json::json!(["random_tokens", "ignore_eos"])
+    );
+    assert!(
+        text_of(&client, "#run-content-invalid")
+            .await
+            .starts_with("Content-invalid for acceptance (random-token prompts, ignore_eos answers)"),
+        "the run page's mark"
+    );
     // One model B* on every page: the run and live pages and the navigation open on the
     // sweep's, the B* the console printed.
     let ridge = prediction["costs"]["ridge_tokens"].as_f64().unwrap().to_string();

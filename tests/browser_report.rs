@@ -54,6 +54,21 @@ async fn a_report_opens_offline_from_a_file_with_its_figures_charts_and_fragment
     let result: Value = serde_json::from_str(&std::fs::read_to_string(run_dir.join("result.json")).unwrap()).unwrap();
     assert_eq!(result["model_id"], HOSTILE);
 
+    // A trace replayed with filler words beside it: marked content-invalid in the report.
+    let filler_dir = results.path().join("filler");
+    let trace = crate::common::fixture("made_mooncake_trace.jsonl");
+    let bench = [
+        "bench",
+        "--url",
+        &sim.url(),
+        "--quiet",
+        "--out",
+        filler_dir.to_str().unwrap(),
+    ];
+    let (code, out, err) =
+        run_speclens(&[&bench[..], &crate::trace_replay::replay_args(trace.to_str().unwrap())].concat());
+    assert_eq!(code, 0, "{out}{err}");
+
     let file = results.path().join("report.html");
     report(&[&run_dir], &file);
     let html = std::fs::read_to_string(&file).unwrap();
@@ -116,6 +131,19 @@ async fn a_report_opens_offline_from_a_file_with_its_figures_charts_and_fragment
         text_of(&client, "#run-status").await.contains("finished").then_some(())
     })
     .await;
+
+    // The filler replay's report carries its mark, as its console and result.json do.
+    let filler_file = results.path().join("filler.html");
+    report(&[&filler_dir], &filler_file);
+    client.goto(&format!("file://{}", filler_file.display())).await.unwrap();
+    let mark = wait_for("the content-invalid mark", Duration::from_secs(30), || async {
+        Some(text_of(&client, "#run-content-invalid").await).filter(|t| !t.is_empty())
+    })
+    .await;
+    assert!(
+        mark.starts_with("Content-invalid for acceptance (trace filler words (no --trace-fill), ignore_eos answers)"),
+        "{mark}"
+    );
 
     let severe = severe_log(&client).await;
     assert!(severe.is_empty(), "failed or refused loads: {severe:?}");

@@ -1,7 +1,10 @@
 //! Trace replay: a made Mooncake-format trace sent against a sim through a recording proxy
 //! (the requests' arrival times and bodies as the server side sees them): each request arrives
 //! at its recorded offset (sped up) within a stated tolerance, with the trace's output length as
-//! its max_tokens, its input length in tokens, and the prompt prefix its shared hash ids name.
+//! its max_tokens, its input length in tokens, and the prompt prefix its shared hash ids name;
+//! filled from a prompts file (`--trace-fill`) it sends the file's text, prefixes still shared,
+//! and a filler replay is marked content-invalid for acceptance (console, `result.json`, and
+//! `check`, which refuses to compare it with a valid run unless told).
 
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
@@ -11,7 +14,7 @@ use axum::extract::{Request, State};
 use axum::response::Response;
 use serde_json::Value;
 
-use crate::common::{fixture, read_records, run_speclens_within, Speclens};
+use crate::common::{fixture, read_json, read_records, run_speclens, run_speclens_within, Speclens};
 
 /// What the proxy saw: each completion request's arrival and body.
 type Seen = Arc<Mutex<Vec<(Instant, Value)>>>;
@@ -58,14 +61,20 @@ async fn start_proxy(upstream: String) -> (String, Seen) {
     (url, seen)
 }
 
-#[tokio::test]
-async fn a_mooncake_trace_arrives_at_its_recorded_offsets_with_its_lengths_and_shared_prefixes() {
-    let trace_path = fixture("made_mooncake_trace.jsonl");
-    let trace: Vec<Value> = std::fs::read_to_string(&trace_path)
+/// The made trace's path and its lines.
+fn made_trace() -> (std::path::PathBuf, Vec<Value>) {
+    let path = fixture("made_mooncake_trace.jsonl");
+    let lines = std::fs::read_to_string(&path)
         .unwrap()
         .lines()
         .map(|l| serde_json::from_str(l).unwrap())
         .collect();
+    (path, lines)
+}
+
+#[tokio::test]
+async fn a_mooncake_trace_arrives_at_its_recorded_offsets_with_its_lengths_and_shared_prefixes() {
+    let (trace_path, trace) = made_trace();
     let sim = Speclens::instant_spec_sim("0.7", &[]);
     let (url, seen) = start_proxy(sim.url()).await;
     let dir = tempfile::tempdir().unwrap();
@@ -160,6 +169,11 @@ async fn a_mooncake_trace_arrives_at_its_recorded_offsets_with_its_lengths_and_s
     assert_ne!(words(0, 512), words(2, 512), "block 0 is not block 5");
     let result: Value = serde_json::from_str(&std::fs::read_to_string(out.join("result.json")).unwrap()).unwrap();
     assert_eq!(result["completed"], 7, "{result}");
+    assert_eq!(
+        result["content_invalid_for_acceptance"],
+        serde_json::json!(["trace_filler", "ignore_eos"]),
+        "filler blocks, answers held to the trace's lengths"
+    );
     // Asking for more requests than the trace holds is an error naming it, before any request.
     let (code, _, stderr) = run_speclens_within(
         &[
@@ -178,6 +192,169 @@ async fn a_mooncake_trace_arrives_at_its_recorded_offsets_with_its_lengths_and_s
     );
     assert_eq!(code, 2, "{stderr}");
     assert!(stderr.contains("holds 7 requests"), "{stderr}");
+}
+
+/// The flags of a quick replay of the made trace at `trace`: its 7 requests, 50 times faster.
+pub fn replay_args(trace: &str) -> [&str; 8] {
+    [
+        "--dataset",
+        "mooncake",
+        "--dataset-path",
+        trace,
+        "--num-prompts",
+        "7",
+        "--trace-speedup",
+        "50",
+    ]
+}
+
+/// `bench` with `args` against `url`, into `out`: its exit code and console.
+async fn bench(url: &str, args: &[&str], out: &std::path::Path) -> (i32, String, String) {
+    let mut all: Vec<String> = ["bench", "--url", url, "--endpoint", "completions", "--out"]
+        .iter()
+        .map(|s| s.to_string())
+        .collect();
+    all.push(out.to_str().unwrap().into());
+    all.extend(args.iter().map(|s| s.to_string()));
+    tokio::task::spawn_blocking(move || {
+        let all: Vec<&str> = all.iter().map(String::as_str).collect();
+        run_speclens_within(&all, Duration::from_secs(60))
+    })
+    .await
+    .unwrap()
+}
+
+#[tokio::test]
+async fn a_trace_filled_from_a_prompts_file_sends_its_text_and_a_filler_replay_is_marked() {
+    let (trace_path, trace) = made_trace();
+    // 40 prompts of 60 words no other text has (`f3w17`: prompt 3, word 17), so where each sent
+    // word came from, and what followed it in the file, can be told.
+    let dir = tempfile::tempdir().unwrap();
+    let fill = dir.path().join("prompts.jsonl");
+    let file_words: Vec<String> = (0..40)
+        .flat_map(|p| (0..60).map(move |w| format!("f{p}w{w}")))
+        .collect();
+    let lines: String = file_words
+        .chunks(60)
+        .map(|words| format!("{}\n", serde_json::json!({"prompt": words.join(" ")})))
+        .collect();
+    std::fs::write(&fill, lines).unwrap();
+    let next: std::collections::HashMap<&str, &str> = file_words
+        .iter()
+        .zip(file_words.iter().cycle().skip(1))
+        .map(|(a, b)| (a.as_str(), b.as_str()))
+        .collect();
+    let tokens = speclens::bench::tokens::TokenCounter::new();
+    let widest = file_words.iter().map(|w| tokens.count(&format!(" {w}"))).max().unwrap();
+
+    let sim = Speclens::instant_spec_sim("0.7", &[]);
+    let (url, seen) = start_proxy(sim.url()).await;
+    let trace_arg = trace_path.to_str().unwrap();
+    let filled = dir.path().join("filled");
+    let fill_args = ["--trace-fill", fill.to_str().unwrap(), "--quiet"];
+    let (code, stdout, stderr) = bench(&url, &[&replay_args(trace_arg)[..], &fill_args].concat(), &filled).await;
+    assert_eq!(code, 0, "{stdout}{stderr}");
+    let seen: Vec<String> = seen
+        .lock()
+        .unwrap()
+        .iter()
+        .map(|(_, body)| body["prompt"].as_str().unwrap().to_string())
+        .collect();
+    assert_eq!(seen.len(), 7);
+    for (i, prompt) in seen.iter().enumerate() {
+        let words: Vec<&str> = prompt.split(' ').collect();
+        // Every word is the file's, and almost every one follows its predecessor as in the
+        // file: a seam only where a block or the line's own tokens begin.
+        assert!(words.iter().all(|w| next.contains_key(w)), "request {i}: {prompt}");
+        let seams = words.windows(2).filter(|p| next[p[0]] != p[1]).count();
+        let blocks = trace[i]["hash_ids"].as_array().unwrap().len();
+        assert!(seams <= blocks, "request {i}: {seams} seams for {blocks} blocks");
+        // Its length: the trace's, less at most a word's tokens a block and at the end.
+        let want = trace[i]["input_length"].as_u64().unwrap();
+        let got = tokens.count(prompt);
+        assert!(
+            got <= want && got + (blocks as u64 + 1) * widest >= want,
+            "request {i}: {got} tokens for an input length of {want}"
+        );
+    }
+    // Shared hash ids are shared text, of the blocks' tokens (less a word each at most).
+    let shared_tokens = |a: usize, b: usize| -> u64 {
+        let common: Vec<&str> = seen[a]
+            .split(' ')
+            .zip(seen[b].split(' '))
+            .take_while(|(x, y)| x == y)
+            .map(|(x, _)| x)
+            .collect();
+        if common.is_empty() {
+            0
+        } else {
+            tokens.count(&common.join(" "))
+        }
+    };
+    for (a, b, blocks) in [(0, 1, 2), (0, 3, 2), (0, 6, 2), (1, 3, 3), (2, 4, 1)] {
+        let shared = shared_tokens(a, b);
+        let full = blocks * 512;
+        assert!(
+            shared <= full && shared + blocks * widest >= full,
+            "lines {a} and {b} share {shared} tokens, their {blocks} blocks {full}"
+        );
+    }
+    assert_eq!(shared_tokens(0, 2), 0, "block 0 is not block 5");
+    let result: Value = serde_json::from_str(&std::fs::read_to_string(filled.join("result.json")).unwrap()).unwrap();
+    assert_eq!(result["config"]["trace_fill"], fill.to_str().unwrap());
+    assert_eq!(
+        result["content_invalid_for_acceptance"],
+        serde_json::json!(["ignore_eos"]),
+        "the file's text, answers still held to the trace's lengths"
+    );
+
+    // The same trace with filler words: marked on the console and in result.json.
+    let filler = dir.path().join("filler");
+    let (code, stdout, stderr) = bench(&sim.url(), &replay_args(trace_arg), &filler).await;
+    assert_eq!(code, 0, "{stdout}{stderr}");
+    assert!(
+        stdout.contains("Content-invalid for acceptance (trace filler words (no --trace-fill), ignore_eos answers): this run's acceptance stands for no real text"),
+        "{stdout}"
+    );
+    // A run of the file's prompts, answers ending where the model ends them, is valid; check
+    // refuses to compare the filler's acceptance with it unless told.
+    let valid = dir.path().join("valid");
+    let (code, stdout, stderr) = bench(
+        &sim.url(),
+        &[
+            "--dataset",
+            "jsonl",
+            "--dataset-path",
+            fill.to_str().unwrap(),
+            "--num-prompts",
+            "20",
+            "--quiet",
+        ],
+        &valid,
+    )
+    .await;
+    assert_eq!(code, 0, "{stdout}{stderr}");
+    assert_eq!(
+        read_json(&valid.join("result.json"))["content_invalid_for_acceptance"],
+        serde_json::json!([])
+    );
+    let check = |extra: &[&str]| {
+        let mut args = vec!["check", "--baseline", valid.to_str().unwrap(), filler.to_str().unwrap()];
+        args.extend(extra);
+        run_speclens(&args)
+    };
+    let (code, stdout, stderr) = check(&[]);
+    assert_eq!(code, 2, "{stdout}{stderr}");
+    assert!(
+        stderr.contains("the new run is content-invalid for acceptance (trace filler words (no --trace-fill), ignore_eos answers) and the other is not"),
+        "{stderr}"
+    );
+    let (code, stdout, stderr) = check(&["--mixed-content"]);
+    assert!(code == 0 || code == 3, "{code}: {stdout}{stderr}");
+    assert!(
+        stdout.contains("Compared with --mixed-content although the new run is content-invalid"),
+        "{stdout}"
+    );
 }
 
 #[test]

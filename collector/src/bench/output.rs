@@ -11,6 +11,7 @@ use indicatif::{ProgressBar, ProgressDrawTarget, ProgressStyle};
 use serde_json::Value;
 use speclens_shared::file_label::result_file_label;
 use speclens_shared::results::aiperf::{profile_export, record_line, RunInfo};
+use speclens_shared::results::content_mark::{content_invalid, content_invalid_sentence, ContentInvalid};
 use speclens_shared::results::run_result::{
     EndpointResult, ErrorCount, Errors, RunConfig, RunResult, SpecDecodeSection,
 };
@@ -85,6 +86,8 @@ struct Figures<'a> {
     paths: &'a SpecPaths,
     /// How the workload biases the acceptance measured.
     workload: Vec<String>,
+    /// Why the run's acceptance stands for no real text (empty: valid).
+    content_invalid: Vec<ContentInvalid>,
 }
 
 impl<'a> Figures<'a> {
@@ -92,6 +95,7 @@ impl<'a> Figures<'a> {
         let load = &run.plan.load;
         let (headline, summary) = (paths.headline(), paths.spec.summary());
         let speculates = headline.is_some() || summary.is_some();
+        let config = run_config(run);
         Figures {
             metrics: outcome.tally.metrics(
                 outcome.duration_s,
@@ -107,7 +111,8 @@ impl<'a> Figures<'a> {
                 .iter()
                 .map(|w| (w.endpoint.label.clone(), w.result()))
                 .collect(),
-            workload: workload_warnings(&run_config(run), speculates),
+            workload: workload_warnings(&config, speculates),
+            content_invalid: content_invalid(&config.dataset, config.ignore_eos, config.trace_fill.as_deref()),
             outcome,
             paths,
         }
@@ -181,6 +186,9 @@ fn console(f: &Figures<'_>) -> String {
     }
     for message in f.paths.notices.messages.iter().chain(&f.workload) {
         console.push_str(&format!("Note: {message}\n"));
+    }
+    if let Some(mark) = content_invalid_sentence(&f.content_invalid) {
+        console.push_str(&format!("{mark}\n"));
     }
     if f.outcome.partial {
         console.push_str("\nThis run was stopped before its end: every file is marked partial.\n");
@@ -466,6 +474,7 @@ fn run_result(run: &Prepared, f: &Figures<'_>) -> RunResult {
             .collect(),
     ));
     result.config = Some(run_config(run));
+    result.content_invalid_for_acceptance = Some(f.content_invalid.clone());
     result.notices = Some(Notices {
         workload: f.workload.clone(),
         ..paths.notices.clone()
@@ -521,7 +530,8 @@ fn run_config(run: &Prepared) -> RunConfig {
         range_ratio: workload.range_ratio,
         prefix_tokens: workload.prefix_tokens,
         temperature: workload.temperature,
-        ignore_eos: workload.dataset.name() == "synthetic" || workload.ignore_eos,
+        ignore_eos: matches!(workload.dataset.name(), "synthetic" | "mooncake") || workload.ignore_eos,
+        trace_fill: workload.dataset.trace_fill().map(|p| p.display().to_string()),
         metrics_endpoints: run.endpoints.iter().map(|e| crate::net::redact_url(&e.url)).collect(),
         scrape_interval_s: plan.scrape.interval.as_secs_f64(),
         timeout_s: target.timeout.as_secs_f64(),

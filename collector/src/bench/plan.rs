@@ -251,7 +251,7 @@ impl Plan {
                 return invalid(format!("{name} must be a finite number ≥ 0, got {v}"));
             }
         }
-        if matches!(w.dataset, Dataset::Mooncake(_)) {
+        if matches!(w.dataset, Dataset::Mooncake(..)) {
             if self.load.request_rate.is_some() {
                 return invalid(
                     "a trace brings its own arrival times: leave out --request-rate (--trace-speedup scales them)"

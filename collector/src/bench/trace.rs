@@ -13,7 +13,7 @@ use rand::{Rng, SeedableRng};
 use serde::Deserialize;
 
 use super::datafile;
-use super::tokens::WORDS;
+use super::tokens::{TokenCounter, WORDS};
 use crate::error::CollectorError;
 
 /// Tokens one hash id stands for (Mooncake's KV block, AIPerf's and GuideLLM's default).
@@ -180,51 +180,204 @@ pub struct TracePrompt {
     pub input_tokens: u64,
 }
 
-/// The prompts of a trace's requests: a hash id's block is the same `BLOCK_TOKENS` words
-/// wherever it appears (drawn from the seed and the id; the last block of a line is its first
-/// `input_length − (m − 1)·512` words), tokens past the blocks are the line's own; a text is
-/// sent as it is. Each prompt's max_tokens is its `output_length` (else `output_tokens`).
-pub fn prompts(trace: &[TraceRequest], seed: u64, output_tokens: u32) -> Vec<TracePrompt> {
-    let mut blocks: HashMap<u64, (String, u64)> = HashMap::new();
-    let mut out = Vec::with_capacity(trace.len());
-    for (index, r) in trace.iter().enumerate() {
-        let (text, input_tokens) = match &r.input {
-            TraceInput::Text(t) => (t.clone(), 0),
-            TraceInput::Blocks { input_length, hash_ids } => {
-                let mut text = String::new();
-                let mut left = *input_length;
-                for id in hash_ids {
-                    let size = left.min(BLOCK_TOKENS);
-                    let (block, full) = blocks.entry(*id).or_insert_with(|| {
-                        let mut rng = SmallRng::seed_from_u64(seed ^ id.wrapping_mul(0x9e37_79b9_7f4a_7c15));
-                        let mut block = String::with_capacity(BLOCK_TOKENS as usize * 5);
-                        words(&mut rng, BLOCK_TOKENS, &mut block);
-                        (block, BLOCK_TOKENS)
-                    });
-                    if size < *full {
-                        // A partial last block: its first `size` words.
-                        let cut = block
-                            .match_indices(' ')
-                            .nth(size as usize)
-                            .map_or(block.len(), |(at, _)| at);
-                        text.push_str(&block[..cut]);
-                    } else {
-                        text.push_str(block);
-                    }
-                    left -= size;
-                }
-                let mut rng = SmallRng::seed_from_u64(seed ^ (index as u64).wrapping_mul(0xd1b5_4a32_d192_ed03) ^ 1);
-                words(&mut rng, left, &mut text);
-                (text.trim_start().to_string(), *input_length)
-            }
+/// Text a trace's hash blocks are filled from (`--trace-fill`): a prompts file's words, one
+/// space apart, walked from a place each hash id picks.
+pub struct Fill {
+    /// The file's prompts' words, joined by single spaces.
+    text: String,
+    /// Where each word starts in `text`.
+    starts: Vec<u32>,
+    tokens: TokenCounter,
+}
+
+/// One line of a fill file (as `--dataset jsonl` reads it).
+#[derive(Deserialize)]
+struct FillLine {
+    prompt: String,
+}
+
+impl Fill {
+    /// The prompts of a JSON-lines file (`{"prompt": …}` a line), within `max_bytes`.
+    pub fn read(path: &Path, max_bytes: u64, tokens: TokenCounter) -> Result<Fill, CollectorError> {
+        let mut fill = Fill {
+            text: String::new(),
+            starts: Vec::new(),
+            tokens,
         };
-        out.push(TracePrompt {
-            text,
-            max_tokens: r.output_length.unwrap_or(output_tokens),
-            input_tokens,
-        });
+        datafile::for_each_line(path, max_bytes, |i, line| {
+            if line.trim().is_empty() {
+                return Ok(());
+            }
+            let l: FillLine = serde_json::from_str(line)
+                .map_err(|e| bad(path, i, format!("not a prompts line ({{\"prompt\": …}}): {e}")))?;
+            for word in l.prompt.split_whitespace() {
+                if !fill.text.is_empty() {
+                    fill.text.push(' ');
+                }
+                // The file is within --max-dataset-mib, far below 4 GiB.
+                fill.starts
+                    .push(u32::try_from(fill.text.len()).map_err(|_| bad(path, i, "past 4 GiB of text"))?);
+                fill.text.push_str(word);
+            }
+            Ok(())
+        })?;
+        if fill.starts.is_empty() {
+            return Err(CollectorError::InvalidArgument(format!(
+                "{}: the fill file holds no text (--trace-fill takes JSON lines with a \"prompt\")",
+                path.display()
+            )));
+        }
+        Ok(fill)
     }
-    out
+
+    fn word(&self, i: usize) -> &str {
+        let start = self.starts[i] as usize;
+        let end = self
+            .starts
+            .get(i + 1)
+            .map_or(self.text.len(), |next| *next as usize - 1);
+        &self.text[start..end]
+    }
+
+    /// Up to `tokens` tokens of the file's words from the word `pick` chooses onwards (wrapping
+    /// at the end), each counted with its leading space as a BPE tokenizer splits it; the walk
+    /// stops at the first word that would pass `tokens` (so a block may end a few tokens short),
+    /// and skips a word longer than any block. The same `pick` gives the same walk, so a shorter
+    /// one is a prefix of a longer one. Returns the tokens taken.
+    fn take(&self, pick: u64, tokens: u64, out: &mut String) -> u64 {
+        let n = self.starts.len();
+        let mut at = (pick % n as u64) as usize;
+        let (mut got, mut skipped) = (0u64, 0usize);
+        let mut spaced = String::new();
+        while got < tokens && skipped < n {
+            let word = self.word(at);
+            spaced.clear();
+            spaced.push(' ');
+            spaced.push_str(word);
+            let t = self.tokens.count(&spaced);
+            if t > BLOCK_TOKENS {
+                skipped += 1;
+            } else if got + t > tokens {
+                break;
+            } else {
+                out.push_str(&spaced);
+                got += t;
+                skipped = 0;
+            }
+            at = (at + 1) % n;
+        }
+        got
+    }
+}
+
+/// The prompts of a trace's requests: a hash id's block is the same `BLOCK_TOKENS` tokens of
+/// text wherever it appears (filler words drawn from the seed and the id, or the fill file's
+/// words from a place the seed and the id pick; the last block of a line is its first
+/// `input_length − (m − 1)·512` tokens), tokens past the blocks are the line's own; a text is
+/// sent as it is. Each prompt's max_tokens is its `output_length` (else `output_tokens`).
+pub fn prompts(trace: &[TraceRequest], seed: u64, output_tokens: u32, fill: Option<&Fill>) -> Vec<TracePrompt> {
+    // Each hash id's whole block, and its tokens, once.
+    let mut blocks: HashMap<u64, (String, u64)> = HashMap::new();
+    trace
+        .iter()
+        .enumerate()
+        .map(|(index, r)| {
+            let (text, input_tokens) = match &r.input {
+                TraceInput::Text(t) => (t.clone(), 0),
+                TraceInput::Blocks { input_length, hash_ids } => {
+                    let line = BlockLine {
+                        seed,
+                        index,
+                        input_length: *input_length,
+                        hash_ids,
+                    };
+                    match fill {
+                        Some(fill) => line.filled(fill, &mut blocks),
+                        None => line.filler(&mut blocks),
+                    }
+                }
+            };
+            TracePrompt {
+                text,
+                max_tokens: r.output_length.unwrap_or(output_tokens),
+                input_tokens,
+            }
+        })
+        .collect()
+}
+
+/// Where a hash id's block starts (the filler's seed, or a place in a fill).
+fn block_pick(seed: u64, id: u64) -> u64 {
+    seed ^ id.wrapping_mul(0x9e37_79b9_7f4a_7c15)
+}
+
+/// One trace line whose prompt is built from its hash blocks and its own tokens.
+struct BlockLine<'a> {
+    seed: u64,
+    /// Its place in the trace: picks its own tokens.
+    index: usize,
+    input_length: u64,
+    hash_ids: &'a [u64],
+}
+
+impl BlockLine<'_> {
+    /// Where the line's own tokens (past its blocks) come from.
+    fn own_pick(&self) -> u64 {
+        self.seed ^ (self.index as u64).wrapping_mul(0xd1b5_4a32_d192_ed03) ^ 1
+    }
+
+    /// Filler words: a block is [`BLOCK_TOKENS`] one-token words drawn from the seed and its id
+    /// (a partial last block its first words); the prompt and its tokens.
+    fn filler(&self, blocks: &mut HashMap<u64, (String, u64)>) -> (String, u64) {
+        let mut text = String::new();
+        let mut left = self.input_length;
+        for id in self.hash_ids {
+            let size = left.min(BLOCK_TOKENS);
+            let (block, full) = blocks.entry(*id).or_insert_with(|| {
+                let mut rng = SmallRng::seed_from_u64(block_pick(self.seed, *id));
+                let mut block = String::with_capacity(BLOCK_TOKENS as usize * 5);
+                words(&mut rng, BLOCK_TOKENS, &mut block);
+                (block, BLOCK_TOKENS)
+            });
+            if size < *full {
+                // A partial last block: its first `size` words.
+                let cut = block
+                    .match_indices(' ')
+                    .nth(size as usize)
+                    .map_or(block.len(), |(at, _)| at);
+                text.push_str(&block[..cut]);
+            } else {
+                text.push_str(block);
+            }
+            left -= size;
+        }
+        words(&mut SmallRng::seed_from_u64(self.own_pick()), left, &mut text);
+        (text.trim_start().to_string(), self.input_length)
+    }
+
+    /// The fill's words: a block walks the fill from where its id picks (a partial last block
+    /// the start of the same walk); the prompt and the tokens taken (a block may end a few
+    /// tokens short of its size, see [`Fill::take`]).
+    fn filled(&self, fill: &Fill, blocks: &mut HashMap<u64, (String, u64)>) -> (String, u64) {
+        let (mut text, mut taken, mut left) = (String::new(), 0u64, self.input_length);
+        for id in self.hash_ids {
+            let size = left.min(BLOCK_TOKENS);
+            if size == BLOCK_TOKENS {
+                let (block, tokens) = blocks.entry(*id).or_insert_with(|| {
+                    let mut block = String::new();
+                    let tokens = fill.take(block_pick(self.seed, *id), BLOCK_TOKENS, &mut block);
+                    (block, tokens)
+                });
+                text.push_str(block);
+                taken += *tokens;
+            } else {
+                taken += fill.take(block_pick(self.seed, *id), size, &mut text);
+            }
+            left -= size;
+        }
+        taken += fill.take(self.own_pick(), left, &mut text);
+        (text.trim_start().to_string(), taken)
+    }
 }
 
 /// The fixed schedule of requests `skip..skip + count`: each one's offset in seconds from the
@@ -259,7 +412,7 @@ mod tests {
         .unwrap();
         // Sorted by timestamp.
         assert_eq!(t.iter().map(|r| r.line).collect::<Vec<_>>(), [2, 1, 3]);
-        let p = prompts(&t, 7, 64);
+        let p = prompts(&t, 7, 64, None);
         let counter = crate::bench::tokens::TokenCounter::new();
         assert_eq!(counter.count(&p[0].text), 1100);
         assert_eq!(counter.count(&p[1].text), 700);

@@ -134,7 +134,7 @@ impl DatasetArg {
             DatasetArg::Sonnet => Dataset::Sonnet(path()?),
             DatasetArg::Jsonl => Dataset::Jsonl(path()?),
             DatasetArg::Hf => Dataset::Hf(path()?, columns.columns()),
-            DatasetArg::Mooncake => Dataset::Mooncake(path()?),
+            DatasetArg::Mooncake => Dataset::Mooncake(path()?, None),
         })
     }
 }
@@ -173,12 +173,23 @@ pub struct DatasetFlags {
     /// Only prompts of these categories (repeatable).
     #[arg(long = "category")]
     pub categories: Vec<String>,
+    /// With --dataset mooncake: fill the trace's hash blocks with text from this prompts file
+    /// (JSON lines with a `prompt`, as --dataset jsonl), each block from a place chosen by its
+    /// hash id, so shared prefixes stay shared. Without it, blocks are filler words: right for
+    /// prefix caching, meaningless for acceptance (the result is marked content-invalid).
+    #[arg(long, value_name = "PROMPTS", hide_short_help = true)]
+    pub trace_fill: Option<PathBuf>,
 }
 
 impl DatasetFlags {
     /// The dataset these flags name.
     pub fn dataset(&self) -> Result<Dataset, CollectorError> {
-        self.dataset.with_path(self.dataset_path.clone(), &self.columns)
+        let dataset = self.dataset.with_path(self.dataset_path.clone(), &self.columns)?;
+        match (dataset, &self.trace_fill) {
+            (Dataset::Mooncake(trace, _), fill) => Ok(Dataset::Mooncake(trace, fill.clone())),
+            (_, Some(_)) => invalid("--trace-fill fills a trace's hash blocks: it needs --dataset mooncake"),
+            (dataset, None) => Ok(dataset),
+        }
     }
 }
 
@@ -730,7 +741,7 @@ impl BenchArgs {
 impl BenchArgs {
     /// A trace's fixed schedule for the window's `prompts` requests (after the warm-up's).
     fn trace_schedule(&self, prompts: u64) -> Result<Option<std::sync::Arc<[f64]>>, CollectorError> {
-        let Dataset::Mooncake(path) = self.data.dataset()? else {
+        let Dataset::Mooncake(path, _) = self.data.dataset()? else {
             if self.trace_speedup != 1.0 {
                 return invalid("--trace-speedup scales a trace's clock: it needs --dataset mooncake");
             }

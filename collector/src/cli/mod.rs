@@ -201,6 +201,10 @@ pub struct CheckArgs {
     /// How many standard errors of the difference a figure may fall before it counts as worse.
     #[arg(long, default_value_t = 3.0)]
     pub sigmas: f64,
+    /// Compare the acceptance of a run marked content-invalid (random tokens, trace filler,
+    /// ignore_eos) with a valid run's anyway; refused (exit 2) without it.
+    #[arg(long)]
+    pub mixed_content: bool,
 }
 
 impl CheckArgs {
@@ -222,6 +226,7 @@ impl CheckArgs {
             new: self.new.clone(),
             figures,
             sigmas: self.sigmas,
+            mixed_content: self.mixed_content,
         })
     }
 }

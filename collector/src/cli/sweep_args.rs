@@ -352,7 +352,7 @@ impl SweepArgs {
     /// A trace's offsets at its own speed, after the warm-up's requests; refused before anything
     /// is sent when a point would ask for more requests than the trace holds.
     fn trace_offsets(&self) -> Result<Option<std::sync::Arc<[f64]>>, CollectorError> {
-        let Dataset::Mooncake(path) = self.data.dataset()? else {
+        let Dataset::Mooncake(path, _) = self.data.dataset()? else {
             return Ok(None);
         };
         let trace = bench::trace::read(&path, self.workload.max_dataset_mib.saturating_mul(1 << 20))?;

@@ -20,6 +20,8 @@ pub struct Plan {
     pub figures: Vec<FigureKind>,
     /// Standard errors of the difference a figure may fall before it counts as worse.
     pub sigmas: f64,
+    /// Compare a content-invalid run's acceptance with a valid run's anyway.
+    pub mixed_content: bool,
 }
 
 /// A measurement on disk: a run or a sweep.
@@ -75,6 +77,25 @@ fn load(path: &Path) -> Result<Stored, CollectorError> {
     Ok(Stored::Run(Box::new(result)))
 }
 
+/// Which of two runs is content-invalid for acceptance when the other is valid (both invalid,
+/// for whatever reasons, measure alike-meaningless text and compare).
+fn mixed_content(baseline: &Stored, new: &Stored) -> Option<String> {
+    let (Stored::Run(old), Stored::Run(new)) = (baseline, new) else {
+        return None;
+    };
+    let (old_marks, new_marks) = (old.content_invalid(), new.content_invalid());
+    let (which, marks) = match (old_marks.is_empty(), new_marks.is_empty()) {
+        (true, false) => ("the new run", new_marks),
+        (false, true) => ("the baseline", old_marks),
+        _ => return None,
+    };
+    let reasons: Vec<&str> = marks.iter().map(|m| m.phrase()).collect();
+    Some(format!(
+        "{which} is content-invalid for acceptance ({}) and the other is not",
+        reasons.join(", ")
+    ))
+}
+
 /// The comparisons of two stored measurements of the same kind.
 fn compare(baseline: &Stored, new: &Stored, sigmas: f64) -> Result<Vec<Comparison>, CollectorError> {
     let all = match (baseline, new) {
@@ -99,6 +120,12 @@ pub fn run(plan: &Plan) -> Result<(), CollectorError> {
         ));
     }
     let (baseline, new) = (load(&plan.baseline)?, load(&plan.new)?);
+    let mixed = mixed_content(&baseline, &new);
+    if let (Some(why), false) = (&mixed, plan.mixed_content) {
+        return Err(CollectorError::InvalidArgument(format!(
+            "{why}: their acceptance measures different text, so it is not compared (--mixed-content compares it anyway)"
+        )));
+    }
     let comparisons = compare(&baseline, &new, plan.sigmas)?;
     if comparisons.is_empty() {
         return Err(CollectorError::InvalidArgument(format!(
@@ -112,6 +139,9 @@ pub fn run(plan: &Plan) -> Result<(), CollectorError> {
         plan.baseline.display(),
         regress::render(&comparisons)
     ))?;
+    if let Some(why) = mixed {
+        crate::console::print(&format!("\nCompared with --mixed-content although {why}.\n"))?;
+    }
     for kind in regress::unchecked(&plan.figures, &comparisons) {
         let source = match (kind, &baseline) {
             (FigureKind::Speedup | FigureKind::Crossing, Stored::Run(_)) => {

@@ -6,6 +6,7 @@
 pub mod accept;
 pub mod aiperf;
 pub mod aiperf_records;
+pub mod content_mark;
 pub mod report_data;
 pub mod result_text;
 pub mod run_list;

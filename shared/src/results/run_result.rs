@@ -89,9 +89,13 @@ pub struct RunConfig {
     #[serde(default, skip_serializing_if = "is_zero_u32")]
     pub prefix_tokens: u32,
     pub temperature: f64,
-    /// Whether the requests set `ignore_eos` (synthetic prompts always do).
+    /// Whether the requests set `ignore_eos` (synthetic prompts and trace replays always do).
     #[serde(default)]
     pub ignore_eos: bool,
+    /// The prompts file a trace replay filled its hash blocks from (`--trace-fill`); absent
+    /// for filler words, or a run that replays no trace.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub trace_fill: Option<String>,
     pub metrics_endpoints: Vec<String>,
     pub scrape_interval_s: f64,
     pub timeout_s: f64,
@@ -247,6 +251,10 @@ pub struct RunResult {
     pub config: Option<RunConfig>,
     #[serde(skip_serializing_if = "Option::is_none")]
     pub notices: Option<Notices>,
+    /// Why the run's acceptance stands for no real text (empty: valid), from its config when
+    /// written; see [`RunResult::content_invalid`].
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub content_invalid_for_acceptance: Option<Vec<crate::results::content_mark::ContentInvalid>>,
     #[serde(skip_serializing_if = "Option::is_none")]
     pub distributions: Option<Distributions>,
     #[serde(skip_serializing_if = "Option::is_none")]
@@ -649,6 +657,19 @@ impl RunResult {
             "tpot" => (&mut self.mean_tpot_ms, &mut self.median_tpot_ms, &mut self.std_tpot_ms),
             "itl" => (&mut self.mean_itl_ms, &mut self.median_itl_ms, &mut self.std_itl_ms),
             _ => (&mut self.mean_e2el_ms, &mut self.median_e2el_ms, &mut self.std_e2el_ms),
+        }
+    }
+
+    /// Why the run's acceptance stands for no real text: the reasons written with it, else those
+    /// of its config (a file from before the mark), else none (a file without either, such as
+    /// `vllm bench serve`'s, is taken as valid).
+    pub fn content_invalid(&self) -> Vec<crate::results::content_mark::ContentInvalid> {
+        match (&self.content_invalid_for_acceptance, &self.config) {
+            (Some(reasons), _) => reasons.clone(),
+            (None, Some(c)) => {
+                crate::results::content_mark::content_invalid(&c.dataset, c.ignore_eos, c.trace_fill.as_deref())
+            }
+            (None, None) => Vec::new(),
         }
     }
 

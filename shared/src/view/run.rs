@@ -43,6 +43,9 @@ pub struct RunView {
     /// What the finished run noticed about its paths (see `notices::Notices`).
     #[serde(default)]
     pub notices: Vec<String>,
+    /// The "content-invalid for acceptance" mark's sentence, for a saved run that carries it.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub content_invalid: Option<String>,
     /// Measured draft tokens per draft of the finished run (below k for proposers that draft
     /// less when their match is short).
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -135,6 +138,7 @@ impl RunView {
             per_request: None,
             not_available: Vec::new(),
             notices: Vec::new(),
+            content_invalid: None,
             mean_draft_tokens: None,
             output_tokens_per_s: 0.0,
             steady_output_tokens_per_s: None,
@@ -195,6 +199,7 @@ pub fn run_view_from_result(result: &RunResult) -> RunView {
             .cloned()
             .chain(result.notices.iter().flat_map(|n| n.messages.clone()))
             .collect(),
+        content_invalid: crate::results::content_mark::content_invalid_sentence(&result.content_invalid()),
         mean_draft_tokens: result
             .spec_decode_draft_tokens
             .zip(result.spec_decode_num_drafts)

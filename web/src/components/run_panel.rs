@@ -10,6 +10,7 @@ use speclens_shared::chart::{
 };
 use speclens_shared::glossary::Term;
 use speclens_shared::model::speedup::implied_alpha;
+use speclens_shared::results::content_mark::CONTENT_INVALID_DEFINITION;
 use speclens_shared::run::aggregate::Bins;
 use speclens_shared::view::run::{RunStatus, RunView, Tiles, TimelinePoint};
 use speclens_shared::Error;
@@ -229,6 +230,9 @@ pub fn RunPanel(run: Signal<RunView>) -> impl IntoView {
     let timeline_too_short = Memo::new(move |_| run.with(|r| r.timeline_too_short()));
     view! {
         <p class="hint tiles-scope" id="tiles-scope">{scope}</p>
+        {move || run.with(|r| r.content_invalid.clone()).map(|mark| view! {
+            <p class="warning" id="run-content-invalid" title=CONTENT_INVALID_DEFINITION tabindex="0">{mark}</p>
+        })}
         <div class="tiles">
             {tile("tile-acceptance-rate", Term::AcceptanceRate, |t| t.acceptance_rate, 2)}
             {tile("tile-acceptance-length", Term::AcceptanceLength, |t| t.acceptance_length, 2)}

@@ -46,8 +46,8 @@ pub(super) fn from_file(
     cap: usize,
     tokens: &TokenCounter,
 ) -> Result<Vec<Prompt>, CollectorError> {
-    if matches!(args.dataset, Dataset::Mooncake(_)) {
-        return from_trace(args, path, cap);
+    if matches!(args.dataset, Dataset::Mooncake(..)) {
+        return from_trace(args, path, cap, tokens);
     }
     if let Dataset::Hf(_, columns) = &args.dataset {
         return from_hf(args, path, columns, cap, tokens);
@@ -124,7 +124,12 @@ pub(super) fn from_file(
 }
 
 /// A trace's first `count` requests in their timestamps' order (a replay takes each once).
-pub(super) fn from_trace(args: &Workload, path: &Path, count: usize) -> Result<Vec<Prompt>, CollectorError> {
+pub(super) fn from_trace(
+    args: &Workload,
+    path: &Path,
+    count: usize,
+    tokens: &TokenCounter,
+) -> Result<Vec<Prompt>, CollectorError> {
     if !args.categories.is_empty() {
         return invalid_workload(
             "a Mooncake trace has no categories: --category takes a spec-bench, speed-bench or jsonl dataset",
@@ -138,8 +143,12 @@ pub(super) fn from_trace(args: &Workload, path: &Path, count: usize) -> Result<V
             trace.len()
         ));
     }
+    let fill = match args.dataset.trace_fill() {
+        Some(fill) => Some(crate::bench::trace::Fill::read(fill, args.max_dataset_bytes, *tokens)?),
+        None => None,
+    };
     Ok(
-        crate::bench::trace::prompts(&trace[..count], args.seed, args.output_tokens)
+        crate::bench::trace::prompts(&trace[..count], args.seed, args.output_tokens, fill.as_ref())
             .into_iter()
             .map(|p| Prompt {
                 text: p.text,

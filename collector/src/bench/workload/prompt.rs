@@ -23,8 +23,9 @@ pub enum Dataset {
     /// A Hugging Face dataset file on disk (parquet, JSON lines or a JSON array of rows) and
     /// which of its columns hold what.
     Hf(PathBuf, Columns),
-    /// A Mooncake-format trace, replayed in its timestamps' order (`bench::trace`).
-    Mooncake(PathBuf),
+    /// A Mooncake-format trace, replayed in its timestamps' order (`bench::trace`), and the
+    /// prompts file its hash blocks take their text from (`--trace-fill`; else filler words).
+    Mooncake(PathBuf, Option<PathBuf>),
 }
 
 /// The columns of a [`Dataset::Hf`] file: the prompt's (its first item when it holds a list,
@@ -108,7 +109,7 @@ impl Dataset {
             Dataset::Sonnet(_) => "sonnet",
             Dataset::Jsonl(_) => "jsonl",
             Dataset::Hf(..) => "hf",
-            Dataset::Mooncake(_) => "mooncake",
+            Dataset::Mooncake(..) => "mooncake",
         }
     }
 
@@ -120,8 +121,16 @@ impl Dataset {
             | Dataset::ShareGpt(p)
             | Dataset::Sonnet(p)
             | Dataset::Jsonl(p)
-            | Dataset::Mooncake(p)
+            | Dataset::Mooncake(p, _)
             | Dataset::Hf(p, _) => Some(p),
+        }
+    }
+
+    /// The prompts file a trace's hash blocks are filled from, when one is.
+    pub fn trace_fill(&self) -> Option<&Path> {
+        match self {
+            Dataset::Mooncake(_, fill) => fill.as_deref(),
+            _ => None,
         }
     }
 }
