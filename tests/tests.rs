@@ -1,5 +1,6 @@
 //! All integration and browser tests of speclens, in one test binary (one module per area).
 
+mod acceptance_split;
 mod aiperf_reference;
 mod analysis;
 mod bench_run;

@@ -1,5 +1,6 @@
 //! speclens collector: the library behind the `speclens` binary (a thin `main.rs` calls it).
 
+pub mod accept_table;
 pub mod bench;
 pub mod cli;
 pub mod commands;

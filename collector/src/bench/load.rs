@@ -46,6 +46,8 @@ struct Pending {
     turn: Option<u32>,
     target: usize,
     category: Option<String>,
+    /// The served name it asked for, when the run sends to several.
+    model: Option<std::sync::Arc<str>>,
     start_ms: f64,
     /// When it was due (see [`RequestRecord::credit_ms`]).
     credit_ms: f64,
@@ -390,6 +392,7 @@ async fn dispatch(mut d: Dispatch, tx: mpsc::Sender<Event>, mut cancel: watch::R
             turn: ready.conversation.is_some().then_some(0),
             target: (id % d.shared.targets.len() as u64) as usize,
             category: ready.category.clone(),
+            model: ready.model.clone(),
             start_ms: ms_after(d.started, Instant::now()),
             credit_ms: ms_after(d.started, due),
             end_ms: None,
@@ -398,6 +401,7 @@ async fn dispatch(mut d: Dispatch, tx: mpsc::Sender<Event>, mut cancel: watch::R
         };
         let task_sent = Pending {
             category: ready.category,
+            model: ready.model,
             ..sent
         };
         slot.send(Event::Sent(sent));
@@ -629,6 +633,7 @@ fn to_record(
         turn: sent.turn,
         url: target.display_url.clone(),
         category: sent.category.clone(),
+        model: sent.model.as_deref().map(str::to_string),
         warmup,
         start_ms: sent.start_ms,
         success,

@@ -157,7 +157,9 @@ pub async fn run_with(plan: Plan, hub: Option<LiveHub>) -> Result<RunOutput, Col
 /// results folder, the prompts and their bodies, the connections.
 pub async fn prepare(plan: Plan, hub: LiveHub) -> Result<Prepared, CollectorError> {
     let client = http_client(&plan)?;
-    let (model, engine) = resolve_model(&client, &plan.target).await?;
+    let (models, engine) = resolve_model(&client, &plan.target).await?;
+    // The run's model (its label, `model_id`): the first of those it sends to.
+    let model = models[0].clone();
     // Asked beside the run, never waited for: a slow server delays nothing (see
     // `Prepared::settle_server_version`).
     let version_probe = {
@@ -189,7 +191,7 @@ pub async fn prepare(plan: Plan, hub: LiveHub) -> Result<Prepared, CollectorErro
     let token_counter = tokens::TokenCounter::new();
     let settings = BodySettings {
         endpoint: plan.target.endpoint,
-        model: model.clone(),
+        models: models.clone(),
         stream: plan.target.stream,
         temperature: plan.workload.temperature,
         sglang_spec_details: fields.sglang_spec_details,
@@ -214,6 +216,7 @@ pub async fn prepare(plan: Plan, hub: LiveHub) -> Result<Prepared, CollectorErro
     Ok(Prepared {
         plan,
         model,
+        models,
         engine,
         server_version: None,
         version_probe: Some(version_probe),
@@ -646,12 +649,13 @@ pub(crate) async fn check_serves(target: &plan::Target) -> Result<(), CollectorE
     choose_model(listed, target).map(|_| ())
 }
 
-/// The model to ask for (`--model`, else the first one listed) and the engine (`--engine`, else
-/// the listing's `owned_by`). Without `--model`, the list must answer.
+/// The models to ask for (`--model`, else the first one listed; several are sent in turn) and
+/// the engine (`--engine`, else the listing's `owned_by`). Without `--model`, the list must
+/// answer.
 async fn resolve_model(
     client: &reqwest::Client,
     target: &plan::Target,
-) -> Result<(String, Option<Engine>), CollectorError> {
+) -> Result<(Vec<String>, Option<Engine>), CollectorError> {
     choose_model(list_models(client, target).await, target)
 }
 
@@ -659,19 +663,23 @@ async fn resolve_model(
 fn choose_model(
     listed: Result<ModelList, ModelsError>,
     target: &plan::Target,
-) -> Result<(String, Option<Engine>), CollectorError> {
+) -> Result<(Vec<String>, Option<Engine>), CollectorError> {
     let engine = target.engine.or(listed.as_ref().ok().and_then(ModelList::engine));
-    if let Some(m) = &target.model {
+    if !target.models.is_empty() {
         // A model the server does not serve would fail every request: say so before any is sent.
         let served: Vec<&str> = listed.as_ref().map(ModelList::ids).unwrap_or_default();
-        if !served.is_empty() && !served.contains(&m.as_str()) {
+        if let Some(m) = target
+            .models
+            .iter()
+            .find(|m| !served.is_empty() && !served.contains(&m.as_str()))
+        {
             return Err(CollectorError::InvalidArgument(format!(
                 "--model {m:?} is not served by {}: it serves {} (name one of them with --model, or leave --model out for the first)",
                 redact_url(server_base(&target.urls[0])),
                 served.iter().map(|s| format!("{s:?}")).collect::<Vec<_>>().join(", ")
             )));
         }
-        return Ok((m.clone(), engine));
+        return Ok((target.models.clone(), engine));
     }
     let v = listed.map_err(|why| CollectorError::Server(format!("cannot list the models: {why}")))?;
     let model = v.data.first().and_then(|m| m.id.clone()).ok_or_else(|| {
@@ -680,7 +688,7 @@ fn choose_model(
             redact_url(server_base(&target.urls[0]))
         ))
     })?;
-    Ok((model, engine))
+    Ok((vec![model], engine))
 }
 
 /// The folder a run's dashboard serves: the one holding the run's folder.

@@ -10,6 +10,7 @@ use comfy_table::{presets, CellAlignment, Table};
 use indicatif::{ProgressBar, ProgressDrawTarget, ProgressStyle};
 use serde_json::Value;
 use speclens_shared::file_label::result_file_label;
+use speclens_shared::results::accept::CategoryAcceptance;
 use speclens_shared::results::aiperf::{profile_export, record_line, RunInfo};
 use speclens_shared::results::content_mark::{content_invalid, content_invalid_sentence, ContentInvalid};
 use speclens_shared::results::run_result::{
@@ -88,6 +89,9 @@ struct Figures<'a> {
     workload: Vec<String>,
     /// Why the run's acceptance stands for no real text (empty: valid).
     content_invalid: Vec<ContentInvalid>,
+    /// Each served name's acceptance when the run sent to several (from the records), or why
+    /// the records could not be read for it.
+    by_model: Result<Vec<CategoryAcceptance>, String>,
 }
 
 impl<'a> Figures<'a> {
@@ -113,6 +117,7 @@ impl<'a> Figures<'a> {
                 .collect(),
             workload: workload_warnings(&config, speculates),
             content_invalid: content_invalid(&config.dataset, config.ignore_eos, config.trace_fill.as_deref()),
+            by_model: Ok(Vec::new()),
             outcome,
             paths,
         }
@@ -184,6 +189,14 @@ fn console(f: &Figures<'_>) -> String {
         }
         console.push('\n');
     }
+    match &f.by_model {
+        Ok(rows) if rows.is_empty() => {}
+        Ok(rows) => console.push_str(&format!(
+            "Acceptance by served model (per-request path, requests sent to each in turn):\n{}",
+            crate::accept_table::render(rows, "model")
+        )),
+        Err(why) => console.push_str(&format!("Note: acceptance by served model not read: {why}\n")),
+    }
     for message in f.paths.notices.messages.iter().chain(&f.workload) {
         console.push_str(&format!("Note: {message}\n"));
     }
@@ -205,7 +218,11 @@ pub fn save_and_print(
     paths: &SpecPaths,
     records_tmp: &Path,
 ) -> Result<(RunResult, Option<String>), CollectorError> {
-    let figures = Figures::new(run, outcome, paths);
+    let mut figures = Figures::new(run, outcome, paths);
+    if run.models.len() > 1 {
+        figures.by_model =
+            crate::results_folder::history::acceptance_by(records_tmp, &run.plan.output.label, |r| r.model.as_deref());
+    }
     // The files first: whatever happens to stdout, the run is saved.
     let (result, not_saved) = persist(run, &figures, records_tmp)?;
     if run.plan.output.print || not_saved.is_some() {
@@ -475,6 +492,7 @@ fn run_result(run: &Prepared, f: &Figures<'_>) -> RunResult {
     ));
     result.config = Some(run_config(run));
     result.content_invalid_for_acceptance = Some(f.content_invalid.clone());
+    result.acceptance_by_model = f.by_model.clone().unwrap_or_default();
     result.notices = Some(Notices {
         workload: f.workload.clone(),
         ..paths.notices.clone()
@@ -508,6 +526,11 @@ fn run_config(run: &Prepared) -> RunConfig {
         urls: target.urls.iter().map(|u| crate::net::redact_url(u)).collect(),
         endpoint: target.endpoint.name().into(),
         model: run.model.clone(),
+        models: if run.models.len() > 1 {
+            run.models.clone()
+        } else {
+            Vec::new()
+        },
         stream: target.stream,
         concurrency: load.concurrency,
         request_rate: load.request_rate.filter(|r| r.is_finite()),

@@ -39,8 +39,8 @@ pub struct Target {
     /// Base URLs; requests are spread across them in turn.
     pub urls: Vec<String>,
     pub endpoint: EndpointKind,
-    /// The model to ask for (default: the first the first server lists).
-    pub model: Option<String>,
+    /// The models to ask for, in turn (empty: the first the first server lists).
+    pub models: Vec<String>,
     /// Every request's headers: content type, the API key (sensitive), the extra headers.
     pub headers: HeaderMap,
     /// Names of the extra headers, for the record (their values may be secret).
@@ -72,7 +72,7 @@ impl Target {
         Target {
             urls,
             endpoint: EndpointKind::Chat,
-            model: None,
+            models: Vec::new(),
             headers,
             header_names: Vec::new(),
             api_key_set: false,

@@ -30,6 +30,8 @@ pub struct Prepared {
     pub plan: Plan,
     /// The model asked for.
     pub model: String,
+    /// Every served name the run sends to, in turn (`model` first).
+    pub models: Vec<String>,
     /// The engine serving it, as detected or named (None: not known).
     pub engine: Option<Engine>,
     /// The version the server reports (None: it reports none, or had not answered by the end

@@ -245,9 +245,12 @@ pub struct TargetArgs {
     /// Which OpenAI endpoint to load.
     #[arg(long, value_enum, default_value_t = EndpointArg::Chat)]
     pub endpoint: EndpointArg,
-    /// Model to request (default: the first one the server lists in /v1/models).
-    #[arg(long)]
-    pub model: Option<String>,
+    /// Model to request (default: the first one the server lists in /v1/models). Several
+    /// (comma-separated or repeated: a base model and its LoRA adapters) are sent in turn, each
+    /// request to the next (AIPerf's --model-names with round_robin), and each one's acceptance
+    /// is reported apart.
+    #[arg(long, value_delimiter = ',')]
+    pub model: Vec<String>,
     /// Bearer token for the servers; never written to any file, log or report.
     #[arg(long, env = "OPENAI_API_KEY", hide_env_values = true)]
     pub api_key: Option<String>,
@@ -500,6 +503,10 @@ pub struct AcceptArgs {
     pub out: Option<PathBuf>,
     #[command(flatten)]
     pub dashboard: DashboardArgs,
+    /// Rows by served model instead of by category: with --model naming a base model and its
+    /// adapters (sent in turn), each one's acceptance over every category's prompts.
+    #[arg(long, help_heading = "Workload")]
+    pub by_model: bool,
 }
 
 // From flags to plans: the only place that turns clap's types into the commands' own.
@@ -534,7 +541,7 @@ impl TargetArgs {
             EndpointArg::Chat => EndpointKind::Chat,
             EndpointArg::Completions => EndpointKind::Completions,
         };
-        target.model = self.model.clone();
+        target.models = self.model.clone();
         target.stream = !self.no_stream;
         target.max_response_bytes = (self.max_response_mib as usize).saturating_mul(1 << 20);
         target.max_buffered_bytes = (self.max_buffered_mib as usize).saturating_mul(1 << 20);
@@ -823,6 +830,7 @@ impl AcceptArgs {
             run,
             out: self.out.clone(),
             dashboard_port: self.dashboard.port()?,
+            by_model: self.by_model,
         };
         plan.check()?;
         Ok(plan)

@@ -133,6 +133,10 @@ pub struct SimArgs {
     /// math 0.95, writing 0.85, translation 0.8.
     #[arg(long = "category-factor", value_name = "NAME=FACTOR")]
     pub category_factors: Vec<String>,
+    /// Serve a LoRA adapter beside the model, NAME=FACTOR (repeatable): listed in /v1/models
+    /// as vLLM lists one (parent: the model), its requests' acceptance multiplied by FACTOR.
+    #[arg(long = "lora", value_name = "NAME=FACTOR")]
+    pub adapters: Vec<String>,
     /// Time of one decode step at small batch, in milliseconds (bandwidth-bound).
     #[arg(long, default_value_t = 12.0)]
     pub step_ms: f64,
@@ -296,6 +300,7 @@ impl SimArgs {
         let k = args.num_spec_tokens;
         let profile = args.profile()?;
         let category_factors = args.category_factors()?;
+        let adapters = args.adapters()?;
         let numbers = [
             ("step-ms", args.step_ms),
             ("draft-cost", args.draft_cost),
@@ -352,6 +357,7 @@ impl SimArgs {
             temperature_sensitivity: args.temperature_sensitivity,
             acceptance_spread: args.acceptance_spread,
             category_factors,
+            adapters,
             max_model_len: args.max_model_len,
             mean_output_tokens: args.mean_output_tokens,
             per_request: match args.per_request_metrics {
@@ -456,21 +462,13 @@ impl SimArgs {
 
     /// The category factors: the defaults, with each `--category-factor NAME=FACTOR` over them.
     fn category_factors(&self) -> Result<Vec<(String, f64)>, CollectorError> {
-        let invalid = |m: String| CollectorError::InvalidArgument(m);
         let mut category_factors: Vec<(String, f64)> = DEFAULT_CATEGORY_FACTORS
             .iter()
             .map(|(n, f)| (n.to_string(), *f))
             .collect();
         for spec in &self.category_factors {
-            let (name, factor) = spec
-                .split_once('=')
-                .and_then(|(n, f)| f.trim().parse::<f64>().ok().map(|f| (n.trim().to_lowercase(), f)))
-                .filter(|(_, f)| f.is_finite() && *f >= 0.0)
-                .ok_or_else(|| {
-                    invalid(format!(
-                        "--category-factor takes NAME=FACTOR with FACTOR ≥ 0, got {spec:?}"
-                    ))
-                })?;
+            let (name, factor) = name_factor("--category-factor", spec)?;
+            let name = name.to_lowercase();
             match category_factors.iter_mut().find(|(n, _)| *n == name) {
                 Some(entry) => entry.1 = factor,
                 None => category_factors.push((name, factor)),
@@ -478,6 +476,31 @@ impl SimArgs {
         }
         Ok(category_factors)
     }
+
+    /// The `--lora NAME=FACTOR` adapters, each name once and none the model's.
+    fn adapters(&self) -> Result<Vec<(String, f64)>, CollectorError> {
+        let mut adapters: Vec<(String, f64)> = Vec::new();
+        for spec in &self.adapters {
+            let (name, factor) = name_factor("--lora", spec)?;
+            if name.is_empty() || name == self.model || adapters.iter().any(|(n, _)| *n == name) {
+                return Err(CollectorError::InvalidArgument(format!(
+                    "--lora {spec:?}: each adapter needs a name of its own, not the model's or another adapter's"
+                )));
+            }
+            adapters.push((name, factor));
+        }
+        Ok(adapters)
+    }
+}
+
+/// A `NAME=FACTOR` flag's name (trimmed) and factor (finite, ≥ 0).
+fn name_factor(flag: &str, spec: &str) -> Result<(String, f64), CollectorError> {
+    spec.split_once('=')
+        .and_then(|(n, f)| f.trim().parse::<f64>().ok().map(|f| (n.trim().to_string(), f)))
+        .filter(|(_, f)| f.is_finite() && *f >= 0.0)
+        .ok_or_else(|| {
+            CollectorError::InvalidArgument(format!("{flag} takes NAME=FACTOR with FACTOR ≥ 0, got {spec:?}"))
+        })
 }
 
 impl From<&FaultArgs> for Faults {

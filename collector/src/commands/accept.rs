@@ -3,14 +3,10 @@
 //! server without per-request stats is measured by scrape, one run per category (the scrape is
 //! server-wide). Arrivals are open-loop and slow by default, so batch size does not confound E.
 
-use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 
-use comfy_table::{presets, CellAlignment, Table};
-use speclens_shared::figures::acceptance_length_of_counts;
-use speclens_shared::results::accept::{AcceptMatrix, CategoryAcceptance, PositionMatrix};
+use speclens_shared::results::accept::{ci95, CategoryAcceptance, PositionMatrix};
 use speclens_shared::results::run_result::RunResult;
-use speclens_shared::run::record::RequestRecord;
 
 use crate::bench;
 use crate::bench::workload::Dataset;
@@ -21,73 +17,8 @@ use crate::session::Session;
 /// Per-category figures from the records (streamed from a run's `records.jsonl`) carrying
 /// per-request stats.
 pub fn by_category(records: &Path, run: &str) -> Result<Vec<CategoryAcceptance>, CollectorError> {
-    struct Sums {
-        requests: u64,
-        steps: u64,
-        accepted: u64,
-        drafted: u64,
-        at_least: BTreeMap<u32, u64>,
-        /// Per-request acceptance lengths: their spread gives the interval.
-        lengths: speclens_shared::sample::Sample,
-    }
-    let mut sums: BTreeMap<String, Sums> = BTreeMap::new();
-    crate::results_folder::history::for_each_record(records, |r: &RequestRecord| {
-        if !r.success || r.warmup {
-            return;
-        }
-        let (Some(category), Some(spec)) = (&r.category, &r.spec_decode_acceptance) else {
-            return;
-        };
-        let s = sums.entry(category.clone()).or_insert(Sums {
-            requests: 0,
-            steps: 0,
-            accepted: 0,
-            drafted: 0,
-            at_least: BTreeMap::new(),
-            lengths: Default::default(),
-        });
-        s.requests += 1;
-        s.steps += spec.num_spec_steps;
-        s.accepted += spec.num_accepted_draft_tokens;
-        s.drafted += spec.num_draft_tokens;
-        if let Some(e) = acceptance_length_of_counts(spec.num_accepted_draft_tokens, spec.num_spec_steps) {
-            s.lengths.push(e);
-        }
-        let k = spec
-            .num_spec_tokens
-            .unwrap_or_else(|| spec.acceptance_histogram.keys().max().copied().unwrap_or(0));
-        for pos in 0..k {
-            let hits: u64 = spec.acceptance_histogram.range(pos + 1..).map(|(_, c)| c).sum();
-            *s.at_least.entry(pos).or_default() += hits;
-        }
-    })
-    .map_err(CollectorError::Output)?;
-    Ok(sums
-        .into_iter()
-        .filter(|(_, s)| s.steps > 0)
-        .map(|(category, s)| CategoryAcceptance {
-            category,
-            path: "per_request".into(),
-            requests: s.requests,
-            // Only categories with steps are kept.
-            acceptance_length: acceptance_length_of_counts(s.accepted, s.steps).unwrap_or(1.0),
-            acceptance_rate: if s.drafted > 0 {
-                s.accepted as f64 / s.drafted as f64 * 100.0
-            } else {
-                0.0
-            },
-            per_position_acceptance_rates: s
-                .at_least
-                .iter()
-                .map(|(p, c)| (*p, *c as f64 / s.steps as f64))
-                .collect(),
-            num_spec_steps: s.steps,
-            accepted_tokens: s.accepted,
-            draft_tokens: s.drafted,
-            acceptance_length_ci95: ci95(s.lengths.len(), s.lengths.moments().map(|m| m.std)),
-            run: run.to_string(),
-        })
-        .collect())
+    crate::results_folder::history::acceptance_by(records, run, |r| r.category.as_deref())
+        .map_err(CollectorError::Output)
 }
 
 /// The scrape path's figures of one run, for one category.
@@ -111,13 +42,6 @@ fn from_scrape(category: &str, result: &RunResult, run: &str) -> Option<Category
     })
 }
 
-/// The 95 % half-width of a mean of `n` values of population spread `std`: 1.96 s/√n with the
-/// sample's s (n − 1); `None` below two values.
-fn ci95(n: u64, std: Option<f64>) -> Option<f64> {
-    let std = std?;
-    (n >= 2 && std.is_finite()).then(|| 1.96 * std * (n as f64 / (n as f64 - 1.0)).sqrt() / (n as f64).sqrt())
-}
-
 /// An accept matrix: acceptance per prompt category, at an open-loop rate well below saturation.
 #[derive(Clone)]
 pub struct Plan {
@@ -131,6 +55,9 @@ pub struct Plan {
     pub out: Option<PathBuf>,
     /// Serve the live dashboard on this port while the runs go.
     pub dashboard_port: Option<u16>,
+    /// Group by the served model each request named (a base model and its adapters, sent in
+    /// turn) instead of by category.
+    pub by_model: bool,
 }
 
 impl Plan {
@@ -163,65 +90,18 @@ impl Plan {
                 "--requests-per-category must be ≥ 1".into(),
             ));
         }
+        if self.by_model && self.run.target.models.len() < 2 {
+            return Err(CollectorError::InvalidArgument(
+                "--by-model compares served models: name two or more with --model (a base model and its adapters)"
+                    .into(),
+            ));
+        }
         self.run.check()
     }
 
     fn url(&self) -> &str {
         self.run.target.urls.first().map_or("", String::as_str)
     }
-}
-
-/// The category matrix.
-pub fn render(rows: &[CategoryAcceptance]) -> String {
-    let mut table = Table::new();
-    table.load_style(presets::UTF8_FULL_CONDENSED);
-    table.set_header(vec![
-        "category",
-        "path",
-        "requests",
-        "acceptance length (± 95 %)",
-        "acceptance rate %",
-        "per-position rates",
-    ]);
-    for r in rows {
-        table.add_row(vec![
-            r.category.clone(),
-            r.path.clone(),
-            r.requests.to_string(),
-            r.length_text(),
-            format!("{:.2}", r.acceptance_rate),
-            r.positions_text(),
-        ]);
-    }
-    for i in 2..5 {
-        if let Some(col) = table.column_mut(i) {
-            col.set_cell_alignment(CellAlignment::Right);
-        }
-    }
-    let pooled = AcceptMatrix::pooled_line(rows).map_or(String::new(), |l| format!("{l}\n"));
-    let matrix = PositionMatrix::of(rows).map_or(String::new(), |m| render_matrix(&m));
-    format!("{table}\n{pooled}{matrix}")
-}
-
-/// The category × position matrix: a row per category and the pooled row, a column per draft
-/// position (0-based, as vLLM's `position` label), each cell the unconditional rate.
-fn render_matrix(matrix: &PositionMatrix) -> String {
-    let mut table = Table::new();
-    table.load_style(presets::UTF8_FULL_CONDENSED);
-    let mut header = vec!["category".to_string(), "requests".to_string()];
-    header.extend(matrix.positions.iter().map(|p| format!("position {p}")));
-    table.set_header(header);
-    for row in matrix.all_rows() {
-        let mut cells = vec![row.category.clone(), row.requests.to_string()];
-        cells.extend(row.rates.iter().map(|r| r.map_or("—".into(), |v| format!("{v:.3}"))));
-        table.add_row(cells);
-    }
-    for i in 1..matrix.positions.len() + 2 {
-        if let Some(col) = table.column_mut(i) {
-            col.set_cell_alignment(CellAlignment::Right);
-        }
-    }
-    format!("Acceptance rate by category and draft position (accepted at the position ÷ verify steps):\n{table}\n")
 }
 
 /// `speclens accept`: returns the rows it measured.
@@ -279,14 +159,24 @@ pub async fn run_with(args: Plan, hub: Option<LiveHub>) -> Result<Vec<CategoryAc
             Some(hub.clone()),
         )
         .await?;
-        let rows = by_category(&run.dir.join(crate::results_folder::history::RECORDS), "all-categories")?;
-        for category in categories.iter().filter(|c| !rows.iter().any(|r| &r.category == *c)) {
-            crate::statusln!(
-                "  {category}: no drafts in its {} requests, so no acceptance to report (no file)",
-                args.requests_per_category
-            );
+        let records = run.dir.join(crate::results_folder::history::RECORDS);
+        if args.by_model {
+            crate::results_folder::history::acceptance_by(&records, "all-categories", |r| r.model.as_deref())
+                .map_err(CollectorError::Output)?
+        } else {
+            let rows = by_category(&records, "all-categories")?;
+            for category in categories.iter().filter(|c| !rows.iter().any(|r| &r.category == *c)) {
+                crate::statusln!(
+                    "  {category}: no drafts in its {} requests, so no acceptance to report (no file)",
+                    args.requests_per_category
+                );
+            }
+            rows
         }
-        rows
+    } else if args.by_model {
+        return Err(CollectorError::Server(
+            "the server returned no per-request stats: its counters are server-wide, so acceptance cannot be split by served model (turn the stats on, see `speclens probe`)".into(),
+        ));
     } else {
         crate::statusln!("The server returned no per-request stats: measuring by scrape, one run per category.");
         by_scrape(&args, &plan, &categories, hub, &out).await?
@@ -304,7 +194,10 @@ pub async fn run_with(args: Plan, hub: Option<LiveHub>) -> Result<Vec<CategoryAc
         )?;
         write(&out.join(POSITION_MATRIX_CSV), matrix.csv().as_bytes())?;
     }
-    crate::console::status(&render(&rows));
+    crate::console::status(&crate::accept_table::render(
+        &rows,
+        if args.by_model { "model" } else { "category" },
+    ));
     for warning in speclens_shared::results::warnings::category_warnings(&rows) {
         crate::statusln!("Note: {warning}");
     }

@@ -66,7 +66,7 @@ const DEMO_COSTS: Costs = Costs {
 /// printing nothing (the demo prints its own summary).
 fn demo_run(url: &str, workload: Workload, load: Load, out: PathBuf, label: &str) -> bench::Plan {
     let mut target = Target::new(vec![url.to_string()]);
-    target.model = Some(DEMO_MODEL.into());
+    target.models = vec![DEMO_MODEL.into()];
     bench::Plan {
         target,
         workload,
@@ -116,6 +116,7 @@ fn accept_plan(spec_url: &str, dataset: &std::path::Path, out: PathBuf) -> crate
         run: demo_run(spec_url, workload, load, out.clone(), "bench"),
         out: Some(out),
         dashboard_port: None,
+        by_model: false,
     }
 }
 

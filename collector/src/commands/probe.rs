@@ -75,9 +75,11 @@ pub async fn probe(target: &Target) -> Result<ProbeReport, CollectorError> {
             .map_err(|e| e.to_string())
     };
     let before = read_metrics().await;
+    // The probe asks one model: the first named, else the first listed.
     let model = target
-        .model
-        .clone()
+        .models
+        .first()
+        .cloned()
         .or_else(|| models.as_ref().ok().and_then(|m| m.first()).map(|(id, _)| id.clone()));
     let answer = match &model {
         Some(model) => ask(&client, target, engine, &base, model).await,

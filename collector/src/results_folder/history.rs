@@ -277,6 +277,23 @@ pub fn read_json<T: serde::de::DeserializeOwned>(path: &Path) -> Result<T, Strin
         .map_err(|why| format!("{}: {why}", path.display()))
 }
 
+/// The per-request acceptance of a `records.jsonl`'s window by group (`group` names a
+/// record's: its category, or the served model it asked for), one row per group with stats,
+/// each marked as measured in `run`.
+pub fn acceptance_by(
+    path: &Path,
+    run: &str,
+    group: impl Fn(&RequestRecord) -> Option<&str>,
+) -> Result<Vec<speclens_shared::results::accept::CategoryAcceptance>, String> {
+    let mut fold = speclens_shared::results::accept::GroupFold::default();
+    for_each_record(path, |r| {
+        if let (true, false, Some(name), Some(spec)) = (r.success, r.warmup, group(r), &r.spec_decode_acceptance) {
+            fold.push(name, spec);
+        }
+    })?;
+    Ok(fold.rows(run))
+}
+
 /// Each record of a `records.jsonl` in turn, read as a stream (a run's records are never all in
 /// memory, and a line is at most [`crate::files::MAX_RECORD_LINE_BYTES`]); `f` sees every one.
 /// The error names the file, and the line that did not read.

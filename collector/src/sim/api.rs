@@ -91,12 +91,18 @@ async fn models(State(state): State<Arc<SimState>>, headers: HeaderMap) -> Respo
         return error(StatusCode::UNAUTHORIZED, "Unauthorized", "Unauthorized");
     }
     let s = &state.settings;
-    axum::Json(json!({
-        "object": "list",
-        "data": [{"id": s.model, "object": "model", "created": unix_now() as u64, "owned_by": s.payload.engine().owned_by(),
-                  "root": s.model, "parent": null, "max_model_len": s.max_model_len}]
-    }))
-    .into_response()
+    let (created, owner) = (unix_now() as u64, s.payload.engine().owned_by());
+    // The base model, then each LoRA adapter as vLLM lists one: its root the adapter's path,
+    // its parent the base model.
+    let mut data = vec![
+        json!({"id": s.model, "object": "model", "created": created, "owned_by": owner,
+                  "root": s.model, "parent": null, "max_model_len": s.max_model_len}),
+    ];
+    data.extend(s.adapters.iter().map(|(name, _)| {
+        json!({"id": name, "object": "model", "created": created, "owned_by": owner,
+               "root": format!("/adapters/{name}"), "parent": s.model, "max_model_len": s.max_model_len})
+    }));
+    axum::Json(json!({"object": "list", "data": data})).into_response()
 }
 
 /// `/metrics` in the engine's own form, or the fault's answer.
@@ -269,6 +275,8 @@ enum StreamFault {
 /// A request's checked parts.
 struct Checked {
     prompt: String,
+    /// The served name asked for: the model's, or an adapter's.
+    served: Option<String>,
     n: u32,
     temperature: f64,
     prompt_tokens: u64,
@@ -288,7 +296,7 @@ fn check(s: &SimSettings, kind: Kind, req: &CompletionRequest, body: &[u8]) -> R
         }
     }
     if let Some(model) = &req.model {
-        if *model != s.model {
+        if *model != s.model && !s.adapters.iter().any(|(name, _)| name == model) {
             return Err(format!("The model `{model}` does not exist."));
         }
     }
@@ -317,6 +325,7 @@ fn check(s: &SimSettings, kind: Kind, req: &CompletionRequest, body: &[u8]) -> R
 
     Ok(Checked {
         prompt,
+        served: req.model.clone(),
         n,
         temperature,
         prompt_tokens,
@@ -336,7 +345,7 @@ fn sequences(s: &SimSettings, req: &CompletionRequest, number: u64, checked: &Ch
         ..
     } = checked;
     let profile = s
-        .profile_for(&checked.prompt, temperature)
+        .profile_for(&checked.prompt, temperature, checked.served.as_deref())
         .unwrap_or_else(super::engine::AcceptanceProfile::none);
     let mean = f64::from(s.mean_output_tokens);
     let prompt_blocks: std::sync::Arc<[u64]> = if s.engine.prefix_caching {

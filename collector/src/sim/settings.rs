@@ -98,6 +98,9 @@ pub struct SimSettings {
     /// [1 − spread, 1 + spread] drawn from its prompt.
     pub acceptance_spread: f64,
     pub category_factors: Vec<(String, f64)>,
+    /// LoRA adapters served beside the model, each with its acceptance multiplier (a drafter
+    /// trained on the base model drafts an adapter's text less well).
+    pub adapters: Vec<(String, f64)>,
     pub max_model_len: u32,
     pub mean_output_tokens: u32,
     pub per_request: PerRequestMetrics,
@@ -146,6 +149,7 @@ impl SimSettings {
                 .iter()
                 .map(|(n, f)| (n.to_string(), *f))
                 .collect(),
+            adapters: Vec::new(),
             max_model_len: 8192,
             mean_output_tokens: 256,
             per_request: PerRequestMetrics::Summary,
@@ -163,14 +167,18 @@ impl SimSettings {
         self
     }
 
-    /// The acceptance profile for one request, lowered by temperature and scaled by category.
-    pub fn profile_for(&self, prompt: &str, temperature: f64) -> Option<AcceptanceProfile> {
+    /// The acceptance profile for one request, lowered by temperature and scaled by category
+    /// and by the adapter it names (`served`: the request's `model`).
+    pub fn profile_for(&self, prompt: &str, temperature: f64, served: Option<&str>) -> Option<AcceptanceProfile> {
         let base = self.profile.as_ref()?;
         let category = detect_category(prompt)
             .and_then(|c| self.category_factors.iter().find(|(n, _)| n == c))
             .map_or(1.0, |(_, f)| *f);
+        let adapter = served
+            .and_then(|name| self.adapters.iter().find(|(n, _)| n == name))
+            .map_or(1.0, |(_, f)| *f);
         let heat = (1.0 - self.temperature_sensitivity * temperature.max(0.0)).max(0.0);
-        Some(base.scaled(category * heat * self.spread_factor(prompt)))
+        Some(base.scaled(category * adapter * heat * self.spread_factor(prompt)))
     }
 
     /// The request's own acceptance factor, uniform in [1 − spread, 1 + spread] over prompts:

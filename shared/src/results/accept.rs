@@ -50,6 +50,87 @@ impl CategoryAcceptance {
     }
 }
 
+/// Per-request acceptance folded by group (a prompt category, or the served model a request
+/// named): one [`CategoryAcceptance`] row per group whose requests carried stats.
+#[derive(Debug, Default)]
+pub struct GroupFold {
+    groups: BTreeMap<String, GroupSums>,
+}
+
+#[derive(Debug, Default)]
+struct GroupSums {
+    requests: u64,
+    steps: u64,
+    accepted: u64,
+    drafted: u64,
+    /// Verify steps that accepted at least position p + 1 drafts, by position p.
+    at_least: BTreeMap<u32, u64>,
+    /// Per-request acceptance lengths: their spread gives the interval.
+    lengths: crate::sample::Sample,
+}
+
+impl GroupFold {
+    /// One successful request of `group` and its per-request stats.
+    pub fn push(&mut self, group: &str, spec: &crate::request::per_request::SpecRecord) {
+        let s = match self.groups.get_mut(group) {
+            Some(s) => s,
+            None => self.groups.entry(group.to_string()).or_default(),
+        };
+        s.requests += 1;
+        s.steps += spec.num_spec_steps;
+        s.accepted += spec.num_accepted_draft_tokens;
+        s.drafted += spec.num_draft_tokens;
+        if let Some(e) =
+            crate::figures::acceptance_length_of_counts(spec.num_accepted_draft_tokens, spec.num_spec_steps)
+        {
+            s.lengths.push(e);
+        }
+        let k = spec
+            .num_spec_tokens
+            .unwrap_or_else(|| spec.acceptance_histogram.keys().max().copied().unwrap_or(0));
+        for pos in 0..k {
+            let hits: u64 = spec.acceptance_histogram.range(pos + 1..).map(|(_, c)| c).sum();
+            *s.at_least.entry(pos).or_default() += hits;
+        }
+    }
+
+    /// The groups' rows (by name; groups without a verify step left out), measured in `run`.
+    pub fn rows(self, run: &str) -> Vec<CategoryAcceptance> {
+        self.groups
+            .into_iter()
+            .filter(|(_, s)| s.steps > 0)
+            .map(|(category, s)| CategoryAcceptance {
+                category,
+                path: "per_request".into(),
+                requests: s.requests,
+                acceptance_length: crate::figures::acceptance_length_of_counts(s.accepted, s.steps).unwrap_or(1.0),
+                acceptance_rate: if s.drafted > 0 {
+                    s.accepted as f64 / s.drafted as f64 * 100.0
+                } else {
+                    0.0
+                },
+                per_position_acceptance_rates: s
+                    .at_least
+                    .iter()
+                    .map(|(p, c)| (*p, *c as f64 / s.steps as f64))
+                    .collect(),
+                num_spec_steps: s.steps,
+                accepted_tokens: s.accepted,
+                draft_tokens: s.drafted,
+                acceptance_length_ci95: ci95(s.lengths.len(), s.lengths.moments().map(|m| m.std)),
+                run: run.to_string(),
+            })
+            .collect()
+    }
+}
+
+/// The 95 % half-width of a mean of `n` values of population spread `std`: 1.96 s/√n with the
+/// sample's s (n − 1); `None` below two values.
+pub fn ci95(n: u64, std: Option<f64>) -> Option<f64> {
+    let std = std?;
+    (n >= 2 && std.is_finite()).then(|| 1.96 * std * (n as f64 / (n as f64 - 1.0)).sqrt() / (n as f64).sqrt())
+}
+
 /// An accept folder's categories (`/api/accept/<id>`).
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
 pub struct AcceptMatrix {

@@ -66,6 +66,9 @@ pub struct RunConfig {
     pub urls: Vec<String>,
     pub endpoint: String,
     pub model: String,
+    /// Every served name the run sent to in turn, when several (`model` is the first).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub models: Vec<String>,
     pub stream: bool,
     pub concurrency: Option<u64>,
     pub request_rate: Option<f64>,
@@ -251,6 +254,10 @@ pub struct RunResult {
     pub config: Option<RunConfig>,
     #[serde(skip_serializing_if = "Option::is_none")]
     pub notices: Option<Notices>,
+    /// Each served name's per-request acceptance, when the run sent to several (`--model a,b`:
+    /// a base model and its adapters); each row's `category` is the name.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub acceptance_by_model: Vec<crate::results::accept::CategoryAcceptance>,
     /// Why the run's acceptance stands for no real text (empty: valid), from its config when
     /// written; see [`RunResult::content_invalid`].
     #[serde(default, skip_serializing_if = "Option::is_none")]

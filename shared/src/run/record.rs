@@ -58,6 +58,10 @@ pub struct RequestRecord {
     pub url: String,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub category: Option<String>,
+    /// The served name it asked for, when the run sent to several (`--model a,b`: a base
+    /// model and its adapters).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub model: Option<String>,
     /// Warm-up requests are excluded from every figure.
     #[serde(default, skip_serializing_if = "std::ops::Not::not")]
     pub warmup: bool,

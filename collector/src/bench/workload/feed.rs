@@ -20,6 +20,8 @@ pub const BUILT_AHEAD: usize = 8192;
 #[derive(Debug, Clone)]
 pub struct Ready {
     pub category: Option<String>,
+    /// The served name it asks for, when the run sends to several (`--model a,b`).
+    pub model: Option<Arc<str>>,
     /// Input length when known before sending (the server's `usage` replaces it).
     pub input_tokens: u64,
     /// The `max_tokens` the body asks for.
@@ -30,8 +32,9 @@ pub struct Ready {
 }
 
 impl Ready {
-    pub(super) fn of(prompt: &Prompt, opts: &BodyOptions<'_>) -> Ready {
-        let first = body_value(prompt, opts);
+    /// Request `index` of its feed (warm-up included), built from `prompt`.
+    pub(super) fn of(prompt: &Prompt, opts: &BodyOptions<'_>, index: usize) -> Ready {
+        let first = body_value(prompt, opts, index);
         let conversation = (!prompt.later_turns.is_empty()).then(|| {
             let mut user_turns = vec![prompt.text.clone()];
             user_turns.extend(prompt.later_turns.iter().cloned());
@@ -42,6 +45,7 @@ impl Ready {
         });
         Ready {
             category: prompt.category.clone(),
+            model: (opts.models.len() > 1).then(|| Arc::from(opts.model(index))),
             input_tokens: prompt.input_tokens,
             max_tokens: Some(u64::from(prompt.max_tokens)),
             body: Bytes::from(first.to_string()),
@@ -85,7 +89,8 @@ impl Conversation {
 #[derive(Debug, Clone)]
 pub struct BodySettings {
     pub endpoint: EndpointKind,
-    pub model: String,
+    /// The served names, sent in turn (one for most runs).
+    pub models: Vec<String>,
     pub stream: bool,
     pub temperature: f64,
     pub sglang_spec_details: bool,
@@ -96,7 +101,7 @@ impl BodySettings {
     pub(super) fn options(&self) -> BodyOptions<'_> {
         BodyOptions {
             endpoint: self.endpoint,
-            model: &self.model,
+            models: &self.models,
             stream: self.stream,
             temperature: self.temperature,
             sglang_spec_details: self.sglang_spec_details,
@@ -147,7 +152,7 @@ pub(super) fn generate(
     let mut primed = Some(primed);
     let mut sent = 0usize;
     let mut send = |prompt: Prompt| {
-        if tx.blocking_send(Ready::of(&prompt, &opts)).is_err() {
+        if tx.blocking_send(Ready::of(&prompt, &opts, sent)).is_err() {
             return false;
         }
         sent += 1;
@@ -178,7 +183,8 @@ pub(super) fn generate(
 /// What every request body shares.
 pub struct BodyOptions<'a> {
     pub endpoint: EndpointKind,
-    pub model: &'a str,
+    /// The served names (at least one), sent in turn.
+    pub models: &'a [String],
     pub stream: bool,
     pub temperature: f64,
     pub sglang_spec_details: bool,
@@ -189,12 +195,23 @@ pub struct BodyOptions<'a> {
 /// The JSON body of one request. Streaming requests always ask for the usage chunk: vLLM sends
 /// its per-request spec-decode stats on it.
 pub fn body(prompt: &Prompt, o: &BodyOptions<'_>) -> Bytes {
-    Bytes::from(body_value(prompt, o).to_string())
+    Bytes::from(body_value(prompt, o, 0).to_string())
 }
 
-pub(super) fn body_value(prompt: &Prompt, o: &BodyOptions<'_>) -> serde_json::Value {
+impl BodyOptions<'_> {
+    /// The served name request `index` asks for: the names in turn (AIPerf's `round_robin`
+    /// model selection).
+    fn model(&self, index: usize) -> &str {
+        self.models
+            .get(index % self.models.len().max(1))
+            .map_or("", String::as_str)
+    }
+}
+
+/// The body of request `index` of its feed.
+pub(super) fn body_value(prompt: &Prompt, o: &BodyOptions<'_>, index: usize) -> serde_json::Value {
     let mut body = json!({
-        "model": o.model,
+        "model": o.model(index),
         "max_tokens": prompt.max_tokens,
         "temperature": o.temperature,
         "stream": o.stream,

@@ -78,13 +78,16 @@ pub async fn feeds(
             Dataset::Sonnet(_) => load(args, count, &tokens)?,
             _ => from_file(args, path, count, &tokens)?,
         };
-        return Ok(built(pool.iter().map(|p| Ready::of(p, &opts)).collect()));
+        return Ok(built(
+            pool.iter().enumerate().map(|(i, p)| Ready::of(p, &opts, i)).collect(),
+        ));
     }
     if warmup + window <= BUILT_AHEAD {
         return Ok(built(
             Synthetic::new(args)
                 .take(warmup + window)
-                .map(|p| Ready::of(&p, &opts))
+                .enumerate()
+                .map(|(i, p)| Ready::of(&p, &opts, i))
                 .collect(),
         ));
     }
@@ -156,7 +159,7 @@ mod tests {
         ]);
         let settings = BodySettings {
             endpoint: EndpointKind::Completions,
-            model: "m".into(),
+            models: vec!["m".into()],
             stream: true,
             temperature: 0.0,
             sglang_spec_details: false,
@@ -300,9 +303,10 @@ mod tests {
 
     /// A streamed chat's body options.
     fn streamed_chat() -> BodyOptions<'static> {
+        static MODELS: std::sync::LazyLock<Vec<String>> = std::sync::LazyLock::new(|| vec!["m".into()]);
         BodyOptions {
             endpoint: EndpointKind::Chat,
-            model: "m",
+            models: &MODELS,
             stream: true,
             temperature: 0.0,
             sglang_spec_details: false,
@@ -322,7 +326,7 @@ mod tests {
             later_turns: vec!["two".into(), "three".into()],
         };
         let o = streamed_chat();
-        let ready = Ready::of(&prompt, &o);
+        let ready = Ready::of(&prompt, &o, 0);
         let c = ready.conversation.expect("a conversation");
         let answers = ["A".to_string(), "B b".to_string()];
         let third: serde_json::Value = serde_json::from_slice(&c.body(2, &answers)).unwrap();
@@ -356,7 +360,7 @@ mod tests {
             later_turns: Vec::new(),
             ..prompt
         };
-        assert!(Ready::of(&single, &o).conversation.is_none());
+        assert!(Ready::of(&single, &o, 0).conversation.is_none());
     }
 
     /// A parquet file as `datasets`' `to_parquet` writes one (snappy), made here.
